@@ -1,0 +1,69 @@
+import { STAGE_LABEL, type RunbookStep, type UpgradePlan } from '../rules/index.js';
+
+/** The plan as JSON: the canary rollout plan (stage labels, phases) plus the runbook per hop. */
+export function planToJson(plan: UpgradePlan, to: string) {
+  return {
+    from: plan.from,
+    to,
+    hops: plan.hops,
+    stageLabel: STAGE_LABEL,
+    policy: plan.rollout.policy,
+    controlPlanes: plan.rollout.controlPlanes,
+    stageLabels: plan.rollout.stageLabels,
+    phases: plan.rollout.phases,
+    runbook: plan.hops.map((version) => ({
+      version,
+      steps: plan.steps
+        .filter((s) => s.hop === version)
+        .map(({ stage, action, node, command, detail }) => ({ stage, action, node, command, detail })),
+    })),
+    skew: {
+      compliant: plan.skew.compliant,
+      checkedSteps: plan.skew.checkedSteps,
+      ...(plan.skew.failure
+        ? {
+            failure: {
+              step: plan.skew.failure.stepIndex < 0 ? 'current state' : describeStep(plan.skew.failure.step),
+              violations: plan.skew.failure.violations.map(({ component, node, version, rule }) => ({ component, node, version, rule })),
+            },
+          }
+        : {}),
+    },
+  };
+}
+
+function describeStep(step: RunbookStep | undefined): string {
+  return step ? `${step.hop}: ${step.detail}` : '';
+}
+
+/** The plan as a runbook an operator can read and follow. */
+export function planToText(plan: UpgradePlan, to: string): string {
+  const lines: string[] = [];
+  const { policy, phases } = plan.rollout;
+  if (plan.hops.length === 0) return `Already at ${to} (cluster is at ${plan.from}): nothing to do.`;
+  lines.push(`Upgrade ${plan.from} → ${to}: ${plan.hops.length} hop${plan.hops.length === 1 ? '' : 's'} (${plan.hops.join(' → ')})`);
+  lines.push(`Rollout: canary ${policy.canary}, batches of ${policy.batchSize}, at most ${policy.maxUnavailable} worker(s) out at once; nodes labelled ${STAGE_LABEL}=<stage>`);
+  for (const phase of phases) {
+    const first = phase.kind === 'control-plane' && phase.nodes[0] === plan.rollout.controlPlanes[0] ? ' (kubeadm upgrade apply)' : '';
+    lines.push(`  ${phase.stage.padEnd(14)} ${phase.nodes.join(' ')}${first}`);
+  }
+  if (plan.skew.compliant) {
+    lines.push(`Skew policy: holds after every one of the ${plan.skew.checkedSteps} version changes below.`);
+  } else {
+    const f = plan.skew.failure;
+    lines.push(`Skew policy: BROKEN at ${f && f.stepIndex >= 0 ? `step "${describeStep(f.step)}"` : 'the current state'}:`);
+    for (const v of f?.violations ?? []) lines.push(`  ${v.component} on ${v.node} at ${v.version}: ${v.rule}`);
+  }
+  let from = plan.from;
+  plan.hops.forEach((hop, h) => {
+    lines.push('', `Hop ${h + 1}/${plan.hops.length}: ${from} → ${hop}`);
+    let n = 0;
+    for (const step of plan.steps.filter((s) => s.hop === hop)) {
+      n++;
+      lines.push(`  ${String(n).padStart(3)}. [${step.stage}] ${step.detail}`);
+      if (step.command) lines.push(`       $ ${step.command}`);
+    }
+    from = hop;
+  });
+  return lines.join('\n');
+}

@@ -1,0 +1,14 @@
+/**
+ * The pure rules of skewless: no I/O, no clock, no randomness. Workflows, activities and the CLI
+ * all import them from here, so the policy a workflow enforces is the one the CLI prints.
+ */
+export * from './rule-error.js';
+export * from './version.js';
+export * from './skew-policy.js';
+export * from './hop-plan.js';
+export * from './natural-order.js';
+export * from './rollout-plan.js';
+export * from './cluster-inventory.js';
+export * from './upgrade-runbook.js';
+export * from './runbook-check.js';
+export * from './upgrade-plan.js';

@@ -1,0 +1,140 @@
+import { compareNatural } from './natural-order.js';
+import { RuleError } from './rule-error.js';
+
+/** The label that makes the rollout plan cluster state rather than a document. */
+export const STAGE_LABEL = 'skewless.io/stage';
+
+export type NodeRole = 'control-plane' | 'worker';
+
+export interface PlanNode {
+  name: string;
+  role: NodeRole;
+  labels?: Record<string, string>;
+}
+
+export interface RolloutPolicy {
+  /** Workers upgraded first, on their own, before any batch. Default 1. */
+  canary?: number;
+  /** Explicit canary nodes; overrides `canary` when given. */
+  canaryNodes?: string[];
+  /** Workers per batch. Default: maxUnavailable. */
+  batchSize?: number;
+  /** Workers out of service at once: a count, or a percentage of the workers such as `10%`. Default 1. */
+  maxUnavailable?: number | string;
+  /** `name` (natural order, the default) or `inventory` (as listed). */
+  order?: 'name' | 'inventory';
+  /** The control plane that runs `kubeadm upgrade apply`. Default: first in order. */
+  firstControlPlane?: string;
+}
+
+export type PhaseKind = 'control-plane' | 'canary' | 'batch';
+
+export interface RolloutPhase {
+  kind: PhaseKind;
+  /** Value of the stage label its nodes carry. */
+  stage: string;
+  nodes: string[];
+  /** Nodes of this phase out of service at once. */
+  maxUnavailable: number;
+}
+
+export interface RolloutPlan {
+  /** Control planes in upgrade order; the first runs `kubeadm upgrade apply`. */
+  controlPlanes: string[];
+  phases: RolloutPhase[];
+  /** Node → stage label value. */
+  stageLabels: Record<string, string>;
+  /** The resolved numbers, so the plan says what it did with percentages and defaults. */
+  policy: { canary: number; batchSize: number; maxUnavailable: number; order: 'name' | 'inventory' };
+}
+
+function positiveInt(value: unknown, name: string, min: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+    throw new RuleError('InvalidPolicy', `${name} must be an integer ≥ ${min}, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+export function resolveMaxUnavailable(value: number | string | undefined, workers: number): number {
+  if (value === undefined) return 1;
+  if (typeof value === 'string') {
+    const pct = /^(100|[1-9]?\d)%$/.exec(value);
+    if (pct) return Math.max(1, Math.floor((workers * Number(pct[1])) / 100));
+    if (!/^\d+$/.test(value)) {
+      throw new RuleError('InvalidPolicy', `maxUnavailable must be a count or a percentage such as 10%, got ${JSON.stringify(value)}`);
+    }
+    value = Number(value);
+  }
+  return positiveInt(value, 'maxUnavailable', 1);
+}
+
+/**
+ * Orders the nodes into phases: control planes one at a time, then the canary, then batches.
+ * Deterministic: the same nodes and policy always give the same plan.
+ */
+export function planRollout(nodes: readonly PlanNode[], policy: RolloutPolicy = {}): RolloutPlan {
+  if (!Array.isArray(nodes)) throw new RuleError('InvalidInventory', 'nodes must be a list');
+  const seen = new Set<string>();
+  for (const [i, node] of nodes.entries()) {
+    if (typeof node?.name !== 'string' || node.name === '') {
+      throw new RuleError('InvalidInventory', `nodes[${i}] needs a name`);
+    }
+    if (node.role !== 'control-plane' && node.role !== 'worker') {
+      throw new RuleError('InvalidInventory', `node ${node.name}: role must be "control-plane" or "worker"`);
+    }
+    if (seen.has(node.name)) throw new RuleError('InvalidInventory', `node ${node.name} is listed twice`);
+    seen.add(node.name);
+  }
+  const order = policy.order ?? 'name';
+  if (order !== 'name' && order !== 'inventory') {
+    throw new RuleError('InvalidPolicy', `order must be "name" or "inventory", got ${JSON.stringify(order)}`);
+  }
+  const sorted = order === 'name' ? [...nodes].sort((a, b) => compareNatural(a.name, b.name)) : [...nodes];
+
+  const controlPlanes = sorted.filter((n) => n.role === 'control-plane').map((n) => n.name);
+  if (controlPlanes.length === 0) throw new RuleError('InvalidInventory', 'the cluster has no control-plane node');
+  if (policy.firstControlPlane !== undefined) {
+    const i = controlPlanes.indexOf(policy.firstControlPlane);
+    if (i < 0) throw new RuleError('InvalidPolicy', `firstControlPlane ${policy.firstControlPlane} is not a control-plane node`);
+    controlPlanes.unshift(...controlPlanes.splice(i, 1));
+  }
+  const workers = sorted.filter((n) => n.role === 'worker').map((n) => n.name);
+
+  const maxUnavailable = resolveMaxUnavailable(policy.maxUnavailable, workers.length);
+  const batchSize = policy.batchSize === undefined ? maxUnavailable : positiveInt(policy.batchSize, 'batchSize', 1);
+
+  let canaryNodes: string[];
+  if (policy.canaryNodes !== undefined) {
+    for (const name of policy.canaryNodes) {
+      if (!workers.includes(name)) throw new RuleError('InvalidPolicy', `canary node ${name} is not a worker`);
+    }
+    canaryNodes = workers.filter((w) => policy.canaryNodes?.includes(w));
+  } else {
+    const canary = policy.canary === undefined ? 1 : positiveInt(policy.canary, 'canary', 0);
+    canaryNodes = workers.slice(0, Math.min(canary, workers.length));
+  }
+  const rest = workers.filter((w) => !canaryNodes.includes(w));
+
+  const phases: RolloutPhase[] = controlPlanes.map((name) => ({
+    kind: 'control-plane',
+    stage: 'control-plane',
+    nodes: [name],
+    maxUnavailable: 1,
+  }));
+  if (canaryNodes.length > 0) {
+    phases.push({ kind: 'canary', stage: 'canary', nodes: canaryNodes, maxUnavailable: Math.min(canaryNodes.length, maxUnavailable) });
+  }
+  for (let i = 0; i < rest.length; i += batchSize) {
+    const batch = rest.slice(i, i + batchSize);
+    phases.push({ kind: 'batch', stage: `batch-${i / batchSize + 1}`, nodes: batch, maxUnavailable: Math.min(batch.length, maxUnavailable) });
+  }
+
+  const stageLabels: Record<string, string> = {};
+  for (const phase of phases) for (const node of phase.nodes) stageLabels[node] = phase.stage;
+  return {
+    controlPlanes,
+    phases,
+    stageLabels,
+    policy: { canary: canaryNodes.length, batchSize, maxUnavailable, order },
+  };
+}

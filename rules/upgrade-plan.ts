@@ -1,0 +1,31 @@
+import { clusterVersion, inventoryNodes, normalizeInventory, type ClusterInventory } from './cluster-inventory.js';
+import { planHops } from './hop-plan.js';
+import { planRollout, type RolloutPlan, type RolloutPolicy } from './rollout-plan.js';
+import { checkRunbook, type RunbookCheck } from './runbook-check.js';
+import { buildRunbook, type RunbookStep } from './upgrade-runbook.js';
+
+export interface UpgradePlanRequest {
+  inventory: ClusterInventory;
+  to: string;
+  available: readonly string[];
+  policy?: RolloutPolicy;
+}
+
+export interface UpgradePlan {
+  from: string;
+  hops: string[];
+  rollout: RolloutPlan;
+  steps: RunbookStep[];
+  skew: RunbookCheck;
+}
+
+/** Everything `skewless plan` prints and an upgrade follows, computed without touching anything. */
+export function planUpgrade(request: UpgradePlanRequest): UpgradePlan {
+  const inventory = normalizeInventory(request.inventory);
+  const nodes = inventoryNodes(inventory);
+  const from = clusterVersion(inventory);
+  const hops = planHops({ from, to: request.to, available: request.available });
+  const rollout = planRollout(nodes, request.policy);
+  const steps = buildRunbook(hops, rollout);
+  return { from, hops, rollout, steps, skew: checkRunbook(inventory, steps) };
+}

@@ -1,0 +1,128 @@
+import type { ClusterInventory } from './cluster-inventory.js';
+import type { RolloutPlan } from './rollout-plan.js';
+
+/**
+ * The ordered steps of an upgrade, per hop, as the workflows will run them. Pure data: the
+ * plan command prints it, the step check simulates it, the workflows follow the same order.
+ *
+ * Order within a hop (kubeadm's, tightened by the skew policy):
+ *  backup → kubeadm upgrade plan → stage labels → every control plane's components, one at a time
+ *  (`kubeadm upgrade apply` on the first, `kubeadm upgrade node` on the others) → every control
+ *  plane's kubelet, one node at a time → gate → canary → gate → batches → post-hop check.
+ * Control-plane kubelets move only after every kube-apiserver is at the target: a kubelet must
+ * never be newer than the oldest kube-apiserver, and kubeadm points kubelets at the control-plane
+ * endpoint, which may be any instance. kube-proxy (a kubeadm addon) moves with the last control
+ * plane, as kubeadm ≥ 1.28 does.
+ */
+export type StepAction =
+  | 'backup'
+  | 'preflight'
+  | 'label'
+  | 'upgrade-control-plane'
+  | 'cordon'
+  | 'drain'
+  | 'upgrade-node'
+  | 'upgrade-kubelet'
+  | 'wait-ready'
+  | 'uncordon'
+  | 'verify'
+  | 'gate';
+
+export interface RunbookStep {
+  hop: string;
+  /** Stage label value of the phase (`control-plane`, `canary`, `batch-1`), or `hop` for hop-wide steps. */
+  stage: string;
+  action: StepAction;
+  node?: string;
+  /** What runs on the host, for host steps (informative; activities build the real argv). */
+  command?: string;
+  /** For upgrade-control-plane: the last control plane also moves the kubeadm addons (kube-proxy). */
+  addons?: boolean;
+  detail: string;
+}
+
+function nodeSteps(hop: string, stage: string, node: string, worker: boolean): RunbookStep[] {
+  const v = hop;
+  const steps: RunbookStep[] = [
+    { hop, stage, action: 'cordon', node, detail: `cordon ${node} (mark unschedulable; pods keep running)` },
+    { hop, stage, action: 'drain', node, detail: `drain ${node} through the Eviction API (PodDisruptionBudgets honoured, DaemonSet pods left)` },
+  ];
+  if (worker) {
+    steps.push({ hop, stage, action: 'upgrade-node', node, command: `apt-get install kubeadm=${v}-* && kubeadm upgrade node`,
+      detail: `kubeadm ${v} on ${node}, then kubeadm upgrade node (kubelet configuration)` });
+  }
+  steps.push(
+    { hop, stage, action: 'upgrade-kubelet', node,
+      command: `apt-get install kubelet=${v}-* kubectl=${v}-* && systemctl daemon-reload && systemctl restart kubelet`,
+      detail: `kubelet and kubectl ${v} on ${node}, restart kubelet` },
+    { hop, stage, action: 'wait-ready', node, detail: `wait until ${node} is Ready with kubelet v${v}` },
+    { hop, stage, action: 'uncordon', node, detail: `uncordon ${node}` },
+  );
+  return steps;
+}
+
+export function buildRunbook(hops: readonly string[], rollout: RolloutPlan): RunbookStep[] {
+  const steps: RunbookStep[] = [];
+  const [first] = rollout.controlPlanes;
+  for (const hop of hops) {
+    steps.push(
+      { hop, stage: 'hop', action: 'backup', node: first,
+        command: 'etcdctl snapshot save … && etcdctl snapshot status …',
+        detail: `etcd snapshot on ${first}, verified and copied off the node` },
+      { hop, stage: 'hop', action: 'preflight', node: first, command: `kubeadm upgrade plan v${hop}`,
+        detail: 'pre-flight: skew now and for every step, PDB audit, all nodes Ready, kubeadm upgrade plan' },
+      { hop, stage: 'hop', action: 'label', detail: `label nodes with their stage (${Object.keys(rollout.stageLabels).length} nodes)` },
+    );
+    rollout.controlPlanes.forEach((node, i) => {
+      const isFirst = i === 0;
+      const isLast = i === rollout.controlPlanes.length - 1;
+      steps.push(
+        { hop, stage: 'control-plane', action: 'upgrade-control-plane', node, addons: isLast,
+          command: `apt-get install kubeadm=${hop}-* && ` + (isFirst ? `kubeadm upgrade apply v${hop} --yes` : 'kubeadm upgrade node'),
+          detail: `control-plane components of ${node} to v${hop}` + (isLast ? ', then kubeadm addons (kube-proxy)' : '') },
+        { hop, stage: 'control-plane', action: 'verify', node, detail: `control-plane health on ${node}: /readyz, mirror pods at v${hop}` },
+      );
+    });
+    for (const node of rollout.controlPlanes) steps.push(...nodeSteps(hop, 'control-plane', node, false));
+    steps.push({ hop, stage: 'control-plane', action: 'gate', detail: 'gate: approval before the workers (if the policy asks)' });
+    for (const phase of rollout.phases) {
+      if (phase.kind === 'control-plane') continue;
+      for (const node of phase.nodes) steps.push(...nodeSteps(hop, phase.stage, node, true));
+      steps.push({ hop, stage: phase.stage, action: 'verify',
+        detail: `verify workloads after ${phase.stage} (Deployments/StatefulSets available, DaemonSets rolled)` });
+      if (phase.kind === 'canary') {
+        steps.push({ hop, stage: phase.stage, action: 'gate', detail: 'gate: approval or soak time after the canary' });
+      }
+    }
+    steps.push({ hop, stage: 'hop', action: 'verify', detail: `post-hop check: full skew check and workload health at v${hop}` });
+  }
+  return steps;
+}
+
+/** The inventory after a step: what that step changes, and nothing else. */
+export function applyStep(inventory: ClusterInventory, step: RunbookStep): ClusterInventory {
+  const set = (entries: ClusterInventory['apiservers'] | undefined, when: (node: string) => boolean) =>
+    entries?.map((e) => (when(e.node) ? { node: e.node, version: step.hop } : e));
+  if (step.action === 'upgrade-control-plane') {
+    const here = (n: string) => n === step.node;
+    return {
+      ...inventory,
+      apiservers: set(inventory.apiservers, here) ?? [],
+      controllerManagers: set(inventory.controllerManagers, here),
+      schedulers: set(inventory.schedulers, here),
+      kubeProxies: step.addons ? set(inventory.kubeProxies, () => true) : inventory.kubeProxies,
+    };
+  }
+  if (step.action === 'upgrade-kubelet') {
+    const here = (n: string) => n === step.node;
+    const kubelets = inventory.kubelets ?? [];
+    return {
+      ...inventory,
+      kubelets: kubelets.some((k) => k.node === step.node)
+        ? set(kubelets, here)
+        : [...kubelets, { node: step.node as string, version: step.hop }],
+      kubectl: set(inventory.kubectl, here),
+    };
+  }
+  return inventory;
+}

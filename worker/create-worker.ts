@@ -1,0 +1,27 @@
+import { fileURLToPath } from 'node:url';
+import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from '../activities/index.js';
+
+/** The workflows' entry point, compiled next to this file. */
+export const workflowsPath = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
+
+export interface SkewlessWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  deps?: ActivityDeps;
+  /** Tests pass a pre-built bundle (built once per run) and their own cache size. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  maxCachedWorkflows?: number;
+}
+
+export async function createSkewlessWorker(options: SkewlessWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    activities: createActivities(options.deps),
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
+    ...(options.maxCachedWorkflows === undefined ? {} : { maxCachedWorkflows: options.maxCachedWorkflows }),
+  });
+}

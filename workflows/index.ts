@@ -1,0 +1,2 @@
+// The single workflowsPath of every worker: re-exports workflow functions only.
+export { toolchainSmokeWorkflow } from './toolchain-smoke-workflow.js';

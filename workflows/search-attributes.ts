@@ -1,0 +1,14 @@
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+/**
+ * The custom search attributes skewless sets, so the Temporal UI's list view can filter upgrades
+ * by cluster, target and phase. Names are API: renaming one breaks saved queries and histories.
+ * The dev server registers exactly this list (`skewless dev-server`, the test environment).
+ */
+export const SEARCH_ATTRIBUTES = {
+  cluster: defineSearchAttributeKey('SkewlessCluster', SearchAttributeType.KEYWORD),
+  targetVersion: defineSearchAttributeKey('SkewlessTargetVersion', SearchAttributeType.KEYWORD),
+  phase: defineSearchAttributeKey('SkewlessPhase', SearchAttributeType.KEYWORD),
+} as const;
+
+export const ALL_SEARCH_ATTRIBUTES = Object.values(SEARCH_ATTRIBUTES);
