@@ -12,6 +12,11 @@ persisted to FILE (default .skewless/temporal-dev.db), the Web UI on, and skewle
 attributes registered. Runs in the foreground until interrupted.
 Defaults: --ip 127.0.0.1 --port 7233 --ui-port 8233.`;
 
+// The temporal CLI's spelling of each search attribute type.
+const CLI_TYPE: Record<string, string> = {
+  KEYWORD: 'Keyword', TEXT: 'Text', INT: 'Int', DOUBLE: 'Double', BOOL: 'Bool', DATETIME: 'Datetime', KEYWORD_LIST: 'KeywordList',
+};
+
 /** The dev server's argv: shared by the CLI and the tests that start one. */
 export function devServerArgs(o: { db: string; ip: string; port: number; uiPort: number }): string[] {
   return [
@@ -21,7 +26,7 @@ export function devServerArgs(o: { db: string; ip: string; port: number; uiPort:
     '--port', String(o.port),
     '--ui-port', String(o.uiPort),
     '--log-level', 'warn',
-    ...ALL_SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=${key.type}`]),
+    ...ALL_SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=${CLI_TYPE[key.type] ?? key.type}`]),
   ];
 }
 

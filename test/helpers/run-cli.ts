@@ -1,0 +1,31 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const bin = join(repoRoot, 'bin', 'skewless.js');
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real `skewless` executable, as a script or an operator would. */
+export function runCli(args: string[]): CliResult {
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', cwd: repoRoot, timeout: 60_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Writes JSON (or raw text) files into a fresh temporary folder; returns their paths. */
+export function writeFiles(files: Record<string, unknown>): Record<string, string> {
+  const dir = mkdtempSync(join(tmpdir(), 'skewless-cli-'));
+  const paths: Record<string, string> = {};
+  for (const [name, content] of Object.entries(files)) {
+    paths[name] = join(dir, name);
+    writeFileSync(paths[name], typeof content === 'string' ? content : JSON.stringify(content));
+  }
+  return paths;
+}
