@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# Builds the simulated cluster's binaries from the Go module proxy once, and reuses them:
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (k8s.io/kubernetes)
+#   etcd, etcdctl, etcdutl                                             (go.etcd.io/etcd)
+#   kwok                                                               (sigs.k8s.io/kwok)
+# plus kwok-stages.yaml (the Stage set kwok >= v0.8.0 needs, taken from the kwok module).
+# Versions come from versions.json beside this script. Output, outside the checkout:
+#   ${SKEWLESS_CACHE:-~/.cache/skewless}/simcluster-k8s-<v>_etcd-<v>_kwok-<v>/bin/
+# A stamp file (.complete) is written last; when it exists nothing is built.
+# Prints the bin dir on stdout; progress goes to stderr. See NOTES.md for timings.
+# GOCACHE / GOMODCACHE are the go command's usual ones (override them in the environment).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+log() { echo "build-binaries: $*" >&2; }
+die() { echo "build-binaries: ERROR: $*" >&2; exit 1; }
+
+command -v node >/dev/null || die "node is needed to read $here/versions.json"
+read_version() { node -p "require('$here/versions.json')['$1'] || ''"; }
+k8s=$(read_version kubernetes)
+etcd=$(read_version etcd)
+kwok=$(read_version kwok)
+[[ $k8s =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || die "versions.json: kubernetes must look like v1.34.4, got '$k8s'"
+k8s_minor=${BASH_REMATCH[1]}
+staging="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}" # k8s.io/* staging modules are tagged v0.<minor>.<patch>
+[[ $etcd =~ ^v3\.[0-9]+\.[0-9]+$ ]] || die "versions.json: etcd must look like v3.6.16, got '$etcd'"
+[[ $kwok =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "versions.json: kwok must look like v0.8.0, got '$kwok'"
+
+cache=${SKEWLESS_CACHE:-$HOME/.cache/skewless}
+dir="$cache/simcluster-k8s-${k8s}_etcd-${etcd}_kwok-${kwok}"
+bin="$dir/bin"
+stamp="$dir/.complete"
+k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+all_bins=("${k8s_bins[@]}" etcd etcdctl etcdutl kwok)
+
+is_complete() {
+  [[ -f $stamp && -f $dir/kwok-stages.yaml ]] || return 1
+  local b
+  for b in "${all_bins[@]}"; do [[ -x $bin/$b ]] || return 1; done
+}
+if is_complete; then
+  echo "$bin"
+  exit 0
+fi
+
+command -v go >/dev/null || die "go is not installed; it is needed once to build the simulated cluster"
+export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+mkdir -p "$bin"
+
+# One builder per cache dir: a second run waits, then finds the stamp.
+exec 9>"$dir.lock"
+if ! flock -n 9; then
+  log "another build of $dir is running; waiting for it"
+  flock 9
+fi
+if is_complete; then
+  echo "$bin"
+  exit 0
+fi
+
+work=$(mktemp -d "$dir/.build.XXXXXX")
+ticker=0 builder=0
+cleanup() {
+  local p
+  for p in "$ticker" "$builder"; do
+    if [[ $p != 0 ]]; then kill "$p" 2>/dev/null || true; fi
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'die "interrupted"' INT TERM
+
+# run_step LABEL LOGFILE CMD...: runs CMD with its output in LOGFILE, prints a line every 30 s,
+# and on failure shows the end of the log and stops the script.
+run_step() {
+  local label=$1 logf=$2; shift 2
+  local t0 rc=0
+  t0=$(date +%s)
+  log "$label ..."
+  # 9>&-: children must not hold the lock after this script ends.
+  "$@" >"$logf" 2>&1 9>&- &
+  builder=$!
+  ( trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+    while :; do
+      sleep 30 & sp=$!; wait "$sp"
+      log "$label: still running, $(( $(date +%s) - t0 ))s elapsed, $(grep -c . "$logf" || true) lines of go output (packages compiled / modules fetched)"
+    done ) 9>&- &
+  ticker=$!
+  wait "$builder" || rc=$?
+  builder=0
+  kill "$ticker" 2>/dev/null || true
+  wait "$ticker" 2>/dev/null || true
+  ticker=0
+  if (( rc != 0 )); then
+    tail -n 40 "$logf" >&2
+    die "$label failed (exit $rc; last lines of $logf above, the log is removed on exit)"
+  fi
+  log "$label done in $(( $(date +%s) - t0 ))s"
+}
+
+# mod_json MODULE@VERSION: `go mod download -json` (downloads it); json_field NAME picks one
+# field (GoMod, Dir, Info ...) of that JSON from stdin.
+mod_json() { (cd "$work" && go mod download -json "$@"); }
+json_field() { node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{const j=JSON.parse(s);if(j.Error){console.error(j.Error);process.exit(1)}console.log(j[process.argv[1]]||"")})' "$1"; }
+
+start_all=$(date +%s)
+log "building into $dir (versions: kubernetes $k8s, staging $staging, etcd $etcd, kwok $kwok; $(go version))"
+part_times=()
+
+# ---------------------------------------------------------------- Kubernetes
+t0=$(date +%s)
+k8s_info=$(mod_json "k8s.io/kubernetes@$k8s") ||
+  die "cannot download k8s.io/kubernetes@$k8s from the Go module proxy: $(sed -nE 's/.*"Error": "(.*)",?$/\1/p' <<<"$k8s_info")"
+k8s_gomod=$(json_field GoMod <<<"$k8s_info")
+k8s_info_file=$(json_field Info <<<"$k8s_info")
+k8s_time=$(json_field Time <"$k8s_info_file") # the tag's time, from the proxy's .info
+[[ $k8s_time =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T ]] || die "no tag time in $k8s_info_file"
+# Upstream's go.mod requires every staging module at v0.0.0 and replaces it with ./staging/src/...;
+# those replaces are ignored for a dependency, so the wrapper replaces each with its published tag.
+mapfile -t staging_mods < <(sed -nE 's#^[[:space:]]*(k8s\.io/[A-Za-z0-9._-]+)[[:space:]]+=>[[:space:]]+\./staging/src/.*#\1#p' "$k8s_gomod")
+(( ${#staging_mods[@]} >= 20 )) || die "found only ${#staging_mods[@]} staging replaces in $k8s_gomod; the go.mod layout changed"
+go_line=$(grep -m1 -E '^go [0-9.]+$' "$k8s_gomod") || die "no go line in $k8s_gomod"
+godebug_line=$(grep -m1 -E '^godebug ' "$k8s_gomod" || true)
+
+mkdir -p "$work/k8s"
+{
+  echo "module skewless.local/simcluster/k8sbuild"
+  echo
+  echo "$go_line"
+  if [[ -n $godebug_line ]]; then echo; echo "$godebug_line"; fi
+  echo
+  echo "require k8s.io/kubernetes $k8s"
+  echo
+  echo "replace ("
+  for m in "${staging_mods[@]}"; do printf '\t%s => %s %s\n' "$m" "$m" "$staging"; done
+  echo ")"
+  echo
+  echo "tool ("
+  for b in "${k8s_bins[@]}"; do printf '\tk8s.io/kubernetes/cmd/%s\n' "$b"; done
+  echo ")"
+} >"$work/k8s/go.mod"
+log "wrapper go.mod pins ${#staging_mods[@]} staging modules to $staging"
+cd "$work/k8s"
+run_step "k8s: go mod tidy (module download)" "$work/k8s-tidy.log" go mod tidy
+# Version ldflags as upstream's hack/lib/version.sh sets them, for both version packages.
+# buildDate is the tag's time (reproducible); the commit is unknown from the proxy, so left empty.
+ld="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ld+=" -X $p.gitVersion=$k8s -X $p.gitMajor=1 -X $p.gitMinor=$k8s_minor -X $p.gitTreeState=clean"
+  ld+=" -X $p.gitCommit= -X $p.buildDate=$k8s_time"
+done
+pkgs=()
+for b in "${k8s_bins[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
+run_step "k8s: go build ${k8s_bins[*]} (cold: about 5 min on 2 cores)" "$work/k8s-build.log" \
+  go build -v -trimpath -tags=notest,grpcnotrace -ldflags="$ld" -o "$bin/" "${pkgs[@]}"
+got=$("$bin/kube-apiserver" --version) || die "$bin/kube-apiserver --version failed"
+[[ $got == "Kubernetes $k8s" ]] || die "kube-apiserver --version says '$got', expected 'Kubernetes $k8s'"
+part_times+=("k8s $(( $(date +%s) - t0 ))s")
+
+# ---------------------------------------------------------------- etcd
+# Its released go.mods require real versions of each other, so no replaces are needed; it gets its
+# own wrapper so that its newer gRPC/otel never get selected into the Kubernetes build.
+t0=$(date +%s)
+mkdir -p "$work/etcd"
+cd "$work/etcd"
+printf 'module skewless.local/simcluster/etcdbuild\n\ngo 1.24.0\n' >go.mod
+etcd_pkgs=(go.etcd.io/etcd/server/v3 go.etcd.io/etcd/etcdctl/v3 go.etcd.io/etcd/etcdutl/v3)
+etcd_at=()
+for p in "${etcd_pkgs[@]}"; do etcd_at+=("$p@$etcd"); done
+# go get -tool adds the require + tool lines and raises the go line to what etcd needs.
+run_step "etcd: go get -tool (module download)" "$work/etcd-get.log" go get -tool "${etcd_at[@]}"
+run_step "etcd: go mod tidy" "$work/etcd-tidy.log" go mod tidy
+mkdir -p "$work/etcd-out"
+# A main package whose path ends in /v3 is named after the element before it: server -> etcd.
+run_step "etcd: go build etcd etcdctl etcdutl" "$work/etcd-build.log" \
+  go build -v -trimpath -ldflags="-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$etcd" -o "$work/etcd-out/" "${etcd_pkgs[@]}"
+mv -f "$work/etcd-out/server" "$bin/etcd"
+mv -f "$work/etcd-out/etcdctl" "$work/etcd-out/etcdutl" "$bin/"
+got=$("$bin/etcd" --version) || die "$bin/etcd --version failed"
+got=${got%%$'\n'*}
+[[ $got == "etcd Version: ${etcd#v}" ]] || die "etcd --version says '$got', expected 'etcd Version: ${etcd#v}'"
+part_times+=("etcd $(( $(date +%s) - t0 ))s")
+
+# ---------------------------------------------------------------- kwok
+t0=$(date +%s)
+cd "$work"
+run_step "kwok: go install sigs.k8s.io/kwok/cmd/kwok@$kwok" "$work/kwok-build.log" \
+  env GOBIN="$bin" go install -v -trimpath -ldflags="-s -w" "sigs.k8s.io/kwok/cmd/kwok@$kwok"
+got=$("$bin/kwok" --version) || die "$bin/kwok --version failed"
+[[ $got == "kwok version $kwok "* ]] || die "kwok --version says '$got', expected 'kwok version $kwok ...'"
+# kwok >= v0.8.0 has no built-in stages: assemble the set kwokctl uses (node-initialize,
+# heartbeat-with-lease, pod ready/complete/delete) plus the node-not-ready chaos stage, from the
+# module's own YAML so they match the binary.
+kwok_dir=$(mod_json "sigs.k8s.io/kwok@$kwok" | json_field Dir) || die "cannot download sigs.k8s.io/kwok@$kwok"
+stages=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
+        pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
+        node/chaos/node-not-ready.yaml)
+{
+  echo "# kwok $kwok stages, from sigs.k8s.io/kwok@$kwok kustomize/stage/"
+  sep=""
+  for s in "${stages[@]}"; do
+    [[ -f $kwok_dir/kustomize/stage/$s ]] || die "kwok $kwok has no kustomize/stage/$s"
+    printf '%s' "$sep"; cat "$kwok_dir/kustomize/stage/$s"; echo; sep=$'---\n'
+  done
+} >"$dir/kwok-stages.yaml"
+part_times+=("kwok $(( $(date +%s) - t0 ))s")
+
+# ---------------------------------------------------------------- done
+sizes=$(cd "$bin" && du -m "${all_bins[@]}" | awk '{printf "%s %sMB, ", $2, $1}')
+summary="built in $(( $(date +%s) - start_all ))s (${part_times[*]}) with $(go version | cut -d' ' -f3); sizes: ${sizes%, }"
+log "$summary"
+printf 'kubernetes=%s staging=%s etcd=%s kwok=%s\n%s\n' "$k8s" "$staging" "$etcd" "$kwok" "$summary" >"$stamp"
+echo "$bin"
