@@ -1,0 +1,27 @@
+/**
+ * What a simulated host can do to the simulated cluster. The host simulator (sim/hosts/) decides
+ * *when* (a kubelet restart, a kubeadm upgrade, a reboot); the implementation against the real
+ * Kubernetes API (sim/cluster/) decides *how* (node status, mirror pods, the kubeadm-config map).
+ */
+export interface ClusterEffects {
+  /** The kubelet on `node` stopped: the node goes NotReady until kubeletStarted. */
+  kubeletStopped(node: string): Promise<void>;
+  /** The kubelet on `node` runs `version` (`1.33.7`): the node reports it and becomes Ready. */
+  kubeletStarted(node: string, version: string): Promise<void>;
+  /** The cluster's Kubernetes version as kubeadm records it (kubeadm-config), `1.33.7`. */
+  clusterVersion(): Promise<string>;
+  /** The versions of the control-plane static pods on `node` (`kube-apiserver` → `1.33.7`); empty on a worker. */
+  controlPlaneVersions(node: string): Promise<Record<string, string>>;
+  /**
+   * `kubeadm upgrade apply` (recordClusterVersion: true) or `kubeadm upgrade node` on a control plane:
+   * the node's static pods move to `version`; once every control plane is there, the addons (kube-proxy) follow.
+   */
+  upgradeControlPlane(node: string, version: string, options: { recordClusterVersion: boolean }): Promise<void>;
+}
+
+/** Where the real etcd of the simulation is, and the real tools that talk to it. */
+export interface EtcdTools {
+  endpoint: string;
+  etcdctl: string;
+  etcdutl: string;
+}

@@ -1,0 +1,114 @@
+// `apt-get update` and `apt-get install`, with apt's messages and exit code 100 for its refusals:
+// unknown versions, held packages without --allow-change-held-packages, downgrades, a held dpkg lock.
+import { isPackageName, toKubernetesVersion, type PackageName } from '../host-state.js';
+import { candidateVersion, comparePackageVersions, repositoryUrl, repositoryUrls, resolveVersion } from './apt-repository.js';
+import { fail, print, type CommandContext, type CommandOutcome } from './command.js';
+
+interface Options {
+  yes: boolean;
+  allowHeld: boolean;
+  allowDowngrades: boolean;
+  words: string[];
+}
+
+/** Machines whose dpkg frontend lock an install holds right now. */
+const locked = new WeakSet<object>();
+
+function parseOptions(args: readonly string[]): Options | string {
+  const o: Options = { yes: false, allowHeld: false, allowDowngrades: false, words: [] };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '-y' || a === '--yes' || a === '--assume-yes') o.yes = true;
+    else if (a === '--allow-change-held-packages') o.allowHeld = true;
+    else if (a === '--allow-downgrades') o.allowDowngrades = true;
+    else if (a === '-q' || a === '-qq' || a === '--quiet' || a === '--no-install-recommends') continue;
+    else if (a === '-o' || a === '--option') i++; // `-o Dpkg::Options::=--force-confold`: accepted, no effect here
+    else if (a.startsWith('-o')) continue;
+    else if (/^-[qy]+$/.test(a)) o.yes ||= a.includes('y');
+    else if (a.startsWith('-')) return `E: Command line option '${a}' is not understood in combination with the other options.`;
+    else o.words.push(a);
+  }
+  return o;
+}
+
+export async function aptGet(ctx: CommandContext): Promise<CommandOutcome> {
+  const options = parseOptions(ctx.argv.slice(1));
+  if (typeof options === 'string') return fail(ctx, options, 100);
+  const [verb, ...packages] = options.words;
+  if (verb === undefined) return fail(ctx, 'E: No operation specified.', 100); // apt-get prints usage, exit 100
+  if (verb !== 'update' && verb !== 'install') return fail(ctx, `E: Invalid operation ${verb}`, 100);
+  if (!ctx.root) {
+    const lock = verb === 'update' ? '/var/lib/apt/lists/lock' : '/var/lib/dpkg/lock-frontend';
+    return fail(ctx, `E: Could not open lock file ${lock} - open (13: Permission denied)\nE: Unable to lock directory ${lock.replace(/\/[^/]+$/, '/')}`, 100);
+  }
+  if (locked.has(ctx.machine)) {
+    return fail(ctx, 'E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)\nE: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), is another process using it?', 100);
+  }
+  if (verb === 'update') {
+    print(ctx, 'Hit:1 http://packages.sim.invalid/debian bookworm InRelease',
+      ...repositoryUrls(ctx.machine).map((url, i) => `Hit:${i + 2} ${url}  InRelease`), 'Reading package lists...');
+    return 0;
+  }
+  return install(ctx, options, packages);
+}
+
+interface Change {
+  pkg: PackageName;
+  from: string;
+  to: string;
+}
+
+async function install(ctx: CommandContext, options: Options, args: string[]): Promise<CommandOutcome> {
+  const { machine } = ctx;
+  print(ctx, 'Reading package lists...', 'Building dependency tree...', 'Reading state information...');
+  const wanted = new Map<PackageName, string>();
+  for (const arg of args) {
+    const [name = '', version] = arg.split('=', 2);
+    if (!isPackageName(name)) return fail(ctx, `E: Unable to locate package ${name}`, 100);
+    const installed = machine.state.packages[name];
+    const to = version === undefined ? candidateVersion(machine, installed) : resolveVersion(machine, version) ?? (version === installed ? installed : undefined);
+    if (to === undefined) return fail(ctx, `E: Version '${version}' for '${name}' was not found`, 100);
+    wanted.set(name, to);
+  }
+  const changes: Change[] = [];
+  for (const [pkg, to] of wanted) {
+    const from = machine.state.packages[pkg];
+    if (from === to) print(ctx, `${pkg} is already the newest version (${to}).`);
+    else changes.push({ pkg, from, to });
+  }
+  const held = changes.filter((c) => machine.state.holds.includes(c.pkg));
+  const upgrades = changes.filter((c) => comparePackageVersions(c.to, c.from) > 0);
+  const downgrades = changes.filter((c) => comparePackageVersions(c.to, c.from) < 0);
+  const list = (cs: Change[]): string => `  ${cs.map((c) => c.pkg).join(' ')}`;
+  if (held.length) print(ctx, 'The following held packages will be changed:', list(held));
+  if (upgrades.length) print(ctx, 'The following packages will be upgraded:', list(upgrades));
+  if (downgrades.length) print(ctx, 'The following packages will be DOWNGRADED:', list(downgrades));
+  print(ctx, `${upgrades.length} upgraded, 0 newly installed, ${downgrades.length ? `${downgrades.length} downgraded, ` : ''}0 to remove and 0 not upgraded.`);
+  if (held.length && !options.allowHeld) {
+    if (!options.yes) return fail(ctx, 'Do you want to continue? [Y/n] Abort.', 1);
+    return fail(ctx, 'E: Held packages were changed and -y was used without --allow-change-held-packages.', 100);
+  }
+  if (downgrades.length && !options.allowDowngrades) {
+    if (!options.yes) return fail(ctx, 'Do you want to continue? [Y/n] Abort.', 1);
+    return fail(ctx, 'E: Packages were downgraded and -y was used without --allow-downgrades.', 100);
+  }
+  // Holding the dpkg lock for the install's latency: a concurrent apt-get on this host fails as on a real one.
+  // A client that goes away meanwhile aborts the install before anything changed.
+  locked.add(machine);
+  try {
+    await machine.latency('aptInstall', ctx.signal);
+  } finally {
+    locked.delete(machine);
+  }
+  if (changes.length === 0) return 0;
+  changes.forEach((c, i) => print(ctx, `Get:${i + 1} ${repositoryUrl(toKubernetesVersion(c.to))}  ${c.pkg} ${c.to} [11.2 MB]`));
+  print(ctx, `Fetched ${(11.2 * changes.length).toFixed(1)} MB in 0s (60.0 MB/s)`, '(Reading database ... 31245 files and directories currently installed.)');
+  for (const c of changes) {
+    print(ctx, `Preparing to unpack .../${c.pkg}_${c.to}_amd64.deb ...`, `Unpacking ${c.pkg} (${c.to}) over (${c.from}) ...`);
+  }
+  machine.store.update((s) => {
+    for (const c of changes) s.packages[c.pkg] = c.to;
+  });
+  for (const c of changes) print(ctx, `Setting up ${c.pkg} (${c.to}) ...`);
+  return 0;
+}

@@ -1,0 +1,122 @@
+// Small file helpers the product may need around a backup (`mkdir -p`, `test -f`, `sha256sum`,
+// `stat -c %s`, `rm -f`, `cat`), working on the host root, with GNU coreutils' messages. A path
+// outside the root throws HostPathError, which the runner reports.
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync, mkdirSync, rmSync, statSync, readFileSync } from 'node:fs';
+import { posix } from 'node:path';
+import { fail, print, type CommandContext, type CommandOutcome } from './command.js';
+
+/** Where a non-root user may write on the simulated host. */
+function writable(ctx: CommandContext, path: string): boolean {
+  const abs = posix.normalize(path.startsWith('/') ? path : posix.join(ctx.machine.home, path));
+  return ctx.root || abs === '/tmp' || abs.startsWith('/tmp/') || abs === ctx.machine.home || abs.startsWith(`${ctx.machine.home}/`);
+}
+
+function statOf(file: string): ReturnType<typeof statSync> | undefined {
+  return statSync(file, { throwIfNoEntry: false });
+}
+
+export const trueCommand = async (): Promise<CommandOutcome> => 0;
+export const falseCommand = async (): Promise<CommandOutcome> => 1;
+
+export async function echo(ctx: CommandContext): Promise<CommandOutcome> {
+  const noNewline = ctx.argv[1] === '-n';
+  const words = ctx.argv.slice(noNewline ? 2 : 1);
+  ctx.out(`${words.join(' ')}${noNewline ? '' : '\n'}`);
+  return 0;
+}
+
+export async function hostname(ctx: CommandContext): Promise<CommandOutcome> {
+  print(ctx, ctx.machine.name);
+  return 0;
+}
+
+export async function cat(ctx: CommandContext): Promise<CommandOutcome> {
+  const paths = ctx.argv.slice(1);
+  if (paths.length === 0) return fail(ctx, 'sim: cat without a file (stdin) is not simulated', 2);
+  let code = 0;
+  for (const p of paths) {
+    const st = statOf(ctx.machine.hostPath(p));
+    if (!st) code = fail(ctx, `cat: ${p}: No such file or directory`, 1);
+    else if (st.isDirectory()) code = fail(ctx, `cat: ${p}: Is a directory`, 1);
+    else ctx.out(readFileSync(ctx.machine.hostPath(p), 'utf8'));
+  }
+  return code;
+}
+
+export async function test(ctx: CommandContext): Promise<CommandOutcome> {
+  const [op, path, ...extra] = ctx.argv.slice(1);
+  if (op === undefined) return 1;
+  if (path === undefined || extra.length || !['-f', '-d', '-e', '-s'].includes(op)) return fail(ctx, `sim: test ${ctx.argv.slice(1).join(' ')} is not simulated`, 2);
+  const st = statOf(ctx.machine.hostPath(path));
+  const ok = op === '-e' ? !!st : op === '-f' ? !!st?.isFile() : op === '-d' ? !!st?.isDirectory() : !!st && st.size > 0;
+  return ok ? 0 : 1;
+}
+
+export async function sha256sum(ctx: CommandContext): Promise<CommandOutcome> {
+  let code = 0;
+  for (const p of ctx.argv.slice(1)) {
+    const file = ctx.machine.hostPath(p);
+    const st = statOf(file);
+    if (!st || st.isDirectory()) {
+      code = fail(ctx, `sha256sum: ${p}: ${st ? 'Is a directory' : 'No such file or directory'}`, 1);
+      continue;
+    }
+    const hash = createHash('sha256');
+    for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+    print(ctx, `${hash.digest('hex')}  ${p}`);
+  }
+  return code;
+}
+
+export async function stat(ctx: CommandContext): Promise<CommandOutcome> {
+  const args = ctx.argv.slice(1);
+  let format: string | undefined;
+  const paths: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '-c' || a === '--format') format = args[++i];
+    else if (a.startsWith('--format=')) format = a.slice('--format='.length);
+    else if (a.startsWith('-c')) format = a.slice(2);
+    else paths.push(a);
+  }
+  if (format === undefined || !/^(%[sYa]\s?)+$/.test(format) || paths.length === 0) return fail(ctx, `sim: stat ${args.join(' ')} is not simulated (use -c %s)`, 2);
+  let code = 0;
+  for (const p of paths) {
+    const st = statOf(ctx.machine.hostPath(p));
+    if (!st) code = fail(ctx, `stat: cannot statx '${p}': No such file or directory`, 1);
+    else print(ctx, format.replace(/%s/g, String(st.size)).replace(/%Y/g, String(Math.floor(Number(st.mtimeMs) / 1000))).replace(/%a/g, (Number(st.mode) & 0o777).toString(8)));
+  }
+  return code;
+}
+
+export async function mkdir(ctx: CommandContext): Promise<CommandOutcome> {
+  const parents = ctx.argv.includes('-p') || ctx.argv.includes('--parents');
+  let code = 0;
+  for (const p of ctx.argv.slice(1).filter((a) => !a.startsWith('-'))) {
+    const file = ctx.machine.hostPath(p);
+    const st = statOf(file);
+    if (st && (parents && st.isDirectory())) continue;
+    if (st) code = fail(ctx, `mkdir: cannot create directory '${p}': File exists`, 1);
+    else if (!writable(ctx, p)) code = fail(ctx, `mkdir: cannot create directory '${p}': Permission denied`, 1);
+    else if (!parents && !existsSync(posix.dirname(file))) code = fail(ctx, `mkdir: cannot create directory '${p}': No such file or directory`, 1);
+    else mkdirSync(file, { recursive: true });
+  }
+  return code;
+}
+
+export async function rm(ctx: CommandContext): Promise<CommandOutcome> {
+  const flags = ctx.argv.slice(1).filter((a) => a.startsWith('-')).join('');
+  if (/[rR]/.test(flags)) return fail(ctx, 'sim: rm -r is not simulated', 2);
+  const force = flags.includes('f');
+  let code = 0;
+  for (const p of ctx.argv.slice(1).filter((a) => !a.startsWith('-'))) {
+    const file = ctx.machine.hostPath(p);
+    const st = statOf(file);
+    if (!st) code = force ? code : fail(ctx, `rm: cannot remove '${p}': No such file or directory`, 1);
+    else if (st.isDirectory()) code = fail(ctx, `rm: cannot remove '${p}': Is a directory`, 1);
+    else if (!writable(ctx, p)) code = fail(ctx, `rm: cannot remove '${p}': Permission denied`, 1);
+    else rmSync(file);
+  }
+  return code;
+}

@@ -1,0 +1,29 @@
+// Every tool a simulated host has, by the name a command line uses.
+import { aptCache } from './apt-cache.js';
+import { aptGet } from './apt-get.js';
+import { aptMark } from './apt-mark.js';
+import type { CommandHandler } from './command.js';
+import { cat, echo, falseCommand, hostname, mkdir, rm, sha256sum, stat, test, trueCommand } from './coreutils.js';
+import { etcdctl, etcdutl } from './etcd.js';
+import { kubeadm } from './kubeadm.js';
+import { kubectl, kubelet } from './kubelet.js';
+import { reboot, systemctl } from './systemd.js';
+
+export const COMMANDS: ReadonlyMap<string, CommandHandler> = new Map<string, CommandHandler>([
+  ['apt-get', aptGet], ['apt-mark', aptMark], ['apt-cache', aptCache],
+  ['kubeadm', kubeadm], ['kubelet', kubelet], ['kubectl', kubectl],
+  ['systemctl', systemctl], ['reboot', reboot], ['shutdown', reboot],
+  ['etcdctl', etcdctl], ['etcdutl', etcdutl],
+  ['true', trueCommand], ['false', falseCommand], ['echo', echo], ['hostname', hostname], ['cat', cat], ['test', test],
+  ['sha256sum', sha256sum], ['stat', stat], ['mkdir', mkdir], ['rm', rm],
+]);
+
+const BIN_DIRS = ['/usr/bin/', '/usr/sbin/', '/bin/', '/sbin/', '/usr/local/bin/'];
+
+/** The tool for argv[0]: a bare name, or one of the usual bin directories (`/usr/bin/kubeadm`). */
+export function lookupCommand(name: string): { name: string; handler: CommandHandler } | undefined {
+  const dir = BIN_DIRS.find((d) => name.startsWith(d));
+  const base = dir ? name.slice(dir.length) : name;
+  const handler = COMMANDS.get(base);
+  return handler ? { name: base, handler } : undefined;
+}

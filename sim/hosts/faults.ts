@@ -1,0 +1,77 @@
+// Faults a test can inject into one host. Command faults match the command as the host runs it
+// (argv joined by spaces, after `sudo` and `VAR=value`), by prefix: `apt-get install` matches
+// `sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y kubeadm=1.33.7-1.1`.
+// Endpoint faults (refuse, rotateHostKey) act on the SSH endpoint and are carried out by the simulator.
+
+export type Fault =
+  /** The next `times` (default 1) matching commands exit with `exitCode` (default 1), printing `stderr`. */
+  | { kind: 'fail'; command: string; times?: number; exitCode?: number; stderr?: string }
+  /** Connections are refused (the listener is closed; open connections are dropped) for `seconds`. */
+  | { kind: 'refuse'; seconds: number }
+  /** Matching commands (the next `times`, default all) never finish until the client closes the channel. */
+  | { kind: 'hang'; command: string; times?: number }
+  /** Matching commands (the next `times`, default all) take `ms` longer. */
+  | { kind: 'slow'; command: string; ms: number; times?: number }
+  /** The host presents a new host key from now on; known_hosts is not updated. */
+  | { kind: 'rotateHostKey' };
+
+export type CommandFault = Extract<Fault, { command: string }>;
+
+/** What the injected faults do to one command about to run. */
+export interface FaultEffect {
+  fail?: { exitCode: number; stderr: string };
+  hang: boolean;
+  extraDelayMs: number;
+}
+
+export function isCommandFault(fault: Fault): fault is CommandFault {
+  return fault.kind === 'fail' || fault.kind === 'hang' || fault.kind === 'slow';
+}
+
+export function validateFault(fault: Fault): void {
+  const positive = (n: number | undefined, what: string): void => {
+    if (n !== undefined && !(Number.isFinite(n) && n >= 0)) throw new Error(`sim: fault ${fault.kind}: ${what} must be a number >= 0`);
+  };
+  if (isCommandFault(fault) && fault.command.trim() === '') throw new Error(`sim: fault ${fault.kind}: command prefix is empty`);
+  if (fault.kind === 'refuse') positive(fault.seconds, 'seconds');
+  if (fault.kind === 'slow') positive(fault.ms, 'ms');
+  if ('times' in fault) positive(fault.times, 'times');
+}
+
+interface Armed {
+  fault: CommandFault;
+  remaining: number;
+}
+
+export class CommandFaults {
+  private armed: Armed[] = [];
+
+  add(fault: CommandFault): void {
+    validateFault(fault);
+    const remaining = fault.times ?? (fault.kind === 'fail' ? 1 : Infinity);
+    this.armed.push({ fault, remaining });
+  }
+
+  clear(): void {
+    this.armed = [];
+  }
+
+  /** The faults for `argv`; each matching fault uses up one of its runs. */
+  take(argv: readonly string[]): FaultEffect {
+    const text = argv.join(' ');
+    const effect: FaultEffect = { hang: false, extraDelayMs: 0 };
+    for (const entry of this.armed) {
+      const prefix = entry.fault.command.trim().split(/\s+/).join(' ');
+      if (entry.remaining <= 0 || !(text === prefix || text.startsWith(`${prefix} `))) continue;
+      const f = entry.fault;
+      if (f.kind === 'fail') {
+        if (effect.fail) continue; // one failure per run; a second fail fault keeps its runs
+        effect.fail = { exitCode: f.exitCode ?? 1, stderr: f.stderr ?? `sim: injected failure of '${prefix}'` };
+      } else if (f.kind === 'hang') effect.hang = true;
+      else effect.extraDelayMs += f.ms;
+      entry.remaining--;
+    }
+    this.armed = this.armed.filter((e) => e.remaining > 0);
+    return effect;
+  }
+}

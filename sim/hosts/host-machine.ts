@@ -1,0 +1,175 @@
+// One simulated machine: its stored state plus what outlives a single command — the kubelet's
+// lifecycle (a restart returns at once, the node turns Ready later) and reboots.
+import type { ClusterEffects, EtcdTools } from './cluster-effects.js';
+import { CommandFaults } from './faults.js';
+import { toKubernetesVersion, type HostState, type HostStore } from './host-state.js';
+
+export type LatencyKind = 'aptInstall' | 'kubeletRestart' | 'kubeadmApply' | 'kubeadmNode' | 'etcdSnapshot' | 'reboot';
+/** Milliseconds per kind of command; 0 when absent. */
+export type Latencies = Partial<Record<LatencyKind, number>>;
+
+export interface MachineConfig {
+  /** Kubernetes versions the host's package repository offers (`1.33.7`). */
+  repository: readonly string[];
+  latencies: Latencies;
+  user: string;
+  effects: ClusterEffects;
+  etcd?: EtcdTools;
+  /** How long a reboot keeps the host unreachable when latencies.reboot is not set. */
+  rebootMs: number;
+  /** Whether commands that need root fail without `sudo`, as on a real host. */
+  requireSudo: boolean;
+  onError: (err: Error) => void;
+}
+
+/** The SSH endpoint as the machine sees it: a reboot takes it offline and back. */
+export interface EndpointControl {
+  takeOffline(reason: string): void;
+  bringOnline(reason: string): void;
+}
+
+export class AbortedError extends Error {}
+
+/** Resolves after `ms`, or rejects with AbortedError when `signal` fires first. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new AbortedError('aborted'));
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new AbortedError('aborted'));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export class HostMachine {
+  readonly faults = new CommandFaults();
+  endpoint?: EndpointControl;
+  /** Aborted by shutdown(), so no command (a hung one included) outlives the simulator. */
+  private readonly lifetime = new AbortController();
+  private timers = new Set<NodeJS.Timeout>();
+  private shutDown = false;
+  /** Bumped by every stop/start/reboot so a late answer from an older start changes nothing. */
+  private generation = 0;
+
+  constructor(
+    readonly store: HostStore,
+    readonly config: MachineConfig,
+  ) {}
+
+  get name(): string {
+    return this.store.state.name;
+  }
+  get state(): Readonly<HostState> {
+    return this.store.state;
+  }
+  get effects(): ClusterEffects {
+    return this.config.effects;
+  }
+  get home(): string {
+    return `/home/${this.config.user}`;
+  }
+  /** The Kubernetes version of an installed package (`kubelet` → `1.33.7`). */
+  installed(pkg: 'kubeadm' | 'kubelet' | 'kubectl'): string {
+    return toKubernetesVersion(this.state.packages[pkg]);
+  }
+  /** A path on the host (absolute, or relative to the user's home) inside the host root. */
+  hostPath(path: string): string {
+    return this.store.hostPath(path, this.home);
+  }
+
+  latency(kind: LatencyKind, signal?: AbortSignal): Promise<void> {
+    const ms = this.config.latencies[kind] ?? 0;
+    return ms > 0 ? sleep(ms, signal) : Promise.resolve();
+  }
+
+  async stopKubelet(): Promise<void> {
+    this.cancelTimers();
+    this.generation++;
+    this.store.update((s) => {
+      s.kubelet = { ...s.kubelet, active: false, version: null, startingVersion: null };
+    });
+    await this.effects.kubeletStopped(this.name);
+  }
+
+  /** systemd starts the unit at once; the cluster hears of the new version after the restart latency. */
+  startKubelet(delayMs = this.config.latencies.kubeletRestart ?? 0): void {
+    const version = this.installed('kubelet');
+    const generation = ++this.generation;
+    this.store.update((s) => {
+      s.kubelet = { ...s.kubelet, active: true, version: null, startingVersion: version };
+    });
+    this.later(delayMs, () => this.reportStarted(version, generation, 1));
+  }
+
+  /** Finishes a kubelet start a previous simulator process left half done. */
+  resume(): void {
+    if (this.state.kubelet.startingVersion !== null) this.startKubelet(0);
+  }
+
+  /** Drops every connection, stays unreachable for the reboot time, then boots (units reloaded, kubelet started). */
+  reboot(): void {
+    if (this.shutDown) return;
+    this.cancelTimers();
+    this.generation++;
+    // startingVersion is set already, so a simulator restart during the downtime still boots the kubelet.
+    this.store.update((s) => {
+      s.kubelet = { active: false, version: null, startingVersion: toKubernetesVersion(s.packages.kubelet), unitPackage: s.packages.kubelet };
+    });
+    this.endpoint?.takeOffline('reboot');
+    this.effects.kubeletStopped(this.name).catch((err: unknown) => this.config.onError(asError(err, `${this.name}: kubeletStopped`)));
+    this.later(this.config.latencies.reboot ?? this.config.rebootMs, () => {
+      this.endpoint?.bringOnline('reboot');
+      this.startKubelet(0);
+    });
+  }
+
+  /** Stops timers (simulator stop); a pending kubelet start stays recorded and is resumed next time. */
+  shutdown(): void {
+    this.shutDown = true;
+    this.cancelTimers();
+    this.lifetime.abort();
+  }
+
+  get lifetimeSignal(): AbortSignal {
+    return this.lifetime.signal;
+  }
+
+  private reportStarted(version: string, generation: number, attempt: number): void {
+    this.effects.kubeletStarted(this.name, version).then(
+      () => {
+        if (this.shutDown || generation !== this.generation) return;
+        this.store.update((s) => {
+          s.kubelet = { ...s.kubelet, version, startingVersion: null };
+        });
+      },
+      (err: unknown) => {
+        this.config.onError(asError(err, `${this.name}: kubeletStarted(${version}), attempt ${attempt}`));
+        if (attempt < 10 && generation === this.generation) this.later(250 * attempt, () => this.reportStarted(version, generation, attempt + 1));
+      },
+    );
+  }
+
+  private later(ms: number, fn: () => void): void {
+    if (this.shutDown) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      fn();
+    }, ms);
+    this.timers.add(timer);
+  }
+
+  private cancelTimers(): void {
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+  }
+}
+
+export function asError(err: unknown, context: string): Error {
+  const message = err instanceof Error ? err.message : String(err);
+  return new Error(`${context}: ${message}`, { cause: err });
+}

@@ -1,0 +1,193 @@
+// Starts one SSH endpoint per simulated node in this process and wires each to its machine:
+// exec requests to the command runner, the sftp subsystem to the read-only file server, faults to
+// the endpoint. Everything a host remembers lives under the state dir, so a new process continues.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ClusterEffects, EtcdTools } from './cluster-effects.js';
+import { execOnChannel } from './command-runner.js';
+import { isCommandFault, validateFault, type Fault } from './faults.js';
+import { HostEndpoint } from './host-endpoint.js';
+import { ensureClientKey, ensureHostKey, fingerprint, keyWithoutComment, knownHostsName, readKnownHosts, rotateHostKey, writeKnownHosts } from './host-keys.js';
+import { HostMachine, type Latencies } from './host-machine.js';
+import { seedHost } from './host-seed.js';
+import { HostStore, type CommandLogEntry, type HostRole, type HostState, type PackageName } from './host-state.js';
+import { listenOnFreePort } from './ports.js';
+import { serveSftp } from './sftp-server.js';
+
+export interface HostSpec {
+  name: string;
+  role: HostRole;
+  /** Kubernetes versions the host's package repository offers (`1.33.7` → package `1.33.7-1.1`). */
+  repository: string[];
+  /** Seeds a host the state dir does not know yet: Kubernetes versions of the three packages. */
+  installed: Record<PackageName, string>;
+  /** Seeds the apt holds of a new host (default: all three, as kubeadm's install guide does). */
+  held?: PackageName[];
+  latencies?: Latencies;
+  faults?: Fault[];
+}
+
+export interface HostSimulatorOptions {
+  stateDir: string;
+  hosts: HostSpec[];
+  /** The login user (default `skewless`). */
+  user?: string;
+  effects: ClusterEffects;
+  etcd?: EtcdTools;
+  /** Downtime of a reboot unless a host's latencies.reboot says otherwise (default 1). */
+  rebootSeconds?: number;
+  /** Commands that need root fail without `sudo` (default true). */
+  requireSudo?: boolean;
+  /** Background failures (a kubeletStarted effect that threw); default: printed on stderr. */
+  onError?: (err: Error) => void;
+}
+
+export interface SimulatedHost {
+  readonly name: string;
+  readonly port: number;
+  /** OpenSSH `SHA256:...` of the key the host presents now. */
+  readonly hostKeyFingerprint: string;
+}
+
+export interface HostSimulator {
+  readonly hosts: readonly SimulatedHost[];
+  readonly knownHostsPath: string;
+  readonly clientKeyPath: string;
+  readonly user: string;
+  setFault(host: string, fault: Fault): void;
+  /** Removes command faults and ends a `refuse` early; a rotated key stays rotated. */
+  clearFaults(host: string): void;
+  commandLog(host: string): CommandLogEntry[];
+  state(host: string): HostState;
+  /** Writes the host's current key into known_hosts (an operator re-trusting a reinstalled host). */
+  trustHostKey(host: string): void;
+  stop(): Promise<void>;
+}
+
+interface Running {
+  spec: HostSpec;
+  machine: HostMachine;
+  endpoint: HostEndpoint;
+  publicKey: string;
+  refuseTimer?: NodeJS.Timeout;
+  isNew: boolean;
+}
+
+export async function startHostSimulator(options: HostSimulatorOptions): Promise<HostSimulator> {
+  const { stateDir, effects } = options;
+  const user = options.user ?? 'skewless';
+  const onError = options.onError ?? ((err: Error) => console.error(`[sim/hosts] ${err.message}`));
+  const names = new Set(options.hosts.map((h) => h.name));
+  if (names.size !== options.hosts.length) throw new Error('sim: host names must be unique');
+  mkdirSync(stateDir, { recursive: true });
+  const clientKey = ensureClientKey(stateDir, user);
+  const knownHostsPath = join(stateDir, 'known_hosts');
+
+  const running = new Map<string, Running>();
+  for (const spec of options.hosts) {
+    const existing = HostStore.open(stateDir, spec.name);
+    const store = existing ?? seedHost(stateDir, spec, user);
+    const keys = ensureHostKey(store.dir, spec.name);
+    const machine = new HostMachine(store, {
+      repository: spec.repository, latencies: spec.latencies ?? {}, user, effects, etcd: options.etcd,
+      rebootMs: (options.rebootSeconds ?? 1) * 1000, requireSudo: options.requireSudo ?? true, onError,
+    });
+    const endpoint = new HostEndpoint({
+      name: spec.name, hostKey: keys.privateKey, user, clientPublicKey: clientKey.publicKey, onError,
+      onExec: (command, channel) => execOnChannel(machine, command, channel),
+      onSftp: (sftp) => serveSftp(sftp, machine),
+    });
+    machine.endpoint = endpoint;
+    running.set(spec.name, { spec, machine, endpoint, publicKey: keys.publicKey, isNew: !existing });
+  }
+
+  const stopAll = async (): Promise<void> => {
+    for (const r of running.values()) {
+      r.machine.shutdown();
+      clearTimeout(r.refuseTimer);
+    }
+    await Promise.all([...running.values()].map((r) => r.endpoint.close()));
+  };
+
+  try {
+    await listenAll([...running.values()]);
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+
+  // A known host keeps its known_hosts line even if its key has rotated since: that staleness is the point.
+  const known = readKnownHosts(knownHostsPath);
+  for (const r of running.values()) {
+    const name = knownHostsName(r.endpoint.port);
+    if (r.isNew || !known.has(name)) known.set(name, keyWithoutComment(r.publicKey));
+  }
+  writeKnownHosts(knownHostsPath, known);
+
+  const get = (host: string): Running => {
+    const r = running.get(host);
+    if (!r) throw new Error(`sim: no simulated host '${host}'`);
+    return r;
+  };
+  const setFault = (host: string, fault: Fault): void => {
+    const r = get(host);
+    validateFault(fault);
+    if (isCommandFault(fault)) r.machine.faults.add(fault);
+    else if (fault.kind === 'refuse') {
+      clearTimeout(r.refuseTimer);
+      r.endpoint.takeOffline('refuse');
+      r.refuseTimer = setTimeout(() => r.endpoint.bringOnline('refuse'), fault.seconds * 1000);
+    } else {
+      const pair = rotateHostKey(r.machine.store.dir, host);
+      r.publicKey = pair.publicKey;
+      r.endpoint.setHostKey(pair.privateKey);
+    }
+  };
+
+  for (const r of running.values()) {
+    for (const fault of r.spec.faults ?? []) setFault(r.spec.name, fault);
+    r.machine.resume();
+  }
+
+  return {
+    hosts: [...running.values()].map((r) => ({
+      name: r.spec.name,
+      port: r.endpoint.port,
+      get hostKeyFingerprint() {
+        return fingerprint(r.publicKey);
+      },
+    })),
+    knownHostsPath,
+    clientKeyPath: clientKey.privateKeyPath,
+    user,
+    setFault,
+    clearFaults(host) {
+      const r = get(host);
+      r.machine.faults.clear();
+      clearTimeout(r.refuseTimer);
+      r.endpoint.bringOnline('refuse');
+    },
+    commandLog: (host) => get(host).machine.store.commandLog(),
+    state: (host) => structuredClone(get(host).machine.state),
+    trustHostKey(host) {
+      const r = get(host);
+      const entries = readKnownHosts(knownHostsPath);
+      entries.set(knownHostsName(r.endpoint.port), keyWithoutComment(r.publicKey));
+      writeKnownHosts(knownHostsPath, entries);
+    },
+    stop: stopAll,
+  };
+}
+
+/** Stored hosts reuse their port; new hosts get a free one, which is then stored. */
+async function listenAll(hosts: Running[]): Promise<void> {
+  const taken = new Set(hosts.map((r) => r.machine.state.port).filter((p) => p > 0));
+  const BATCH = 100;
+  for (let i = 0; i < hosts.length; i += BATCH) {
+    await Promise.all(hosts.slice(i, i + BATCH).map(async (r) => {
+      const stored = r.machine.state.port;
+      const port = await listenOnFreePort((p) => r.endpoint.listen(p), stored > 0 ? stored : undefined, taken);
+      if (port !== stored) r.machine.store.update((s) => void (s.port = port));
+    }));
+  }
+}

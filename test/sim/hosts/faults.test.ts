@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { connect, exec, hostSpec, run, startTestSim, tcpProbe } from './ssh-client.js';
+
+const INSTALL = 'sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y --allow-change-held-packages kubeadm=1.33.7-1.1';
+
+describe('faults injected into a simulated host, seen by an SSH client', () => {
+  it('fail: the next N matching commands fail with the given code and stderr, then they succeed', async (t) => {
+    const { sim } = await startTestSim(t, {
+      hosts: [hostSpec('w-1', 'worker', { faults: [{ kind: 'fail', command: 'apt-get install', times: 2, exitCode: 100, stderr: 'E: Failed to fetch kubeadm_1.33.7-1.1_amd64.deb  Connection timed out' }] })],
+    });
+    assert.equal((await run(sim, 'w-1', 'sudo apt-get update')).code, 0, 'a command that does not match is unaffected');
+    for (let i = 0; i < 2; i++) {
+      const r = await run(sim, 'w-1', `${INSTALL} && echo done`);
+      assert.deepEqual([r.code, r.stdout, r.stderr], [100, '', 'E: Failed to fetch kubeadm_1.33.7-1.1_amd64.deb  Connection timed out\n'], `run ${i + 1}`);
+      assert.equal(sim.state('w-1').packages.kubeadm, '1.32.4-1.1');
+    }
+    const r = await run(sim, 'w-1', `${INSTALL} && echo done`);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /done\n$/);
+    assert.deepEqual(sim.commandLog('w-1').map((e) => e.exitCode), [0, 100, 100, 0]);
+
+    sim.setFault('w-1', { kind: 'fail', command: 'kubeadm version' });
+    assert.equal((await run(sim, 'w-1', 'kubeadm version -o short')).code, 1, 'default: once, exit 1');
+    assert.equal((await run(sim, 'w-1', 'kubeadm version -o short')).code, 0);
+  });
+
+  it('refuse: connections are refused (ECONNREFUSED) and open ones dropped for T seconds, then accepted on the same port', async (t) => {
+    const { sim } = await startTestSim(t);
+    const { port } = sim.hosts.find((h) => h.name === 'w-1')!;
+    const open = await connect(sim, 'w-1');
+    const dropped = new Promise<void>((resolve) => open.once('close', () => resolve()));
+    const started = Date.now();
+    sim.setFault('w-1', { kind: 'refuse', seconds: 0.8 });
+    await dropped;
+    assert.equal(await tcpProbe(port), 'ECONNREFUSED');
+    await assert.rejects(connect(sim, 'w-1'), (err: NodeJS.ErrnoException) => err.code === 'ECONNREFUSED');
+    assert.equal((await run(sim, 'cp-1', 'true')).code, 0, 'other hosts are unaffected');
+    while ((await tcpProbe(port)) !== 'connected') {
+      assert.ok(Date.now() - started < 5000, 'still refused after 5 s');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(Date.now() - started >= 750, `refused for only ${Date.now() - started} ms`);
+    assert.equal((await run(sim, 'w-1', 'hostname')).stdout, 'w-1\n');
+
+    sim.setFault('w-1', { kind: 'refuse', seconds: 60 });
+    assert.equal(await tcpProbe(port), 'ECONNREFUSED');
+    sim.clearFaults('w-1');
+    assert.equal((await run(sim, 'w-1', 'true')).code, 0, 'clearFaults ends a refusal early');
+  });
+
+  it('hang: a matching command never exits until the client closes the channel', async (t) => {
+    const { sim, effects } = await startTestSim(t);
+    sim.setFault('cp-1', { kind: 'hang', command: 'kubeadm upgrade' });
+    const client = await connect(sim, 'cp-1');
+    await assert.rejects(exec(client, `${INSTALL} && sudo kubeadm upgrade apply v1.33.7 --yes`, 600), /did not finish within 600 ms/);
+    assert.equal((await exec(client, 'echo still here')).stdout, 'still here\n', 'the connection stays usable');
+    client.end();
+    await effects.waitFor('the hung command in the log', () => sim.commandLog('cp-1').some((e) => e.command.includes('upgrade apply') && e.exitCode === null));
+    assert.deepEqual(effects.callsOf('upgradeControlPlane'), []);
+    sim.clearFaults('cp-1');
+    assert.equal((await run(sim, 'cp-1', 'sudo kubeadm upgrade apply v1.33.7 --yes')).code, 0);
+  });
+
+  it('slow: matching commands take measurably longer', async (t) => {
+    const { sim } = await startTestSim(t);
+    const client = await connect(sim, 'w-1'); // one connection: the timings exclude the SSH handshake
+    t.after(() => client.end());
+    const timed = async (command: string): Promise<number> => {
+      const started = Date.now();
+      assert.equal((await exec(client, command)).code, 0);
+      return Date.now() - started;
+    };
+    const logged = (): number => sim.commandLog('w-1').at(-1)?.durationMs ?? -1;
+    await timed('kubelet --version');
+    const baseline = logged();
+    sim.setFault('w-1', { kind: 'slow', command: 'kubelet', ms: 500 });
+    assert.ok((await timed('kubelet --version')) >= 500, 'the client waits for the delay');
+    // The host's own durations compare without network noise (this machine may be busy).
+    assert.ok(logged() >= 500 && logged() >= baseline + 450, `baseline ${baseline} ms, slow ${logged()} ms`);
+    await timed('hostname');
+    assert.ok(logged() < 450, `other commands are not slowed (${logged()} ms)`);
+  });
+});
