@@ -1,0 +1,154 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { DescriptionError, readDescription } from './description.js';
+import type { SimulationEndpoints } from './simulation.js';
+
+const daemonScript = fileURLToPath(new URL('./daemon.js', import.meta.url));
+
+export const simHelp = `Usage: skewless-sim up FILE [--state DIR] [--timeout SECONDS]
+       skewless-sim down [--state DIR]
+       skewless-sim status [--state DIR]
+       skewless-sim fault HOST --set JSON | --clear [--state DIR]
+
+Runs a simulated kubeadm cluster on loopback: a real etcd, kube-apiserver, controller-manager and
+scheduler, kwok as the kubelets, and one SSH host per node. "up" returns once the cluster is in the
+described state and prints its kubeconfig and SSH endpoints; "down" stops everything "up" started.
+The state directory (default .skewless/sim) keeps host state, keys and logs between runs.
+
+Fault JSON: {"kind":"fail","command":"apt-get install","times":2} | {"kind":"refuse","seconds":30} |
+            {"kind":"hang","command":"kubeadm upgrade apply"} | {"kind":"slow","command":"apt-get","ms":5000} |
+            {"kind":"rotateHostKey"}`;
+
+interface DaemonInfo extends SimulationEndpoints {
+  pid: number;
+  controlPort: number;
+}
+
+class SimUsageError extends Error {}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+function readDaemon(stateDir: string): DaemonInfo | undefined {
+  const file = join(stateDir, 'daemon.json');
+  if (!existsSync(file)) return undefined;
+  const info = JSON.parse(readFileSync(file, 'utf8')) as DaemonInfo;
+  return alive(info.pid) ? info : undefined;
+}
+
+function printEndpoints(info: DaemonInfo): void {
+  console.log(`cluster ${info.cluster} is up`);
+  console.log(`kubeconfig: ${info.kubeconfig}`);
+  console.log(`ssh: user ${info.ssh.user}, key ${info.ssh.privateKeyPath}, known_hosts ${info.ssh.knownHostsPath}`);
+  for (const h of info.ssh.hosts) console.log(`  ${h.name.padEnd(16)} ${h.host}:${h.port}`);
+}
+
+async function up(file: string, stateDir: string, timeoutSeconds: number): Promise<number> {
+  readDescription(file); // validate before starting anything
+  if (readDaemon(stateDir)) throw new SimUsageError(`a simulation is already running in ${stateDir}; run "skewless-sim down" first`);
+  mkdirSync(stateDir, { recursive: true });
+  const logFile = join(stateDir, 'daemon.log');
+  const out = openSync(logFile, 'a');
+  const child = spawn(process.execPath, [daemonScript, resolve(file), stateDir], { detached: true, stdio: ['ignore', out, out] });
+  child.unref();
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  while (Date.now() < deadline) {
+    const info = readDaemon(stateDir);
+    if (info) {
+      printEndpoints(info);
+      return 0;
+    }
+    if (child.exitCode !== null || !alive(child.pid as number)) {
+      throw new SimUsageError(`the simulation failed to start; see ${logFile}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  process.kill(child.pid as number, 'SIGTERM');
+  throw new SimUsageError(`the simulation was not up after ${timeoutSeconds} s; stopped it; see ${logFile}`);
+}
+
+async function down(stateDir: string): Promise<number> {
+  const file = join(stateDir, 'daemon.json');
+  const info = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as DaemonInfo) : undefined;
+  if (!info || !alive(info.pid)) {
+    console.log(`no simulation running in ${stateDir}`);
+    return 0;
+  }
+  process.kill(info.pid, 'SIGTERM');
+  const deadline = Date.now() + 60_000;
+  while (alive(info.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  if (alive(info.pid)) process.kill(info.pid, 'SIGKILL');
+  console.log(`simulation ${info.cluster} stopped`);
+  return 0;
+}
+
+async function fault(host: string, stateDir: string, set: string | undefined, clear: boolean): Promise<number> {
+  const info = readDaemon(stateDir);
+  if (!info) throw new SimUsageError(`no simulation running in ${stateDir}`);
+  if (!set && !clear) throw new SimUsageError('give --set JSON or --clear');
+  if (set) {
+    try {
+      JSON.parse(set);
+    } catch {
+      throw new SimUsageError('--set must be JSON');
+    }
+  }
+  const res = await fetch(`http://127.0.0.1:${info.controlPort}/hosts/${encodeURIComponent(host)}/faults`, {
+    method: set ? 'POST' : 'DELETE',
+    ...(set ? { body: set } : {}),
+  });
+  if (!res.ok) throw new SimUsageError(await res.text());
+  return 0;
+}
+
+export async function simMain(argv: string[]): Promise<number> {
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { state: { type: 'string' }, timeout: { type: 'string' }, set: { type: 'string' }, clear: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    });
+    const [command, arg] = positionals;
+    if (values.help || !command) {
+      console.log(simHelp);
+      return command || values.help ? 0 : 2;
+    }
+    const stateDir = resolve(values.state ?? '.skewless/sim');
+    if (command === 'up') {
+      if (!arg) throw new SimUsageError('up needs a description FILE');
+      const timeout = values.timeout === undefined ? 900 : Number(values.timeout);
+      if (!Number.isInteger(timeout) || timeout < 1) throw new SimUsageError('--timeout must be a positive number of seconds');
+      return await up(arg, stateDir, timeout);
+    }
+    if (command === 'down') return await down(stateDir);
+    if (command === 'status') {
+      const info = readDaemon(stateDir);
+      if (!info) {
+        console.log(`no simulation running in ${stateDir}`);
+        return 1;
+      }
+      printEndpoints(info);
+      return 0;
+    }
+    if (command === 'fault') {
+      if (!arg) throw new SimUsageError('fault needs a HOST');
+      return await fault(arg, stateDir, values.set, values.clear ?? false);
+    }
+    throw new SimUsageError(`unknown command "${command}"`);
+  } catch (err) {
+    if (err instanceof SimUsageError || err instanceof DescriptionError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`skewless-sim: ${(err as Error).message.split('\n')[0]}`);
+      return 2;
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { openSync, closeSync } from 'node:fs';
+
+/**
+ * A child process whose output goes to a log file and that is stopped the way a service is:
+ * SIGTERM, then SIGKILL if it has not exited in time. Restartable with the same argv.
+ */
+// Children die with the process that started them, even when it exits without stopping them or
+// is interrupted. A process with its own signal handlers (the sim daemon) stops them gracefully itself.
+const running = new Set<ChildProcess>();
+const killAll = () => {
+  for (const child of running) child.kill('SIGKILL');
+};
+process.once('exit', killAll);
+let signalsWatched = false;
+function watchSignals(): void {
+  if (signalsWatched) return;
+  signalsWatched = true;
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    if (process.listenerCount(signal) > 0) continue;
+    process.once(signal, () => {
+      killAll();
+      process.kill(process.pid, signal); // the default action, now that the handler is gone
+    });
+  }
+}
+
+export class ManagedProcess {
+  private child: ChildProcess | undefined;
+  private exited: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly name: string,
+    private readonly command: string,
+    private readonly args: string[],
+    private readonly logFile: string,
+    private readonly env: NodeJS.ProcessEnv = process.env,
+  ) {}
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  start(): void {
+    watchSignals();
+    const fd = openSync(this.logFile, 'a');
+    try {
+      this.child = spawn(this.command, this.args, { stdio: ['ignore', fd, fd], env: this.env });
+    } finally {
+      closeSync(fd);
+    }
+    const child = this.child;
+    running.add(child);
+    this.exited = new Promise((resolve) =>
+      child.once('exit', () => {
+        running.delete(child);
+        resolve();
+      }),
+    );
+  }
+
+  /** Fails fast with the log's path if the process died while someone waits for it. */
+  assertAlive(): void {
+    if (!this.running) throw new Error(`${this.name} exited (code ${this.child?.exitCode}, signal ${this.child?.signalCode}); see ${this.logFile}`);
+  }
+
+  async stop(graceMs = 5000): Promise<void> {
+    if (!this.running) return;
+    this.child?.kill('SIGTERM');
+    const timer = setTimeout(() => this.child?.kill('SIGKILL'), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  /** SIGKILL: a crash, not a shutdown. */
+  async kill(): Promise<void> {
+    if (!this.running) return;
+    this.child?.kill('SIGKILL');
+    await this.exited;
+  }
+}

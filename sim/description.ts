@@ -1,0 +1,222 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { parseVersion } from '../rules/index.js';
+import { validateFault, type Fault } from './hosts/faults.js';
+
+/**
+ * The simulated cluster's description (YAML): nodes and the versions each reports, workloads with
+ * their PDBs, what each host's package repository offers, per-host latencies and faults.
+ * `parseDescription` validates it whole and expands node counts into names.
+ */
+
+export type Latencies = Partial<Record<'aptInstall' | 'kubeletRestart' | 'kubeadmApply' | 'kubeadmNode' | 'etcdSnapshot' | 'reboot', number>>;
+
+
+export interface SimNode {
+  name: string;
+  role: 'control-plane' | 'worker';
+  /** kubelet (and kubeadm/kubectl packages) version on this node. */
+  kubelet: string;
+  /** Control-plane components' versions (control planes only). */
+  components?: { apiserver: string; controllerManager: string; scheduler: string };
+  labels: Record<string, string>;
+  latencies: Latencies;
+  faults: Fault[];
+  /** Versions the host's package repository offers. */
+  repository: string[];
+}
+
+export interface PdbSpec {
+  minAvailable?: number | string;
+  maxUnavailable?: number | string;
+}
+
+export interface WorkloadSpec {
+  kind: 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'Pod';
+  name: string;
+  namespace: string;
+  replicas: number;
+  pdb?: PdbSpec;
+  /** Bare pods only: the node it is bound to. */
+  node?: string;
+  /** emptyDir volume, so drains must opt in to losing its data. */
+  emptyDir?: boolean;
+}
+
+export interface SimDescription {
+  name: string;
+  /** The cluster version kubeadm records (kubeadm-config). */
+  version: string;
+  nodes: SimNode[];
+  workloads: WorkloadSpec[];
+  ssh: { user: string };
+  rebootSeconds: number;
+}
+
+export class DescriptionError extends Error {
+  override name = 'DescriptionError';
+}
+
+const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+type Raw = Record<string, unknown>;
+
+function obj(value: unknown, where: string): Raw {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new DescriptionError(`${where} must be a mapping`);
+  return value as Raw;
+}
+
+function list(value: unknown, where: string): unknown[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new DescriptionError(`${where} must be a list`);
+  return value;
+}
+
+function name(value: unknown, where: string): string {
+  if (typeof value !== 'string' || value.length > 63 || !NAME.test(value)) {
+    throw new DescriptionError(`${where} must be a DNS label (lowercase letters, digits, '-'), got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function version(value: unknown, where: string): string {
+  try {
+    return parseVersion(typeof value === 'number' ? String(value) : value).text;
+  } catch (err) {
+    throw new DescriptionError(`${where}: ${(err as Error).message}`);
+  }
+}
+
+function count(value: unknown, where: string, min: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) throw new DescriptionError(`${where} must be an integer ≥ ${min}`);
+  return value;
+}
+
+function latencies(value: unknown, where: string): Latencies {
+  if (value === undefined) return {};
+  const raw = obj(value, where);
+  const out: Latencies = {};
+  for (const [k, v] of Object.entries(raw)) {
+    if (!['aptInstall', 'kubeletRestart', 'kubeadmApply', 'kubeadmNode', 'etcdSnapshot', 'reboot'].includes(k)) {
+      throw new DescriptionError(`${where}.${k} is not a known latency`);
+    }
+    out[k as keyof Latencies] = count(v, `${where}.${k}`, 0);
+  }
+  return out;
+}
+
+function faults(value: unknown, where: string): Fault[] {
+  return list(value, where).map((f, i) => {
+    const raw = obj(f, `${where}[${i}]`);
+    if (!['fail', 'refuse', 'hang', 'slow', 'rotateHostKey'].includes(raw.kind as string)) {
+      throw new DescriptionError(`${where}[${i}].kind must be fail, refuse, hang, slow or rotateHostKey`);
+    }
+    try {
+      validateFault(raw as unknown as Fault);
+    } catch (err) {
+      throw new DescriptionError(`${where}[${i}]: ${(err as Error).message}`);
+    }
+    return raw as unknown as Fault;
+  });
+}
+
+export function parseDescription(text: string, source = 'description'): SimDescription {
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    throw new DescriptionError(`${source} is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
+  }
+  const raw = obj(doc, source);
+  const clusterVersion = version(raw.version, 'version');
+  const repository = list(raw.repository, 'repository').map((v, i) => version(v, `repository[${i}]`));
+  const defaultLatencies = latencies(raw.latencies, 'latencies');
+
+  const nodes: SimNode[] = [];
+  for (const [i, n] of list(raw.nodes, 'nodes').entries()) {
+    const where = `nodes[${i}]`;
+    const r = obj(n, where);
+    const role = r.role;
+    if (role !== 'control-plane' && role !== 'worker') throw new DescriptionError(`${where}.role must be control-plane or worker`);
+    const base = name(r.name, `${where}.name`);
+    const copies = r.count === undefined ? 1 : count(r.count, `${where}.count`, 1);
+    const kubelet = version(r.kubelet ?? clusterVersion, `${where}.kubelet`);
+    const c = r.components === undefined ? {} : obj(r.components, `${where}.components`);
+    if (role === 'worker' && r.components !== undefined) throw new DescriptionError(`${where}: workers run no control-plane components`);
+    for (let k = 1; k <= copies; k++) {
+      nodes.push({
+        name: copies === 1 && r.count === undefined ? base : `${base}-${k}`,
+        role,
+        kubelet,
+        ...(role === 'control-plane'
+          ? {
+              components: {
+                apiserver: version(c.apiserver ?? clusterVersion, `${where}.components.apiserver`),
+                controllerManager: version(c.controllerManager ?? clusterVersion, `${where}.components.controllerManager`),
+                scheduler: version(c.scheduler ?? clusterVersion, `${where}.components.scheduler`),
+              },
+            }
+          : {}),
+        labels: (r.labels === undefined ? {} : obj(r.labels, `${where}.labels`)) as Record<string, string>,
+        latencies: { ...defaultLatencies, ...latencies(r.latencies, `${where}.latencies`) },
+        faults: faults(r.faults, `${where}.faults`),
+        repository: r.repository === undefined ? repository : list(r.repository, `${where}.repository`).map((v, j) => version(v, `${where}.repository[${j}]`)),
+      });
+    }
+  }
+  const seen = new Set<string>();
+  for (const n of nodes) {
+    if (seen.has(n.name)) throw new DescriptionError(`node ${n.name} is described twice`);
+    seen.add(n.name);
+  }
+  if (!nodes.some((n) => n.role === 'control-plane')) throw new DescriptionError('the cluster needs at least one control-plane node');
+
+  const workloads = list(raw.workloads, 'workloads').map((w, i): WorkloadSpec => {
+    const where = `workloads[${i}]`;
+    const r = obj(w, where);
+    if (!['Deployment', 'StatefulSet', 'DaemonSet', 'Pod'].includes(r.kind as string)) {
+      throw new DescriptionError(`${where}.kind must be Deployment, StatefulSet, DaemonSet or Pod`);
+    }
+    const kind = r.kind as WorkloadSpec['kind'];
+    const spec: WorkloadSpec = {
+      kind,
+      name: name(r.name, `${where}.name`),
+      namespace: r.namespace === undefined ? 'default' : name(r.namespace, `${where}.namespace`),
+      replicas: kind === 'Deployment' || kind === 'StatefulSet' ? count(r.replicas ?? 1, `${where}.replicas`, 0) : 1,
+    };
+    if (r.pdb !== undefined) {
+      const pdb = obj(r.pdb, `${where}.pdb`);
+      if ((pdb.minAvailable === undefined) === (pdb.maxUnavailable === undefined)) {
+        throw new DescriptionError(`${where}.pdb needs exactly one of minAvailable or maxUnavailable`);
+      }
+      spec.pdb = pdb as PdbSpec;
+    }
+    if (r.node !== undefined) {
+      if (kind !== 'Pod') throw new DescriptionError(`${where}.node is only for bare Pods`);
+      spec.node = name(r.node, `${where}.node`);
+      if (!seen.has(spec.node)) throw new DescriptionError(`${where}.node ${spec.node} is not a described node`);
+    }
+    if (r.emptyDir !== undefined) spec.emptyDir = r.emptyDir === true;
+    return spec;
+  });
+
+  const ssh = raw.ssh === undefined ? {} : obj(raw.ssh, 'ssh');
+  return {
+    name: name(raw.name, 'name'),
+    version: clusterVersion,
+    nodes,
+    workloads,
+    ssh: { user: ssh.user === undefined ? 'skewless' : name(ssh.user, 'ssh.user') },
+    rebootSeconds: raw.rebootSeconds === undefined ? 3 : count(raw.rebootSeconds, 'rebootSeconds', 0),
+  };
+}
+
+export function readDescription(path: string): SimDescription {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new DescriptionError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  return parseDescription(text, path);
+}

@@ -1,0 +1,98 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ensureSimBinaries, type SimBinaries } from './cluster/binaries.js';
+import { startControlPlane, type ControlPlane } from './cluster/control-plane.js';
+import { kubeClients, type KubeClients } from './cluster/kube-clients.js';
+import { kubeEffects } from './cluster/kube-effects.js';
+import { populateCluster } from './cluster/populate.js';
+import type { SimDescription } from './description.js';
+import { startHostSimulator } from './hosts/host-simulator.js';
+
+type HostSimulator = Awaited<ReturnType<typeof startHostSimulator>>;
+
+/** A running simulated cluster: the real API with kwok kubelets, and one SSH host per node. */
+export interface Simulation {
+  description: SimDescription;
+  stateDir: string;
+  kubeconfig: string;
+  server: string;
+  etcdEndpoint: string;
+  kube: KubeClients;
+  controlPlane: ControlPlane;
+  hosts: HostSimulator;
+  /** Endpoints and paths a client needs (no key material): also written to <stateDir>/simulation.json. */
+  endpoints: SimulationEndpoints;
+  stop(): Promise<void>;
+}
+
+export interface SimulationEndpoints {
+  cluster: string;
+  kubeconfig: string;
+  server: string;
+  ssh: { user: string; privateKeyPath: string; knownHostsPath: string; hosts: { name: string; host: string; port: number; hostKeyFingerprint: string }[] };
+}
+
+export interface SimulationOptions {
+  stateDir: string;
+  binaries?: SimBinaries;
+  timeoutMs?: number;
+}
+
+export async function startSimulation(description: SimDescription, options: SimulationOptions): Promise<Simulation> {
+  const { stateDir } = options;
+  mkdirSync(stateDir, { recursive: true });
+  const binaries = options.binaries ?? ensureSimBinaries();
+  const controlPlane = await startControlPlane({ stateDir: join(stateDir, 'cluster'), binaries, clusterName: description.name });
+  let hosts: HostSimulator | undefined;
+  try {
+    const kube = kubeClients(controlPlane.kubeconfig);
+    await populateCluster(kube, description, options.timeoutMs);
+    hosts = await startHostSimulator({
+      stateDir,
+      user: description.ssh.user,
+      rebootSeconds: description.rebootSeconds,
+      effects: kubeEffects(kube),
+      etcd: { endpoint: controlPlane.etcdEndpoint, etcdctl: binaries.bin('etcdctl'), etcdutl: binaries.bin('etcdutl') },
+      hosts: description.nodes.map((n) => ({
+        name: n.name,
+        role: n.role,
+        repository: n.repository,
+        installed: { kubeadm: n.kubelet, kubelet: n.kubelet, kubectl: n.kubelet },
+        latencies: n.latencies,
+        faults: n.faults,
+      })),
+    });
+    const endpoints: SimulationEndpoints = {
+      cluster: description.name,
+      kubeconfig: controlPlane.kubeconfig,
+      server: controlPlane.server,
+      ssh: {
+        user: hosts.user,
+        privateKeyPath: hosts.clientKeyPath,
+        knownHostsPath: hosts.knownHostsPath,
+        hosts: hosts.hosts.map((h) => ({ name: h.name, host: '127.0.0.1', port: h.port, hostKeyFingerprint: h.hostKeyFingerprint })),
+      },
+    };
+    writeFileSync(join(stateDir, 'simulation.json'), JSON.stringify(endpoints, null, 2));
+    const running = hosts;
+    return {
+      description,
+      stateDir,
+      kubeconfig: controlPlane.kubeconfig,
+      server: controlPlane.server,
+      etcdEndpoint: controlPlane.etcdEndpoint,
+      kube,
+      controlPlane,
+      hosts: running,
+      endpoints,
+      async stop() {
+        await running.stop();
+        await controlPlane.stop();
+      },
+    };
+  } catch (err) {
+    await hosts?.stop();
+    await controlPlane.stop();
+    throw err;
+  }
+}

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { ensureSimBinaries } from '../../sim/cluster/binaries.js';
+import { repoRoot } from '../helpers/run-cli.js';
+
+const sim = (args: string[], timeout = 300_000) =>
+  spawnSync(process.execPath, [join(repoRoot, 'bin', 'skewless-sim.js'), ...args], { encoding: 'utf8', timeout });
+
+/** Processes whose command line mentions `text` (the state dir is in every component's flags). */
+const processesMentioning = (text: string) =>
+  execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(text) && !l.includes('ps -eo'));
+
+describe('skewless-sim up / down', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'skewless-sim-cli-'));
+  const state = join(dir, 'state');
+  after(() => {
+    sim(['down', '--state', state]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses a bad description with one line and starts nothing', () => {
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(file, 'name: bad\nversion: 1.32\nnodes: [{name: cp, role: control-plane}]\n');
+    const r = sim(['up', file, '--state', state]);
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /^skewless-sim: version: invalid Kubernetes version "1\.32"/);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+    assert.deepEqual(processesMentioning(state), []);
+  });
+
+  it('brings a cluster up, prints its kubeconfig and SSH endpoints, and down stops every process it started', () => {
+    const file = join(dir, 'tiny.yaml');
+    writeFileSync(file, [
+      'name: tiny', 'version: 1.33.7', 'repository: [1.33.7, 1.34.2]',
+      'nodes:', '  - {name: cp, role: control-plane}', '  - {name: w, role: worker, count: 2}',
+      'workloads:', '  - {kind: Deployment, name: web, replicas: 2}', '',
+    ].join('\n'));
+    const up = sim(['up', file, '--state', state]);
+    assert.equal(up.status, 0, up.stderr);
+    const kubeconfig = /^kubeconfig: (\S+)$/m.exec(up.stdout)?.[1] as string;
+    assert.ok(kubeconfig, up.stdout);
+    assert.match(up.stdout, /^ {2}cp +127\.0\.0\.1:\d+$/m);
+    assert.match(up.stdout, /^ {2}w-2 +127\.0\.0\.1:\d+$/m);
+
+    // The real kubectl of the simulation's Kubernetes version sees the described nodes.
+    const nodes = execFileSync(ensureSimBinaries().bin('kubectl'), ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'name'], { encoding: 'utf8' });
+    assert.deepEqual(nodes.trim().split('\n').sort(), ['node/cp', 'node/w-1', 'node/w-2']);
+    assert.ok(processesMentioning(state).length >= 5, 'etcd, apiserver, controller-manager, scheduler, kwok and the daemon run');
+
+    assert.equal(sim(['status', '--state', state]).status, 0);
+    const again = sim(['up', file, '--state', state]);
+    assert.equal(again.status, 2, 'a second up on the same state is refused');
+
+    const down = sim(['down', '--state', state]);
+    assert.equal(down.status, 0, down.stderr);
+    assert.deepEqual(processesMentioning(state), []);
+    assert.equal(sim(['status', '--state', state]).status, 1);
+  });
+});
