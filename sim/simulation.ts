@@ -27,6 +27,8 @@ export interface Simulation {
 
 export interface SimulationEndpoints {
   cluster: string;
+  /** The worker's clusters directory: <dir>/<cluster>.yaml is this cluster's configuration. */
+  clustersDir: string;
   kubeconfig: string;
   server: string;
   ssh: { user: string; privateKeyPath: string; knownHostsPath: string; hosts: { name: string; host: string; port: number; hostKeyFingerprint: string }[] };
@@ -36,6 +38,31 @@ export interface SimulationOptions {
   stateDir: string;
   binaries?: SimBinaries;
   timeoutMs?: number;
+}
+
+/** The cluster configuration a worker reads for this simulation (activities/cluster-config.ts). */
+function writeClusterConfig(e: SimulationEndpoints, snapshotsDir: string): void {
+  mkdirSync(e.clustersDir, { recursive: true });
+  mkdirSync(snapshotsDir, { recursive: true });
+  const lines = [
+    `name: ${e.cluster}`,
+    `kubeconfig: ${e.kubeconfig}`,
+    'ssh:',
+    `  user: ${e.ssh.user}`,
+    `  privateKeyPath: ${e.ssh.privateKeyPath}`,
+    `  knownHostsPath: ${e.ssh.knownHostsPath}`,
+    '  sudo: true',
+    '  connectTimeoutSeconds: 5',
+    '# every simulated host listens on loopback on a port of its own',
+    'nodes:',
+    ...e.ssh.hosts.map((h) => `  ${h.name}: {address: ${h.host}, port: ${h.port}}`),
+    'snapshots:',
+    `  dir: ${snapshotsDir}`,
+    'drain:',
+    '  timeoutSeconds: 60',
+    '',
+  ];
+  writeFileSync(join(e.clustersDir, `${e.cluster}.yaml`), lines.join('\n'));
 }
 
 export async function startSimulation(description: SimDescription, options: SimulationOptions): Promise<Simulation> {
@@ -62,8 +89,10 @@ export async function startSimulation(description: SimDescription, options: Simu
         faults: n.faults,
       })),
     });
+    const clustersDir = join(stateDir, 'clusters');
     const endpoints: SimulationEndpoints = {
       cluster: description.name,
+      clustersDir,
       kubeconfig: controlPlane.kubeconfig,
       server: controlPlane.server,
       ssh: {
@@ -74,6 +103,7 @@ export async function startSimulation(description: SimDescription, options: Simu
       },
     };
     writeFileSync(join(stateDir, 'simulation.json'), JSON.stringify(endpoints, null, 2));
+    writeClusterConfig(endpoints, join(stateDir, 'snapshots'));
     const running = hosts;
     return {
       description,

@@ -1,19 +1,84 @@
 import type { ActivityOptions } from '@temporalio/workflow';
 
 /**
- * The one place that declares activity timeouts and retry policies. Every profile sets
- * startToCloseTimeout, a finite maximumInterval, a bounded attempt count and the error types
- * that must never be retried, so nothing relies on the SDK's infinite-retry default by accident.
+ * The one place that declares activity timeouts and retry policies, with the reason for each.
+ * Every profile sets startToCloseTimeout, a finite maximumInterval, a bounded attempt count and the
+ * failure types that retrying cannot fix (activities/errors.ts), so nothing relies on the SDK's
+ * infinite-retry default by accident. Anything that can run past a minute heartbeats.
  */
+
+/** Failure types no retry can fix, for every profile. */
+const NEVER_RETRY = ['Forbidden', 'Invalid', 'ClusterConfigInvalid', 'HostKeyMismatch', 'VersionNotAvailable', 'DrainRefused', 'VerificationFailed'];
 
 /** Short, read-only calls that answer in seconds. */
 export const quickRead: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
-    maximumAttempts: 10,
-    nonRetryableErrorTypes: ['InvalidInput'],
-  },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: ['InvalidInput'] },
+};
+
+/** Reads of the API (inventory, health): cheap and idempotent, so retried often but briefly. */
+export const kubeRead: ActivityOptions = {
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: [...NEVER_RETRY, 'NotFound'] },
+};
+
+/** Writes to the API (cordon, labels): idempotent by construction; Conflict is retried with a fresh read. */
+export const kubeWrite: ActivityOptions = {
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: [...NEVER_RETRY, 'NotFound'] },
+};
+
+/**
+ * One command on a host (available versions, kubeadm upgrade plan/node, packages). A host that
+ * reboots or refuses SSH is retried for about 10 minutes (HostUnreachable), then the node is reported.
+ */
+export const hostCommand: ActivityOptions = {
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 12, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'] },
+};
+
+/** `kubeadm upgrade apply` pulls images and restarts static pods: minutes, heartbeated. */
+export const kubeadmApply: ActivityOptions = {
+  startToCloseTimeout: '20 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'] },
+};
+
+/** kubelet restart and the wait for Ready at the target version. */
+export const kubeletRestart: ActivityOptions = {
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed', 'NodeNotReady'] },
+};
+
+/**
+ * Drain: runs up to the cluster's drain timeout, heartbeating which pods are left. DrainBlocked is
+ * not retried: the workflow turns it into a wait for the operator.
+ */
+export const drain: ActivityOptions = {
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'DrainBlocked'] },
+};
+
+/** etcd snapshot save + status + copy off the node: size-bound, heartbeated while copying. */
+export const etcdSnapshot: ActivityOptions = {
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'] },
+};
+
+/** Health checks: a failing check is information for the workflow, not something to retry blindly. */
+export const healthCheck: ActivityOptions = {
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 3, nonRetryableErrorTypes: [...NEVER_RETRY, 'Unhealthy', 'NotFound'] },
+};
+
+/** Reboot and wait for SSH and Ready to come back. */
+export const reboot: ActivityOptions = {
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 3, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed', 'NodeNotReady'] },
 };

@@ -1,0 +1,34 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadClusterConfig, type ClusterConfig } from '../../activities/cluster-config.js';
+import { kubeApiFromFile, type KubeApi } from '../../activities/kube-api.js';
+import { parseDescription } from '../../sim/description.js';
+import { startSimulation, type Simulation } from '../../sim/simulation.js';
+
+export interface TestCluster {
+  sim: Simulation;
+  /** The configuration the worker would read for this cluster (written by the simulation). */
+  config: ClusterConfig;
+  clustersDir: string;
+  kube: KubeApi;
+  stop(): Promise<void>;
+}
+
+/** Starts a simulated cluster from YAML for one test file; stop() removes everything it made. */
+export async function startTestCluster(descriptionYaml: string): Promise<TestCluster> {
+  const stateDir = mkdtempSync(join(tmpdir(), 'skewless-test-'));
+  const description = parseDescription(descriptionYaml);
+  const sim = await startSimulation(description, { stateDir });
+  const config = loadClusterConfig(sim.endpoints.clustersDir, description.name);
+  return {
+    sim,
+    config,
+    clustersDir: sim.endpoints.clustersDir,
+    kube: kubeApiFromFile(config.kubeconfig),
+    async stop() {
+      await sim.stop();
+      rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+}
