@@ -12,3 +12,4 @@ export * from './cluster-inventory.js';
 export * from './upgrade-runbook.js';
 export * from './runbook-check.js';
 export * from './upgrade-plan.js';
+export * from './pdb-audit.js';

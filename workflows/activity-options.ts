@@ -73,7 +73,7 @@ export const etcdSnapshot: ActivityOptions = {
 export const healthCheck: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 3, nonRetryableErrorTypes: [...NEVER_RETRY, 'Unhealthy', 'NotFound'] },
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 3, nonRetryableErrorTypes: [...NEVER_RETRY, 'Unhealthy', 'NotFound', 'NodeNotReady'] },
 };
 
 /** Reboot and wait for SSH and Ready to come back. */

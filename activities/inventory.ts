@@ -1,0 +1,188 @@
+import { parse as parseYaml } from 'yaml';
+import {
+  auditPdbs, compareNatural, selectorMatches,
+  type ClusterInventory, type ComponentVersion, type PdbFinding, type PlanNode, STAGE_LABEL,
+} from '../rules/index.js';
+import type { ClusterResolver } from './cluster-access.js';
+import { httpStatus, kubeCall } from './errors.js';
+import {
+  CONTROL_PLANE_COMPONENTS, imageVersion, isLive, nodeFacts, pdbFacts, podFacts, versionOrUndefined,
+  type ControlPlaneComponent, type InventoryNode, type PdbSpecFacts, type PodFacts,
+} from './inventory-facts.js';
+import { DEFAULT_PAGE_SIZE, listAll } from './inventory-pages.js';
+
+export type { InventoryNode } from './inventory-facts.js';
+
+/** The control-plane components' versions on one control-plane node (image tags of its mirror pods). */
+export interface ControlPlaneVersions {
+  node: string;
+  apiserver?: string;
+  controllerManager?: string;
+  scheduler?: string;
+}
+
+export interface PdbInventory {
+  namespace: string;
+  name: string;
+  minAvailable?: number | string;
+  maxUnavailable?: number | string;
+  /** Absent while the disruption controller has not observed the current spec. */
+  disruptionsAllowed?: number;
+  expectedPods: number;
+  currentHealthy: number;
+  desiredHealthy: number;
+  /** The live pods its selector covers, and where they run. */
+  pods: { name: string; node?: string }[];
+}
+
+/** What `takeInventory` returns: plain JSON, no secrets. */
+export interface Inventory {
+  cluster: string;
+  /** kubeadm's record (kube-system/kubeadm-config), normalised; absent when unreadable. */
+  clusterVersion?: string;
+  nodes: InventoryNode[];
+  controlPlane: ControlPlaneVersions[];
+  kubeProxies: ComponentVersion[];
+  pdbs: PdbInventory[];
+  pdbFindings: PdbFinding[];
+  /** Ready for checkSkew / planUpgrade: versions per component and the nodes as PlanNodes. */
+  skew: ClusterInventory & { nodes: PlanNode[] };
+  /** Things that could not be read as expected (an unparsable version, a missing mirror pod). */
+  problems: string[];
+}
+
+export interface InventoryDeps {
+  clusters: ClusterResolver;
+  /** Items per list page (default 500); tests make it small to walk `continue` tokens. */
+  pageSize?: number;
+}
+
+const byNode = <T extends { node: string }>(a: T, b: T) => compareNatural(a.node, b.node);
+
+async function readClusterVersion(list: () => Promise<{ data?: Record<string, string> }>, problems: string[]): Promise<string | undefined> {
+  let text: string | undefined;
+  try {
+    text = (await list()).data?.ClusterConfiguration;
+  } catch (err) {
+    if (httpStatus(err) !== 404) throw err;
+    problems.push('kube-system/kubeadm-config not found: is this a kubeadm cluster?');
+    return undefined;
+  }
+  let raw: unknown;
+  try {
+    raw = (parseYaml(text ?? '') as { kubernetesVersion?: unknown } | null)?.kubernetesVersion;
+  } catch {
+    raw = undefined;
+  }
+  const version = versionOrUndefined(typeof raw === 'string' ? raw : undefined);
+  if (!version) problems.push(`kube-system/kubeadm-config ClusterConfiguration has no valid kubernetesVersion (${JSON.stringify(raw ?? null)})`);
+  return version;
+}
+
+/** Control-plane versions from kube-system mirror pods; kube-proxy versions from its DaemonSet's pods. */
+function componentVersions(pods: PodFacts[], problems: string[]) {
+  const controlPlane = new Map<string, ControlPlaneVersions>();
+  const kubeProxies: ComponentVersion[] = [];
+  const seen = new Set<string>();
+  for (const p of pods) {
+    if (p.namespace !== 'kube-system' || !p.node || p.terminating) continue;
+    const component = p.labels.component as ControlPlaneComponent | undefined;
+    if (p.mirror && component && Object.hasOwn(CONTROL_PLANE_COMPONENTS, component)) {
+      const version = imageVersion(p.image);
+      if (!version) { problems.push(`${p.namespace}/${p.name}: image ${JSON.stringify(p.image ?? '')} carries no version tag`); continue; }
+      const entry = controlPlane.get(p.node) ?? { node: p.node };
+      entry[CONTROL_PLANE_COMPONENTS[component]] = version;
+      controlPlane.set(p.node, entry);
+    } else if (p.labels['k8s-app'] === 'kube-proxy' && isLive(p)) {
+      const version = imageVersion(p.image);
+      if (!version) { problems.push(`${p.namespace}/${p.name}: image ${JSON.stringify(p.image ?? '')} carries no version tag`); continue; }
+      // During a DaemonSet rollout a node may briefly run two; both versions count for skew.
+      if (!seen.has(`${p.node} ${version}`)) kubeProxies.push({ node: p.node, version });
+      seen.add(`${p.node} ${version}`);
+    }
+  }
+  return { controlPlane: [...controlPlane.values()].sort(byNode), kubeProxies: kubeProxies.sort(byNode) };
+}
+
+function pdbInventory(pdbs: PdbSpecFacts[], pods: PodFacts[]): PdbInventory[] {
+  const byNamespace = new Map<string, PodFacts[]>();
+  for (const p of pods) {
+    if (!isLive(p)) continue;
+    const list = byNamespace.get(p.namespace);
+    if (list) list.push(p);
+    else byNamespace.set(p.namespace, [p]);
+  }
+  return pdbs.map(({ selector, ...facts }) => ({
+    ...facts,
+    pods: (byNamespace.get(facts.namespace) ?? [])
+      .filter((p) => selectorMatches(selector, p.labels))
+      .map((p) => ({ name: p.name, ...(p.node ? { node: p.node } : {}) })),
+  }));
+}
+
+function planNodes(nodes: InventoryNode[]): PlanNode[] {
+  return nodes.map((n) => ({ name: n.name, role: n.role, ...(n.stage === undefined ? {} : { labels: { [STAGE_LABEL]: n.stage } }) }));
+}
+
+export function createInventoryActivities(deps: InventoryDeps) {
+  const limit = deps.pageSize ?? DEFAULT_PAGE_SIZE;
+  return {
+    /**
+     * One list call per resource type (paged), never a GET per node: nodes, pods, PDBs and the
+     * kubeadm-config ConfigMap. Read-only, so retrying is always safe.
+     */
+    async takeInventory(input: { cluster: string }): Promise<Inventory> {
+      const { kube } = deps.clusters(input.cluster);
+      const problems: string[] = [];
+      const [nodeList, pods, pdbList, clusterVersion] = await Promise.all([
+        listAll('list nodes', async (p) => {
+          const r = await kube.core.listNode(p);
+          return { items: r.items.map(nodeFacts), metadata: r.metadata };
+        }, limit),
+        listAll('list pods', async (p) => {
+          const r = await kube.core.listPodForAllNamespaces(p);
+          return { items: r.items.map(podFacts), metadata: r.metadata };
+        }, limit),
+        listAll('list PodDisruptionBudgets', async (p) => {
+          const r = await kube.policy.listPodDisruptionBudgetForAllNamespaces(p);
+          return { items: r.items.map(pdbFacts), metadata: r.metadata };
+        }, limit),
+        kubeCall('read kube-system/kubeadm-config', () =>
+          readClusterVersion(() => kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' }), problems)),
+      ]);
+      const nodes = nodeList.sort((a, b) => compareNatural(a.name, b.name));
+      for (const n of nodes) {
+        if (!versionOrUndefined(n.kubeletVersion)) problems.push(`node ${n.name} reports kubelet version ${JSON.stringify(n.kubeletVersion)}, not a Kubernetes version`);
+      }
+      const { controlPlane, kubeProxies } = componentVersions(pods, problems);
+      for (const n of nodes) {
+        if (n.role === 'control-plane' && !controlPlane.some((c) => c.node === n.name && c.apiserver)) {
+          problems.push(`control-plane node ${n.name} has no kube-apiserver mirror pod`);
+        }
+      }
+      const pdbs = pdbInventory(pdbList, pods).sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
+      const pick = (key: 'apiserver' | 'controllerManager' | 'scheduler') =>
+        controlPlane.flatMap((c) => (c[key] ? [{ node: c.node, version: c[key] }] : []));
+      return {
+        cluster: input.cluster,
+        ...(clusterVersion === undefined ? {} : { clusterVersion }),
+        nodes,
+        controlPlane,
+        kubeProxies,
+        pdbs,
+        pdbFindings: auditPdbs(pdbs.map((p) => ({ ...p, coveredPods: p.pods.length }))),
+        skew: {
+          apiservers: pick('apiserver'),
+          controllerManagers: pick('controllerManager'),
+          schedulers: pick('scheduler'),
+          kubelets: nodes.filter((n) => versionOrUndefined(n.kubeletVersion)).map((n) => ({ node: n.name, version: n.kubeletVersion })),
+          kubeProxies,
+          nodes: planNodes(nodes),
+        },
+        problems,
+      };
+    },
+  };
+}
+
+export type InventoryActivities = ReturnType<typeof createInventoryActivities>;
