@@ -12,4 +12,6 @@ export * from './cluster-inventory.js';
 export * from './upgrade-runbook.js';
 export * from './runbook-check.js';
 export * from './upgrade-plan.js';
+export * from './drain-filters.js';
+export * from './label-selector.js';
 export * from './pdb-audit.js';

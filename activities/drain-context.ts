@@ -1,0 +1,49 @@
+import { Context } from '@temporalio/activity';
+
+/**
+ * The bits of the activity context a long drain needs, tolerant of running outside an activity
+ * (plain unit calls): then there is nothing to heartbeat to and nothing cancels.
+ */
+export interface DrainContext {
+  signal?: AbortSignal;
+  heartbeat(details: unknown): void;
+  /** Details of the last heartbeat of a previous attempt, if this is a retry. */
+  previousDetails: unknown;
+  attempt: number;
+}
+
+export function drainContext(): DrainContext {
+  let ctx: Context | undefined;
+  try {
+    ctx = Context.current();
+  } catch {
+    ctx = undefined; // not inside an activity: a direct call from a script or test
+  }
+  return {
+    signal: ctx?.cancellationSignal,
+    heartbeat: (details) => ctx?.heartbeat(details),
+    previousDetails: ctx?.info.heartbeatDetails,
+    attempt: ctx?.info.attempt ?? 1,
+  };
+}
+
+/** Throws the cancellation's own reason (a CancelledFailure inside an activity) once cancelled. */
+export function throwIfCancelled(signal?: AbortSignal): void {
+  if (signal?.aborted) throw signal.reason;
+}
+
+/** Waits `ms`, or rejects with the cancellation reason as soon as the activity is cancelled. */
+export function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,68 @@
+import { selectorMatches, type PodRef } from '../rules/index.js';
+import { httpStatus, kubeCall, kubeFailure } from './errors.js';
+import type { KubeApi } from './kube-api.js';
+
+export type EvictionOutcome =
+  | { kind: 'accepted' }
+  /** The pod with this UID no longer exists (404, or a replacement now holds the name). */
+  | { kind: 'gone' }
+  /** Refused for now (429: a PDB, or its status not yet observed): try again later. */
+  | { kind: 'blocked'; message: string };
+
+const firstLine = (err: unknown) => {
+  const body = (err as { body?: unknown })?.body;
+  if (typeof body === 'string') {
+    try {
+      return (JSON.parse(body) as { message?: string }).message ?? body.slice(0, 200);
+    } catch {
+      return body.slice(0, 200);
+    }
+  }
+  return (err as Error)?.message?.split('\n')[0] ?? String(err);
+};
+
+/** Whether the pod with this exact UID has left the API (a same-named replacement does not count). */
+export async function isPodGone(kube: KubeApi, pod: PodRef): Promise<boolean> {
+  try {
+    const current = await kube.core.readNamespacedPod({ name: pod.name, namespace: pod.namespace });
+    return current.metadata?.uid !== pod.uid;
+  } catch (err) {
+    if (httpStatus(err) === 404) return true;
+    throw kubeFailure(err, `read pod ${pod.namespace}/${pod.name}`);
+  }
+}
+
+/**
+ * One eviction request through the Eviction API (policy/v1), so PDBs are honoured. The UID
+ * precondition means a replacement pod of the same name (a StatefulSet's db-0) is never evicted
+ * by mistake: the API answers 409 instead, and we check that our pod is gone.
+ */
+export async function evictPod(kube: KubeApi, pod: PodRef, gracePeriodSeconds?: number): Promise<EvictionOutcome> {
+  try {
+    await kube.core.createNamespacedPodEviction({
+      name: pod.name,
+      namespace: pod.namespace,
+      body: {
+        apiVersion: 'policy/v1',
+        kind: 'Eviction',
+        metadata: { name: pod.name, namespace: pod.namespace },
+        deleteOptions: { preconditions: { uid: pod.uid }, ...(gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds }) },
+      },
+    });
+    return { kind: 'accepted' };
+  } catch (err) {
+    const status = httpStatus(err);
+    if (status === 404) return { kind: 'gone' };
+    if (status === 409) return (await isPodGone(kube, pod)) ? { kind: 'gone' } : { kind: 'blocked', message: firstLine(err) };
+    // 429: a PDB refuses now. 500 "more than one PodDisruptionBudget": also reported as blocked, as retrying
+    // cannot hurt and the drain timeout names the PDBs for the operator.
+    if (status === 429 || (status === 500 && /DisruptionBudget/i.test(firstLine(err)))) return { kind: 'blocked', message: firstLine(err) };
+    throw kubeFailure(err, `evict pod ${pod.namespace}/${pod.name}`);
+  }
+}
+
+/** Names of the PDBs in the pod's namespace whose selector matches its labels. */
+export async function pdbsCovering(kube: KubeApi, namespace: string, labels: Record<string, string>): Promise<string[]> {
+  const { items } = await kubeCall(`list PodDisruptionBudgets in ${namespace}`, () => kube.policy.listNamespacedPodDisruptionBudget({ namespace }));
+  return items.filter((p) => selectorMatches(p.spec?.selector, labels)).map((p) => p.metadata?.name as string).sort();
+}

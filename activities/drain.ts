@@ -1,0 +1,189 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { describeDrainBlockers, type DrainOptions, type DrainPlan, type PodRef } from '../rules/index.js';
+import type { ClusterConfig } from './cluster-config.js';
+import type { ClusterResolver } from './cluster-access.js';
+import { drainContext, pause, throwIfCancelled } from './drain-context.js';
+import { evictPod, isPodGone, pdbsCovering } from './drain-eviction.js';
+import { readNodeDrainState } from './drain-facts.js';
+import { ErrorType } from './errors.js';
+
+export interface PlanDrainInput {
+  cluster: string;
+  node: string;
+  /** Pods the operator allowed to be lost (`namespace/name` or `name`). */
+  force?: string[];
+}
+
+export interface DrainNodeInput extends PlanDrainInput {
+  /** Default: the cluster's drain.timeoutSeconds. */
+  timeoutSeconds?: number;
+}
+
+export type NodeDrainPlan = DrainPlan & { node: string };
+
+/** Heartbeat details: what is left and which PDBs refuse right now. */
+export interface DrainProgress {
+  node: string;
+  remaining: string[];
+  blockedBy: string[];
+  gone: number;
+  attempt: number;
+}
+
+export interface DrainResult {
+  node: string;
+  /** Pods this attempt evicted or saw leave, `namespace/name`. */
+  gone: string[];
+  skipped: { pod: PodRef; reason: string }[];
+  warnings: string[];
+  /** A previous attempt heartbeated progress: this one re-planned from the pods left. */
+  resumed: boolean;
+}
+
+const PARALLEL_EVICTIONS = 16;
+const BACKOFF_MS = [1000, 2000, 4000, 5000];
+const GONE_POLL_MS = 500;
+const key = (p: PodRef) => `${p.namespace}/${p.name}`;
+
+function options(config: ClusterConfig, force: unknown): DrainOptions {
+  if (force !== undefined && (!Array.isArray(force) || !force.every((f) => typeof f === 'string' && f !== ''))) {
+    throw ApplicationFailure.create({ type: ErrorType.Invalid, message: 'force must be a list of pod names', nonRetryable: true });
+  }
+  return { ignoreDaemonSets: config.drain.ignoreDaemonSets, deleteEmptyDirData: config.drain.deleteEmptyDirData, force: (force as string[] | undefined) ?? [] };
+}
+
+function timeoutOf(input: DrainNodeInput, config: ClusterConfig): number {
+  const t = input.timeoutSeconds ?? config.drain.timeoutSeconds;
+  if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0) {
+    throw ApplicationFailure.create({ type: ErrorType.Invalid, message: `timeoutSeconds must be a positive number, got ${JSON.stringify(t)}`, nonRetryable: true });
+  }
+  return t;
+}
+
+/** Runs `task` over `items`, at most `limit` at once; the first failure stops the others (via `stop`). */
+async function inPool<T>(items: readonly T[], limit: number, stop: AbortController, task: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const runner = async () => {
+    while (next < items.length && !stop.signal.aborted) {
+      const item = items[next++] as T;
+      try {
+        await task(item);
+      } catch (err) {
+        stop.abort(err);
+        throw err;
+      }
+    }
+  };
+  const results = await Promise.allSettled(Array.from({ length: Math.min(limit, items.length) }, runner));
+  const failed = results.find((r) => r.status === 'rejected');
+  if (failed) throw stop.signal.reason ?? failed.reason;
+}
+
+export function createDrainActivities(deps: { clusters: ClusterResolver }) {
+  return {
+    /** Read-only: what a drain of the node would evict, skip, warn about and refuse. */
+    async planDrain(input: PlanDrainInput): Promise<NodeDrainPlan> {
+      const { kube, config } = deps.clusters(input.cluster);
+      const { plan } = await readNodeDrainState(kube, input.node, options(config, input.force));
+      return { node: input.node, ...plan };
+    },
+
+    /**
+     * Evicts the planned pods (PDBs honoured) and waits until each is gone, by UID. Re-plans from the
+     * current pods on every attempt, so a retry or resume only deals with what is left.
+     */
+    async drainNode(input: DrainNodeInput): Promise<DrainResult> {
+      const ctx = drainContext();
+      const { kube, config } = deps.clusters(input.cluster);
+      const timeoutSeconds = timeoutOf(input, config);
+      const deadline = Date.now() + timeoutSeconds * 1000;
+      const { node, pods, plan } = await readNodeDrainState(kube, input.node, options(config, input.force));
+      if (!node.spec?.unschedulable) {
+        throw ApplicationFailure.create({ type: ErrorType.Invalid, nonRetryable: true, message: `node ${input.node} is schedulable: cordon it before draining, or evicted pods may land back on it` });
+      }
+      if (plan.blockers.length > 0) {
+        throw ApplicationFailure.create({ type: ErrorType.DrainRefused, nonRetryable: true, message: `drain of ${input.node} refused: ${describeDrainBlockers(plan)}`, details: [{ blockers: plan.blockers }] });
+      }
+
+      const labels = new Map(pods.map((p) => [p.metadata?.uid, p.metadata?.labels ?? {}]));
+      // Pods already terminating are not evicted again, but the drain is not done until they are gone.
+      const terminating = plan.skipped.filter((s) => s.filter === 'terminating').map((s) => s.pod);
+      const remaining = new Map([...plan.evict, ...terminating].map((p) => [key(p), p]));
+      const blockedBy = new Map<string, { pdbs: string[]; message: string }>();
+      const gone: string[] = [];
+      const beat = () =>
+        ctx.heartbeat({
+          node: input.node,
+          remaining: [...remaining.keys()].sort(),
+          blockedBy: [...new Set([...blockedBy.entries()].flatMap(([k, b]) => b.pdbs.map((n) => `${k.split('/')[0]}/${n}`)))].sort(),
+          gone: gone.length,
+          attempt: ctx.attempt,
+        } satisfies DrainProgress);
+      beat();
+
+      const stop = new AbortController();
+      const onCancel = () => stop.abort(ctx.signal?.reason);
+      ctx.signal?.addEventListener('abort', onCancel, { once: true });
+      if (ctx.signal?.aborted) onCancel();
+      const leave = (pod: PodRef) => {
+        remaining.delete(key(pod));
+        blockedBy.delete(key(pod));
+        gone.push(key(pod));
+        beat();
+      };
+      const drainOne = async (pod: PodRef, evict: boolean): Promise<void> => {
+        for (let attempt = 0; evict; attempt++) {
+          throwIfCancelled(stop.signal);
+          if (Date.now() >= deadline) return; // reported below, with the PDBs that refused
+          const outcome = await evictPod(kube, pod, config.drain.gracePeriodSeconds);
+          if (outcome.kind === 'gone') return leave(pod);
+          if (outcome.kind === 'accepted') break;
+          blockedBy.set(key(pod), { pdbs: await pdbsCovering(kube, pod.namespace, labels.get(pod.uid) ?? {}), message: outcome.message });
+          beat();
+          await pause(Math.min(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)] as number, Math.max(0, deadline - Date.now())), stop.signal);
+        }
+        blockedBy.delete(key(pod));
+        for (;;) {
+          throwIfCancelled(stop.signal);
+          if (await isPodGone(kube, pod)) return leave(pod);
+          if (Date.now() >= deadline) return;
+          await pause(GONE_POLL_MS, stop.signal);
+        }
+      };
+      const work = [...plan.evict.map((pod) => ({ pod, evict: true })), ...terminating.map((pod) => ({ pod, evict: false }))];
+      try {
+        await inPool(work, PARALLEL_EVICTIONS, stop, ({ pod, evict }) => drainOne(pod, evict));
+      } finally {
+        ctx.signal?.removeEventListener('abort', onCancel);
+      }
+
+      if (remaining.size > 0) throw drainBlocked(input.node, timeoutSeconds, [...remaining.values()], blockedBy);
+      return {
+        node: input.node,
+        gone: gone.sort(),
+        skipped: plan.skipped.map(({ pod, reason }) => ({ pod, reason })),
+        warnings: plan.warnings.map((w) => w.reason),
+        resumed: ctx.previousDetails !== undefined && ctx.previousDetails !== null,
+      };
+    },
+  };
+}
+
+/** DrainBlocked names every pod still there and the PDBs (or refusal) in its way. */
+function drainBlocked(node: string, seconds: number, pods: PodRef[], blockedBy: Map<string, { pdbs: string[]; message: string }>): ApplicationFailure {
+  const sorted = [...pods].sort((a, b) => key(a).localeCompare(key(b)));
+  const entries = sorted.map((p) => ({ namespace: p.namespace, name: p.name, pdbs: blockedBy.get(key(p))?.pdbs ?? [] }));
+  const why = sorted.map((p) => {
+    const b = blockedBy.get(key(p));
+    if (!b) return `${key(p)} (not gone yet)`;
+    return b.pdbs.length > 0 ? `${key(p)} (PDB ${b.pdbs.join(', ')})` : `${key(p)} (eviction refused: ${b.message})`;
+  });
+  return ApplicationFailure.create({
+    type: ErrorType.DrainBlocked,
+    nonRetryable: true,
+    message: `drain of ${node} did not finish within ${seconds} s; ${pods.length} pod(s) remain: ${why.join('; ')}`,
+    details: [{ pods: entries }],
+  });
+}
+
+export type DrainActivities = ReturnType<typeof createDrainActivities>;
