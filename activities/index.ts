@@ -1,16 +1,42 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { ClusterResolver } from './cluster-access.js';
 import { describeWorker } from './describe-worker.js';
+import { createDrainActivities } from './drain.js';
+import { ErrorType } from './errors.js';
+import { createEtcdActivities } from './etcd-snapshot.js';
+import { createHealthActivities } from './health.js';
+import { createHostActivities } from './host-activities.js';
+import { createInventoryActivities } from './inventory.js';
+import { createNodeActivities } from './node-activities.js';
 
 /**
  * What activities need from the outside world, injected by the worker (real clients) or by tests.
- * Kubernetes and SSH clients join here as narrow interfaces; no module-level singletons.
+ * `clusters` turns the cluster name a workflow passes into the worker's own access to it.
  */
 export interface ActivityDeps {
-  log?: (message: string) => void;
+  clusters?: ClusterResolver;
 }
 
-/** Builds the activity implementations; workflows proxy `ReturnType<typeof createActivities>`. */
-export function createActivities(_deps: ActivityDeps = {}) {
-  return { describeWorker };
+const noClusters: ClusterResolver = (cluster) => {
+  throw ApplicationFailure.create({
+    type: ErrorType.ClusterConfigInvalid,
+    message: `this worker has no cluster configuration directory (SKEWLESS_CLUSTERS_DIR), so it cannot reach cluster ${cluster}`,
+    nonRetryable: true,
+  });
+};
+
+/** Builds every activity implementation; workflows proxy `Activities` with a profile from activity-options.ts. */
+export function createActivities(deps: ActivityDeps = {}) {
+  const clusters = deps.clusters ?? noClusters;
+  return {
+    describeWorker,
+    ...createInventoryActivities({ clusters }),
+    ...createHealthActivities({ clusters }),
+    ...createNodeActivities({ clusters }),
+    ...createDrainActivities({ clusters }),
+    ...createHostActivities({ clusters }),
+    ...createEtcdActivities({ clusters }),
+  };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

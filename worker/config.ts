@@ -6,6 +6,8 @@ export interface TemporalConfig {
   address: string;
   namespace: string;
   taskQueue: string;
+  /** Where the worker finds <cluster>.yaml files (credentials' paths stay on this side). */
+  clustersDir?: string;
 }
 
 export function temporalConfig(env: NodeJS.ProcessEnv = process.env): TemporalConfig {
@@ -14,5 +16,6 @@ export function temporalConfig(env: NodeJS.ProcessEnv = process.env): TemporalCo
     namespace: env.TEMPORAL_NAMESPACE ?? 'default',
     // One task queue per site, so workers run near the clusters they hold credentials for.
     taskQueue: env.SKEWLESS_TASK_QUEUE ?? 'skewless',
+    ...(env.SKEWLESS_CLUSTERS_DIR ? { clustersDir: env.SKEWLESS_CLUSTERS_DIR } : {}),
   };
 }

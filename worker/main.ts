@@ -1,4 +1,5 @@
 import { NativeConnection } from '@temporalio/worker';
+import { createClusterResolver } from '../activities/host-address.js';
 import { temporalConfig } from './config.js';
 import { createSkewlessWorker } from './create-worker.js';
 
@@ -7,8 +8,9 @@ async function run(): Promise<void> {
   const config = temporalConfig();
   const connection = await NativeConnection.connect({ address: config.address });
   try {
-    const worker = await createSkewlessWorker({ connection, namespace: config.namespace, taskQueue: config.taskQueue });
-    console.log(`skewless worker: task queue ${config.taskQueue} on ${config.address}`);
+    const deps = config.clustersDir ? { clusters: createClusterResolver(config.clustersDir) } : {};
+    const worker = await createSkewlessWorker({ connection, namespace: config.namespace, taskQueue: config.taskQueue, deps });
+    console.log(`skewless worker: task queue ${config.taskQueue} on ${config.address}, clusters from ${config.clustersDir ?? '(none)'}`);
     await worker.run();
   } finally {
     await connection.close();

@@ -1,0 +1,42 @@
+// The host side of an upgrade as activities: each takes one input object starting with the cluster's
+// name, resolves the cluster's access on the worker, and returns plain JSON.
+import type { ClusterResolver } from './cluster-access.js';
+import { kubeadmUpgradeApply, kubeadmUpgradeNode, kubeadmUpgradePlan } from './host-kubeadm.js';
+import { rebootNode, restartKubelet } from './host-kubelet.js';
+import { availableVersions, installPackages, type KubePackage } from './host-packages.js';
+
+export type { KubeadmStepResult, KubeadmUpgradePlanResult } from './host-kubeadm.js';
+export type { RebootNodeResult, RestartKubeletResult } from './host-kubelet.js';
+export type { InstallPackagesResult, KubePackage } from './host-packages.js';
+
+export interface NodeInput {
+  cluster: string;
+  node: string;
+}
+
+export interface NodeVersionInput extends NodeInput {
+  /** `1.33.7` or `v1.33.7`; validated with the rules' parseVersion before use. */
+  version: string;
+}
+
+export function createHostActivities(deps: { clusters: ClusterResolver }) {
+  const access = (cluster: string) => deps.clusters(cluster);
+  return {
+    /** Kubernetes versions the node's apt repository offers for kubeadm, newest first. */
+    availableVersions: async (input: NodeInput) => availableVersions(access(input.cluster), input),
+    /** Exact package versions with holds; nothing changes when already there; never a downgrade. */
+    installPackages: async (input: NodeVersionInput & { packages: KubePackage[] }) => installPackages(access(input.cluster), input),
+    /** `kubeadm upgrade plan v<version>`, parsed. */
+    kubeadmUpgradePlan: async (input: NodeVersionInput) => kubeadmUpgradePlan(access(input.cluster), input),
+    /** `kubeadm upgrade apply v<version> --yes` unless the control plane is already there. */
+    kubeadmUpgradeApply: async (input: NodeVersionInput) => kubeadmUpgradeApply(access(input.cluster), input),
+    /** `kubeadm upgrade node` unless the node is already there. */
+    kubeadmUpgradeNode: async (input: NodeVersionInput) => kubeadmUpgradeNode(access(input.cluster), input),
+    /** daemon-reload + restart, then wait until Ready at the version; skipped when already so. */
+    restartKubelet: async (input: NodeVersionInput & { timeoutSeconds: number }) => restartKubelet(access(input.cluster), input),
+    /** Reboot, then wait for SSH and Ready. */
+    rebootNode: async (input: NodeInput & { command?: string[]; timeoutSeconds: number }) => rebootNode(access(input.cluster), input),
+  };
+}
+
+export type HostActivities = ReturnType<typeof createHostActivities>;

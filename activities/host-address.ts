@@ -1,0 +1,44 @@
+// Where a node's SSH endpoint is, and the worker's per-cluster access (config, API, shell) by name.
+import { ApplicationFailure } from '@temporalio/activity';
+import type { ClusterAccess, ClusterResolver } from './cluster-access.js';
+import { loadClusterConfig, type ClusterConfig } from './cluster-config.js';
+import { ErrorType, kubeCall } from './errors.js';
+import { kubeApiFromFile, type KubeApi } from './kube-api.js';
+import { createSshShell, type AddressResolver } from './ssh-shell.js';
+
+/** DNS-1123 subdomain: what a Node name can be, checked before it reaches an API path or a message. */
+export const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** The override in `config.nodes[node]`, else the Node's InternalIP from the API and `config.ssh.port`. */
+export function defaultAddressResolver(config: ClusterConfig, kube: KubeApi): AddressResolver {
+  return async (node) => {
+    if (!NODE_NAME.test(node) || node.length > 253) {
+      throw ApplicationFailure.create({ type: ErrorType.Invalid, nonRetryable: true, message: `invalid node name ${JSON.stringify(node.slice(0, 80))}` });
+    }
+    const override = config.nodes[node];
+    if (override?.address) return { host: override.address, port: override.port ?? config.ssh.port };
+    const object = await kubeCall(`read node ${node}`, () => kube.core.readNode({ name: node }));
+    const ip = object.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
+    if (!ip) {
+      throw ApplicationFailure.create({ type: ErrorType.ClusterConfigInvalid, nonRetryable: true, message: `node ${node} reports no InternalIP; set nodes.${node}.address in the cluster configuration` });
+    }
+    return { host: ip, port: override?.port ?? config.ssh.port };
+  };
+}
+
+/**
+ * Resolves cluster names to their access, loading `<clustersDir>/<name>.yaml` once per name.
+ * Only the worker calls this; nothing it holds (key paths, clients) leaves the process.
+ */
+export function createClusterResolver(clustersDir: string): ClusterResolver {
+  const cache = new Map<string, ClusterAccess>();
+  return (cluster) => {
+    const cached = cache.get(cluster);
+    if (cached) return cached;
+    const config = loadClusterConfig(clustersDir, cluster);
+    const kube = kubeApiFromFile(config.kubeconfig, config.context);
+    const access: ClusterAccess = { config, kube, shell: createSshShell(config, defaultAddressResolver(config, kube)) };
+    cache.set(cluster, access);
+    return access;
+  };
+}

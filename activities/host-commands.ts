@@ -1,0 +1,79 @@
+// Shared by the host activities: input checks, running a command whose failure is a typed
+// HostCommandFailed (exit code and a short stderr tail in details), and reading a Node's state.
+import { ApplicationFailure } from '@temporalio/activity';
+import { parseVersion } from '../rules/index.js';
+import type { ClusterAccess, ExecOptions, ExecResult } from './cluster-access.js';
+import { ErrorType, kubeCall } from './errors.js';
+import { NODE_NAME } from './host-address.js';
+
+export const invalid = (message: string): ApplicationFailure => ApplicationFailure.create({ type: ErrorType.Invalid, message, nonRetryable: true });
+
+/** A node name fit for an API path and a log line. */
+export function checkNode(node: unknown): string {
+  if (typeof node !== 'string' || node.length > 253 || !NODE_NAME.test(node)) throw invalid(`invalid node name ${JSON.stringify(String(node).slice(0, 80))}`);
+  return node;
+}
+
+/** `1.33.7` / `v1.33.7` → `1.33.7`, through the rules' parser (its charset is safe on a command line). */
+export function checkVersion(version: unknown): string {
+  try {
+    return parseVersion(version).text;
+  } catch (err) {
+    throw invalid((err as Error).message);
+  }
+}
+
+/** The last lines of stderr, bounded: enough to see why, never a whole log. */
+export function stderrTail(stderr: string, lines = 8, chars = 800): string {
+  const tail = stderr.trimEnd().split('\n').slice(-lines).join('\n');
+  return tail.length > chars ? `…${tail.slice(-chars)}` : tail;
+}
+
+export function commandFailed(node: string, argv: readonly string[], result: ExecResult, what?: string): ApplicationFailure {
+  const tail = stderrTail(result.stderr || result.stdout);
+  return ApplicationFailure.create({
+    type: ErrorType.HostCommandFailed,
+    nonRetryable: true,
+    message: `${what ?? `'${argv.join(' ')}'`} on ${node} exited ${result.exitCode}${tail ? `: ${tail.split('\n').at(-1)}` : ''}`,
+    details: [{ node, command: argv.join(' '), exitCode: result.exitCode, stderrTail: tail }],
+  });
+}
+
+/** Runs argv; a non-zero exit is a HostCommandFailed. */
+export async function run(access: ClusterAccess, node: string, argv: readonly string[], options: ExecOptions, what?: string): Promise<ExecResult> {
+  const result = await access.shell.exec(node, argv, options);
+  if (result.exitCode !== 0) throw commandFailed(node, argv, result, what);
+  return result;
+}
+
+export interface NodeState {
+  ready: boolean;
+  /** `1.33.7` (without the `v`), or undefined. */
+  kubeletVersion?: string;
+}
+
+export async function readNodeState(access: ClusterAccess, node: string): Promise<NodeState> {
+  const n = await kubeCall(`read node ${node}`, () => access.kube.core.readNode({ name: node }));
+  const ready = n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+  const kubelet = n.status?.nodeInfo?.kubeletVersion?.replace(/^v/, '');
+  return { ready, ...(kubelet ? { kubeletVersion: kubelet } : {}) };
+}
+
+/** Control-plane component versions on `node`, from its mirror pods' image tags (`kube-apiserver` → `1.33.7`). */
+export async function controlPlaneVersions(access: ClusterAccess, node: string): Promise<Record<string, string>> {
+  const { items } = await kubeCall(`list control-plane pods on ${node}`, () =>
+    access.kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane', fieldSelector: `spec.nodeName=${node}` }));
+  const out: Record<string, string> = {};
+  for (const pod of items) {
+    const component = pod.metadata?.labels?.component;
+    const tag = pod.spec?.containers[0]?.image?.split(':').at(-1);
+    if (component && component !== 'etcd' && tag?.startsWith('v')) out[component] = tag.slice(1);
+  }
+  return out;
+}
+
+/** The cluster version kubeadm recorded (kube-system/kubeadm-config, `kubernetesVersion`), `1.33.7`. */
+export async function clusterVersion(access: ClusterAccess): Promise<string | undefined> {
+  const cm = await kubeCall('read kube-system/kubeadm-config', () => access.kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' }));
+  return /^kubernetesVersion:\s*v?(\S+)\s*$/m.exec(cm.data?.ClusterConfiguration ?? '')?.[1];
+}

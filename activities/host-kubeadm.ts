@@ -1,0 +1,99 @@
+// `kubeadm upgrade plan|apply|node` on a node. apply/node first look at the cluster through the API
+// (kubeadm-config's version, the node's mirror-pod images) and do nothing when it is already there.
+import { ApplicationFailure } from '@temporalio/activity';
+import { compareVersions, parseVersion } from '../rules/index.js';
+import type { ClusterAccess } from './cluster-access.js';
+import { ErrorType } from './errors.js';
+import { heartbeatWhile, hostActivityScope, pause } from './host-activity-context.js';
+import { checkNode, checkVersion, clusterVersion, commandFailed, controlPlaneVersions, invalid, readNodeState, run } from './host-commands.js';
+import { parseKubeadmUpgradePlan, type KubeadmUpgradePlan } from './parsers/kubeadm-upgrade-plan.js';
+
+const PLAN_MS = 5 * 60_000;
+const APPLY_MS = 18 * 60_000; // below the kubeadmApply profile (20 min)
+const NODE_MS = 9 * 60_000; // below the hostCommand profile (10 min)
+const COMPONENTS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'];
+
+export interface KubeadmStepResult {
+  node: string;
+  version: string;
+  /** False when the cluster was already at the version and nothing ran on the host. */
+  ran: boolean;
+  /** Control-plane component versions on the node afterwards (empty on a worker). */
+  components: Record<string, string>;
+}
+
+export interface KubeadmUpgradePlanResult extends KubeadmUpgradePlan {
+  node: string;
+  version: string;
+}
+
+export async function kubeadmUpgradePlan(access: ClusterAccess, input: { node: string; version: string }): Promise<KubeadmUpgradePlanResult> {
+  const node = checkNode(input.node);
+  const version = checkVersion(input.version);
+  const scope = hostActivityScope();
+  const r = await heartbeatWhile(scope, () => ({ node, step: 'kubeadm upgrade plan' }),
+    run(access, node, ['kubeadm', 'upgrade', 'plan', `v${version}`], { timeoutMs: PLAN_MS, sudo: true, signal: scope.signal }));
+  return { node, version, ...parseKubeadmUpgradePlan(r.stdout) };
+}
+
+/** No control-plane downgrade: going back means restoring the etcd snapshot. */
+function refuseDowngrade(cluster: string | undefined, version: string): void {
+  if (cluster !== undefined && compareVersions(parseVersion(cluster), parseVersion(version)) > 0) {
+    throw invalid(`the cluster is at ${cluster}, newer than ${version}: kubeadm never downgrades a control plane; restore the etcd snapshot instead`);
+  }
+}
+
+const atVersion = (components: Record<string, string>, version: string): boolean =>
+  COMPONENTS.every((c) => components[c] === version);
+
+/** Polls the mirror pods briefly: the kubelet replaces static pods just after kubeadm returns. */
+async function awaitComponents(access: ClusterAccess, node: string, version: string, signal?: AbortSignal): Promise<Record<string, string>> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const components = await controlPlaneVersions(access, node);
+    if (atVersion(components, version)) return components;
+    if (Date.now() > deadline) {
+      throw ApplicationFailure.create({ type: ErrorType.Unhealthy, message: `control plane on ${node} is not at ${version} 2 minutes after kubeadm finished: ${JSON.stringify(components)}` });
+    }
+    await pause(1000, signal);
+  }
+}
+
+export async function kubeadmUpgradeApply(access: ClusterAccess, input: { node: string; version: string }): Promise<KubeadmStepResult> {
+  const node = checkNode(input.node);
+  const version = checkVersion(input.version);
+  const scope = hostActivityScope();
+  const before = await controlPlaneVersions(access, node);
+  const cluster = await clusterVersion(access);
+  if (cluster === version && atVersion(before, version)) return { node, version, ran: false, components: before };
+  refuseDowngrade(cluster, version);
+  if (Object.keys(before).length === 0) throw invalid(`${node} runs no control-plane mirror pods: kubeadm upgrade apply belongs on the first control plane`);
+  const argv = ['kubeadm', 'upgrade', 'apply', `v${version}`, '--yes'];
+  const result = await heartbeatWhile(scope, () => ({ node, step: 'kubeadm upgrade apply' }),
+    access.shell.exec(node, argv, { timeoutMs: APPLY_MS, sudo: true, signal: scope.signal }));
+  if (result.exitCode !== 0) throw commandFailed(node, argv, result);
+  return { node, version, ran: true, components: await awaitComponents(access, node, version, scope.signal) };
+}
+
+/**
+ * Control plane: done when its mirror pods run the version. Worker: done once its kubelet reports the
+ * version (`upgrade node` precedes the kubelet package); before that, re-running it is harmless.
+ */
+export async function kubeadmUpgradeNode(access: ClusterAccess, input: { node: string; version: string }): Promise<KubeadmStepResult> {
+  const node = checkNode(input.node);
+  const version = checkVersion(input.version);
+  const scope = hostActivityScope();
+  const before = await controlPlaneVersions(access, node);
+  const controlPlane = Object.keys(before).length > 0;
+  if (controlPlane ? atVersion(before, version) : (await readNodeState(access, node)).kubeletVersion === version) {
+    return { node, version, ran: false, components: before };
+  }
+  const cluster = await clusterVersion(access);
+  refuseDowngrade(cluster, version);
+  if (cluster !== version) {
+    throw invalid(`the cluster is at ${cluster ?? 'an unknown version'}, not ${version}: run kubeadm upgrade apply on the first control plane before upgrading ${node}`);
+  }
+  await heartbeatWhile(scope, () => ({ node, step: 'kubeadm upgrade node' }),
+    run(access, node, ['kubeadm', 'upgrade', 'node'], { timeoutMs: NODE_MS, sudo: true, signal: scope.signal }));
+  return { node, version, ran: true, components: controlPlane ? await awaitComponents(access, node, version, scope.signal) : {} };
+}

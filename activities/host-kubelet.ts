@@ -1,0 +1,150 @@
+// Restarting the kubelet and rebooting a node, each followed by a heartbeated wait until the Node is
+// Ready (at the expected kubelet version); NodeNotReady when the wait runs out.
+import { ApplicationFailure } from '@temporalio/activity';
+import type { ClusterAccess } from './cluster-access.js';
+import { ErrorType } from './errors.js';
+import { hostActivityScope, pause, type HostActivityScope } from './host-activity-context.js';
+import { checkNode, checkVersion, invalid, readNodeState, run, type NodeState } from './host-commands.js';
+
+const SHORT_MS = 60_000;
+const BOOT_ID = '/proc/sys/kernel/random/boot_id';
+const REBOOT_COMMANDS = [['reboot'], ['systemctl', 'reboot'], ['shutdown', '-r', 'now'], ['/sbin/reboot'], ['/usr/sbin/reboot']];
+
+function checkTimeout(seconds: unknown): number {
+  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 1 || seconds > 3600) throw invalid('timeoutSeconds must be an integer from 1 to 3600');
+  return seconds;
+}
+
+/** Polls the Node until `done`, heartbeating what it sees; NodeNotReady at the deadline. */
+async function waitForNode(access: ClusterAccess, scope: HostActivityScope, node: string, timeoutSeconds: number, want: string,
+  done: (s: NodeState) => boolean, phase: object = {}): Promise<NodeState> {
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  for (;;) {
+    const state = await readNodeState(access, node);
+    scope.heartbeat({ ...phase, node, waitingFor: want, ready: state.ready, kubeletVersion: state.kubeletVersion ?? null });
+    if (done(state)) return state;
+    if (Date.now() > deadline) {
+      throw ApplicationFailure.create({ type: ErrorType.NodeNotReady, nonRetryable: true,
+        message: `${node} was not ${want} within ${timeoutSeconds} s (Ready: ${state.ready}, kubelet ${state.kubeletVersion ?? 'unknown'})` });
+    }
+    await pause(1000, scope.signal);
+  }
+}
+
+export interface RestartKubeletResult {
+  node: string;
+  version: string;
+  /** False when the node already ran the version, Ready, and nothing was restarted. */
+  restarted: boolean;
+}
+
+export async function restartKubelet(access: ClusterAccess, input: { node: string; version: string; timeoutSeconds: number }): Promise<RestartKubeletResult> {
+  const node = checkNode(input.node);
+  const version = checkVersion(input.version);
+  const timeoutSeconds = checkTimeout(input.timeoutSeconds);
+  const scope = hostActivityScope();
+  const target = (s: NodeState): boolean => s.ready && s.kubeletVersion === version;
+  if (target(await readNodeState(access, node))) return { node, version, restarted: false };
+  // Restarting cannot help if the package is not there yet: say so instead of timing out.
+  const binary = (await run(access, node, ['kubelet', '--version'], { timeoutMs: SHORT_MS, signal: scope.signal })).stdout.trim();
+  if (binary !== `Kubernetes v${version}`) throw invalid(`${node} has ${binary || 'no kubelet'} installed, not v${version}: install the kubelet package first`);
+  const root = { timeoutMs: SHORT_MS, sudo: true, signal: scope.signal };
+  await run(access, node, ['systemctl', 'daemon-reload'], root);
+  await run(access, node, ['systemctl', 'restart', 'kubelet'], root);
+  await waitForNode(access, scope, node, timeoutSeconds, `Ready at kubelet v${version}`, target);
+  return { node, version, restarted: true };
+}
+
+/** What a reboot attempt heartbeats, so a retry after the command went out waits instead of rebooting again. */
+interface RebootProgress {
+  phase: 'reboot-issued';
+  bootId: string | null;
+  /** Without a boot id: the host was seen going down, so the next Ready is the rebooted one. */
+  seenDown?: boolean;
+}
+
+const isProgress = (d: unknown): d is RebootProgress => (d as RebootProgress | undefined)?.phase === 'reboot-issued';
+
+async function bootId(access: ClusterAccess, node: string, signal?: AbortSignal): Promise<string | null> {
+  const r = await access.shell.exec(node, ['cat', BOOT_ID], { timeoutMs: SHORT_MS, signal });
+  return r.exitCode === 0 && r.stdout.trim() ? r.stdout.trim() : null;
+}
+
+async function wentAway(access: ClusterAccess, node: string, signal?: AbortSignal): Promise<boolean> {
+  if (!(await readNodeState(access, node)).ready) return true;
+  try {
+    await access.shell.exec(node, ['true'], { timeoutMs: 10_000, signal });
+    return false;
+  } catch (err) {
+    if ((err as ApplicationFailure).type === ErrorType.HostUnreachable) return true;
+    throw err;
+  }
+}
+
+export interface RebootNodeResult {
+  node: string;
+  /** Whether the boot id changed (null: the host has no boot id to compare, see bootIdKnown). */
+  bootIdChanged: boolean | null;
+}
+
+/**
+ * Reboots and waits for SSH and Ready. A retry of an attempt that already sent the command (heartbeat
+ * details) only waits. With a boot id the wait is for a new one; without (a host with no /proc boot_id),
+ * it waits to see the host go away (SSH refused or the Node NotReady) before waiting for it to return.
+ */
+export async function rebootNode(access: ClusterAccess, input: { node: string; command?: string[]; timeoutSeconds: number }): Promise<RebootNodeResult> {
+  const node = checkNode(input.node);
+  const timeoutSeconds = checkTimeout(input.timeoutSeconds);
+  const command = input.command ?? ['reboot'];
+  // Runs as root from a workflow input: only the reboot forms, never an arbitrary command.
+  if (!Array.isArray(command) || !REBOOT_COMMANDS.some((allowed) => allowed.length === command.length && allowed.every((w, i) => w === command[i]))) {
+    throw invalid(`command must be one of ${REBOOT_COMMANDS.map((c) => `[${c.join(' ')}]`).join(', ')}`);
+  }
+  const scope = hostActivityScope();
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  let progress: RebootProgress;
+  if (isProgress(scope.previousDetails)) progress = scope.previousDetails;
+  else {
+    progress = { phase: 'reboot-issued', bootId: await bootId(access, node, scope.signal) };
+    // Heartbeat before sending: if the worker dies right after, the retry must not reboot twice.
+    scope.heartbeat(progress);
+    const r = await access.shell.exec(node, command, { timeoutMs: SHORT_MS, sudo: true, signal: scope.signal }).catch((err: unknown) => {
+      // The connection drops as the host goes down: that is the command working.
+      if ((err as ApplicationFailure).type === ErrorType.HostUnreachable) return undefined;
+      throw err;
+    });
+    if (r && r.exitCode !== 0) throw invalid(`'${command.join(' ')}' on ${node} exited ${r.exitCode}: ${r.stderr.trim().split('\n').at(-1) ?? ''}`);
+  }
+  const left = (): number => Math.max(1, Math.round((deadline - Date.now()) / 1000));
+  let changed: boolean | null = null;
+  if (progress.bootId === null && !progress.seenDown) {
+    // A quick reboot may never show NotReady (the node controller waits ~40 s): a refused SSH counts too.
+    while (!(await wentAway(access, node, scope.signal))) {
+      scope.heartbeat({ ...progress, waitingFor: 'the host to go down' });
+      if (Date.now() > deadline) {
+        throw ApplicationFailure.create({ type: ErrorType.NodeNotReady, nonRetryable: true, message: `${node} was never seen going down within ${timeoutSeconds} s of '${command.join(' ')}'` });
+      }
+      await pause(1000, scope.signal);
+    }
+    progress = { ...progress, seenDown: true };
+    scope.heartbeat(progress);
+  }
+  for (;;) {
+    try {
+      const now = await bootId(access, node, scope.signal);
+      if (progress.bootId === null || (now !== null && now !== progress.bootId)) {
+        changed = progress.bootId === null ? null : true;
+        break;
+      }
+    } catch (err) {
+      if ((err as ApplicationFailure).type !== ErrorType.HostUnreachable) throw err;
+    }
+    scope.heartbeat({ ...progress, waitingFor: 'SSH after reboot' });
+    if (Date.now() > deadline) {
+      throw ApplicationFailure.create({ type: ErrorType.NodeNotReady, nonRetryable: true, message: `${node} did not come back over SSH within ${timeoutSeconds} s of the reboot` });
+    }
+    await pause(1000, scope.signal);
+  }
+  await waitForNode(access, scope, node, left(), 'Ready after the reboot', (s) => s.ready, progress);
+  return { node, bootIdChanged: changed };
+}

@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createEtcdActivities } from '../../activities/etcd-snapshot.js';
+import { parseSnapshotStatus } from '../../activities/parsers/snapshot-status.js';
+import { createClusterResolver } from '../../activities/ssh-shell.js';
+import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+
+const DESCRIPTION = `
+name: etcdtest
+version: 1.32.4
+repository: [1.32.4]
+nodes:
+  - {name: cp, role: control-plane}
+  - {name: worker, role: worker}
+`;
+const cluster = 'etcdtest';
+const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+async function failsWith(p: Promise<unknown>, type: string): Promise<ApplicationFailure> {
+  const err = await p.then(() => assert.fail(`expected ${type}`), (e: unknown) => e);
+  assert.ok(err instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(err)}`);
+  assert.equal(err.type, type, err.message);
+  return err;
+}
+
+describe('snapshotEtcd against the simulated control plane (real etcdctl/etcdutl, real etcd, SFTP)', () => {
+  let tc: TestCluster;
+  let acts: ReturnType<typeof createEtcdActivities>;
+  before(async () => {
+    tc = await startTestCluster(DESCRIPTION);
+    acts = createEtcdActivities({ clusters: createClusterResolver(tc.clustersDir) });
+  });
+  after(async () => tc?.stop());
+  const log = () => tc.sim.hosts.commandLog('cp').map((e) => e.command);
+
+  it('saves, verifies, copies and hashes a snapshot, heartbeating; the second call does not touch the host', async () => {
+    const env = new MockActivityEnvironment();
+    const beats: { step?: string }[] = [];
+    env.on('heartbeat', (d: { step?: string }) => beats.push(d));
+    const before = log().length;
+    const result = await (env.run(acts.snapshotEtcd, { cluster, node: 'cp', hop: '1.33' }) as ReturnType<typeof acts.snapshotEtcd>);
+    assert.equal(result.remotePath, '/var/lib/skewless/snapshots/etcd-etcdtest-1.33.db');
+    assert.ok(result.localPath.startsWith(tc.config.snapshots.dir));
+    assert.equal(result.sha256, sha256(result.localPath));
+    assert.equal(result.sizeBytes, readFileSync(result.localPath).length);
+    assert.ok(result.revision > 1 && result.totalKeys > 10, `a real API's keys: ${JSON.stringify(result)}`);
+    assert.equal(readFileSync(`${result.localPath}.sha256`, 'utf8'), `${result.sha256}  etcd-etcdtest-1.33.db\n`);
+    const ran = log().slice(before);
+    assert.deepEqual(ran, [
+      'sudo -n mkdir -p /var/lib/skewless/snapshots',
+      'sudo -n ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/server.crt --key=/etc/kubernetes/pki/etcd/server.key snapshot save /var/lib/skewless/snapshots/etcd-etcdtest-1.33.db',
+      'sudo -n etcdutl snapshot status /var/lib/skewless/snapshots/etcd-etcdtest-1.33.db -w json',
+      'sudo -n sha256sum /var/lib/skewless/snapshots/etcd-etcdtest-1.33.db',
+    ]);
+    assert.ok(beats.some((b) => b.step === 'copying snapshot'), JSON.stringify(beats));
+
+    const mark = log().length;
+    assert.deepEqual(await acts.snapshotEtcd({ cluster, node: 'cp', hop: '1.33' }), result);
+    assert.equal(log().length, mark, 'no command on the host');
+  });
+
+  it('parses the host\'s json, table and simple status outputs of one snapshot to the same facts', async () => {
+    const { remotePath, revision, totalKeys } = await acts.snapshotEtcd({ cluster, node: 'cp', hop: '1.33' });
+    const shell = createClusterResolver(tc.clustersDir)(cluster).shell;
+    const status = async (...w: string[]) => parseSnapshotStatus((await shell.exec('cp', ['etcdutl', 'snapshot', 'status', remotePath, ...w], { timeoutMs: 30_000, sudo: true })).stdout);
+    const [json, table, simple] = [await status('-w', 'json'), await status('-w', 'table'), await status()];
+    assert.equal(json?.revision, revision);
+    assert.equal(json?.totalKeys, totalKeys);
+    for (const other of [table, simple]) assert.deepEqual({ ...other, totalSizeBytes: 0 }, { ...json, totalSizeBytes: 0 });
+    assert.ok(Math.abs((table?.totalSizeBytes ?? 0) - (json?.totalSizeBytes ?? 0)) < 1e6 * 0.06, 'human size within rounding');
+  });
+
+  it('takes the snapshot again when the local copy no longer matches its recorded hash', async () => {
+    const first = await acts.snapshotEtcd({ cluster, node: 'cp', hop: '1.33' });
+    writeFileSync(first.localPath, 'corrupted');
+    const mark = log().length;
+    const again = await acts.snapshotEtcd({ cluster, node: 'cp', hop: '1.33' });
+    assert.ok(log().length > mark);
+    assert.equal(again.sha256, sha256(again.localPath));
+  });
+
+  it('fails VerificationFailed when snapshot status fails, recording nothing as verified', async () => {
+    tc.sim.hosts.setFault('cp', { kind: 'fail', command: 'etcdutl snapshot status', exitCode: 1, stderr: 'Error: snapshot file integrity check failed' });
+    const err = await failsWith(acts.snapshotEtcd({ cluster, node: 'cp', hop: '1.34' }), 'VerificationFailed');
+    assert.equal(err.nonRetryable, true);
+    assert.match(err.message, /integrity check failed/);
+    assert.ok(!existsSync(`${tc.config.snapshots.dir}/etcd-etcdtest-1.34.db.sha256`));
+  });
+
+  it('falls back to etcdctl snapshot status where etcdutl is missing', async () => {
+    tc.sim.hosts.setFault('cp', { kind: 'fail', command: 'etcdutl', exitCode: 127, stderr: 'bash: line 1: etcdutl: command not found' });
+    const result = await acts.snapshotEtcd({ cluster, node: 'cp', hop: '1.35' });
+    assert.ok(result.totalKeys > 0);
+    assert.ok(log().includes('sudo -n ETCDCTL_API=3 etcdctl snapshot status /var/lib/skewless/snapshots/etcd-etcdtest-1.35.db -w json'));
+  });
+
+  it('rejects a hop that could leave the snapshot directory, before touching the host', async () => {
+    const mark = log().length;
+    await failsWith(acts.snapshotEtcd({ cluster, node: 'cp', hop: '../../etc/passwd' }), 'Invalid');
+    assert.equal(log().length, mark);
+  });
+});

@@ -1,0 +1,197 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createHostActivities } from '../../activities/host-activities.js';
+import { createClusterResolver } from '../../activities/ssh-shell.js';
+import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+
+const DESCRIPTION = `
+name: hosttest
+version: 1.32.4
+repository: [1.32.4, 1.32.9, 1.33.7]
+rebootSeconds: 3
+latencies: {kubeletRestart: 300}
+nodes:
+  - {name: cp, role: control-plane, count: 2}
+  - {name: worker, role: worker}
+  - {name: slow, role: worker, latencies: {kubeletRestart: 4000}}
+`;
+const cluster = 'hosttest';
+
+async function failsWith(p: Promise<unknown>, type: string): Promise<ApplicationFailure> {
+  const err = await p.then(() => assert.fail(`expected ${type}`), (e: unknown) => e);
+  assert.ok(err instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(err)}`);
+  assert.equal(err.type, type, err.message);
+  return err;
+}
+
+describe('host activities against the simulated cluster (real SSH hosts, real API)', () => {
+  let tc: TestCluster;
+  let acts: ReturnType<typeof createHostActivities>;
+  before(async () => {
+    tc = await startTestCluster(DESCRIPTION);
+    acts = createHostActivities({ clusters: createClusterResolver(tc.clustersDir) });
+  });
+  after(async () => tc?.stop());
+
+  const log = (node: string) => tc.sim.hosts.commandLog(node).map((e) => e.command);
+  /** Commands run on `node` while `fn` runs. */
+  const during = async <T>(node: string, fn: () => Promise<T>): Promise<{ result: T; ran: string[] }> => {
+    const before = log(node).length;
+    const result = await fn();
+    return { result, ran: log(node).slice(before) };
+  };
+  const images = async (node: string) => (await tc.kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane', fieldSelector: `spec.nodeName=${node}` }))
+    .items.filter((p) => p.metadata?.labels?.component !== 'etcd').map((p) => `${p.metadata?.labels?.component}=${p.spec?.containers[0]?.image?.split(':')[1]}`).sort();
+  const nodeInfo = async (node: string) => {
+    const n = await tc.kube.core.readNode({ name: node });
+    return { ready: n.status?.conditions?.find((c) => c.type === 'Ready')?.status, kubelet: n.status?.nodeInfo?.kubeletVersion };
+  };
+  const changing = (cmds: string[]) => cmds.filter((c) => c.startsWith('sudo '));
+
+  it('availableVersions parses the host\'s apt-cache madison, newest first', async () => {
+    const { result, ran } = await during('cp-1', () => acts.availableVersions({ cluster, node: 'cp-1' }));
+    assert.deepEqual(result, ['1.33.7', '1.32.9', '1.32.4']);
+    assert.deepEqual(ran, ['apt-cache madison kubeadm']);
+  });
+
+  it('rejects invalid input before touching the host', async () => {
+    const before = log('cp-1').length;
+    await failsWith(acts.installPackages({ cluster, node: 'cp-1', version: '1.33.7; reboot', packages: ['kubeadm'] }), 'Invalid');
+    await failsWith(acts.installPackages({ cluster, node: 'cp-1', version: '1.33.7', packages: ['bash' as 'kubeadm'] }), 'Invalid');
+    await failsWith(acts.kubeadmUpgradePlan({ cluster, node: '../cp-1', version: '1.33.7' }), 'Invalid');
+    assert.equal(log('cp-1').length, before);
+  });
+
+  it('installPackages unholds, installs the exact version, holds; a second run changes nothing', async () => {
+    const first = await during('cp-1', () => acts.installPackages({ cluster, node: 'cp-1', version: 'v1.33.7', packages: ['kubeadm'] }));
+    assert.deepEqual(first.result, { node: 'cp-1', version: '1.33.7', installed: ['kubeadm'], held: ['kubeadm'], packageVersions: { kubeadm: '1.33.7-1.1' } });
+    assert.deepEqual(changing(first.ran), [
+      'sudo -n DEBIAN_FRONTEND=noninteractive apt-mark unhold kubeadm',
+      'sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=120 -o Dpkg::Options::=--force-confold kubeadm=1.33.7-1.1',
+      'sudo -n DEBIAN_FRONTEND=noninteractive apt-mark hold kubeadm',
+    ]);
+    const state = tc.sim.hosts.state('cp-1');
+    assert.equal(state.packages.kubeadm, '1.33.7-1.1');
+    assert.equal(state.packages.kubelet, '1.32.4-1.1', 'only the package asked for');
+    assert.ok(state.holds.includes('kubeadm'));
+
+    const second = await during('cp-1', () => acts.installPackages({ cluster, node: 'cp-1', version: '1.33.7', packages: ['kubeadm'] }));
+    assert.deepEqual(second.result.installed, []);
+    assert.deepEqual(second.result.held, []);
+    assert.deepEqual(changing(second.ran), [], `only reads ran: ${second.ran.join(' | ')}`);
+    assert.deepEqual(tc.sim.hosts.state('cp-1'), state);
+  });
+
+  it('installPackages repairs a missing hold (a crash after install) without reinstalling', async () => {
+    // Unheld, as an attempt interrupted between install and hold would leave it.
+    const access = createClusterResolver(tc.clustersDir)(cluster);
+    await access.shell.exec('cp-1', ['apt-mark', 'unhold', 'kubeadm'], { timeoutMs: 10_000, sudo: true });
+    const { result, ran } = await during('cp-1', () => acts.installPackages({ cluster, node: 'cp-1', version: '1.33.7', packages: ['kubeadm'] }));
+    assert.deepEqual([result.installed, result.held], [[], ['kubeadm']]);
+    assert.deepEqual(changing(ran), ['sudo -n DEBIAN_FRONTEND=noninteractive apt-mark hold kubeadm']);
+  });
+
+  it('installPackages refuses a downgrade and a version the repository lacks (VersionNotAvailable)', async () => {
+    const down = await during('cp-1', () => failsWith(acts.installPackages({ cluster, node: 'cp-1', version: '1.32.9', packages: ['kubeadm'] }), 'Invalid'));
+    assert.match(down.result.message, /refusing to downgrade kubeadm on cp-1 from 1\.33\.7-1\.1/);
+    assert.deepEqual(changing(down.ran), []);
+    const missing = await during('worker', () => failsWith(acts.installPackages({ cluster, node: 'worker', version: '1.34.2', packages: ['kubelet'] }), 'VersionNotAvailable'));
+    assert.equal(missing.result.nonRetryable, true);
+    assert.deepEqual(changing(missing.ran), ['sudo -n DEBIAN_FRONTEND=noninteractive apt-get update -q -o DPkg::Lock::Timeout=120'], 'the lists are refreshed once, nothing installed');
+    assert.equal(tc.sim.hosts.state('worker').packages.kubelet, '1.32.4-1.1');
+  });
+
+  it('kubeadmUpgradePlan returns the plan parsed from the host\'s real-shaped output, changing nothing', async () => {
+    const before = await images('cp-1');
+    const { result, ran } = await during('cp-1', () => acts.kubeadmUpgradePlan({ cluster, node: 'cp-1', version: '1.33.7' }));
+    assert.deepEqual(ran, ['sudo -n kubeadm upgrade plan v1.33.7']);
+    assert.equal(result.clusterVersion, 'v1.32.4');
+    assert.equal(result.kubeadmVersion, 'v1.33.7');
+    assert.equal(result.targetVersion, 'v1.33.7');
+    assert.equal(result.upToDate, false);
+    const [upgrade] = result.upgrades;
+    assert.equal(upgrade?.applyCommand, 'kubeadm upgrade apply v1.33.7');
+    assert.deepEqual(upgrade?.kubelets.map((k) => [k.node, k.current, k.target]), [['cp-1', 'v1.32.4', 'v1.33.7']]);
+    assert.deepEqual(upgrade?.components.find((c) => c.component === 'kube-apiserver'), { component: 'kube-apiserver', node: 'cp-1', count: 1, current: 'v1.32.4', target: 'v1.33.7' });
+    assert.equal(result.componentConfigs.length, 2);
+    assert.deepEqual(await images('cp-1'), before);
+  });
+
+  it('kubeadmUpgradePlan surfaces kubeadm\'s refusal as HostCommandFailed with exit code and stderr tail', async () => {
+    const err = await failsWith(acts.kubeadmUpgradePlan({ cluster, node: 'cp-2', version: '1.33.7' }), 'HostCommandFailed');
+    const [details] = err.details as [{ exitCode: number; stderrTail: string; node: string }];
+    assert.equal(details.exitCode, 1);
+    assert.equal(details.node, 'cp-2');
+    assert.match(details.stderrTail, /higher than the kubeadm version "v1\.32\.4"/);
+  });
+
+  it('kubeadmUpgradeApply runs `kubeadm upgrade apply` exactly once across two calls', async () => {
+    const first = await acts.kubeadmUpgradeApply({ cluster, node: 'cp-1', version: '1.33.7' });
+    assert.equal(first.ran, true);
+    assert.deepEqual(await images('cp-1'), ['kube-apiserver=v1.33.7', 'kube-controller-manager=v1.33.7', 'kube-scheduler=v1.33.7']);
+    const cm = await tc.kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+    assert.match(cm.data?.ClusterConfiguration ?? '', /kubernetesVersion: v1\.33\.7/);
+    const second = await during('cp-1', () => acts.kubeadmUpgradeApply({ cluster, node: 'cp-1', version: '1.33.7' }));
+    assert.equal(second.result.ran, false);
+    assert.deepEqual(second.ran, [], 'the check is made through the API only');
+    assert.equal(log('cp-1').filter((c) => c.includes('kubeadm upgrade apply')).length, 1);
+  });
+
+  it('kubeadmUpgradeNode moves the second control plane once; refuses a version the cluster is not at', async () => {
+    await acts.installPackages({ cluster, node: 'cp-2', version: '1.33.7', packages: ['kubeadm'] });
+    await failsWith(acts.kubeadmUpgradeNode({ cluster, node: 'cp-2', version: '1.32.9' }), 'Invalid');
+    const first = await acts.kubeadmUpgradeNode({ cluster, node: 'cp-2', version: '1.33.7' });
+    assert.equal(first.ran, true);
+    assert.deepEqual(await images('cp-2'), ['kube-apiserver=v1.33.7', 'kube-controller-manager=v1.33.7', 'kube-scheduler=v1.33.7']);
+    const second = await during('cp-2', () => acts.kubeadmUpgradeNode({ cluster, node: 'cp-2', version: '1.33.7' }));
+    assert.equal(second.result.ran, false);
+    assert.deepEqual(second.ran, []);
+    assert.equal(log('cp-2').filter((c) => c.includes('kubeadm upgrade node')).length, 1);
+  });
+
+  it('restartKubelet refuses without the package, then restarts once and waits for Ready at the version (heartbeating)', async () => {
+    await failsWith(acts.restartKubelet({ cluster, node: 'cp-1', version: '1.33.7', timeoutSeconds: 30 }), 'Invalid');
+    await acts.installPackages({ cluster, node: 'cp-1', version: '1.33.7', packages: ['kubelet', 'kubectl'] });
+    const env = new MockActivityEnvironment();
+    const beats: unknown[] = [];
+    env.on('heartbeat', (d: unknown) => beats.push(d));
+    const first = await during('cp-1', () => env.run(acts.restartKubelet, { cluster, node: 'cp-1', version: '1.33.7', timeoutSeconds: 30 }) as ReturnType<typeof acts.restartKubelet>);
+    assert.equal(first.result.restarted, true);
+    assert.deepEqual(changing(first.ran), ['sudo -n systemctl daemon-reload', 'sudo -n systemctl restart kubelet']);
+    assert.deepEqual(await nodeInfo('cp-1'), { ready: 'True', kubelet: 'v1.33.7' });
+    assert.ok(beats.length >= 1, 'heartbeats while waiting');
+    const second = await during('cp-1', () => acts.restartKubelet({ cluster, node: 'cp-1', version: '1.33.7', timeoutSeconds: 30 }));
+    assert.equal(second.result.restarted, false);
+    assert.deepEqual(second.ran, []);
+  });
+
+  it('restartKubelet fails NodeNotReady when the node is not back in time; a later call finds it done', async () => {
+    await acts.installPackages({ cluster, node: 'slow', version: '1.33.7', packages: ['kubelet'] });
+    const err = await failsWith(acts.restartKubelet({ cluster, node: 'slow', version: '1.33.7', timeoutSeconds: 1 }), 'NodeNotReady');
+    assert.match(err.message, /slow was not Ready at kubelet v1\.33\.7 within 1 s/);
+    await new Promise((r) => setTimeout(r, 6000));
+    assert.equal((await acts.restartKubelet({ cluster, node: 'slow', version: '1.33.7', timeoutSeconds: 30 })).restarted, false);
+  });
+
+  it('refuses a control-plane downgrade and any reboot command but the reboot forms, running nothing', async () => {
+    const before = log('cp-1').length;
+    const err = await failsWith(acts.kubeadmUpgradeApply({ cluster, node: 'cp-1', version: '1.32.9' }), 'Invalid');
+    assert.match(err.message, /never downgrades/);
+    await failsWith(acts.rebootNode({ cluster, node: 'cp-1', command: ['rm', '-rf', '/'], timeoutSeconds: 10 }), 'Invalid');
+    await failsWith(acts.rebootNode({ cluster, node: 'cp-1', command: ['shutdown -r', 'now'], timeoutSeconds: 10 }), 'Invalid');
+    assert.equal(log('cp-1').length, before);
+  });
+
+  it('rebootNode reboots, waits for SSH and Ready; a retry after the command went out only waits', async () => {
+    const first = await during('worker', () => acts.rebootNode({ cluster, node: 'worker', timeoutSeconds: 60 }));
+    assert.equal(first.result.bootIdChanged, null, 'the simulated host has no /proc boot_id');
+    assert.equal(first.ran.filter((c) => c === 'sudo -n reboot').length, 1);
+    assert.equal((await nodeInfo('worker')).ready, 'True');
+    // A retry whose previous attempt heartbeated "issued" and "seen down" must not reboot again.
+    const env = new MockActivityEnvironment({ heartbeatDetails: { phase: 'reboot-issued', bootId: null, seenDown: true } });
+    const retry = await during('worker', () => env.run(acts.rebootNode, { cluster, node: 'worker', timeoutSeconds: 30 }) as ReturnType<typeof acts.rebootNode>);
+    assert.equal(retry.ran.filter((c) => c.includes('reboot')).length, 0);
+  });
+});
