@@ -1,4 +1,5 @@
 import type { ActivityOptions } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
 
 /**
  * The one place that declares activity timeouts and retry policies, with the reason for each.
@@ -82,3 +83,32 @@ export const reboot: ActivityOptions = {
   heartbeatTimeout: '1 minute',
   retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 3, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed', 'NodeNotReady'] },
 };
+
+/**
+ * Which profile each activity runs under. Typed against the activity set, so a new activity
+ * does not compile until someone decides its timeouts and retries here.
+ */
+export const PROFILE_OF = {
+  describeWorker: quickRead,
+  takeInventory: kubeRead,
+  planDrain: kubeRead,
+  availableVersions: hostCommand,
+  kubeadmUpgradePlan: hostCommand,
+  checkApiserver: healthCheck,
+  checkControlPlane: healthCheck,
+  checkNodeReady: healthCheck,
+  checkWorkloads: healthCheck,
+  checkPodsOnNode: healthCheck,
+  runProbes: healthCheck,
+  cordonNode: kubeWrite,
+  uncordonNode: kubeWrite,
+  setStageLabels: kubeWrite,
+  clearStageLabels: kubeWrite,
+  drainNode: drain,
+  installPackages: hostCommand,
+  kubeadmUpgradeApply: kubeadmApply,
+  kubeadmUpgradeNode: hostCommand,
+  restartKubelet: kubeletRestart,
+  rebootNode: reboot,
+  snapshotEtcd: etcdSnapshot,
+} satisfies Record<keyof Activities, ActivityOptions>;

@@ -1,11 +1,11 @@
-import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.js';
+import { condition, setHandler } from '@temporalio/workflow';
+
 import { planHops, type HopRequest } from '../rules/index.js';
-import { quickRead } from './activity-options.js';
+import { activities } from './activities-proxy.js';
 import { proceedSmokeSignal, smokeStatusQuery, type Proceed, type SmokeStatus } from './messages.js';
 import { applyRule } from './rule-failure.js';
 
-const { describeWorker } = proxyActivities<Activities>(quickRead);
+const { describeWorker } = activities;
 
 export interface SmokeResult {
   hops: string[];
