@@ -40,6 +40,21 @@ function requireText(value: unknown, what: string): string {
   return value;
 }
 
+/**
+ * Controllers write Nodes all the time (the node-lifecycle controller taints a node right after a
+ * cordon), so a guarded write often meets a 409: re-read and re-decide a few times here, and leave
+ * a persistent conflict to Temporal's retry.
+ */
+async function retryOnConflict<T>(step: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await step();
+    } catch (err) {
+      if (i >= attempts || (err as { type?: string }).type !== ErrorType.Conflict) throw err;
+    }
+  }
+}
+
 /** Cordon, uncordon and stage labels; every write is a merge patch guarded by the resourceVersion read. */
 export function createNodeActivities(deps: { clusters: ClusterResolver }) {
   const kubeOf = (cluster: string): KubeApi => deps.clusters(requireText(cluster, 'cluster')).kube;
@@ -54,7 +69,7 @@ export function createNodeActivities(deps: { clusters: ClusterResolver }) {
 
   return {
     /** Marks the node unschedulable and records the owner, unless someone else had already cordoned it. */
-    async cordonNode(input: { cluster: string; node: string; owner: string }): Promise<CordonResult> {
+    cordonNode: (input: { cluster: string; node: string; owner: string }): Promise<CordonResult> => retryOnConflict(async () => {
       const owner = requireText(input.owner, 'owner');
       const kube = kubeOf(input.cluster);
       const node = await readNode(kube, input.node);
@@ -66,10 +81,10 @@ export function createNodeActivities(deps: { clusters: ClusterResolver }) {
       }
       await patchNode(kube, node, { unschedulable: true, annotations: { [CORDONED_BY_ANNOTATION]: owner } }, `cordon ${input.node}`);
       return { cordoned: true, ownedByUs: true, changed: true };
-    },
+    }),
 
     /** Makes the node schedulable again only if this owner cordoned it (or force); a missing node is fine. */
-    async uncordonNode(input: { cluster: string; node: string; owner: string; force?: boolean }): Promise<UncordonResult> {
+    uncordonNode: (input: { cluster: string; node: string; owner: string; force?: boolean }): Promise<UncordonResult> => retryOnConflict(async () => {
       const owner = requireText(input.owner, 'owner');
       const kube = kubeOf(input.cluster);
       let node: V1Node;
@@ -89,7 +104,7 @@ export function createNodeActivities(deps: { clusters: ClusterResolver }) {
       if (!node.spec?.unschedulable && by !== owner) return { uncordoned: true, changed: false };
       await patchNode(kube, node, { unschedulable: false, annotations: { [CORDONED_BY_ANNOTATION]: null } }, `uncordon ${input.node}`);
       return { uncordoned: true, changed: true };
-    },
+    }),
 
     /** Puts each node's stage label (and this owner) on it; nodes already right are not written. */
     async setStageLabels(input: { cluster: string; labels: Record<string, string>; owner: string }): Promise<StageLabelsResult> {
