@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { ClusterAccess, RemoteShell } from '../../activities/cluster-access.js';
 import { mergePatch } from '../../activities/kube-api.js';
 import { CORDONED_BY_ANNOTATION, createNodeActivities, STAGE_LABEL, STAGE_OWNER_ANNOTATION } from '../../activities/node-activities.js';
+import { waitFor } from '../../sim/cluster/wait-for.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 
 const DESCRIPTION = `
@@ -32,7 +33,15 @@ describe('node activities (cordon, uncordon, stage labels) against the simulated
   after(async () => tc?.stop());
 
   const read = (name: string) => tc.kube.core.readNode({ name });
-  const rv = async (name: string) => (await read(name)).metadata?.resourceVersion;
+  // The node-lifecycle controller follows every cordon/uncordon with its own write (the unschedulable
+  // taint): a resourceVersion baseline is taken only once the node has settled.
+  const rv = async (name: string) => {
+    await waitFor(`${name} settled`, async () => {
+      const n = await read(name);
+      return Boolean(n.spec?.unschedulable) === Boolean(n.spec?.taints?.some((t) => t.key === 'node.kubernetes.io/unschedulable'));
+    }, 15_000, 100);
+    return (await read(name)).metadata?.resourceVersion;
+  };
   const c = 'nodes';
 
   it('cordons a schedulable node with the owner annotation, and a second cordon writes nothing', async () => {
