@@ -1,5 +1,5 @@
 import type { V1Node, V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
-import { parseVersion, STAGE_LABEL, type NodeRole } from '../rules/index.js';
+import { parseVersion, STAGE_LABEL, type LabelSelector, type NodeRole } from '../rules/index.js';
 
 /**
  * Slim, plain-JSON facts read from API objects. Only these survive a page of a list call, so
@@ -108,9 +108,10 @@ export const isLive = (p: PodFacts): boolean => !p.terminating && p.phase !== 'S
 export interface PdbSpecFacts {
   namespace: string;
   name: string;
-  selector?: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] };
+  selector?: LabelSelector;
   minAvailable?: number | string;
   maxUnavailable?: number | string;
+  /** Absent while the disruption controller has not observed the current spec. */
   disruptionsAllowed?: number;
   expectedPods: number;
   currentHealthy: number;

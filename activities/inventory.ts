@@ -21,16 +21,8 @@ export interface ControlPlaneVersions {
   scheduler?: string;
 }
 
-export interface PdbInventory {
-  namespace: string;
-  name: string;
-  minAvailable?: number | string;
-  maxUnavailable?: number | string;
-  /** Absent while the disruption controller has not observed the current spec. */
-  disruptionsAllowed?: number;
-  expectedPods: number;
-  currentHealthy: number;
-  desiredHealthy: number;
+/** A PDB as the inventory reports it: its facts (without the selector) and the live pods it covers. */
+export interface PdbInventory extends Omit<PdbSpecFacts, 'selector'> {
   /** The live pods its selector covers, and where they run. */
   pods: { name: string; node?: string }[];
 }
