@@ -1,2 +1,3 @@
 // The single workflowsPath of every worker: re-exports workflow functions only.
 export { toolchainSmokeWorkflow } from './toolchain-smoke-workflow.js';
+export { nodeUpgradeWorkflow } from './node-upgrade-workflow.js';
