@@ -1,3 +1,4 @@
 // The single workflowsPath of every worker: re-exports workflow functions only.
 export { toolchainSmokeWorkflow } from './toolchain-smoke-workflow.js';
 export { nodeUpgradeWorkflow } from './node-upgrade-workflow.js';
+export { clusterUpgradeWorkflow } from './cluster-upgrade-workflow.js';

@@ -1,6 +1,7 @@
-import { ActivityFailure, ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, condition, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
 import { activities as a } from './activities-proxy.js';
 import { drainResolutionSignal, nodeStatusQuery, type DrainBlock, type DrainResolution, type NodeStatus } from './node-messages.js';
+import { nodeBlockedSignal } from './upgrade-messages.js';
 
 export interface NodeUpgradeInput {
   cluster: string;
@@ -36,6 +37,13 @@ const drainBlockOf = (err: unknown): DrainBlock | undefined => {
   const pods = details.pods ?? details.blockers?.map((b) => ({ namespace: b.pod.namespace, name: b.pod.name })) ?? [];
   return { kind: cause.type, message: cause.message, pods };
 };
+
+/** Tells the cluster upgrade (by workflow id, so it survives its continue-as-new) that this node is blocked or not. */
+async function tellParent(node: string, block: DrainBlock | undefined): Promise<void> {
+  const parent = workflowInfo().parent;
+  if (!parent) return;
+  await getExternalWorkflowHandle(parent.workflowId).signal(nodeBlockedSignal, block ? { node, block } : { node });
+}
 
 /**
  * One node's part of a hop, as its own child workflow so every node has its own history.
@@ -78,7 +86,9 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
       status.phase = 'blocked';
       status.blocked = block;
       pending = undefined;
+      await tellParent(node, block);
       await condition(() => pending !== undefined);
+      await tellParent(node, undefined);
       const resolution = pending as unknown as DrainResolution;
       status.resolutions.push(resolution);
       delete status.blocked;

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import type { Activities } from '../../activities/index.js';
+import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
+import { resolveDrainUpdate, statusQuery } from '../../workflows/upgrade-messages.js';
+import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
+
+/**
+ * A cluster that lives in memory: the mocked activities change its versions as the real ones would,
+ * so the workflow's post-hop skew checks see the effect of its own steps.
+ */
+function fakeCluster(options: { blockDrainOf?: string; pdbFinding?: boolean } = {}) {
+  const v = '1.32.4';
+  const state = { apiserver: { cp1: v } as Record<string, string>, kubelet: { cp1: v, w1: v, w2: v } as Record<string, string> };
+  const calls: [string, Record<string, unknown>][] = [];
+  const rec = (name: string, input: Record<string, unknown>) => calls.push([name, input]);
+  const inventory = () => ({
+    nodes: Object.keys(state.kubelet).map((name) => ({ name, ready: true })),
+    pdbFindings: options.pdbFinding ? [{ namespace: 'default', name: 'solo', severity: 'error', message: 'PDB default/solo blocks every drain' }] : [],
+    skew: {
+      apiservers: Object.entries(state.apiserver).map(([node, version]) => ({ node, version })),
+      controllerManagers: Object.entries(state.apiserver).map(([node, version]) => ({ node, version })),
+      schedulers: Object.entries(state.apiserver).map(([node, version]) => ({ node, version })),
+      kubelets: Object.entries(state.kubelet).map(([node, version]) => ({ node, version })),
+      nodes: [{ name: 'cp1', role: 'control-plane' }, { name: 'w1', role: 'worker' }, { name: 'w2', role: 'worker' }],
+    },
+  });
+  const acts = {
+    takeInventory: async (i: Record<string, unknown>) => (rec('takeInventory', i), inventory()),
+    availableVersions: async (i: Record<string, unknown>) => (rec('availableVersions', i), ['1.34.2', '1.33.7', '1.32.4']),
+    snapshotEtcd: async (i: { hop: string }) => (rec('snapshotEtcd', i), { remotePath: `/var/lib/skewless/snapshots/etcd-${i.hop}.db`, localPath: `/backups/etcd-${i.hop}.db`, sizeBytes: 1024, sha256: 'ab'.repeat(32), revision: 42, totalKeys: 7 }),
+    kubeadmUpgradePlan: async (i: Record<string, unknown>) => (rec('kubeadmUpgradePlan', i), {}),
+    setStageLabels: async (i: Record<string, unknown>) => (rec('setStageLabels', i), { changed: [], unchanged: [] }),
+    clearStageLabels: async (i: Record<string, unknown>) => (rec('clearStageLabels', i), { cleared: [] }),
+    installPackages: async (i: Record<string, unknown>) => (rec('installPackages', i), {}),
+    kubeadmUpgradeApply: async (i: { node: string; version: string }) => (rec('kubeadmUpgradeApply', i), (state.apiserver[i.node] = i.version), {}),
+    kubeadmUpgradeNode: async (i: { node: string; version: string }) => (rec('kubeadmUpgradeNode', i), state.apiserver[i.node] && (state.apiserver[i.node] = i.version), {}),
+    checkControlPlane: async (i: Record<string, unknown>) => (rec('checkControlPlane', i), {}),
+    cordonNode: async (i: Record<string, unknown>) => (rec('cordonNode', i), { cordoned: true, ownedByUs: true, changed: true }),
+    drainNode: async (i: { node: string }) => {
+      rec('drainNode', i);
+      if (i.node === options.blockDrainOf) {
+        throw ApplicationFailure.create({ type: 'DrainBlocked', nonRetryable: true, message: `drain of ${i.node} blocked`, details: [{ pods: [{ namespace: 'default', name: 'solo-0', pdbs: ['solo'] }] }] });
+      }
+      return {};
+    },
+    restartKubelet: async (i: { node: string; version: string }) => (rec('restartKubelet', i), (state.kubelet[i.node] = i.version), {}),
+    checkNodeReady: async (i: Record<string, unknown>) => (rec('checkNodeReady', i), {}),
+    uncordonNode: async (i: Record<string, unknown>) => (rec('uncordonNode', i), { uncordoned: true, changed: true }),
+    checkPodsOnNode: async (i: Record<string, unknown>) => (rec('checkPodsOnNode', i), {}),
+    checkWorkloads: async (i: Record<string, unknown>) => (rec('checkWorkloads', i), {}),
+  } as unknown as Partial<Activities>;
+  return { state, calls, acts };
+}
+
+describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
+  let env: TestWorkflowEnvironment;
+  before(async () => {
+    env = await startDevServer();
+  });
+  after(async () => {
+    await env?.teardown();
+  });
+
+  const withWorker = async <T>(acts: Partial<Activities>, body: (taskQueue: string) => Promise<T>) => {
+    const taskQueue = uniqueTaskQueue('upgrade');
+    const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await workflowBundle(), activities: acts });
+    return worker.runUntil(body(taskQueue));
+  };
+
+  it('upgrades 1.32 → 1.34 in two hops: snapshot first, kubeadm apply once per hop, every kubelet at the target', async () => {
+    const c = fakeCluster();
+    const status = await withWorker(c.acts, (taskQueue) =>
+      env.client.workflow.execute(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/lab-${taskQueue}`, args: [{ cluster: 'lab', to: '1.34' }] }));
+    assert.equal(status.phase, 'done');
+    assert.deepEqual(status.hops, ['1.33.7', '1.34.2']);
+    assert.deepEqual(c.calls.filter(([n]) => n === 'kubeadmUpgradeApply').map(([, i]) => `${i.node}@${i.version}`), ['cp1@1.33.7', 'cp1@1.34.2']);
+    assert.deepEqual(c.state.kubelet, { cp1: '1.34.2', w1: '1.34.2', w2: '1.34.2' });
+    assert.deepEqual(status.snapshots.map((s) => s.hop), ['1.33.7', '1.34.2']);
+    // Within each hop: the snapshot before any change, the control plane before any kubelet.
+    for (const hop of status.hops) {
+      const names = c.calls.filter(([, i]) => i.hop === hop || i.version === hop).map(([n]) => n);
+      assert.equal(names[0], 'snapshotEtcd', hop);
+      assert.ok(names.indexOf('kubeadmUpgradeApply') < names.indexOf('restartKubelet'), hop);
+    }
+    assert.equal(c.calls.at(-1)?.[0], 'clearStageLabels');
+    assert.ok(c.calls.filter(([n]) => n === 'cordonNode').every(([, i]) => String(i.owner).startsWith('upgrade/lab-')));
+  });
+
+  it('refuses to start on a PDB that blocks every drain unless acknowledged, touching nothing', async () => {
+    const c = fakeCluster({ pdbFinding: true });
+    await withWorker(c.acts, async (taskQueue) => {
+      await assert.rejects(env.client.workflow.execute(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/pdb-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33' }] }),
+        (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'PreflightBlocked' && /default\/solo/.test(err.cause.message));
+    });
+    assert.deepEqual([...new Set(c.calls.map(([n]) => n))], ['takeInventory', 'availableVersions']);
+  });
+
+  it('waits on a blocked drain, rejects resolutions for nodes that are not blocked, and compensates on abort', async () => {
+    const c = fakeCluster({ blockDrainOf: 'w2' });
+    const status = await withWorker(c.acts, async (taskQueue) => {
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/block-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33', policy: { canary: 1 } }] });
+      for (let i = 0; (await handle.query(statusQuery)).nodes.w2?.phase !== 'blocked' && i < 200; i++) await new Promise((r) => setTimeout(r, 100));
+      const blocked = await handle.query(statusQuery);
+      assert.equal(blocked.nodes.w2?.phase, 'blocked');
+      assert.equal(blocked.nodes.w2?.blocked?.pods[0]?.name, 'solo-0');
+      await assert.rejects(handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'retry', by: 'eve' }] }), WorkflowUpdateFailedError);
+      await handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w2', action: 'abort', by: 'eve', comment: 'PDB owner unavailable' }] });
+      return handle.result();
+    });
+    assert.equal(status.phase, 'aborted');
+    assert.match(status.events.join('\n'), /drain of w2 resolved by eve: abort \(PDB owner unavailable\)/);
+    const uncordoned = c.calls.filter(([n]) => n === 'uncordonNode').map(([, i]) => i.node);
+    assert.ok(uncordoned.includes('w2'), 'the blocked node is uncordoned by compensation');
+    assert.ok(c.calls.filter(([n]) => n === 'uncordonNode').every(([, i]) => String(i.owner).startsWith('upgrade/block-')), 'only our cordons');
+    assert.equal(c.calls.filter(([n]) => n === 'clearStageLabels').length, 1);
+    assert.equal(c.state.kubelet.w2, '1.32.4', 'no downgrade, no upgrade of the aborted node');
+  });
+});
