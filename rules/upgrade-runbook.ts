@@ -69,8 +69,9 @@ export function buildRunbook(hops: readonly string[], rollout: RolloutPlan): Run
       { hop, stage: 'hop', action: 'backup', node: first,
         command: 'etcdctl snapshot save … && etcdctl snapshot status …',
         detail: `etcd snapshot on ${first}, verified and copied off the node` },
-      { hop, stage: 'hop', action: 'preflight', node: first, command: `kubeadm upgrade plan v${hop}`,
-        detail: 'pre-flight: skew now and for every step, PDB audit, all nodes Ready, kubeadm upgrade plan' },
+      // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
+      { hop, stage: 'hop', action: 'preflight', node: first, command: `apt-get install kubeadm=${hop}-* && kubeadm upgrade plan v${hop}`,
+        detail: `pre-flight: skew now and for every step, PDB audit, all nodes Ready, kubeadm ${hop} and kubeadm upgrade plan on ${first}` },
       { hop, stage: 'hop', action: 'label', detail: `label nodes with their stage (${Object.keys(rollout.stageLabels).length} nodes)` },
     );
     rollout.controlPlanes.forEach((node, i) => {

@@ -148,6 +148,8 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       const snap = await a.snapshotEtcd({ cluster, node: first, hop });
       status.snapshots.push({ hop, remotePath: snap.remotePath, localPath: snap.localPath, sizeBytes: snap.sizeBytes, sha256: snap.sha256, revision: snap.revision });
       setPhase('preflight');
+      // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
+      await a.installPackages({ cluster, node: first, version: hop, packages: ['kubeadm'] });
       await a.kubeadmUpgradePlan({ cluster, node: first, version: hop });
       await a.setStageLabels({ cluster, labels: plan.rollout.stageLabels, owner });
       setPhase('control-plane');

@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { createClusterResolver } from '../../activities/host-address.js';
+import { createSkewlessWorker } from '../../worker/create-worker.js';
+import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
+import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
+
+const LAB = `
+name: e2e
+version: 1.32.4
+repository: [1.32.4, 1.33.0, 1.33.7, 1.34.2]
+rebootSeconds: 1
+nodes:
+  - {name: cp, role: control-plane, count: 3}
+  - {name: worker, role: worker, count: 5}
+workloads:
+  - {kind: Deployment, name: web, replicas: 4, pdb: {minAvailable: 3}}
+  - {kind: StatefulSet, name: db, replicas: 3, pdb: {maxUnavailable: 1}}
+  - {kind: DaemonSet, name: agent}
+`;
+
+describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the real dev server', () => {
+  let env: TestWorkflowEnvironment;
+  let tc: TestCluster;
+  before(async () => {
+    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
+  });
+  after(async () => {
+    await tc?.stop();
+    await env?.teardown();
+  });
+
+  it('upgrades every node and component over two hops, leaving nothing cordoned or labelled', async () => {
+    const taskQueue = uniqueTaskQueue('e2e');
+    const worker = await createSkewlessWorker({
+      connection: env.nativeConnection, namespace: 'default', taskQueue, workflowBundle: await workflowBundle(),
+      deps: { clusters: createClusterResolver(tc.clustersDir) },
+    });
+    const status = await worker.runUntil(env.client.workflow.execute(clusterUpgradeWorkflow, {
+      taskQueue, workflowId: 'upgrade/e2e', args: [{ cluster: 'e2e', to: '1.34', policy: { canary: 1, batchSize: 2, maxUnavailable: 2, verifySeconds: 60 } }],
+    }));
+    assert.equal(status.phase, 'done', status.events.join('\n'));
+    assert.deepEqual(status.hops, ['1.33.7', '1.34.2']);
+
+    const nodes = (await tc.kube.core.listNode()).items;
+    assert.ok(nodes.every((n) => n.status?.nodeInfo?.kubeletVersion === 'v1.34.2'), nodes.map((n) => `${n.metadata?.name} ${n.status?.nodeInfo?.kubeletVersion}`).join(', '));
+    assert.ok(nodes.every((n) => !n.spec?.unschedulable), 'no node left cordoned');
+    assert.ok(nodes.every((n) => !n.metadata?.labels?.['skewless.io/stage']), 'no stage label left');
+    const mirrors = (await tc.kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane,component!=etcd' })).items;
+    assert.ok(mirrors.every((p) => p.spec?.containers[0]?.image?.endsWith(':v1.34.2')), mirrors.map((p) => p.spec?.containers[0]?.image).join(', '));
+
+    const applies = tc.sim.hosts.commandLog('cp-1').filter((e) => /kubeadm upgrade apply/.test(e.command) && e.exitCode === 0).map((e) => e.command);
+    assert.equal(applies.length, 2, applies.join('\n'));
+    assert.equal(status.snapshots.length, 2);
+  });
+});
