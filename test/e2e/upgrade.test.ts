@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { createSkewlessWorker } from '../../worker/create-worker.js';
@@ -54,5 +56,14 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
     const applies = tc.sim.hosts.commandLog('cp-1').filter((e) => /kubeadm upgrade apply/.test(e.command) && e.exitCode === 0).map((e) => e.command);
     assert.equal(applies.length, 2, applies.join('\n'));
     assert.equal(status.snapshots.length, 2);
+
+    // SKEWLESS_SAVE_HISTORIES=dir keeps this run's histories for the replay test (test/replay/histories).
+    const dir = process.env.SKEWLESS_SAVE_HISTORIES;
+    if (dir) {
+      for (const id of ['upgrade/e2e', 'upgrade/e2e/1.33.7/worker-3', 'upgrade/e2e/1.33.7/cp-1']) {
+        const history = await env.client.workflow.getHandle(id).fetchHistory();
+        writeFileSync(`${dir}/${id.replace(/\//g, '_')}.json`, historyToJSON(history)); // the temporal CLI's JSON form
+      }
+    }
   });
 });
