@@ -7,7 +7,7 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-export const EXIT = { ok: 0, notCompliant: 1, invalid: 2 } as const;
+export const EXIT = { ok: 0, notCompliant: 1, invalid: 2, unreachable: 3 } as const;
 
 export type Output = 'text' | 'json';
 
@@ -22,9 +22,9 @@ export const processIo: CommandIo = {
 };
 
 /** node:util parseArgs, with its errors turned into one-line usage errors. */
-export function parseOptions<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T) {
+export function parseOptions<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, allowPositionals = false) {
   try {
-    return parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false });
+    return parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals });
   } catch (err) {
     throw new UsageError((err as Error).message.split('\n')[0] ?? 'invalid arguments');
   }
@@ -69,6 +69,10 @@ export async function runCommand(io: CommandIo, body: () => Promise<number> | nu
     if (err instanceof UsageError || err instanceof RuleError) {
       io.err(`skewless: ${err.message.replace(/\s*\n\s*/g, ' ')}`);
       return EXIT.invalid;
+    }
+    if ((err as Error)?.name === 'UnreachableError') {
+      io.err(`skewless: ${(err as Error).message}`);
+      return EXIT.unreachable;
     }
     throw err;
   }

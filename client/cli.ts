@@ -1,5 +1,8 @@
 import { EXIT, processIo, runCommand, UsageError, type CommandIo } from './cli-support.js';
 import { devServerCommand, devServerHelp } from './commands/dev-server.js';
+import { operateCommand, operateHelp } from './commands/operate.js';
+import { upgradeCommand, upgradeHelp } from './commands/upgrade.js';
+import { watchCommand, watchHelp } from './commands/watch.js';
 import { pathCommand, pathHelp } from './commands/path.js';
 import { planCommand, planHelp } from './commands/plan.js';
 import { skewCheckCommand, skewCheckHelp } from './commands/skew-check.js';
@@ -10,6 +13,14 @@ const COMMANDS: Record<string, Command> = {
   'skew-check': { run: skewCheckCommand, help: skewCheckHelp, summary: 'judge component versions against the skew policy' },
   path: { run: pathCommand, help: pathHelp, summary: 'the upgrade hops from one version to another' },
   plan: { run: planCommand, help: planHelp, summary: 'the whole upgrade runbook, checked step by step' },
+  upgrade: { run: upgradeCommand, help: upgradeHelp, summary: 'start the durable upgrade of a cluster and watch it' },
+  watch: { run: watchCommand, help: watchHelp, summary: 're-attach to a running upgrade' },
+  status: { run: operateCommand('status'), help: operateHelp.status, summary: 'where an upgrade is, node by node' },
+  approve: { run: operateCommand('approve'), help: operateHelp.approve, summary: 'approve a waiting gate' },
+  resolve: { run: operateCommand('resolve'), help: operateHelp.resolve, summary: 'resolve a blocked drain' },
+  pause: { run: operateCommand('pause'), help: operateHelp.pause, summary: 'start no new node' },
+  resume: { run: operateCommand('resume'), help: operateHelp.resume, summary: 'go on after a pause' },
+  abort: { run: operateCommand('abort'), help: operateHelp.abort, summary: 'stop and compensate (no downgrade)' },
   'dev-server': { run: devServerCommand, help: devServerHelp, summary: 'start the Temporal dev server with its UI' },
 };
 

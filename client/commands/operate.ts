@@ -1,0 +1,77 @@
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery, type NodeDrainResolution } from '../../workflows/upgrade-messages.js';
+import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
+import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+
+/** The operator's controls on a running upgrade: status, approve, resolve, pause, resume, abort. */
+export const operateHelp = {
+  status: 'Usage: skewless status NAME [--output json|text]\n\nThe upgrade\'s phase, hop, every node\'s state, blocked nodes, gates and snapshots.',
+  approve: 'Usage: skewless approve NAME --gate GATE [--by WHO] [--comment TEXT]\n\nApproves a waiting gate; who and why land in the workflow history.',
+  resolve: 'Usage: skewless resolve NAME --node NODE --action retry|skip|force|abort [--pod NS/NAME]... [--by WHO] [--comment TEXT]\n\nResolves a blocked drain. force deletes only the pods named with --pod; skip leaves the node cordoned at its old version.',
+  pause: 'Usage: skewless pause NAME [--by WHO] [--comment TEXT]\n\nNo new node starts; the steps in flight finish.',
+  resume: 'Usage: skewless resume NAME [--by WHO]',
+  abort: 'Usage: skewless abort NAME [--by WHO] [--comment TEXT]\n\nStops after the steps in flight and compensates: uncordons exactly the nodes this run cordoned and clears its stage labels. Versions are kept (no downgrade).',
+} as const;
+
+type Verb = keyof typeof operateHelp;
+
+const who = (by: string | undefined) => by ?? process.env.USER ?? 'operator';
+
+export function operateCommand(verb: Verb) {
+  return async (args: string[], io: CommandIo): Promise<number> => {
+    const { values, positionals } = parseOptions(args, {
+      ...TEMPORAL_OPTIONS, output: { type: 'string' }, gate: { type: 'string' }, node: { type: 'string' }, action: { type: 'string' },
+      pod: { type: 'string', multiple: true }, by: { type: 'string' }, comment: { type: 'string' },
+    }, true);
+    if (values.help) {
+      io.out(operateHelp[verb]);
+      return EXIT.ok;
+    }
+    const cluster = clusterName(positionals[0]);
+    const output = outputFormat(values.output);
+    let resolution: NodeDrainResolution | undefined;
+    if (verb === 'resolve') {
+      const node = requireOption(values.node, '--node');
+      const action = requireOption(values.action, '--action');
+      if (action === 'force') {
+        if (!values.pod?.length) throw new UsageError('--action force needs the pods to delete, each with --pod NAMESPACE/NAME');
+        resolution = { node, action, pods: values.pod, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) };
+      } else if (action === 'retry' || action === 'skip' || action === 'abort') {
+        resolution = { node, action, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) };
+      } else throw new UsageError(`--action must be retry, skip, force or abort, got ${JSON.stringify(action)}`);
+    }
+    const gate = verb === 'approve' ? requireOption(values.gate, '--gate') : undefined;
+
+    const { client, close } = await connectClient(values);
+    const handle = client.workflow.getHandle(upgradeWorkflowId(cluster));
+    try {
+      if (verb === 'status') {
+        const s = await handle.query(statusQuery);
+        if (output === 'json') io.out(JSON.stringify(s, null, 2));
+        else {
+          io.out(`${cluster}: ${s.from} → ${s.to}, hop ${s.hop ?? '-'} (${s.hops.join(' → ')}), ${s.phase}${s.paused ? ', paused' : ''}`);
+          for (const [node, n] of Object.entries(s.nodes)) io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${n.blocked ? `: ${n.blocked.message}` : ''}`);
+          for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : 'waiting'}`);
+          for (const snap of s.snapshots) io.out(`  etcd snapshot ${snap.hop}: ${snap.localPath} (${snap.sizeBytes} bytes, sha256 ${snap.sha256}, revision ${snap.revision})`);
+        }
+      } else if (verb === 'approve') {
+        const g = await handle.executeUpdate(approveUpdate, { args: [{ gate: gate as string, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) }] });
+        io.out(`gate ${g.name} approved by ${g.approvedBy}`);
+      } else if (verb === 'resolve') {
+        await handle.executeUpdate(resolveDrainUpdate, { args: [resolution as NodeDrainResolution] });
+        io.out(`drain of ${resolution?.node}: ${resolution?.action}`);
+      } else {
+        const signal = { pause: pauseSignal, resume: resumeSignal, abort: abortSignal }[verb];
+        await handle.signal(signal, { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) });
+        io.out(`${verb} sent to upgrade/${cluster}`);
+      }
+      return EXIT.ok;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running upgrade of ${cluster}`);
+      if (err instanceof WorkflowUpdateFailedError) throw new UsageError(`refused: ${err.cause?.message ?? err.message}`);
+      throw err;
+    } finally {
+      await close();
+    }
+  };
+}

@@ -1,0 +1,70 @@
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { parseTarget } from '../../rules/index.js';
+import { temporalConfig } from '../../worker/config.js';
+import { clusterUpgradeWorkflow, type UpgradePolicy } from '../../workflows/cluster-upgrade-workflow.js';
+import { EXIT, intOption, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
+import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import { watchUpgrade } from './watch.js';
+
+export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to VERSION_OR_MINOR [--canary N] [--batch-size N]
+                        [--max-unavailable N|N%] [--approve-workers] [--approve-canary] [--soak SECONDS]
+                        [--acknowledge NAMESPACE/PDB]... [--detach] [--address HOST:PORT] [--namespace NS]
+
+Starts the durable upgrade of a cluster (workflow id upgrade/NAME) on Temporal and watches it;
+with --detach it returns at once (re-attach with "skewless watch NAME"). One upgrade per cluster:
+a second one is refused while the first runs. The worker resolves NAME to the cluster's credentials.
+
+Exit status: 0 upgraded (or started, with --detach), 1 failed or aborted, 2 invalid input or
+refused, 3 Temporal unreachable.`;
+
+export async function upgradeCommand(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseOptions(args, {
+    cluster: { type: 'string' }, to: { type: 'string' }, canary: { type: 'string' }, 'batch-size': { type: 'string' },
+    'max-unavailable': { type: 'string' }, 'approve-workers': { type: 'boolean' }, 'approve-canary': { type: 'boolean' },
+    soak: { type: 'string' }, acknowledge: { type: 'string', multiple: true }, detach: { type: 'boolean' }, ...TEMPORAL_OPTIONS,
+  });
+  if (values.help) {
+    io.out(upgradeHelp);
+    return EXIT.ok;
+  }
+  const cluster = clusterName(values.cluster, '--cluster');
+  const to = requireOption(values.to, '--to');
+  parseTarget(to); // a bad version is refused here, before Temporal is contacted
+  const policy: UpgradePolicy = {};
+  const canary = intOption(values.canary, '--canary', 0);
+  const batchSize = intOption(values['batch-size'], '--batch-size', 1);
+  const soak = intOption(values.soak, '--soak', 0);
+  if (canary !== undefined) policy.canary = canary;
+  if (batchSize !== undefined) policy.batchSize = batchSize;
+  if (soak !== undefined) policy.soakSeconds = soak;
+  if (values['max-unavailable'] !== undefined) {
+    if (!/^(\d+|\d{1,2}%|100%)$/.test(values['max-unavailable'])) throw new UsageError('--max-unavailable must be a count or a percentage such as 10%');
+    policy.maxUnavailable = values['max-unavailable'];
+  }
+  if (values['approve-workers']) policy.approveWorkers = true;
+  if (values['approve-canary']) policy.approveAfterCanary = true;
+  for (const ack of values.acknowledge ?? []) if (!/^[a-z0-9-]+\/[a-z0-9.-]+$/.test(ack)) throw new UsageError(`--acknowledge takes NAMESPACE/PDB, got ${JSON.stringify(ack)}`);
+  if (values.acknowledge) policy.acknowledge = values.acknowledge;
+
+  const { client, close } = await connectClient(values);
+  try {
+    try {
+      await client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue: temporalConfig().taskQueue,
+        workflowId: upgradeWorkflowId(cluster),
+        workflowIdConflictPolicy: 'FAIL',
+        args: [{ cluster, to, policy }],
+      });
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) {
+        throw new UsageError(`an upgrade of ${cluster} is already running; watch it with "skewless watch ${cluster}"`);
+      }
+      throw err;
+    }
+    io.out(`started upgrade/${cluster} to ${to}`);
+    if (values.detach) return EXIT.ok;
+    return await watchUpgrade(client, cluster, io);
+  } finally {
+    await close();
+  }
+}

@@ -1,0 +1,75 @@
+import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
+import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+
+export const watchHelp = `Usage: skewless watch NAME [--address HOST:PORT] [--namespace NS]
+
+Follows the upgrade of cluster NAME: phase, per-node progress, blocked nodes and what blocks them,
+gates waiting. Re-attach at any time; exits with the upgrade's outcome (0 done, 1 failed or aborted).`;
+
+function progressLine(s: UpgradeStatus): string {
+  const nodes = Object.values(s.nodes);
+  const done = nodes.filter((n) => n.phase === 'done').length;
+  const width = 20;
+  const filled = nodes.length ? Math.round((done / nodes.length) * width) : 0;
+  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${nodes.length} nodes, hop ${s.hop ?? '-'} of ${s.hops.join(' → ') || '-'}, ${s.phase}${s.paused ? ' (paused)' : ''}`;
+}
+
+/** Polls the status query, printing what changed, until the workflow closes; returns its exit code. */
+export async function watchUpgrade(client: Client, cluster: string, io: CommandIo, pollMs = 1000): Promise<number> {
+  const handle = client.workflow.getHandle(upgradeWorkflowId(cluster));
+  let printedEvents = 0;
+  let lastLine = '';
+  const blockedShown = new Set<string>();
+  for (;;) {
+    let description;
+    try {
+      description = await handle.describe();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no upgrade of ${cluster} found`);
+      throw err;
+    }
+    const status = await handle.query(statusQuery).catch(() => undefined);
+    if (status) {
+      for (const e of status.events.slice(printedEvents)) io.out(`  ${e}`);
+      printedEvents = status.events.length;
+      const line = progressLine(status);
+      if (line !== lastLine) io.out((lastLine = line));
+      for (const [node, n] of Object.entries(status.nodes)) {
+        if (n.phase === 'blocked' && n.blocked && !blockedShown.has(node)) {
+          blockedShown.add(node);
+          io.out(`  BLOCKED ${node}: ${n.blocked.message}`);
+          io.out(`    resolve with: skewless resolve ${cluster} --node ${node} --action retry|skip|force|abort`);
+        } else if (n.phase !== 'blocked') blockedShown.delete(node);
+      }
+      for (const g of status.gates.filter((g) => !g.approvedBy)) io.out(`  gate ${g.name} waits: skewless approve ${cluster} --gate ${g.name}`);
+    }
+    if (description.status.name !== 'RUNNING') {
+      try {
+        const result = (await handle.result()) as UpgradeStatus;
+        io.out(`${cluster}: ${result.outcome ?? result.phase}`);
+        return result.phase === 'done' ? EXIT.ok : EXIT.notCompliant;
+      } catch (err) {
+        io.out(`${cluster}: ${err instanceof WorkflowFailedError ? (err.cause?.message ?? err.message) : (err as Error).message}`);
+        return EXIT.notCompliant;
+      }
+    }
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
+
+export async function watchCommand(args: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parseOptions(args, TEMPORAL_OPTIONS, true);
+  if (values.help) {
+    io.out(watchHelp);
+    return EXIT.ok;
+  }
+  const cluster = clusterName(positionals[0]);
+  const { client, close } = await connectClient(values);
+  try {
+    return await watchUpgrade(client, cluster, io);
+  } finally {
+    await close();
+  }
+}

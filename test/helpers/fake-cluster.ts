@@ -1,0 +1,51 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { Activities } from '../../activities/index.js';
+
+/**
+ * A cluster that lives in memory: the mocked activities change its versions as the real ones would,
+ * so the workflow's post-hop skew checks see the effect of its own steps.
+ */
+export function fakeCluster(options: { blockDrainOf?: string; pdbFinding?: boolean } = {}) {
+  const v = '1.32.4';
+  const state = { apiserver: { cp1: v } as Record<string, string>, kubelet: { cp1: v, w1: v, w2: v } as Record<string, string> };
+  const calls: [string, Record<string, unknown>][] = [];
+  const rec = (name: string, input: Record<string, unknown>) => calls.push([name, input]);
+  const inventory = () => ({
+    nodes: Object.keys(state.kubelet).map((name) => ({ name, ready: true })),
+    pdbFindings: options.pdbFinding ? [{ namespace: 'default', name: 'solo', severity: 'error', message: 'PDB default/solo blocks every drain' }] : [],
+    skew: {
+      apiservers: Object.entries(state.apiserver).map(([node, version]) => ({ node, version })),
+      controllerManagers: Object.entries(state.apiserver).map(([node, version]) => ({ node, version })),
+      schedulers: Object.entries(state.apiserver).map(([node, version]) => ({ node, version })),
+      kubelets: Object.entries(state.kubelet).map(([node, version]) => ({ node, version })),
+      nodes: [{ name: 'cp1', role: 'control-plane' }, { name: 'w1', role: 'worker' }, { name: 'w2', role: 'worker' }],
+    },
+  });
+  const acts = {
+    takeInventory: async (i: Record<string, unknown>) => (rec('takeInventory', i), inventory()),
+    availableVersions: async (i: Record<string, unknown>) => (rec('availableVersions', i), ['1.34.2', '1.33.7', '1.32.4']),
+    snapshotEtcd: async (i: { hop: string }) => (rec('snapshotEtcd', i), { remotePath: `/var/lib/skewless/snapshots/etcd-${i.hop}.db`, localPath: `/backups/etcd-${i.hop}.db`, sizeBytes: 1024, sha256: 'ab'.repeat(32), revision: 42, totalKeys: 7 }),
+    kubeadmUpgradePlan: async (i: Record<string, unknown>) => (rec('kubeadmUpgradePlan', i), {}),
+    setStageLabels: async (i: Record<string, unknown>) => (rec('setStageLabels', i), { changed: [], unchanged: [] }),
+    clearStageLabels: async (i: Record<string, unknown>) => (rec('clearStageLabels', i), { cleared: [] }),
+    installPackages: async (i: Record<string, unknown>) => (rec('installPackages', i), {}),
+    kubeadmUpgradeApply: async (i: { node: string; version: string }) => (rec('kubeadmUpgradeApply', i), (state.apiserver[i.node] = i.version), {}),
+    kubeadmUpgradeNode: async (i: { node: string; version: string }) => (rec('kubeadmUpgradeNode', i), state.apiserver[i.node] && (state.apiserver[i.node] = i.version), {}),
+    checkControlPlane: async (i: Record<string, unknown>) => (rec('checkControlPlane', i), {}),
+    cordonNode: async (i: Record<string, unknown>) => (rec('cordonNode', i), { cordoned: true, ownedByUs: true, changed: true }),
+    drainNode: async (i: { node: string }) => {
+      rec('drainNode', i);
+      if (i.node === options.blockDrainOf) {
+        throw ApplicationFailure.create({ type: 'DrainBlocked', nonRetryable: true, message: `drain of ${i.node} blocked`, details: [{ pods: [{ namespace: 'default', name: 'solo-0', pdbs: ['solo'] }] }] });
+      }
+      return {};
+    },
+    restartKubelet: async (i: { node: string; version: string }) => (rec('restartKubelet', i), (state.kubelet[i.node] = i.version), {}),
+    checkNodeReady: async (i: Record<string, unknown>) => (rec('checkNodeReady', i), {}),
+    uncordonNode: async (i: Record<string, unknown>) => (rec('uncordonNode', i), { uncordoned: true, changed: true }),
+    checkPodsOnNode: async (i: Record<string, unknown>) => (rec('checkPodsOnNode', i), {}),
+    checkWorkloads: async (i: Record<string, unknown>) => (rec('checkWorkloads', i), {}),
+  } as unknown as Partial<Activities>;
+  return { state, calls, acts };
+}
+
