@@ -40,11 +40,23 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   const status: UpgradeStatus = { cluster, from: '', to: input.to, hops: [], phase: 'inventory', paused: false, nodes: {}, gates: [], snapshots: [], events: [] };
   const note = (text: string) => status.events.push(text);
   let aborted: string | undefined;
+  // Declared before the handlers: a signal buffered before the first await runs at setHandler.
+  let hop = '';
+  const childId = (node: string) => `${owner}/${hop}/${node}`;
 
   setHandler(statusQuery, () => status);
   setHandler(pauseSignal, (p) => { status.paused = true; note(`paused by ${p.by}${p.reason ? `: ${p.reason}` : ''}`); });
   setHandler(resumeSignal, (p) => { status.paused = false; note(`resumed by ${p.by}`); });
-  setHandler(abortSignal, (p) => { aborted = `aborted by ${p.by}${p.reason ? `: ${p.reason}` : ''}`; note(aborted); });
+  setHandler(abortSignal, async (p) => {
+    aborted = `aborted by ${p.by}${p.reason ? `: ${p.reason}` : ''}`;
+    note(aborted);
+    // A node waiting on a blocked drain would wait forever: it is told to abort too.
+    for (const [node, state] of Object.entries(status.nodes)) {
+      if (state.phase === 'blocked') {
+        await getExternalWorkflowHandle(childId(node)).signal(drainResolutionSignal, { action: 'abort', by: p.by, ...(p.reason ? { comment: p.reason } : {}) });
+      }
+    }
+  });
   setHandler(nodeBlockedSignal, ({ node, block }) => {
     const state = (status.nodes[node] ??= { phase: 'pending' });
     if (block) Object.assign(state, { phase: 'blocked', blocked: block });
@@ -74,8 +86,6 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     },
   });
 
-  let hop = '';
-  const childId = (node: string) => `${owner}/${hop}/${node}`;
   const setPhase = (phase: UpgradeStatus['phase']) => {
     status.phase = phase;
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.phase, value: phase }]);

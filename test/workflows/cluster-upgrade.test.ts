@@ -7,7 +7,7 @@ import { Worker } from '@temporalio/worker';
 import { fakeCluster } from '../helpers/fake-cluster.js';
 import type { Activities } from '../../activities/index.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
-import { resolveDrainUpdate, statusQuery } from '../../workflows/upgrade-messages.js';
+import { abortSignal, resolveDrainUpdate, statusQuery } from '../../workflows/upgrade-messages.js';
 import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
 
 describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
@@ -72,5 +72,19 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
     assert.ok(c.calls.filter(([n]) => n === 'uncordonNode').every(([, i]) => String(i.owner).startsWith('upgrade/block-')), 'only our cordons');
     assert.equal(c.calls.filter(([n]) => n === 'clearStageLabels').length, 1);
     assert.equal(c.state.kubelet.w2, '1.32.4', 'no downgrade, no upgrade of the aborted node');
+  });
+
+  it('an abort while a node is blocked tells that node to abort too, and compensates', async () => {
+    const c = fakeCluster({ blockDrainOf: 'w1' });
+    const status = await withWorker(c.acts, async (taskQueue) => {
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/abort-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33' }] });
+      for (let i = 0; (await handle.query(statusQuery)).nodes.w1?.phase !== 'blocked' && i < 200; i++) await new Promise((r) => setTimeout(r, 100));
+      await handle.signal(abortSignal, { by: 'frank', reason: 'maintenance window over' });
+      return handle.result();
+    });
+    assert.equal(status.phase, 'aborted');
+    assert.equal(status.outcome, 'aborted by frank: maintenance window over');
+    assert.ok(c.calls.some(([n, i]) => n === 'uncordonNode' && i.node === 'w1'));
+    assert.ok(!c.calls.some(([n, i]) => n === 'restartKubelet' && i.node === 'w2'), 'no node starts after the abort');
   });
 });
