@@ -138,7 +138,9 @@ export function createDrainActivities(deps: { clusters: ClusterResolver }) {
           const outcome = await evictPod(kube, pod, config.drain.gracePeriodSeconds);
           if (outcome.kind === 'gone') return leave(pod);
           if (outcome.kind === 'accepted') break;
-          blockedBy.set(key(pod), { pdbs: await pdbsCovering(kube, pod.namespace, labels.get(pod.uid) ?? {}), message: outcome.message });
+          // Which PDBs cover the pod does not change while it waits: list them once, not on every 429.
+          const pdbs = blockedBy.get(key(pod))?.pdbs ?? (await pdbsCovering(kube, pod.namespace, labels.get(pod.uid) ?? {}));
+          blockedBy.set(key(pod), { pdbs, message: outcome.message });
           beat();
           await pause(Math.min(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)] as number, Math.max(0, deadline - Date.now())), stop.signal);
         }
