@@ -1,52 +1,313 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { planToText } from '../client/render-plan.js';
-import { planUpgrade, type ClusterInventory } from '../rules/index.js';
-import { ensureTemporalBinary } from '../tooling/temporal-binary.js';
-import { createSkewlessWorker } from '../worker/create-worker.js';
-import { proceedSmokeSignal, smokeStatusQuery } from '../workflows/messages.js';
-import { toolchainSmokeWorkflow } from '../workflows/index.js';
-import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes.js';
+import { parseArgs } from 'node:util';
+import { Client, WorkflowFailedError } from '@temporalio/client';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { formatAvailability, startAvailabilitySampler, type AvailabilityReport, type AvailabilitySampler } from '../sim/availability-sampler.js';
+import { ensureSimBinaries } from '../sim/cluster/binaries.js';
+import { readDescription } from '../sim/description.js';
+import { startSimulation, type Simulation } from '../sim/simulation.js';
+import { temporalConfig } from '../worker/config.js';
+import { statusQuery, type NodeState, type UpgradeStatus } from '../workflows/upgrade-messages.js';
+import { startOperator, type Operator } from './operator.js';
+import { ProcessRegistry, type Started } from './processes.js';
+import { drainSecondsFromHistory, formatDuration, nodeTable, uiLink, type NodeRow } from './summary.js';
+import { ensureTemporal, type DemoTemporal } from './temporal-server.js';
 
 /**
- * The main job, as far as the project goes today: on the embedded Temporal dev server, a real
- * worker plans the example 3+7 cluster's upgrade from 1.32 to 1.34 inside a workflow and waits
- * for an operator's go-ahead; then the whole runbook is printed. Nothing is upgraded yet: the
- * simulated cluster and the upgrade workflow are the next issues, and this script grows into them.
+ * The main job (`npm run demo`): on the Temporal dev server (reused if one answers, else started),
+ * a simulated 3 + 5 node cluster at 1.32 is upgraded to 1.34 by the real `skewless upgrade`
+ * (watched live) and a real worker, while the demo plays the operator (gates, a blocked drain) and
+ * samples workload availability. Ends with a summary; everything it started is stopped on exit,
+ * on SIGINT/SIGTERM/SIGHUP, and when its output goes away (`npm run demo | head`).
+ *
+ * Exit status: 0 upgraded with no PodDisruptionBudget violated; 1 otherwise; 128+N when interrupted.
  */
-const example = (name: string) => fileURLToPath(new URL(`../../examples/${name}`, import.meta.url));
 
-async function run(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
-  const inventory = JSON.parse(readFileSync(example('inventory-3cp-7w.json'), 'utf8')) as ClusterInventory;
-  const available = JSON.parse(readFileSync(example('available.json'), 'utf8')) as string[];
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: { executable: { type: 'existing-path', path: ensureTemporalBinary() }, ip: '127.0.0.1', searchAttributes: ALL_SEARCH_ATTRIBUTES },
-  });
-  try {
-    const taskQueue = 'skewless-demo';
-    const worker = await createSkewlessWorker({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue });
-    await worker.runUntil(async () => {
-      const handle = await env.client.workflow.start(toolchainSmokeWorkflow, {
-        taskQueue,
-        workflowId: 'demo/plan-3cp-7w',
-        args: [{ from: '1.32.4', to: '1.34', available }],
-      });
-      const status = await handle.query(smokeStatusQuery);
-      console.log(`workflow ${handle.workflowId}: ${status.phase}, hops ${status.hops.join(' → ')}`);
-      await handle.signal(proceedSmokeSignal, { by: 'demo', comment: 'go ahead' });
-      const result = await handle.result();
-      console.log(`approved by ${result.proceededBy}; worker ran on Node ${result.workerNodeVersion}\n`);
-    });
-    console.log(planToText(planUpgrade({ inventory, to: '1.34', available, policy: { batchSize: 3, maxUnavailable: 2 } }), '1.34'));
-  } finally {
-    await env.teardown();
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const CLI = join(repoRoot, 'bin', 'skewless.js');
+const WORKER = join(repoRoot, 'dist', 'worker', 'main.js');
+const MARKER = '.skewless-demo';
+/** How long a drain waits for evictions before reporting the node blocked (the worker's cluster config). */
+const DRAIN_TIMEOUT_SECONDS = 20;
+
+const help = `Usage: npm run demo [-- --address HOST:PORT] [--ui-port N] [--state-dir DIR]
+
+Upgrades a simulated 3-control-plane, 5-worker cluster from 1.32 to 1.34 with the real skewless CLI,
+worker and Temporal, acting as the operator, and prints a summary.
+  --address    Temporal to use (default TEMPORAL_ADDRESS or 127.0.0.1:7233); reused if it answers,
+               else a dev server is started there and stopped at the end
+  --ui-port    the started dev server's UI port (default: the Temporal port + 1000)
+  --state-dir  where the run keeps its state and logs (default SKEWLESS_DEMO_DIR or .skewless/demo,
+               emptied at the start of each run)`;
+
+// ---- output that survives its reader going away -------------------------------------------
+let outputGone = false;
+const say = (line: string) => {
+  if (!outputGone) process.stdout.write(`${line}\n`);
+};
+const sayErr = (line: string) => {
+  if (!outputGone) process.stderr.write(`${line}\n`);
+};
+
+// ---- interruption --------------------------------------------------------------------------
+class Interrupted extends Error {
+  override name = 'Interrupted';
+  constructor(readonly reason: string, readonly exitCode: number) {
+    super(`interrupted (${reason})`);
   }
 }
+const interruption = new AbortController();
+let interruptedAt = 0;
+let forceExit: (() => void) | undefined;
+function interrupt(reason: string, exitCode: number): void {
+  if (interruption.signal.aborted) {
+    // A second interrupt a moment later (npm forwards the terminal's SIGINT as well) is the same one;
+    // a later one means "now": kill what is left without waiting.
+    if (Date.now() - interruptedAt > 2000) forceExit?.();
+    return;
+  }
+  interruptedAt = Date.now();
+  sayErr(`\n[demo] ${reason}: stopping everything the demo started`);
+  interruption.abort(new Interrupted(reason, exitCode));
+}
+const aborted = new Promise<never>((_, reject) => interruption.signal.addEventListener('abort', () => reject(interruption.signal.reason as Error), { once: true }));
+aborted.catch(() => undefined);
+/** Waits for `p` unless the demo is interrupted first. */
+const race = <T>(p: Promise<T>): Promise<T> => Promise.race([p, aborted]);
 
-run().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129], ['SIGPIPE', 141]] as const) {
+  process.on(signal, () => interrupt(signal, code));
+}
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    outputGone = true; // the reader is gone (EPIPE): say nothing more, tear down quietly
+    interrupt(err.code ?? 'output error', 141);
+  });
+}
+
+const withTimeout = <T>(p: Promise<T>, ms: number, what: string): Promise<T | undefined> =>
+  Promise.race([p, new Promise<undefined>((r) => setTimeout(() => { sayErr(`[demo] ${what} did not finish within ${ms / 1000} s`); r(undefined); }, ms).unref())]);
+
+// ---- the run --------------------------------------------------------------------------------
+interface Resources {
+  registry?: ProcessRegistry;
+  temporal?: DemoTemporal;
+  worker?: Started;
+  upgrade?: Started;
+  simStarting?: Promise<Simulation>;
+  sim?: Simulation;
+  sampler?: AvailabilitySampler;
+  operator?: Operator;
+  client?: Client;
+  workflowStarted?: boolean;
+}
+
+function prepareStateDir(dir: string): void {
+  if (existsSync(dir) && readdirSync(dir).length > 0 && !existsSync(join(dir, MARKER))) {
+    throw new Error(`refusing to empty ${dir}: it is not a demo state folder (no ${MARKER} in it)`);
+  }
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(join(dir, 'logs'), { recursive: true });
+  writeFileSync(join(dir, MARKER), 'state of `npm run demo`; emptied at the start of each run\n');
+}
+
+const kubeletOf = async (sim: Simulation) =>
+  Object.fromEntries((await sim.kube.core.listNode()).items.map((n) => [n.metadata?.name ?? '?', n.status?.nodeInfo?.kubeletVersion ?? '?']));
+
+async function run(r: Resources, t0: number): Promise<number> {
+  const { values } = parseArgs({ options: { address: { type: 'string' }, 'ui-port': { type: 'string' }, 'state-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  if (values.help) {
+    say(help);
+    return 0;
+  }
+  const config = temporalConfig();
+  const address = values.address ?? config.address;
+  const stateDir = resolve(values['state-dir'] ?? process.env.SKEWLESS_DEMO_DIR ?? join(repoRoot, '.skewless', 'demo'));
+  prepareStateDir(stateDir);
+  const registry = (r.registry = new ProcessRegistry(join(stateDir, 'pids.json')));
+  process.on('exit', () => registry.killAllNow()); // whatever path the process leaves by
+  forceExit = () => {
+    sayErr('[demo] second interrupt: killing what is left');
+    registry.killAllNow();
+    process.exit(137);
+  };
+  const description = readDescription(join(repoRoot, 'demo', 'cluster.yaml'));
+  const cluster = description.name;
+  const workflowId = `upgrade/${cluster}`;
+  const taskQueue = `skewless-demo-${process.pid}`;
+  say(`[demo] state and logs in ${stateDir}`);
+
+  // Binaries first: building them (first run only) blocks, and nothing of ours is running yet.
+  const binaries = ensureSimBinaries();
+  const temporal = (r.temporal = await race(ensureTemporal({
+    address, namespace: config.namespace, ...(values['ui-port'] ? { uiPort: Number(values['ui-port']) } : {}), stateDir, registry, say, signal: interruption.signal,
+  })));
+  const childEnv = { ...process.env, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace, SKEWLESS_TASK_QUEUE: taskQueue };
+
+  // The worker bundles its workflows while the simulated cluster comes up.
+  const simDir = join(stateDir, 'sim');
+  const clustersDir = join(simDir, 'clusters');
+  let workerReady!: () => void;
+  const ready = new Promise<void>((res) => (workerReady = res));
+  const worker = (r.worker = registry.spawn('worker', process.execPath, [WORKER], {
+    env: { ...childEnv, SKEWLESS_CLUSTERS_DIR: clustersDir },
+    logFile: join(stateDir, 'logs', 'worker.log'),
+    onLine: (line) => line.startsWith('skewless worker:') && workerReady(),
+  }));
+  say(`[demo] started the worker (pid ${worker.pid}) on task queue ${taskQueue}`);
+  const workerDied = worker.exited.then((code) => {
+    throw new Error(`the worker exited (status ${code}); see ${join(stateDir, 'logs', 'worker.log')}`);
+  });
+  workerDied.catch(() => undefined);
+
+  say(`[demo] starting the simulated cluster "${cluster}": ${description.nodes.length} nodes at ${description.version}, repository ${description.nodes[0]?.repository.join(', ')}`);
+  r.simStarting = startSimulation(description, { stateDir: simDir, binaries });
+  const sim = (r.sim = await race(r.simStarting));
+  for (const [name, p] of Object.entries(sim.controlPlane.processes)) if (p.pid) registry.record(`sim-${name}`, p.pid);
+  registry.recordPort('kube-apiserver', Number(new URL(sim.server).port));
+  registry.recordPort('etcd', Number(new URL(sim.etcdEndpoint).port));
+  for (const h of sim.endpoints.ssh.hosts) registry.recordPort(`ssh-${h.name}`, h.port);
+  // A drain that cannot finish reports "blocked" after this long (the simulation's default is 60 s).
+  const configFile = join(clustersDir, `${cluster}.yaml`);
+  const clusterConfig = parseYaml(readFileSync(configFile, 'utf8')) as { drain?: Record<string, unknown> };
+  clusterConfig.drain = { ...clusterConfig.drain, timeoutSeconds: DRAIN_TIMEOUT_SECONDS };
+  writeFileSync(configFile, stringifyYaml(clusterConfig));
+  say(`[demo] cluster up: API ${sim.server}, ${sim.endpoints.ssh.hosts.length} SSH hosts; kube-apiserver pid ${sim.controlPlane.processes.apiserver.pid}`);
+  for (const w of description.workloads) {
+    const pdb = w.pdb ? `, PDB ${Object.entries(w.pdb).map(([k, v]) => `${k} ${v}`).join('')}` : '';
+    say(`[demo]   ${w.kind} ${w.namespace}/${w.name}${w.kind === 'DaemonSet' ? '' : ` × ${w.replicas}`}${pdb}`);
+  }
+  await race(Promise.race([ready, workerDied]));
+  say(`[demo] worker polling; all processes: ${Object.entries(registry.pids).map(([n, p]) => `${n} ${p}`).join(', ')}`);
+
+  const before = await kubeletOf(sim);
+  r.client = new Client({ connection: temporal.connection, namespace: temporal.namespace });
+  const handle = r.client.workflow.getHandle(workflowId);
+  const previous = await handle.describe().catch(() => undefined);
+  if (previous?.status.name === 'RUNNING') {
+    say(`[demo] ${workflowId} from an earlier demo is still running on this server: terminating it`);
+    await handle.terminate('superseded by a new demo run');
+  }
+
+  r.sampler = startAvailabilitySampler(sim.kube, { intervalMs: 500 });
+  const skewless = (args: string[], onLine: (line: string) => void) =>
+    registry.spawn(`skewless-${args[0]}`, process.execPath, [CLI, ...args], { env: childEnv, cwd: repoRoot, onLine, onErrLine: (l) => sayErr(l) });
+  // The operator's acknowledgement of the budget the pre-flight audit flags (it is resolved when it blocks).
+  const blocking = description.workloads.filter((w) => w.pdb?.minAvailable !== undefined && Number(w.pdb.minAvailable) >= w.replicas).map((w) => `${w.namespace}/${w.name}`);
+  const upgradeArgs = ['upgrade', '--cluster', cluster, '--to', '1.34', '--canary', '1', '--batch-size', '2', '--max-unavailable', '2',
+    '--approve-workers', '--approve-canary', ...blocking.flatMap((b) => ['--acknowledge', b])];
+  for (const b of blocking) say(`[operator] pre-flight will flag PodDisruptionBudget ${b} (it allows no eviction): acknowledged, to be handled when its drain blocks`);
+  say(`[operator] $ skewless ${upgradeArgs.join(' ')}`);
+  const tUpgrade = Date.now();
+  const upgrade = (r.upgrade = skewless(upgradeArgs, (line) => say(line)));
+  r.workflowStarted = true;
+  const operator = (r.operator = startOperator({
+    client: r.client, workflowId, cluster, kube: sim.kube, say,
+    skewless: (args) => skewless(args, (line) => say(`[operator]   ${line}`)).exited,
+  }));
+  const cliCode = await race(Promise.race([upgrade.exited, workerDied]));
+  const upgradeMs = Date.now() - tUpgrade;
+  await operator.stop();
+  const report: AvailabilityReport = await r.sampler.stop();
+  r.sampler = undefined;
+
+  let status: UpgradeStatus;
+  let failure: string | undefined;
+  try {
+    status = (await handle.result()) as UpgradeStatus;
+  } catch (err) {
+    failure = err instanceof WorkflowFailedError ? (err.cause?.message ?? err.message) : (err as Error).message;
+    status = await handle.query(statusQuery);
+  }
+  r.workflowStarted = false; // closed: nothing to terminate
+  const runId = (await handle.describe()).runId;
+  const after = await kubeletOf(sim);
+  const target = status.hops.at(-1) ?? status.to;
+
+  const rows: NodeRow[] = [];
+  for (const name of Object.keys(before).sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))) {
+    // from/version/drainSeconds come with the workflow's NodeState where it reports them; else from the API and history.
+    const n = status.nodes[name] as (NodeState & { from?: string; version?: string; drainSeconds?: number }) | undefined;
+    let drain = n?.drainSeconds;
+    if (drain === undefined) {
+      const perHop = await Promise.all(status.hops.map((h) => drainSecondsFromHistory(r.client as Client, `${workflowId}/${h}/${name}`).catch(() => undefined)));
+      drain = perHop.some((s) => s !== undefined) ? perHop.reduce<number>((sum, s) => sum + (s ?? 0), 0) : undefined;
+    }
+    const role = description.nodes.find((d) => d.name === name)?.role ?? '?';
+    const from = n?.from ? `v${n.from.replace(/^v/, '')}` : (before[name] ?? '?');
+    const note = [operator.blocked[name], n?.phase !== 'done' && n?.phase !== 'pending' ? n?.phase : undefined].filter(Boolean).join('; ');
+    rows.push({ node: name, role, from, to: after[name] ?? '?', ...(drain !== undefined ? { drainSeconds: drain } : {}), ...(note ? { note } : {}) });
+  }
+  const notAtTarget = rows.filter((row) => row.to !== `v${target}`).map((row) => row.node);
+  const upgraded = cliCode === 0 && !failure && status.phase === 'done' && notAtTarget.length === 0;
+
+  say('');
+  say(`== summary: ${workflowId} ${upgraded ? 'upgraded' : 'NOT upgraded'}: ${status.from} → ${status.hops.join(' → ')} (${status.outcome ?? failure ?? status.phase}) ==`);
+  say('');
+  say(nodeTable(rows));
+  say('');
+  say('etcd snapshots:');
+  for (const s of status.snapshots) say(`  before ${s.hop}: ${s.localPath} (${s.sizeBytes} bytes, revision ${s.revision}, sha256 ${s.sha256.slice(0, 16)}…)`);
+  if (status.snapshots.length === 0) say('  none');
+  say('operator actions:');
+  for (const a of operator.actions) say(`  - ${a}`);
+  say(`workload availability (${report.samples} samples, every 0.5 s): ${report.violated ? 'VIOLATED: a Deployment went below its PodDisruptionBudget' : 'OK: no PodDisruptionBudget went below its floor'}`);
+  for (const line of formatAvailability(report).split('\n')) say(`  ${line}`);
+  say(`Temporal UI: ${uiLink(temporal.uiUrl, temporal.namespace, workflowId, runId)}`);
+  if (!temporal.reused) say(`  (the dev server stops with the demo; to browse this run later: npx skewless dev-server --db ${temporal.db}${address === '127.0.0.1:7233' ? '' : ` --port ${new URL(`http://${address}`).port}`})`);
+  say(`wall time: ${formatDuration(Date.now() - t0)} (upgrade ${formatDuration(upgradeMs)})`);
+  if (notAtTarget.length) say(`[demo] not at v${target}: ${notAtTarget.join(', ')}`);
+  return upgraded && !report.violated ? 0 : 1;
+}
+
+/** Stops everything this run started, in dependency order; a reused Temporal server is left running. */
+async function teardown(r: Resources, reason: string): Promise<void> {
+  if (r.operator) await withTimeout(r.operator.stop(), 10_000, 'the operator');
+  if (r.sampler) await withTimeout(r.sampler.stop(), 5_000, 'the availability sampler');
+  if (r.workflowStarted && r.client) {
+    const handle = r.client.workflow.getHandle(`upgrade/${r.sim?.description.name ?? 'demo'}`);
+    await withTimeout(
+      handle.describe().then((d) => (d.status.name === 'RUNNING' ? handle.terminate(`demo stopped: ${reason}`).then(() => sayErr('[demo] terminated the running upgrade workflow')) : undefined)).catch(() => undefined),
+      5_000, 'terminating the workflow');
+  }
+  const registry = r.registry;
+  if (registry && r.upgrade) await registry.stop(r.upgrade, 5_000);
+  if (registry && r.worker) await registry.stop(r.worker, 10_000);
+  const sim = r.sim ?? (r.simStarting ? await withTimeout(r.simStarting.catch(() => undefined), 30_000, 'the simulation start') : undefined);
+  if (sim) await withTimeout(sim.stop(), 30_000, 'stopping the simulation');
+  await r.temporal?.connection.close().catch(() => undefined);
+  if (registry && r.temporal?.server) await registry.stop(r.temporal.server, 10_000);
+  registry?.killAllNow();
+}
+
+async function main(): Promise<void> {
+  const t0 = Date.now();
+  const r: Resources = {};
+  let code = 1;
+  let reason = 'finished';
+  try {
+    code = await run(r, t0);
+  } catch (err) {
+    if (err instanceof Interrupted) {
+      code = err.exitCode;
+      reason = err.reason;
+    } else {
+      sayErr(`[demo] failed: ${(err as Error).stack ?? String(err)}`);
+      code = 1;
+      reason = 'failed';
+    }
+  }
+  if (interruption.signal.aborted) {
+    const i = interruption.signal.reason as Interrupted;
+    code = i.exitCode;
+    reason = i.reason;
+  }
+  await teardown(r, reason);
+  const stopped = r.registry ? Object.keys(r.registry.pids).length : 0;
+  sayErr(`[demo] stopped ${stopped} process(es) it started${r.temporal?.reused ? '; the reused Temporal server keeps running' : ''}`);
+  process.exit(code);
+}
+
+void main();
