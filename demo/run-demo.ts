@@ -30,7 +30,7 @@ const CLI = join(repoRoot, 'bin', 'skewless.js');
 const WORKER = join(repoRoot, 'dist', 'worker', 'main.js');
 const MARKER = '.skewless-demo';
 /** How long a drain waits for evictions before reporting the node blocked (the worker's cluster config). */
-const DRAIN_TIMEOUT_SECONDS = 20;
+const DRAIN_TIMEOUT_SECONDS = 12;
 
 const help = `Usage: npm run demo [-- --address HOST:PORT] [--ui-port N] [--state-dir DIR]
 
@@ -43,12 +43,12 @@ worker and Temporal, acting as the operator, and prints a summary.
                emptied at the start of each run)`;
 
 // ---- output that survives its reader going away -------------------------------------------
-let outputGone = false;
+const gone = new Set<NodeJS.WriteStream>();
 const say = (line: string) => {
-  if (!outputGone) process.stdout.write(`${line}\n`);
+  if (!gone.has(process.stdout)) process.stdout.write(`${line}\n`);
 };
 const sayErr = (line: string) => {
-  if (!outputGone) process.stderr.write(`${line}\n`);
+  if (!gone.has(process.stderr)) process.stderr.write(`${line}\n`);
 };
 
 // ---- interruption --------------------------------------------------------------------------
@@ -82,7 +82,7 @@ for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]
 }
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (err: NodeJS.ErrnoException) => {
-    outputGone = true; // the reader is gone (EPIPE): say nothing more, tear down quietly
+    gone.add(stream); // its reader is gone (EPIPE): write nothing more there, and tear down
     interrupt(err.code ?? 'output error', 141);
   });
 }
@@ -265,17 +265,24 @@ async function run(r: Resources, t0: number): Promise<number> {
 /** Stops everything this run started, in dependency order; a reused Temporal server is left running. */
 async function teardown(r: Resources, reason: string): Promise<void> {
   if (r.operator) await withTimeout(r.operator.stop(), 10_000, 'the operator');
-  if (r.sampler) await withTimeout(r.sampler.stop(), 5_000, 'the availability sampler');
+  // Its report is not needed any more; a sample in flight may wait on an API that is going away.
+  void r.sampler?.stop().catch(() => undefined);
   if (r.workflowStarted && r.client) {
+    // Not left running on a reused server (nor in the history of our own, which can be served again).
     const handle = r.client.workflow.getHandle(`upgrade/${r.sim?.description.name ?? 'demo'}`);
-    await withTimeout(
-      handle.describe().then((d) => (d.status.name === 'RUNNING' ? handle.terminate(`demo stopped: ${reason}`).then(() => sayErr('[demo] terminated the running upgrade workflow')) : undefined)).catch(() => undefined),
-      5_000, 'terminating the workflow');
+    const outcome = await Promise.race([
+      handle.describe()
+        .then(async (d) => (d.status.name === 'RUNNING' ? (await handle.terminate(`demo stopped: ${reason}`), 'terminated') : 'closed'))
+        .catch(() => 'unreachable'),
+      new Promise<string>((res) => setTimeout(() => res('unreachable'), 3_000).unref()),
+    ]);
+    if (outcome === 'terminated') sayErr('[demo] terminated the running upgrade workflow');
+    if (outcome === 'unreachable') sayErr('[demo] could not terminate the upgrade workflow (Temporal already stopping?)');
   }
   const registry = r.registry;
   if (registry && r.upgrade) await registry.stop(r.upgrade, 5_000);
   if (registry && r.worker) await registry.stop(r.worker, 10_000);
-  const sim = r.sim ?? (r.simStarting ? await withTimeout(r.simStarting.catch(() => undefined), 30_000, 'the simulation start') : undefined);
+  const sim = r.sim ?? (r.simStarting ? await withTimeout(r.simStarting.catch(() => undefined), 15_000, 'the simulation start') : undefined);
   if (sim) await withTimeout(sim.stop(), 30_000, 'stopping the simulation');
   await r.temporal?.connection.close().catch(() => undefined);
   if (registry && r.temporal?.server) await registry.stop(r.temporal.server, 10_000);
