@@ -7,7 +7,7 @@ import { Worker } from '@temporalio/worker';
 import type { Activities } from '../../activities/index.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
-import { approveUpdate, resolveDrainUpdate, statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { fakeCluster } from '../helpers/fake-cluster.js';
 import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
 
@@ -94,6 +94,28 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
     const w2 = c.calls.filter(([, i]) => i.node === 'w2').map(([n]) => n);
     assert.deepEqual(w2, ['cordonNode', 'drainNode', 'uncordonNode'], 'the second hop leaves w2 alone; the end of the run uncordons it');
     assert.match(status.outcome ?? '', /upgraded to 1\.34\.2; .*w2 at 1\.32\.4.*skipped: w2; no node left cordoned by this run/);
+  });
+
+  it('pause lets the node in flight finish and starts no other until resume', async () => {
+    const c = fakeCluster();
+    const status = await withWorker(c.acts, async (taskQueue) => {
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue, workflowId: `upgrade/pause-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33', policy: { approveWorkers: true } }],
+      });
+      await waitFor('the workers gate', async () => (await handle.query(statusQuery)).gates.length === 1);
+      await handle.signal(pauseSignal, { by: 'dee', reason: 'lunch' });
+      await handle.executeUpdate(approveUpdate, { args: [{ gate: 'workers-1.33.7', by: 'dee' }] });
+      await new Promise((r) => setTimeout(r, 3000)); // long enough for a mocked node to go through
+      const paused = await handle.query(statusQuery);
+      assert.equal(paused.paused, true);
+      assert.ok(!c.calls.some(([n, i]) => n === 'cordonNode' && String(i.node).startsWith('w')), 'no worker started while paused');
+      assert.equal((await handle.describe()).memo?.paused, true, 'the list view shows it paused');
+      await handle.signal(resumeSignal, { by: 'dee' });
+      return handle.result();
+    });
+    assert.equal(status.phase, 'done');
+    assert.deepEqual(status.events.filter((e) => /paused|resumed/.test(e)), ['paused by dee: lunch', 'resumed by dee']);
+    assert.equal(c.state.kubelet.w2, '1.33.7');
   });
 
   it('shows the runbook in the event list, and cluster, versions and progress in the list view', async () => {
