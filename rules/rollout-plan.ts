@@ -138,3 +138,18 @@ export function planRollout(nodes: readonly PlanNode[], policy: RolloutPolicy = 
     policy: { canary: canaryNodes.length, batchSize, maxUnavailable, order },
   };
 }
+
+/**
+ * The plan with some workers taken out (nodes the operator skipped): their phases shrink, and a
+ * phase left empty goes. Control planes are never taken out.
+ */
+export function withoutNodes(plan: RolloutPlan, nodes: readonly string[]): RolloutPlan {
+  if (nodes.length === 0) return plan;
+  const out = new Set(nodes.filter((n) => !plan.controlPlanes.includes(n)));
+  const phases = plan.phases
+    .map((p) => ({ ...p, nodes: p.nodes.filter((n) => !out.has(n)) }))
+    .filter((p) => p.nodes.length > 0)
+    .map((p) => ({ ...p, maxUnavailable: Math.min(p.maxUnavailable, p.nodes.length) }));
+  const stageLabels = Object.fromEntries(Object.entries(plan.stageLabels).filter(([n]) => !out.has(n)));
+  return { ...plan, phases, stageLabels };
+}

@@ -59,7 +59,9 @@ function writeClusterConfig(e: SimulationEndpoints, snapshotsDir: string): void 
     'snapshots:',
     `  dir: ${snapshotsDir}`,
     'drain:',
-    '  timeoutSeconds: 60',
+    // Above the disruption controller's 2-minute hold on an evicted pod's name: a StatefulSet's
+    // replacement (same name) is not counted healthy by its PDB until that hold expires.
+    '  timeoutSeconds: 300',
     '',
   ];
   writeFileSync(join(e.clustersDir, `${e.cluster}.yaml`), lines.join('\n'));

@@ -1,8 +1,10 @@
 import {
-  ApplicationFailure, CancellationScope, condition, executeChild, getExternalWorkflowHandle, setHandler, sleep,
-  upsertSearchAttributes, workflowInfo, allHandlersFinished,
+  ApplicationFailure, CancellationScope, condition, continueAsNew, executeChild, getExternalWorkflowHandle, setHandler, sleep,
+  upsertMemo, upsertSearchAttributes, workflowInfo, allHandlersFinished,
 } from '@temporalio/workflow';
-import { checkSkew, planUpgrade, type RolloutPolicy, type UpgradePlan } from '../rules/index.js';
+import {
+  buildRunbook, checkRunbook, checkSkew, planUpgrade, withoutNodes, type RolloutPlan, type RolloutPolicy, type UpgradePlan,
+} from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { drainResolutionSignal } from './node-messages.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-workflow.js';
@@ -24,29 +26,62 @@ export interface UpgradePolicy extends RolloutPolicy {
   drainTimeoutSeconds?: number;
   kubeletTimeoutSeconds?: number;
   verifySeconds?: number;
+  /**
+   * Continue as new at the next safe point (between hops, between worker phases) once the run's
+   * history has this many events, or when the server suggests it. Default 4,000.
+   */
+  continueAsNewAfterEvents?: number;
 }
 
 export interface UpgradeInput {
   cluster: string;
   to: string;
   policy?: UpgradePolicy;
+  /** Set only by the workflow itself when it continues as new: where the previous run stopped. */
+  carried?: CarriedUpgrade;
 }
 
-/** The durable upgrade of one cluster, workflow id `upgrade/<cluster>`. */
+/** What one run hands the next: the plan (not re-planned), the status so far, and the next safe point. */
+export interface CarriedUpgrade {
+  plan: { from: string; hops: string[]; rollout: RolloutPlan };
+  status: UpgradeStatus;
+  /** The hop to go on with, and its next worker phase (-1: the hop has not started). */
+  cursor: { hop: number; phase: number };
+}
+
+const DEFAULT_CONTINUE_AFTER_EVENTS = 4_000;
+const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
+
+/**
+ * The durable upgrade of one cluster, workflow id `upgrade/<cluster>`: plan, then per hop the etcd
+ * snapshot, the control planes one at a time, the canary and the batches, each node a child workflow.
+ */
 export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<UpgradeStatus> {
   const { cluster } = input;
   const policy = input.policy ?? {};
   const owner = workflowInfo().workflowId;
-  const status: UpgradeStatus = { cluster, from: '', to: input.to, hops: [], phase: 'inventory', paused: false, nodes: {}, gates: [], snapshots: [], events: [] };
+  const status: UpgradeStatus = input.carried?.status ??
+    { cluster, from: '', to: input.to, hops: [], phase: 'inventory', paused: false, nodes: {}, gates: [], snapshots: [], events: [], skipped: [], runs: 0 };
   const note = (text: string) => status.events.push(text);
   let aborted: string | undefined;
   // Declared before the handlers: a signal buffered before the first await runs at setHandler.
-  let hop = '';
+  let hop = status.hop ?? '';
   const childId = (node: string) => `${owner}/${hop}/${node}`;
 
+  /** The memo answers "where is this upgrade" in the UI without a query. */
+  const updateMemo = () => {
+    const nodes = Object.values(status.nodes);
+    upsertMemo({
+      from: status.from, to: status.to, hop: status.hop ?? null, phase: status.phase, paused: status.paused,
+      progress: `${nodes.filter((n) => n.phase === 'done').length}/${nodes.length} nodes done`,
+      blocked: Object.entries(status.nodes).filter(([, n]) => n.phase === 'blocked').map(([name]) => name),
+      skipped: status.skipped,
+    });
+  };
+
   setHandler(statusQuery, () => status);
-  setHandler(pauseSignal, (p) => { status.paused = true; note(`paused by ${p.by}${p.reason ? `: ${p.reason}` : ''}`); });
-  setHandler(resumeSignal, (p) => { status.paused = false; note(`resumed by ${p.by}`); });
+  setHandler(pauseSignal, (p) => { status.paused = true; note(`paused by ${p.by}${p.reason ? `: ${p.reason}` : ''}`); updateMemo(); });
+  setHandler(resumeSignal, (p) => { status.paused = false; note(`resumed by ${p.by}`); updateMemo(); });
   setHandler(abortSignal, async (p) => {
     aborted = `aborted by ${p.by}${p.reason ? `: ${p.reason}` : ''}`;
     note(aborted);
@@ -61,6 +96,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     const state = (status.nodes[node] ??= { phase: 'pending' });
     if (block) Object.assign(state, { phase: 'blocked', blocked: block });
     else Object.assign(state, { phase: 'draining', blocked: undefined });
+    updateMemo();
   });
   setHandler(approveUpdate, (approval) => {
     const gate = status.gates.find((g) => g.name === approval.gate && !g.approvedBy) as GateState;
@@ -89,6 +125,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   const setPhase = (phase: UpgradeStatus['phase']) => {
     status.phase = phase;
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.phase, value: phase }]);
+    updateMemo();
   };
   const gate = async (name: string, needsApproval: boolean, soakSeconds = 0) => {
     if (!needsApproval && soakSeconds <= 0) return;
@@ -97,6 +134,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     setPhase('gate');
     if (needsApproval) await condition(() => g.approvedBy !== undefined || aborted !== undefined);
     else {
+      g.opensAt = new Date(Date.now() + soakSeconds * 1000).toISOString();
       note(`soak ${soakSeconds} s after ${name}`);
       await Promise.race([sleep(soakSeconds * 1000), condition(() => aborted !== undefined)]);
       g.approvedBy = 'soak';
@@ -106,15 +144,23 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     const role = plan.rollout.controlPlanes.includes(node) ? 'control-plane' : 'worker';
     const state = (status.nodes[node] ??= { phase: 'pending' });
     state.phase = step === 'control-plane' ? 'upgrading-control-plane' : 'draining';
+    state.startedAt ??= nowIso();
     const result = await executeChild(nodeUpgradeWorkflow, {
       workflowId: childId(node),
+      staticSummary: step === 'control-plane' ? `control plane of ${node} to v${hop}` : `${node}: drain, kubelet v${hop}, uncordon`,
       args: [{ cluster, node, role, version: hop, step, owner, kubeletTimeoutSeconds: policy.kubeletTimeoutSeconds ?? 300,
         verifySeconds: policy.verifySeconds ?? 60, ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}), ...extra }],
     });
     state.phase = result.outcome === 'done' ? (step === 'control-plane' ? 'pending' : 'done') : result.outcome;
+    state.finishedAt = nowIso();
+    if (result.drainSeconds !== undefined) state.drainSeconds = (state.drainSeconds ?? 0) + result.drainSeconds;
+    if (result.outcome === 'done' && step === 'node') state.version = hop;
     delete state.blocked;
     if (result.outcome === 'aborted') aborted ??= `aborted at node ${node}`;
-    if (result.outcome === 'skipped') note(`${node} skipped: left cordoned at its old version`);
+    if (result.outcome === 'skipped') {
+      status.skipped.push(node);
+      note(`${node} skipped by the operator: stays cordoned at ${state.version ?? state.from ?? 'its old version'} until the run ends`);
+    }
     return result;
   };
   /** Runs a phase's nodes with at most `width` in flight, never starting one while paused or aborted. */
@@ -129,54 +175,91 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     }
     await Promise.all(running);
   };
+  /** Between hops and worker phases no child runs and no gate waits: the next run can take over. */
+  const continueIfLong = async (cursor: CarriedUpgrade['cursor']) => {
+    const info = workflowInfo();
+    if (aborted || !(info.continueAsNewSuggested || info.historyLength >= (policy.continueAsNewAfterEvents ?? DEFAULT_CONTINUE_AFTER_EVENTS))) return;
+    await condition(allHandlersFinished);
+    status.runs++;
+    note(`continued as new at ${info.historyLength} events (run ${status.runs + 1})`);
+    await continueAsNew<typeof clusterUpgradeWorkflow>({ ...input, carried: { plan: { from: plan.from, hops: plan.hops, rollout: plan.rollout }, status, cursor } });
+  };
 
-  // Plan: the inventory, what the repository offers, and the rules' verdict, before touching anything.
-  const inventory = await a.takeInventory({ cluster });
-  const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '' });
-  const plan: UpgradePlan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: input.to, available, policy }));
-  Object.assign(status, { from: plan.from, hops: plan.hops });
-  for (const [node, stage] of Object.entries(plan.rollout.stageLabels)) status.nodes[node] = { phase: 'pending', stage };
-  upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.cluster, value: cluster }, { key: SEARCH_ATTRIBUTES.targetVersion, value: plan.hops.at(-1) ?? plan.from }]);
-  if (!plan.skew.compliant) {
-    const f = plan.skew.failure;
-    throw ApplicationFailure.nonRetryable(`refusing to start: ${f?.step ? `step "${f.step.detail}" of ${f.step.hop}` : 'the cluster as it is'} breaks the skew policy: ${f?.violations.map((v) => `${v.component} on ${v.node} at ${v.version}: ${v.rule}`).join('; ')}`, 'SkewViolation');
+  let plan: CarriedUpgrade['plan'];
+  let live: Awaited<ReturnType<typeof a.takeInventory>> | undefined;
+  if (input.carried) {
+    plan = input.carried.plan;
+  } else {
+    // Plan: the inventory, what the repository offers, and the rules' verdict, before touching anything.
+    const inventory = await a.takeInventory({ cluster });
+    live = inventory;
+    const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '' });
+    const full: UpgradePlan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: input.to, available, policy }));
+    plan = full;
+    Object.assign(status, { from: full.from, hops: full.hops });
+    const kubeletOf = new Map((inventory.skew.kubelets ?? []).map((k) => [k.node, k.version]));
+    for (const [node, stage] of Object.entries(full.rollout.stageLabels)) {
+      const from = kubeletOf.get(node);
+      status.nodes[node] = { phase: 'pending', stage, ...(from ? { from, version: from } : {}) };
+    }
+    upsertSearchAttributes([
+      { key: SEARCH_ATTRIBUTES.cluster, value: cluster },
+      { key: SEARCH_ATTRIBUTES.fromVersion, value: full.from },
+      { key: SEARCH_ATTRIBUTES.targetVersion, value: full.hops.at(-1) ?? full.from },
+    ]);
+    updateMemo();
+    if (!full.skew.compliant) throw skewFailure('refusing to start', full.skew.failure);
+    const unacknowledged = inventory.pdbFindings.filter((f) => f.severity === 'error' && !(policy.acknowledge ?? []).includes(`${f.namespace}/${f.name}`));
+    if (unacknowledged.length > 0) {
+      throw ApplicationFailure.nonRetryable(`refusing to start: ${unacknowledged.map((f) => f.message).join('; ')} (acknowledge with namespace/name to proceed)`, 'PreflightBlocked');
+    }
+    const notReady = inventory.nodes.filter((n) => !n.ready).map((n) => n.name);
+    if (notReady.length > 0) throw ApplicationFailure.nonRetryable(`refusing to start: nodes not Ready: ${notReady.join(', ')}`, 'PreflightBlocked');
   }
-  const unacknowledged = inventory.pdbFindings.filter((f) => f.severity === 'error' && !(policy.acknowledge ?? []).includes(`${f.namespace}/${f.name}`));
-  if (unacknowledged.length > 0) {
-    throw ApplicationFailure.nonRetryable(`refusing to start: ${unacknowledged.map((f) => f.message).join('; ')} (acknowledge with namespace/name to proceed)`, 'PreflightBlocked');
-  }
-  const notReady = inventory.nodes.filter((n) => !n.ready).map((n) => n.name);
-  if (notReady.length > 0) throw ApplicationFailure.nonRetryable(`refusing to start: nodes not Ready: ${notReady.join(', ')}`, 'PreflightBlocked');
 
   const [first] = plan.rollout.controlPlanes as [string];
+  const cursor = input.carried?.cursor ?? { hop: 0, phase: -1 };
   try {
-    for (const h of plan.hops) {
-      if (aborted) break;
-      hop = h;
-      status.hop = h;
-      setPhase('backup');
-      const snap = await a.snapshotEtcd({ cluster, node: first, hop });
-      status.snapshots.push({ hop, remotePath: snap.remotePath, localPath: snap.localPath, sizeBytes: snap.sizeBytes, sha256: snap.sha256, revision: snap.revision });
-      setPhase('preflight');
-      // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
-      await a.installPackages({ cluster, node: first, version: hop, packages: ['kubeadm'] });
-      await a.kubeadmUpgradePlan({ cluster, node: first, version: hop });
-      await a.setStageLabels({ cluster, labels: plan.rollout.stageLabels, owner });
-      setPhase('control-plane');
-      for (const [i, cp] of plan.rollout.controlPlanes.entries()) {
-        await condition(() => aborted !== undefined || !status.paused);
-        if (aborted) break;
-        await runNode(cp, 'control-plane', { first: i === 0 });
+    for (let h = cursor.hop; h < plan.hops.length && !aborted; h++) {
+      hop = plan.hops[h] as string;
+      status.hop = hop;
+      // Skipped nodes stay where they are; the rest of the plan goes on without them.
+      const rollout = withoutNodes(plan.rollout, status.skipped);
+      const workerPhases = rollout.phases.filter((p) => p.kind !== 'control-plane');
+      const startPhase = h === cursor.hop ? cursor.phase : -1;
+      if (startPhase < 0) {
+        // Every step of this hop judged on the cluster as it is now, skipped nodes included.
+        live ??= await a.takeInventory({ cluster });
+        const check = checkRunbook(live.skew, buildRunbook([hop], rollout));
+        if (!check.compliant) throw skewFailure(`refusing hop ${hop}`, check.failure);
+        live = undefined;
+        setPhase('backup');
+        const snap = await a.snapshotEtcd({ cluster, node: first, hop });
+        status.snapshots.push({ hop, remotePath: snap.remotePath, localPath: snap.localPath, sizeBytes: snap.sizeBytes, sha256: snap.sha256, revision: snap.revision });
+        setPhase('preflight');
+        // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
+        await a.installPackages({ cluster, node: first, version: hop, packages: ['kubeadm'] });
+        await a.kubeadmUpgradePlan({ cluster, node: first, version: hop });
+        await a.setStageLabels({ cluster, labels: rollout.stageLabels, owner });
+        setPhase('control-plane');
+        for (const [i, cp] of rollout.controlPlanes.entries()) {
+          await condition(() => aborted !== undefined || !status.paused);
+          if (aborted) break;
+          await runNode(cp, 'control-plane', { first: i === 0 });
+        }
+        for (const cp of rollout.controlPlanes) if (!aborted) await window([cp], 1);
+        if (!aborted) await gate(`workers-${hop}`, policy.approveWorkers ?? false);
+        setPhase('workers');
       }
-      for (const cp of plan.rollout.controlPlanes) if (!aborted) await window([cp], 1);
-      if (!aborted) await gate(`workers-${hop}`, policy.approveWorkers ?? false);
-      setPhase('workers');
-      for (const phase of plan.rollout.phases.filter((p) => p.kind !== 'control-plane')) {
-        if (aborted) break;
+      for (let k = Math.max(0, startPhase); k < workerPhases.length && !aborted; k++) {
+        if (k > startPhase) await continueIfLong({ hop: h, phase: k });
+        const phase = workerPhases[k] as (typeof workerPhases)[number];
         await window(phase.nodes, phase.maxUnavailable);
         if (aborted) break;
         await a.checkWorkloads({ cluster, waitSeconds: policy.verifySeconds ?? 60, require: true });
+        updateMemo();
         if (phase.kind === 'canary') await gate(`canary-${hop}`, policy.approveAfterCanary ?? false, policy.soakSeconds ?? 0);
+        setPhase('workers');
       }
       if (aborted) break;
       setPhase('verify');
@@ -184,23 +267,52 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       const skew = checkSkew(after.skew, { topology: 'kubeadm' });
       if (!skew.compliant) throw ApplicationFailure.nonRetryable(`after ${hop} the cluster breaks the skew policy: ${skew.violations.map((v) => v.rule).join('; ')}`, 'SkewViolation');
       note(`hop ${hop} done`);
+      if (h + 1 < plan.hops.length) await continueIfLong({ hop: h + 1, phase: -1 });
     }
   } catch (err) {
     await compensate(cluster, owner, Object.keys(plan.rollout.stageLabels), status);
-    status.phase = 'failed';
+    setPhase('failed');
     throw err;
   }
   if (aborted) {
     await compensate(cluster, owner, Object.keys(plan.rollout.stageLabels), status);
     setPhase('aborted');
-    status.outcome = aborted;
+    status.outcome = `${aborted}; ${leftAs(status)}`;
   } else {
+    // Skipped nodes go back into service at their old version: no node stays cordoned by this run.
+    await handBack(cluster, owner, status.skipped, status);
     await a.clearStageLabels({ cluster, owner });
     setPhase('done');
-    status.outcome = `upgraded to ${plan.hops.at(-1) ?? plan.from}`;
+    status.outcome = `upgraded to ${plan.hops.at(-1) ?? plan.from}${status.skipped.length ? `; ${leftAs(status)}` : ''}`;
   }
   await condition(allHandlersFinished);
   return status;
+}
+
+function skewFailure(what: string, failure: UpgradePlan['skew']['failure']): ApplicationFailure {
+  const where = failure?.step ? `step "${failure.step.detail}" of ${failure.step.hop}` : 'the cluster as it is';
+  const why = failure?.violations.map((v) => `${v.component} on ${v.node} at ${v.version}: ${v.rule}`).join('; ');
+  return ApplicationFailure.nonRetryable(`${what}: ${where} breaks the skew policy: ${why}`, 'SkewViolation');
+}
+
+/** One sentence on the state the run leaves: which nodes are where. */
+function leftAs(status: UpgradeStatus): string {
+  const byVersion = new Map<string, string[]>();
+  for (const [node, s] of Object.entries(status.nodes)) {
+    const key = s.version ?? s.from ?? 'unknown';
+    byVersion.set(key, [...(byVersion.get(key) ?? []), node]);
+  }
+  const versions = [...byVersion.entries()].map(([v, nodes]) => `${nodes.join(', ')} at ${v}`).join('; ');
+  const stuck = status.events.filter((e) => e.startsWith('compensation: uncordon ')).map((e) => e.split(' ')[2]);
+  return `${versions}${status.skipped.length ? `; skipped: ${status.skipped.join(', ')}` : ''}; ${
+    stuck.length ? `STILL CORDONED (uncordon failed): ${stuck.join(', ')}` : 'no node left cordoned by this run'}`;
+}
+
+async function handBack(cluster: string, owner: string, nodes: string[], status: UpgradeStatus): Promise<void> {
+  for (const node of nodes) {
+    const r = await a.uncordonNode({ cluster, node, owner });
+    if (r.changed) status.events.push(`${node} uncordoned at ${status.nodes[node]?.version ?? 'its old version'} (skipped)`);
+  }
 }
 
 /** Undoes what this run did to scheduling, never versions: uncordon only our cordons, clear our labels. */

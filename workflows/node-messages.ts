@@ -37,6 +37,8 @@ export interface NodeStatus {
   /** Pods the operator allowed to be deleted without a controller, by name: recorded in history. */
   forced: string[];
   resolutions: DrainResolution[];
+  /** Seconds from the first eviction attempt to an empty node, blocked time included. */
+  drainSeconds?: number;
 }
 
 export const nodeStatusQuery = defineQuery<NodeStatus>('nodeStatus');

@@ -28,6 +28,8 @@ export interface NodeUpgradeResult {
   cordonedByUs: boolean;
   forced: string[];
   resolutions: DrainResolution[];
+  /** Seconds from the first eviction attempt to an empty node, blocked time included. */
+  drainSeconds?: number;
 }
 
 const drainBlockOf = (err: unknown): DrainBlock | undefined => {
@@ -60,6 +62,7 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
   });
   const result = (outcome: NodeUpgradeResult['outcome'], cordonedByUs: boolean): NodeUpgradeResult => ({
     node, outcome, cordonedByUs, forced: status.forced, resolutions: status.resolutions,
+    ...(status.drainSeconds === undefined ? {} : { drainSeconds: status.drainSeconds }),
   });
 
   if (input.step === 'control-plane') {
@@ -75,6 +78,7 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
 
   status.phase = 'cordoned';
   const cordon = await a.cordonNode({ cluster, node, owner: input.owner });
+  const drainStarted = Date.now(); // workflow time: deterministic on replay
   for (;;) {
     status.phase = 'draining';
     try {
@@ -93,7 +97,7 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
       status.resolutions.push(resolution);
       delete status.blocked;
       if (resolution.action === 'skip') {
-        // The node stays cordoned at the old version; the parent reports it.
+        // The node stays cordoned at its old version while the run goes on; the parent hands it back at the end.
         status.phase = 'skipped';
         return result('skipped', cordon.ownedByUs);
       }
@@ -104,6 +108,7 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
       if (resolution.action === 'force') status.forced = [...new Set([...status.forced, ...resolution.pods])];
     }
   }
+  status.drainSeconds = (Date.now() - drainStarted) / 1000;
 
   status.phase = 'upgrading';
   if (input.role === 'worker') {

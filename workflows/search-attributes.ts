@@ -2,11 +2,12 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 
 /**
  * The custom search attributes skewless sets, so the Temporal UI's list view can filter upgrades
- * by cluster, target and phase. Names are API: renaming one breaks saved queries and histories.
+ * by cluster, versions and phase. Names are API: renaming one breaks saved queries and histories.
  * The dev server registers exactly this list (`skewless dev-server`, the test environment).
  */
 export const SEARCH_ATTRIBUTES = {
   cluster: defineSearchAttributeKey('SkewlessCluster', SearchAttributeType.KEYWORD),
+  fromVersion: defineSearchAttributeKey('SkewlessFromVersion', SearchAttributeType.KEYWORD),
   targetVersion: defineSearchAttributeKey('SkewlessTargetVersion', SearchAttributeType.KEYWORD),
   phase: defineSearchAttributeKey('SkewlessPhase', SearchAttributeType.KEYWORD),
 } as const;

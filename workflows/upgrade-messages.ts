@@ -12,6 +12,14 @@ export interface NodeState {
   phase: NodePhase;
   stage?: string;
   blocked?: DrainBlock;
+  /** The kubelet version when the run started, and the last one this run moved it to. */
+  from?: string;
+  version?: string;
+  /** Workflow time (ISO) the node's first step started and its last step ended. */
+  startedAt?: string;
+  finishedAt?: string;
+  /** Seconds from the start of its drain(s) to the node being empty, blocked time included. */
+  drainSeconds?: number;
 }
 
 export interface GateState {
@@ -46,6 +54,10 @@ export interface UpgradeStatus {
   /** Human-readable record of what happened, newest last. */
   events: string[];
   outcome?: string;
+  /** Nodes the operator skipped: at their old version, handed back uncordoned at the end of the run. */
+  skipped: string[];
+  /** How many times this upgrade continued as new (history kept short for big clusters). */
+  runs: number;
 }
 
 export interface Approval {

@@ -17,8 +17,9 @@ describe('replay of saved histories through the current workflow code', () => {
   for (const file of histories) {
     it(`replays ${file} without a determinism violation`, async () => {
       const history = JSON.parse(readFileSync(join(dir, file), 'utf8'));
-      // The workflow id matters (child ids derive from it): file names are ids with '/' as '_'.
-      const workflowId = file.replace(/\.json$/, '').replace(/_/g, '/');
+      // The workflow id matters (child ids derive from it): file names are ids with '/' as '_',
+      // and an optional `@label` for one run of several (continue-as-new).
+      const workflowId = file.replace(/(@[\w-]+)?\.json$/, '').replace(/_/g, '/');
       await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, workflowId);
     });
   }

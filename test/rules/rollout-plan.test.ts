@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compareNatural, planRollout, resolveMaxUnavailable, RuleError, type PlanNode } from '../../rules/index.js';
+import { compareNatural, planRollout, resolveMaxUnavailable, RuleError, withoutNodes, type PlanNode } from '../../rules/index.js';
 
 const cp = (name: string): PlanNode => ({ name, role: 'control-plane' });
 const w = (name: string): PlanNode => ({ name, role: 'worker' });
@@ -90,5 +90,24 @@ describe('planRollout', () => {
 describe('compareNatural', () => {
   it('sorts numbers inside names numerically', () => {
     assert.deepEqual(['n10', 'n2', 'n1', 'm', 'n2a', 'n02'].sort(compareNatural), ['m', 'n1', 'n02', 'n2', 'n2a', 'n10']);
+  });
+});
+
+describe('withoutNodes', () => {
+  const nodes: PlanNode[] = [
+    { name: 'cp1', role: 'control-plane' },
+    ...['w1', 'w2', 'w3', 'w4', 'w5'].map((name): PlanNode => ({ name, role: 'worker' })),
+  ];
+  const plan = planRollout(nodes, { canary: 1, batchSize: 2, maxUnavailable: 2 });
+
+  it('takes skipped workers out of their phases and drops a phase left empty', () => {
+    const out = withoutNodes(plan, ['w1', 'w3']);
+    assert.deepEqual(out.phases.map((p) => `${p.stage}:${p.nodes.join(',')}:${p.maxUnavailable}`), ['control-plane:cp1:1', 'batch-1:w2:1', 'batch-2:w4,w5:2']);
+    assert.deepEqual(Object.keys(out.stageLabels), ['cp1', 'w2', 'w4', 'w5']);
+  });
+
+  it('never takes out a control plane, and leaves the plan as it is when nothing is skipped', () => {
+    assert.deepEqual(withoutNodes(plan, ['cp1']).phases, plan.phases);
+    assert.equal(withoutNodes(plan, []), plan);
   });
 });

@@ -1,0 +1,37 @@
+import type { Activities } from '../activities/index.js';
+
+type InputOf<K extends keyof Activities> = Parameters<Activities[K]>[0];
+type Summaries = { [K in keyof Activities]: (input: InputOf<K>) => string };
+
+const v = (version: string) => `v${version.replace(/^v/, '')}`;
+
+/**
+ * One line per activity, as the runbook would say it: the Temporal UI shows it as the activity's
+ * summary, so the event list reads `drain w3`, `kubeadm upgrade apply v1.33.7 on cp-1`.
+ * Typed over the activity set: a new activity does not compile until it has a line here.
+ * Names and versions only: a summary lands in history, so nothing secret may go in.
+ */
+export const SUMMARY_OF: Summaries = {
+  describeWorker: () => 'describe the worker',
+  takeInventory: (i) => `inventory of ${i.cluster}`,
+  planDrain: (i) => `plan the drain of ${i.node}`,
+  availableVersions: (i) => `list available versions on ${i.node}`,
+  kubeadmUpgradePlan: (i) => `kubeadm upgrade plan ${v(i.version)} on ${i.node}`,
+  checkApiserver: (i) => `check the apiserver of ${i.cluster}`,
+  checkControlPlane: (i) => `check the control plane on ${i.node} at ${v(i.version)}`,
+  checkNodeReady: (i) => `wait for ${i.node} Ready${i.version ? ` at ${v(i.version)}` : ''}`,
+  checkWorkloads: (i) => `check workloads of ${i.cluster}`,
+  checkPodsOnNode: (i) => `check pods on ${i.node}`,
+  runProbes: (i) => `run probes of ${i.cluster}`,
+  cordonNode: (i) => `cordon ${i.node}`,
+  uncordonNode: (i) => `uncordon ${i.node}`,
+  setStageLabels: (i) => `label ${Object.keys(i.labels).length} nodes with their stage`,
+  clearStageLabels: () => 'clear stage labels',
+  drainNode: (i) => `drain ${i.node}${i.force?.length ? ` forcing ${i.force.join(', ')}` : ''}`,
+  installPackages: (i) => `install ${i.packages.join(', ')} ${v(i.version)} on ${i.node}`,
+  kubeadmUpgradeApply: (i) => `kubeadm upgrade apply ${v(i.version)} on ${i.node}`,
+  kubeadmUpgradeNode: (i) => `kubeadm upgrade node on ${i.node} (${v(i.version)})`,
+  restartKubelet: (i) => `restart kubelet on ${i.node} at ${v(i.version)}`,
+  rebootNode: (i) => `reboot ${i.node}`,
+  snapshotEtcd: (i) => `etcd snapshot on ${i.node} before ${v(i.hop)}`,
+};
