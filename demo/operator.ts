@@ -34,6 +34,7 @@ export interface Operator {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const MAX_RETRIES = 4;
 
 export function startOperator(o: OperatorOptions): Operator {
   const actions: string[] = [];
@@ -43,6 +44,9 @@ export function startOperator(o: OperatorOptions): Operator {
   const approved = new Set<string>();
   /** Nodes being handled, or handled and not yet seen unblocked (the parent learns a retry asynchronously). */
   const handling = new Set<string>();
+  /** How many times each node's drain blocked: an operator gives up (aborts) after MAX_RETRIES retries. */
+  const blockedTimes = new Map<string, number>();
+  const fixesOf = new Map<string, string[]>();
   let stopped = false;
 
   const act = async (summary: string, args: string[]) => {
@@ -104,6 +108,37 @@ export function startOperator(o: OperatorOptions): Operator {
     }
   };
 
+  /**
+   * Waits for the budget to allow an eviction. If it does not, looks at its pods: one that has not
+   * been Ready for a while (on a node other than the one draining) is deleted, so its controller
+   * replaces it, and the wait starts again. Returns the disruptions allowed in the end.
+   */
+  const ensureDisruption = async (pdb: V1PodDisruptionBudget, drainingNode: string, fixes: string[]) => {
+    const namespace = pdb.metadata?.namespace ?? 'default';
+    const name = pdb.metadata?.name ?? '';
+    let allowed = 0;
+    for (let round = 0; round < 3 && !stopped; round++) {
+      allowed = await waitForDisruption(namespace, name, 20_000);
+      if (allowed > 0) break;
+      const pods = (await o.kube.core.listNamespacedPod({ namespace })).items
+        .filter((p) => !p.metadata?.deletionTimestamp && selectorMatches(pdb.spec?.selector, p.metadata?.labels) && p.spec?.nodeName !== drainingNode);
+      const stuck = pods.filter((p) => {
+        const ready = p.status?.conditions?.find((c) => c.type === 'Ready');
+        const since = ready?.lastTransitionTime ? new Date(ready.lastTransitionTime).getTime() : Date.now();
+        return ready?.status !== 'True' && Date.now() - since > 15_000;
+      });
+      if (stuck.length === 0) continue;
+      for (const p of stuck) {
+        const pod = `${namespace}/${p.metadata?.name}`;
+        say(`pod ${pod} on ${p.spec?.nodeName} has not been Ready for over 15 s, which keeps ${namespace}/${name} at its floor: deleting it so that its controller replaces it`);
+        await o.kube.core.deleteNamespacedPod({ namespace, name: p.metadata?.name ?? '' }).catch(() => undefined);
+        actions.push(`deleted pod ${pod}, stuck not Ready on ${p.spec?.nodeName}`);
+        fixes.push(`deleted stuck pod ${pod}`);
+      }
+    }
+    return allowed;
+  };
+
   const unblock = async (node: string, block: DrainBlock): Promise<boolean> => {
     say(`${node} is blocked: ${block.message}`);
     if (block.kind === 'DrainRefused') {
@@ -132,13 +167,21 @@ export function startOperator(o: OperatorOptions): Operator {
         actions.push(`scaled ${workload.kind} ${namespace}/${workload.name} ${workload.replicas} → ${replicas} so that ${id} allows an eviction`);
         fixes.push(`scaled ${namespace}/${workload.name} to ${replicas}`);
       } else {
-        say(`${id} is at its floor for now (a pod elsewhere is not Ready yet): waiting for it`);
+        say(`${id} is at its floor for now (a pod elsewhere is not Ready): waiting for it`);
         fixes.push(`waited for ${id}`);
       }
-      const allowed = await waitForDisruption(namespace, name, 60_000);
+      const allowed = await ensureDisruption(pdb, node, fixes);
       say(`PodDisruptionBudget ${id} now allows ${allowed} disruption(s)`);
     }
-    blocked[node] = `drain blocked by PDB ${pdbs.join(', ')}: ${[...fixes, 'retried'].join(', ')}`;
+    const attempts = (blockedTimes.get(node) ?? 0) + 1;
+    blockedTimes.set(node, attempts);
+    if (attempts > MAX_RETRIES) {
+      blocked[node] = `drain blocked by PDB ${pdbs.join(', ')} ${attempts} times: aborted`;
+      return act(`aborted the upgrade: ${node} stayed blocked`, ['abort', o.cluster, '--by', 'demo-operator', '--comment', `${node} stayed blocked after ${MAX_RETRIES} retries`]);
+    }
+    const done = [...new Set([...(fixesOf.get(node) ?? []), ...fixes])];
+    fixesOf.set(node, done);
+    blocked[node] = `drain blocked by PDB ${pdbs.join(', ')}: ${[...done, attempts > 1 ? `retried ${attempts}×` : 'retried'].join(', ')}`;
     return act(`retried the drain of ${node}`, ['resolve', o.cluster, '--node', node, '--action', 'retry', '--by', 'demo-operator', '--comment', fixes.length ? `${fixes.join('; ')}; retrying` : 'retrying']);
   };
 

@@ -9,10 +9,11 @@ import { ensureSimBinaries } from '../sim/cluster/binaries.js';
 import { readDescription } from '../sim/description.js';
 import { startSimulation, type Simulation } from '../sim/simulation.js';
 import { temporalConfig } from '../worker/config.js';
-import { statusQuery, type NodeState, type UpgradeStatus } from '../workflows/upgrade-messages.js';
+import { statusQuery, type UpgradeStatus } from '../workflows/upgrade-messages.js';
+import { DemoError } from './demo-error.js';
 import { startOperator, type Operator } from './operator.js';
 import { ProcessRegistry, type Started } from './processes.js';
-import { drainSecondsFromHistory, formatDuration, nodeTable, uiLink, type NodeRow } from './summary.js';
+import { formatDuration, nodeTable, uiLink, type NodeRow } from './summary.js';
 import { ensureTemporal, type DemoTemporal } from './temporal-server.js';
 
 /**
@@ -106,7 +107,7 @@ interface Resources {
 
 function prepareStateDir(dir: string): void {
   if (existsSync(dir) && readdirSync(dir).length > 0 && !existsSync(join(dir, MARKER))) {
-    throw new Error(`refusing to empty ${dir}: it is not a demo state folder (no ${MARKER} in it)`);
+    throw new DemoError(`refusing to empty ${dir}: it is not a demo state folder (no ${MARKER} in it)`);
   }
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(dir, 'logs'), { recursive: true });
@@ -117,7 +118,13 @@ const kubeletOf = async (sim: Simulation) =>
   Object.fromEntries((await sim.kube.core.listNode()).items.map((n) => [n.metadata?.name ?? '?', n.status?.nodeInfo?.kubeletVersion ?? '?']));
 
 async function run(r: Resources, t0: number): Promise<number> {
-  const { values } = parseArgs({ options: { address: { type: 'string' }, 'ui-port': { type: 'string' }, 'state-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  let values;
+  try {
+    ({ values } = parseArgs({ options: { address: { type: 'string' }, 'ui-port': { type: 'string' }, 'state-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+  } catch (err) {
+    throw new DemoError(`${(err as Error).message.split('\n')[0]} (see --help)`, 2);
+  }
+  if (values['ui-port'] !== undefined && !/^\d{1,5}$/.test(values['ui-port'])) throw new DemoError(`--ui-port must be a port number, got ${JSON.stringify(values['ui-port'])}`, 2);
   if (values.help) {
     say(help);
     return 0;
@@ -158,7 +165,7 @@ async function run(r: Resources, t0: number): Promise<number> {
   }));
   say(`[demo] started the worker (pid ${worker.pid}) on task queue ${taskQueue}`);
   const workerDied = worker.exited.then((code) => {
-    throw new Error(`the worker exited (status ${code}); see ${join(stateDir, 'logs', 'worker.log')}`);
+    throw new DemoError(`the worker exited (status ${code}); see ${join(stateDir, 'logs', 'worker.log')}`);
   });
   workerDied.catch(() => undefined);
 
@@ -228,17 +235,18 @@ async function run(r: Resources, t0: number): Promise<number> {
 
   const rows: NodeRow[] = [];
   for (const name of Object.keys(before).sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))) {
-    // from/version/drainSeconds come with the workflow's NodeState where it reports them; else from the API and history.
-    const n = status.nodes[name] as (NodeState & { from?: string; version?: string; drainSeconds?: number }) | undefined;
-    let drain = n?.drainSeconds;
-    if (drain === undefined) {
-      const perHop = await Promise.all(status.hops.map((h) => drainSecondsFromHistory(r.client as Client, `${workflowId}/${h}/${name}`).catch(() => undefined)));
-      drain = perHop.some((s) => s !== undefined) ? perHop.reduce<number>((sum, s) => sum + (s ?? 0), 0) : undefined;
-    }
+    const n = status.nodes[name];
     const role = description.nodes.find((d) => d.name === name)?.role ?? '?';
-    const from = n?.from ? `v${n.from.replace(/^v/, '')}` : (before[name] ?? '?');
-    const note = [operator.blocked[name], n?.phase !== 'done' && n?.phase !== 'pending' ? n?.phase : undefined].filter(Boolean).join('; ');
-    rows.push({ node: name, role, from, to: after[name] ?? '?', ...(drain !== undefined ? { drainSeconds: drain } : {}), ...(note ? { note } : {}) });
+    // from: what the workflow found; to: what the cluster reports now (the workflow's own claim is cross-checked).
+    const from = n?.from ? `v${n.from}` : (before[name] ?? '?');
+    const to = after[name] ?? '?';
+    const note = [
+      operator.blocked[name],
+      n?.version && `v${n.version}` !== to ? `workflow says v${n.version}` : undefined,
+      status.skipped?.includes(name) ? 'skipped' : undefined,
+      n && n.phase !== 'done' ? n.phase : undefined,
+    ].filter(Boolean).join('; ');
+    rows.push({ node: name, role, from, to, ...(n?.drainSeconds !== undefined ? { drainSeconds: n.drainSeconds } : {}), ...(note ? { note } : {}) });
   }
   const notAtTarget = rows.filter((row) => row.to !== `v${target}`).map((row) => row.node);
   const upgraded = cliCode === 0 && !failure && status.phase === 'done' && notAtTarget.length === 0;
@@ -300,6 +308,10 @@ async function main(): Promise<void> {
     if (err instanceof Interrupted) {
       code = err.exitCode;
       reason = err.reason;
+    } else if (err instanceof DemoError) {
+      sayErr(`[demo] ${err.message}`);
+      code = err.exitCode;
+      reason = 'failed';
     } else {
       sayErr(`[demo] failed: ${(err as Error).stack ?? String(err)}`);
       code = 1;
@@ -313,7 +325,7 @@ async function main(): Promise<void> {
   }
   await teardown(r, reason);
   const stopped = r.registry ? Object.keys(r.registry.pids).length : 0;
-  sayErr(`[demo] stopped ${stopped} process(es) it started${r.temporal?.reused ? '; the reused Temporal server keeps running' : ''}`);
+  if (stopped > 0) sayErr(`[demo] stopped the ${stopped} process(es) it started${r.temporal?.reused ? '; the reused Temporal server keeps running' : ''}`);
   process.exit(code);
 }
 

@@ -3,6 +3,7 @@ import { Connection } from '@temporalio/client';
 import { devServerArgs } from '../client/commands/dev-server.js';
 import { ensureTemporalBinary } from '../tooling/temporal-binary.js';
 import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes.js';
+import { DemoError } from './demo-error.js';
 import type { ProcessRegistry, Started } from './processes.js';
 
 /**
@@ -56,7 +57,7 @@ export interface TemporalOptions {
 
 export async function ensureTemporal(o: TemporalOptions): Promise<DemoTemporal> {
   const match = /^(.+):(\d+)$/.exec(o.address);
-  if (!match) throw new Error(`TEMPORAL_ADDRESS must be host:port, got ${JSON.stringify(o.address)}`);
+  if (!match) throw new DemoError(`the Temporal address must be host:port, got ${JSON.stringify(o.address)}`, 2);
   const host = match[1] as string;
   const port = Number(match[2]);
   const uiPort = o.uiPort ?? port + 1000; // the dev server's own convention: 7233 → 8233
@@ -82,10 +83,10 @@ export async function ensureTemporal(o: TemporalOptions): Promise<DemoTemporal> 
   void server.exited.then(() => (gone = true));
   for (;;) {
     if (o.signal.aborted) throw o.signal.reason;
-    if (gone) throw new Error(`the Temporal dev server exited at start (port ${port} or ${uiPort} taken?); see ${join(o.stateDir, 'logs', 'temporal.log')}`);
+    if (gone) throw new DemoError(`the Temporal dev server exited at start (port ${port} or ${uiPort} taken?); see ${join(o.stateDir, 'logs', 'temporal.log')}`);
     const connection = await tryConnect(o.address, 1000);
     if (connection) return { address: o.address, namespace: o.namespace, uiUrl, reused: false, db, connection, server };
-    if (Date.now() > deadline) throw new Error(`the Temporal dev server did not answer at ${o.address} within 90 s`);
+    if (Date.now() > deadline) throw new DemoError(`the Temporal dev server did not answer at ${o.address} within 90 s`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
