@@ -42,11 +42,9 @@ export function startOperator(o: OperatorOptions): Operator {
   const say = (line: string) => o.say(`[operator] ${line}`);
   const handle = o.client.workflow.getHandle(o.workflowId);
   const approved = new Set<string>();
-  /** Nodes being handled, or handled and not yet seen unblocked (the parent learns a retry asynchronously). */
-  const handling = new Set<string>();
   /** How many times each node's drain blocked: an operator gives up (aborts) after MAX_RETRIES retries. */
   const blockedTimes = new Map<string, number>();
-  const fixesOf = new Map<string, string[]>();
+  const fixesOf = new Map<string, { pdbs: Set<string>; fixes: Set<string> }>();
   let stopped = false;
 
   const act = async (summary: string, args: string[]) => {
@@ -179,10 +177,21 @@ export function startOperator(o: OperatorOptions): Operator {
       blocked[node] = `drain blocked by PDB ${pdbs.join(', ')} ${attempts} times: aborted`;
       return act(`aborted the upgrade: ${node} stayed blocked`, ['abort', o.cluster, '--by', 'demo-operator', '--comment', `${node} stayed blocked after ${MAX_RETRIES} retries`]);
     }
-    const done = [...new Set([...(fixesOf.get(node) ?? []), ...fixes])];
-    fixesOf.set(node, done);
-    blocked[node] = `drain blocked by PDB ${pdbs.join(', ')}: ${[...done, attempts > 1 ? `retried ${attempts}×` : 'retried'].join(', ')}`;
+    const all = fixesOf.get(node) ?? { pdbs: new Set<string>(), fixes: new Set<string>() };
+    fixesOf.set(node, all);
+    pdbs.forEach((p) => all.pdbs.add(p));
+    fixes.forEach((f) => all.fixes.add(f));
+    blocked[node] = `drain blocked by PDB ${[...all.pdbs].join(', ')}: ${[...all.fixes, attempts > 1 ? `retried ${attempts}×` : 'retried'].join(', ')}`;
     return act(`retried the drain of ${node}`, ['resolve', o.cluster, '--node', node, '--action', 'retry', '--by', 'demo-operator', '--comment', fixes.length ? `${fixes.join('; ')}; retrying` : 'retrying']);
+  };
+
+  const untilUnblocked = async (node: string, timeoutMs: number) => {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline && !stopped) {
+      const s = await handle.query(statusQuery).catch(() => undefined);
+      if (s && s.nodes[node]?.phase !== 'blocked') return;
+      await sleep(250);
+    }
   };
 
   const tick = async () => {
@@ -193,16 +202,15 @@ export function startOperator(o: OperatorOptions): Operator {
       return; // not started yet, or between workflow tasks
     }
     for (const [node, n] of Object.entries(s.nodes)) {
-      if (n.phase !== 'blocked') handling.delete(node);
-      else if (n.blocked && !handling.has(node)) {
-        handling.add(node);
-        const done = await unblock(node, n.blocked).catch((err: Error) => {
-          say(`could not handle ${node}: ${err.message}`);
-          return false;
-        });
-        if (!done) handling.delete(node); // look again on the next poll
-
-      }
+      if (n.phase !== 'blocked' || !n.blocked) continue;
+      const done = await unblock(node, n.blocked).catch((err: Error) => {
+        say(`could not handle ${node}: ${err.message}`);
+        return false;
+      });
+      // The parent hears of the retry from the node's workflow a moment later; until then the
+      // status still says blocked. The next block of the same node comes a drain timeout later.
+      if (done) await untilUnblocked(node, 15_000);
+      else await sleep(2000); // and look again
     }
     for (const g of s.gates) {
       if (g.approvedBy || g.opensAt || approved.has(g.name)) continue;

@@ -31,7 +31,7 @@ const CLI = join(repoRoot, 'bin', 'skewless.js');
 const WORKER = join(repoRoot, 'dist', 'worker', 'main.js');
 const MARKER = '.skewless-demo';
 /** How long a drain waits for evictions before reporting the node blocked (the worker's cluster config). */
-const DRAIN_TIMEOUT_SECONDS = 12;
+const DRAIN_TIMEOUT_SECONDS = 15;
 
 const help = `Usage: npm run demo [-- --address HOST:PORT] [--ui-port N] [--state-dir DIR]
 
