@@ -6,6 +6,7 @@ import { watchCommand, watchHelp } from './commands/watch.js';
 import { pathCommand, pathHelp } from './commands/path.js';
 import { planCommand, planHelp } from './commands/plan.js';
 import { skewCheckCommand, skewCheckHelp } from './commands/skew-check.js';
+import { workerCommand, workerHelp } from './commands/worker.js';
 
 type Command = { run: (args: string[], io: CommandIo) => Promise<number>; help: string; summary: string };
 
@@ -21,6 +22,7 @@ const COMMANDS: Record<string, Command> = {
   pause: { run: operateCommand('pause'), help: operateHelp.pause, summary: 'start no new node' },
   resume: { run: operateCommand('resume'), help: operateHelp.resume, summary: 'go on after a pause' },
   abort: { run: operateCommand('abort'), help: operateHelp.abort, summary: 'stop and compensate (no downgrade)' },
+  worker: { run: workerCommand, help: workerHelp, summary: 'run the worker with a directory of cluster configurations' },
   'dev-server': { run: devServerCommand, help: devServerHelp, summary: 'start the Temporal dev server with its UI' },
 };
 
@@ -36,6 +38,9 @@ ${Object.entries(COMMANDS)
 Run "skewless COMMAND --help" for a command's options.`;
 
 export async function main(argv: string[], io: CommandIo = processIo): Promise<number> {
+  // stderr carries one line per error; a library's deprecation notice (gRPC's TLS server name
+  // for an IP address) is nothing an operator can act on.
+  process.noDeprecation = true;
   const [name, ...args] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.out(mainHelp);
