@@ -8,11 +8,12 @@ import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to VERSION_OR_MINOR [--canary N] [--batch-size N]
                         [--max-unavailable N|N%] [--approve-workers] [--approve-canary] [--soak SECONDS]
-                        [--acknowledge NAMESPACE/PDB]... [--detach] [--task-queue QUEUE] [connection options]
+                        [--drain-timeout SECONDS] [--acknowledge NAMESPACE/PDB]... [--detach] [--task-queue QUEUE] [connection options]
 
 Starts the durable upgrade of a cluster (workflow id upgrade/NAME) on Temporal and watches it;
 with --detach it returns at once (re-attach with "skewless watch NAME"). One upgrade per cluster:
-a second one is refused while the first runs. The worker on QUEUE (SKEWLESS_TASK_QUEUE, default
+a second one is refused while the first runs. A drain that has not finished after
+--drain-timeout (default: the cluster configuration's drain.timeoutSeconds) waits for "skewless resolve". The worker on QUEUE (SKEWLESS_TASK_QUEUE, default
 "skewless") resolves NAME to the cluster's credentials.
 
 ${CONNECTION_HELP}
@@ -24,7 +25,7 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   const { values } = parseOptions(args, {
     cluster: { type: 'string' }, to: { type: 'string' }, canary: { type: 'string' }, 'batch-size': { type: 'string' },
     'max-unavailable': { type: 'string' }, 'approve-workers': { type: 'boolean' }, 'approve-canary': { type: 'boolean' },
-    soak: { type: 'string' }, acknowledge: { type: 'string', multiple: true }, detach: { type: 'boolean' }, 'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS,
+    soak: { type: 'string' }, 'drain-timeout': { type: 'string' }, acknowledge: { type: 'string', multiple: true }, detach: { type: 'boolean' }, 'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS,
   });
   if (values.help) {
     io.out(upgradeHelp);
@@ -40,6 +41,8 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   if (canary !== undefined) policy.canary = canary;
   if (batchSize !== undefined) policy.batchSize = batchSize;
   if (soak !== undefined) policy.soakSeconds = soak;
+  const drainTimeout = intOption(values['drain-timeout'], '--drain-timeout', 1);
+  if (drainTimeout !== undefined) policy.drainTimeoutSeconds = drainTimeout;
   if (values['max-unavailable'] !== undefined) {
     if (!/^(\d+|\d{1,2}%|100%)$/.test(values['max-unavailable'])) throw new UsageError('--max-unavailable must be a count or a percentage such as 10%');
     policy.maxUnavailable = values['max-unavailable'];
