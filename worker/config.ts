@@ -182,3 +182,13 @@ export function workerConfig(flags: { 'task-queue'?: string; 'clusters-dir'?: st
   const clustersDir = pick(flags['clusters-dir'], 'clusters-dir', env, 'SKEWLESS_CLUSTERS_DIR')?.value;
   return { taskQueue, ...(clustersDir ? { clustersDir } : {}) };
 }
+
+/**
+ * The plain settings from the environment alone (no TLS files read), for code that only needs
+ * where Temporal is and which queue to use.
+ * @deprecated use connectionSettings() and workerConfig(), which also take flags and TLS.
+ */
+export function temporalConfig(env: NodeJS.ProcessEnv = process.env): { address: string; namespace: string } & WorkerConfig {
+  const { address, namespace } = connectionSettings({}, env);
+  return { address, namespace, ...workerConfig({}, env) };
+}
