@@ -21,36 +21,52 @@ async function fetchRun(client: Client, workflowId: string, runId: string): Prom
   return { workflowId, runId, events: history.events ?? [] };
 }
 
-/** The parent's runs, oldest first: from the latest, back along continuedExecutionRunId. */
-async function parentRuns(client: Client, workflowId: string): Promise<RunHistory[]> {
+/** A run Temporal no longer has: closed runs are deleted after the namespace's retention period. */
+const isNotFound = (err: unknown) => err instanceof WorkflowNotFoundError || (err as { code?: number })?.code === 5; // gRPC NOT_FOUND
+
+/**
+ * The parent's runs, oldest first: from the latest, back along continuedExecutionRunId. An upgrade
+ * that outlives the retention period has lost its oldest runs: the walk stops there and says so.
+ */
+async function parentRuns(client: Client, workflowId: string): Promise<{ runs: RunHistory[]; earlierRunsMissing: boolean }> {
   const latest = (await client.workflow.getHandle(workflowId).describe()).runId;
   const runs: RunHistory[] = [];
   const seen = new Set<string>();
   for (let runId: string | undefined = latest; runId && !seen.has(runId); ) {
     seen.add(runId);
-    const run = await fetchRun(client, workflowId, runId);
+    let run: RunHistory;
+    try {
+      run = await fetchRun(client, workflowId, runId);
+    } catch (err) {
+      if (runs.length > 0 && isNotFound(err)) return { runs, earlierRunsMissing: true };
+      throw err;
+    }
     runs.unshift(run);
     const started = run.events[0]?.workflowExecutionStartedEventAttributes;
     runId = started?.continuedExecutionRunId || undefined;
   }
-  return runs;
+  return { runs, earlierRunsMissing: false };
 }
 
 /** A child's runs, oldest first: from the run the parent started, forward along continue-as-new. */
 async function childRuns(client: Client, workflowId: string, firstRunId: string): Promise<RunHistory[]> {
   const runs: RunHistory[] = [];
   for (let runId: string | undefined = firstRunId; runId && runs.length < 100; ) {
-    const run = await fetchRun(client, workflowId, runId);
-    runs.push(run);
-    runId = run.events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId || undefined;
+    try {
+      runs.push(await fetchRun(client, workflowId, runId));
+    } catch (err) {
+      if (isNotFound(err)) break; // past retention: the parent's record of the node remains
+      throw err;
+    }
+    runId = runs.at(-1)?.events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId || undefined;
   }
   return runs;
 }
 
 /** Every run of upgrade/<cluster> and of its node workflows (a few at a time, for a 1,000-node cluster). */
-export async function fetchUpgradeRuns(client: Client, cluster: string): Promise<{ parent: RunHistory[]; children: RunHistory[] }> {
+export async function fetchUpgradeRuns(client: Client, cluster: string): Promise<{ parent: RunHistory[]; children: RunHistory[]; earlierRunsMissing: boolean }> {
   const workflowId = upgradeWorkflowId(cluster);
-  const parent = await parentRuns(client, workflowId);
+  const { runs: parent, earlierRunsMissing } = await parentRuns(client, workflowId);
   const started = parent.flatMap((run) => run.events.flatMap((e) => {
     const x = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution;
     return x?.workflowId && x.runId && x.workflowId.startsWith(`${workflowId}/`) ? [{ workflowId: x.workflowId, runId: x.runId }] : [];
@@ -64,7 +80,7 @@ export async function fetchUpgradeRuns(client: Client, cluster: string): Promise
       children[i] = await childRuns(client, child.workflowId, child.runId);
     }
   }));
-  return { parent, children: children.flat() };
+  return { parent, children: children.flat(), earlierRunsMissing };
 }
 
 export async function historyCommand(args: string[], io: CommandIo): Promise<number> {
@@ -87,9 +103,13 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
     }
     const entries = auditTrail([...runs.parent, ...runs.children]);
     if (output === 'json') {
-      io.out(JSON.stringify({ cluster, workflowId: upgradeWorkflowId(cluster), runs: runs.parent.map((r) => r.runId), nodeWorkflows: runs.children.length, entries }, null, 2));
+      io.out(JSON.stringify({
+        cluster, workflowId: upgradeWorkflowId(cluster), runs: runs.parent.map((r) => r.runId), earlierRunsMissing: runs.earlierRunsMissing,
+        nodeWorkflows: runs.children.length, entries,
+      }, null, 2));
     } else {
-      io.out(`${upgradeWorkflowId(cluster)}: ${runs.parent.length} run${runs.parent.length === 1 ? '' : 's'}, ${runs.children.length} node workflow${runs.children.length === 1 ? '' : 's'}`);
+      const missing = runs.earlierRunsMissing ? ' (earlier runs are past Temporal\'s retention)' : '';
+      io.out(`${upgradeWorkflowId(cluster)}: ${runs.parent.length} run${runs.parent.length === 1 ? '' : 's'}${missing}, ${runs.children.length} node workflow${runs.children.length === 1 ? '' : 's'}`);
       io.out(trailToText(entries));
     }
     return EXIT.ok;

@@ -58,7 +58,7 @@ describe('audit trail of saved e2e histories', () => {
     for (const leak of ['"labels"', 'internalIP', '127.0.0.1', 'maxUnavailable', 'cordonedByUs', 'kubeletTimeoutSeconds']) assert.ok(!json.includes(leak), leak);
     const text = trailToText(entries);
     for (const line of text.split('\n')) assert.match(line, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z {2}\S+ +\S/);
-    assert.match(text, /worker-3 +drainNode +\d+\.\d s {2}completed/);
+    assert.match(text, /worker-3 +drainNode: drain worker-3 +\d+\.\d s {2}completed/);
     assert.match(text, /cp-1 +etcd snapshot \S+etcd-e2e-1\.33\.7\.db sha256 [0-9a-f]{64} revision \d+/);
   });
 });
@@ -79,12 +79,21 @@ describe('audit trail of what the e2e histories lack', () => {
     return found;
   };
 
-  it('shows an activity\'s summary from its user metadata', () => {
-    const entries = edited((events) => {
-      eventOf(events, 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED', 'drainNode').userMetadata = { summary: payload('drain worker-3') };
-    });
+  it('shows each activity\'s summary from its user metadata, as the workflow recorded it', () => {
+    const entries = runTrail(run('upgrade/e2e/1.33.7/worker-3', workerJson));
+    assert.ok(steps(entries).every((s) => s.summary), 'every activity of the workflow has a summary');
     assert.equal(steps(entries).find((s) => s.activity === 'drainNode')?.summary, 'drain worker-3');
-    assert.match(trailToText(entries), /worker-3 +drainNode: drain worker-3 +\d+\.\d s {2}completed/);
+    assert.equal(steps(entries).find((s) => s.activity === 'kubeadmUpgradeNode')?.summary, 'kubeadm upgrade node on worker-3 (v1.33.7)');
+  });
+
+  it('without a summary (older histories), names the activity and the version in its input', () => {
+    const entries = edited((events) => {
+      for (const e of events) delete e.userMetadata;
+    });
+    assert.ok(steps(entries).every((s) => s.summary === undefined));
+    const text = trailToText(entries);
+    assert.match(text, /worker-3 +drainNode +\d+\.\d s {2}completed$/m);
+    assert.match(text, /worker-3 +kubeadmUpgradeNode 1\.33\.7 +\d+\.\d s {2}completed$/m);
   });
 
   it('counts retries from the attempt that closed the activity, and keeps a failure\'s message', () => {
@@ -101,8 +110,8 @@ describe('audit trail of what the e2e histories lack', () => {
     const ready = steps(entries).find((s) => s.activity === 'checkNodeReady');
     assert.deepEqual([ready?.outcome, ready?.message], ['failed', 'node worker-3 not Ready at 1.33.7 after 60 s']);
     const text = trailToText(entries);
-    assert.match(text, /restartKubelet 1\.33\.7 +\d+\.\d s {2}completed, retried 2 times/);
-    assert.match(text, /checkNodeReady 1\.33\.7 +\d+\.\d s {2}failed: node worker-3 not Ready at 1\.33\.7 after 60 s$/m);
+    assert.match(text, /restartKubelet: restart kubelet on worker-3 at v1\.33\.7 +\d+\.\d s {2}completed, retried 2 times$/m);
+    assert.match(text, /checkNodeReady: wait for worker-3 Ready at v1\.33\.7 +\d+\.\d s {2}failed: node worker-3 not Ready at 1\.33\.7 after 60 s$/m);
   });
 
   it('records approvals, drain resolutions and operator signals with who, from named fields only', () => {
@@ -174,5 +183,39 @@ describe('history: the runs of an upgrade', () => {
       'w1 node upgrade to 1.34.2: skipped (4.0 s)',
       '- upgrade/lab completed: upgraded to 1.34.2',
     ]);
+  });
+
+  it('follows a real continue-as-new chain, and stops where older runs are past retention', async () => {
+    // Two runs of one upgrade saved from a real run that continued as new; the run before them is gone.
+    const runsById: Record<string, { events: JsonEvent[] }> = {};
+    for (const label of ['continued', 'completed']) {
+      const h = saved(`upgrade_lab-can@${label}.json`);
+      const ownRunId = (attrs(h.events[0] as JsonEvent, 'workflowExecutionStartedEventAttributes').originalExecutionRunId as string);
+      runsById[ownRunId] = h;
+    }
+    const newRunOf = (h: { events: JsonEvent[] }) => attrs(h.events.at(-1) as JsonEvent, 'workflowExecutionContinuedAsNewEventAttributes')?.newExecutionRunId as string | undefined;
+    const latest = Object.keys(runsById).find((id) => !newRunOf(runsById[id] as { events: JsonEvent[] })) as string;
+    assert.ok(Object.values(runsById).some((h) => newRunOf(h) === latest), 'the saved runs are linked by continue-as-new');
+    const real = {
+      workflow: {
+        getHandle: (workflowId: string, runId?: string) => ({
+          describe: async () => ({ runId: latest }),
+          fetchHistory: async () => {
+            const h = workflowId === 'upgrade/lab-can' ? runsById[runId ?? ''] : undefined; // node workflows: not saved, as if past retention
+            if (!h) throw Object.assign(new Error(`workflow run ${runId} not found`), { code: 5 });
+            return historyFromJSON(h);
+          },
+        }),
+      },
+    } as unknown as Client;
+    const runs = await fetchUpgradeRuns(real, 'lab-can');
+    assert.equal(runs.earlierRunsMissing, true);
+    assert.equal(runs.parent.length, 2);
+    assert.equal(runs.parent[1]?.runId, latest);
+    assert.deepEqual(runs.children, []);
+    const text = trailToText(auditTrail(runs.parent)).split('\n');
+    assert.match(text.find((l) => / upgrade\/lab-can continued as new$/.test(l)) ?? '', /^\S+ +- /);
+    assert.equal(text.filter((l) => / continued upgrade\/lab-can to 1\.34$/.test(l)).length, 2);
+    assert.match(text.at(-1) ?? '', / upgrade\/lab-can completed: upgraded to 1\.34\.2$/);
   });
 });

@@ -160,7 +160,7 @@ describe('plan --cluster, worker and history on a live (simulated) cluster', () 
     const text = await cli(['history', 'lab']);
     assert.equal(text.status, 0, text.stderr);
     const lines = text.stdout.trimEnd().split('\n');
-    assert.match(lines[0] as string, /^upgrade\/lab: 1 run, \d+ node workflows$/);
+    assert.match(lines[0] as string, /^upgrade\/lab: \d+ runs?, \d+ node workflows$/);
     const line = (re: RegExp) => {
       const found = lines.filter((l) => re.test(l));
       assert.equal(found.length, 1, `one line matching ${re}:\n${text.stdout}`);
@@ -187,6 +187,10 @@ describe('plan --cluster, worker and history on a live (simulated) cluster', () 
     const trail = JSON.parse(json.stdout);
     assert.equal(trail.workflowId, 'upgrade/lab');
     assert.equal(trail.entries.length, lines.length - 1, 'the same entries as the text');
+    // Every run of the parent (it continues as new between phases) is in, oldest first.
+    assert.equal(trail.earlierRunsMissing, false);
+    assert.equal(lines.filter((l) => / - +continued upgrade\/lab to 1\.33$/.test(l)).length, trail.runs.length - 1);
+    assert.equal(lines.filter((l) => / - +upgrade\/lab continued as new$/.test(l)).length, trail.runs.length - 1);
     const drains = trail.entries.filter((e: { kind: string; activity?: string }) => e.kind === 'step' && e.activity === 'drainNode');
     assert.ok(drains.some((d: { node: string; outcome: string; message?: string }) => d.node === blocked && d.outcome === 'failed' && /solo/.test(d.message ?? '')), JSON.stringify(drains));
     for (const other of others) assert.ok(drains.some((d: { node: string; outcome: string }) => d.node === other && d.outcome === 'completed'), other);
