@@ -49,11 +49,13 @@ describe('e2e: operating an upgrade with the skewless CLI', () => {
   let handle: WorkflowHandleWithFirstExecutionRunId<typeof clusterUpgradeWorkflow>;
   let firstWatch: RunningCli | undefined;
   let secondWatch: RunningCli | undefined;
+  /** The first run of the upgrade: every later run (continue-as-new between worker phases) is in its chain. */
   let runId: string;
   const taskQueue = uniqueTaskQueue('operator');
   const cliEnv = () => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
   const cli = (...args: string[]) => cliAsync(args, cliEnv());
   const status = () => handle.query(statusQuery);
+  const chainOf = async () => (await env.client.workflow.getHandle('upgrade/op').describe()).raw.workflowExecutionInfo?.firstRunId;
   const child = (node: string) => env.client.workflow.getHandle(`upgrade/op/1.33.7/${node}`);
   const until = async (what: string, check: (s: UpgradeStatus) => boolean, timeoutMs = 120_000) => {
     let last: UpgradeStatus | undefined;
@@ -97,10 +99,11 @@ describe('e2e: operating an upgrade with the skewless CLI', () => {
 
   it('starts one upgrade; a second `skewless upgrade` of the same cluster is refused and leaves the first alone', async () => {
     sampler = startAvailabilitySampler(tc.kube, { intervalMs: 250 });
-    // Started as the CLI starts it (same id, same conflict policy), with a short drain timeout the CLI has no flag for.
+    // Started as the CLI starts it (same id, same conflict policy), with a short drain timeout the CLI has no flag for,
+    // and continue-as-new at every safe point, so that watch, pause and resume cross runs.
     handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
       taskQueue, workflowId: 'upgrade/op', workflowIdConflictPolicy: 'FAIL',
-      args: [{ cluster: 'op', to: '1.33', policy: { canary: 1, batchSize: 1, maxUnavailable: 1, drainTimeoutSeconds: 8, verifySeconds: 60, acknowledge: ['default/stuck'] } }],
+      args: [{ cluster: 'op', to: '1.33', policy: { canary: 1, batchSize: 1, maxUnavailable: 1, drainTimeoutSeconds: 8, verifySeconds: 60, acknowledge: ['default/stuck'], continueAsNewAfterEvents: 1 } }],
     });
     runId = handle.firstExecutionRunId;
     firstWatch = spawnCli(['watch', 'op'], cliEnv());
@@ -111,6 +114,7 @@ describe('e2e: operating an upgrade with the skewless CLI', () => {
     assert.doesNotMatch(second.stdout, /started/);
     const described = await env.client.workflow.getHandle('upgrade/op').describe();
     assert.equal(described.runId, runId, 'the running upgrade is the first one');
+    assert.equal(await chainOf(), runId);
     assert.equal(described.status.name, 'RUNNING');
   });
 
@@ -155,7 +159,7 @@ describe('e2e: operating an upgrade with the skewless CLI', () => {
     // Its first poll prints the events, the progress line, then the block: wait for the last of them.
     await waitFor('the second watch shows the story so far', () => /BLOCKED worker-1: drain of worker-1/.test(secondWatch?.stdout() ?? ''), 15_000, 100);
     assert.match(secondWatch.stdout(), /drain of worker-1 resolved by dana: retry \(try again\)/);
-    assert.equal((await env.client.workflow.getHandle('upgrade/op').describe()).runId, runId);
+    assert.equal(await chainOf(), runId);
   });
 
   it('relaxing the PDB and retrying lets the drain proceed', async () => {
@@ -195,6 +199,9 @@ describe('e2e: operating an upgrade with the skewless CLI', () => {
     const result = await handle.result();
     assert.equal(result.phase, 'done', result.events.join('\n'));
     assert.ok(result.events.includes('resumed by dana'), result.events.join('\n'));
+    // A new run before each worker phase (canary, worker-2, worker-3); the pause was carried into one.
+    assert.equal(result.runs, 3, result.events.join('\n'));
+    assert.ok(/paused by dana: lunch\ncontinued as new at \d+ events \(run 3\)\nresumed by dana/.test(result.events.join('\n')), result.events.join('\n'));
   });
 
   it('the re-attached watch follows the run to done and exits 0', async () => {
@@ -204,7 +211,7 @@ describe('e2e: operating an upgrade with the skewless CLI', () => {
     assert.match(watched?.stdout ?? '', /resumed by dana/);
     assert.match(watched?.stdout ?? '', /\[#{20}\] 6\/6 nodes, hop 1\.33\.7 of 1\.33\.7, done/);
     assert.match(watched?.stdout ?? '', /^op: upgraded to 1\.33\.7$/m);
-    assert.equal((await handle.describe()).runId, runId, 'the run that was started is the run that finished');
+    assert.equal(await chainOf(), runId, 'the upgrade that was started is the one that finished');
   });
 
   it('leaves every node at 1.33.7 and uncordoned, with no PDB violated and the skew policy held in every state', async () => {
