@@ -4,7 +4,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { compareVersions, parseVersion } from '../rules/index.js';
 import type { ClusterAccess } from './cluster-access.js';
 import { ErrorType } from './errors.js';
-import { heartbeatWhile, hostActivityScope, pause } from './host-activity-context.js';
+import { heartbeatWhile, hostActivityScope, pause, type HostActivityScope } from './host-activity-context.js';
 import { checkNode, checkVersion, clusterVersion, commandFailed, controlPlaneVersions, invalid, readNodeState, run } from './host-commands.js';
 import { parseKubeadmUpgradePlan, type KubeadmUpgradePlan } from './parsers/kubeadm-upgrade-plan.js';
 
@@ -47,15 +47,17 @@ const atVersion = (components: Record<string, string>, version: string): boolean
   COMPONENTS.every((c) => components[c] === version);
 
 /** Polls the mirror pods briefly: the kubelet replaces static pods just after kubeadm returns. */
-async function awaitComponents(access: ClusterAccess, node: string, version: string, signal?: AbortSignal): Promise<Record<string, string>> {
+/** Waits for the mirror pods to show the version, heartbeating: the wait can outlast a heartbeat timeout. */
+async function awaitComponents(access: ClusterAccess, node: string, version: string, scope: HostActivityScope): Promise<Record<string, string>> {
   const deadline = Date.now() + 120_000;
   for (;;) {
+    scope.heartbeat({ node, step: `wait for control-plane pods at v${version}` });
     const components = await controlPlaneVersions(access, node);
     if (atVersion(components, version)) return components;
     if (Date.now() > deadline) {
       throw ApplicationFailure.create({ type: ErrorType.Unhealthy, message: `control plane on ${node} is not at ${version} 2 minutes after kubeadm finished: ${JSON.stringify(components)}` });
     }
-    await pause(1000, signal);
+    await pause(1000, scope.signal);
   }
 }
 
@@ -72,7 +74,7 @@ export async function kubeadmUpgradeApply(access: ClusterAccess, input: { node: 
   const result = await heartbeatWhile(scope, () => ({ node, step: 'kubeadm upgrade apply' }),
     access.shell.exec(node, argv, { timeoutMs: APPLY_MS, sudo: true, signal: scope.signal }));
   if (result.exitCode !== 0) throw commandFailed(node, argv, result);
-  return { node, version, ran: true, components: await awaitComponents(access, node, version, scope.signal) };
+  return { node, version, ran: true, components: await awaitComponents(access, node, version, scope) };
 }
 
 /**
@@ -95,5 +97,5 @@ export async function kubeadmUpgradeNode(access: ClusterAccess, input: { node: s
   }
   await heartbeatWhile(scope, () => ({ node, step: 'kubeadm upgrade node' }),
     run(access, node, ['kubeadm', 'upgrade', 'node'], { timeoutMs: NODE_MS, sudo: true, signal: scope.signal }));
-  return { node, version, ran: true, components: controlPlane ? await awaitComponents(access, node, version, scope.signal) : {} };
+  return { node, version, ran: true, components: controlPlane ? await awaitComponents(access, node, version, scope) : {} };
 }

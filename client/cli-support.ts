@@ -7,6 +7,11 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** The command could not do its job (a workflow failed, no worker): one line, exit 1. */
+export class CommandFailed extends Error {
+  override name = 'CommandFailed';
+}
+
 export const EXIT = { ok: 0, notCompliant: 1, invalid: 2, unreachable: 3 } as const;
 
 export type Output = 'text' | 'json';
@@ -21,10 +26,18 @@ export const processIo: CommandIo = {
   err: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
 };
 
-/** node:util parseArgs, with its errors turned into one-line usage errors. */
+/**
+ * node:util parseArgs, with its errors turned into one-line usage errors. Booleans also take
+ * --no-NAME, and --NAME=true|false as the temporal CLI spells it (--tls=false).
+ */
 export function parseOptions<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, allowPositionals = false) {
+  const booleans = new Set(Object.entries(options).filter(([, o]) => o.type === 'boolean').map(([name]) => name));
+  const spelled = args.map((arg) => {
+    const m = /^--([a-z][a-z0-9-]*)=(true|false)$/.exec(arg);
+    return m && booleans.has(m[1] as string) ? (m[2] === 'true' ? `--${m[1]}` : `--no-${m[1]}`) : arg;
+  });
   try {
-    return parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals });
+    return parseArgs({ args: spelled, options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals, allowNegative: true });
   } catch (err) {
     throw new UsageError((err as Error).message.split('\n')[0] ?? 'invalid arguments');
   }
@@ -61,18 +74,39 @@ export function readJsonFile(path: string, what: string): unknown {
   }
 }
 
+const secrets = new Set<string>();
+
+/** A value (an API key) that must never reach the terminal, even inside an unexpected error. */
+export function registerSecret(value: string): void {
+  if (value.length >= 4) secrets.add(value);
+}
+
+export function redact(text: string): string {
+  let out = text;
+  for (const secret of secrets) out = out.split(secret).join('<redacted>');
+  return out;
+}
+
 /** Runs a command body; usage and rule errors become one stderr line and exit code 2. */
 export async function runCommand(io: CommandIo, body: () => Promise<number> | number): Promise<number> {
   try {
     return await body();
   } catch (err) {
-    if (err instanceof UsageError || err instanceof RuleError) {
-      io.err(`skewless: ${err.message.replace(/\s*\n\s*/g, ' ')}`);
+    if (err instanceof Error) {
+      err.message = redact(err.message);
+      if (err.stack) err.stack = redact(err.stack);
+    }
+    if (err instanceof UsageError || err instanceof RuleError || (err as Error)?.name === 'ConfigError') {
+      io.err(`skewless: ${(err as Error).message.replace(/\s*\n\s*/g, ' ')}`);
       return EXIT.invalid;
     }
     if ((err as Error)?.name === 'UnreachableError') {
       io.err(`skewless: ${(err as Error).message}`);
       return EXIT.unreachable;
+    }
+    if (err instanceof CommandFailed) {
+      io.err(`skewless: ${err.message.replace(/\s*\n\s*/g, ' ')}`);
+      return EXIT.notCompliant;
     }
     throw err;
   }

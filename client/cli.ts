@@ -1,18 +1,20 @@
 import { EXIT, processIo, runCommand, UsageError, type CommandIo } from './cli-support.js';
 import { devServerCommand, devServerHelp } from './commands/dev-server.js';
+import { historyCommand, historyHelp } from './commands/history.js';
 import { operateCommand, operateHelp } from './commands/operate.js';
 import { upgradeCommand, upgradeHelp } from './commands/upgrade.js';
 import { watchCommand, watchHelp } from './commands/watch.js';
 import { pathCommand, pathHelp } from './commands/path.js';
 import { planCommand, planHelp } from './commands/plan.js';
 import { skewCheckCommand, skewCheckHelp } from './commands/skew-check.js';
+import { workerCommand, workerHelp } from './commands/worker.js';
 
 type Command = { run: (args: string[], io: CommandIo) => Promise<number>; help: string; summary: string };
 
 const COMMANDS: Record<string, Command> = {
   'skew-check': { run: skewCheckCommand, help: skewCheckHelp, summary: 'judge component versions against the skew policy' },
   path: { run: pathCommand, help: pathHelp, summary: 'the upgrade hops from one version to another' },
-  plan: { run: planCommand, help: planHelp, summary: 'the whole upgrade runbook, checked step by step' },
+  plan: { run: planCommand, help: planHelp, summary: 'the whole upgrade runbook, checked step by step (from files or a live cluster)' },
   upgrade: { run: upgradeCommand, help: upgradeHelp, summary: 'start the durable upgrade of a cluster and watch it' },
   watch: { run: watchCommand, help: watchHelp, summary: 're-attach to a running upgrade' },
   status: { run: operateCommand('status'), help: operateHelp.status, summary: 'where an upgrade is, node by node' },
@@ -21,6 +23,8 @@ const COMMANDS: Record<string, Command> = {
   pause: { run: operateCommand('pause'), help: operateHelp.pause, summary: 'start no new node' },
   resume: { run: operateCommand('resume'), help: operateHelp.resume, summary: 'go on after a pause' },
   abort: { run: operateCommand('abort'), help: operateHelp.abort, summary: 'stop and compensate (no downgrade)' },
+  history: { run: historyCommand, help: historyHelp, summary: 'the audit trail of an upgrade: steps, approvals, resolutions, snapshots' },
+  worker: { run: workerCommand, help: workerHelp, summary: 'run the worker with a directory of cluster configurations' },
   'dev-server': { run: devServerCommand, help: devServerHelp, summary: 'start the Temporal dev server with its UI' },
 };
 
@@ -36,6 +40,9 @@ ${Object.entries(COMMANDS)
 Run "skewless COMMAND --help" for a command's options.`;
 
 export async function main(argv: string[], io: CommandIo = processIo): Promise<number> {
+  // stderr carries one line per error; a library's deprecation notice (gRPC's TLS server name
+  // for an IP address) is nothing an operator can act on.
+  process.noDeprecation = true;
   const [name, ...args] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.out(mainHelp);

@@ -1,29 +1,29 @@
 import { Client, Connection } from '@temporalio/client';
-import { temporalConfig } from '../worker/config.js';
-import { UsageError } from './cli-support.js';
+import { CONNECTION_FLAGS, connectionOptions, connectionSettings, redactSecrets, UnreachableError, type ConnectionFlags } from '../worker/config.js';
+import { registerSecret, UsageError } from './cli-support.js';
 
-/** Temporal could not be reached: one line, exit 3, nothing started. */
-export class UnreachableError extends Error {
-  override name = 'UnreachableError';
-}
+export { UnreachableError };
 
-export const TEMPORAL_OPTIONS = {
-  address: { type: 'string' },
-  namespace: { type: 'string' },
-} as const;
+/** The flags of every command that talks to Temporal (see CONNECTION_HELP). */
+export const TEMPORAL_OPTIONS = CONNECTION_FLAGS;
 
-/** A client from --address/--namespace, else TEMPORAL_ADDRESS/TEMPORAL_NAMESPACE, like the temporal CLI. */
-export async function connectClient(values: { address?: string; namespace?: string }): Promise<{ client: Client; close: () => Promise<void> }> {
-  const config = temporalConfig();
-  const address = values.address ?? config.address;
-  if (!/^[A-Za-z0-9.-]+:\d+$/.test(address)) throw new UsageError(`--address must be host:port, got ${JSON.stringify(address)}`);
+/**
+ * A client from the connection flags, else the TEMPORAL_* variables, like the temporal CLI. The
+ * TLS files are read before connecting; a bad one is a usage error (exit 2), and a server that does
+ * not answer within 5 s is exit 3. Messages never carry the API key.
+ */
+export async function connectClient(values: ConnectionFlags): Promise<{ client: Client; close: () => Promise<void> }> {
+  const settings = connectionSettings(values);
+  if (settings.apiKey) registerSecret(settings.apiKey);
+  const options = connectionOptions(settings);
   let connection: Connection;
   try {
-    connection = await Connection.connect({ address, connectTimeout: 5000 });
+    connection = await Connection.connect({ ...options, connectTimeout: 5000 });
   } catch (err) {
-    throw new UnreachableError(`cannot reach Temporal at ${address}: ${(err as Error).message.split('\n')[0]}`);
+    const reason = redactSecrets((err as Error).message.split('\n')[0] ?? '', settings);
+    throw new UnreachableError(`cannot reach Temporal at ${settings.address}: ${reason}`);
   }
-  return { client: new Client({ connection, namespace: values.namespace ?? config.namespace }), close: () => connection.close() };
+  return { client: new Client({ connection, namespace: settings.namespace }), close: () => connection.close() };
 }
 
 const CLUSTER = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;

@@ -78,14 +78,18 @@ export function startAvailabilitySampler(kube: KubeClients, options: { intervalM
   let stopped = false;
   let wake: (() => void) | undefined;
 
+  // A ReplicaSet's owner never changes: looked up once per ReplicaSet (by UID), not on every sample.
+  const replicaSetOwners = new Map<string, Controller>();
   /** The top-level controller of a pod: a ReplicaSet's Deployment, else the owner itself. */
   const controllerOf = async (namespace: string, ref: V1OwnerReference): Promise<Controller> => {
-    if (ref.kind === 'ReplicaSet') {
-      const rs = await kube.apps.readNamespacedReplicaSet({ name: ref.name, namespace });
-      const up = rs.metadata?.ownerReferences?.find((o) => o.controller);
-      if (up?.kind === 'Deployment') return { kind: 'Deployment', namespace, name: up.name };
-    }
-    return { kind: ref.kind, namespace, name: ref.name };
+    if (ref.kind !== 'ReplicaSet') return { kind: ref.kind, namespace, name: ref.name };
+    const known = replicaSetOwners.get(ref.uid);
+    if (known) return known;
+    const rs = await kube.apps.readNamespacedReplicaSet({ name: ref.name, namespace });
+    const up = rs.metadata?.ownerReferences?.find((o) => o.controller);
+    const c = up?.kind === 'Deployment' ? { kind: 'Deployment', namespace, name: up.name } : { kind: 'ReplicaSet', namespace, name: ref.name };
+    replicaSetOwners.set(ref.uid, c);
+    return c;
   };
 
   /** The pods a controller wants; undefined when it is gone or of a kind without a scale. */

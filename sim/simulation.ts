@@ -5,6 +5,7 @@ import { startControlPlane, type ControlPlane } from './cluster/control-plane.js
 import { kubeClients, type KubeClients } from './cluster/kube-clients.js';
 import { kubeEffects } from './cluster/kube-effects.js';
 import { populateCluster } from './cluster/populate.js';
+import { recordVersions } from './cluster/version-recorder.js';
 import type { SimDescription } from './description.js';
 import { startHostSimulator } from './hosts/host-simulator.js';
 
@@ -20,6 +21,10 @@ export interface Simulation {
   kube: KubeClients;
   controlPlane: ControlPlane;
   hosts: HostSimulator;
+  /** <stateDir>/version-history.jsonl: the versions after every version-moving host effect (readVersionHistory). */
+  versionHistoryPath: string;
+  /** Resolves once every version state recorded so far is written. */
+  versionHistorySettled(): Promise<void>;
   /** Endpoints and paths a client needs (no key material): also written to <stateDir>/simulation.json. */
   endpoints: SimulationEndpoints;
   stop(): Promise<void>;
@@ -76,11 +81,13 @@ export async function startSimulation(description: SimDescription, options: Simu
   try {
     const kube = kubeClients(controlPlane.kubeconfig);
     await populateCluster(kube, description, options.timeoutMs);
+    const recorder = recordVersions(kubeEffects(kube), kube, stateDir);
+    await recorder.record('initial');
     hosts = await startHostSimulator({
       stateDir,
       user: description.ssh.user,
       rebootSeconds: description.rebootSeconds,
-      effects: kubeEffects(kube),
+      effects: recorder.effects,
       etcd: { endpoint: controlPlane.etcdEndpoint, etcdctl: binaries.bin('etcdctl'), etcdutl: binaries.bin('etcdutl') },
       hosts: description.nodes.map((n) => ({
         name: n.name,
@@ -116,9 +123,12 @@ export async function startSimulation(description: SimDescription, options: Simu
       kube,
       controlPlane,
       hosts: running,
+      versionHistoryPath: recorder.path,
+      versionHistorySettled: recorder.settled,
       endpoints,
       async stop() {
         await running.stop();
+        await recorder.settled();
         await controlPlane.stop();
       },
     };

@@ -1,23 +1,24 @@
-import { NativeConnection } from '@temporalio/worker';
-import { createClusterResolver } from '../activities/host-address.js';
-import { temporalConfig } from './config.js';
-import { createSkewlessWorker } from './create-worker.js';
+import { ConfigError, connectionSettings, redactSecrets, workerConfig } from './config.js';
+import { runWorker } from './run-worker.js';
 
-/** The worker process: the only one that will hold cluster credentials. */
-async function run(): Promise<void> {
-  const config = temporalConfig();
-  const connection = await NativeConnection.connect({ address: config.address });
-  try {
-    const deps = config.clustersDir ? { clusters: createClusterResolver(config.clustersDir) } : {};
-    const worker = await createSkewlessWorker({ connection, namespace: config.namespace, taskQueue: config.taskQueue, deps });
-    console.log(`skewless worker: task queue ${config.taskQueue} on ${config.address}, clusters from ${config.clustersDir ?? '(none)'}`);
-    await worker.run();
-  } finally {
-    await connection.close();
-  }
+/**
+ * `npm run worker`: the worker from the environment alone (TEMPORAL_*, SKEWLESS_CLUSTERS_DIR,
+ * SKEWLESS_TASK_QUEUE). `skewless worker` is the same with flags. Exit 2 on bad settings, 3 when
+ * Temporal is unreachable, 0 after a graceful shutdown.
+ */
+async function run(): Promise<number> {
+  const config = workerConfig();
+  if (!config.clustersDir) throw new ConfigError('SKEWLESS_CLUSTERS_DIR (the directory of <cluster>.yaml files) is required');
+  await runWorker({ connection: connectionSettings(), taskQueue: config.taskQueue, clustersDir: config.clustersDir, log: (line) => console.log(line) });
+  return 0;
 }
 
-run().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+run().then(
+  (code) => (process.exitCode = code),
+  (err: Error) => {
+    const known = err.name === 'ConfigError' ? 2 : err.name === 'UnreachableError' ? 3 : undefined;
+    const text = known ? `skewless worker: ${err.message}` : String(err.stack ?? err);
+    console.error(redactSecrets(text, { apiKey: process.env.TEMPORAL_API_KEY })); // the key never reaches a log
+    process.exitCode = known ?? 1;
+  },
+);

@@ -2,3 +2,4 @@
 export { toolchainSmokeWorkflow } from './toolchain-smoke-workflow.js';
 export { nodeUpgradeWorkflow } from './node-upgrade-workflow.js';
 export { clusterUpgradeWorkflow } from './cluster-upgrade-workflow.js';
+export { planClusterWorkflow } from './plan-cluster-workflow.js';

@@ -1,17 +1,20 @@
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery, type NodeDrainResolution } from '../../workflows/upgrade-messages.js';
+import { CONNECTION_HELP } from '../../worker/config.js';
 import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 
+const withConnection = (help: string) => `${help}\n\n${CONNECTION_HELP}`;
+
 /** The operator's controls on a running upgrade: status, approve, resolve, pause, resume, abort. */
 export const operateHelp = {
-  status: 'Usage: skewless status NAME [--output json|text]\n\nThe upgrade\'s phase, hop, every node\'s state, blocked nodes, gates and snapshots.',
-  approve: 'Usage: skewless approve NAME --gate GATE [--by WHO] [--comment TEXT]\n\nApproves a waiting gate; who and why land in the workflow history.',
-  resolve: 'Usage: skewless resolve NAME --node NODE --action retry|skip|force|abort [--pod NS/NAME]... [--by WHO] [--comment TEXT]\n\nResolves a blocked drain. force deletes only the pods named with --pod; skip leaves the node cordoned at its old version.',
-  pause: 'Usage: skewless pause NAME [--by WHO] [--comment TEXT]\n\nNo new node starts; the steps in flight finish.',
-  resume: 'Usage: skewless resume NAME [--by WHO]',
-  abort: 'Usage: skewless abort NAME [--by WHO] [--comment TEXT]\n\nStops after the steps in flight and compensates: uncordons exactly the nodes this run cordoned and clears its stage labels. Versions are kept (no downgrade).',
-} as const;
+  status: withConnection('Usage: skewless status NAME [--output json|text]\n\nThe upgrade\'s phase, hop, every node\'s state, blocked nodes, gates and snapshots.'),
+  approve: withConnection('Usage: skewless approve NAME --gate GATE [--by WHO] [--comment TEXT]\n\nApproves a waiting gate; who and why land in the workflow history.'),
+  resolve: withConnection('Usage: skewless resolve NAME --node NODE --action retry|skip|force|abort [--pod NS/NAME]... [--by WHO] [--comment TEXT]\n\nResolves a blocked drain. force deletes only the pods named with --pod; skip leaves the node cordoned at its old version.'),
+  pause: withConnection('Usage: skewless pause NAME [--by WHO] [--comment TEXT]\n\nNo new node starts; the steps in flight finish.'),
+  resume: withConnection('Usage: skewless resume NAME [--by WHO]'),
+  abort: withConnection('Usage: skewless abort NAME [--by WHO] [--comment TEXT]\n\nStops after the steps in flight and compensates: uncordons exactly the nodes this run cordoned and clears its stage labels. Versions are kept (no downgrade).'),
+};
 
 type Verb = keyof typeof operateHelp;
 

@@ -1,33 +1,46 @@
-import { planUpgrade, type ClusterInventory, type RolloutPolicy } from '../../rules/index.js';
-import { EXIT, intOption, outputFormat, parseOptions, readJsonFile, requireOption, type CommandIo } from '../cli-support.js';
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure, WorkflowFailedError, type Client } from '@temporalio/client';
+import { parseTarget, planUpgrade, type ClusterInventory, type RolloutPolicy, type UpgradePlan } from '../../rules/index.js';
+import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
+import { planClusterWorkflow, type PlanClusterResult } from '../../workflows/plan-cluster-workflow.js';
+import { CommandFailed, EXIT, intOption, outputFormat, parseOptions, readJsonFile, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { planToJson, planToText } from '../render-plan.js';
+import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 
-export const planHelp = `Usage: skewless plan --inventory FILE --to VERSION_OR_MINOR --available FILE
-                     [--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE]
-                     [--output json|text]
+export const planHelp = `Usage: skewless plan --inventory FILE --available FILE --to VERSION_OR_MINOR [policy] [--output json|text]
+       skewless plan --cluster NAME --to VERSION_OR_MINOR [policy] [--acknowledge NS/PDB]...
+                     [--task-queue QUEUE] [connection options] [--output json|text]
+Policy: [--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE]
 
 Prints the whole upgrade runbook without touching anything: per hop, the etcd backup, the
 control planes one at a time, the canary, the batches, and uncordon last on every node; and
 checks the skew policy on the state after every step.
 
-The inventory is the skew-check format plus optional "nodes":
+With --cluster, the inventory and the package repository's versions are read from the live
+cluster through the worker (workflow plan/NAME/…; start one with "skewless worker"), and the
+pre-flight refusals an upgrade would make now (blocking PDBs, NotReady nodes) are listed.
+
+From files, the inventory is the skew-check format plus optional "nodes":
   {"apiservers":[{"node":"cp1","version":"1.32.4"}], "kubelets":[{"node":"w1","version":"1.32.4"}], …,
    "nodes":[{"name":"cp1","role":"control-plane","labels":{}}, {"name":"w1","role":"worker"}]}
 Without "nodes", apiserver nodes are control planes and other kubelet nodes are workers.
 --available is a JSON array of the versions the package repository offers.
 
-Exit status: 0 plan is skew-safe, 1 some step would break the skew policy (named), 2 invalid input.`;
+${CONNECTION_HELP}
+
+Exit status: 0 plan is skew-safe, 1 some step would break the skew policy or an upgrade would
+refuse to start (named), or the plan failed on the worker, 2 invalid input or unknown cluster,
+3 Temporal unreachable.`;
+
+// Failure types that mean the request itself is wrong (rules' codes, the worker's cluster lookup).
+const INVALID = new Set(['InvalidVersion', 'InvalidInventory', 'InvalidPolicy', 'Downgrade', 'MissingRelease', 'UnsupportedMajor', 'ClusterConfigInvalid']);
 
 export async function planCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {
-    inventory: { type: 'string' },
-    to: { type: 'string' },
-    available: { type: 'string' },
-    canary: { type: 'string' },
-    'batch-size': { type: 'string' },
-    'max-unavailable': { type: 'string' },
-    'first-control-plane': { type: 'string' },
-    output: { type: 'string' },
+    inventory: { type: 'string' }, to: { type: 'string' }, available: { type: 'string' }, cluster: { type: 'string' },
+    canary: { type: 'string' }, 'batch-size': { type: 'string' }, 'max-unavailable': { type: 'string' },
+    'first-control-plane': { type: 'string' }, acknowledge: { type: 'string', multiple: true }, output: { type: 'string' },
+    'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS,
   });
   if (values.help) {
     io.out(planHelp);
@@ -35,8 +48,6 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
   }
   const output = outputFormat(values.output);
   const to = requireOption(values.to, '--to');
-  const inventory = readJsonFile(requireOption(values.inventory, '--inventory'), 'inventory') as ClusterInventory;
-  const available = readJsonFile(requireOption(values.available, '--available'), 'available versions') as string[];
   const policy: RolloutPolicy = {};
   const canary = intOption(values.canary, '--canary', 0);
   const batchSize = intOption(values['batch-size'], '--batch-size', 1);
@@ -45,7 +56,63 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
   if (values['max-unavailable'] !== undefined) policy.maxUnavailable = values['max-unavailable'];
   if (values['first-control-plane'] !== undefined) policy.firstControlPlane = values['first-control-plane'];
 
-  const plan = planUpgrade({ inventory, to, available, policy });
-  io.out(output === 'json' ? JSON.stringify(planToJson(plan, to), null, 2) : planToText(plan, to));
-  return plan.skew.compliant ? EXIT.ok : EXIT.notCompliant;
+  let plan: UpgradePlan;
+  let live: (PlanClusterResult & { cluster: string }) | undefined;
+  if (values.cluster !== undefined) {
+    if (values.inventory !== undefined || values.available !== undefined) throw new UsageError('--cluster reads the live cluster: leave out --inventory and --available');
+    const cluster = clusterName(values.cluster, '--cluster');
+    parseTarget(to); // a bad version is refused here, before Temporal is contacted
+    for (const ack of values.acknowledge ?? []) if (!/^[a-z0-9-]+\/[a-z0-9.-]+$/.test(ack)) throw new UsageError(`--acknowledge takes NAMESPACE/PDB, got ${JSON.stringify(ack)}`);
+    const taskQueue = workerConfig(values).taskQueue;
+    const { client, close } = await connectClient(values);
+    try {
+      live = { cluster, ...(await planThroughWorker(client, taskQueue, { cluster, to, policy: { ...policy, ...(values.acknowledge ? { acknowledge: values.acknowledge } : {}) } })) };
+    } finally {
+      await close();
+    }
+    plan = live.plan;
+  } else {
+    if (values.acknowledge !== undefined) throw new UsageError('--acknowledge needs --cluster');
+    const inventory = readJsonFile(requireOption(values.inventory, '--inventory'), 'inventory') as ClusterInventory;
+    const available = readJsonFile(requireOption(values.available, '--available'), 'available versions') as string[];
+    plan = planUpgrade({ inventory, to, available, policy });
+  }
+
+  if (output === 'json') {
+    io.out(JSON.stringify({ ...(live ? { cluster: live.cluster } : {}), ...planToJson(plan, to), ...(live ? { refusals: live.refusals, problems: live.problems } : {}) }, null, 2));
+  } else {
+    io.out(planToText(plan, to));
+    if (live) {
+      for (const p of live.problems) io.out(`Inventory: ${p}`);
+      io.out(live.refusals.length === 0 ? `Pre-flight (${live.cluster}): nothing would stop the upgrade from starting.` : `Pre-flight (${live.cluster}): the upgrade would refuse to start:`);
+      for (const r of live.refusals) io.out(`  ${r}`);
+    }
+  }
+  return plan.skew.compliant && (live?.refusals.length ?? 0) === 0 ? EXIT.ok : EXIT.notCompliant;
+}
+
+/** Runs planClusterWorkflow; a missing worker, an unknown cluster or a refused version is one line. */
+async function planThroughWorker(client: Client, taskQueue: string, input: Parameters<typeof planClusterWorkflow>[0]): Promise<PlanClusterResult> {
+  // Without a worker the workflow would wait forever: say so instead (a worker may be starting, so wait a little).
+  for (let waited = 0; ; waited += 500) {
+    const { pollers } = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue } });
+    if ((pollers?.length ?? 0) > 0) break;
+    if (waited >= 5000) throw new CommandFailed(`no worker polls task queue ${taskQueue}; start one with "skewless worker --clusters-dir DIR"`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  try {
+    return await client.workflow.execute(planClusterWorkflow, {
+      taskQueue,
+      workflowId: `plan/${input.cluster}/${new Date().toISOString()}-${randomUUID().slice(0, 8)}`,
+      workflowExecutionTimeout: '15m', // a backstop: a plan that lost its worker does not linger
+      args: [input],
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowFailedError)) throw err;
+    let cause: Error | undefined = err.cause;
+    while (cause && !(cause instanceof ApplicationFailure) && cause.cause instanceof Error) cause = cause.cause;
+    const message = `plan of ${input.cluster} failed: ${(cause ?? err).message.split('\n')[0]}`;
+    if (cause instanceof ApplicationFailure && cause.type && INVALID.has(cause.type)) throw new UsageError(message);
+    throw new CommandFailed(message);
+  }
 }

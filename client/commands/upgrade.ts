@@ -1,6 +1,6 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { parseTarget } from '../../rules/index.js';
-import { temporalConfig } from '../../worker/config.js';
+import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { clusterUpgradeWorkflow, type UpgradePolicy } from '../../workflows/cluster-upgrade-workflow.js';
 import { EXIT, intOption, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
@@ -8,11 +8,15 @@ import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to VERSION_OR_MINOR [--canary N] [--batch-size N]
                         [--max-unavailable N|N%] [--approve-workers] [--approve-canary] [--soak SECONDS]
-                        [--acknowledge NAMESPACE/PDB]... [--detach] [--address HOST:PORT] [--namespace NS]
+                        [--drain-timeout SECONDS] [--acknowledge NAMESPACE/PDB]... [--detach] [--task-queue QUEUE] [connection options]
 
 Starts the durable upgrade of a cluster (workflow id upgrade/NAME) on Temporal and watches it;
 with --detach it returns at once (re-attach with "skewless watch NAME"). One upgrade per cluster:
-a second one is refused while the first runs. The worker resolves NAME to the cluster's credentials.
+a second one is refused while the first runs. A drain that has not finished after
+--drain-timeout (default: the cluster configuration's drain.timeoutSeconds) waits for "skewless resolve". The worker on QUEUE (SKEWLESS_TASK_QUEUE, default
+"skewless") resolves NAME to the cluster's credentials.
+
+${CONNECTION_HELP}
 
 Exit status: 0 upgraded (or started, with --detach), 1 failed or aborted, 2 invalid input or
 refused, 3 Temporal unreachable.`;
@@ -21,7 +25,7 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   const { values } = parseOptions(args, {
     cluster: { type: 'string' }, to: { type: 'string' }, canary: { type: 'string' }, 'batch-size': { type: 'string' },
     'max-unavailable': { type: 'string' }, 'approve-workers': { type: 'boolean' }, 'approve-canary': { type: 'boolean' },
-    soak: { type: 'string' }, acknowledge: { type: 'string', multiple: true }, detach: { type: 'boolean' }, ...TEMPORAL_OPTIONS,
+    soak: { type: 'string' }, 'drain-timeout': { type: 'string' }, acknowledge: { type: 'string', multiple: true }, detach: { type: 'boolean' }, 'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS,
   });
   if (values.help) {
     io.out(upgradeHelp);
@@ -37,6 +41,8 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   if (canary !== undefined) policy.canary = canary;
   if (batchSize !== undefined) policy.batchSize = batchSize;
   if (soak !== undefined) policy.soakSeconds = soak;
+  const drainTimeout = intOption(values['drain-timeout'], '--drain-timeout', 1);
+  if (drainTimeout !== undefined) policy.drainTimeoutSeconds = drainTimeout;
   if (values['max-unavailable'] !== undefined) {
     if (!/^(\d+|\d{1,2}%|100%)$/.test(values['max-unavailable'])) throw new UsageError('--max-unavailable must be a count or a percentage such as 10%');
     policy.maxUnavailable = values['max-unavailable'];
@@ -46,11 +52,12 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   for (const ack of values.acknowledge ?? []) if (!/^[a-z0-9-]+\/[a-z0-9.-]+$/.test(ack)) throw new UsageError(`--acknowledge takes NAMESPACE/PDB, got ${JSON.stringify(ack)}`);
   if (values.acknowledge) policy.acknowledge = values.acknowledge;
 
+  const taskQueue = workerConfig(values).taskQueue;
   const { client, close } = await connectClient(values);
   try {
     try {
       await client.workflow.start(clusterUpgradeWorkflow, {
-        taskQueue: temporalConfig().taskQueue,
+        taskQueue,
         workflowId: upgradeWorkflowId(cluster),
         workflowIdConflictPolicy: 'FAIL',
         args: [{ cluster, to, policy }],

@@ -1,12 +1,15 @@
 import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { CONNECTION_HELP } from '../../worker/config.js';
 import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 
-export const watchHelp = `Usage: skewless watch NAME [--address HOST:PORT] [--namespace NS]
+export const watchHelp = `Usage: skewless watch NAME [connection options]
 
 Follows the upgrade of cluster NAME: phase, per-node progress, blocked nodes and what blocks them,
-gates waiting. Re-attach at any time; exits with the upgrade's outcome (0 done, 1 failed or aborted).`;
+gates waiting. Re-attach at any time; exits with the upgrade's outcome (0 done, 1 failed or aborted).
+
+${CONNECTION_HELP}`;
 
 function progressLine(s: UpgradeStatus): string {
   const nodes = Object.values(s.nodes);

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../free-port.js';
 import type { SimBinaries } from './binaries.js';
@@ -87,7 +87,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const kwokHome = join(stateDir, 'kwok-home');
   mkdirSync(kwokHome, { recursive: true });
   const kwok = new ManagedProcess('kwok', binaries.bin('kwok'), [
-    `--kubeconfig=${kubeconfig}`, `--config=${binaries.kwokStages}`,
+    `--kubeconfig=${kubeconfig}`, `--config=${kwokStagesWithoutMirrorDeletes(binaries.kwokStages, stateDir)}`,
     '--manage-all-nodes=false', '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
     '--node-lease-duration-seconds=40', '--cidr=10.244.0.0/16', '--node-ip=10.0.0.1',
   ], log('kwok'), { ...process.env, HOME: kwokHome });
@@ -150,4 +150,20 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       rmSync(join(stateDir, 'apiserver-certs'), { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * kwok's pod-delete stage deletes by name whatever carries a deletionTimestamp. A mirror pod deleted
+ * with grace 0 (a static-pod manifest change) is gone at once, but a busy kwok may act on the old
+ * event late and delete the *new* mirror pod of the same name, leaving a control plane without an
+ * apiserver. Mirror pods are the kubelet's, not kwok's: the stage leaves them alone.
+ */
+function kwokStagesWithoutMirrorDeletes(stagesPath: string, stateDir: string): string {
+  const stages = readFileSync(stagesPath, 'utf8');
+  const anchor = /(name: pod-delete\n[\s\S]*?- key: '\.metadata\.deletionTimestamp'\n(\s*)operator: 'Exists'\n)/;
+  if (!anchor.test(stages)) throw new Error(`${stagesPath}: kwok's pod-delete stage has an unexpected shape`);
+  const out = join(stateDir, 'kwok-stages.yaml');
+  writeFileSync(out, stages.replace(anchor, (_m, head: string, indent: string) =>
+    `${head}${indent.slice(2)}- key: '.metadata.annotations["kubernetes.io/config.mirror"]'\n${indent}operator: 'DoesNotExist'\n`));
+  return out;
 }

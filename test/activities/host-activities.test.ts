@@ -142,8 +142,13 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
   it('kubeadmUpgradeNode moves the second control plane once; refuses a version the cluster is not at', async () => {
     await acts.installPackages({ cluster, node: 'cp-2', version: '1.33.7', packages: ['kubeadm'] });
     await failsWith(acts.kubeadmUpgradeNode({ cluster, node: 'cp-2', version: '1.32.9' }), 'Invalid');
-    const first = await acts.kubeadmUpgradeNode({ cluster, node: 'cp-2', version: '1.33.7' });
+    const env = new MockActivityEnvironment();
+    const beats: unknown[] = [];
+    env.on('heartbeat', (d: unknown) => beats.push(d));
+    const first = await env.run(acts.kubeadmUpgradeNode, { cluster, node: 'cp-2', version: '1.33.7' }) as Awaited<ReturnType<typeof acts.kubeadmUpgradeNode>>;
     assert.equal(first.ran, true);
+    // The wait for the new mirror pods heartbeats too: it may outlast the heartbeat timeout.
+    assert.ok(beats.some((b) => JSON.stringify(b).includes('wait for control-plane pods at v1.33.7')), JSON.stringify(beats));
     assert.deepEqual(await images('cp-2'), ['kube-apiserver=v1.33.7', 'kube-controller-manager=v1.33.7', 'kube-scheduler=v1.33.7']);
     const second = await during('cp-2', () => acts.kubeadmUpgradeNode({ cluster, node: 'cp-2', version: '1.33.7' }));
     assert.equal(second.result.ran, false);

@@ -4,9 +4,12 @@ import { after, before, describe, it } from 'node:test';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createClusterResolver } from '../../activities/host-address.js';
+import { formatAvailability, startAvailabilitySampler, type AvailabilityReport } from '../../sim/availability-sampler.js';
+import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { createSkewlessWorker } from '../../worker/create-worker.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { failureChain, judgeVersionHistory } from '../helpers/upgrade-evidence.js';
 import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
 
 const LAB = `
@@ -34,16 +37,37 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
     await env?.teardown();
   });
 
-  it('upgrades every node and component over two hops, leaving nothing cordoned or labelled', async () => {
+  it('upgrades every node and component over two hops with no PDB violated and the skew policy held in every state, leaving nothing cordoned or labelled', async () => {
+    const nodeNames = ['cp-1', 'cp-2', 'cp-3', 'worker-1', 'worker-2', 'worker-3', 'worker-4', 'worker-5'];
+    let availability: AvailabilityReport | undefined;
     const taskQueue = uniqueTaskQueue('e2e');
     const worker = await createSkewlessWorker({
       connection: env.nativeConnection, namespace: 'default', taskQueue, workflowBundle: await workflowBundle(),
       deps: { clusters: createClusterResolver(tc.clustersDir) },
     });
+    const sampler = startAvailabilitySampler(tc.kube, { intervalMs: 250 });
     const status = await worker.runUntil(env.client.workflow.execute(clusterUpgradeWorkflow, {
       taskQueue, workflowId: 'upgrade/e2e', args: [{ cluster: 'e2e', to: '1.34', policy: { canary: 1, batchSize: 2, maxUnavailable: 2, verifySeconds: 60 } }],
-    }));
+    })).catch((err: unknown) => assert.fail(failureChain(err))).finally(() => sampler.stop().then((r) => (availability = r)));
     assert.equal(status.phase, 'done', status.events.join('\n'));
+
+    // No workload with a PDB dropped below it at any sample of the run.
+    assert.ok(availability, 'the sampler reported');
+    assert.equal(availability.violated, false, formatAvailability(availability));
+    assert.deepEqual(availability.pdbs.map((p) => p.name), ['db', 'web']);
+    assert.ok(availability.samples >= 20, `${availability.samples} samples over the run`);
+
+    // The skew policy held in every state the cluster passed through, as the sim recorded it.
+    await tc.sim.versionHistorySettled();
+    const history = readVersionHistory(tc.sim.stateDir);
+    const verdict = judgeVersionHistory(history);
+    assert.deepEqual(verdict.problems, []);
+    // 8 kubelets × 2 hops + 3 control planes × 2 hops, after the initial state.
+    assert.ok(verdict.states - 1 >= 8 * 2 + 3 * 2, `${verdict.states} states: ${history.map((h) => h.cause).join(', ')}`);
+    for (const node of nodeNames) {
+      assert.deepEqual(verdict.versionsSeen[`kubelets ${node}`], ['1.32.4', '1.33.7', '1.34.2'], `${node}'s kubelet went through each minor`);
+      if (node.startsWith('cp-')) assert.deepEqual(verdict.versionsSeen[`apiservers ${node}`], ['1.32.4', '1.33.7', '1.34.2']);
+    }
     assert.deepEqual(status.hops, ['1.33.7', '1.34.2']);
 
     const nodes = (await tc.kube.core.listNode()).items;

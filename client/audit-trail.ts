@@ -1,0 +1,219 @@
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+type Payload = temporal.api.common.v1.IPayload;
+
+/** One run of a workflow, as fetched (or loaded from a saved history). */
+export interface RunHistory {
+  workflowId: string;
+  runId: string;
+  events: HistoryEvent[];
+}
+
+export type StepOutcome = 'completed' | 'failed' | 'timed out' | 'canceled' | 'running';
+
+/** One line of the audit trail. Only named fields are ever taken from payloads. */
+export type TrailEntry = { time: string } & (
+  | { kind: 'started'; workflowId: string; to?: string; continued: boolean }
+  | { kind: 'step'; node?: string; activity: string; summary?: string; version?: string; outcome: StepOutcome; message?: string; retries: number; durationMs?: number }
+  | { kind: 'snapshot'; node?: string; path?: string; sha256?: string; revision?: number }
+  | { kind: 'approval'; gate?: string; by?: string; comment?: string; failed?: string }
+  | { kind: 'resolution'; node?: string; action?: string; by?: string; pods?: string[]; comment?: string; failed?: string }
+  | { kind: 'signal'; signal: 'pause' | 'resume' | 'abort'; by?: string; reason?: string }
+  | { kind: 'blocked'; node?: string; message?: string }
+  | { kind: 'node'; node?: string; step?: string; version?: string; outcome: string; message?: string; durationMs?: number }
+  | { kind: 'closed'; workflowId: string; status: string; outcome?: string; message?: string }
+);
+
+/** Decodes a JSON payload; anything else (an encrypted or binary payload) is left alone. */
+function decode(payload: Payload | null | undefined): Record<string, unknown> | string | undefined {
+  if (!payload) return undefined;
+  try {
+    const value = defaultPayloadConverter.fromPayload<unknown>(payload as never);
+    return typeof value === 'string' || (typeof value === 'object' && value !== null) ? (value as Record<string, unknown> | string) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const record = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+/** A string field, one line and bounded: free text from operators or tools is never shown raw. */
+const str = (v: unknown, max = 200): string | undefined => {
+  if (typeof v !== 'string' || v === '') return undefined;
+  const line = v.replace(/\s*\n\s*/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+};
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+const strings = (v: unknown): string[] | undefined => (Array.isArray(v) ? v.map((x) => str(x, 120)).filter((x): x is string => x !== undefined) : undefined);
+const firstArg = (payloads: { payloads?: Payload[] | null } | null | undefined) => decode(payloads?.payloads?.[0]);
+/** Milliseconds of a proto Timestamp, whose seconds are a Long when fetched and a number or string when loaded from JSON. */
+const tsToMs = (ts: HistoryEvent['eventTime']): number => Number(String(ts?.seconds ?? 0)) * 1000 + Math.floor((ts?.nanos ?? 0) / 1e6);
+const iso = (e: HistoryEvent) => new Date(tsToMs(e.eventTime)).toISOString();
+const failureMessage = (f: { message?: string | null } | null | undefined) => str(f?.message ?? undefined, 300);
+const compact = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+
+/** The audit trail of one run: its activities, operator messages, snapshots and how it ended. */
+export function runTrail(run: RunHistory): TrailEntry[] {
+  const out: TrailEntry[] = [];
+  const steps = new Map<string, { entry: Extract<TrailEntry, { kind: 'step' }>; scheduledMs: number }>();
+  const updates = new Map<string, Extract<TrailEntry, { kind: 'approval' | 'resolution' }>>();
+  let startMs = 0;
+  let input: Record<string, unknown> = {};
+  let isNode = false;
+
+  const close = (e: HistoryEvent, outcome: StepOutcome, scheduledEventId: unknown, message?: string) => {
+    const step = steps.get(String(scheduledEventId));
+    if (!step) return undefined;
+    Object.assign(step.entry, compact({ outcome, message, durationMs: tsToMs(e.eventTime) - step.scheduledMs }));
+    return step.entry;
+  };
+  const closed = (e: HistoryEvent, status: string, message?: string, result?: Record<string, unknown>) => {
+    if (isNode) {
+      out.push(compact({ time: iso(e), kind: 'node' as const, node: str(input.node), step: str(input.step), version: str(input.version),
+        outcome: status === 'completed' ? (str(result?.outcome) ?? 'done') : status, message, durationMs: tsToMs(e.eventTime) - startMs }));
+    } else {
+      out.push(compact({ time: iso(e), kind: 'closed' as const, workflowId: run.workflowId, status, outcome: str(result?.outcome), message }));
+    }
+  };
+
+  for (const e of run.events) {
+    const time = iso(e);
+    if (e.workflowExecutionStartedEventAttributes) {
+      const a = e.workflowExecutionStartedEventAttributes;
+      startMs = tsToMs(e.eventTime);
+      input = record(firstArg(a.input));
+      isNode = a.workflowType?.name === 'nodeUpgradeWorkflow';
+      if (!isNode) out.push(compact({ time, kind: 'started' as const, workflowId: run.workflowId, to: str(input.to), continued: Boolean(a.continuedExecutionRunId) }));
+    } else if (e.activityTaskScheduledEventAttributes) {
+      const a = e.activityTaskScheduledEventAttributes;
+      const args = record(firstArg(a.input));
+      const summary = decode(e.userMetadata?.summary);
+      const entry = compact({
+        time, kind: 'step' as const, node: str(args.node) ?? (isNode ? str(input.node) : undefined), activity: a.activityType?.name ?? '?',
+        summary: typeof summary === 'string' ? str(summary) : undefined, version: str(args.version) ?? str(args.hop), outcome: 'running' as StepOutcome, retries: 0,
+      });
+      steps.set(String(e.eventId), { entry, scheduledMs: tsToMs(e.eventTime) });
+      out.push(entry);
+    } else if (e.activityTaskStartedEventAttributes) {
+      const a = e.activityTaskStartedEventAttributes;
+      const step = steps.get(String(a.scheduledEventId));
+      if (step) step.entry.retries = Math.max(0, (a.attempt ?? 1) - 1);
+    } else if (e.activityTaskCompletedEventAttributes) {
+      const a = e.activityTaskCompletedEventAttributes;
+      const step = close(e, 'completed', a.scheduledEventId);
+      if (step?.activity === 'snapshotEtcd') {
+        const r = record(firstArg(a.result));
+        out.push(compact({ time, kind: 'snapshot' as const, node: step.node, path: str(r.localPath) ?? str(r.remotePath), sha256: str(r.sha256, 64), revision: num(r.revision) }));
+      }
+    } else if (e.activityTaskFailedEventAttributes) {
+      close(e, 'failed', e.activityTaskFailedEventAttributes.scheduledEventId, failureMessage(e.activityTaskFailedEventAttributes.failure));
+    } else if (e.activityTaskTimedOutEventAttributes) {
+      close(e, 'timed out', e.activityTaskTimedOutEventAttributes.scheduledEventId, failureMessage(e.activityTaskTimedOutEventAttributes.failure));
+    } else if (e.activityTaskCanceledEventAttributes) {
+      close(e, 'canceled', e.activityTaskCanceledEventAttributes.scheduledEventId);
+    } else if (e.workflowExecutionUpdateAcceptedEventAttributes) {
+      const request = e.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest;
+      const args = record(firstArg(request?.input?.args));
+      const id = request?.meta?.updateId ?? '';
+      let entry: Extract<TrailEntry, { kind: 'approval' | 'resolution' }> | undefined;
+      if (request?.input?.name === 'approve') {
+        entry = compact({ time, kind: 'approval' as const, gate: str(args.gate), by: str(args.by), comment: str(args.comment) });
+      } else if (request?.input?.name === 'resolveDrain') {
+        entry = compact({ time, kind: 'resolution' as const, node: str(args.node), action: str(args.action), by: str(args.by),
+          pods: args.action === 'force' ? strings(args.pods) : undefined, comment: str(args.comment) });
+      }
+      if (entry) {
+        updates.set(id, entry);
+        out.push(entry);
+      }
+    } else if (e.workflowExecutionUpdateCompletedEventAttributes) {
+      const a = e.workflowExecutionUpdateCompletedEventAttributes;
+      const entry = updates.get(a.meta?.updateId ?? '');
+      if (entry && a.outcome?.failure) entry.failed = failureMessage(a.outcome.failure) ?? 'failed';
+    } else if (e.workflowExecutionSignaledEventAttributes) {
+      const a = e.workflowExecutionSignaledEventAttributes;
+      const args = record(firstArg(a.input));
+      if (a.signalName === 'pause' || a.signalName === 'resume' || a.signalName === 'abort') {
+        out.push(compact({ time, kind: 'signal' as const, signal: a.signalName, by: str(args.by), reason: str(args.reason) }));
+      } else if (a.signalName === 'nodeBlocked' && args.block) {
+        out.push(compact({ time, kind: 'blocked' as const, node: str(args.node), message: str(record(args.block).message, 300) }));
+      }
+    } else if (e.workflowExecutionCompletedEventAttributes) {
+      closed(e, 'completed', undefined, record(firstArg(e.workflowExecutionCompletedEventAttributes.result)));
+    } else if (e.workflowExecutionFailedEventAttributes) {
+      closed(e, 'failed', failureMessage(e.workflowExecutionFailedEventAttributes.failure));
+    } else if (e.workflowExecutionContinuedAsNewEventAttributes) {
+      closed(e, 'continued as new');
+    } else if (e.workflowExecutionCanceledEventAttributes) {
+      closed(e, 'canceled');
+    } else if (e.workflowExecutionTerminatedEventAttributes) {
+      closed(e, 'terminated', str(e.workflowExecutionTerminatedEventAttributes.reason ?? undefined));
+    } else if (e.workflowExecutionTimedOutEventAttributes) {
+      closed(e, 'timed out');
+    }
+  }
+  return out;
+}
+
+/** The trail of an upgrade: every run of the parent and of its children, merged in time order. */
+export function auditTrail(runs: RunHistory[]): TrailEntry[] {
+  return runs
+    .flatMap((run) => runTrail(run))
+    .map((entry, i) => ({ entry, i }))
+    .sort((a, b) => a.entry.time.localeCompare(b.entry.time) || a.i - b.i)
+    .map(({ entry }) => entry);
+}
+
+export function formatDuration(ms: number | undefined): string {
+  if (ms === undefined) return '';
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const s = Math.round(ms / 1000);
+  return s < 3600 ? `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s` : `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
+}
+
+const quoted = (text: string | undefined) => (text ? ` ("${text}")` : '');
+
+/** What happened, in words: the activity and its summary (or its node and version). */
+function describe(entry: TrailEntry): string {
+  switch (entry.kind) {
+    case 'started':
+      return `${entry.continued ? 'continued' : 'started'} ${entry.workflowId}${entry.to ? ` to ${entry.to}` : ''}`;
+    case 'step':
+      return entry.summary ? `${entry.activity}: ${entry.summary}` : `${entry.activity}${entry.version ? ` ${entry.version}` : ''}`;
+    case 'snapshot':
+      return `etcd snapshot ${entry.path ?? '?'} sha256 ${entry.sha256 ?? '?'} revision ${entry.revision ?? '?'}`;
+    case 'approval':
+      return `gate ${entry.gate ?? '?'} approved by ${entry.by ?? '?'}${quoted(entry.comment)}${entry.failed ? ` (failed: ${entry.failed})` : ''}`;
+    case 'resolution':
+      return `drain of ${entry.node ?? '?'} resolved by ${entry.by ?? '?'}: ${entry.action ?? '?'}${entry.pods?.length ? ` ${entry.pods.join(',')}` : ''}${quoted(entry.comment)}${entry.failed ? ` (failed: ${entry.failed})` : ''}`;
+    case 'signal':
+      return `${entry.signal} by ${entry.by ?? '?'}${quoted(entry.reason)}`;
+    case 'blocked':
+      return `drain blocked: ${entry.message ?? ''}`;
+    case 'node':
+      return `${entry.step === 'control-plane' ? 'control plane' : 'node'} upgrade to ${entry.version ?? '?'}: ${entry.outcome}${entry.message ? `: ${entry.message}` : ''}`;
+    case 'closed':
+      return `${entry.workflowId} ${entry.status}${entry.outcome ? `: ${entry.outcome}` : ''}${entry.message ? `: ${entry.message}` : ''}`;
+  }
+}
+
+function outcome(entry: TrailEntry): string {
+  if (entry.kind !== 'step') return '';
+  const retried = entry.retries > 0 ? `, retried ${entry.retries} time${entry.retries === 1 ? '' : 's'}` : '';
+  return `${entry.outcome}${entry.message ? `: ${entry.message}` : ''}${retried}`;
+}
+
+/** One line per entry: time, node, what, duration, outcome. */
+export function trailToText(entries: TrailEntry[]): string {
+  const width = Math.min(60, Math.max(20, ...entries.filter((e) => e.kind === 'step').map((e) => describe(e).length)));
+  const nodeWidth = Math.max(4, ...entries.map((e) => ('node' in e && e.node ? e.node.length : 1)));
+  return entries
+    .map((e) => {
+      const node = ('node' in e && e.node) || '-';
+      const head = `${e.time}  ${node.padEnd(nodeWidth)}  `;
+      if (e.kind !== 'step') return `${head}${describe(e)}${e.kind === 'node' && e.durationMs !== undefined ? ` (${formatDuration(e.durationMs)})` : ''}`;
+      return `${head}${describe(e).padEnd(width)}  ${formatDuration(e.durationMs).padStart(11)}  ${outcome(e)}`.trimEnd();
+    })
+    .join('\n');
+}

@@ -1,0 +1,119 @@
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { CONNECTION_HELP } from '../../worker/config.js';
+import { auditTrail, trailToText, type RunHistory } from '../audit-trail.js';
+import { EXIT, outputFormat, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
+import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+
+export const historyHelp = `Usage: skewless history NAME [--output json|text] [connection options]
+
+The audit trail of the latest upgrade of cluster NAME (workflow upgrade/NAME, every run of it
+across continue-as-new, and its node workflows upgrade/NAME/<hop>/<node>), in time order: each
+step with its node, what it did, how long it took and its outcome (failures and retries
+included); gate approvals, drain resolutions, pause/resume/abort with who did them; the etcd
+snapshots taken (path, sha256, revision); and how the upgrade ended. Read-only.
+
+${CONNECTION_HELP}
+
+Exit status: 0 printed, 2 no upgrade of NAME, 3 Temporal unreachable.`;
+
+async function fetchRun(client: Client, workflowId: string, runId: string): Promise<RunHistory> {
+  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  return { workflowId, runId, events: history.events ?? [] };
+}
+
+/** A run Temporal no longer has: closed runs are deleted after the namespace's retention period. */
+const isNotFound = (err: unknown) => err instanceof WorkflowNotFoundError || (err as { code?: number })?.code === 5; // gRPC NOT_FOUND
+
+/**
+ * The parent's runs, oldest first: from the latest, back along continuedExecutionRunId. An upgrade
+ * that outlives the retention period has lost its oldest runs: the walk stops there and says so.
+ */
+async function parentRuns(client: Client, workflowId: string): Promise<{ runs: RunHistory[]; earlierRunsMissing: boolean }> {
+  const latest = (await client.workflow.getHandle(workflowId).describe()).runId;
+  const runs: RunHistory[] = [];
+  const seen = new Set<string>();
+  for (let runId: string | undefined = latest; runId && !seen.has(runId); ) {
+    seen.add(runId);
+    let run: RunHistory;
+    try {
+      run = await fetchRun(client, workflowId, runId);
+    } catch (err) {
+      if (runs.length > 0 && isNotFound(err)) return { runs, earlierRunsMissing: true };
+      throw err;
+    }
+    runs.unshift(run);
+    const started = run.events[0]?.workflowExecutionStartedEventAttributes;
+    runId = started?.continuedExecutionRunId || undefined;
+  }
+  return { runs, earlierRunsMissing: false };
+}
+
+/** A child's runs, oldest first: from the run the parent started, forward along continue-as-new. */
+async function childRuns(client: Client, workflowId: string, firstRunId: string): Promise<RunHistory[]> {
+  const runs: RunHistory[] = [];
+  for (let runId: string | undefined = firstRunId; runId && runs.length < 100; ) {
+    try {
+      runs.push(await fetchRun(client, workflowId, runId));
+    } catch (err) {
+      if (isNotFound(err)) break; // past retention: the parent's record of the node remains
+      throw err;
+    }
+    runId = runs.at(-1)?.events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId || undefined;
+  }
+  return runs;
+}
+
+/** Every run of upgrade/<cluster> and of its node workflows (a few at a time, for a 1,000-node cluster). */
+export async function fetchUpgradeRuns(client: Client, cluster: string): Promise<{ parent: RunHistory[]; children: RunHistory[]; earlierRunsMissing: boolean }> {
+  const workflowId = upgradeWorkflowId(cluster);
+  const { runs: parent, earlierRunsMissing } = await parentRuns(client, workflowId);
+  const started = parent.flatMap((run) => run.events.flatMap((e) => {
+    const x = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution;
+    return x?.workflowId && x.runId && x.workflowId.startsWith(`${workflowId}/`) ? [{ workflowId: x.workflowId, runId: x.runId }] : [];
+  }));
+  const children: RunHistory[][] = new Array(started.length);
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(8, started.length) }, async () => {
+    while (next < started.length) {
+      const i = next++;
+      const child = started[i] as { workflowId: string; runId: string };
+      children[i] = await childRuns(client, child.workflowId, child.runId);
+    }
+  }));
+  return { parent, children: children.flat(), earlierRunsMissing };
+}
+
+export async function historyCommand(args: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parseOptions(args, { ...TEMPORAL_OPTIONS, output: { type: 'string' } }, true);
+  if (values.help) {
+    io.out(historyHelp);
+    return EXIT.ok;
+  }
+  const cluster = clusterName(positionals[0]);
+  if (positionals.length > 1) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[1])}`);
+  const output = outputFormat(values.output);
+  const { client, close } = await connectClient(values);
+  try {
+    let runs;
+    try {
+      runs = await fetchUpgradeRuns(client, cluster);
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no upgrade of ${cluster} found`);
+      throw err;
+    }
+    const entries = auditTrail([...runs.parent, ...runs.children]);
+    if (output === 'json') {
+      io.out(JSON.stringify({
+        cluster, workflowId: upgradeWorkflowId(cluster), runs: runs.parent.map((r) => r.runId), earlierRunsMissing: runs.earlierRunsMissing,
+        nodeWorkflows: runs.children.length, entries,
+      }, null, 2));
+    } else {
+      const missing = runs.earlierRunsMissing ? ' (earlier runs are past Temporal\'s retention)' : '';
+      io.out(`${upgradeWorkflowId(cluster)}: ${runs.parent.length} run${runs.parent.length === 1 ? '' : 's'}${missing}, ${runs.children.length} node workflow${runs.children.length === 1 ? '' : 's'}`);
+      io.out(trailToText(entries));
+    }
+    return EXIT.ok;
+  } finally {
+    await close();
+  }
+}

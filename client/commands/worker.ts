@@ -1,0 +1,31 @@
+import { CONNECTION_HELP, ConfigError, connectionSettings, workerConfig } from '../../worker/config.js';
+import { EXIT, parseOptions, registerSecret, type CommandIo } from '../cli-support.js';
+import { TEMPORAL_OPTIONS } from '../temporal-connection.js';
+
+export const workerHelp = `Usage: skewless worker --clusters-dir DIR [--task-queue QUEUE] [connection options]
+
+Runs the skewless worker: the one process that holds cluster credentials. It reads one
+<cluster>.yaml per cluster from DIR (SKEWLESS_CLUSTERS_DIR), checks that every one loads, then
+polls QUEUE (SKEWLESS_TASK_QUEUE, default "skewless") until SIGINT or SIGTERM, when it finishes
+gracefully.
+
+${CONNECTION_HELP}
+
+Exit status: 0 stopped by a signal, 1 failure, 2 invalid directory, configuration or TLS file,
+3 Temporal unreachable.`;
+
+export async function workerCommand(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseOptions(args, { ...TEMPORAL_OPTIONS, 'clusters-dir': { type: 'string' }, 'task-queue': { type: 'string' } });
+  if (values.help) {
+    io.out(workerHelp);
+    return EXIT.ok;
+  }
+  const config = workerConfig(values);
+  if (!config.clustersDir) throw new ConfigError('--clusters-dir DIR (or SKEWLESS_CLUSTERS_DIR) is required');
+  const connection = connectionSettings(values);
+  if (connection.apiKey) registerSecret(connection.apiKey);
+  // Loaded only here: the other commands never load the worker's native runtime or activities.
+  const { runWorker } = await import('../../worker/run-worker.js');
+  await runWorker({ connection, taskQueue: config.taskQueue, clustersDir: config.clustersDir, log: io.err });
+  return EXIT.ok;
+}

@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { proceedSmokeSignal } from '../../workflows/messages.js';
+import { toolchainSmokeWorkflow } from '../../workflows/index.js';
+import { freePort } from '../../sim/free-port.js';
+import { repoRoot } from '../helpers/run-cli.js';
+import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+
+const oneLine = (stderr: string, message: RegExp) => {
+  assert.equal(stderr.trim().split('\n').length, 1, stderr);
+  assert.match(stderr, /^skewless: /);
+  assert.match(stderr, message);
+};
+
+/** A clusters directory with one well-formed configuration (its files exist; nothing dials them). */
+function clustersDir(yaml?: (dir: string) => string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'skewless-clusters-'));
+  for (const f of ['kubeconfig', 'id_ed25519', 'known_hosts']) writeFileSync(join(dir, f), 'x');
+  const config = yaml?.(dir) ?? [
+    'name: lab', `kubeconfig: ${dir}/kubeconfig`, 'ssh:', '  user: skewless', `  privateKeyPath: ${dir}/id_ed25519`,
+    `  knownHostsPath: ${dir}/known_hosts`, 'snapshots:', `  dir: ${dir}/snapshots`, '',
+  ].join('\n');
+  mkdirSync(join(dir, 'conf'));
+  writeFileSync(join(dir, 'conf', 'lab.yaml'), config);
+  return join(dir, 'conf');
+}
+
+// The plain environment, so a TEMPORAL_* variable of the machine running the tests changes nothing.
+const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TEMPORAL_') && !k.startsWith('SKEWLESS_')));
+/** The real executable, synchronously: fine here, as no worker runs in this process. */
+const cli = (args: string[], env: NodeJS.ProcessEnv = {}) => {
+  const r = spawnSync(process.execPath, [join(repoRoot, 'bin', 'skewless.js'), ...args], { encoding: 'utf8', env: { ...cleanEnv(), ...env }, timeout: 60_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+};
+
+describe('connection options against the real dev server (TLS off)', () => {
+  let env: TestWorkflowEnvironment;
+  before(async () => {
+    env = await startDevServer();
+  });
+  after(async () => {
+    await env?.teardown();
+  });
+
+  it('connects with --address, or with TEMPORAL_ADDRESS and TEMPORAL_TLS=false; the flag beats the variable', () => {
+    // "no upgrade of nope" can only come back from the server: the connection worked.
+    for (const [args, vars] of [
+      [['--address', env.address], {}],
+      [['--tls=false'], { TEMPORAL_ADDRESS: env.address, TEMPORAL_TLS: 'false' }],
+      [['--address', env.address, '--namespace', 'default'], { TEMPORAL_ADDRESS: '127.0.0.1:1', TEMPORAL_NAMESPACE: 'nowhere' }],
+      [['--tls=false', '--address', env.address], { TEMPORAL_API_KEY: 'dev-key-123' }],
+    ] as [string[], NodeJS.ProcessEnv][]) {
+      const r = cli(['history', 'nope', ...args], vars);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      oneLine(r.stderr, /no upgrade of nope found/);
+    }
+  });
+
+  it('TLS against a plaintext server, or a closed port, is "unreachable" (exit 3), and the API key is never shown', async () => {
+    const tls = cli(['status', 'nope', '--address', env.address, '--tls']);
+    assert.equal(tls.code, 3, tls.stderr);
+    oneLine(tls.stderr, new RegExp(`cannot reach Temporal at ${env.address}`));
+    const closed = `127.0.0.1:${await freePort()}`;
+    const secret = 'tk_SECRET_4711';
+    for (const [args, vars] of [[['--address', closed], { TEMPORAL_API_KEY: secret }], [['--address', closed, '--api-key', secret, '--tls=false'], {}]] as [string[], NodeJS.ProcessEnv][]) {
+      const r = cli(['status', 'nope', ...args], vars);
+      assert.equal(r.code, 3, r.stderr);
+      oneLine(r.stderr, /cannot reach Temporal/);
+      assert.ok(!(r.stdout + r.stderr).includes(secret));
+    }
+  });
+
+  it('an unreadable TLS file or bad setting is one line and exit 2, before any connection', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'skewless-tls-'));
+    writeFileSync(join(dir, 'c.pem'), '-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n');
+    const cases: [string[], NodeJS.ProcessEnv, RegExp][] = [
+      [['--tls-cert-path', join(dir, 'c.pem'), '--tls-key-path', join(dir, 'nope.key')], {}, /cannot read the TLS client key .*nope\.key \(--tls-key-path\): ENOENT/],
+      [[], { TEMPORAL_TLS_CERT: join(dir, 'c.pem'), TEMPORAL_TLS_KEY: join(dir, 'c.pem'), TEMPORAL_TLS_CA: join(dir, 'ca.pem') }, /cannot read the TLS CA certificate .*\(TEMPORAL_TLS_CA\): ENOENT/],
+      [['--address', 'no-port'], {}, /must be HOST:PORT/],
+      [['--tls-cert-path', join(dir, 'c.pem')], {}, /needs the client key too/],
+    ];
+    for (const [args, vars, message] of cases) {
+      for (const command of [['status', 'lab'], ['history', 'lab'], ['plan', '--cluster', 'lab', '--to', '1.33']]) {
+        const r = cli([...command, ...args], { TEMPORAL_ADDRESS: env.address, ...vars });
+        assert.equal(r.code, 2, `${command[0]}: ${r.stderr}`);
+        oneLine(r.stderr, message);
+      }
+    }
+  });
+});
+
+describe('skewless worker', () => {
+  let env: TestWorkflowEnvironment;
+  const children: ChildProcess[] = [];
+  before(async () => {
+    env = await startDevServer();
+  });
+  after(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await env?.teardown();
+  });
+
+  it('refuses a bad clusters directory in one line with exit 2, before connecting', () => {
+    const cases: [string[], RegExp][] = [
+      [[], /--clusters-dir DIR \(or SKEWLESS_CLUSTERS_DIR\) is required/],
+      [['--clusters-dir', '/nonexistent/clusters'], /cannot read clusters directory \/nonexistent\/clusters: ENOENT/],
+      [['--clusters-dir', mkdtempSync(join(tmpdir(), 'skewless-empty-'))], /no cluster configuration \(<cluster>\.yaml\) in /],
+      [['--clusters-dir', clustersDir(() => 'name: lab\nkubeconfig: relative/path\n')], /lab\.yaml: kubeconfig must be an absolute path/],
+      [['--clusters-dir', clustersDir((d) => `name: other\nkubeconfig: ${d}/kubeconfig\nssh: {user: u, privateKeyPath: ${d}/id_ed25519, knownHostsPath: ${d}/known_hosts}\nsnapshots: {dir: /tmp}\n`)], /name is other, expected lab/],
+      [['--clusters-dir', clustersDir((d) => `name: lab\nkubeconfig: ${d}/missing\nssh: {user: u, privateKeyPath: ${d}/id_ed25519, knownHostsPath: ${d}/known_hosts}\nsnapshots: {dir: /tmp}\n`)], /kubeconfig .*missing is not readable: ENOENT/],
+      [['--clusters-dir', clustersDir(() => ': : not yaml [')], /lab\.yaml: not valid YAML/],
+    ];
+    for (const [args, message] of cases) {
+      const r = cli(['worker', ...args, '--address', env.address]);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      oneLine(r.stderr, message);
+    }
+  });
+
+  it('exits 3 when Temporal is unreachable', async () => {
+    const r = cli(['worker', '--clusters-dir', clustersDir(), '--address', `127.0.0.1:${await freePort()}`]);
+    assert.equal(r.code, 3, r.stderr);
+    assert.match(r.stderr, /^skewless: cannot reach Temporal at 127\.0\.0\.1:\d+/m);
+  });
+
+  it('runs workflows from its task queue until SIGTERM, then stops gracefully with exit 0', async () => {
+    const taskQueue = uniqueTaskQueue('worker-cli');
+    const child = spawn(process.execPath, [join(repoRoot, 'bin', 'skewless.js'), 'worker', '--clusters-dir', clustersDir(), '--task-queue', taskQueue], {
+      env: { ...cleanEnv(), TEMPORAL_ADDRESS: env.address },
+    });
+    children.push(child);
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    for (let i = 0; i < 300 && !stderr.includes('skewless worker: task queue'); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.match(stderr, new RegExp(`skewless worker: task queue ${taskQueue} on ${env.address}, namespace default, no TLS; clusters lab from `));
+
+    const handle = await env.client.workflow.start(toolchainSmokeWorkflow, {
+      taskQueue, workflowId: `smoke/${taskQueue}`, args: [{ from: '1.32.4', to: '1.34', available: ['1.32.4', '1.33.7', '1.34.2'] }],
+    });
+    await handle.signal(proceedSmokeSignal, { by: 'worker-cli test' });
+    const result = await handle.result();
+    assert.deepEqual(result.hops, ['1.33.7', '1.34.2']);
+    assert.equal(result.workerNodeVersion, process.version); // run by the spawned worker: no other polls this queue
+
+    const t0 = Date.now();
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0, stderr);
+    assert.match(stderr, /skewless worker: SIGTERM, finishing the tasks in flight/);
+    assert.match(stderr, /skewless worker: stopped/);
+    assert.ok(Date.now() - t0 < 15_000, `stopped in ${Date.now() - t0} ms`);
+  });
+});

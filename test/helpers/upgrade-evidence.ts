@@ -1,0 +1,50 @@
+import { INVENTORY_KEYS, checkSkew, type SkewInventory } from '../../rules/skew-policy.js';
+import { compareVersions, parseVersion } from '../../rules/version.js';
+import type { VersionRecord } from '../../sim/cluster/version-recorder.js';
+
+/** What the simulation's version history says about an upgrade: problems found, and what each component went through. */
+export interface HistoryVerdict {
+  states: number;
+  /** Skew violations, downgrades and unreadable states, each naming the state's cause. */
+  problems: string[];
+  /** `kubelets worker-1` → the versions it reported, in order, without repeats. */
+  versionsSeen: Record<string, string[]>;
+}
+
+/** Judges every recorded state with the skew policy (kubeadm topology) and checks that no version ever went back. */
+export function judgeVersionHistory(history: VersionRecord[]): HistoryVerdict {
+  const problems: string[] = [];
+  const versionsSeen: Record<string, string[]> = {};
+  const last = new Map<string, string>();
+  history.forEach((state, i) => {
+    const where = `state ${i} (${state.cause})`;
+    if (state.error) {
+      problems.push(`${where}: unreadable: ${state.error}`);
+      return;
+    }
+    const report = checkSkew(state.inventory, { topology: 'kubeadm' });
+    for (const v of report.violations) problems.push(`${where}: ${v.component} on ${v.node} at ${v.version}: ${v.rule}`);
+    for (const key of Object.values(INVENTORY_KEYS) as (keyof SkewInventory)[]) {
+      for (const { node, version } of state.inventory[key] ?? []) {
+        const id = `${key} ${node}`;
+        const before = last.get(id);
+        if (before !== undefined && compareVersions(parseVersion(version), parseVersion(before)) < 0) problems.push(`${where}: ${id} went back from ${before} to ${version}`);
+        last.set(id, version);
+        const seen = (versionsSeen[id] ??= []);
+        if (seen.at(-1) !== version) seen.push(version);
+      }
+    }
+  });
+  if (history[0]?.cause !== 'initial') problems.push(`the history does not start with the initial state (${history[0]?.cause ?? 'empty'})`);
+  return { states: history.length, problems, versionsSeen };
+}
+
+/** An error and its causes, one per line (WorkflowFailedError → ChildWorkflowFailure → ActivityFailure → ApplicationFailure), for a failure message. */
+export function failureChain(err: unknown): string {
+  const lines: string[] = [];
+  for (let e: unknown = err; e instanceof Error && lines.length < 8; e = e.cause) {
+    const type = (e as { type?: string }).type;
+    lines.push(`${e.name}${type ? `(${type})` : ''}: ${e.message}`);
+  }
+  return lines.join('\n  caused by ');
+}

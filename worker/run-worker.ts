@@ -1,0 +1,80 @@
+import { accessSync, constants, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { NativeConnection } from '@temporalio/worker';
+import { loadClusterConfig } from '../activities/cluster-config.js';
+import { createClusterResolver } from '../activities/host-address.js';
+import { ConfigError, connectionOptions, describeConnection, redactSecrets, UnreachableError, type ConnectionSettings } from './config.js';
+import { createSkewlessWorker } from './create-worker.js';
+
+/**
+ * Checks the clusters directory before anything connects: it exists, holds at least one
+ * <cluster>.yaml, every one of them loads, and the local files each names (kubeconfig, SSH key,
+ * known hosts) are readable. Returns the cluster names. Errors are one line and name no secret.
+ */
+export function checkClustersDir(dir: string): string[] {
+  let entries: string[];
+  try {
+    if (!statSync(dir).isDirectory()) throw new ConfigError(`clusters directory ${dir} is not a directory`);
+    entries = readdirSync(dir);
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(`cannot read clusters directory ${dir}: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`);
+  }
+  const names = entries.filter((f) => f.endsWith('.yaml')).map((f) => f.slice(0, -'.yaml'.length)).sort();
+  if (names.length === 0) throw new ConfigError(`no cluster configuration (<cluster>.yaml) in ${dir}`);
+  for (const name of names) {
+    let config;
+    try {
+      config = loadClusterConfig(dir, name);
+    } catch (err) {
+      throw new ConfigError(((err as Error).message.split('\n')[0] ?? '').trim() || `${join(dir, `${name}.yaml`)} does not load`);
+    }
+    for (const [what, path] of [['kubeconfig', config.kubeconfig], ['ssh.privateKeyPath', config.ssh.privateKeyPath], ['ssh.knownHostsPath', config.ssh.knownHostsPath]] as const) {
+      try {
+        accessSync(path, constants.R_OK);
+      } catch (err) {
+        throw new ConfigError(`${join(dir, `${name}.yaml`)}: ${what} ${path} is not readable: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`);
+      }
+    }
+  }
+  return names;
+}
+
+export interface RunWorkerOptions {
+  connection: ConnectionSettings;
+  taskQueue: string;
+  clustersDir: string;
+  log: (line: string) => void;
+}
+
+/**
+ * The worker process's life: check, connect, poll until SIGINT/SIGTERM (the SDK's runtime turns
+ * them into a graceful shutdown: no new tasks, in-flight ones finish or are cancelled), close.
+ */
+export async function runWorker(options: RunWorkerOptions): Promise<void> {
+  const clusters = checkClustersDir(options.clustersDir);
+  const connect = connectionOptions(options.connection); // reads the TLS files: a bad one fails here
+  let connection: NativeConnection;
+  try {
+    connection = await NativeConnection.connect(connect);
+  } catch (err) {
+    throw new UnreachableError(`cannot reach Temporal at ${options.connection.address}: ${redactSecrets((err as Error).message.split('\n')[0] ?? '', options.connection)}`);
+  }
+  try {
+    const worker = await createSkewlessWorker({
+      connection, namespace: options.connection.namespace, taskQueue: options.taskQueue,
+      deps: { clusters: createClusterResolver(options.clustersDir) },
+    });
+    const stopping = (signal: string) => options.log(`skewless worker: ${signal}, finishing the tasks in flight`);
+    process.once('SIGINT', stopping).once('SIGTERM', stopping);
+    options.log(`skewless worker: task queue ${options.taskQueue} on ${describeConnection(options.connection)}; clusters ${clusters.join(', ')} from ${options.clustersDir}`);
+    try {
+      await worker.run();
+    } finally {
+      process.off('SIGINT', stopping).off('SIGTERM', stopping);
+    }
+    options.log('skewless worker: stopped');
+  } finally {
+    await connection.close();
+  }
+}

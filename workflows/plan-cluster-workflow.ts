@@ -1,0 +1,40 @@
+import { planUpgrade, type RolloutPolicy, type UpgradePlan } from '../rules/index.js';
+import { activities as a } from './activities-proxy.js';
+import { applyRule } from './rule-failure.js';
+
+export interface PlanClusterInput {
+  cluster: string;
+  to: string;
+  /** The rollout policy, plus the PDB findings the operator would acknowledge at upgrade time. */
+  policy?: RolloutPolicy & { acknowledge?: string[] };
+}
+
+export interface PlanClusterResult {
+  plan: UpgradePlan;
+  /** Why `upgrade` would refuse to start on the cluster as it is now (besides a skew violation). */
+  refusals: string[];
+  /** What the inventory could not read as expected. */
+  problems: string[];
+}
+
+/**
+ * `skewless plan --cluster`: the plan an upgrade would follow, from the live cluster, read through
+ * the worker (the only process with the cluster's credentials). Read-only: the inventory and the
+ * package repository's versions on the first apiserver's node, then the pure rules. Workflow id
+ * `plan/<cluster>/<unique>`, so plans never collide with the cluster's `upgrade/<cluster>`.
+ */
+export async function planClusterWorkflow(input: PlanClusterInput): Promise<PlanClusterResult> {
+  const { cluster, to } = input;
+  const policy = input.policy ?? {};
+  const inventory = await a.takeInventory({ cluster });
+  const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '' });
+  const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to, available, policy }));
+  // The same pre-flight refusals as the upgrade's start, reported instead of thrown.
+  const refusals = [
+    ...inventory.pdbFindings
+      .filter((f) => f.severity === 'error' && !(policy.acknowledge ?? []).includes(`${f.namespace}/${f.name}`))
+      .map((f) => `${f.message} (acknowledge with --acknowledge ${f.namespace}/${f.name})`),
+    ...inventory.nodes.filter((n) => !n.ready).map((n) => `node ${n.name} is not Ready`),
+  ];
+  return { plan, refusals, problems: inventory.problems };
+}
