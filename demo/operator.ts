@@ -118,6 +118,16 @@ export function startOperator(o: OperatorOptions): Operator {
     for (let round = 0; round < 3 && !stopped; round++) {
       allowed = await waitForDisruption(namespace, name, 20_000);
       if (allowed > 0) break;
+      // Kubernetes counts an evicted pod as disrupted until it is gone or 2 minutes have passed; a
+      // StatefulSet's replacement has the same name, so it is not counted healthy until then.
+      const disrupted = Object.entries((await o.kube.policy.readNamespacedPodDisruptionBudget({ namespace, name })).status?.disruptedPods ?? {});
+      if (disrupted.length > 0) {
+        const expires = Math.max(...disrupted.map(([, at]) => new Date(at).getTime())) + 120_000;
+        say(`${namespace}/${name} still counts ${disrupted.map(([pod]) => pod).join(', ')} as disrupted by an earlier eviction; Kubernetes counts a same-name replacement as healthy only when that entry expires, in ${Math.max(0, Math.round((expires - Date.now()) / 1000))} s: waiting`);
+        allowed = await waitForDisruption(namespace, name, Math.max(0, expires - Date.now()) + 30_000);
+        if (allowed > 0) break;
+        continue;
+      }
       const pods = (await o.kube.core.listNamespacedPod({ namespace })).items
         .filter((p) => !p.metadata?.deletionTimestamp && selectorMatches(pdb.spec?.selector, p.metadata?.labels) && p.spec?.nodeName !== drainingNode);
       const stuck = pods.filter((p) => {

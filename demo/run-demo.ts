@@ -28,9 +28,13 @@ import { ensureTemporal, type DemoTemporal } from './temporal-server.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = join(repoRoot, 'bin', 'skewless.js');
-const WORKER = join(repoRoot, 'dist', 'worker', 'main.js');
 const MARKER = '.skewless-demo';
-/** How long a drain waits for evictions before reporting the node blocked (the worker's cluster config). */
+/**
+ * How long a drain waits for evictions before reporting the node blocked (the worker's cluster
+ * config). Short, so that the blocked drain shows up soon; a production cluster wants more than two
+ * minutes (see README: a StatefulSet's replacement pod counts as healthy only 2 min after an
+ * eviction), and the demo's operator waits that case out before it retries.
+ */
 const DRAIN_TIMEOUT_SECONDS = 15;
 
 const help = `Usage: npm run demo [-- --address HOST:PORT] [--ui-port N] [--state-dir DIR]
@@ -148,29 +152,15 @@ async function run(r: Resources, t0: number): Promise<number> {
 
   // Binaries first: building them (first run only) blocks, and nothing of ours is running yet.
   const binaries = ensureSimBinaries();
+  // Temporal and the simulated cluster come up side by side.
+  const simDir = join(stateDir, 'sim');
+  const clustersDir = join(simDir, 'clusters');
+  say(`[demo] starting the simulated cluster "${cluster}": ${description.nodes.length} nodes at ${description.version}, repository ${description.nodes[0]?.repository.join(', ')}`);
+  r.simStarting = startSimulation(description, { stateDir: simDir, binaries });
+  r.simStarting.catch(() => undefined); // awaited below, or by the teardown
   const temporal = (r.temporal = await race(ensureTemporal({
     address, namespace: config.namespace, ...(values['ui-port'] ? { uiPort: Number(values['ui-port']) } : {}), stateDir, registry, say, signal: interruption.signal,
   })));
-  const childEnv = { ...process.env, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace, SKEWLESS_TASK_QUEUE: taskQueue };
-
-  // The worker bundles its workflows while the simulated cluster comes up.
-  const simDir = join(stateDir, 'sim');
-  const clustersDir = join(simDir, 'clusters');
-  let workerReady!: () => void;
-  const ready = new Promise<void>((res) => (workerReady = res));
-  const worker = (r.worker = registry.spawn('worker', process.execPath, [WORKER], {
-    env: { ...childEnv, SKEWLESS_CLUSTERS_DIR: clustersDir },
-    logFile: join(stateDir, 'logs', 'worker.log'),
-    onLine: (line) => line.startsWith('skewless worker:') && workerReady(),
-  }));
-  say(`[demo] started the worker (pid ${worker.pid}) on task queue ${taskQueue}`);
-  const workerDied = worker.exited.then((code) => {
-    throw new DemoError(`the worker exited (status ${code}); see ${join(stateDir, 'logs', 'worker.log')}`);
-  });
-  workerDied.catch(() => undefined);
-
-  say(`[demo] starting the simulated cluster "${cluster}": ${description.nodes.length} nodes at ${description.version}, repository ${description.nodes[0]?.repository.join(', ')}`);
-  r.simStarting = startSimulation(description, { stateDir: simDir, binaries });
   const sim = (r.sim = await race(r.simStarting));
   for (const [name, p] of Object.entries(sim.controlPlane.processes)) if (p.pid) registry.record(`sim-${name}`, p.pid);
   registry.recordPort('kube-apiserver', Number(new URL(sim.server).port));
@@ -186,6 +176,22 @@ async function run(r: Resources, t0: number): Promise<number> {
     const pdb = w.pdb ? `, PDB ${Object.entries(w.pdb).map(([k, v]) => `${k} ${v}`).join('')}` : '';
     say(`[demo]   ${w.kind} ${w.namespace}/${w.name}${w.kind === 'DaemonSet' ? '' : ` × ${w.replicas}`}${pdb}`);
   }
+
+  // The worker: the only process holding the cluster's credentials (the simulation wrote its <cluster>.yaml).
+  const childEnv = { ...process.env, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace, SKEWLESS_TASK_QUEUE: taskQueue };
+  let workerReady!: () => void;
+  const ready = new Promise<void>((res) => (workerReady = res));
+  const workerArgs = ['worker', '--clusters-dir', clustersDir, '--task-queue', taskQueue];
+  const worker = (r.worker = registry.spawn('worker', process.execPath, [CLI, ...workerArgs], {
+    env: childEnv,
+    logFile: join(stateDir, 'logs', 'worker.log'),
+    onErrLine: (line) => line.startsWith('skewless worker: task queue') && workerReady(),
+  }));
+  say(`[demo] started the worker (pid ${worker.pid}): skewless ${workerArgs.join(' ')}`);
+  const workerDied = worker.exited.then((code) => {
+    throw new DemoError(`the worker exited (status ${code}); see ${join(stateDir, 'logs', 'worker.log')}`);
+  });
+  workerDied.catch(() => undefined);
   await race(Promise.race([ready, workerDied]));
   say(`[demo] worker polling; all processes: ${Object.entries(registry.pids).map(([n, p]) => `${n} ${p}`).join(', ')}`);
 
