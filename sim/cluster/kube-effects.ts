@@ -26,6 +26,22 @@ export function kubeEffects(kube: KubeClients): ClusterEffects {
     return out;
   };
 
+  /** A started kubelet reports its running pods Ready again (kwok only readies Pending pods). */
+  const reportRunningPods = async (node: string) => {
+    if (!(await nodeReady(kube, node))) return;
+    const { items } = await kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node},status.phase=Running` });
+    const now = new Date().toISOString();
+    for (const pod of items) {
+      if (pod.metadata?.deletionTimestamp || pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) continue;
+      const conditions = ['Ready', 'ContainersReady'].map((type) => ({ type, status: 'True', lastTransitionTime: now }));
+      await kube.core
+        .patchNamespacedPodStatus({ name: pod.metadata?.name as string, namespace: pod.metadata?.namespace as string, body: { status: { conditions } } }, strategicMergePatch)
+        .catch((err: unknown) => {
+          if (statusOf(err) !== 404) throw err; // deleted meanwhile: nothing to report
+        });
+    }
+  };
+
   return {
     async kubeletStopped(node) {
       await kube.core.patchNode({ name: node, body: { metadata: { labels: { [NOT_READY_LABEL]: 'true' } } } }, mergePatch);
@@ -37,19 +53,10 @@ export function kubeEffects(kube: KubeClients): ClusterEffects {
       await kube.core.patchNodeStatus({ name: node, body: { status: { nodeInfo: { kubeletVersion: `v${version}` } } } }, mergePatch);
       await kube.core.patchNode({ name: node, body: { metadata: { labels: { [NOT_READY_LABEL]: null } } } }, mergePatch);
       await waitFor(`${node} Ready`, () => nodeReady(kube, node), 30_000, 100);
-      // A starting kubelet reports its running pods again; the node controller had marked them
-      // not ready while the node was down, and kwok only readies Pending pods.
-      const { items } = await kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node},status.phase=Running` });
-      const now = new Date().toISOString();
-      for (const pod of items) {
-        if (pod.metadata?.deletionTimestamp || pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) continue;
-        const conditions = ['Ready', 'ContainersReady'].map((type) => ({ type, status: 'True', lastTransitionTime: now }));
-        await kube.core
-          .patchNamespacedPodStatus({ name: pod.metadata?.name as string, namespace: pod.metadata?.namespace as string, body: { status: { conditions } } }, strategicMergePatch)
-          .catch((err: unknown) => {
-            if (statusOf(err) !== 404) throw err; // deleted meanwhile: nothing to report
-          });
-      }
+      await reportRunningPods(node);
+      // The node controller may mark the pods not ready *after* this, acting late on the NotReady it
+      // saw: a real kubelet keeps syncing pod status, so the simulated one reports again a few times.
+      for (const ms of [2_000, 5_000, 15_000, 30_000]) setTimeout(() => void reportRunningPods(node).catch(() => undefined), ms).unref();
     },
 
     async clusterVersion() {
