@@ -116,8 +116,6 @@ export function startOperator(o: OperatorOptions): Operator {
     const name = pdb.metadata?.name ?? '';
     let allowed = 0;
     for (let round = 0; round < 3 && !stopped; round++) {
-      allowed = await waitForDisruption(namespace, name, 20_000);
-      if (allowed > 0) break;
       // Kubernetes counts an evicted pod as disrupted until it is gone or 2 minutes have passed; a
       // StatefulSet's replacement has the same name, so it is not counted healthy until then.
       const disrupted = Object.entries((await o.kube.policy.readNamespacedPodDisruptionBudget({ namespace, name })).status?.disruptedPods ?? {});
@@ -128,6 +126,8 @@ export function startOperator(o: OperatorOptions): Operator {
         if (allowed > 0) break;
         continue;
       }
+      allowed = await waitForDisruption(namespace, name, 20_000);
+      if (allowed > 0) break;
       const pods = (await o.kube.core.listNamespacedPod({ namespace })).items
         .filter((p) => !p.metadata?.deletionTimestamp && selectorMatches(pdb.spec?.selector, p.metadata?.labels) && p.spec?.nodeName !== drainingNode);
       const stuck = pods.filter((p) => {
@@ -175,7 +175,7 @@ export function startOperator(o: OperatorOptions): Operator {
         actions.push(`scaled ${workload.kind} ${namespace}/${workload.name} ${workload.replicas} → ${replicas} so that ${id} allows an eviction`);
         fixes.push(`scaled ${namespace}/${workload.name} to ${replicas}`);
       } else {
-        say(`${id} is at its floor for now (a pod elsewhere is not Ready): waiting for it`);
+        say(`${id} is at its floor for now: waiting for it to allow an eviction`);
         fixes.push(`waited for ${id}`);
       }
       const allowed = await ensureDisruption(pdb, node, fixes);

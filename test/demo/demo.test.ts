@@ -118,9 +118,9 @@ describe('npm run demo (the README main command)', () => {
     }
   });
 
-  it('upgrades all 8 nodes to 1.34 with no PDB violated, prints the summary and leaves nothing running', { timeout: 600_000 }, async () => {
+  it('upgrades all 8 nodes to 1.34 with no PDB violated, prints the summary and leaves nothing running', { timeout: 780_000 }, async () => {
     const run = await startDemo();
-    const code = await exitWithin(run, 540_000);
+    const code = await exitWithin(run, 720_000);
     const out = run.stdout();
     assert.equal(code, 0, `${out}\n${run.stderr()}`);
 
