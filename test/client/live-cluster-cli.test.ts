@@ -6,11 +6,11 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
 import { createClusterResolver } from '../../activities/host-address.js';
-import { createSkewlessWorker } from '../../worker/create-worker.js';
+import { simWorker } from '../helpers/workers.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { repoRoot, writeFiles } from '../helpers/run-cli.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
-import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
 
 const REPOSITORY = ['1.32.4', '1.33.0', '1.33.7'];
 // "solo" has one replica and a PDB that allows no disruption: an upgrade refuses to start unless
@@ -49,10 +49,7 @@ describe('plan --cluster, worker and history on a live (simulated) cluster', () 
   const spawned: ChildProcess[] = [];
   before(async () => {
     [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
-    worker = await createSkewlessWorker({
-      connection: env.nativeConnection, namespace: 'default', taskQueue, workflowBundle: await workflowBundle(),
-      deps: { clusters: createClusterResolver(tc.clustersDir) },
-    });
+    worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
   });
   after(async () => {

@@ -3,18 +3,17 @@ import { after, before, describe, it } from 'node:test';
 import { WorkflowNotFoundError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
-import { createClusterResolver } from '../../activities/host-address.js';
 import { formatAvailability, startAvailabilitySampler, type AvailabilitySampler } from '../../sim/availability-sampler.js';
 import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
-import { createSkewlessWorker } from '../../worker/create-worker.js';
+import { simWorker } from '../helpers/workers.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { nodeStatusQuery } from '../../workflows/node-messages.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { judgeVersionHistory } from '../helpers/upgrade-evidence.js';
 
 const LAB = `
@@ -67,10 +66,7 @@ describe('e2e: operating an upgrade with the skewless CLI', () => {
 
   before(async () => {
     [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
-    worker = await createSkewlessWorker({
-      connection: env.nativeConnection, namespace: 'default', taskQueue, workflowBundle: await workflowBundle(),
-      deps: { clusters: createClusterResolver(tc.clustersDir) },
-    });
+    worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
     // The canary (worker-1) must hold a pod of `stuck`, whose PDB allows no eviction: the replacement
     // of a pod deleted while the other workers are cordoned lands there.

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { createClusterResolver } from '../../activities/host-address.js';
-import { createSkewlessWorker } from '../../worker/create-worker.js';
+import { simWorker } from '../helpers/workers.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { abortSignal, approveUpdate, resolveDrainUpdate, statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
-import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
 
 // worker-2 runs a pod no controller manages: its drain is refused until the operator decides.
 const LAB = `
@@ -34,10 +33,7 @@ describe('e2e: skip and abort leave the cluster as the workflow reports it', () 
 
   it('skips the blocked node in the first hop, aborts at the canary gate of the second, and reports versions as they are', async () => {
     const taskQueue = uniqueTaskQueue('skipabort');
-    const worker = await createSkewlessWorker({
-      connection: env.nativeConnection, namespace: 'default', taskQueue, workflowBundle: await workflowBundle(),
-      deps: { clusters: createClusterResolver(tc.clustersDir) },
-    });
+    const worker = await simWorker(env, tc.clustersDir, taskQueue);
     const status = await worker.runUntil(async () => {
       const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
         taskQueue, workflowId: 'upgrade/skipabort',

@@ -3,14 +3,13 @@ import { writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { createClusterResolver } from '../../activities/host-address.js';
 import { formatAvailability, startAvailabilitySampler, type AvailabilityReport } from '../../sim/availability-sampler.js';
 import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
-import { createSkewlessWorker } from '../../worker/create-worker.js';
+import { simWorker } from '../helpers/workers.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { failureChain, judgeVersionHistory } from '../helpers/upgrade-evidence.js';
-import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
 
 const LAB = `
 name: e2e
@@ -41,10 +40,7 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
     const nodeNames = ['cp-1', 'cp-2', 'cp-3', 'worker-1', 'worker-2', 'worker-3', 'worker-4', 'worker-5'];
     let availability: AvailabilityReport | undefined;
     const taskQueue = uniqueTaskQueue('e2e');
-    const worker = await createSkewlessWorker({
-      connection: env.nativeConnection, namespace: 'default', taskQueue, workflowBundle: await workflowBundle(),
-      deps: { clusters: createClusterResolver(tc.clustersDir) },
-    });
+    const worker = await simWorker(env, tc.clustersDir, taskQueue);
     const sampler = startAvailabilitySampler(tc.kube, { intervalMs: 250 });
     const status = await worker.runUntil(env.client.workflow.execute(clusterUpgradeWorkflow, {
       taskQueue, workflowId: 'upgrade/e2e', args: [{ cluster: 'e2e', to: '1.34', policy: { canary: 1, batchSize: 2, maxUnavailable: 2, verifySeconds: 60 } }],

@@ -3,13 +3,13 @@ import { writeFileSync } from 'node:fs';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { Activities } from '../../activities/index.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
 import { approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { fakeCluster } from '../helpers/fake-cluster.js';
-import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
+import { withMockedWorker } from '../helpers/workers.js';
+import { startDevServer } from '../helpers/temporal-env.js';
 
 const decode = (p: { data?: Uint8Array | null } | null | undefined) => (p?.data ? JSON.parse(Buffer.from(p.data).toString()) as unknown : undefined);
 
@@ -22,11 +22,7 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
     await env?.teardown();
   });
 
-  const withWorker = async <T>(acts: Partial<Activities>, body: (taskQueue: string) => Promise<T>) => {
-    const taskQueue = uniqueTaskQueue('runs');
-    const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await workflowBundle(), activities: acts });
-    return worker.runUntil(body(taskQueue));
-  };
+  const withWorker = <T>(acts: Partial<Activities>, body: (taskQueue: string) => Promise<T>) => withMockedWorker(env, acts, 'runs', body);
   const waitFor = async (what: string, check: () => Promise<boolean>) => {
     for (let i = 0; i < 300; i++) {
       if (await check()) return;

@@ -3,12 +3,12 @@ import { after, before, describe, it } from 'node:test';
 import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { fakeCluster } from '../helpers/fake-cluster.js';
+import { withMockedWorker } from '../helpers/workers.js';
 import type { Activities } from '../../activities/index.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { abortSignal, resolveDrainUpdate, statusQuery } from '../../workflows/upgrade-messages.js';
-import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
+import { startDevServer } from '../helpers/temporal-env.js';
 
 describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
   let env: TestWorkflowEnvironment;
@@ -19,11 +19,7 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
     await env?.teardown();
   });
 
-  const withWorker = async <T>(acts: Partial<Activities>, body: (taskQueue: string) => Promise<T>) => {
-    const taskQueue = uniqueTaskQueue('upgrade');
-    const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await workflowBundle(), activities: acts });
-    return worker.runUntil(body(taskQueue));
-  };
+  const withWorker = <T>(acts: Partial<Activities>, body: (taskQueue: string) => Promise<T>) => withMockedWorker(env, acts, 'upgrade', body);
 
   it('upgrades 1.32 → 1.34 in two hops: snapshot first, kubeadm apply once per hop, every kubelet at the target', async () => {
     const c = fakeCluster();
