@@ -11,12 +11,17 @@ gates waiting. Re-attach at any time; exits with the upgrade's outcome (0 done, 
 
 ${CONNECTION_HELP}`;
 
+/**
+ * Progress in node upgrades (nodes × hops), so the bar only moves forward: a node counts once per
+ * hop its kubelet has reached, whatever step it is in now.
+ */
 function progressLine(s: UpgradeStatus): string {
   const nodes = Object.values(s.nodes);
-  const done = nodes.filter((n) => n.phase === 'done').length;
+  const total = nodes.length * s.hops.length;
+  const done = nodes.reduce((sum, n) => sum + (n.version ? s.hops.indexOf(n.version) + 1 : 0), 0);
   const width = 20;
-  const filled = nodes.length ? Math.round((done / nodes.length) * width) : 0;
-  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${nodes.length} nodes, hop ${s.hop ?? '-'} of ${s.hops.join(' → ') || '-'}, ${s.phase}${s.paused ? ' (paused)' : ''}`;
+  const filled = total ? Math.round((done / total) * width) : 0;
+  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} node upgrades, hop ${s.hop ?? '-'} of ${s.hops.join(' → ') || '-'}, ${s.phase}${s.paused ? ' (paused)' : ''}`;
 }
 
 /** Polls the status query, printing what changed, until the workflow closes; returns its exit code. */

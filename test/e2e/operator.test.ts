@@ -205,7 +205,7 @@ describe('e2e: operating an upgrade with the skewless CLI', () => {
     assert.equal(watched?.code, 0, `${watched?.stdout}\n${watched?.stderr}`);
     assert.match(watched?.stdout ?? '', /paused by dana: lunch/);
     assert.match(watched?.stdout ?? '', /resumed by dana/);
-    assert.match(watched?.stdout ?? '', /\[#{20}\] 6\/6 nodes, hop 1\.33\.7 of 1\.33\.7, done/);
+    assert.match(watched?.stdout ?? '', /\[#{20}\] 6\/6 node upgrades, hop 1\.33\.7 of 1\.33\.7, done/);
     assert.match(watched?.stdout ?? '', /^op: upgraded to 1\.33\.7$/m);
     assert.equal(await chainOf(), runId, 'the upgrade that was started is the one that finished');
   });
