@@ -8,6 +8,7 @@ import {
 import { activities as a } from './activities-proxy.js';
 import { drainResolutionSignal } from './node-messages.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-workflow.js';
+import { preflightRefusals } from './preflight.js';
 import { applyRule } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import {
@@ -209,12 +210,8 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     ]);
     updateMemo();
     if (!full.skew.compliant) throw skewFailure('refusing to start', full.skew.failure);
-    const unacknowledged = inventory.pdbFindings.filter((f) => f.severity === 'error' && !(policy.acknowledge ?? []).includes(`${f.namespace}/${f.name}`));
-    if (unacknowledged.length > 0) {
-      throw ApplicationFailure.nonRetryable(`refusing to start: ${unacknowledged.map((f) => f.message).join('; ')} (acknowledge with namespace/name to proceed)`, 'PreflightBlocked');
-    }
-    const notReady = inventory.nodes.filter((n) => !n.ready).map((n) => n.name);
-    if (notReady.length > 0) throw ApplicationFailure.nonRetryable(`refusing to start: nodes not Ready: ${notReady.join(', ')}`, 'PreflightBlocked');
+    const refusals = preflightRefusals(inventory, policy.acknowledge);
+    if (refusals.length > 0) throw ApplicationFailure.nonRetryable(`refusing to start: ${refusals.join('; ')}`, 'PreflightBlocked');
   }
 
   const [first] = plan.rollout.controlPlanes as [string];

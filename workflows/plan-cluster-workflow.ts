@@ -1,5 +1,6 @@
 import { planUpgrade, type RolloutPolicy, type UpgradePlan } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
+import { preflightRefusals } from './preflight.js';
 import { applyRule } from './rule-failure.js';
 
 export interface PlanClusterInput {
@@ -30,11 +31,6 @@ export async function planClusterWorkflow(input: PlanClusterInput): Promise<Plan
   const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '' });
   const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to, available, policy }));
   // The same pre-flight refusals as the upgrade's start, reported instead of thrown.
-  const refusals = [
-    ...inventory.pdbFindings
-      .filter((f) => f.severity === 'error' && !(policy.acknowledge ?? []).includes(`${f.namespace}/${f.name}`))
-      .map((f) => `${f.message} (acknowledge with --acknowledge ${f.namespace}/${f.name})`),
-    ...inventory.nodes.filter((n) => !n.ready).map((n) => `node ${n.name} is not Ready`),
-  ];
+  const refusals = preflightRefusals(inventory, policy.acknowledge);
   return { plan, refusals, problems: inventory.problems };
 }
