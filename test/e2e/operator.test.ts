@@ -7,6 +7,7 @@ import { formatAvailability, startAvailabilitySampler, type AvailabilitySampler 
 import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
+import { untilStatus } from '../helpers/status-polling.js';
 import { simWorker } from '../helpers/workers.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { nodeStatusQuery } from '../../workflows/node-messages.js';
@@ -56,13 +57,7 @@ describe('e2e: operating an upgrade with the skewless CLI', () => {
   const status = () => handle.query(statusQuery);
   const chainOf = async () => (await env.client.workflow.getHandle('upgrade/op').describe()).raw.workflowExecutionInfo?.firstRunId;
   const child = (node: string) => env.client.workflow.getHandle(`upgrade/op/1.33.7/${node}`);
-  const until = async (what: string, check: (s: UpgradeStatus) => boolean, timeoutMs = 120_000) => {
-    let last: UpgradeStatus | undefined;
-    await waitFor(what, async () => check((last = await status())), timeoutMs, 250).catch((err: Error) => {
-      throw new Error(`${err.message}\nstatus: ${JSON.stringify(last?.nodes)}\n${last?.events.join('\n')}`);
-    });
-    return last as UpgradeStatus;
-  };
+  const until = (what: string, check: (s: UpgradeStatus) => boolean, timeoutMs?: number) => untilStatus(handle, what, check, timeoutMs);
 
   before(async () => {
     [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);

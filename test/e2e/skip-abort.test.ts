@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { untilStatus } from '../helpers/status-polling.js';
 import { simWorker } from '../helpers/workers.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
-import { abortSignal, approveUpdate, resolveDrainUpdate, statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { abortSignal, approveUpdate, resolveDrainUpdate, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
 
@@ -39,14 +40,7 @@ describe('e2e: skip and abort leave the cluster as the workflow reports it', () 
         taskQueue, workflowId: 'upgrade/skipabort',
         args: [{ cluster: 'skipabort', to: '1.34', policy: { canary: 1, maxUnavailable: 1, approveAfterCanary: true, verifySeconds: 60 } }],
       });
-      const until = async (what: string, check: (s: UpgradeStatus) => boolean) => {
-        for (let i = 0; i < 1200; i++) {
-          const s = await handle.query(statusQuery);
-          if (check(s)) return s;
-          await new Promise((r) => setTimeout(r, 250));
-        }
-        throw new Error(`timed out waiting for ${what}`);
-      };
+      const until = (what: string, check: (s: UpgradeStatus) => boolean) => untilStatus(handle, what, check, 300_000);
       // Hop 1.33.7: the canary gate, then worker-2 refuses to drain (an unmanaged pod).
       await until('canary gate of 1.33.7', (s) => s.gates.some((g) => g.name === 'canary-1.33.7' && !g.approvedBy));
       await handle.executeUpdate(approveUpdate, { args: [{ gate: 'canary-1.33.7', by: 'ops' }] });

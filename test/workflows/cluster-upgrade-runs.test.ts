@@ -9,6 +9,7 @@ import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
 import { approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { fakeCluster } from '../helpers/fake-cluster.js';
 import { withMockedWorker } from '../helpers/workers.js';
+import { waitFor } from '../../sim/cluster/wait-for.js';
 import { startDevServer } from '../helpers/temporal-env.js';
 
 const decode = (p: { data?: Uint8Array | null } | null | undefined) => (p?.data ? JSON.parse(Buffer.from(p.data).toString()) as unknown : undefined);
@@ -23,14 +24,6 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
   });
 
   const withWorker = <T>(acts: Partial<Activities>, body: (taskQueue: string) => Promise<T>) => withMockedWorker(env, acts, 'runs', body);
-  const waitFor = async (what: string, check: () => Promise<boolean>) => {
-    for (let i = 0; i < 300; i++) {
-      if (await check()) return;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`timed out waiting for ${what}`);
-  };
-
   it('continues as new at every safe point and carries the plan, approvals and progress across runs', async () => {
     const c = fakeCluster();
     const workflowId = 'upgrade/lab-can'; // fixed: the saved histories replay under this id
