@@ -20,7 +20,7 @@ The state directory (default .skewless/sim) keeps host state, keys and logs betw
 
 Fault JSON: {"kind":"fail","command":"apt-get install","times":2} | {"kind":"refuse","seconds":30} |
             {"kind":"hang","command":"kubeadm upgrade apply"} | {"kind":"slow","command":"apt-get","ms":5000} |
-            {"kind":"rotateHostKey"}`;
+            {"kind":"rebootDuring","command":"apt-get install"} | {"kind":"rotateHostKey"}`;
 
 interface DaemonInfo extends SimulationEndpoints {
   pid: number;

@@ -108,8 +108,8 @@ function latencies(value: unknown, where: string): Latencies {
 function faults(value: unknown, where: string): Fault[] {
   return list(value, where).map((f, i) => {
     const raw = obj(f, `${where}[${i}]`);
-    if (!['fail', 'refuse', 'hang', 'slow', 'rotateHostKey'].includes(raw.kind as string)) {
-      throw new DescriptionError(`${where}[${i}].kind must be fail, refuse, hang, slow or rotateHostKey`);
+    if (!['fail', 'refuse', 'hang', 'slow', 'rebootDuring', 'rotateHostKey'].includes(raw.kind as string)) {
+      throw new DescriptionError(`${where}[${i}].kind must be fail, refuse, hang, slow, rebootDuring or rotateHostKey`);
     }
     try {
       validateFault(raw as unknown as Fault);

@@ -2,8 +2,8 @@
 // applied, stopping at the first failure of an `&&` chain; every request lands in the command log.
 import type { ServerChannel } from 'ssh2';
 import { parseCommandLine } from './command-line.js';
-import { REBOOT, type CommandContext } from './commands/command.js';
-import { lookupCommand } from './commands/index.js';
+import { CRASH, REBOOT, type CommandContext } from './commands/command.js';
+import { lookupCommand, REBOOTS_MIDWAY } from './commands/index.js';
 import { AbortedError, asError, sleep, type HostMachine } from './host-machine.js';
 import { HostPathError } from './host-state.js';
 
@@ -18,6 +18,8 @@ export interface ExecIo {
 export interface ExecResult {
   exitCode: number | null;
   reboot: boolean;
+  /** The host went down in the middle of the command (rebootDuring): logged without an exit code. */
+  crashed?: boolean;
 }
 
 export async function runCommandLine(machine: HostMachine, line: string, io: ExecIo): Promise<ExecResult> {
@@ -30,7 +32,7 @@ export async function runCommandLine(machine: HostMachine, line: string, io: Exe
   });
   const exitCode = io.signal.aborted && !result.reboot ? null : result.exitCode;
   // A reboot "succeeds" on the host even though the client never hears its status.
-  machine.store.appendCommand({ time: new Date(started).toISOString(), command: line, exitCode: result.reboot ? 0 : exitCode, durationMs: Date.now() - started });
+  machine.store.appendCommand({ time: new Date(started).toISOString(), command: line, exitCode: result.reboot && !result.crashed ? 0 : exitCode, durationMs: Date.now() - started });
   return { exitCode, reboot: result.reboot };
 }
 
@@ -64,13 +66,15 @@ async function run(machine: HostMachine, line: string, io: ExecIo): Promise<Exec
       status = 127;
       continue;
     }
+    if (fault.reboot && !REBOOTS_MIDWAY.has(found.handler)) return { exitCode: null, reboot: true, crashed: true };
     const ctx: CommandContext = {
       argv: [found.name, ...args], env: command.env, root: command.sudo || !machine.config.requireSudo,
-      machine, signal: io.signal, out: io.out, err: io.err,
+      machine, signal: io.signal, out: io.out, err: io.err, ...(fault.reboot ? { rebootMidway: true } : {}),
     };
     try {
       const outcome = await found.handler(ctx);
       if (outcome === REBOOT) return { exitCode: null, reboot: true };
+      if (outcome === CRASH) return { exitCode: null, reboot: true, crashed: true };
       status = outcome;
     } catch (err) {
       if (!(err instanceof HostPathError)) throw err;

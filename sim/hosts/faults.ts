@@ -12,6 +12,12 @@ export type Fault =
   | { kind: 'hang'; command: string; times?: number }
   /** Matching commands (the next `times`, default all) take `ms` longer. */
   | { kind: 'slow'; command: string; ms: number; times?: number }
+  /**
+   * The host reboots while the next `times` (default 1) matching commands run: the connection drops
+   * with no exit status. `apt-get install` is cut after dpkg unpacked the new packages and before it
+   * configured them (dpkg interrupted, as after a power cut); any other command is cut before it changed anything.
+   */
+  | { kind: 'rebootDuring'; command: string; times?: number }
   /** The host presents a new host key from now on; known_hosts is not updated. */
   | { kind: 'rotateHostKey' };
 
@@ -22,10 +28,12 @@ export interface FaultEffect {
   fail?: { exitCode: number; stderr: string };
   hang: boolean;
   extraDelayMs: number;
+  /** The host goes down while this command runs (rebootDuring). */
+  reboot: boolean;
 }
 
 export function isCommandFault(fault: Fault): fault is CommandFault {
-  return fault.kind === 'fail' || fault.kind === 'hang' || fault.kind === 'slow';
+  return fault.kind === 'fail' || fault.kind === 'hang' || fault.kind === 'slow' || fault.kind === 'rebootDuring';
 }
 
 export function validateFault(fault: Fault): void {
@@ -48,7 +56,7 @@ export class CommandFaults {
 
   add(fault: CommandFault): void {
     validateFault(fault);
-    const remaining = fault.times ?? (fault.kind === 'fail' ? 1 : Infinity);
+    const remaining = fault.times ?? (fault.kind === 'fail' || fault.kind === 'rebootDuring' ? 1 : Infinity);
     this.armed.push({ fault, remaining });
   }
 
@@ -59,7 +67,7 @@ export class CommandFaults {
   /** The faults for `argv`; each matching fault uses up one of its runs. */
   take(argv: readonly string[]): FaultEffect {
     const text = argv.join(' ');
-    const effect: FaultEffect = { hang: false, extraDelayMs: 0 };
+    const effect: FaultEffect = { hang: false, extraDelayMs: 0, reboot: false };
     for (const entry of this.armed) {
       const prefix = entry.fault.command.trim().split(/\s+/).join(' ');
       if (entry.remaining <= 0 || !(text === prefix || text.startsWith(`${prefix} `))) continue;
@@ -68,6 +76,7 @@ export class CommandFaults {
         if (effect.fail) continue; // one failure per run; a second fail fault keeps its runs
         effect.fail = { exitCode: f.exitCode ?? 1, stderr: f.stderr ?? `sim: injected failure of '${prefix}'` };
       } else if (f.kind === 'hang') effect.hang = true;
+      else if (f.kind === 'rebootDuring') effect.reboot = true;
       else effect.extraDelayMs += f.ms;
       entry.remaining--;
     }

@@ -29,6 +29,12 @@ export interface HostState {
   kubelet: KubeletState;
   /** The cluster version `kubeadm upgrade node` last configured this node for; null if it never ran. */
   nodeConfigVersion: string | null;
+  /**
+   * Packages dpkg unpacked but never configured: the host went down in the middle of an install.
+   * `packages` already holds their new version (dpkg's status file records it at unpack), dpkg's
+   * journal is interrupted, and apt-get refuses to install until `dpkg --configure -a` ran.
+   */
+  unconfigured?: PackageName[];
 }
 
 export interface CommandLogEntry {

@@ -1,8 +1,11 @@
 // `apt-get update` and `apt-get install`, with apt's messages and exit code 100 for its refusals:
-// unknown versions, held packages without --allow-change-held-packages, downgrades, a held dpkg lock.
+// unknown versions, held packages without --allow-change-held-packages, downgrades, a held dpkg lock,
+// dpkg interrupted. An install unpacks, then configures (dpkg-database.ts); a reboot in between
+// (a rebootDuring fault) leaves the packages unpacked and dpkg interrupted.
+import { configurePackages, unpackPackages, type PackageChange } from '../dpkg-database.js';
 import { isPackageName, toKubernetesVersion, type PackageName } from '../host-state.js';
 import { candidateVersion, comparePackageVersions, repositoryUrl, repositoryUrls, resolveVersion } from './apt-repository.js';
-import { fail, print, type CommandContext, type CommandOutcome } from './command.js';
+import { CRASH, fail, print, type CommandContext, type CommandOutcome } from './command.js';
 
 interface Options {
   yes: boolean;
@@ -45,18 +48,22 @@ export async function aptGet(ctx: CommandContext): Promise<CommandOutcome> {
     return fail(ctx, 'E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)\nE: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), is another process using it?', 100);
   }
   if (verb === 'update') {
+    // A reboot cuts an update before it changed anything the simulation keeps.
+    if (ctx.rebootMidway) return CRASH;
     print(ctx, 'Hit:1 http://packages.sim.invalid/debian bookworm InRelease',
       ...repositoryUrls(ctx.machine).map((url, i) => `Hit:${i + 2} ${url}  InRelease`), 'Reading package lists...');
     return 0;
   }
-  return install(ctx, options, packages);
+  // apt checks dpkg's journal before anything else when it takes the system lock.
+  if (ctx.machine.state.unconfigured?.length) {
+    return ctx.rebootMidway ? CRASH : fail(ctx, "E: dpkg was interrupted, you must manually run 'sudo dpkg --configure -a' to correct the problem.", 100);
+  }
+  const outcome = await install(ctx, options, packages);
+  // Refused or with nothing to change, the host still goes down while apt-get runs.
+  return ctx.rebootMidway ? CRASH : outcome;
 }
 
-interface Change {
-  pkg: PackageName;
-  from: string;
-  to: string;
-}
+type Change = PackageChange;
 
 async function install(ctx: CommandContext, options: Options, args: string[]): Promise<CommandOutcome> {
   const { machine } = ctx;
@@ -106,9 +113,10 @@ async function install(ctx: CommandContext, options: Options, args: string[]): P
   for (const c of changes) {
     print(ctx, `Preparing to unpack .../${c.pkg}_${c.to}_amd64.deb ...`, `Unpacking ${c.pkg} (${c.to}) over (${c.from}) ...`);
   }
-  machine.store.update((s) => {
-    for (const c of changes) s.packages[c.pkg] = c.to;
-  });
+  unpackPackages(machine.store, changes);
+  // The power goes here: files unpacked, the status file at the new versions, nothing configured.
+  if (ctx.rebootMidway) return CRASH;
+  configurePackages(machine.store, changes.map((c) => c.pkg));
   for (const c of changes) print(ctx, `Setting up ${c.pkg} (${c.to}) ...`);
   return 0;
 }

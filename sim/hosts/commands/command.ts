@@ -3,7 +3,9 @@ import type { HostMachine } from '../host-machine.js';
 
 /** Returned by reboot: the runner logs it, then the machine goes down and the session drops without an exit status. */
 export const REBOOT = Symbol('reboot');
-export type CommandOutcome = number | typeof REBOOT;
+/** The host went down while the command ran (a rebootDuring fault): it never finished, no exit status. */
+export const CRASH = Symbol('crash');
+export type CommandOutcome = number | typeof REBOOT | typeof CRASH;
 
 export interface CommandContext {
   /** argv[0] is the tool's name without its directory (`/usr/bin/kubeadm` → `kubeadm`). */
@@ -14,6 +16,11 @@ export interface CommandContext {
   readonly machine: HostMachine;
   /** Fires when the client closes the channel or the connection drops. */
   readonly signal: AbortSignal;
+  /**
+   * A rebootDuring fault cuts this command: a tool that models a half-done state (apt-get install)
+   * stops there and returns CRASH. Tools not in REBOOTS_MIDWAY never see it: the runner crashes first.
+   */
+  readonly rebootMidway?: boolean;
   out(text: string): void;
   err(text: string): void;
 }

@@ -7,16 +7,20 @@ import { cat, echo, falseCommand, hostname, mkdir, rm, sha256sum, stat, test, tr
 import { etcdctl, etcdutl } from './etcd.js';
 import { kubeadm } from './kubeadm.js';
 import { kubectl, kubelet } from './kubelet.js';
+import { dpkg } from './dpkg.js';
 import { reboot, systemctl } from './systemd.js';
 
 export const COMMANDS: ReadonlyMap<string, CommandHandler> = new Map<string, CommandHandler>([
-  ['apt-get', aptGet], ['apt-mark', aptMark], ['apt-cache', aptCache],
+  ['apt-get', aptGet], ['apt-mark', aptMark], ['apt-cache', aptCache], ['dpkg', dpkg],
   ['kubeadm', kubeadm], ['kubelet', kubelet], ['kubectl', kubectl],
   ['systemctl', systemctl], ['reboot', reboot], ['shutdown', reboot],
   ['etcdctl', etcdctl], ['etcdutl', etcdutl],
   ['true', trueCommand], ['false', falseCommand], ['echo', echo], ['hostname', hostname], ['cat', cat], ['test', test],
   ['sha256sum', sha256sum], ['stat', stat], ['mkdir', mkdir], ['rm', rm],
 ]);
+
+/** Tools that model where a reboot cuts them (ctx.rebootMidway); for the others it comes before they start. */
+export const REBOOTS_MIDWAY: ReadonlySet<CommandHandler> = new Set([aptGet]);
 
 const BIN_DIRS = ['/usr/bin/', '/usr/sbin/', '/bin/', '/sbin/', '/usr/local/bin/'];
 
