@@ -120,11 +120,16 @@ export class HostMachine {
     this.store.update((s) => {
       s.kubelet = { active: false, version: null, startingVersion: toKubernetesVersion(s.packages.kubelet), unitPackage: s.packages.kubelet };
     });
+    const generation = this.generation;
     this.endpoint?.takeOffline('reboot');
-    this.effects.kubeletStopped(this.name).catch((err: unknown) => this.config.onError(asError(err, `${this.name}: kubeletStopped`)));
+    const stopped = this.effects.kubeletStopped(this.name).catch((err: unknown) => this.config.onError(asError(err, `${this.name}: kubeletStopped`)));
     this.later(this.config.latencies.reboot ?? this.config.rebootMs, () => {
       this.endpoint?.bringOnline('reboot');
-      this.startKubelet(0);
+      // The cluster must have seen the node go NotReady before the booted kubelet reports in: a short
+      // reboot would otherwise clear the NotReady mark before it took, and kubeletStopped wait for it in vain.
+      void stopped.then(() => {
+        if (!this.shutDown && generation === this.generation) this.startKubelet(0);
+      });
     });
   }
 
