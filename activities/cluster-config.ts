@@ -35,7 +35,34 @@ export interface ClusterConfig {
   snapshots: { dir: string };
   drain: { timeoutSeconds: number; gracePeriodSeconds?: number; deleteEmptyDirData: boolean; ignoreDaemonSets: boolean };
   probes: { name: string; url: string; expectStatus: number; timeoutSeconds: number }[];
+  /** Seconds a host command may run before it is abandoned (channel closed) and its step retried. */
+  timeouts: HostTimeouts;
 }
+
+/**
+ * Per-command timeouts on the hosts. Slow mirrors and slow disks are real, so the operator may raise
+ * them; each maximum stays below the startToClose of the activity profile that runs the command
+ * (workflows/activity-options.ts; a test holds the two together), so the activity reports the
+ * timeout itself instead of being cut off by Temporal.
+ */
+export interface HostTimeouts {
+  /** Quick commands: apt-cache, apt-mark, dpkg --audit, kubelet --version, systemctl. */
+  commandSeconds: number;
+  /** apt-get update, apt-get install, dpkg --configure -a: they download and unpack. */
+  packageInstallSeconds: number;
+  kubeadmPlanSeconds: number;
+  kubeadmApplySeconds: number;
+  kubeadmNodeSeconds: number;
+}
+
+/** Default and maximum of each timeout, in seconds. */
+export const HOST_TIMEOUT_LIMITS: Record<keyof HostTimeouts, { default: number; max: number }> = {
+  commandSeconds: { default: 60, max: 300 },
+  packageInstallSeconds: { default: 480, max: 540 }, // hostCommand: 10 min
+  kubeadmPlanSeconds: { default: 300, max: 540 }, // hostCommand: 10 min
+  kubeadmApplySeconds: { default: 1080, max: 1140 }, // kubeadmApply: 20 min
+  kubeadmNodeSeconds: { default: 540, max: 540 }, // hostCommand: 10 min
+};
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -83,6 +110,10 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
   const ssh = obj(raw.ssh, 'ssh');
   const etcd = obj(raw.etcd, 'etcd');
   const drain = obj(raw.drain, 'drain');
+  const timeouts = obj(raw.timeouts, 'timeouts');
+  for (const k of Object.keys(timeouts)) {
+    if (!Object.hasOwn(HOST_TIMEOUT_LIMITS, k)) throw invalid(file, `timeouts.${k} is not a known timeout (${Object.keys(HOST_TIMEOUT_LIMITS).join(', ')})`);
+  }
   const pki = '/etc/kubernetes/pki/etcd';
   const packageManager = str(raw.packageManager, 'packageManager', 'apt');
   if (packageManager !== 'apt') throw invalid(file, `packageManager ${JSON.stringify(packageManager)} is not supported yet (apt)`);
@@ -132,6 +163,8 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
       ignoreDaemonSets: bool(drain.ignoreDaemonSets, 'drain.ignoreDaemonSets', true),
     },
     probes,
+    timeouts: Object.fromEntries(Object.entries(HOST_TIMEOUT_LIMITS).map(([k, limit]) =>
+      [k, int(timeouts[k], `timeouts.${k}`, limit.default, 1, limit.max)])) as unknown as HostTimeouts,
   };
 }
 

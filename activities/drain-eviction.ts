@@ -66,3 +66,21 @@ export async function pdbsCovering(kube: KubeApi, namespace: string, labels: Rec
   const { items } = await kubeCall(`list PodDisruptionBudgets in ${namespace}`, () => kube.policy.listNamespacedPodDisruptionBudget({ namespace }));
   return items.filter((p) => selectorMatches(p.spec?.selector, labels)).map((p) => p.metadata?.name as string).sort();
 }
+
+/** Network-level failures of a request: the API server restarting, a load balancer failing over. */
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED', 'UND_ERR_SOCKET']);
+
+/**
+ * Whether a failed API call is worth repeating in a moment: no answer at all (the connection was
+ * refused or dropped: the API server is restarting), or an answer that says "later" (502/503/504,
+ * a 500 from an etcd timeout). A 500 about PodDisruptionBudgets is an eviction refusal, handled above.
+ */
+export function isTransientApiError(err: unknown): boolean {
+  const status = httpStatus(err);
+  if (status !== undefined) return status === 502 || status === 503 || status === 504 || (status === 500 && !/DisruptionBudget/i.test(firstLine(err)));
+  const e = err as { code?: unknown; type?: unknown; message?: unknown; cause?: { code?: unknown } } | undefined;
+  const code = typeof e?.code === 'string' ? e.code : typeof e?.cause?.code === 'string' ? e.cause.code : undefined;
+  if (code !== undefined && CONNECTION_CODES.has(code)) return true;
+  // node-fetch's FetchError for a dropped socket carries the code in its message only.
+  return e?.type === 'system' || (typeof e?.message === 'string' && /socket hang up|ECONNREFUSED|ECONNRESET/.test(e.message));
+}

@@ -23,6 +23,11 @@ export const ErrorType = {
   HostKeyMismatch: 'HostKeyMismatch',
   /** A host command exited non-zero; details carry the exit code and a tail of stderr. */
   HostCommandFailed: 'HostCommandFailed',
+  /**
+   * A host command exited non-zero for a reason that passes (a mirror unreachable, the dpkg lock held,
+   * an API timeout inside kubeadm; activities/host-transient.ts): retried by the profile, unlike HostCommandFailed.
+   */
+  HostCommandTransient: 'HostCommandTransient',
   /** A host command ran past its timeout and was abandoned. */
   HostCommandTimedOut: 'HostCommandTimedOut',
   /** The package repository does not offer the version asked for. */

@@ -5,6 +5,7 @@ import { parseVersion } from '../rules/index.js';
 import type { ClusterAccess, ExecOptions, ExecResult } from './cluster-access.js';
 import { ErrorType, kubeCall } from './errors.js';
 import { NODE_NAME } from './host-address.js';
+import { isTransientFailure } from './host-transient.js';
 
 export const invalid = (message: string): ApplicationFailure => ApplicationFailure.create({ type: ErrorType.Invalid, message, nonRetryable: true });
 
@@ -29,11 +30,13 @@ export function stderrTail(stderr: string, lines = 8, chars = 800): string {
   return tail.length > chars ? `…${tail.slice(-chars)}` : tail;
 }
 
+/** HostCommandFailed (not retried: the operator decides), or HostCommandTransient when the output names a passing cause. */
 export function commandFailed(node: string, argv: readonly string[], result: ExecResult, what?: string): ApplicationFailure {
   const tail = stderrTail(result.stderr || result.stdout);
+  const transient = isTransientFailure(argv, result);
   return ApplicationFailure.create({
-    type: ErrorType.HostCommandFailed,
-    nonRetryable: true,
+    type: transient ? ErrorType.HostCommandTransient : ErrorType.HostCommandFailed,
+    nonRetryable: !transient,
     message: `${what ?? `'${argv.join(' ')}'`} on ${node} exited ${result.exitCode}${tail ? `: ${tail.split('\n').at(-1)}` : ''}`,
     details: [{ node, command: argv.join(' '), exitCode: result.exitCode, stderrTail: tail }],
   });

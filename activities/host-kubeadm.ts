@@ -8,9 +8,8 @@ import { heartbeatWhile, hostActivityScope, pause, type HostActivityScope } from
 import { checkNode, checkVersion, clusterVersion, commandFailed, controlPlaneVersions, invalid, readNodeState, run } from './host-commands.js';
 import { parseKubeadmUpgradePlan, type KubeadmUpgradePlan } from './parsers/kubeadm-upgrade-plan.js';
 
-const PLAN_MS = 5 * 60_000;
-const APPLY_MS = 18 * 60_000; // below the kubeadmApply profile (20 min)
-const NODE_MS = 9 * 60_000; // below the hostCommand profile (10 min)
+// Timeouts come from the cluster configuration (timeouts.kubeadm*Seconds), each below its activity profile's startToClose.
+const ms = (seconds: number): number => seconds * 1000;
 const COMPONENTS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'];
 
 export interface KubeadmStepResult {
@@ -32,7 +31,7 @@ export async function kubeadmUpgradePlan(access: ClusterAccess, input: { node: s
   const version = checkVersion(input.version);
   const scope = hostActivityScope();
   const r = await heartbeatWhile(scope, () => ({ node, step: 'kubeadm upgrade plan' }),
-    run(access, node, ['kubeadm', 'upgrade', 'plan', `v${version}`], { timeoutMs: PLAN_MS, sudo: true, signal: scope.signal }));
+    run(access, node, ['kubeadm', 'upgrade', 'plan', `v${version}`], { timeoutMs: ms(access.config.timeouts.kubeadmPlanSeconds), sudo: true, signal: scope.signal }));
   return { node, version, ...parseKubeadmUpgradePlan(r.stdout) };
 }
 
@@ -72,7 +71,7 @@ export async function kubeadmUpgradeApply(access: ClusterAccess, input: { node: 
   if (Object.keys(before).length === 0) throw invalid(`${node} runs no control-plane mirror pods: kubeadm upgrade apply belongs on the first control plane`);
   const argv = ['kubeadm', 'upgrade', 'apply', `v${version}`, '--yes'];
   const result = await heartbeatWhile(scope, () => ({ node, step: 'kubeadm upgrade apply' }),
-    access.shell.exec(node, argv, { timeoutMs: APPLY_MS, sudo: true, signal: scope.signal }));
+    access.shell.exec(node, argv, { timeoutMs: ms(access.config.timeouts.kubeadmApplySeconds), sudo: true, signal: scope.signal }));
   if (result.exitCode !== 0) throw commandFailed(node, argv, result);
   return { node, version, ran: true, components: await awaitComponents(access, node, version, scope) };
 }
@@ -96,6 +95,6 @@ export async function kubeadmUpgradeNode(access: ClusterAccess, input: { node: s
     throw invalid(`the cluster is at ${cluster ?? 'an unknown version'}, not ${version}: run kubeadm upgrade apply on the first control plane before upgrading ${node}`);
   }
   await heartbeatWhile(scope, () => ({ node, step: 'kubeadm upgrade node' }),
-    run(access, node, ['kubeadm', 'upgrade', 'node'], { timeoutMs: NODE_MS, sudo: true, signal: scope.signal }));
+    run(access, node, ['kubeadm', 'upgrade', 'node'], { timeoutMs: ms(access.config.timeouts.kubeadmNodeSeconds), sudo: true, signal: scope.signal }));
   return { node, version, ran: true, components: controlPlane ? await awaitComponents(access, node, version, scope) : {} };
 }

@@ -6,7 +6,8 @@ import { ErrorType } from './errors.js';
 import { hostActivityScope, pause, type HostActivityScope } from './host-activity-context.js';
 import { checkNode, checkVersion, invalid, readNodeState, run, type NodeState } from './host-commands.js';
 
-const SHORT_MS = 60_000;
+/** Quick host commands (kubelet --version, systemctl, reboot): the cluster configuration's timeouts.commandSeconds. */
+const quickMs = (access: ClusterAccess): number => access.config.timeouts.commandSeconds * 1000;
 const BOOT_ID = '/proc/sys/kernel/random/boot_id';
 const REBOOT_COMMANDS = [['reboot'], ['systemctl', 'reboot'], ['shutdown', '-r', 'now'], ['/sbin/reboot'], ['/usr/sbin/reboot']];
 
@@ -46,9 +47,9 @@ export async function restartKubelet(access: ClusterAccess, input: { node: strin
   const target = (s: NodeState): boolean => s.ready && s.kubeletVersion === version;
   if (target(await readNodeState(access, node))) return { node, version, restarted: false };
   // Restarting cannot help if the package is not there yet: say so instead of timing out.
-  const binary = (await run(access, node, ['kubelet', '--version'], { timeoutMs: SHORT_MS, signal: scope.signal })).stdout.trim();
+  const binary = (await run(access, node, ['kubelet', '--version'], { timeoutMs: quickMs(access), signal: scope.signal })).stdout.trim();
   if (binary !== `Kubernetes v${version}`) throw invalid(`${node} has ${binary || 'no kubelet'} installed, not v${version}: install the kubelet package first`);
-  const root = { timeoutMs: SHORT_MS, sudo: true, signal: scope.signal };
+  const root = { timeoutMs: quickMs(access), sudo: true, signal: scope.signal };
   await run(access, node, ['systemctl', 'daemon-reload'], root);
   await run(access, node, ['systemctl', 'restart', 'kubelet'], root);
   await waitForNode(access, scope, node, timeoutSeconds, `Ready at kubelet v${version}`, target);
@@ -66,7 +67,7 @@ interface RebootProgress {
 const isProgress = (d: unknown): d is RebootProgress => (d as RebootProgress | undefined)?.phase === 'reboot-issued';
 
 async function bootId(access: ClusterAccess, node: string, signal?: AbortSignal): Promise<string | null> {
-  const r = await access.shell.exec(node, ['cat', BOOT_ID], { timeoutMs: SHORT_MS, signal });
+  const r = await access.shell.exec(node, ['cat', BOOT_ID], { timeoutMs: quickMs(access), signal });
   return r.exitCode === 0 && r.stdout.trim() ? r.stdout.trim() : null;
 }
 
@@ -108,7 +109,7 @@ export async function rebootNode(access: ClusterAccess, input: { node: string; c
     progress = { phase: 'reboot-issued', bootId: await bootId(access, node, scope.signal) };
     // Heartbeat before sending: if the worker dies right after, the retry must not reboot twice.
     scope.heartbeat(progress);
-    const r = await access.shell.exec(node, command, { timeoutMs: SHORT_MS, sudo: true, signal: scope.signal }).catch((err: unknown) => {
+    const r = await access.shell.exec(node, command, { timeoutMs: quickMs(access), sudo: true, signal: scope.signal }).catch((err: unknown) => {
       // The connection drops as the host goes down: that is the command working.
       if ((err as ApplicationFailure).type === ErrorType.HostUnreachable) return undefined;
       throw err;
