@@ -66,7 +66,7 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
 
   it('installPackages unholds, installs the exact version, holds; a second run changes nothing', async () => {
     const first = await during('cp-1', () => acts.installPackages({ cluster, node: 'cp-1', version: 'v1.33.7', packages: ['kubeadm'] }));
-    assert.deepEqual(first.result, { node: 'cp-1', version: '1.33.7', installed: ['kubeadm'], held: ['kubeadm'], packageVersions: { kubeadm: '1.33.7-1.1' } });
+    assert.deepEqual(first.result, { node: 'cp-1', version: '1.33.7', installed: ['kubeadm'], held: ['kubeadm'], configured: [], packageVersions: { kubeadm: '1.33.7-1.1' } });
     assert.deepEqual(changing(first.ran), [
       'sudo -n DEBIAN_FRONTEND=noninteractive apt-mark unhold kubeadm',
       'sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=120 -o Dpkg::Options::=--force-confold kubeadm=1.33.7-1.1',
