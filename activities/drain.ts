@@ -3,7 +3,7 @@ import { describeDrainBlockers, type DrainOptions, type DrainPlan, type PodRef }
 import type { ClusterConfig } from './cluster-config.js';
 import type { ClusterResolver } from './cluster-access.js';
 import { drainContext, pause, throwIfCancelled } from './drain-context.js';
-import { evictPod, isPodGone, pdbsCovering } from './drain-eviction.js';
+import { evictPod, isPodGone, isTransientApiError, pdbsCovering } from './drain-eviction.js';
 import { readNodeDrainState } from './drain-facts.js';
 import { ErrorType } from './errors.js';
 
@@ -28,6 +28,8 @@ export interface DrainProgress {
   blockedBy: string[];
   gone: number;
   attempt: number;
+  /** Set while the API server does not answer (restarting): the drain waits for it. */
+  apiError?: string;
 }
 
 export interface DrainResult {
@@ -43,6 +45,11 @@ export interface DrainResult {
 const PARALLEL_EVICTIONS = 16;
 const BACKOFF_MS = [1000, 2000, 4000, 5000];
 const GONE_POLL_MS = 500;
+/**
+ * How long one attempt rides through an API server that does not answer (a restart, a failover)
+ * before it fails and the activity's retry policy takes over.
+ */
+const API_OUTAGE_MS = 120_000;
 const key = (p: PodRef) => `${p.namespace}/${p.name}`;
 
 function options(config: ClusterConfig, force: unknown): DrainOptions {
@@ -111,6 +118,8 @@ export function createDrainActivities(deps: { clusters: ClusterResolver }) {
       const remaining = new Map([...plan.evict, ...terminating].map((p) => [key(p), p]));
       const blockedBy = new Map<string, { pdbs: string[]; message: string }>();
       const gone: string[] = [];
+      let apiError: string | undefined;
+      let outageSince: number | undefined;
       const beat = () =>
         ctx.heartbeat({
           node: input.node,
@@ -118,6 +127,7 @@ export function createDrainActivities(deps: { clusters: ClusterResolver }) {
           blockedBy: [...new Set([...blockedBy.entries()].flatMap(([k, b]) => b.pdbs.map((n) => `${k.split('/')[0]}/${n}`)))].sort(),
           gone: gone.length,
           attempt: ctx.attempt,
+          ...(apiError === undefined ? {} : { apiError }),
         } satisfies DrainProgress);
       beat();
 
@@ -131,15 +141,39 @@ export function createDrainActivities(deps: { clusters: ClusterResolver }) {
         gone.push(key(pod));
         beat();
       };
+      // An API call that finds the server away is repeated (with the backoff, heartbeating why) until
+      // it answers, the outage outlasts API_OUTAGE_MS or the drain its deadline: evictions are
+      // idempotent (UID precondition) and reads are reads, so repeating them is safe.
+      const api = async <T>(call: () => Promise<T>): Promise<T> => {
+        for (let attempt = 0; ; attempt++) {
+          throwIfCancelled(stop.signal);
+          try {
+            const value = await call();
+            if (apiError !== undefined) {
+              apiError = undefined;
+              outageSince = undefined;
+              beat();
+            }
+            return value;
+          } catch (err) {
+            if (!isTransientApiError(err)) throw err;
+            outageSince ??= Date.now();
+            if (Date.now() - outageSince > API_OUTAGE_MS || Date.now() >= deadline) throw err;
+            apiError = (err instanceof Error ? err.message : String(err)).split('\n')[0]?.slice(0, 200);
+            beat();
+            await pause(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)] as number, stop.signal);
+          }
+        }
+      };
       const drainOne = async (pod: PodRef, evict: boolean): Promise<void> => {
         for (let attempt = 0; evict; attempt++) {
           throwIfCancelled(stop.signal);
           if (Date.now() >= deadline) return; // reported below, with the PDBs that refused
-          const outcome = await evictPod(kube, pod, config.drain.gracePeriodSeconds);
+          const outcome = await api(() => evictPod(kube, pod, config.drain.gracePeriodSeconds));
           if (outcome.kind === 'gone') return leave(pod);
           if (outcome.kind === 'accepted') break;
           // Which PDBs cover the pod does not change while it waits: list them once, not on every 429.
-          const pdbs = blockedBy.get(key(pod))?.pdbs ?? (await pdbsCovering(kube, pod.namespace, labels.get(pod.uid) ?? {}));
+          const pdbs = blockedBy.get(key(pod))?.pdbs ?? (await api(() => pdbsCovering(kube, pod.namespace, labels.get(pod.uid) ?? {})));
           blockedBy.set(key(pod), { pdbs, message: outcome.message });
           beat();
           await pause(Math.min(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)] as number, Math.max(0, deadline - Date.now())), stop.signal);
@@ -147,7 +181,7 @@ export function createDrainActivities(deps: { clusters: ClusterResolver }) {
         blockedBy.delete(key(pod));
         for (;;) {
           throwIfCancelled(stop.signal);
-          if (await isPodGone(kube, pod)) return leave(pod);
+          if (await api(() => isPodGone(kube, pod))) return leave(pod);
           if (Date.now() >= deadline) return;
           await pause(GONE_POLL_MS, stop.signal);
         }
