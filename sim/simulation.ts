@@ -7,6 +7,7 @@ import { kubeClients, type KubeClients } from './cluster/kube-clients.js';
 import { kubeEffects } from './cluster/kube-effects.js';
 import { WORKER_USER } from './cluster/pki.js';
 import { populateCluster } from './cluster/populate.js';
+import { applyRbacManifest, RBAC_MANIFEST_PATH, readRbacManifest, subjectsOf } from './cluster/rbac-manifest.js';
 import { recordVersions } from './cluster/version-recorder.js';
 import type { SimDescription } from './description.js';
 import { startHostSimulator } from './hosts/host-simulator.js';
@@ -80,15 +81,14 @@ function writeClusterConfig(e: SimulationEndpoints, snapshotsDir: string): void 
 }
 
 /**
- * What the worker's identity may do. For now everything (cluster-admin); the manifest with only the
- * verbs the activities use replaces this.
+ * What the worker's identity may do: exactly deploy/rbac.yaml, the manifest operators apply, so every
+ * test that runs activities or a worker against the simulation runs under it and a missing
+ * permission fails there first. The manifest must bind the identity the simulation issues.
  */
 async function grantWorker(kube: KubeClients): Promise<void> {
-  await kube.rbac.createClusterRoleBinding({ body: {
-    metadata: { name: 'skewless-worker-sim' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: WORKER_USER }],
-  } });
+  const manifest = readRbacManifest();
+  if (!subjectsOf(manifest).includes(WORKER_USER)) throw new Error(`${RBAC_MANIFEST_PATH} binds ${subjectsOf(manifest).join(', ') || 'no one'}, not the worker's user ${WORKER_USER}`);
+  await applyRbacManifest(kube, manifest);
 }
 
 export async function startSimulation(description: SimDescription, options: SimulationOptions): Promise<Simulation> {
