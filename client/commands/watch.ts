@@ -51,12 +51,13 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
       for (const [node, n] of Object.entries(status.nodes)) {
         if (n.phase === 'blocked' && n.blocked && !blockedShown.has(node)) {
           blockedShown.add(node);
-          io.out(`  BLOCKED ${node}: ${blockText(n.blocked)}`);
+          // A failed step's message is in the events printed just above.
+          io.out(`  BLOCKED ${node}: ${blockText(n.blocked, false)}`);
           io.out(`    ${resolveHint(cluster, node, n.blocked)}`);
         } else if (n.phase !== 'blocked') blockedShown.delete(node);
       }
       const halt = status.halted ? `${status.halted.hop}/${status.halted.after}` : undefined;
-      if (status.halted && halt !== haltShown) for (const line of haltLines(cluster, status.halted)) io.out(`  ${line}`);
+      if (status.halted && halt !== haltShown) for (const line of haltLines(cluster, status.halted, false)) io.out(`  ${line}`);
       haltShown = halt;
       // Once per gate: a gate waiting for hours is not news every second.
       for (const g of status.gates.filter((g) => !g.approvedBy && !gatesShown.has(g.name))) {
