@@ -127,7 +127,7 @@ const MAX_HOST_ATTEMPTS = 1_000;
  */
 export function attemptsWithin(profile: ActivityOptions, seconds: number): number {
   const retry = profile.retry ?? {};
-  const budgetMs = Math.max(0, seconds) * 1000;
+  const budgetMs = Number.isFinite(seconds) ? Math.max(0, seconds) * 1000 : 0; // the cluster workflow refuses a non-number first
   const maxMs = msToNumber(retry.maximumInterval ?? '1 minute');
   let next = msToNumber(retry.initialInterval ?? '1 second');
   let waited = 0;

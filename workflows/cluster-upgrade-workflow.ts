@@ -1,5 +1,5 @@
 import {
-  ApplicationFailure, CancellationScope, condition, continueAsNew, executeChild, getExternalWorkflowHandle, setHandler, sleep,
+  ApplicationFailure, condition, continueAsNew, executeChild, getExternalWorkflowHandle, setHandler, sleep,
   upsertMemo, upsertSearchAttributes, workflowInfo, allHandlersFinished,
 } from '@temporalio/workflow';
 import {
@@ -12,6 +12,7 @@ import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } fr
 import { preflightRefusals } from './preflight.js';
 import { applyRule } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
+import { compensate, handBack, leftAs, skewFailure } from './upgrade-ending.js';
 import {
   abortSignal, approveUpdate, nodeBlockedSignal, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery,
   type GateState, type HaltResolution, type HaltState, type UpgradeStatus,
@@ -257,6 +258,10 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   if (input.carried) {
     plan = input.carried.plan;
   } else {
+    const retry = policy.hostRetrySeconds;
+    if (retry !== undefined && !(typeof retry === 'number' && Number.isFinite(retry) && retry >= 0)) {
+      throw ApplicationFailure.nonRetryable(`refusing to start: hostRetrySeconds must be a number of seconds ≥ 0, got ${JSON.stringify(retry)}`, 'InvalidPolicy');
+    }
     // Plan: the inventory, what the repository offers, and the rules' verdict, before touching anything.
     const inventory = await a.takeInventory({ cluster });
     live = inventory;
@@ -351,46 +356,4 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   }
   await condition(allHandlersFinished);
   return status;
-}
-
-function skewFailure(what: string, failure: UpgradePlan['skew']['failure']): ApplicationFailure {
-  const where = failure?.step ? `step "${failure.step.detail}" of ${failure.step.hop}` : 'the cluster as it is';
-  const why = failure?.violations.map((v) => `${v.component} on ${v.node} at ${v.version}: ${v.rule}`).join('; ');
-  return ApplicationFailure.nonRetryable(`${what}: ${where} breaks the skew policy: ${why}`, 'SkewViolation');
-}
-
-/** One sentence on the state the run leaves: which nodes are where. */
-function leftAs(status: UpgradeStatus): string {
-  const byVersion = new Map<string, string[]>();
-  for (const [node, s] of Object.entries(status.nodes)) {
-    const key = s.version ?? s.from ?? 'unknown';
-    byVersion.set(key, [...(byVersion.get(key) ?? []), node]);
-  }
-  const versions = [...byVersion.entries()].map(([v, nodes]) => `${nodes.join(', ')} at ${v}`).join('; ');
-  const stuck = status.events.filter((e) => e.startsWith('compensation: uncordon ')).map((e) => e.split(' ')[2]);
-  return `${versions}${status.skipped.length ? `; skipped: ${status.skipped.join(', ')}` : ''}; ${
-    stuck.length ? `STILL CORDONED (uncordon failed): ${stuck.join(', ')}` : 'no node left cordoned by this run'}`;
-}
-
-async function handBack(cluster: string, owner: string, nodes: string[], status: UpgradeStatus): Promise<void> {
-  for (const node of nodes) {
-    const r = await a.uncordonNode({ cluster, node, owner });
-    if (r.changed) status.events.push(`${node} uncordoned at ${status.nodes[node]?.version ?? 'its old version'} (skipped)`);
-  }
-}
-
-/** Undoes what this run did to scheduling, never versions: uncordon only our cordons, clear our labels. */
-async function compensate(cluster: string, owner: string, nodes: string[], status: UpgradeStatus): Promise<void> {
-  status.phase = 'compensating';
-  await CancellationScope.nonCancellable(async () => {
-    for (const node of nodes) {
-      try {
-        const r = await a.uncordonNode({ cluster, node, owner });
-        if (r.changed) status.events.push(`compensation: uncordoned ${node}`);
-      } catch (err) {
-        status.events.push(`compensation: uncordon ${node} failed: ${(err as Error).message}`); // keep going: best effort
-      }
-    }
-    await a.clearStageLabels({ cluster, owner }).catch((err: Error) => status.events.push(`compensation: clear labels failed: ${err.message}`));
-  });
 }
