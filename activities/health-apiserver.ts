@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterConfig } from './cluster-config.js';
+import { kubeFailure } from './errors.js';
 
 export interface ReadyzResult {
   cluster: string;
@@ -40,6 +41,8 @@ export async function readyz(config: ClusterConfig, signal?: AbortSignal): Promi
       res.on('end', () => {
         const failedChecks = [...body.matchAll(/^\[-\]([\w:./-]+) failed/gm)].map((m) => m[1] as string);
         const status = res.statusCode ?? 0;
+        // Refused credentials or RBAC are not a health verdict: polling cannot help (Forbidden, errors.ts).
+        if (status === 401 || status === 403) return reject(kubeFailure({ code: status, body }, 'GET /readyz?verbose'));
         const healthy = status === 200;
         resolve({
           ...base,

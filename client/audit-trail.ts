@@ -19,9 +19,9 @@ export type TrailEntry = { time: string } & (
   | { kind: 'step'; node?: string; activity: string; summary?: string; version?: string; outcome: StepOutcome; message?: string; retries: number; durationMs?: number }
   | { kind: 'snapshot'; node?: string; path?: string; sha256?: string; revision?: number }
   | { kind: 'approval'; gate?: string; by?: string; comment?: string; failed?: string }
-  | { kind: 'resolution'; node?: string; action?: string; by?: string; pods?: string[]; comment?: string; failed?: string }
+  | { kind: 'resolution'; node?: string; action?: string; by?: string; pods?: string[]; comment?: string; failed?: string; of?: 'drain' | 'step' | 'halt'; step?: string }
   | { kind: 'signal'; signal: 'pause' | 'resume' | 'abort'; by?: string; reason?: string }
-  | { kind: 'blocked'; node?: string; message?: string }
+  | { kind: 'blocked'; node?: string; message?: string; step?: string; failure?: string }
   | { kind: 'node'; node?: string; step?: string; version?: string; outcome: string; message?: string; durationMs?: number }
   | { kind: 'closed'; workflowId: string; status: string; outcome?: string; message?: string }
 );
@@ -61,6 +61,8 @@ export function runTrail(run: RunHistory): TrailEntry[] {
   let startMs = 0;
   let input: Record<string, unknown> = {};
   let isNode = false;
+  /** What each node was last blocked on (nodeBlocked signals), so a resolution says what it answered. */
+  const blockOf = new Map<string, { of: 'drain' | 'step'; step?: string }>();
 
   const close = (e: HistoryEvent, outcome: StepOutcome, scheduledEventId: unknown, message?: string) => {
     const step = steps.get(String(scheduledEventId));
@@ -120,8 +122,10 @@ export function runTrail(run: RunHistory): TrailEntry[] {
       if (request?.input?.name === 'approve') {
         entry = compact({ time, kind: 'approval' as const, gate: str(args.gate), by: str(args.by), comment: str(args.comment) });
       } else if (request?.input?.name === 'resolveDrain') {
-        entry = compact({ time, kind: 'resolution' as const, node: str(args.node), action: str(args.action), by: str(args.by),
-          pods: args.action === 'force' ? strings(args.pods) : undefined, comment: str(args.comment) });
+        const node = str(args.node);
+        const block = node ? (blockOf.get(node) ?? { of: 'drain' as const }) : { of: 'halt' as const };
+        entry = compact({ time, kind: 'resolution' as const, node, action: str(args.action), by: str(args.by),
+          pods: args.action === 'force' ? strings(args.pods) : undefined, comment: str(args.comment), ...block });
       }
       if (entry) {
         updates.set(id, entry);
@@ -137,7 +141,11 @@ export function runTrail(run: RunHistory): TrailEntry[] {
       if (a.signalName === 'pause' || a.signalName === 'resume' || a.signalName === 'abort') {
         out.push(compact({ time, kind: 'signal' as const, signal: a.signalName, by: str(args.by), reason: str(args.reason) }));
       } else if (a.signalName === 'nodeBlocked' && args.block) {
-        out.push(compact({ time, kind: 'blocked' as const, node: str(args.node), message: str(record(args.block).message, 300) }));
+        const block = record(args.block);
+        const node = str(args.node);
+        const step = block.kind === 'StepFailed' ? str(block.step) : undefined;
+        if (node) blockOf.set(node, step ? { of: 'step', step } : { of: 'drain' });
+        out.push(compact({ time, kind: 'blocked' as const, node, message: str(block.message, 300), step, failure: step ? str(block.failure) : undefined }));
       }
     } else if (e.workflowExecutionCompletedEventAttributes) {
       closed(e, 'completed', undefined, record(firstArg(e.workflowExecutionCompletedEventAttributes.result)));
@@ -186,11 +194,11 @@ function describe(entry: TrailEntry): string {
     case 'approval':
       return `gate ${entry.gate ?? '?'} approved by ${entry.by ?? '?'}${quoted(entry.comment)}${entry.failed ? ` (failed: ${entry.failed})` : ''}`;
     case 'resolution':
-      return `drain of ${entry.node ?? '?'} resolved by ${entry.by ?? '?'}: ${entry.action ?? '?'}${entry.pods?.length ? ` ${entry.pods.join(',')}` : ''}${quoted(entry.comment)}${entry.failed ? ` (failed: ${entry.failed})` : ''}`;
+      return `${entry.of === 'halt' ? 'halted rollout' : entry.of === 'step' ? `failed step ${entry.step ?? '?'} of ${entry.node ?? '?'}` : `drain of ${entry.node ?? '?'}`} resolved by ${entry.by ?? '?'}: ${entry.action ?? '?'}${entry.pods?.length ? ` ${entry.pods.join(',')}` : ''}${quoted(entry.comment)}${entry.failed ? ` (failed: ${entry.failed})` : ''}`;
     case 'signal':
       return `${entry.signal} by ${entry.by ?? '?'}${quoted(entry.reason)}`;
     case 'blocked':
-      return `drain blocked: ${entry.message ?? ''}`;
+      return entry.step ? `blocked: ${entry.step} failed (${entry.failure ?? '?'}): ${entry.message ?? ''}` : `drain blocked: ${entry.message ?? ''}`;
     case 'node':
       return `${entry.step === 'control-plane' ? 'control plane' : 'node'} upgrade to ${entry.version ?? '?'}: ${entry.outcome}${entry.message ? `: ${entry.message}` : ''}`;
     case 'closed':

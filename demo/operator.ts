@@ -2,7 +2,7 @@ import type { V1PodDisruptionBudget } from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import { selectorMatches } from '../rules/index.js';
 import { mergePatch, type KubeClients } from '../sim/cluster/kube-clients.js';
-import type { DrainBlock } from '../workflows/node-messages.js';
+import type { NodeBlock } from '../workflows/node-messages.js';
 import { statusQuery, type UpgradeStatus } from '../workflows/upgrade-messages.js';
 
 /**
@@ -147,8 +147,13 @@ export function startOperator(o: OperatorOptions): Operator {
     return allowed;
   };
 
-  const unblock = async (node: string, block: DrainBlock): Promise<boolean> => {
+  const unblock = async (node: string, block: NodeBlock): Promise<boolean> => {
     say(`${node} is blocked: ${block.message}`);
+    if (block.kind === 'StepFailed') {
+      // The demo's hosts have no faults: a step that failed for good is a real problem, not one to retry blindly.
+      blocked[node] = `${block.step} failed (${block.failure}): aborted`;
+      return act(`aborted the upgrade: ${block.summary} failed`, ['abort', o.cluster, '--by', 'demo-operator', '--comment', `${block.summary} failed (${block.failure})`]);
+    }
     if (block.kind === 'DrainRefused') {
       // Nothing an operator can fix from here without deleting someone's pod: leave the node for later.
       blocked[node] = 'drain refused: skipped';

@@ -47,7 +47,7 @@ function readDaemon(stateDir: string): DaemonInfo | undefined {
 
 function printEndpoints(info: DaemonInfo): void {
   console.log(`cluster ${info.cluster} is up`);
-  console.log(`kubeconfig: ${info.kubeconfig}`);
+  console.log(`kubeconfig: ${info.adminKubeconfig} (admin; the worker's own identity: ${info.kubeconfig})`);
   console.log(`ssh: user ${info.ssh.user}, key ${info.ssh.privateKeyPath}, known_hosts ${info.ssh.knownHostsPath}`);
   for (const h of info.ssh.hosts) console.log(`  ${h.name.padEnd(16)} ${h.host}:${h.port}`);
 }

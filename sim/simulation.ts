@@ -1,10 +1,13 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readAuditEvents, type AuditEvent } from './cluster/audit-log.js';
 import { ensureSimBinaries, type SimBinaries } from './cluster/binaries.js';
 import { startControlPlane, type ControlPlane } from './cluster/control-plane.js';
 import { kubeClients, type KubeClients } from './cluster/kube-clients.js';
 import { kubeEffects } from './cluster/kube-effects.js';
+import { WORKER_USER } from './cluster/pki.js';
 import { populateCluster } from './cluster/populate.js';
+import { applyRbacManifest, RBAC_MANIFEST_PATH, readRbacManifest, subjectsOf } from './cluster/rbac-manifest.js';
 import { recordVersions } from './cluster/version-recorder.js';
 import type { SimDescription } from './description.js';
 import { startHostSimulator } from './hosts/host-simulator.js';
@@ -23,6 +26,8 @@ export interface Simulation {
   hosts: HostSimulator;
   /** <stateDir>/version-history.jsonl: the versions after every version-moving host effect (readVersionHistory). */
   versionHistoryPath: string;
+  /** Every request the worker's identity made, from the apiserver's audit log. */
+  auditEvents(): AuditEvent[];
   /** Resolves once every version state recorded so far is written. */
   versionHistorySettled(): Promise<void>;
   /** Endpoints and paths a client needs (no key material): also written to <stateDir>/simulation.json. */
@@ -34,7 +39,10 @@ export interface SimulationEndpoints {
   cluster: string;
   /** The worker's clusters directory: <dir>/<cluster>.yaml is this cluster's configuration. */
   clustersDir: string;
+  /** The worker's kubeconfig: its own identity, limited by RBAC (deploy/rbac.yaml). */
   kubeconfig: string;
+  /** system:masters, for people and tests poking at the simulation. */
+  adminKubeconfig: string;
   server: string;
   ssh: { user: string; privateKeyPath: string; knownHostsPath: string; hosts: { name: string; host: string; port: number; hostKeyFingerprint: string }[] };
 }
@@ -72,6 +80,17 @@ function writeClusterConfig(e: SimulationEndpoints, snapshotsDir: string): void 
   writeFileSync(join(e.clustersDir, `${e.cluster}.yaml`), lines.join('\n'));
 }
 
+/**
+ * What the worker's identity may do: exactly deploy/rbac.yaml, the manifest operators apply, so every
+ * test that runs activities or a worker against the simulation runs under it and a missing
+ * permission fails there first. The manifest must bind the identity the simulation issues.
+ */
+async function grantWorker(kube: KubeClients): Promise<void> {
+  const manifest = readRbacManifest();
+  if (!subjectsOf(manifest).includes(WORKER_USER)) throw new Error(`${RBAC_MANIFEST_PATH} binds ${subjectsOf(manifest).join(', ') || 'no one'}, not the worker's user ${WORKER_USER}`);
+  await applyRbacManifest(kube, manifest);
+}
+
 export async function startSimulation(description: SimDescription, options: SimulationOptions): Promise<Simulation> {
   const { stateDir } = options;
   mkdirSync(stateDir, { recursive: true });
@@ -80,6 +99,7 @@ export async function startSimulation(description: SimDescription, options: Simu
   let hosts: HostSimulator | undefined;
   try {
     const kube = kubeClients(controlPlane.kubeconfig);
+    await grantWorker(kube);
     await populateCluster(kube, description, options.timeoutMs);
     const recorder = recordVersions(kubeEffects(kube), kube, stateDir);
     await recorder.record('initial');
@@ -102,7 +122,8 @@ export async function startSimulation(description: SimDescription, options: Simu
     const endpoints: SimulationEndpoints = {
       cluster: description.name,
       clustersDir,
-      kubeconfig: controlPlane.kubeconfig,
+      kubeconfig: controlPlane.workerKubeconfig,
+      adminKubeconfig: controlPlane.kubeconfig,
       server: controlPlane.server,
       ssh: {
         user: hosts.user,
@@ -125,6 +146,7 @@ export async function startSimulation(description: SimDescription, options: Simu
       hosts: running,
       versionHistoryPath: recorder.path,
       versionHistorySettled: recorder.settled,
+      auditEvents: () => readAuditEvents(controlPlane.auditLogPath),
       endpoints,
       async stop() {
         await running.stop();

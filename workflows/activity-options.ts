@@ -1,3 +1,4 @@
+import { msToNumber } from '@temporalio/common/lib/time.js';
 import type { ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 
@@ -31,7 +32,8 @@ export const kubeWrite: ActivityOptions = {
 
 /**
  * One command on a host (available versions, kubeadm upgrade plan/node, packages). A host that
- * reboots or refuses SSH is retried for about 10 minutes (HostUnreachable), then the node is reported.
+ * reboots or refuses SSH (HostUnreachable) is retried for about 7 minutes of backoff (12 attempts),
+ * then the node is reported blocked; the policy's hostRetrySeconds changes that budget.
  */
 export const hostCommand: ActivityOptions = {
   startToCloseTimeout: '10 minutes',
@@ -112,3 +114,41 @@ export const PROFILE_OF = {
   rebootNode: reboot,
   snapshotEtcd: etcdSnapshot,
 } satisfies Record<keyof Activities, ActivityOptions>;
+
+/** Profiles of steps that run on a host: the ones the policy's host retry budget applies to. */
+const HOST_PROFILES: readonly ActivityOptions[] = [hostCommand, kubeadmApply, kubeletRestart, etcdSnapshot, reboot];
+/** Whatever the operator asks, a host step is not retried more often than this. */
+const MAX_HOST_ATTEMPTS = 1_000;
+
+/**
+ * How many attempts fit in `seconds` of the profile's backoff (the waits between attempts: the
+ * initial interval, growing by the coefficient up to the maximum interval). The attempts' own time
+ * comes on top: a refused connection fails at once, an unanswered one after ssh.connectTimeoutSeconds.
+ */
+export function attemptsWithin(profile: ActivityOptions, seconds: number): number {
+  const retry = profile.retry ?? {};
+  const budgetMs = Number.isFinite(seconds) ? Math.max(0, seconds) * 1000 : 0; // the cluster workflow refuses a non-number first
+  const maxMs = msToNumber(retry.maximumInterval ?? '1 minute');
+  let next = msToNumber(retry.initialInterval ?? '1 second');
+  let waited = 0;
+  let attempts = 1;
+  while (attempts < MAX_HOST_ATTEMPTS) {
+    const wait = Math.min(next, maxMs);
+    if (waited + wait > budgetMs) break;
+    waited += wait;
+    attempts++;
+    next *= retry.backoffCoefficient ?? 2;
+  }
+  return attempts;
+}
+
+/**
+ * The profile with the operator's host retry budget (`hostRetrySeconds`): how long a step on a host
+ * keeps retrying (a host refusing SSH or rebooting, a command timing out) before the node is
+ * reported blocked and the operator asked. It becomes the attempt count, never a deadline, so a
+ * running attempt (a slow package install) is not cut short. Profiles of non-host steps are unchanged.
+ */
+export function withHostRetryBudget(profile: ActivityOptions, hostRetrySeconds: number | undefined): ActivityOptions {
+  if (hostRetrySeconds === undefined || !HOST_PROFILES.includes(profile)) return profile;
+  return { ...profile, retry: { ...profile.retry, maximumAttempts: attemptsWithin(profile, hostRetrySeconds) } };
+}

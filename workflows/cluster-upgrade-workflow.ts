@@ -1,19 +1,21 @@
 import {
-  ApplicationFailure, CancellationScope, condition, continueAsNew, executeChild, getExternalWorkflowHandle, setHandler, sleep,
+  ApplicationFailure, condition, continueAsNew, executeChild, getExternalWorkflowHandle, setHandler, sleep,
   upsertMemo, upsertSearchAttributes, workflowInfo, allHandlersFinished,
 } from '@temporalio/workflow';
 import {
   buildRunbook, checkRunbook, checkSkew, planUpgrade, withoutNodes, type RolloutPlan, type RolloutPolicy, type UpgradePlan,
 } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
+import { haltOf } from './halt.js';
 import { drainResolutionSignal } from './node-messages.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-workflow.js';
 import { preflightRefusals } from './preflight.js';
 import { applyRule } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
+import { compensate, handBack, leftAs, skewFailure } from './upgrade-ending.js';
 import {
   abortSignal, approveUpdate, nodeBlockedSignal, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery,
-  type GateState, type UpgradeStatus,
+  type GateState, type HaltResolution, type HaltState, type UpgradeStatus,
 } from './upgrade-messages.js';
 
 export interface UpgradePolicy extends RolloutPolicy {
@@ -25,6 +27,14 @@ export interface UpgradePolicy extends RolloutPolicy {
   /** PDB findings ("namespace/name") the operator acknowledges, so they don't block the start. */
   acknowledge?: string[];
   drainTimeoutSeconds?: number;
+  /**
+   * How long a step on a host keeps retrying (a host refusing SSH or rebooting, a command timing out)
+   * before its node is reported blocked and the operator asked (`skewless resolve`). Turned into an
+   * attempt count over each host profile's backoff (activity-options.ts: withHostRetryBudget), so a
+   * running attempt is never cut short. Default: the profiles' own budgets, about 7 minutes of backoff
+   * for a host command.
+   */
+  hostRetrySeconds?: number;
   kubeletTimeoutSeconds?: number;
   verifySeconds?: number;
   /**
@@ -65,6 +75,8 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     { cluster, from: '', to: input.to, hops: [], phase: 'inventory', paused: false, nodes: {}, gates: [], snapshots: [], events: [], skipped: [], runs: 0 };
   const note = (text: string) => status.events.push(text);
   let aborted: string | undefined;
+  /** The operator's answer to a halted rollout (status.halted). */
+  let haltAnswer: HaltResolution | undefined;
   // Declared before the handlers: a signal buffered before the first await runs at setHandler.
   let hop = status.hop ?? '';
   const childId = (node: string) => `${owner}/${hop}/${node}`;
@@ -93,10 +105,12 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       }
     }
   });
-  setHandler(nodeBlockedSignal, ({ node, block }) => {
+  setHandler(nodeBlockedSignal, ({ node, block, phase }) => {
     const state = (status.nodes[node] ??= { phase: 'pending' });
-    if (block) Object.assign(state, { phase: 'blocked', blocked: block });
-    else Object.assign(state, { phase: 'draining', blocked: undefined });
+    if (block) {
+      Object.assign(state, { phase: 'blocked', blocked: block });
+      if (block.kind === 'StepFailed') note(`${node} blocked: ${block.summary} failed (${block.failure}, ${block.gaveUp}): ${block.message}`);
+    } else Object.assign(state, { phase: phase ?? 'draining', blocked: undefined });
     updateMemo();
   });
   setHandler(approveUpdate, (approval) => {
@@ -111,14 +125,35 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     },
   });
   setHandler(resolveDrainUpdate, async (r) => {
-    note(`drain of ${r.node} resolved by ${r.by}: ${r.action}${r.action === 'force' ? ` ${r.pods.join(',')}` : ''}${r.comment ? ` (${r.comment})` : ''}`);
+    const comment = r.comment ? ` (${r.comment})` : '';
+    if (r.node === undefined) {
+      // A halted rollout: the loop after the phase checks again, or aborts.
+      const halt = status.halted as HaltState;
+      note(`workload check after ${halt.after} resolved by ${r.by}: ${r.action}${comment}`);
+      haltAnswer = r;
+      return halt;
+    }
+    const block = status.nodes[r.node]?.blocked;
+    const what = block?.kind === 'StepFailed' ? `${block.step} of ${r.node}` : `drain of ${r.node}`;
+    note(`${what} resolved by ${r.by}: ${r.action}${r.action === 'force' ? ` ${r.pods.join(',')}` : ''}${comment}`);
     const { node, ...resolution } = r;
     await getExternalWorkflowHandle(childId(node)).signal(drainResolutionSignal, resolution);
     return status.nodes[node] as NonNullable<UpgradeStatus['nodes'][string]>;
   }, {
     validator: (r) => {
-      if (status.nodes[r.node]?.phase !== 'blocked') throw new Error(`node ${r.node} is not blocked`);
       if (!['retry', 'skip', 'force', 'abort'].includes(r.action)) throw new Error(`unknown action ${String(r.action)}`);
+      if (r.node === undefined) {
+        if (!status.halted) throw new Error('the upgrade is not halted: name the blocked node');
+        if (!status.halted.actions.includes(r.action)) throw new Error(`a halted rollout is retried or aborted, not ${r.action}`);
+        return;
+      }
+      const block = status.nodes[r.node]?.blocked;
+      if (status.nodes[r.node]?.phase !== 'blocked' || !block) throw new Error(`node ${r.node} is not blocked`);
+      if (block.kind === 'StepFailed' && !block.actions.includes(r.action)) {
+        throw new Error(r.action === 'force'
+          ? `force is for blocked drains; ${r.node} is blocked on a failed step (${block.step}): retry or abort`
+          : `skip is not offered once ${r.node} has started to move to the new version (${block.step} failed): retry or abort`);
+      }
       if (r.action === 'force' && (!Array.isArray(r.pods) || r.pods.length === 0)) throw new Error('force names the pods to delete');
     },
   });
@@ -150,7 +185,8 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       workflowId: childId(node),
       staticSummary: step === 'control-plane' ? `control plane of ${node} to v${hop}` : `${node}: drain, kubelet v${hop}, uncordon`,
       args: [{ cluster, node, role, version: hop, step, owner, kubeletTimeoutSeconds: policy.kubeletTimeoutSeconds ?? 300,
-        verifySeconds: policy.verifySeconds ?? 60, ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}), ...extra }],
+        verifySeconds: policy.verifySeconds ?? 60, ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
+        ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }), ...extra }],
     });
     state.phase = result.outcome === 'done' ? (step === 'control-plane' ? 'pending' : 'done') : result.outcome;
     state.finishedAt = nowIso();
@@ -164,17 +200,48 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     }
     return result;
   };
-  /** Runs a phase's nodes with at most `width` in flight, never starting one while paused or aborted. */
+  /** A node waiting on a failed step: something is wrong with hosts or nodes, so no other node starts. */
+  const stepBlocked = () => Object.values(status.nodes).some((n) => n.phase === 'blocked' && n.blocked?.kind === 'StepFailed');
+  /**
+   * Runs a phase's nodes with at most `width` in flight, never starting one while paused, aborted or
+   * while a node waits on a failed step. (A drain blocked by a PDB holds only its own slot: its node
+   * is cordoned and untouched, and the next node's drain asks the same PDB, which protects itself.)
+   */
   const window = async (nodes: string[], width: number) => {
     let inFlight = 0;
     const running: Promise<unknown>[] = [];
     for (const node of nodes) {
-      await condition(() => aborted !== undefined || (!status.paused && inFlight < width));
+      await condition(() => aborted !== undefined || (!status.paused && inFlight < width && !stepBlocked()));
       if (aborted) break;
       inFlight++;
       running.push(runNode(node, 'node').finally(() => inFlight--));
     }
     await Promise.all(running);
+  };
+  /**
+   * After a phase of workers, "Ready is not working" until the workloads say so: a failed check
+   * halts the rollout (status.halted names the workloads) until the operator retries it or aborts.
+   */
+  const verifyWorkloads = async (after: string) => {
+    for (;;) {
+      try {
+        await a.checkWorkloads({ cluster, waitSeconds: policy.verifySeconds ?? 60, require: true });
+        return;
+      } catch (err) {
+        const halt = haltOf(err, after, hop);
+        if (!halt) throw err;
+        status.halted = halt;
+        haltAnswer = undefined;
+        note(`halted after ${after}: ${halt.message}`);
+        upsertMemo({ halted: after });
+        await condition(() => haltAnswer !== undefined || aborted !== undefined);
+        delete status.halted;
+        upsertMemo({ halted: null });
+        const answer = haltAnswer as HaltResolution | undefined;
+        if (answer?.action === 'abort') aborted ??= `aborted by ${answer.by}${answer.comment ? `: ${answer.comment}` : ''}`;
+        if (aborted) return;
+      }
+    }
   };
   /** Between hops and worker phases no child runs and no gate waits: the next run can take over. */
   const continueIfLong = async (cursor: CarriedUpgrade['cursor']) => {
@@ -191,6 +258,10 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   if (input.carried) {
     plan = input.carried.plan;
   } else {
+    const retry = policy.hostRetrySeconds;
+    if (retry !== undefined && !(typeof retry === 'number' && Number.isFinite(retry) && retry >= 0)) {
+      throw ApplicationFailure.nonRetryable(`refusing to start: hostRetrySeconds must be a number of seconds ≥ 0, got ${JSON.stringify(retry)}`, 'InvalidPolicy');
+    }
     // Plan: the inventory, what the repository offers, and the rules' verdict, before touching anything.
     const inventory = await a.takeInventory({ cluster });
     live = inventory;
@@ -253,7 +324,8 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
         const phase = workerPhases[k] as (typeof workerPhases)[number];
         await window(phase.nodes, phase.maxUnavailable);
         if (aborted) break;
-        await a.checkWorkloads({ cluster, waitSeconds: policy.verifySeconds ?? 60, require: true });
+        await verifyWorkloads(phase.stage);
+        if (aborted) break;
         updateMemo();
         if (phase.kind === 'canary') await gate(`canary-${hop}`, policy.approveAfterCanary ?? false, policy.soakSeconds ?? 0);
         setPhase('workers');
@@ -284,46 +356,4 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   }
   await condition(allHandlersFinished);
   return status;
-}
-
-function skewFailure(what: string, failure: UpgradePlan['skew']['failure']): ApplicationFailure {
-  const where = failure?.step ? `step "${failure.step.detail}" of ${failure.step.hop}` : 'the cluster as it is';
-  const why = failure?.violations.map((v) => `${v.component} on ${v.node} at ${v.version}: ${v.rule}`).join('; ');
-  return ApplicationFailure.nonRetryable(`${what}: ${where} breaks the skew policy: ${why}`, 'SkewViolation');
-}
-
-/** One sentence on the state the run leaves: which nodes are where. */
-function leftAs(status: UpgradeStatus): string {
-  const byVersion = new Map<string, string[]>();
-  for (const [node, s] of Object.entries(status.nodes)) {
-    const key = s.version ?? s.from ?? 'unknown';
-    byVersion.set(key, [...(byVersion.get(key) ?? []), node]);
-  }
-  const versions = [...byVersion.entries()].map(([v, nodes]) => `${nodes.join(', ')} at ${v}`).join('; ');
-  const stuck = status.events.filter((e) => e.startsWith('compensation: uncordon ')).map((e) => e.split(' ')[2]);
-  return `${versions}${status.skipped.length ? `; skipped: ${status.skipped.join(', ')}` : ''}; ${
-    stuck.length ? `STILL CORDONED (uncordon failed): ${stuck.join(', ')}` : 'no node left cordoned by this run'}`;
-}
-
-async function handBack(cluster: string, owner: string, nodes: string[], status: UpgradeStatus): Promise<void> {
-  for (const node of nodes) {
-    const r = await a.uncordonNode({ cluster, node, owner });
-    if (r.changed) status.events.push(`${node} uncordoned at ${status.nodes[node]?.version ?? 'its old version'} (skipped)`);
-  }
-}
-
-/** Undoes what this run did to scheduling, never versions: uncordon only our cordons, clear our labels. */
-async function compensate(cluster: string, owner: string, nodes: string[], status: UpgradeStatus): Promise<void> {
-  status.phase = 'compensating';
-  await CancellationScope.nonCancellable(async () => {
-    for (const node of nodes) {
-      try {
-        const r = await a.uncordonNode({ cluster, node, owner });
-        if (r.changed) status.events.push(`compensation: uncordoned ${node}`);
-      } catch (err) {
-        status.events.push(`compensation: uncordon ${node} failed: ${(err as Error).message}`); // keep going: best effort
-      }
-    }
-    await a.clearStageLabels({ cluster, owner }).catch((err: Error) => status.events.push(`compensation: clear labels failed: ${err.message}`));
-  });
 }

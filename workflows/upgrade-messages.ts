@@ -1,5 +1,5 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { DrainBlock, DrainResolution, NodePhase } from './node-messages.js';
+import type { DrainResolution, NodeBlock, NodePhase } from './node-messages.js';
 
 /**
  * Messages of the cluster upgrade workflow (`upgrade/<cluster>`), the operator's handle on it.
@@ -11,7 +11,8 @@ export type UpgradePhase = 'inventory' | 'backup' | 'preflight' | 'control-plane
 export interface NodeState {
   phase: NodePhase;
   stage?: string;
-  blocked?: DrainBlock;
+  /** Why the node waits for the operator (`skewless resolve`): a blocked drain or a failed step. */
+  blocked?: NodeBlock;
   /** The kubelet version when the run started, and the last one this run moved it to. */
   from?: string;
   version?: string;
@@ -29,6 +30,23 @@ export interface GateState {
   comment?: string;
   /** Soak gates open by themselves at this time (ISO). */
   opensAt?: string;
+}
+
+/**
+ * The rollout stopped after a phase of workers because the cluster's workloads are not healthy
+ * ("Ready is not working"): no further node starts until the operator retries the check or aborts.
+ */
+export interface HaltState {
+  /** The phase whose nodes were just upgraded (`canary`, `batch-1`, ...) and the hop. */
+  after: string;
+  hop: string;
+  /** The check that failed and its failure type (`Unhealthy`). */
+  step: 'checkWorkloads';
+  failure: string;
+  message: string;
+  /** The workloads that fell short, `Deployment default/web: 1/3 replicas available`. */
+  workloads: string[];
+  actions: ('retry' | 'abort')[];
 }
 
 export interface SnapshotRecord {
@@ -49,6 +67,8 @@ export interface UpgradeStatus {
   phase: UpgradePhase;
   paused: boolean;
   nodes: Record<string, NodeState>;
+  /** Set while the rollout waits for the operator after a failed workload check. */
+  halted?: HaltState;
   gates: GateState[];
   snapshots: SnapshotRecord[];
   /** Human-readable record of what happened, newest last. */
@@ -67,6 +87,10 @@ export interface Approval {
 }
 
 export type NodeDrainResolution = DrainResolution & { node: string };
+/** The answer to a halted rollout (no node named): check again, or abort. */
+export type HaltResolution = { node?: undefined; action: 'retry' | 'abort'; by: string; comment?: string };
+/** What `resolveDrain` takes: a blocked node's resolution, or (no node) a halted rollout's. */
+export type UpgradeResolution = NodeDrainResolution | HaltResolution;
 
 export interface OperatorAction {
   by: string;
@@ -75,9 +99,13 @@ export interface OperatorAction {
 
 export const statusQuery = defineQuery<UpgradeStatus>('status');
 export const approveUpdate = defineUpdate<GateState, [Approval]>('approve');
-export const resolveDrainUpdate = defineUpdate<NodeState, [NodeDrainResolution]>('resolveDrain');
+/** Resolves a blocked node (a drain or a failed step) or, without a node, a halted rollout. The name predates step blocks: it is API. */
+export const resolveDrainUpdate = defineUpdate<NodeState | HaltState, [UpgradeResolution]>('resolveDrain');
 export const pauseSignal = defineSignal<[OperatorAction]>('pause');
 export const resumeSignal = defineSignal<[OperatorAction]>('resume');
 export const abortSignal = defineSignal<[OperatorAction]>('abort');
-/** Child → parent, by workflow id: a node's drain is blocked (block set) or moving again (block absent). */
-export const nodeBlockedSignal = defineSignal<[{ node: string; block?: DrainBlock }]>('nodeBlocked');
+/**
+ * Child → parent, by workflow id: a node is blocked (block set) or moving again (block absent; `phase`
+ * says where it goes on, absent from children that predate step blocks: they were draining).
+ */
+export const nodeBlockedSignal = defineSignal<[{ node: string; block?: NodeBlock; phase?: NodePhase }]>('nodeBlocked');

@@ -1,5 +1,8 @@
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery, type NodeDrainResolution } from '../../workflows/upgrade-messages.js';
+import {
+  abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery, type HaltState, type NodeState, type UpgradeResolution,
+} from '../../workflows/upgrade-messages.js';
+import { blockText, haltLines, resolveHint } from '../block-text.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
@@ -10,7 +13,17 @@ const withConnection = (help: string) => `${help}\n\n${CONNECTION_HELP}`;
 export const operateHelp = {
   status: withConnection('Usage: skewless status NAME [--output json|text]\n\nThe upgrade\'s phase, hop, every node\'s state, blocked nodes, gates and snapshots.'),
   approve: withConnection('Usage: skewless approve NAME --gate GATE [--by WHO] [--comment TEXT]\n\nApproves a waiting gate; who and why land in the workflow history.'),
-  resolve: withConnection('Usage: skewless resolve NAME --node NODE --action retry|skip|force|abort [--pod NS/NAME]... [--by WHO] [--comment TEXT]\n\nResolves a blocked drain. force deletes only the pods named with --pod; skip leaves the node cordoned at its old version.'),
+  resolve: withConnection(`Usage: skewless resolve NAME --node NODE --action retry|skip|force|abort [--pod NS/NAME]... [--by WHO] [--comment TEXT]
+       skewless resolve NAME --action retry|abort [--by WHO] [--comment TEXT]
+
+Answers what an upgrade waits for (skewless status shows it and the answers it takes):
+- a blocked drain: retry, skip (the node stays cordoned at its old version until the run ends),
+  force (deletes only the pods named with --pod), or abort;
+- a failed step of a node (a host unreachable or presenting a changed key, a command failing, a node
+  not Ready after the kubelet restart): retry runs the step again, abort stops the upgrade; skip only
+  while the node is untouched at its old version; never force;
+- without --node, a rollout halted because workloads are unhealthy after a phase: retry checks
+  again, abort stops the upgrade.`),
   pause: withConnection('Usage: skewless pause NAME [--by WHO] [--comment TEXT]\n\nNo new node starts; the steps in flight finish.'),
   resume: withConnection('Usage: skewless resume NAME [--by WHO]'),
   abort: withConnection('Usage: skewless abort NAME [--by WHO] [--comment TEXT]\n\nStops after the steps in flight and compensates: uncordons exactly the nodes this run cordoned and clears its stage labels. Versions are kept (no downgrade).'),
@@ -32,11 +45,16 @@ export function operateCommand(verb: Verb) {
     }
     const cluster = clusterName(positionals[0]);
     const output = outputFormat(values.output);
-    let resolution: NodeDrainResolution | undefined;
+    let resolution: UpgradeResolution | undefined;
     if (verb === 'resolve') {
-      const node = requireOption(values.node, '--node');
+      const node = values.node;
       const action = requireOption(values.action, '--action');
-      if (action === 'force') {
+      if (node === undefined) {
+        if (action !== 'retry' && action !== 'abort') throw new UsageError(`--action ${action} needs --node (without it, resolve answers a halted rollout: retry or abort)`);
+        if (values.pod?.length) throw new UsageError('--pod goes with --action force and --node');
+        resolution = { action, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) };
+      } else if (node === '') throw new UsageError('--node is empty');
+      else if (action === 'force') {
         if (!values.pod?.length) throw new UsageError('--action force needs the pods to delete, each with --pod NAMESPACE/NAME');
         resolution = { node, action, pods: values.pod, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) };
       } else if (action === 'retry' || action === 'skip' || action === 'abort') {
@@ -53,7 +71,11 @@ export function operateCommand(verb: Verb) {
         if (output === 'json') io.out(JSON.stringify(s, null, 2));
         else {
           io.out(`${cluster}: ${s.from} → ${s.to}, hop ${s.hop ?? '-'} (${s.hops.join(' → ')}), ${s.phase}${s.paused ? ', paused' : ''}`);
-          for (const [node, n] of Object.entries(s.nodes)) io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${n.blocked ? `: ${n.blocked.message}` : ''}`);
+          for (const [node, n] of Object.entries(s.nodes)) {
+            io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${n.blocked ? `: ${blockText(n.blocked)}` : ''}`);
+            if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(cluster, node, n.blocked)}`);
+          }
+          if (s.halted) for (const line of haltLines(cluster, s.halted)) io.out(`  ${line}`);
           for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : 'waiting'}`);
           for (const snap of s.snapshots) io.out(`  etcd snapshot ${snap.hop}: ${snap.localPath} (${snap.sizeBytes} bytes, sha256 ${snap.sha256}, revision ${snap.revision})`);
         }
@@ -61,8 +83,13 @@ export function operateCommand(verb: Verb) {
         const g = await handle.executeUpdate(approveUpdate, { args: [{ gate: gate as string, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) }] });
         io.out(`gate ${g.name} approved by ${g.approvedBy}`);
       } else if (verb === 'resolve') {
-        await handle.executeUpdate(resolveDrainUpdate, { args: [resolution as NodeDrainResolution] });
-        io.out(`drain of ${resolution?.node}: ${resolution?.action}`);
+        const r = resolution as UpgradeResolution;
+        const answered = await handle.executeUpdate(resolveDrainUpdate, { args: [r] });
+        if (r.node === undefined) io.out(`workload check after ${(answered as HaltState).after}: ${r.action}`);
+        else {
+          const block = (answered as NodeState).blocked;
+          io.out(`${block?.kind === 'StepFailed' ? `${block.step} of ${r.node}` : `drain of ${r.node}`}: ${r.action}`);
+        }
       } else {
         const signal = { pause: pauseSignal, resume: resumeSignal, abort: abortSignal }[verb];
         await handle.signal(signal, { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) });

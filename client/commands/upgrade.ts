@@ -8,12 +8,15 @@ import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to VERSION_OR_MINOR [--canary N] [--batch-size N]
                         [--max-unavailable N|N%] [--approve-workers] [--approve-canary] [--soak SECONDS]
-                        [--drain-timeout SECONDS] [--acknowledge NAMESPACE/PDB]... [--detach] [--task-queue QUEUE] [connection options]
+                        [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]... [--detach]
+                        [--task-queue QUEUE] [connection options]
 
 Starts the durable upgrade of a cluster (workflow id upgrade/NAME) on Temporal and watches it;
 with --detach it returns at once (re-attach with "skewless watch NAME"). One upgrade per cluster:
 a second one is refused while the first runs. A drain that has not finished after
---drain-timeout (default: the cluster configuration's drain.timeoutSeconds) waits for "skewless resolve". The worker on QUEUE (SKEWLESS_TASK_QUEUE, default
+--drain-timeout (default: the cluster configuration's drain.timeoutSeconds) waits for "skewless resolve", and so
+does a node whose step keeps failing: a host unreachable is retried for --host-retry seconds of backoff
+(default about 7 minutes), a changed host key or a node not Ready after the kubelet restart not at all. The worker on QUEUE (SKEWLESS_TASK_QUEUE, default
 "skewless") resolves NAME to the cluster's credentials.
 
 ${CONNECTION_HELP}
@@ -25,7 +28,7 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   const { values } = parseOptions(args, {
     cluster: { type: 'string' }, to: { type: 'string' }, canary: { type: 'string' }, 'batch-size': { type: 'string' },
     'max-unavailable': { type: 'string' }, 'approve-workers': { type: 'boolean' }, 'approve-canary': { type: 'boolean' },
-    soak: { type: 'string' }, 'drain-timeout': { type: 'string' }, acknowledge: { type: 'string', multiple: true }, detach: { type: 'boolean' }, 'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS,
+    soak: { type: 'string' }, 'drain-timeout': { type: 'string' }, 'host-retry': { type: 'string' }, acknowledge: { type: 'string', multiple: true }, detach: { type: 'boolean' }, 'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS,
   });
   if (values.help) {
     io.out(upgradeHelp);
@@ -43,6 +46,9 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   if (soak !== undefined) policy.soakSeconds = soak;
   const drainTimeout = intOption(values['drain-timeout'], '--drain-timeout', 1);
   if (drainTimeout !== undefined) policy.drainTimeoutSeconds = drainTimeout;
+  const hostRetry = intOption(values['host-retry'], '--host-retry', 0);
+  if (hostRetry !== undefined && hostRetry > 86_400) throw new UsageError(`--host-retry must be at most 86400 seconds (a day), got ${hostRetry}`);
+  if (hostRetry !== undefined) policy.hostRetrySeconds = hostRetry;
   if (values['max-unavailable'] !== undefined) {
     if (!/^(\d+|\d{1,2}%|100%)$/.test(values['max-unavailable'])) throw new UsageError('--max-unavailable must be a count or a percentage such as 10%');
     policy.maxUnavailable = values['max-unavailable'];

@@ -1,13 +1,15 @@
 import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
+import { blockText, haltLines, resolveHint } from '../block-text.js';
 import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 
 export const watchHelp = `Usage: skewless watch NAME [connection options]
 
-Follows the upgrade of cluster NAME: phase, per-node progress, blocked nodes and what blocks them,
-gates waiting. Re-attach at any time; exits with the upgrade's outcome (0 done, 1 failed or aborted).
+Follows the upgrade of cluster NAME: phase, per-node progress, blocked nodes and what blocks them
+(a drain, or a step that failed: the step, the failure and its message), a rollout halted on unhealthy
+workloads, gates waiting, each with the command that answers it. Re-attach at any time; exits with the upgrade's outcome (0 done, 1 failed or aborted).
 
 ${CONNECTION_HELP}`;
 
@@ -30,6 +32,8 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
   let printedEvents = 0;
   let lastLine = '';
   const blockedShown = new Set<string>();
+  const gatesShown = new Set<string>();
+  let haltShown: string | undefined;
   for (;;) {
     let description;
     try {
@@ -47,11 +51,19 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
       for (const [node, n] of Object.entries(status.nodes)) {
         if (n.phase === 'blocked' && n.blocked && !blockedShown.has(node)) {
           blockedShown.add(node);
-          io.out(`  BLOCKED ${node}: ${n.blocked.message}`);
-          io.out(`    resolve with: skewless resolve ${cluster} --node ${node} --action retry|skip|force|abort`);
+          // A failed step's message is in the events printed just above.
+          io.out(`  BLOCKED ${node}: ${blockText(n.blocked, false)}`);
+          io.out(`    ${resolveHint(cluster, node, n.blocked)}`);
         } else if (n.phase !== 'blocked') blockedShown.delete(node);
       }
-      for (const g of status.gates.filter((g) => !g.approvedBy)) io.out(`  gate ${g.name} waits: skewless approve ${cluster} --gate ${g.name}`);
+      const halt = status.halted ? `${status.halted.hop}/${status.halted.after}` : undefined;
+      if (status.halted && halt !== haltShown) for (const line of haltLines(cluster, status.halted, false)) io.out(`  ${line}`);
+      haltShown = halt;
+      // Once per gate: a gate waiting for hours is not news every second.
+      for (const g of status.gates.filter((g) => !g.approvedBy && !gatesShown.has(g.name))) {
+        gatesShown.add(g.name);
+        io.out(`  gate ${g.name} waits: skewless approve ${cluster} --gate ${g.name}`);
+      }
     }
     if (description.status.name !== 'RUNNING') {
       try {

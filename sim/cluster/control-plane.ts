@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { freePort } from '../free-port.js';
 import type { SimBinaries } from './binaries.js';
 import { ManagedProcess } from './managed-process.js';
-import { ensurePki, writeKubeconfig, type Pki } from './pki.js';
+import { ensurePki, WORKER_USER, writeKubeconfig, type Pki } from './pki.js';
 import { httpGet, waitFor } from './wait-for.js';
 
 /**
@@ -11,7 +11,12 @@ import { httpGet, waitFor } from './wait-for.js';
  * etcd → kube-apiserver → kube-controller-manager + kube-scheduler → kwok (simulated kubelets).
  */
 export interface ControlPlane {
+  /** system:masters: the simulation's own components and the tests' manipulations. */
   kubeconfig: string;
+  /** The skewless worker's identity (CN=skewless-worker): what RBAC grants it, nothing more. */
+  workerKubeconfig: string;
+  /** JSON lines of the apiserver's audit log: every request of the worker's identity (auditEvents()). */
+  auditLogPath: string;
   server: string;
   etcdEndpoint: string;
   pki: Pki;
@@ -40,6 +45,11 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const etcdEndpoint = `http://127.0.0.1:${etcdPort}`;
   const kubeconfig = join(stateDir, 'admin.kubeconfig');
   writeKubeconfig(kubeconfig, server, pki, clusterName);
+  const workerKubeconfig = join(stateDir, 'worker.kubeconfig');
+  writeKubeconfig(workerKubeconfig, server, pki, clusterName, 'worker');
+  const auditLogPath = join(logs, 'audit.log');
+  const auditPolicy = join(stateDir, 'audit-policy.yaml');
+  writeFileSync(auditPolicy, AUDIT_POLICY);
   const tls = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
   const log = (name: string) => join(logs, `${name}.log`);
 
@@ -62,6 +72,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     // A simulation of many nodes: no client-side fairness queues in the way of a 1,000-node test.
     '--enable-priority-and-fairness=false', '--max-requests-inflight=0', '--max-mutating-requests-inflight=0',
     `--cert-dir=${join(stateDir, 'apiserver-certs')}`, '--v=1',
+    `--audit-policy-file=${auditPolicy}`, `--audit-log-path=${auditLogPath}`, '--audit-log-format=json', '--audit-log-mode=blocking',
+    '--audit-log-maxsize=0',
   ], log('kube-apiserver'));
   const controllerManager = new ManagedProcess('kube-controller-manager', binaries.bin('kube-controller-manager'), [
     `--kubeconfig=${kubeconfig}`,
@@ -136,6 +148,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
 
   return {
     kubeconfig,
+    workerKubeconfig,
+    auditLogPath,
     server,
     etcdEndpoint,
     pki,
@@ -151,6 +165,19 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     },
   };
 }
+
+/**
+ * Every request of the worker's identity, once complete (Metadata: who, verb, resource, name, status;
+ * never bodies). Nothing else is logged: the simulation's own components would drown it.
+ */
+const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Metadata
+  users: [${WORKER_USER}]
+- level: None
+`;
 
 /**
  * kwok's pod-delete stage deletes by name whatever carries a deletionTimestamp. A mirror pod deleted

@@ -1,9 +1,14 @@
+import { KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { kubeApiFromFile, type KubeApi } from '../../activities/kube-api.js';
 
 // The simulation talks to its API with the product's own client wiring.
 export { mergePatch, strategicMergePatch } from '../../activities/kube-api.js';
-export type KubeClients = KubeApi;
-export const kubeClients = (kubeconfigPath: string): KubeClients => kubeApiFromFile(kubeconfigPath);
+export type KubeClients = KubeApi & { rbac: RbacAuthorizationV1Api };
+export function kubeClients(kubeconfigPath: string): KubeClients {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfigPath);
+  return { ...kubeApiFromFile(kubeconfigPath), rbac: kc.makeApiClient(RbacAuthorizationV1Api) };
+}
 
 /** Runs `task` over `items` with at most `limit` in flight. */
 export async function inParallel<T>(items: readonly T[], limit: number, task: (item: T) => Promise<unknown>): Promise<void> {

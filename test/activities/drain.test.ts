@@ -33,7 +33,7 @@ describe('drain activities against the simulated cluster', () => {
   const access = (drain: Partial<ClusterConfig['drain']> = {}) => ({
     clusters: (name: string): ClusterAccess => {
       assert.equal(name, 'drains');
-      return { config: { ...tc.config, drain: { ...tc.config.drain, ...drain } }, kube: tc.kube, shell: noShell };
+      return { config: { ...tc.config, drain: { ...tc.config.drain, ...drain } }, kube: tc.workerKube, shell: noShell };
     },
   });
   let drains: ReturnType<typeof createDrainActivities>;
@@ -205,7 +205,7 @@ describe('drain activities against the simulated cluster', () => {
       }
     });
     const second = await tc.kube.core.createNamespacedPod({ namespace: 'default', body });
-    const outcome = await evictPod(tc.kube, { namespace: 'default', name: 'twin', uid: first.metadata?.uid as string });
+    const outcome = await evictPod(tc.workerKube, { namespace: 'default', name: 'twin', uid: first.metadata?.uid as string });
     assert.deepEqual(outcome, { kind: 'gone' });
     const still = await tc.kube.core.readNamespacedPod({ name: 'twin', namespace: 'default' });
     assert.equal(still.metadata?.uid, second.metadata?.uid);

@@ -31,7 +31,7 @@ describe('takeInventory against the simulated cluster', () => {
     tc = await startTestCluster(DESCRIPTION);
     clusters = (name) => {
       assert.equal(name, 'inv');
-      return { config: tc.config, kube: tc.kube, shell: noShell };
+      return { config: tc.config, kube: tc.workerKube, shell: noShell };
     };
   });
   after(async () => tc?.stop());

@@ -27,7 +27,7 @@ describe('node activities (cordon, uncordon, stage labels) against the simulated
     tc = await startTestCluster(DESCRIPTION);
     acts = createNodeActivities({ clusters: (name): ClusterAccess => {
       assert.equal(name, 'nodes');
-      return { config: tc.config, kube: tc.kube, shell: noShell };
+      return { config: tc.config, kube: tc.workerKube, shell: noShell };
     } });
   });
   after(async () => tc?.stop());
@@ -128,20 +128,21 @@ describe('node activities (cordon, uncordon, stage labels) against the simulated
     // Someone else writes the node right after the activity reads it (the first `racyReads` times).
     let writes = 0;
     let racyReads = Infinity;
-    const core = new Proxy(tc.kube.core, {
+    // The activity reads as the worker; the racing write is an admin's.
+    const core = new Proxy(tc.workerKube.core, {
       get(target, prop, receiver) {
         if (prop !== 'readNode') return Reflect.get(target, prop, receiver);
         return async (args: { name: string }) => {
           const node = await target.readNode(args);
           if (writes < racyReads) {
             writes++;
-            await target.patchNode({ name: args.name, body: { metadata: { labels: { 'example.com/touched': String(writes) } } } }, mergePatch);
+            await tc.kube.core.patchNode({ name: args.name, body: { metadata: { labels: { 'example.com/touched': String(writes) } } } }, mergePatch);
           }
           return node;
         };
       },
     });
-    const racy = createNodeActivities({ clusters: () => ({ config: tc.config, kube: { ...tc.kube, core }, shell: noShell }) });
+    const racy = createNodeActivities({ clusters: () => ({ config: tc.config, kube: { ...tc.workerKube, core }, shell: noShell }) });
     await assert.rejects(racy.cordonNode({ cluster: c, node: 'worker-3', owner: OWNER }), (err: Error & { type?: string; nonRetryable?: boolean }) => {
       assert.equal(err.type, 'Conflict');
       assert.equal(err.nonRetryable, false);

@@ -79,7 +79,7 @@ describe('createSshShell against the simulated hosts (real SSH)', () => {
   let tc: TestCluster;
   let config: ClusterConfig;
   let scratch: string;
-  const shell = () => createSshShell(config, defaultAddressResolver(config, tc.kube));
+  const shell = () => createSshShell(config, defaultAddressResolver(config, tc.workerKube));
   const log = (node: string) => tc.sim.hosts.commandLog(node);
   before(async () => {
     tc = await startTestCluster(DESCRIPTION);
@@ -108,7 +108,7 @@ describe('createSshShell against the simulated hosts (real SSH)', () => {
     assert.equal(r.stdout, `${words.join(' ')}\n`);
     await sh.exec('worker-1', ['echo', 'root'], { timeoutMs: 10_000, sudo: true, env: { DEBIAN_FRONTEND: 'noninteractive', NOTE: 'a b' } });
     assert.equal(log('worker-1').at(-1)?.command, "sudo -n DEBIAN_FRONTEND=noninteractive NOTE='a b' echo root");
-    const noSudo = createSshShell({ ...config, ssh: { ...config.ssh, sudo: false } }, defaultAddressResolver(config, tc.kube));
+    const noSudo = createSshShell({ ...config, ssh: { ...config.ssh, sudo: false } }, defaultAddressResolver(config, tc.workerKube));
     await noSudo.exec('worker-1', ['echo', 'x'], { timeoutMs: 10_000, sudo: true });
     assert.equal(log('worker-1').at(-1)?.command, 'echo x');
     const before = log('worker-1').length;
@@ -132,7 +132,7 @@ describe('createSshShell against the simulated hosts (real SSH)', () => {
   it('refuses a host known_hosts does not list at all (no trust on first use)', async () => {
     const empty = join(scratch, 'known_hosts.empty');
     writeFileSync(empty, '# nobody\n');
-    const sh = createSshShell({ ...config, ssh: { ...config.ssh, knownHostsPath: empty } }, defaultAddressResolver(config, tc.kube));
+    const sh = createSshShell({ ...config, ssh: { ...config.ssh, knownHostsPath: empty } }, defaultAddressResolver(config, tc.workerKube));
     const err = await failsWith(sh.exec('worker-1', ['hostname'], { timeoutMs: 10_000 }), 'HostKeyMismatch');
     assert.match(err.message, /is not in/);
   });
@@ -140,7 +140,7 @@ describe('createSshShell against the simulated hosts (real SSH)', () => {
   it('reports an unreadable key or known_hosts file as ClusterConfigInvalid, not as a retry', async () => {
     const missing = join(scratch, 'no-such-file');
     for (const ssh of [{ ...config.ssh, privateKeyPath: missing }, { ...config.ssh, knownHostsPath: missing }]) {
-      const err = await failsWith(createSshShell({ ...config, ssh }, defaultAddressResolver(config, tc.kube)).exec('worker-1', ['true'], { timeoutMs: 10_000 }), 'ClusterConfigInvalid');
+      const err = await failsWith(createSshShell({ ...config, ssh }, defaultAddressResolver(config, tc.workerKube)).exec('worker-1', ['true'], { timeoutMs: 10_000 }), 'ClusterConfigInvalid');
       assert.match(err.message, /ENOENT/);
     }
   });
@@ -183,9 +183,9 @@ describe('createSshShell against the simulated hosts (real SSH)', () => {
 
   it('resolves addresses from config overrides, else the Node InternalIP and ssh.port; caches clusters by name', async () => {
     const port = tc.sim.hosts.hosts.find((h) => h.name === 'cp')!.port;
-    assert.deepEqual(await defaultAddressResolver(config, tc.kube)('cp'), { host: '127.0.0.1', port });
+    assert.deepEqual(await defaultAddressResolver(config, tc.workerKube)('cp'), { host: '127.0.0.1', port });
     assert.deepEqual(await defaultAddressResolver({ ...config, nodes: {}, ssh: { ...config.ssh, port: 2200 } }, tc.kube)('cp'), { host: '127.0.0.1', port: 2200 });
-    await failsWith(defaultAddressResolver(config, tc.kube)('Bad Name'), 'Invalid');
+    await failsWith(defaultAddressResolver(config, tc.workerKube)('Bad Name'), 'Invalid');
     const resolve = createClusterResolver(tc.clustersDir);
     const access = resolve('sshtest');
     assert.equal(resolve('sshtest'), access);

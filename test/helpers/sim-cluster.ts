@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { loadClusterConfig, type ClusterConfig } from '../../activities/cluster-config.js';
 import { kubeApiFromFile, type KubeApi } from '../../activities/kube-api.js';
 import { parseDescription } from '../../sim/description.js';
+import type { KubeClients } from '../../sim/cluster/kube-clients.js';
 import { startSimulation, type Simulation } from '../../sim/simulation.js';
 
 export interface TestCluster {
@@ -11,7 +12,10 @@ export interface TestCluster {
   /** The configuration the worker would read for this cluster (written by the simulation). */
   config: ClusterConfig;
   clustersDir: string;
-  kube: KubeApi;
+  /** Admin clients, for a test's own changes to the cluster (never counted as the worker's). */
+  kube: KubeClients;
+  /** The worker's identity (what activities use, limited by RBAC). */
+  workerKube: KubeApi;
   stop(): Promise<void>;
 }
 
@@ -25,7 +29,8 @@ export async function startTestCluster(descriptionYaml: string): Promise<TestClu
     sim,
     config,
     clustersDir: sim.endpoints.clustersDir,
-    kube: kubeApiFromFile(config.kubeconfig),
+    kube: sim.kube,
+    workerKube: kubeApiFromFile(config.kubeconfig),
     async stop() {
       await sim.stop();
       rmSync(stateDir, { recursive: true, force: true });

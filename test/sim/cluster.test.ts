@@ -4,7 +4,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { kubeApiFromFile } from '../../activities/kube-api.js';
+import { writesIn } from '../../sim/cluster/audit-log.js';
 import { mergePatch, statusOf } from '../../sim/cluster/kube-clients.js';
+import { WORKER_USER } from '../../sim/cluster/pki.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { parseDescription } from '../../sim/description.js';
 import { startSimulation, type Simulation } from '../../sim/simulation.js';
@@ -54,6 +57,21 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
       'cp-2 registry.k8s.io/kube-apiserver:v1.32.4',
     ]);
     assert.ok(mirrors.every((p) => p.metadata?.annotations?.['kubernetes.io/config.mirror']));
+  });
+
+  it('audits the worker\'s identity (its own user, not system:masters) and nothing else', async () => {
+    const worker = kubeApiFromFile(sim.endpoints.kubeconfig);
+    const marker = `audit-${Date.now()}`;
+    await worker.core.patchNode({ name: 'worker-3', body: { metadata: { annotations: { 'skewless.test/audit': marker } } } }, mergePatch);
+    await sim.kube.core.patchNode({ name: 'worker-2', body: { metadata: { annotations: { 'skewless.test/audit': marker } } } }, mergePatch);
+    await worker.core.readNode({ name: 'worker-3' });
+    let events: ReturnType<Simulation['auditEvents']> = [];
+    await waitFor('the worker\'s read in the audit log', async () => {
+      events = sim.auditEvents();
+      return events.some((e) => e.verb === 'get' && e.name === 'worker-3');
+    }, 10_000, 100);
+    assert.ok(events.every((e) => e.user === WORKER_USER), JSON.stringify(events.map((e) => e.user)));
+    assert.deepEqual(writesIn(events).map((e) => `${e.verb} ${e.resource} ${e.name} ${e.code}`), ['patch nodes worker-3 200']);
   });
 
   it('refuses an eviction with 429 while the PDB allows no disruption, and allows it once it does', async () => {

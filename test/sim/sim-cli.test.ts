@@ -41,7 +41,7 @@ describe('skewless-sim up / down', () => {
     ].join('\n'));
     const up = sim(['up', file, '--state', state]);
     assert.equal(up.status, 0, up.stderr);
-    const kubeconfig = /^kubeconfig: (\S+)$/m.exec(up.stdout)?.[1] as string;
+    const kubeconfig = /^kubeconfig: (\S+) \(admin/m.exec(up.stdout)?.[1] as string;
     assert.ok(kubeconfig, up.stdout);
     assert.match(up.stdout, /^ {2}cp +127\.0\.0\.1:\d+$/m);
     assert.match(up.stdout, /^ {2}w-2 +127\.0\.0\.1:\d+$/m);

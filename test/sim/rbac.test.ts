@@ -1,0 +1,244 @@
+// deploy/rbac.yaml against a real apiserver with RBAC on: every activity runs under the worker's
+// identity, and the audit log shows a missing permission (a 403) or an excess one (a rule never used).
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ApplicationFailure } from '@temporalio/common';
+import { createClusterResolver } from '../../activities/host-address.js';
+import { createActivities, type Activities } from '../../activities/index.js';
+import { mergePatch } from '../../activities/kube-api.js';
+import type { AuditEvent } from '../../sim/cluster/audit-log.js';
+import { kubeClients, statusOf } from '../../sim/cluster/kube-clients.js';
+import { WORKER_USER } from '../../sim/cluster/pki.js';
+import { applyRbacManifest, grantsOf, readRbacManifest, type Grant, type RbacObject } from '../../sim/cluster/rbac-manifest.js';
+import { waitFor } from '../../sim/cluster/wait-for.js';
+import { workloadObjects } from '../../sim/cluster/workload-objects.js';
+import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+
+const DESCRIPTION = `
+name: rbac
+version: 1.32.4
+repository: [1.32.4, 1.33.7]
+rebootSeconds: 2
+nodes:
+  - {name: cp, role: control-plane, count: 1}
+  - {name: worker, role: worker, count: 2}
+workloads:
+  - {kind: DaemonSet, name: agent}
+  - {kind: Pod, name: lonely, node: worker-1}
+`;
+const cluster = 'rbac';
+const OWNER = 'upgrade/rbac';
+const V = '1.33.7';
+
+/** Whether `grant` authorizes the request `e` (RBAC's matching, for the fields a rule here uses). */
+function covers(grant: Grant, e: AuditEvent): boolean {
+  const any = (want: string, got: string) => want === '*' || want === got;
+  if (grant.nonResourceURL !== undefined) {
+    const path = e.uri.split('?')[0] ?? '';
+    const url = grant.nonResourceURL;
+    return e.resource === '' && any(grant.verb, e.verb) && (url.endsWith('*') ? path.startsWith(url.slice(0, -1)) : path === url);
+  }
+  return e.resource !== '' && any(grant.apiGroup, e.apiGroup) && any(grant.resource, e.resource) && any(grant.verb, e.verb)
+    && (grant.namespace === undefined || grant.namespace === e.namespace)
+    && (grant.resourceNames === undefined || grant.resourceNames.includes(e.name ?? ''));
+}
+const describeGrant = (g: Grant) => g.nonResourceURL !== undefined ? `${g.verb} ${g.nonResourceURL}`
+  : `${g.verb} ${g.apiGroup || 'core'}/${g.resource}${g.namespace ? ` in ${g.namespace}` : ''}${g.resourceNames ? ` ${g.resourceNames.join(',')}` : ''}`;
+const describeEvent = (e: AuditEvent) => `${e.verb} ${e.resource ? `${e.apiGroup || 'core'}/${e.resource}` : e.uri}${e.namespace ? ` in ${e.namespace}` : ''}${e.name ? ` ${e.name}` : ''} → ${e.code}`;
+const refused = (e: AuditEvent) => e.code === 401 || e.code === 403;
+
+async function failsWith(p: Promise<unknown>, type: string): Promise<ApplicationFailure> {
+  const err = await p.then(() => assert.fail(`expected ${type}`), (e: unknown) => e);
+  assert.ok(err instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(err)}`);
+  assert.equal(err.type, type, err.message);
+  return err;
+}
+
+describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, RBAC on, audit log)', () => {
+  let tc: TestCluster;
+  let manifest: RbacObject[];
+  let acts: Activities;
+  const called = new Set<string>();
+  /** Audit events seen by the end of the activity run: the rest of the file adds refusals on purpose. */
+  let sweep: AuditEvent[] = [];
+
+  /** The worker's audit events once the log stops growing (an event lands just after its response). */
+  const settledEvents = async (): Promise<AuditEvent[]> => {
+    let last = -1;
+    let events: AuditEvent[] = [];
+    await waitFor('the audit log to settle', async () => {
+      events = tc.sim.auditEvents();
+      const settled = events.length === last;
+      last = events.length;
+      return settled;
+    }, 30_000, 700);
+    return events.filter((e) => e.user === WORKER_USER);
+  };
+
+  before(async () => {
+    tc = await startTestCluster(DESCRIPTION);
+    manifest = readRbacManifest();
+    // Kubernetes' default bindings let every authenticated user GET /readyz and discovery URLs. A
+    // cluster may remove them; here they go, so only the manifest stands between the worker and a 403.
+    for (const name of ['system:discovery', 'system:public-info-viewer']) await tc.kube.rbac.deleteClusterRoleBinding({ name });
+    // web (2 replicas, PDB minAvailable 2) on worker-1 only, so its drain meets the PDB.
+    await tc.kube.core.patchNode({ name: 'worker-2', body: { spec: { unschedulable: true } } }, mergePatch);
+    const web = workloadObjects({ kind: 'Deployment', name: 'web', namespace: 'default', replicas: 2, pdb: { minAvailable: 2 } });
+    await tc.kube.apps.createNamespacedDeployment({ namespace: 'default', body: web.deployment! });
+    await tc.kube.policy.createNamespacedPodDisruptionBudget({ namespace: 'default', body: web.pdb! });
+    await waitFor('web available and its PDB observed', async () => {
+      const pdb = (await tc.kube.policy.readNamespacedPodDisruptionBudget({ name: 'web', namespace: 'default' })).status;
+      return pdb?.currentHealthy === 2 && pdb.observedGeneration !== undefined;
+    }, 120_000);
+    await tc.kube.core.patchNode({ name: 'worker-2', body: { spec: { unschedulable: false } } }, mergePatch);
+
+    // The worker's own wiring: clusters directory → worker.kubeconfig (CN=skewless-worker) and SSH.
+    const all = createActivities({ clusters: createClusterResolver(tc.clustersDir) });
+    acts = Object.fromEntries(Object.entries(all).map(([name, fn]) => [name, (...args: unknown[]) => {
+      called.add(name);
+      return (fn as (...a: unknown[]) => unknown)(...args);
+    }])) as Activities;
+  });
+  after(async () => tc?.stop());
+
+  it('runs every activity the worker has, through an upgrade of one control plane and one worker', async () => {
+    try {
+      await upgradeOneOfEach();
+    } finally {
+      sweep = await settledEvents(); // also when an activity failed: the next test names the refusal
+    }
+    const missing = Object.keys(createActivities()).filter((name) => !called.has(name));
+    assert.deepEqual(missing, [], 'an activity this test does not run may need a permission nobody checked');
+  });
+
+  /** Every activity at least once, in an upgrade's order, as the worker (cp-1 and worker-1 to 1.33.7). */
+  async function upgradeOneOfEach(): Promise<void> {
+    await acts.describeWorker();
+    const inventory = await acts.takeInventory({ cluster });
+    assert.equal(inventory.clusterVersion, '1.32.4', JSON.stringify(inventory.problems));
+    assert.deepEqual(inventory.problems, []);
+    await acts.checkApiserver({ cluster });
+    await acts.checkWorkloads({ cluster, require: true, waitSeconds: 60 });
+    await acts.checkWorkloads({ cluster, namespaces: ['default', 'kube-system'], require: true });
+    await acts.runProbes({ cluster, require: true });
+    await acts.setStageLabels({ cluster, owner: OWNER, labels: { 'worker-1': 'canary', 'worker-2': 'batch-1' } });
+
+    // Control plane: packages, etcd snapshot, kubeadm upgrade apply, kubelet.
+    assert.deepEqual((await acts.availableVersions({ cluster, node: 'cp-1' }))[0], V);
+    await acts.installPackages({ cluster, node: 'cp-1', version: V, packages: ['kubeadm'] });
+    await acts.kubeadmUpgradePlan({ cluster, node: 'cp-1', version: V });
+    await acts.snapshotEtcd({ cluster, node: 'cp-1', hop: V });
+    assert.equal((await acts.kubeadmUpgradeApply({ cluster, node: 'cp-1', version: V })).ran, true);
+    await acts.checkControlPlane({ cluster, node: 'cp-1', version: V, waitSeconds: 60 });
+    await acts.installPackages({ cluster, node: 'cp-1', version: V, packages: ['kubelet', 'kubectl'] });
+    assert.equal((await acts.restartKubelet({ cluster, node: 'cp-1', version: V, timeoutSeconds: 60 })).restarted, true);
+
+    // Worker: cordon, a drain the PDB blocks, then one that evicts (a forced bare pod too), kubeadm, kubelet.
+    assert.equal((await acts.cordonNode({ cluster, node: 'worker-1', owner: OWNER })).changed, true);
+    const plan = await acts.planDrain({ cluster, node: 'worker-1', force: ['lonely'] });
+    assert.deepEqual(plan.blockers, []);
+    assert.ok(plan.evict.some((p) => p.name === 'lonely') && plan.skipped.some((s) => s.filter === 'daemonSet'), JSON.stringify(plan));
+    const blocked = await failsWith(acts.drainNode({ cluster, node: 'worker-1', force: ['lonely'], timeoutSeconds: 3 }), 'DrainBlocked');
+    assert.match(blocked.message, /PDB web/);
+    await tc.kube.policy.patchNamespacedPodDisruptionBudget({ name: 'web', namespace: 'default', body: { spec: { minAvailable: 1 } } }, mergePatch);
+    const drained = await acts.drainNode({ cluster, node: 'worker-1', force: ['lonely'], timeoutSeconds: 120 });
+    assert.equal(drained.gone.filter((p) => p.startsWith('default/web-')).length, 2, JSON.stringify(drained));
+    // The forced bare pod went in the first attempt (no PDB covers it), for good.
+    assert.equal(await tc.kube.core.readNamespacedPod({ name: 'lonely', namespace: 'default' }).then(() => 200, statusOf), 404);
+    await acts.checkPodsOnNode({ cluster, node: 'worker-1', require: true });
+    await acts.installPackages({ cluster, node: 'worker-1', version: V, packages: ['kubeadm'] });
+    assert.equal((await acts.kubeadmUpgradeNode({ cluster, node: 'worker-1', version: V })).ran, true);
+    await acts.installPackages({ cluster, node: 'worker-1', version: V, packages: ['kubelet', 'kubectl'] });
+    await acts.restartKubelet({ cluster, node: 'worker-1', version: V, timeoutSeconds: 60 });
+    await acts.checkNodeReady({ cluster, node: 'worker-1', version: V, waitSeconds: 30 });
+    assert.equal((await acts.uncordonNode({ cluster, node: 'worker-1', owner: OWNER })).changed, true);
+    await acts.rebootNode({ cluster, node: 'worker-2', timeoutSeconds: 60 });
+    assert.deepEqual((await acts.clearStageLabels({ cluster, owner: OWNER })).cleared, ['worker-1', 'worker-2']);
+    await acts.checkWorkloads({ cluster, require: true, waitSeconds: 60 });
+  }
+
+  it('no request was refused, each was one the manifest grants, and each grant was used', () => {
+    assert.ok(sweep.length > 0, 'the audit log holds the worker\'s requests');
+    assert.deepEqual(sweep.filter(refused).map(describeEvent), [], 'a missing permission');
+    const grants = grantsOf(manifest);
+    assert.deepEqual(sweep.filter((e) => !grants.some((g) => covers(g, e))).map(describeEvent), [], 'allowed by something other than the manifest');
+    assert.deepEqual(grants.filter((g) => !sweep.some((e) => !refused(e) && covers(g, e))).map(describeGrant), [], 'an excess permission: granted, never used');
+  });
+
+  it('refuses the worker what it must never do (403 from the apiserver, in the audit log)', async () => {
+    const worker = kubeClients(tc.sim.endpoints.kubeconfig);
+    const never: { what: string; verb: string; resource: string; call: () => Promise<unknown> }[] = [
+      { what: 'read Secrets', verb: 'list', resource: 'secrets', call: () => worker.core.listNamespacedSecret({ namespace: 'kube-system' }) },
+      { what: 'read Secrets anywhere', verb: 'list', resource: 'secrets', call: () => worker.core.listSecretForAllNamespaces() },
+      { what: 'read a Secret by name', verb: 'get', resource: 'secrets', call: () => worker.core.readNamespacedSecret({ name: 'any', namespace: 'default' }) },
+      { what: 'delete a Node', verb: 'delete', resource: 'nodes', call: () => worker.core.deleteNode({ name: 'worker-2' }) },
+      { what: 'write a Node\'s status', verb: 'patch', resource: 'nodes/status', call: () => worker.core.patchNodeStatus({ name: 'worker-2', body: { status: {} } }, mergePatch) },
+      { what: 'delete a Pod (bypassing PDBs)', verb: 'delete', resource: 'pods', call: () => worker.core.deleteNamespacedPod({ name: 'web', namespace: 'default' }) },
+      { what: 'create a Pod', verb: 'create', resource: 'pods', call: () => worker.core.createNamespacedPod({ namespace: 'default', body: { metadata: { name: 'x' }, spec: { containers: [{ name: 'x', image: 'x' }] } } }) },
+      { what: 'create a Deployment', verb: 'create', resource: 'deployments', call: () => worker.apps.createNamespacedDeployment({ namespace: 'default', body: workloadObjects({ kind: 'Deployment', name: 'intruder', namespace: 'default', replicas: 1 }).deployment! }) },
+      { what: 'patch kubeadm-config', verb: 'patch', resource: 'configmaps', call: () => worker.core.patchNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system', body: { data: { x: 'y' } } }, mergePatch) },
+      { what: 'read another ConfigMap in kube-system', verb: 'get', resource: 'configmaps', call: () => worker.core.readNamespacedConfigMap({ name: 'kube-root-ca.crt', namespace: 'kube-system' }) },
+      { what: 'list ConfigMaps in kube-system', verb: 'list', resource: 'configmaps', call: () => worker.core.listNamespacedConfigMap({ namespace: 'kube-system' }) },
+      { what: 'relax a PDB', verb: 'patch', resource: 'poddisruptionbudgets', call: () => worker.policy.patchNamespacedPodDisruptionBudget({ name: 'web', namespace: 'default', body: { spec: { minAvailable: 0 } } }, mergePatch) },
+      { what: 'scale a Deployment', verb: 'patch', resource: 'deployments/scale', call: () => worker.apps.patchNamespacedDeploymentScale({ name: 'web', namespace: 'default', body: { spec: { replicas: 0 } } }, mergePatch) },
+      { what: 'grant itself more', verb: 'create', resource: 'clusterrolebindings', call: () => worker.rbac.createClusterRoleBinding({ body: {
+        metadata: { name: 'skewless-escalation' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: WORKER_USER }],
+      } }) },
+    ];
+    const start = (await settledEvents()).length;
+    for (const n of never) {
+      const err = await n.call().then(() => assert.fail(`the worker could ${n.what}`), (e: unknown) => e);
+      assert.equal(statusOf(err), 403, `${n.what}: ${String(err).split('\n')[0]}`);
+    }
+    const logged = (await settledEvents()).slice(start);
+    for (const n of never) {
+      assert.ok(logged.some((e) => e.code === 403 && e.verb === n.verb && e.resource === n.resource), `${n.what}: no 403 for ${n.verb} ${n.resource} in ${logged.map(describeEvent).join('; ')}`);
+    }
+    assert.equal((await tc.kube.core.readNode({ name: 'worker-2' })).metadata?.name, 'worker-2', 'nothing refused took effect');
+  });
+
+  it('an activity that meets a 403 fails Forbidden, not retryable, naming the verb and resource', async () => {
+    // The manifest less five grants, each behind a different code path (kubeCall, a paged list, the
+    // eviction's own error handling, an apps list, the raw /readyz request).
+    const role = manifest.find((o) => o.kind === 'ClusterRole');
+    assert.ok(role?.kind === 'ClusterRole' && role.rules);
+    const drop: Record<string, string[]> = { 'nodes': ['patch'], 'pods/eviction': ['create'], 'poddisruptionbudgets': ['list'], 'deployments': ['list'], '/readyz': ['get'] };
+    const rules = role.rules.flatMap((r) => {
+      const keep = (name: string) => !(drop[name] ?? []).some((v) => r.verbs.includes(v));
+      const resources = r.resources?.filter(keep);
+      const urls = r.nonResourceURLs?.filter(keep);
+      if ((r.resources && resources?.length === 0) || (r.nonResourceURLs && urls?.length === 0)) return [];
+      return [{ ...r, ...(resources ? { resources } : {}), ...(urls ? { nonResourceURLs: urls } : {}) }];
+    });
+    assert.ok(rules.length < role.rules.length, 'some rules were dropped');
+    await tc.kube.rbac.replaceClusterRole({ name: role.metadata?.name as string, body: { ...role, rules } });
+    try {
+      // The drain needs a cordoned node with something to evict: web's pods went to worker-2.
+      await tc.kube.core.patchNode({ name: 'worker-2', body: { spec: { unschedulable: true } } }, mergePatch);
+      assert.ok((await acts.planDrain({ cluster, node: 'worker-2' })).evict.length > 0, 'worker-2 runs something to evict');
+      let cordon: ApplicationFailure | undefined;
+      await waitFor('the reduced role to take effect', async () => {
+        cordon = await acts.cordonNode({ cluster, node: 'worker-1', owner: OWNER }).then(() => undefined, (e: unknown) => e as ApplicationFailure);
+        if (cordon === undefined) await tc.kube.core.patchNode({ name: 'worker-1', body: { spec: { unschedulable: false }, metadata: { annotations: { 'skewless.io/cordoned-by': null } } } }, mergePatch);
+        return cordon !== undefined;
+      }, 30_000, 250);
+      const cases: [string, () => Promise<unknown>, RegExp][] = [
+        ['cordonNode', () => Promise.reject(cordon), /^cordon worker-1: HTTP 403: .*User "skewless-worker" cannot patch resource "nodes" in API group ""/],
+        ['drainNode', () => acts.drainNode({ cluster, node: 'worker-2', timeoutSeconds: 30 }), /^evict pod default\/web-\S+: HTTP 403: .*cannot create resource "pods\/eviction" in API group "" in the namespace "default"/],
+        ['takeInventory', () => acts.takeInventory({ cluster }), /^list PodDisruptionBudgets: HTTP 403: .*cannot list resource "poddisruptionbudgets" in API group "policy" at the cluster scope/],
+        ['checkWorkloads', () => acts.checkWorkloads({ cluster, waitSeconds: 30 }), /^list Deployments in all namespaces: HTTP 403: .*cannot list resource "deployments" in API group "apps"/],
+        ['checkApiserver', () => acts.checkApiserver({ cluster, waitSeconds: 30 }), /^GET \/readyz\?verbose: HTTP 403: .*cannot get path "\/readyz"/],
+      ];
+      for (const [name, call, message] of cases) {
+        const err = await failsWith(call(), 'Forbidden');
+        assert.equal(err.nonRetryable, true, name);
+        assert.match(err.message, message, name);
+      }
+    } finally {
+      await applyRbacManifest(tc.kube, manifest);
+      await tc.kube.core.patchNode({ name: 'worker-2', body: { spec: { unschedulable: false } } }, mergePatch);
+    }
+  });
+});
