@@ -5,7 +5,7 @@ import type { ClusterResolver } from './cluster-access.js';
 import { drainContext, pause, throwIfCancelled } from './drain-context.js';
 import { evictPod, isPodGone, isTransientApiError, pdbsCovering } from './drain-eviction.js';
 import { readNodeDrainState } from './drain-facts.js';
-import { ErrorType } from './errors.js';
+import { ErrorType, httpStatus } from './errors.js';
 
 export interface PlanDrainInput {
   cluster: string;
@@ -50,6 +50,14 @@ const GONE_POLL_MS = 500;
  * before it fails and the activity's retry policy takes over.
  */
 const API_OUTAGE_MS = 120_000;
+/**
+ * A restarted API server listens before its RBAC authorizer has synced, and for that moment refuses
+ * (403) what it allows: a 401/403 this soon after the server was seen away is part of the outage.
+ * Without such an outage a 403 is what it says (missing RBAC) and fails the drain at once.
+ */
+const AFTER_OUTAGE_MS = 30_000;
+const isAuthRefusal = (err: unknown): boolean =>
+  (err as { type?: unknown })?.type === ErrorType.Forbidden || [401, 403].includes(httpStatus(err) ?? 0);
 const key = (p: PodRef) => `${p.namespace}/${p.name}`;
 
 function options(config: ClusterConfig, force: unknown): DrainOptions {
@@ -120,6 +128,8 @@ export function createDrainActivities(deps: { clusters: ClusterResolver }) {
       const gone: string[] = [];
       let apiError: string | undefined;
       let outageSince: number | undefined;
+      /** When the API server was last seen away (a connection-level failure or a 5xx). */
+      let awayAt: number | undefined;
       const beat = () =>
         ctx.heartbeat({
           node: input.node,
@@ -156,7 +166,9 @@ export function createDrainActivities(deps: { clusters: ClusterResolver }) {
             }
             return value;
           } catch (err) {
-            if (!isTransientApiError(err)) throw err;
+            const away = isTransientApiError(err);
+            if (away) awayAt = Date.now();
+            else if (!(isAuthRefusal(err) && awayAt !== undefined && Date.now() - awayAt < AFTER_OUTAGE_MS)) throw err;
             outageSince ??= Date.now();
             if (Date.now() - outageSince > API_OUTAGE_MS || Date.now() >= deadline) throw err;
             apiError = (err instanceof Error ? err.message : String(err)).split('\n')[0]?.slice(0, 200);
