@@ -104,6 +104,9 @@ describe('e2e: the operator\'s laptop dies mid-upgrade and a gate is approved fr
     assert.equal(approve.code, 0, approve.stderr);
     assert.equal(approve.stdout, `gate ${GATE} approved by sam\n`);
 
+    const end = await until('the upgrade finished, or a node waiting for the operator',
+      (s) => ['done', 'failed', 'aborted'].includes(s.phase) || s.halted !== undefined || Object.values(s.nodes).some((n) => n.blocked !== undefined));
+    assert.deepEqual(Object.entries(end.nodes).filter(([, n]) => n.blocked).map(([name, n]) => `${name}: ${n.blocked?.message}`), [], 'no node waits for the operator');
     const watched = await watch.exited;
     assert.equal(watched.code, 0, `${watched.stdout}\n${watched.stderr}`);
     assert.match(watched.stdout, new RegExp(`gate ${GATE} approved by sam: canary looks good`));

@@ -125,6 +125,10 @@ describe('e2e: an upgrade rides through transient host and cluster faults', () =
     // The owners relax the budget; the drain that outlived the restart goes on by itself.
     await tc.kube.policy.patchNamespacedPodDisruptionBudget({ name: 'hold', namespace: 'default', body: { spec: { minAvailable: 1 } } }, mergePatch);
 
+    // Fails fast (instead of waiting forever) if a step gave up and the node waits for the operator.
+    const end = await untilStatus(handle, 'the upgrade finished, or a node waiting for the operator',
+      (s) => ['done', 'failed', 'aborted'].includes(s.phase) || s.halted !== undefined || Object.values(s.nodes).some((n) => n.blocked !== undefined), 300_000);
+    assert.deepEqual(Object.entries(end.nodes).filter(([, n]) => n.blocked).map(([name, n]) => `${name}: ${n.blocked?.message}`), [], 'no node waits for the operator');
     result = await handle.result();
     assert.equal(result.phase, 'done', result.events.join('\n'));
     assert.ok(Object.values(result.nodes).every((n) => n.phase === 'done'), JSON.stringify(result.nodes));
