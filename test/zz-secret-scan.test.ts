@@ -12,11 +12,13 @@ import { describeFinding, scanHistory, type Finding } from './helpers/secret-sca
  * A run that archived too little fails too, so the scan cannot pass by scanning nothing.
  */
 
-// What a full run must at least have archived (a full run archives several hundred histories from
-// more than a dozen servers, among them whole upgrades of simulated clusters by the real worker).
-const MIN_HISTORIES = 150;
-const MIN_SERVERS = 10;
-const MIN_WORLDS = 3;
+// What a full run must at least have archived. Measured file by file (2026-11-30): about 160 histories
+// from about 19 servers (e2e/upgrade 23, cluster-upgrade-runs 32, cluster-upgrade 19, skip-abort 17,
+// operator 13, live-cluster-cli 10, …) and a dozen simulated clusters; the floor is well below that, so
+// only a run that lost whole test files' histories fails it.
+const MIN_HISTORIES = 100;
+const MIN_SERVERS = 12;
+const MIN_WORLDS = 6;
 const MUST_HAVE_TYPES = ['clusterUpgradeWorkflow', 'nodeUpgradeWorkflow', 'planClusterWorkflow'];
 
 it('no workflow history of this test run holds a secret', { timeout: 600_000 }, (t) => {
