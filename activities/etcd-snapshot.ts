@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterAccess, ClusterResolver } from './cluster-access.js';
 import { ErrorType } from './errors.js';
 import { heartbeatWhile, hostActivityScope } from './host-activity-context.js';
-import { checkNode, invalid, run } from './host-commands.js';
+import { checkNode, invalid, run, shown } from './host-commands.js';
 import { parseSnapshotStatus, type SnapshotStatus } from './parsers/snapshot-status.js';
 
 export interface EtcdSnapshotResult {
@@ -60,7 +60,7 @@ async function snapshotStatus(access: ClusterAccess, node: string, remotePath: s
 
 export async function snapshotEtcd(access: ClusterAccess, input: { node: string; hop: string }): Promise<EtcdSnapshotResult> {
   const node = checkNode(input.node);
-  if (typeof input.hop !== 'string' || !HOP.test(input.hop)) throw invalid(`invalid hop ${JSON.stringify(String(input.hop).slice(0, 40))}: letters, digits, '.', '_', '-'`);
+  if (typeof input.hop !== 'string' || !HOP.test(input.hop)) throw invalid(`invalid hop ${shown(input.hop, 40)}: letters, digits, '.', '_', '-'`);
   const { config } = access;
   const name = `etcd-${config.name}-${input.hop}.db`;
   const remotePath = posix.join(config.etcd.remoteDir, name);

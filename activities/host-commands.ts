@@ -9,9 +9,18 @@ import { isTransientFailure } from './host-transient.js';
 
 export const invalid = (message: string): ApplicationFailure => ApplicationFailure.create({ type: ErrorType.Invalid, message, nonRetryable: true });
 
+/**
+ * An input value for an error message: a string quoted and cut, anything else by its kind. Never
+ * String(value): an object from JSON input such as {"toString":1} makes that throw a TypeError.
+ */
+export function shown(value: unknown, max = 80): string {
+  if (typeof value === 'string') return JSON.stringify(value.slice(0, max));
+  return value === null ? 'null' : Array.isArray(value) ? 'a list' : `a ${typeof value}`;
+}
+
 /** A node name fit for an API path and a log line. */
 export function checkNode(node: unknown): string {
-  if (typeof node !== 'string' || node.length > 253 || !NODE_NAME.test(node)) throw invalid(`invalid node name ${JSON.stringify(String(node).slice(0, 80))}`);
+  if (typeof node !== 'string' || node.length > 253 || !NODE_NAME.test(node)) throw invalid(`invalid node name ${shown(node)}`);
   return node;
 }
 

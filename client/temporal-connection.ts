@@ -1,5 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { CONNECTION_FLAGS, connectionOptions, connectionSettings, redactSecrets, UnreachableError, type ConnectionFlags } from '../worker/config.js';
+import { payloadCodec } from '../worker/payload-codec.js';
 import { registerSecret, UsageError } from './cli-support.js';
 
 export { UnreachableError };
@@ -9,13 +10,15 @@ export const TEMPORAL_OPTIONS = CONNECTION_FLAGS;
 
 /**
  * A client from the connection flags, else the TEMPORAL_* variables, like the temporal CLI. The
- * TLS files are read before connecting; a bad one is a usage error (exit 2), and a server that does
- * not answer within 5 s is exit 3. Messages never carry the API key.
+ * TLS files and the payload key file are read before connecting; a bad one is a usage error (exit 2),
+ * and a server that does not answer within 5 s is exit 3. Messages never carry the API key. Payloads
+ * are encrypted and decrypted with the key file's keys, if one is given (docs/security.md).
  */
 export async function connectClient(values: ConnectionFlags): Promise<{ client: Client; close: () => Promise<void> }> {
   const settings = connectionSettings(values);
   if (settings.apiKey) registerSecret(settings.apiKey);
   const options = connectionOptions(settings);
+  const codec = payloadCodec(settings);
   let connection: Connection;
   try {
     connection = await Connection.connect({ ...options, connectTimeout: 5000 });
@@ -23,7 +26,7 @@ export async function connectClient(values: ConnectionFlags): Promise<{ client: 
     const reason = redactSecrets((err as Error).message.split('\n')[0] ?? '', settings);
     throw new UnreachableError(`cannot reach Temporal at ${settings.address}: ${reason}`);
   }
-  return { client: new Client({ connection, namespace: settings.namespace }), close: () => connection.close() };
+  return { client: new Client({ connection, namespace: settings.namespace, dataConverter: { payloadCodecs: [codec] } }), close: () => connection.close() };
 }
 
 const CLUSTER = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;

@@ -27,10 +27,11 @@ export const CONNECTION_FLAGS = {
   'tls-ca-path': { type: 'string' },
   'tls-server-name': { type: 'string' },
   'api-key': { type: 'string' },
+  'payload-key-file': { type: 'string' },
 } as const;
 
 export type ConnectionFlags = { address?: string; namespace?: string; tls?: boolean } & {
-  [K in 'tls-cert-path' | 'tls-key-path' | 'tls-ca-path' | 'tls-server-name' | 'api-key']?: string;
+  [K in 'tls-cert-path' | 'tls-key-path' | 'tls-ca-path' | 'tls-server-name' | 'api-key' | 'payload-key-file']?: string;
 };
 
 export const CONNECTION_HELP = `Connection (flag, else environment variable, as the temporal CLI reads them):
@@ -41,10 +42,12 @@ export const CONNECTION_HELP = `Connection (flag, else environment variable, as 
   --tls-key-path FILE       TEMPORAL_TLS_KEY or TEMPORAL_TLS_CLIENT_KEY_PATH (its private key)
   --tls-ca-path FILE        TEMPORAL_TLS_CA or TEMPORAL_TLS_SERVER_CA_CERT_PATH (server CA)
   --tls-server-name NAME    TEMPORAL_TLS_SERVER_NAME (SNI and name checked on the certificate)
-  --api-key KEY             TEMPORAL_API_KEY (prefer the variable: flags show in ps)`;
+  --api-key KEY             TEMPORAL_API_KEY (prefer the variable: flags show in ps)
+  --payload-key-file FILE   SKEWLESS_PAYLOAD_KEY_FILE: encrypt payloads (AES-256-GCM) for a shared
+                            server; the worker and the CLI need the same file (docs/security.md)`;
 
 /** Where a setting came from, so an error can say what to fix without echoing the value. */
-interface Setting {
+export interface Setting {
   value: string;
   source: string;
 }
@@ -62,6 +65,8 @@ export interface ConnectionSettings {
   /** false: plaintext. */
   tls: false | TlsSettings;
   apiKey?: string;
+  /** The payload encryption keys' file (read by payload-codec.ts); unset: payloads in plain JSON. */
+  payloadKeyFile?: Setting;
 }
 
 /** What Connection.connect and NativeConnection.connect both take. */
@@ -108,6 +113,7 @@ export function connectionSettings(flags: ConnectionFlags = {}, env: NodeJS.Proc
   const ca = pick(flags['tls-ca-path'], 'tls-ca-path', env, 'TEMPORAL_TLS_CA', 'TEMPORAL_TLS_SERVER_CA_CERT_PATH');
   const serverName = pick(flags['tls-server-name'], 'tls-server-name', env, 'TEMPORAL_TLS_SERVER_NAME');
   const apiKey = pick(flags['api-key'], 'api-key', env, 'TEMPORAL_API_KEY');
+  const payloadKeyFile = pick(flags['payload-key-file'], 'payload-key-file', env, 'SKEWLESS_PAYLOAD_KEY_FILE');
   if (serverName && !SERVER_NAME.test(serverName.value)) throw new ConfigError(`${serverName.source} must be a host name, got ${JSON.stringify(serverName.value)}`);
   if (apiKey && /[\r\n]/.test(apiKey.value)) throw new ConfigError(`${apiKey.source} must be one line`); // the value itself is never shown
   if (cert && !key) throw new ConfigError(`${cert.source} needs the client key too (--tls-key-path or TEMPORAL_TLS_KEY)`);
@@ -124,6 +130,7 @@ export function connectionSettings(flags: ConnectionFlags = {}, env: NodeJS.Proc
     namespace,
     tls: enabled ? { ...(cert ? { cert } : {}), ...(key ? { key } : {}), ...(ca ? { ca } : {}), ...(serverName ? { serverName: serverName.value } : {}) } : false,
     ...(apiKey ? { apiKey: apiKey.value } : {}),
+    ...(payloadKeyFile ? { payloadKeyFile } : {}),
   };
 }
 
@@ -160,6 +167,7 @@ export function describeConnection(settings: ConnectionSettings): string {
   if (tls === false) parts.push('no TLS');
   else parts.push(`TLS${tls.cert ? ' with client certificate' : ''}${tls.ca ? ', own CA' : ''}${tls.serverName ? `, server name ${tls.serverName}` : ''}`);
   if (settings.apiKey) parts.push('API key set');
+  if (settings.payloadKeyFile) parts.push(`payloads encrypted with the keys in ${settings.payloadKeyFile.value}`);
   return parts.join(', ');
 }
 

@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import type { DataConverter } from '@temporalio/common';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
 
@@ -13,6 +14,8 @@ export interface SkewlessWorkerOptions {
   /** Tests pass a pre-built bundle (built once per run) and their own cache size. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   maxCachedWorkflows?: number;
+  /** The payload codec (worker/payload-codec.ts workerDataConverter); default: plain JSON. */
+  dataConverter?: DataConverter;
 }
 
 export async function createSkewlessWorker(options: SkewlessWorkerOptions): Promise<Worker> {
@@ -23,5 +26,6 @@ export async function createSkewlessWorker(options: SkewlessWorkerOptions): Prom
     activities: createActivities(options.deps),
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
     ...(options.maxCachedWorkflows === undefined ? {} : { maxCachedWorkflows: options.maxCachedWorkflows }),
+    ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
   });
 }

@@ -5,6 +5,7 @@ import { loadClusterConfig } from '../activities/cluster-config.js';
 import { createClusterResolver } from '../activities/host-address.js';
 import { ConfigError, connectionOptions, describeConnection, redactSecrets, UnreachableError, type ConnectionSettings } from './config.js';
 import { createSkewlessWorker } from './create-worker.js';
+import { payloadCodec, workerDataConverter } from './payload-codec.js';
 
 /**
  * Checks the clusters directory before anything connects: it exists, holds at least one
@@ -54,6 +55,7 @@ export interface RunWorkerOptions {
 export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const clusters = checkClustersDir(options.clustersDir);
   const connect = connectionOptions(options.connection); // reads the TLS files: a bad one fails here
+  const codec = payloadCodec(options.connection); // and the payload key file
   let connection: NativeConnection;
   try {
     connection = await NativeConnection.connect(connect);
@@ -64,10 +66,12 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     const worker = await createSkewlessWorker({
       connection, namespace: options.connection.namespace, taskQueue: options.taskQueue,
       deps: { clusters: createClusterResolver(options.clustersDir) },
+      dataConverter: workerDataConverter(codec),
     });
     const stopping = (signal: string) => options.log(`skewless worker: ${signal}, finishing the tasks in flight`);
     process.once('SIGINT', stopping).once('SIGTERM', stopping);
-    options.log(`skewless worker: task queue ${options.taskQueue} on ${describeConnection(options.connection)}; clusters ${clusters.join(', ')} from ${options.clustersDir}`);
+    const encryption = codec.encrypting ? `; payloads encrypted with key ${codec.encrypting.id}` : '';
+    options.log(`skewless worker: task queue ${options.taskQueue} on ${describeConnection(options.connection)}${encryption}; clusters ${clusters.join(', ')} from ${options.clustersDir}`);
     try {
       await worker.run();
     } finally {

@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { CONNECTION_HELP } from '../../worker/config.js';
+import { decodeEncryptedPayloads } from '../../worker/payload-codec.js';
 import { auditTrail, trailToText, type RunHistory } from '../audit-trail.js';
 import { EXIT, outputFormat, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
@@ -18,6 +19,8 @@ Exit status: 0 printed, 2 no upgrade of NAME, 3 Temporal unreachable.`;
 
 async function fetchRun(client: Client, workflowId: string, runId: string): Promise<RunHistory> {
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  // Fetched history is raw: encrypted payloads (--payload-key-file) are opened here.
+  for (const codec of client.options.loadedDataConverter.payloadCodecs) await decodeEncryptedPayloads(history.events, codec);
   return { workflowId, runId, events: history.events ?? [] };
 }
 

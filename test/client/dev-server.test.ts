@@ -8,6 +8,7 @@ import { Connection, WorkflowClient } from '@temporalio/client';
 import { devServerArgs } from '../../client/commands/dev-server.js';
 import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
 import { freePort } from '../../sim/free-port.js';
+import { archiveHistories, archiveLabel } from '../helpers/history-archive.js';
 import { repoRoot } from '../helpers/run-cli.js';
 
 const started: ChildProcess[] = [];
@@ -66,6 +67,7 @@ describe('skewless dev-server', () => {
     connection = await connect(port);
     const description = await new WorkflowClient({ connection }).getHandle('persisted/1').describe();
     assert.equal(description.status.name, 'RUNNING');
+    await archiveHistories(connection, archiveLabel('dev-server-cli')); // for the run's secret scan
     await connection.close();
     await stop(server);
   });

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { isAlive } from '../../demo/processes.js';
 import { freePort } from '../../sim/free-port.js';
+import { archiveLabel, archivePersistedServer, recordWorldSecrets } from '../helpers/history-archive.js';
 import { repoRoot } from '../helpers/run-cli.js';
 
 /**
@@ -114,6 +115,10 @@ describe('npm run demo (the README main command)', () => {
         run.child.kill('SIGKILL');
         await run.exited;
       }
+      // For the run's secret scan: the demo's histories (from its server's file) and its world's keys.
+      const label = archiveLabel('demo');
+      recordWorldSecrets(run.stateDir, label);
+      if (existsSync(join(run.stateDir, 'temporal.db'))) await archivePersistedServer(join(run.stateDir, 'temporal.db'), label);
       rmSync(join(run.stateDir, '..'), { recursive: true, force: true });
     }
   });

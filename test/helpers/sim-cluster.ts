@@ -6,6 +6,7 @@ import { kubeApiFromFile, type KubeApi } from '../../activities/kube-api.js';
 import { parseDescription } from '../../sim/description.js';
 import type { KubeClients } from '../../sim/cluster/kube-clients.js';
 import { startSimulation, type Simulation } from '../../sim/simulation.js';
+import { archiveLabel, recordWorldSecrets } from './history-archive.js';
 
 export interface TestCluster {
   sim: Simulation;
@@ -25,6 +26,9 @@ export async function startTestCluster(descriptionYaml: string): Promise<TestClu
   const description = parseDescription(descriptionYaml);
   const sim = await startSimulation(description, { stateDir });
   const config = loadClusterConfig(sim.endpoints.clustersDir, description.name);
+  // The secret scan at the end of the run looks for this world's keys in every history.
+  const secretsLabel = archiveLabel(`sim-${description.name}`);
+  recordWorldSecrets(stateDir, secretsLabel);
   return {
     sim,
     config,
@@ -33,6 +37,7 @@ export async function startTestCluster(descriptionYaml: string): Promise<TestClu
     workerKube: kubeApiFromFile(config.kubeconfig),
     async stop() {
       await sim.stop();
+      recordWorldSecrets(stateDir, secretsLabel); // again: a fault may have rotated keys since
       rmSync(stateDir, { recursive: true, force: true });
     },
   };
