@@ -147,6 +147,7 @@ function fakeWorld(o: { from: string; target: string; clusterAt: string; snapsho
     nodes: {}, packageManager: 'apt',
     etcd: { endpoint: 'https://127.0.0.1:2379', caCert: '/etc/kubernetes/pki/etcd/ca.crt', cert: '/etc/kubernetes/pki/etcd/server.crt', key: '/etc/kubernetes/pki/etcd/server.key', remoteDir: '/var/lib/skewless/snapshots' },
     snapshots: { dir: o.snapshots }, drain: { timeoutSeconds: 60, deleteEmptyDirData: false, ignoreDaemonSets: true }, probes: [],
+    timeouts: { commandSeconds: 60, packageInstallSeconds: 480, kubeadmPlanSeconds: 300, kubeadmApplySeconds: 1080, kubeadmNodeSeconds: 540 },
   } satisfies ClusterConfig;
   return { access: { config, kube: api, shell }, calls: () => ({ execs, kube }) };
 }
