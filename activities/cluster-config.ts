@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
+import ssh2 from 'ssh2';
 import { parse as parseYaml } from 'yaml';
 import { ErrorType } from './errors.js';
 
@@ -66,8 +67,60 @@ export const HOST_TIMEOUT_LIMITS: Record<keyof HostTimeouts, { default: number; 
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
-function invalid(file: string, message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: ErrorType.ClusterConfigInvalid, message: `${file}: ${message}`, nonRetryable: true });
+function invalid(file: string | undefined, message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: ErrorType.ClusterConfigInvalid, message: file ? `${file}: ${message}` : message, nonRetryable: true });
+}
+
+/**
+ * The keys each mapping may hold. A misspelt key (`drian:`) would otherwise be ignored and its
+ * setting silently replaced by the default. `timeouts` is the per-cluster timeouts section.
+ */
+const KNOWN_KEYS = {
+  '': ['name', 'kubeconfig', 'context', 'ssh', 'nodes', 'packageManager', 'etcd', 'snapshots', 'drain', 'probes', 'timeouts'],
+  ssh: ['user', 'port', 'privateKeyPath', 'knownHostsPath', 'sudo', 'connectTimeoutSeconds'],
+  node: ['address', 'port'],
+  etcd: ['endpoint', 'caCert', 'cert', 'key', 'remoteDir'],
+  snapshots: ['dir'],
+  drain: ['timeoutSeconds', 'gracePeriodSeconds', 'deleteEmptyDirData', 'ignoreDaemonSets'],
+  probe: ['name', 'url', 'expectStatus', 'timeoutSeconds'],
+} as const;
+
+function onlyKnownKeys(file: string, value: Record<string, unknown>, keys: readonly string[], where: string): void {
+  const unknown = Object.keys(value).find((k) => !keys.includes(k));
+  if (unknown !== undefined) throw invalid(file, `unknown key ${where ? `${where}.` : ''}${JSON.stringify(unknown).slice(1, -1)} (known: ${keys.join(', ')})`);
+}
+
+/** A file the configuration names, read or stat-ed: a missing or unreadable one is ClusterConfigInvalid naming the field, never its content. */
+function readConfigFile(file: string | undefined, field: string, path: string): Buffer {
+  let why: string;
+  try {
+    if (statSync(path).isFile()) return readFileSync(path);
+    why = 'not a regular file';
+  } catch (err) {
+    why = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+  }
+  throw invalid(file, `${field} ${path} is not readable: ${why}`);
+}
+
+/**
+ * The SSH private key, read and parsed: a file that is not an unencrypted private key (a public
+ * key, a passphrase-protected key, anything else) is a configuration error, not a retry.
+ */
+export function readPrivateKey(path: string, file?: string): Buffer {
+  const data = readConfigFile(file, 'ssh.privateKeyPath', path);
+  const parsed = ssh2.utils.parseKey(data);
+  const key = Array.isArray(parsed) ? (parsed[0] as unknown) : parsed;
+  if (key instanceof Error || !key || !(key as { isPrivateKey(): boolean }).isPrivateKey()) {
+    throw invalid(file, `ssh.privateKeyPath ${path} is not an unencrypted private key${key instanceof Error ? ` (${key.message.split('\n')[0]})` : ''}`);
+  }
+  return data;
+}
+
+/** The local files a configuration names: the kubeconfig and known_hosts readable, the SSH key a usable private key. */
+export function checkClusterFiles(config: ClusterConfig, file: string): void {
+  readConfigFile(file, 'kubeconfig', config.kubeconfig);
+  readPrivateKey(config.ssh.privateKeyPath, file);
+  readConfigFile(file, 'ssh.knownHostsPath', config.ssh.knownHostsPath);
 }
 
 /** Parses and validates one cluster's YAML; every problem is a one-line ClusterConfigInvalid. */
@@ -78,7 +131,8 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
   } catch (err) {
     throw invalid(file, `not valid YAML: ${(err as Error).message.split('\n')[0]}`);
   }
-  if (typeof raw !== 'object' || raw === null) throw invalid(file, 'must be a mapping');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid(file, 'must be a mapping');
+  onlyKnownKeys(file, raw, KNOWN_KEYS[''], '');
   const obj = (v: unknown, where: string): Record<string, unknown> => {
     if (v === undefined) return {};
     if (typeof v !== 'object' || v === null || Array.isArray(v)) throw invalid(file, `${where} must be a mapping`);
@@ -114,6 +168,11 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
   for (const k of Object.keys(timeouts)) {
     if (!Object.hasOwn(HOST_TIMEOUT_LIMITS, k)) throw invalid(file, `timeouts.${k} is not a known timeout (${Object.keys(HOST_TIMEOUT_LIMITS).join(', ')})`);
   }
+  const snapshots = obj(raw.snapshots, 'snapshots');
+  onlyKnownKeys(file, ssh, KNOWN_KEYS.ssh, 'ssh');
+  onlyKnownKeys(file, etcd, KNOWN_KEYS.etcd, 'etcd');
+  onlyKnownKeys(file, drain, KNOWN_KEYS.drain, 'drain');
+  onlyKnownKeys(file, snapshots, KNOWN_KEYS.snapshots, 'snapshots');
   const pki = '/etc/kubernetes/pki/etcd';
   const packageManager = str(raw.packageManager, 'packageManager', 'apt');
   if (packageManager !== 'apt') throw invalid(file, `packageManager ${JSON.stringify(packageManager)} is not supported yet (apt)`);
@@ -121,6 +180,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
   const nodes: ClusterConfig['nodes'] = {};
   for (const [node, value] of Object.entries(obj(raw.nodes, 'nodes'))) {
     const n = obj(value, `nodes.${node}`);
+    onlyKnownKeys(file, n, KNOWN_KEYS.node, `nodes.${node}`);
     nodes[node] = {
       ...(n.address === undefined ? {} : { address: str(n.address, `nodes.${node}.address`) }),
       ...(n.port === undefined ? {} : { port: int(n.port, `nodes.${node}.port`, 22, 1, 65535) }),
@@ -129,6 +189,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
   const probes = (raw.probes === undefined ? [] : Array.isArray(raw.probes) ? raw.probes : (() => { throw invalid(file, 'probes must be a list'); })())
     .map((p: unknown, i: number) => {
       const r = obj(p, `probes[${i}]`);
+      onlyKnownKeys(file, r, KNOWN_KEYS.probe, `probes[${i}]`);
       const url = str(r.url, `probes[${i}].url`);
       if (!/^https?:\/\//.test(url)) throw invalid(file, `probes[${i}].url must be http(s)`);
       return { name: str(r.name, `probes[${i}].name`), url, expectStatus: int(r.expectStatus, `probes[${i}].expectStatus`, 200, 100, 599), timeoutSeconds: int(r.timeoutSeconds, `probes[${i}].timeoutSeconds`, 5, 1, 300) };
@@ -155,7 +216,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
       key: path(etcd.key, 'etcd.key', `${pki}/server.key`),
       remoteDir: path(etcd.remoteDir, 'etcd.remoteDir', '/var/lib/skewless/snapshots'),
     },
-    snapshots: { dir: path(obj(raw.snapshots, 'snapshots').dir, 'snapshots.dir') },
+    snapshots: { dir: path(snapshots.dir, 'snapshots.dir') },
     drain: {
       timeoutSeconds: int(drain.timeoutSeconds, 'drain.timeoutSeconds', 600, 1),
       ...(drain.gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: int(drain.gracePeriodSeconds, 'drain.gracePeriodSeconds', 0, 0) }),
@@ -168,7 +229,10 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
   };
 }
 
-/** Reads <dir>/<cluster>.yaml; the name is checked first so it can never walk out of the directory. */
+/**
+ * Reads <dir>/<cluster>.yaml and checks the files it names; the name is checked first so it can
+ * never walk out of the directory.
+ */
 export function loadClusterConfig(dir: string, cluster: string): ClusterConfig {
   if (!NAME.test(cluster)) {
     throw ApplicationFailure.create({ type: ErrorType.ClusterConfigInvalid, message: `invalid cluster name ${JSON.stringify(cluster)}`, nonRetryable: true });
@@ -179,5 +243,6 @@ export function loadClusterConfig(dir: string, cluster: string): ClusterConfig {
   }
   const config = parseClusterConfig(readFileSync(file, 'utf8'), file);
   if (config.name !== cluster) throw invalid(file, `name is ${config.name}, expected ${cluster}`);
+  checkClusterFiles(config, file);
   return config;
 }

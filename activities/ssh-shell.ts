@@ -1,13 +1,13 @@
 // RemoteShell over ssh2: one connection per call (a host that rebooted or rotated its key is met
 // afresh each time), strict known_hosts checking, typed failures for the workflow's retry policy.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import { Client, type ClientChannel, type ConnectConfig } from 'ssh2';
 import type { ExecOptions, ExecResult, RemoteShell } from './cluster-access.js';
-import type { ClusterConfig } from './cluster-config.js';
+import { readPrivateKey, type ClusterConfig } from './cluster-config.js';
 import { ErrorType } from './errors.js';
 import { fingerprint, hostKeyAlgorithms, keyAccepted, knownHostsName, readHostKeyPolicy } from './host-known-hosts.js';
 import { commandLine } from './shell-words.js';
@@ -39,7 +39,7 @@ async function withConnection<T>(config: ClusterConfig, resolve: AddressResolver
   if (signal?.aborted) throw signal.reason ?? new Error('cancelled');
   const { host, port } = await resolve(node);
   const policy = configFile(config.ssh.knownHostsPath, 'ssh.knownHostsPath', () => readHostKeyPolicy(config.ssh.knownHostsPath, knownHostsName(host, port)));
-  const privateKey = configFile(config.ssh.privateKeyPath, 'ssh.privateKeyPath', () => readFileSync(config.ssh.privateKeyPath));
+  const privateKey = readPrivateKey(config.ssh.privateKeyPath); // parsed too: a bad key is ClusterConfigInvalid, not retried
   const algorithms = hostKeyAlgorithms(policy).filter((a) => SUPPORTED_HOST_KEYS.has(a));
   let seen: string | undefined;
   const client = new Client();

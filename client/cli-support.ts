@@ -39,7 +39,11 @@ export function parseOptions<T extends NonNullable<ParseArgsConfig['options']>>(
   try {
     return parseArgs({ args: spelled, options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals, allowNegative: true });
   } catch (err) {
-    throw new UsageError((err as Error).message.split('\n')[0] ?? 'invalid arguments');
+    const message = (err as Error).message;
+    // node says "argument is ambiguous" (three lines) for `--drain-timeout -5`: say what to type.
+    const ambiguous = /^Option '(--[a-z0-9-]+)' argument is ambiguous/.exec(message);
+    if (ambiguous) throw new UsageError(`${ambiguous[1]} needs a value; a value that starts with "-" is written ${ambiguous[1]}=VALUE`);
+    throw new UsageError(message.split('\n')[0] ?? 'invalid arguments');
   }
 }
 
@@ -103,6 +107,11 @@ export async function runCommand(io: CommandIo, body: () => Promise<number> | nu
     if ((err as Error)?.name === 'UnreachableError') {
       io.err(`skewless: ${(err as Error).message}`);
       return EXIT.unreachable;
+    }
+    // The namespace is checked by the server on the first call: a typo is the operator's, one line.
+    if ((err as Error)?.name === 'NamespaceNotFoundError') {
+      io.err(`skewless: ${(err as Error).message.split('\n')[0]} (--namespace or TEMPORAL_NAMESPACE)`);
+      return EXIT.invalid;
     }
     if (err instanceof CommandFailed) {
       io.err(`skewless: ${err.message.replace(/\s*\n\s*/g, ' ')}`);

@@ -147,6 +147,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
         if (!status.halted.actions.includes(r.action)) throw new Error(`a halted rollout is retried or aborted, not ${r.action}`);
         return;
       }
+      if (!status.nodes[r.node]) throw new Error(`no node ${r.node} in this upgrade`);
       const block = status.nodes[r.node]?.blocked;
       if (status.nodes[r.node]?.phase !== 'blocked' || !block) throw new Error(`node ${r.node} is not blocked`);
       if (block.kind === 'StepFailed' && !block.actions.includes(r.action)) {
@@ -281,7 +282,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     ]);
     updateMemo();
     if (!full.skew.compliant) throw skewFailure('refusing to start', full.skew.failure);
-    const refusals = preflightRefusals(inventory, policy.acknowledge);
+    const refusals = preflightRefusals(inventory, policy.acknowledge, { from: full.from, hops: full.hops, to: input.to });
     if (refusals.length > 0) throw ApplicationFailure.nonRetryable(`refusing to start: ${refusals.join('; ')}`, 'PreflightBlocked');
   }
 

@@ -31,6 +31,6 @@ export async function planClusterWorkflow(input: PlanClusterInput): Promise<Plan
   const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '' });
   const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to, available, policy }));
   // The same pre-flight refusals as the upgrade's start, reported instead of thrown.
-  const refusals = preflightRefusals(inventory, policy.acknowledge);
+  const refusals = preflightRefusals(inventory, policy.acknowledge, { from: plan.from, hops: plan.hops, to });
   return { plan, refusals, problems: inventory.problems };
 }

@@ -6,6 +6,7 @@ import { blockText, haltLines, resolveHint } from '../block-text.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import { gateName, namespacedName, nodeName, onlyPositional } from '../input-checks.js';
 
 const withConnection = (help: string) => `${help}\n\n${CONNECTION_HELP}`;
 
@@ -43,7 +44,7 @@ export function operateCommand(verb: Verb) {
       io.out(operateHelp[verb]);
       return EXIT.ok;
     }
-    const cluster = clusterName(positionals[0]);
+    const cluster = clusterName(onlyPositional(positionals));
     const output = outputFormat(values.output);
     let resolution: UpgradeResolution | undefined;
     if (verb === 'resolve') {
@@ -55,13 +56,17 @@ export function operateCommand(verb: Verb) {
         resolution = { action, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) };
       } else if (node === '') throw new UsageError('--node is empty');
       else if (action === 'force') {
+        nodeName(node);
+        for (const pod of values.pod ?? []) namespacedName(pod, '--pod', 'NAME');
         if (!values.pod?.length) throw new UsageError('--action force needs the pods to delete, each with --pod NAMESPACE/NAME');
         resolution = { node, action, pods: values.pod, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) };
       } else if (action === 'retry' || action === 'skip' || action === 'abort') {
+        nodeName(node);
+        if (values.pod?.length) throw new UsageError(`--pod names the pods --action force deletes; --action ${action} takes none`);
         resolution = { node, action, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) };
       } else throw new UsageError(`--action must be retry, skip, force or abort, got ${JSON.stringify(action)}`);
     }
-    const gate = verb === 'approve' ? requireOption(values.gate, '--gate') : undefined;
+    const gate = verb === 'approve' ? gateName(requireOption(values.gate, '--gate')) : undefined;
 
     const { client, close } = await connectClient(values);
     const handle = client.workflow.getHandle(upgradeWorkflowId(cluster));

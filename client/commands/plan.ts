@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { ApplicationFailure, WorkflowFailedError, type Client } from '@temporalio/client';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { parseTarget, planUpgrade, type ClusterInventory, type RolloutPolicy, type UpgradePlan } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { planClusterWorkflow, type PlanClusterResult } from '../../workflows/plan-cluster-workflow.js';
 import { CommandFailed, EXIT, intOption, outputFormat, parseOptions, readJsonFile, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { planToJson, planToText } from '../render-plan.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { maxUnavailable, namespacedName, nodeName } from '../input-checks.js';
+import { summarizeWorkflowFailure } from '../workflow-failure.js';
 
 export const planHelp = `Usage: skewless plan --inventory FILE --available FILE --to VERSION_OR_MINOR [policy] [--output json|text]
        skewless plan --cluster NAME --to VERSION_OR_MINOR [policy] [--acknowledge NS/PDB]...
@@ -32,9 +34,6 @@ Exit status: 0 plan is skew-safe, 1 some step would break the skew policy or an 
 refuse to start (named), or the plan failed on the worker, 2 invalid input or unknown cluster,
 3 Temporal unreachable.`;
 
-// Failure types that mean the request itself is wrong (rules' codes, the worker's cluster lookup).
-const INVALID = new Set(['InvalidVersion', 'InvalidInventory', 'InvalidPolicy', 'Downgrade', 'MissingRelease', 'UnsupportedMajor', 'ClusterConfigInvalid']);
-
 export async function planCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {
     inventory: { type: 'string' }, to: { type: 'string' }, available: { type: 'string' }, cluster: { type: 'string' },
@@ -53,8 +52,9 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
   const batchSize = intOption(values['batch-size'], '--batch-size', 1);
   if (canary !== undefined) policy.canary = canary;
   if (batchSize !== undefined) policy.batchSize = batchSize;
-  if (values['max-unavailable'] !== undefined) policy.maxUnavailable = values['max-unavailable'];
-  if (values['first-control-plane'] !== undefined) policy.firstControlPlane = values['first-control-plane'];
+  const maxOut = maxUnavailable(values['max-unavailable']);
+  if (maxOut !== undefined) policy.maxUnavailable = maxOut;
+  if (values['first-control-plane'] !== undefined) policy.firstControlPlane = nodeName(values['first-control-plane'], '--first-control-plane');
 
   let plan: UpgradePlan;
   let live: (PlanClusterResult & { cluster: string }) | undefined;
@@ -62,7 +62,7 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
     if (values.inventory !== undefined || values.available !== undefined) throw new UsageError('--cluster reads the live cluster: leave out --inventory and --available');
     const cluster = clusterName(values.cluster, '--cluster');
     parseTarget(to); // a bad version is refused here, before Temporal is contacted
-    for (const ack of values.acknowledge ?? []) if (!/^[a-z0-9-]+\/[a-z0-9.-]+$/.test(ack)) throw new UsageError(`--acknowledge takes NAMESPACE/PDB, got ${JSON.stringify(ack)}`);
+    for (const ack of values.acknowledge ?? []) namespacedName(ack, '--acknowledge', 'PDB');
     const taskQueue = workerConfig(values).taskQueue;
     const { client, close } = await connectClient(values);
     try {
@@ -109,10 +109,9 @@ async function planThroughWorker(client: Client, taskQueue: string, input: Param
     });
   } catch (err) {
     if (!(err instanceof WorkflowFailedError)) throw err;
-    let cause: Error | undefined = err.cause;
-    while (cause && !(cause instanceof ApplicationFailure) && cause.cause instanceof Error) cause = cause.cause;
-    const message = `plan of ${input.cluster} failed: ${(cause ?? err).message.split('\n')[0]}`;
-    if (cause instanceof ApplicationFailure && cause.type && INVALID.has(cause.type)) throw new UsageError(message);
+    const failure = summarizeWorkflowFailure(err);
+    const message = `plan of ${input.cluster} failed: ${failure.message}`;
+    if (failure.exit === EXIT.invalid) throw new UsageError(message);
     throw new CommandFailed(message);
   }
 }

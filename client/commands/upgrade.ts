@@ -3,6 +3,7 @@ import { parseTarget } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { clusterUpgradeWorkflow, type UpgradePolicy } from '../../workflows/cluster-upgrade-workflow.js';
 import { EXIT, intOption, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
+import { maxUnavailable, namespacedName } from '../input-checks.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 import { watchUpgrade } from './watch.js';
 
@@ -21,8 +22,10 @@ does a node whose step keeps failing: a host unreachable is retried for --host-r
 
 ${CONNECTION_HELP}
 
-Exit status: 0 upgraded (or started, with --detach), 1 failed or aborted, 2 invalid input or
-refused, 3 Temporal unreachable.`;
+Exit status: 0 upgraded (or started, with --detach); 1 failed, aborted, or refused by the cluster
+as it is (skew, NotReady node, blocking PDB, nothing to upgrade); 2 invalid input (flags, version,
+unknown cluster or configuration, a target the repository does not offer or a downgrade) or an
+upgrade of the cluster already running; 3 Temporal unreachable.`;
 
 export async function upgradeCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {
@@ -49,13 +52,14 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   const hostRetry = intOption(values['host-retry'], '--host-retry', 0);
   if (hostRetry !== undefined && hostRetry > 86_400) throw new UsageError(`--host-retry must be at most 86400 seconds (a day), got ${hostRetry}`);
   if (hostRetry !== undefined) policy.hostRetrySeconds = hostRetry;
-  if (values['max-unavailable'] !== undefined) {
-    if (!/^(\d+|\d{1,2}%|100%)$/.test(values['max-unavailable'])) throw new UsageError('--max-unavailable must be a count or a percentage such as 10%');
-    policy.maxUnavailable = values['max-unavailable'];
-  }
+  const maxOut = maxUnavailable(values['max-unavailable']);
+  if (maxOut !== undefined) policy.maxUnavailable = maxOut;
   if (values['approve-workers']) policy.approveWorkers = true;
   if (values['approve-canary']) policy.approveAfterCanary = true;
-  for (const ack of values.acknowledge ?? []) if (!/^[a-z0-9-]+\/[a-z0-9.-]+$/.test(ack)) throw new UsageError(`--acknowledge takes NAMESPACE/PDB, got ${JSON.stringify(ack)}`);
+  // Flags the workflow would silently ignore together: refuse them, so the operator's intent is not lost.
+  if (values['approve-canary'] && soak !== undefined) throw new UsageError('--soak waits after the canary when no approval is asked: leave it out with --approve-canary');
+  if (canary === 0 && (values['approve-canary'] || soak !== undefined)) throw new UsageError(`--canary 0 means no canary: ${values['approve-canary'] ? '--approve-canary' : '--soak'} would never apply`);
+  for (const ack of values.acknowledge ?? []) namespacedName(ack, '--acknowledge', 'PDB');
   if (values.acknowledge) policy.acknowledge = values.acknowledge;
 
   const taskQueue = workerConfig(values).taskQueue;

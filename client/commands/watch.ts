@@ -4,12 +4,16 @@ import { CONNECTION_HELP } from '../../worker/config.js';
 import { blockText, haltLines, resolveHint } from '../block-text.js';
 import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import { onlyPositional } from '../input-checks.js';
+import { summarizeWorkflowFailure } from '../workflow-failure.js';
 
 export const watchHelp = `Usage: skewless watch NAME [connection options]
 
 Follows the upgrade of cluster NAME: phase, per-node progress, blocked nodes and what blocks them
 (a drain, or a step that failed: the step, the failure and its message), a rollout halted on unhealthy
-workloads, gates waiting, each with the command that answers it. Re-attach at any time; exits with the upgrade's outcome (0 done, 1 failed or aborted).
+workloads, gates waiting, each with the command that answers it. Re-attach at any time; exits with the
+upgrade's outcome (0 done; 1 failed, aborted or refused by the cluster as it is; 2 refused as an invalid
+request: unknown cluster or configuration, a version the cluster cannot go to).
 
 ${CONNECTION_HELP}`;
 
@@ -71,8 +75,11 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
         io.out(`${cluster}: ${result.outcome ?? result.phase}`);
         return result.phase === 'done' ? EXIT.ok : EXIT.notCompliant;
       } catch (err) {
-        io.out(`${cluster}: ${err instanceof WorkflowFailedError ? (err.cause?.message ?? err.message) : (err as Error).message}`);
-        return EXIT.notCompliant;
+        if (!(err instanceof WorkflowFailedError)) throw err;
+        // The root cause (not "Activity task failed"), on stderr; exit 2 when the request itself was wrong.
+        const failure = summarizeWorkflowFailure(err);
+        io.err(`skewless: upgrade of ${cluster} failed: ${failure.message}`);
+        return failure.exit;
       }
     }
     await new Promise((r) => setTimeout(r, pollMs));
@@ -85,7 +92,7 @@ export async function watchCommand(args: string[], io: CommandIo): Promise<numbe
     io.out(watchHelp);
     return EXIT.ok;
   }
-  const cluster = clusterName(positionals[0]);
+  const cluster = clusterName(onlyPositional(positionals));
   const { client, close } = await connectClient(values);
   try {
     return await watchUpgrade(client, cluster, io);

@@ -162,7 +162,7 @@ describe('skewless plan', () => {
   const invalid: [string, string[], RegExp][] = [
     ['a batch size of 0', ['--batch-size', '0'], /--batch-size must be an integer ≥ 1/],
     ['a non-numeric canary', ['--canary', 'two'], /--canary must be an integer/],
-    ['a bad max-unavailable', ['--max-unavailable', 'lots'], /maxUnavailable must be a count or a percentage/],
+    ['a bad max-unavailable', ['--max-unavailable', 'lots'], /--max-unavailable must be a count ≥ 1 or a percentage from 1% to 100%, got "lots"/],
     ['a downgrade', ['--to', '1.31'], /refusing to downgrade/],
   ];
   for (const [name, extra, message] of invalid) {

@@ -10,6 +10,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { proceedSmokeSignal } from '../../workflows/messages.js';
 import { toolchainSmokeWorkflow } from '../../workflows/index.js';
 import { repoRoot } from '../helpers/run-cli.js';
+import { freshPrivateKey } from '../helpers/ssh-key.js';
 import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
 
 const hasOpenssl = (() => {
@@ -98,7 +99,8 @@ describe('TLS: the CLI and the worker through a mutual-TLS front of the dev serv
 
   it('the worker connects through TLS from the environment, runs a workflow, and stops on SIGTERM', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'skewless-clusters-'));
-    for (const f of ['kubeconfig', 'id_ed25519', 'known_hosts']) writeFileSync(join(dir, f), 'x');
+    for (const f of ['kubeconfig', 'known_hosts']) writeFileSync(join(dir, f), 'x');
+    writeFileSync(join(dir, 'id_ed25519'), freshPrivateKey()); // the worker parses the key at start-up
     mkdirSync(join(dir, 'conf'));
     writeFileSync(join(dir, 'conf', 'lab.yaml'), `name: lab\nkubeconfig: ${dir}/kubeconfig\nssh: {user: u, privateKeyPath: ${dir}/id_ed25519, knownHostsPath: ${dir}/known_hosts}\nsnapshots: {dir: ${dir}}\n`);
     const taskQueue = uniqueTaskQueue('tls-worker');

