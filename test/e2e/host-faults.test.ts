@@ -4,7 +4,6 @@ import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { mergePatch, strategicMergePatch } from '../../sim/cluster/kube-clients.js';
-import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { nodeStatusQuery, type StepBlock } from '../../workflows/node-messages.js';
@@ -13,7 +12,7 @@ import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
 import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
-import { judgeVersionHistory } from '../helpers/upgrade-evidence.js';
+import { judgeSimulation, nodeLines } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
 
 // worker-1's kubelet takes 45 s to come back after a restart, far past the upgrade's 15 s kubelet
@@ -187,11 +186,9 @@ describe('e2e: host and cluster faults wait for the operator', () => {
   });
 
   it('ends with every node at 1.33.7 and uncordoned, the skew policy held, and watch and history telling the story', async () => {
-    const nodes = (await tc.kube.core.listNode()).items;
-    assert.deepEqual(nodes.map((x) => `${x.metadata?.name} ${x.status?.nodeInfo?.kubeletVersion} ${x.spec?.unschedulable ? 'cordoned' : 'schedulable'}`).sort(),
+    assert.deepEqual(await nodeLines(tc.kube),
       ['cp-1', 'worker-1', 'worker-2', 'worker-3'].map((x) => `${x} v1.33.7 schedulable`));
-    await tc.sim.versionHistorySettled();
-    assert.deepEqual(judgeVersionHistory(readVersionHistory(tc.sim.stateDir)).problems, []);
+    assert.deepEqual((await judgeSimulation(tc.sim)).problems, []);
     const installs = (node: string) => tc.sim.hosts.commandLog(node).filter((e) => /apt-get install/.test(e.command) && /kubeadm=/.test(e.command)).length;
     assert.equal(installs('worker-3'), 1, 'the kubeadm package went in once, after the key was trusted');
 

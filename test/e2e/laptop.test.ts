@@ -11,6 +11,7 @@ import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
 import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
+import { nodeLines } from '../helpers/upgrade-evidence.js';
 
 const LAB = `
 name: lap
@@ -120,8 +121,7 @@ describe('e2e: the operator\'s laptop dies mid-upgrade and a gate is approved fr
     assert.equal(result.phase, 'done', result.events.join('\n'));
     assert.deepEqual(result.gates.map((g) => [g.name, g.approvedBy]), [[GATE, 'sam']]);
     assert.equal(await chainOf(), firstRunId, 'the upgrade that was started is the one that finished');
-    const nodes = (await tc.kube.core.listNode()).items;
-    assert.deepEqual(nodes.map((n) => `${n.metadata?.name} ${n.status?.nodeInfo?.kubeletVersion} ${n.spec?.unschedulable ? 'cordoned' : 'schedulable'}`).sort(),
+    assert.deepEqual(await nodeLines(tc.kube),
       ['cp v1.33.7 schedulable', 'worker-1 v1.33.7 schedulable', 'worker-2 v1.33.7 schedulable']);
   });
 });

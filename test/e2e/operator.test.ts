@@ -5,7 +5,6 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { formatAvailability, startAvailabilitySampler, type AvailabilitySampler } from '../../sim/availability-sampler.js';
 import { mergePatch } from '../../sim/cluster/kube-clients.js';
-import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { untilStatus } from '../helpers/status-polling.js';
 import { simWorker } from '../helpers/workers.js';
@@ -15,7 +14,7 @@ import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-message
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
-import { judgeVersionHistory } from '../helpers/upgrade-evidence.js';
+import { judgeSimulation, nodeLines } from '../helpers/upgrade-evidence.js';
 
 const LAB = `
 name: op
@@ -206,8 +205,7 @@ describe('e2e: operating an upgrade with the skewless CLI', () => {
   });
 
   it('leaves every node at 1.33.7 and uncordoned, with no PDB violated and the skew policy held in every state', async () => {
-    const nodes = (await tc.kube.core.listNode()).items;
-    assert.deepEqual(nodes.map((x) => `${x.metadata?.name} ${x.status?.nodeInfo?.kubeletVersion} ${x.spec?.unschedulable ? 'cordoned' : 'schedulable'}`).sort(),
+    assert.deepEqual(await nodeLines(tc.kube),
       NODES.map((x) => `${x} v1.33.7 schedulable`));
 
     const report = await (sampler as AvailabilitySampler).stop();
@@ -215,8 +213,7 @@ describe('e2e: operating an upgrade with the skewless CLI', () => {
     assert.equal(report.violated, false, formatAvailability(report));
     assert.deepEqual(report.pdbs.map((p) => p.name), ['stuck', 'web']);
 
-    await tc.sim.versionHistorySettled();
-    const verdict = judgeVersionHistory(readVersionHistory(tc.sim.stateDir));
+    const verdict = await judgeSimulation(tc.sim);
     assert.deepEqual(verdict.problems, []);
     assert.ok(verdict.states - 1 >= 6 + 3, `${verdict.states} states`); // 6 kubelets + 3 control planes
     for (const x of NODES) assert.deepEqual(verdict.versionsSeen[`kubelets ${x}`], ['1.32.4', '1.33.7']);

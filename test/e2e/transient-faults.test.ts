@@ -7,7 +7,6 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { formatAvailability, startAvailabilitySampler, type AvailabilitySampler } from '../../sim/availability-sampler.js';
 import { mergePatch } from '../../sim/cluster/kube-clients.js';
-import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { packageInstallCounts, readDpkgLog } from '../../sim/hosts/dpkg-database.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
@@ -15,7 +14,7 @@ import type { UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { untilStatus } from '../helpers/status-polling.js';
 import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
-import { judgeVersionHistory } from '../helpers/upgrade-evidence.js';
+import { judgeSimulation, nodeLines } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
 
 // `hold` allows no disruption until the test relaxes it: a drain of a node running one of its pods
@@ -170,14 +169,12 @@ describe('e2e: an upgrade rides through transient host and cluster faults', () =
   });
 
   it('leaves every node at 1.33.7 and uncordoned, with no PDB violated and the skew policy held in every state', async () => {
-    const nodes = (await tc.kube.core.listNode()).items;
-    assert.deepEqual(nodes.map((x) => `${x.metadata?.name} ${x.status?.nodeInfo?.kubeletVersion} ${x.spec?.unschedulable ? 'cordoned' : 'schedulable'}`).sort(),
+    assert.deepEqual(await nodeLines(tc.kube),
       NODES.map((x) => `${x} v1.33.7 schedulable`));
     const report = await (sampler as AvailabilitySampler).stop();
     sampler = undefined;
     assert.equal(report.violated, false, formatAvailability(report));
     assert.deepEqual(report.pdbs.map((p) => p.name), ['hold', 'web']);
-    await tc.sim.versionHistorySettled();
-    assert.deepEqual(judgeVersionHistory(readVersionHistory(tc.sim.stateDir)).problems, []);
+    assert.deepEqual((await judgeSimulation(tc.sim)).problems, []);
   });
 });

@@ -1,6 +1,8 @@
 import { INVENTORY_KEYS, checkSkew, type SkewInventory } from '../../rules/skew-policy.js';
 import { compareVersions, parseVersion } from '../../rules/version.js';
-import type { VersionRecord } from '../../sim/cluster/version-recorder.js';
+import type { KubeApi } from '../../activities/kube-api.js';
+import { readVersionHistory, type VersionRecord } from '../../sim/cluster/version-recorder.js';
+import type { Simulation } from '../../sim/simulation.js';
 
 /** What the simulation's version history says about an upgrade: problems found, and what each component went through. */
 export interface HistoryVerdict {
@@ -47,4 +49,17 @@ export function failureChain(err: unknown): string {
     lines.push(`${e.name}${type ? `(${type})` : ''}: ${e.message}`);
   }
   return lines.join('\n  caused by ');
+}
+
+/** Every node as `name kubeletVersion cordoned|schedulable`, sorted: where an upgrade left them. */
+export async function nodeLines(kube: KubeApi): Promise<string[]> {
+  return (await kube.core.listNode()).items
+    .map((n) => `${n.metadata?.name} ${n.status?.nodeInfo?.kubeletVersion} ${n.spec?.unschedulable ? 'cordoned' : 'schedulable'}`)
+    .sort();
+}
+
+/** The verdict on every state the simulation recorded, once its last writes have settled. */
+export async function judgeSimulation(sim: Simulation): Promise<HistoryVerdict> {
+  await sim.versionHistorySettled();
+  return judgeVersionHistory(readVersionHistory(sim.stateDir));
 }
