@@ -147,6 +147,8 @@ describe('history: the runs of an upgrade', () => {
   const completed = (s: number, result: unknown) => ({ eventId: '9', eventTime: t(s), workflowExecutionCompletedEventAttributes: { result: { payloads: [historyPayload(result)] } } });
   const node = (node: string) => ({ cluster: 'lab', node, version: '1.33.7', step: 'node' });
 
+  /** A client without payload encryption: `history` decodes nothing. */
+  const NO_CODEC = { loadedDataConverter: { payloadCodecs: [] } };
   // upgrade/lab continued as new once between hops; its first node workflow continued as new too.
   const histories: Record<string, unknown[]> = {
     'upgrade/lab@A': [started(0, 'clusterUpgradeWorkflow', { cluster: 'lab', to: '1.34' }), child(1, 'upgrade/lab/1.33.7/w1', 'c1'), continued(10, 'B')],
@@ -157,6 +159,7 @@ describe('history: the runs of an upgrade', () => {
   };
   const fetched: string[] = [];
   const client = {
+    options: NO_CODEC,
     workflow: {
       getHandle: (workflowId: string, runId?: string) => ({
         describe: async () => ({ runId: 'B' }),
@@ -197,6 +200,7 @@ describe('history: the runs of an upgrade', () => {
     const latest = Object.keys(runsById).find((id) => !newRunOf(runsById[id] as { events: JsonEvent[] })) as string;
     assert.ok(Object.values(runsById).some((h) => newRunOf(h) === latest), 'the saved runs are linked by continue-as-new');
     const real = {
+      options: NO_CODEC,
       workflow: {
         getHandle: (workflowId: string, runId?: string) => ({
           describe: async () => ({ runId: latest }),
