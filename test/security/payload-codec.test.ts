@@ -16,6 +16,7 @@ import { fakeCluster } from '../helpers/fake-cluster.js';
 import { archiveHistories, readArchivedHistories } from '../helpers/history-archive.js';
 import { scanHistory } from '../helpers/secret-scan.js';
 import { spawnCli } from '../helpers/spawn-cli.js';
+import { freshPrivateKey } from '../helpers/ssh-key.js';
 import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
 
 /**
@@ -215,7 +216,8 @@ describe('an upgrade with encrypted payloads on the real dev server', () => {
   it('the worker process logs which key encrypts, never the key', { timeout: 120_000 }, async () => {
     const clusters = join(dir, 'clusters');
     mkdirSync(clusters);
-    for (const f of ['kubeconfig', 'id_ed25519', 'known_hosts']) writeFileSync(join(dir, f), 'x');
+    for (const f of ['kubeconfig', 'known_hosts']) writeFileSync(join(dir, f), 'x');
+    writeFileSync(join(dir, 'id_ed25519'), freshPrivateKey(), { mode: 0o600 }); // the worker parses the key at start-up
     writeFileSync(join(clusters, 'lab.yaml'), ['name: lab', `kubeconfig: ${dir}/kubeconfig`, 'ssh:', '  user: skewless', `  privateKeyPath: ${dir}/id_ed25519`,
       `  knownHostsPath: ${dir}/known_hosts`, 'snapshots:', `  dir: ${dir}/snapshots`, ''].join('\n'));
     const w = spawnCli(['worker', '--clusters-dir', clusters, '--task-queue', uniqueTaskQueue('codec-worker'), '--payload-key-file', keyFile], { ...cleanEnv(), TEMPORAL_ADDRESS: env.address });
