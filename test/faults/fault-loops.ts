@@ -1,0 +1,174 @@
+import type { Client } from '@temporalio/client';
+import type { Simulation } from '../../sim/simulation.js';
+import type { DevServerProcess, WorkerProcess } from './fault-processes.js';
+import { describeActivity, drainsInProgress, pendingActivities, type CommandTracker, type RunningCommand } from './in-flight.js';
+import { TARGET_COMMAND, type KillTarget, type PlannedKill, type PlannedServerRestart } from './kill-schedule.js';
+
+/** The two loops of a fault run: kill the worker at planned moments; kill the Temporal server. */
+
+export interface LoopContext {
+  sim: Simulation;
+  client: Client;
+  worker: WorkerProcess;
+  server: DevServerProcess;
+  tracker: CommandTracker;
+  log: (line: string) => void;
+  /** When the upgrade started: times in the report are relative to it. */
+  t0: number;
+  /** Fires when the upgrade has ended: the loops stop. */
+  finished: AbortSignal;
+  targetWaitMs: number;
+}
+
+export interface KillRecord {
+  n: number;
+  atMs: number;
+  /** What the kill waited for; `random` also when a target's moment did not come in time. */
+  target: KillTarget | 'random';
+  /** A targeted kill that landed in its moment (the command still running, a drain activity out). */
+  hit: boolean;
+  /** What the moment was: the command and how far into it, or the drain. */
+  moment: string;
+  commands: string[];
+  activities: string[];
+  downMs: number;
+}
+
+export interface ServerRestartRecord {
+  n: number;
+  atMs: number;
+  downMs: number;
+  /** From the kill until the restarted server answered. */
+  outageMs: number;
+  commands: string[];
+}
+
+/** Resolves after `ms`, or false as soon as `signal` fires. */
+const wait = (ms: number, signal: AbortSignal): Promise<boolean> => new Promise((resolve) => {
+  if (signal.aborted) return resolve(false);
+  const timer = setTimeout(() => {
+    signal.removeEventListener('abort', onAbort);
+    resolve(true);
+  }, ms);
+  const onAbort = () => {
+    clearTimeout(timer);
+    resolve(false);
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
+});
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const short = (command: string) => command.replace(/^sudo -n (\S+=\S+ )*/, '').replace(/ -o \S+/g, '').replace(/ -[qy]\b/g, '');
+const describeCommands = (cs: RunningCommand[], now: number) => cs.map((c) => `${c.host}: '${short(c.command)}' (${now - c.startedAt} ms in)`);
+
+/** An AbortSignal that fires at the deadline or when `parent` does. */
+function until(parent: AbortSignal, ms: number): AbortSignal {
+  return AbortSignal.any([parent, AbortSignal.timeout(ms)]);
+}
+
+interface Moment {
+  hit: boolean;
+  what: string;
+  /** The node a drain target chose, to confirm against Temporal's pending activities. */
+  drainNode?: string;
+}
+
+const LATENCY_OF = { apply: 'kubeadmApply', 'apt-install': 'aptInstall', 'kubelet-restart': 'kubeletRestart' } as const;
+
+/** Waits for a host command of the target to be in flight `into` of its latency; undefined when none came in time. */
+async function commandMoment(ctx: LoopContext, target: Exclude<KillTarget, 'drain'>, into: number): Promise<Moment | undefined> {
+  const signal = until(ctx.finished, ctx.targetWaitMs);
+  for (;;) {
+    const c = await ctx.tracker.nextStart((r) => TARGET_COMMAND[target].test(r.command), signal);
+    if (!c) return undefined;
+    // A kubelet restart returns at once (the node turns Ready later): the kill goes in as it starts.
+    const latency = ctx.sim.description.nodes.find((n) => n.name === c.host)?.latencies[LATENCY_OF[target]] ?? 0;
+    const delay = target === 'kubelet-restart' ? 0 : Math.round(into * latency);
+    if (delay > 0 && !(await wait(delay, ctx.finished))) return undefined;
+    if (ctx.tracker.isRunning(c)) return { hit: true, what: `${c.host}: '${short(c.command)}' ${delay} ms in` };
+  }
+}
+
+/** Waits until a node cordoned by skewless still has pods to evict, twice in a row (the drain activity has begun). */
+async function drainMoment(ctx: LoopContext, into: number): Promise<Moment | undefined> {
+  const deadline = Date.now() + ctx.targetWaitMs;
+  let previous = new Set<string>();
+  while (Date.now() < deadline && !ctx.finished.aborted) {
+    const drains = await drainsInProgress(ctx.sim.kube).catch(() => []);
+    const steady = drains.find((d) => previous.has(d.node));
+    if (steady) {
+      if (!(await wait(Math.round(into * 500), ctx.finished))) return undefined;
+      return { hit: true, what: `drain of ${steady.node}: ${steady.remaining} pod(s) to move, ${steady.terminating} terminating`, drainNode: steady.node };
+    }
+    previous = new Set(drains.map((d) => d.node));
+    if (!(await wait(150, ctx.finished))) return undefined;
+  }
+  return undefined;
+}
+
+/** Starts the worker again; a worker that exits at start (the server down just then) is restarted, as a supervisor would. */
+async function restartWorker(ctx: LoopContext): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await ctx.worker.start();
+      return;
+    } catch (err) {
+      if (attempt >= 30) throw err;
+      ctx.log(`[faults]   worker start ${attempt} failed (${(err as Error).message.split('\n')[0]}); again in 1 s`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
+export async function killWorkerLoop(ctx: LoopContext, plan: PlannedKill[], out: KillRecord[]): Promise<void> {
+  let retarget: KillTarget | undefined;
+  for (const [i, planned] of plan.entries()) {
+    if (ctx.finished.aborted) return;
+    const target = retarget ?? planned.target;
+    retarget = undefined;
+    let moment: Moment | undefined;
+    if (target === 'random') {
+      if (!(await wait(planned.afterMs, ctx.finished))) return;
+      moment = { hit: false, what: `${seconds(planned.afterMs)} after the worker came up` };
+    } else {
+      moment = target === 'drain' ? await drainMoment(ctx, planned.into) : await commandMoment(ctx, target, planned.into);
+      if (ctx.finished.aborted) return;
+      moment ??= { hit: false, what: `no ${target} within ${seconds(ctx.targetWaitMs)}` };
+    }
+    const now = Date.now();
+    const commands = describeCommands(ctx.tracker.inFlight(), now);
+    await ctx.worker.kill();
+    const atMs = now - ctx.t0;
+    // Temporal still shows the dead worker's activities as started until their timeouts.
+    const activities = await Promise.race([
+      pendingActivities(ctx.client),
+      new Promise<undefined>((r) => setTimeout(() => r(undefined), 5_000)),
+    ]).catch(() => undefined);
+    if (moment.drainNode && activities) moment.hit = activities.some((a) => a.activity === 'drainNode' && a.started && a.workflowId.endsWith(`/${moment.drainNode}`));
+    if (target !== 'random' && !moment.hit) retarget = target; // the next kill tries this target again
+    const record: KillRecord = {
+      n: i + 1, atMs, target, hit: moment.hit, moment: moment.what, commands,
+      activities: activities ? activities.map(describeActivity) : ['(Temporal did not answer)'], downMs: planned.downMs,
+    };
+    out.push(record);
+    ctx.log(`[faults] kill ${record.n}/${plan.length} at ${seconds(atMs)} [${target}${target === 'random' ? '' : record.hit ? ', hit' : ', MISSED'}]: ${record.moment}`);
+    ctx.log(`[faults]   commands in flight: ${commands.join('; ') || 'none'}`);
+    ctx.log(`[faults]   activities out: ${record.activities.join(', ') || 'none'}; worker down ${seconds(planned.downMs)}`);
+    await wait(planned.downMs, AbortSignal.timeout(planned.downMs + 1000));
+    await restartWorker(ctx);
+  }
+}
+
+export async function restartServerLoop(ctx: LoopContext, plan: PlannedServerRestart[], out: ServerRestartRecord[]): Promise<void> {
+  for (const [i, planned] of plan.entries()) {
+    if (!(await wait(planned.afterMs, ctx.finished))) return;
+    const now = Date.now();
+    const commands = describeCommands(ctx.tracker.inFlight(), now);
+    await ctx.server.kill();
+    await wait(planned.downMs, AbortSignal.timeout(planned.downMs + 1000));
+    await ctx.server.start();
+    const record: ServerRestartRecord = { n: i + 1, atMs: now - ctx.t0, downMs: planned.downMs, outageMs: Date.now() - now, commands };
+    out.push(record);
+    ctx.log(`[faults] server restart ${record.n}/${plan.length} at ${seconds(record.atMs)}: down ${seconds(record.outageMs)} (same port, same db); commands in flight: ${commands.join('; ') || 'none'}`);
+  }
+}
