@@ -4,6 +4,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { parseVersion } from '../rules/index.js';
 import type { ClusterAccess, ExecOptions, ExecResult } from './cluster-access.js';
 import { ErrorType, kubeCall } from './errors.js';
+import { heartbeatWhile, hostActivityScope } from './host-activity-context.js';
 import { NODE_NAME } from './host-address.js';
 import { isTransientFailure } from './host-transient.js';
 
@@ -51,9 +52,12 @@ export function commandFailed(node: string, argv: readonly string[], result: Exe
   });
 }
 
-/** Runs argv; a non-zero exit is a HostCommandFailed. */
+/**
+ * Runs argv; a non-zero exit is a HostCommandFailed. Heartbeats while it runs: a quick command can
+ * still take a connect timeout and more, and a silent activity looks like a dead worker to Temporal.
+ */
 export async function run(access: ClusterAccess, node: string, argv: readonly string[], options: ExecOptions, what?: string): Promise<ExecResult> {
-  const result = await access.shell.exec(node, argv, options);
+  const result = await heartbeatWhile(hostActivityScope(), () => ({ node, running: argv.slice(0, 3).join(' ') }), access.shell.exec(node, argv, options));
   if (result.exitCode !== 0) throw commandFailed(node, argv, result, what);
   return result;
 }
