@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import type { Client } from '@temporalio/client';
 import type { Simulation } from '../../sim/simulation.js';
 import type { DevServerProcess, WorkerProcess } from './fault-processes.js';
@@ -89,18 +90,24 @@ async function commandMoment(ctx: LoopContext, target: Exclude<KillTarget, 'drai
   }
 }
 
-/** Waits until a node cordoned by skewless still has pods to evict, twice in a row (the drain activity has begun). */
+/** The SDK's default worker identity: the live worker's, as opposed to an attempt a killed one left behind. */
+const identityOf = (pid: number | undefined) => `${pid}@${hostname()}`;
+
+/** A drainNode attempt of the live worker is out for `node` (a dead worker's stays "started" until its heartbeat times out). */
+const drainRunning = async (ctx: LoopContext, node: string): Promise<boolean> =>
+  (await pendingActivities(ctx.client).catch(() => [])).some((a) => a.activity === 'drainNode' && a.started
+    && a.worker === identityOf(ctx.worker.pid) && a.workflowId.endsWith(`/${node}`));
+
+/** Waits until a node cordoned by skewless still has pods to evict while its drainNode activity runs. */
 async function drainMoment(ctx: LoopContext, into: number): Promise<Moment | undefined> {
   const deadline = Date.now() + ctx.targetWaitMs;
-  let previous = new Set<string>();
   while (Date.now() < deadline && !ctx.finished.aborted) {
-    const drains = await drainsInProgress(ctx.sim.kube).catch(() => []);
-    const steady = drains.find((d) => previous.has(d.node));
-    if (steady) {
-      if (!(await wait(Math.round(into * 500), ctx.finished))) return undefined;
-      return { hit: true, what: `drain of ${steady.node}: ${steady.remaining} pod(s) to move, ${steady.terminating} terminating`, drainNode: steady.node };
+    for (const d of await drainsInProgress(ctx.sim.kube).catch(() => [])) {
+      if (!(await drainRunning(ctx, d.node))) continue;
+      // A drain that meets no PDB is over in a few hundred ms: the kill follows within 150 ms.
+      if (!(await wait(Math.round(into * 150), ctx.finished))) return undefined;
+      return { hit: true, what: `drain of ${d.node}: ${d.remaining.join(', ')} to move, ${d.terminating} terminating`, drainNode: d.node };
     }
-    previous = new Set(drains.map((d) => d.node));
     if (!(await wait(150, ctx.finished))) return undefined;
   }
   return undefined;
@@ -137,6 +144,7 @@ export async function killWorkerLoop(ctx: LoopContext, plan: PlannedKill[], out:
     }
     const now = Date.now();
     const commands = describeCommands(ctx.tracker.inFlight(), now);
+    const killed = identityOf(ctx.worker.pid);
     await ctx.worker.kill();
     const atMs = now - ctx.t0;
     // Temporal still shows the dead worker's activities as started until their timeouts.
@@ -144,17 +152,20 @@ export async function killWorkerLoop(ctx: LoopContext, plan: PlannedKill[], out:
       pendingActivities(ctx.client),
       new Promise<undefined>((r) => setTimeout(() => r(undefined), 5_000)),
     ]).catch(() => undefined);
-    if (moment.drainNode && activities) moment.hit = activities.some((a) => a.activity === 'drainNode' && a.started && a.workflowId.endsWith(`/${moment.drainNode}`));
-    if (target !== 'random' && !moment.hit) retarget = target; // the next kill tries this target again
+    if (moment.drainNode && activities) {
+      moment.hit = activities.some((a) => a.activity === 'drainNode' && a.started && a.worker === killed && a.workflowId.endsWith(`/${moment.drainNode}`));
+    }
+    // A target not hit yet is tried again by the next kill, until each has been hit once.
+    if (target !== 'random' && !moment.hit && !out.some((k) => k.target === target && k.hit)) retarget = target;
     const record: KillRecord = {
       n: i + 1, atMs, target, hit: moment.hit, moment: moment.what, commands,
-      activities: activities ? activities.map(describeActivity) : ['(Temporal did not answer)'], downMs: planned.downMs,
+      activities: activities ? activities.map((a) => describeActivity(a, killed)) : ['(Temporal did not answer)'], downMs: planned.downMs,
     };
     out.push(record);
     ctx.log(`[faults] kill ${record.n}/${plan.length} at ${seconds(atMs)} [${target}${target === 'random' ? '' : record.hit ? ', hit' : ', MISSED'}]: ${record.moment}`);
     ctx.log(`[faults]   commands in flight: ${commands.join('; ') || 'none'}`);
     ctx.log(`[faults]   activities out: ${record.activities.join(', ') || 'none'}; worker down ${seconds(planned.downMs)}`);
-    await wait(planned.downMs, AbortSignal.timeout(planned.downMs + 1000));
+    await new Promise((r) => setTimeout(r, planned.downMs));
     await restartWorker(ctx);
   }
 }
@@ -165,7 +176,7 @@ export async function restartServerLoop(ctx: LoopContext, plan: PlannedServerRes
     const now = Date.now();
     const commands = describeCommands(ctx.tracker.inFlight(), now);
     await ctx.server.kill();
-    await wait(planned.downMs, AbortSignal.timeout(planned.downMs + 1000));
+    await new Promise((r) => setTimeout(r, planned.downMs));
     await ctx.server.start();
     const record: ServerRestartRecord = { n: i + 1, atMs: now - ctx.t0, downMs: planned.downMs, outageMs: Date.now() - now, commands };
     out.push(record);

@@ -13,8 +13,8 @@ import { failureChain } from '../helpers/upgrade-evidence.js';
 import { FAULT_HOPS, FAULT_LAB, FAULT_POLICY, FAULT_TARGET } from './fault-lab.js';
 import { DevServerProcess, WorkerProcess } from './fault-processes.js';
 import { checkUpgradeOutcome } from './final-checks.js';
-import { trackCommands, type CommandTracker } from './in-flight.js';
-import { planKills, planServerRestarts, TARGETS, type KillScheduleOptions, type KillTarget } from './kill-schedule.js';
+import { podsLeftOn, trackCommands, type CommandTracker } from './in-flight.js';
+import { planKills, planServerRestarts, TARGET_COMMAND, TARGETS, type KillScheduleOptions, type KillTarget } from './kill-schedule.js';
 import { killWorkerLoop, restartServerLoop, type KillRecord, type ServerRestartRecord } from './fault-loops.js';
 import { mulberry32 } from './prng.js';
 
@@ -36,7 +36,7 @@ export interface FaultRunOptions {
   schedule?: Omit<KillScheduleOptions, 'kills' | 'serverRestarts'>;
   /** Kept afterwards when set (default: a temporary folder, removed unless the run failed). */
   stateDir?: string;
-  /** How long a targeted kill waits for its moment before it kills anyway (default 3 min). */
+  /** How long a targeted kill waits for its moment before it kills anyway (default 30 s). */
   targetWaitMs?: number;
   /** Give up on the upgrade after this long (default 15 min + 2 min per kill and restart). */
   timeoutMs?: number;
@@ -50,6 +50,8 @@ export interface FaultRunReport {
   serverRestarts: ServerRestartRecord[];
   hangups: { atMs: number; host: string; command: string; fate: HangupFate; exitCode: number | null }[];
   targetsHit: Record<KillTarget, number>;
+  /** Kubelet restarts on a node that still ran pods a drain should have moved. */
+  undrained: string[];
   status?: UpgradeStatus;
   problems: string[];
   ok: boolean;
@@ -87,7 +89,7 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
   const timeoutMs = o.timeoutMs ?? 15 * 60_000 + 120_000 * (plan.kills + plan.serverRestarts);
   const report: FaultRunReport = {
     seed: o.seed, requested: { kills: plan.kills, serverRestarts: plan.serverRestarts }, kills: [], serverRestarts: [], hangups: [],
-    targetsHit: { apply: 0, drain: 0, 'apt-install': 0, 'kubelet-restart': 0 }, problems: [], ok: false, wallMs: 0, upgradeMs: 0, stateDir,
+    targetsHit: { apply: 0, drain: 0, 'apt-install': 0, 'kubelet-restart': 0 }, undrained: [], problems: [], ok: false, wallMs: 0, upgradeMs: 0, stateDir,
   };
 
   let sim: Simulation | undefined;
@@ -115,6 +117,16 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
       report.hangups.push({ atMs: e.time - t0, host: e.host, command: e.command, fate, exitCode: e.exitCode });
       log(`[faults]   ${e.host}: '${e.command}' lost its client; ${fate === 'dies' ? 'it died there (no effect)' : `it finished on the host (exit ${e.exitCode})`}`);
     });
+    // A kubelet restarts only on a drained node: pods a drain moves that are still there are a broken promise.
+    const undrained: string[] = report.undrained;
+    sim.hosts.onCommand((e) => {
+      if (e.phase !== 'start' || !TARGET_COMMAND['kubelet-restart'].test(e.command)) return;
+      podsLeftOn(started.kube, e.host).then((left) => {
+        if (left.length === 0) return;
+        undrained.push(`${e.host} restarted its kubelet at ${((e.time - t0) / 1000).toFixed(1)} s with ${left.join(', ')} still on it`);
+        log(`[faults]   NOT DRAINED: ${undrained.at(-1)}`);
+      }, (err: unknown) => log(`[faults]   could not list the pods on ${e.host}: ${(err as Error).message}`));
+    });
     tracker = trackCommands(sim.hosts);
 
     const taskQueue = `faults-${o.seed}-${process.pid}`;
@@ -131,7 +143,7 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
     log(`[faults] started ${workflowId}: ${description.version} → ${o.to ?? FAULT_TARGET} on task queue ${taskQueue}`);
 
     const outcome = outcomeOf(client, workflowId, tUpgrade + timeoutMs).finally(() => finished.abort());
-    const loopCtx = { sim: started, client, worker, server, tracker, log, t0: tUpgrade, finished: finished.signal, targetWaitMs: o.targetWaitMs ?? 180_000 };
+    const loopCtx = { sim: started, client, worker, server, tracker, log, t0: tUpgrade, finished: finished.signal, targetWaitMs: o.targetWaitMs ?? 30_000 };
     const [result] = await Promise.all([
       outcome,
       killWorkerLoop(loopCtx, kills, report.kills),
@@ -145,6 +157,7 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
 
     for (const k of report.kills) if (k.target !== 'random' && k.hit) report.targetsHit[k.target]++;
     report.problems.push(...await checkUpgradeOutcome({ sim, hops, status: result.status, failure: result.failure, availability }));
+    report.problems.push(...report.undrained);
     if (report.kills.length < plan.kills) report.problems.push(`only ${report.kills.length} of ${plan.kills} planned kills happened before the upgrade ended`);
     if (report.serverRestarts.length < plan.serverRestarts) report.problems.push(`only ${report.serverRestarts.length} of ${plan.serverRestarts} server restarts happened before the upgrade ended`);
     for (const t of TARGETS) {

@@ -1,3 +1,4 @@
+import type { V1Pod } from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import { CORDONED_BY_ANNOTATION } from '../../activities/node-activities.js';
 import type { KubeClients } from '../../sim/cluster/kube-clients.js';
@@ -66,10 +67,20 @@ export function trackCommands(hosts: HostSimulator): CommandTracker {
 
 export interface DrainInProgress {
   node: string;
-  /** Pods a drain still has to move: not DaemonSet pods, not mirror pods. */
-  remaining: number;
+  /** Pods a drain still has to move (not DaemonSet pods, not mirror pods), `namespace/name`. */
+  remaining: string[];
   terminating: number;
 }
+
+/** Pods on `node` that a drain has to move: not DaemonSet pods, not mirror pods, not finished. */
+export function podsToMove(pods: V1Pod[], node: string): V1Pod[] {
+  return pods.filter((p) => p.spec?.nodeName === node
+    && !p.metadata?.annotations?.['kubernetes.io/config.mirror']
+    && !p.metadata?.ownerReferences?.some((o) => o.kind === 'DaemonSet')
+    && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed');
+}
+
+const podName = (p: V1Pod) => `${p.metadata?.namespace}/${p.metadata?.name}`;
 
 /** Nodes cordoned by skewless that still run pods a drain evicts. */
 export async function drainsInProgress(kube: KubeClients): Promise<DrainInProgress[]> {
@@ -77,13 +88,16 @@ export async function drainsInProgress(kube: KubeClients): Promise<DrainInProgre
   const cordoned = nodes.items.filter((n) => n.spec?.unschedulable && n.metadata?.annotations?.[CORDONED_BY_ANNOTATION]).map((n) => n.metadata?.name as string);
   const out: DrainInProgress[] = [];
   for (const node of cordoned) {
-    const evictable = pods.items.filter((p) => p.spec?.nodeName === node
-      && !p.metadata?.annotations?.['kubernetes.io/config.mirror']
-      && !p.metadata?.ownerReferences?.some((o) => o.kind === 'DaemonSet')
-      && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed');
-    if (evictable.length > 0) out.push({ node, remaining: evictable.length, terminating: evictable.filter((p) => p.metadata?.deletionTimestamp).length });
+    const evictable = podsToMove(pods.items, node);
+    if (evictable.length > 0) out.push({ node, remaining: evictable.map(podName), terminating: evictable.filter((p) => p.metadata?.deletionTimestamp).length });
   }
   return out;
+}
+
+/** `namespace/name` of the pods a drain should have moved off `node` that are still there. */
+export async function podsLeftOn(kube: KubeClients, node: string): Promise<string[]> {
+  const { items } = await kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` });
+  return podsToMove(items, node).map(podName);
 }
 
 export interface PendingActivity {
@@ -92,6 +106,8 @@ export interface PendingActivity {
   attempt: number;
   /** Started by a worker (the one just killed, most likely), not only scheduled. */
   started: boolean;
+  /** The worker that started the current attempt, `pid@host`. */
+  worker?: string;
 }
 
 /** Every activity Temporal has scheduled or handed out in the running workflows. */
@@ -105,15 +121,20 @@ export async function pendingActivities(client: Client): Promise<PendingActivity
         activity: a.activityType?.name ?? '?',
         attempt: a.attempt ?? 1,
         started: Number(a.state) === 2, // PENDING_ACTIVITY_STATE_STARTED
+        ...(a.lastWorkerIdentity ? { worker: a.lastWorkerIdentity } : {}),
       });
     }
   }
   return out.sort((a, b) => `${a.workflowId} ${a.activity}`.localeCompare(`${b.workflowId} ${b.activity}`));
 }
 
-/** `drainNode worker-3 #2`: the node is the last part of a node workflow's id (upgrade/<cluster>/<hop>/<node>). */
-export function describeActivity(a: PendingActivity): string {
+/**
+ * `drainNode worker-3@1.33.7 #2`: the node and hop end a node workflow's id (upgrade/<cluster>/<hop>/<node>).
+ * Attempts a worker killed earlier left behind (out until their heartbeat times out) are marked.
+ */
+export function describeActivity(a: PendingActivity, killed?: string): string {
   const parts = a.workflowId.split('/');
   const where = parts.length >= 4 ? ` ${parts.at(-1)}@${parts.at(-2)}` : '';
-  return `${a.activity}${where}${a.attempt > 1 ? ` #${a.attempt}` : ''}${a.started ? '' : ' (scheduled)'}`;
+  const state = !a.started ? ' (scheduled)' : killed && a.worker !== killed ? ' (left by an earlier worker)' : '';
+  return `${a.activity}${where}${a.attempt > 1 ? ` #${a.attempt}` : ''}${state}`;
 }

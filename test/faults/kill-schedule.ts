@@ -29,7 +29,7 @@ export interface PlannedServerRestart {
 export interface KillScheduleOptions {
   kills: number;
   serverRestarts: number;
-  /** Random kills land this long after the worker came up (default 2–15 s). */
+  /** Random kills land this long after the worker came up (default 1–8 s). */
   randomAfterMs?: [number, number];
   /** The worker stays dead this long (default 0.2–3 s). */
   downMs?: [number, number];
@@ -40,16 +40,17 @@ export interface KillScheduleOptions {
 
 /**
  * Kills 1–4 are the four targets (apply first: it only happens early in each hop); after them each
- * kill is targeted or random with even odds. Targets come back around later too, so a long run
- * kills into every kind of step many times.
+ * kill is random or targeted with even odds, so a long run kills into every kind of step many
+ * times. `kubeadm upgrade apply` runs once per hop, so it comes back rarely (1 in 8 targeted kills).
  */
 export function planKills(rng: Rng, o: KillScheduleOptions): PlannedKill[] {
-  const [rMin, rMax] = o.randomAfterMs ?? [2_000, 15_000];
+  const [rMin, rMax] = o.randomAfterMs ?? [1_000, 8_000];
   const [dMin, dMax] = o.downMs ?? [200, 3_000];
   const first: KillTarget[] = ['apply', ...rng.shuffle(TARGETS.filter((t) => t !== 'apply'))];
+  const later: KillTarget[] = ['apply', 'drain', 'drain', 'drain', 'apt-install', 'apt-install', 'kubelet-restart', 'kubelet-restart'];
   const plan: PlannedKill[] = [];
   for (let i = 0; i < o.kills; i++) {
-    const target = i < first.length ? (first[i] as KillTarget) : rng.chance(0.5) ? rng.pick(TARGETS) : 'random';
+    const target = i < first.length ? (first[i] as KillTarget) : rng.chance(0.5) ? rng.pick(later) : 'random';
     plan.push({ target, afterMs: Math.round(rng.between(rMin, rMax)), into: rng.between(0.1, 0.8), downMs: Math.round(rng.between(dMin, dMax)) });
   }
   return plan;
