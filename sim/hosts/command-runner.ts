@@ -8,11 +8,12 @@
 // default) ends the command at its next wait, before its effect; `finishes` lets it complete on the
 // host, its output lost and no exit status sent. Either way the log says the client hung up.
 import type { ServerChannel } from 'ssh2';
-import { parseCommandLine } from './command-line.js';
-import { CRASH, REBOOT, type CommandContext } from './commands/command.js';
+import { parseCommandLine, type SimpleCommand } from './command-line.js';
+import { CRASH, REBOOT, type CommandContext, type CommandOutcome } from './commands/command.js';
 import { lookupCommand, REBOOTS_MIDWAY } from './commands/index.js';
 import { AbortedError, asError, sleep, type HostMachine } from './host-machine.js';
 import { HostPathError } from './host-state.js';
+import { startProcess } from './process-table.js';
 
 export interface ExecIo {
   out(text: string): void;
@@ -72,42 +73,23 @@ async function run(machine: HostMachine, line: string, io: ExecIo): Promise<Exec
   let status = 0;
   for (const { command, onlyIfSucceeded } of parsed.steps) {
     if (onlyIfSucceeded && status !== 0) continue;
-    const [name, ...args] = command.argv;
-    if (name === undefined) {
+    if (command.argv.length === 0) {
       // `VAR=value` alone sets a shell variable; `sudo` alone prints its usage.
       if (command.sudo) io.err('usage: sudo -h | -K | -k | -V\n');
       status = command.sudo ? 1 : 0;
       continue;
     }
-    const fault = machine.faults.take(command.argv);
-    if (fault.extraDelayMs > 0) await sleep(fault.extraDelayMs, io.signal);
-    if (fault.hang) await sleep(2 ** 31 - 1, io.signal); // until the client gives up
-    if (fault.fail) {
-      io.err(fault.fail.stderr.endsWith('\n') ? fault.fail.stderr : `${fault.fail.stderr}\n`);
-      status = fault.fail.exitCode;
-      continue;
-    }
-    const found = lookupCommand(name);
-    if (!found) {
-      io.err(`bash: line 1: ${name}: command not found\n`);
-      status = 127;
-      continue;
-    }
-    if (fault.reboot && !REBOOTS_MIDWAY.has(found.handler)) return { exitCode: null, reboot: true, crashed: true };
-    const ctx: CommandContext = {
-      argv: [found.name, ...args], env: command.env, root: command.sudo || !machine.config.requireSudo,
-      machine, signal: io.signal, out: io.out, err: io.err, ...(fault.reboot ? { rebootMidway: true } : {}),
-    };
+    // A process for pgrep from here until the step ends, however it ends (a hung one included).
+    const exited = startProcess(machine, command.argv);
+    let outcome: CommandOutcome;
     try {
-      const outcome = await found.handler(ctx);
-      if (outcome === REBOOT) return { exitCode: null, reboot: true };
-      if (outcome === CRASH) return { exitCode: null, reboot: true, crashed: true };
-      status = outcome;
-    } catch (err) {
-      if (!(err instanceof HostPathError)) throw err;
-      io.err(`${err.message}\n`);
-      status = 2;
+      outcome = await runStep(machine, command, io);
+    } finally {
+      exited();
     }
+    if (outcome === REBOOT) return { exitCode: null, reboot: true };
+    if (outcome === CRASH) return { exitCode: null, reboot: true, crashed: true };
+    status = outcome;
   }
   return { exitCode: status, reboot: false };
 }
@@ -115,6 +97,34 @@ async function run(machine: HostMachine, line: string, io: ExecIo): Promise<Exec
 export interface ChannelOptions {
   hangup?: HangupPolicy;
   observe?: CommandObserver;
+}
+
+async function runStep(machine: HostMachine, command: SimpleCommand, io: ExecIo): Promise<CommandOutcome> {
+  const [name = '', ...args] = command.argv;
+  const fault = machine.faults.take(command.argv);
+  if (fault.extraDelayMs > 0) await sleep(fault.extraDelayMs, io.signal);
+  if (fault.hang) await sleep(2 ** 31 - 1, io.signal); // until the client gives up
+  if (fault.fail) {
+    io.err(fault.fail.stderr.endsWith('\n') ? fault.fail.stderr : `${fault.fail.stderr}\n`);
+    return fault.fail.exitCode;
+  }
+  const found = lookupCommand(name);
+  if (!found) {
+    io.err(`bash: line 1: ${name}: command not found\n`);
+    return 127;
+  }
+  if (fault.reboot && !REBOOTS_MIDWAY.has(found.handler)) return CRASH;
+  const ctx: CommandContext = {
+    argv: [found.name, ...args], env: command.env, root: command.sudo || !machine.config.requireSudo,
+    machine, signal: io.signal, out: io.out, err: io.err, ...(fault.reboot ? { rebootMidway: true } : {}),
+  };
+  try {
+    return await found.handler(ctx);
+  } catch (err) {
+    if (!(err instanceof HostPathError)) throw err;
+    io.err(`${err.message}\n`);
+    return 2;
+  }
 }
 
 /** Serves one exec request: output to the channel, then its exit status (none after a reboot). */

@@ -57,6 +57,20 @@ describe('a client that goes away mid-command, and who watches commands', () => 
     assert.deepEqual(fates, [`w-1 ${INSTALL} kubeadm=1.33.7-1.1`]);
   });
 
+  it('pgrep lists what runs on the host, a command its client left included, and exits 1 once it is gone', async (t) => {
+    const { sim } = await startTestSim(t, slowApt);
+    sim.setHangupPolicy(() => 'finishes');
+    await hangUpDuring(sim, `${INSTALL} kubeadm=1.33.7-1.1`, 100);
+    const during = await run(sim, 'w-1', "pgrep -a -x 'apt-get|dpkg'");
+    assert.equal(during.code, 0);
+    assert.match(during.stdout, /^\d+ apt-get install -y --allow-change-held-packages kubeadm=1\.33\.7-1\.1\n$/);
+    assert.equal((await run(sim, 'w-1', 'pgrep -x apt')).code, 1, '-x matches the whole name');
+    await waitFor('the install to finish', () => sim.commandLog('w-1').length >= 3);
+    const after = await run(sim, 'w-1', "pgrep -a -x 'apt-get|dpkg'");
+    assert.deepEqual([after.code, after.stdout], [1, '']);
+    assert.equal((await run(sim, 'w-1', 'pgrep')).code, 2);
+  });
+
   it('apt waits up to DPkg::Lock::Timeout for the dpkg lock an install left running still holds', async (t) => {
     const { sim } = await startTestSim(t, slowApt);
     sim.setHangupPolicy(() => 'finishes');
