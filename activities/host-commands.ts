@@ -4,7 +4,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { parseVersion } from '../rules/index.js';
 import type { ClusterAccess, ExecOptions, ExecResult } from './cluster-access.js';
 import { ErrorType, kubeCall } from './errors.js';
-import { heartbeatWhile, hostActivityScope } from './host-activity-context.js';
+import { heartbeatWhile, hostActivityScope, pause, type HostActivityScope } from './host-activity-context.js';
 import { NODE_NAME } from './host-address.js';
 import { isTransientFailure } from './host-transient.js';
 
@@ -92,4 +92,31 @@ export async function controlPlaneVersions(access: ClusterAccess, node: string):
 export async function clusterVersion(access: ClusterAccess): Promise<string | undefined> {
   const cm = await kubeCall('read kube-system/kubeadm-config', () => access.kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' }));
   return /^kubernetesVersion:\s*v?(\S+)\s*$/m.exec(cm.data?.ClusterConfiguration ?? '')?.[1];
+}
+
+const QUIET_POLL_MS = 2_000;
+
+/**
+ * Waits until no process named one of `programs` runs on the node. A command whose worker died can
+ * outlive its SSH session (no terminal, so no SIGHUP) and still be at work when Temporal hands the
+ * activity to another worker; a retry that looked before it ended would do the same work a second
+ * time beside it (two `kubeadm upgrade apply`, an install of what is being installed). Without
+ * pgrep on the host (exit 127) there is nothing to wait for that can be seen. Resolves true when it
+ * had to wait: what the caller read before is stale then.
+ */
+export async function awaitQuietHost(access: ClusterAccess, node: string, programs: readonly string[], timeoutMs: number, scope: HostActivityScope): Promise<boolean> {
+  const argv = ['pgrep', '-a', '-x', programs.join('|')];
+  const deadline = Date.now() + timeoutMs;
+  for (let waited = false; ; waited = true) {
+    const r = await access.shell.exec(node, argv, { timeoutMs: 60_000, signal: scope.signal });
+    if (r.exitCode === 1 || r.exitCode === 127) return waited;
+    if (r.exitCode !== 0) throw commandFailed(node, argv, r);
+    const running = r.stdout.trim().split('\n').map((l) => l.replace(/^\d+\s+/, '')).slice(0, 3);
+    if (Date.now() > deadline) {
+      throw ApplicationFailure.create({ type: ErrorType.HostCommandTimedOut,
+        message: `${node} still runs ${running.map((c) => `'${c}'`).join(', ')} after ${Math.round(timeoutMs / 1000)} s; not starting another beside it` });
+    }
+    scope.heartbeat({ node, waitingFor: running });
+    await pause(QUIET_POLL_MS, scope.signal);
+  }
 }
