@@ -1,7 +1,9 @@
 /**
  * The cluster the fault harness upgrades: three control planes and seven workers at 1.32.4, a
  * repository offering 1.33 and 1.34, workloads with PDBs a careless drain would break. Host
- * commands take long enough that a kill can land inside them (the latencies, in ms).
+ * commands take long enough that a kill can land inside them (the latencies, in ms), and
+ * `kubeadm upgrade apply` longer than Temporal takes to give a dead worker's activity to the
+ * restarted one (about 25 s), as it does on a real control plane (minutes): a retry can meet it.
  */
 export const FAULT_LAB = `
 name: faults
@@ -11,7 +13,7 @@ rebootSeconds: 1
 latencies:
   aptInstall: 1500
   kubeletRestart: 1500
-  kubeadmApply: 3000
+  kubeadmApply: 30000
   kubeadmNode: 1000
 nodes:
   - {name: cp, role: control-plane, count: 3}

@@ -18,8 +18,12 @@ export interface LoopContext {
   t0: number;
   /** Fires when the upgrade has ended: the loops stop. */
   finished: AbortSignal;
+  /** How long a later targeted kill waits for its moment before it kills anyway. */
   targetWaitMs: number;
 }
+
+/** A target not hit yet waits this long for its moment (until the upgrade ends, in practice). */
+const FIRST_HIT_WAIT_MS = 15 * 60_000;
 
 export interface KillRecord {
   n: number;
@@ -62,9 +66,18 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const short = (command: string) => command.replace(/^sudo -n (\S+=\S+ )*/, '').replace(/ -o \S+/g, '').replace(/ -[qy]\b/g, '');
 const describeCommands = (cs: RunningCommand[], now: number) => cs.map((c) => `${c.host}: '${short(c.command)}' (${now - c.startedAt} ms in)`);
 
-/** An AbortSignal that fires at the deadline or when `parent` does. */
-function until(parent: AbortSignal, ms: number): AbortSignal {
-  return AbortSignal.any([parent, AbortSignal.timeout(ms)]);
+/**
+ * An AbortSignal that fires at the deadline or when `parent` does; `done()` releases it. Not
+ * AbortSignal.any + AbortSignal.timeout: on Node 20 the timeout signal can be garbage-collected
+ * before it fires (nodejs/node#48951), and a wait then never ends.
+ */
+function until(parent: AbortSignal, ms: number): { signal: AbortSignal; done(): void } {
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  const timer = setTimeout(abort, ms);
+  parent.addEventListener('abort', abort, { once: true });
+  if (parent.aborted) abort();
+  return { signal: controller.signal, done: () => { clearTimeout(timer); parent.removeEventListener('abort', abort); } };
 }
 
 interface Moment {
@@ -77,16 +90,20 @@ interface Moment {
 const LATENCY_OF = { apply: 'kubeadmApply', 'apt-install': 'aptInstall', 'kubelet-restart': 'kubeletRestart' } as const;
 
 /** Waits for a host command of the target to be in flight `into` of its latency; undefined when none came in time. */
-async function commandMoment(ctx: LoopContext, target: Exclude<KillTarget, 'drain'>, into: number): Promise<Moment | undefined> {
-  const signal = until(ctx.finished, ctx.targetWaitMs);
-  for (;;) {
-    const c = await ctx.tracker.nextStart((r) => TARGET_COMMAND[target].test(r.command), signal);
-    if (!c) return undefined;
-    // A kubelet restart returns at once (the node turns Ready later): the kill goes in as it starts.
-    const latency = ctx.sim.description.nodes.find((n) => n.name === c.host)?.latencies[LATENCY_OF[target]] ?? 0;
-    const delay = target === 'kubelet-restart' ? 0 : Math.round(into * latency);
-    if (delay > 0 && !(await wait(delay, ctx.finished))) return undefined;
-    if (ctx.tracker.isRunning(c)) return { hit: true, what: `${c.host}: '${short(c.command)}' ${delay} ms in` };
+async function commandMoment(ctx: LoopContext, target: Exclude<KillTarget, 'drain'>, into: number, waitMs: number): Promise<Moment | undefined> {
+  const deadline = until(ctx.finished, waitMs);
+  try {
+    for (;;) {
+      const c = await ctx.tracker.nextStart((r) => TARGET_COMMAND[target].test(r.command), deadline.signal);
+      if (!c) return undefined;
+      // A kubelet restart returns at once (the node turns Ready later): the kill goes in as it starts.
+      const latency = ctx.sim.description.nodes.find((n) => n.name === c.host)?.latencies[LATENCY_OF[target]] ?? 0;
+      const delay = target === 'kubelet-restart' ? 0 : Math.round(into * latency);
+      if (delay > 0 && !(await wait(delay, ctx.finished))) return undefined;
+      if (ctx.tracker.isRunning(c)) return { hit: true, what: `${c.host}: '${short(c.command)}' ${delay} ms in` };
+    }
+  } finally {
+    deadline.done();
   }
 }
 
@@ -99,8 +116,8 @@ const drainRunning = async (ctx: LoopContext, node: string): Promise<boolean> =>
     && a.worker === identityOf(ctx.worker.pid) && a.workflowId.endsWith(`/${node}`));
 
 /** Waits until a node cordoned by skewless still has pods to evict while its drainNode activity runs. */
-async function drainMoment(ctx: LoopContext, into: number): Promise<Moment | undefined> {
-  const deadline = Date.now() + ctx.targetWaitMs;
+async function drainMoment(ctx: LoopContext, into: number, waitMs: number): Promise<Moment | undefined> {
+  const deadline = Date.now() + waitMs;
   while (Date.now() < deadline && !ctx.finished.aborted) {
     for (const d of await drainsInProgress(ctx.sim.kube).catch(() => [])) {
       if (!(await drainRunning(ctx, d.node))) continue;
@@ -138,9 +155,11 @@ export async function killWorkerLoop(ctx: LoopContext, plan: PlannedKill[], out:
       if (!(await wait(planned.afterMs, ctx.finished))) return;
       moment = { hit: false, what: `${seconds(planned.afterMs)} after the worker came up` };
     } else {
-      moment = target === 'drain' ? await drainMoment(ctx, planned.into) : await commandMoment(ctx, target, planned.into);
+      // Until a target has been hit once, its kill waits for it; later ones fall back to a random kill.
+      const waitMs = out.some((k) => k.target === target && k.hit) ? ctx.targetWaitMs : FIRST_HIT_WAIT_MS;
+      moment = target === 'drain' ? await drainMoment(ctx, planned.into, waitMs) : await commandMoment(ctx, target, planned.into, waitMs);
       if (ctx.finished.aborted) return;
-      moment ??= { hit: false, what: `no ${target} within ${seconds(ctx.targetWaitMs)}` };
+      moment ??= { hit: false, what: `no ${target} within ${seconds(waitMs)}` };
     }
     const now = Date.now();
     const commands = describeCommands(ctx.tracker.inFlight(), now);

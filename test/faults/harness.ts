@@ -36,7 +36,7 @@ export interface FaultRunOptions {
   schedule?: Omit<KillScheduleOptions, 'kills' | 'serverRestarts'>;
   /** Kept afterwards when set (default: a temporary folder, removed unless the run failed). */
   stateDir?: string;
-  /** How long a targeted kill waits for its moment before it kills anyway (default 30 s). */
+  /** How long a targeted kill waits for its moment before it kills anyway (default 20 s). */
   targetWaitMs?: number;
   /** Give up on the upgrade after this long (default 15 min + 2 min per kill and restart). */
   timeoutMs?: number;
@@ -108,9 +108,14 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
     log(`[faults] seed ${o.seed}: ${description.nodes.length} nodes at ${description.version}, Temporal ${server.address} (pid ${server.pid}, ${server.db}), state ${stateDir}`);
     log(`[faults] plan: ${kills.length} worker kills (${kills.map((k) => k.target).join(', ')}), ${restarts.length} server restarts`);
 
-    // A command whose client died goes either way on a real host (sim/hosts/command-runner.ts): the seed decides.
+    // A command whose client died goes either way on a real host (sim/hosts/command-runner.ts): the seed
+    // decides, except that a hung-up kubeadm upgrade apply runs on every other time, starting with the first.
     const started = sim;
-    sim.hosts.setHangupPolicy(() => (fates.chance(0.5) ? 'finishes' : 'dies'));
+    let applies = 0;
+    sim.hosts.setHangupPolicy((_host, command) => {
+      if (TARGET_COMMAND.apply.test(command)) return applies++ % 2 === 0 ? 'finishes' : 'dies';
+      return fates.chance(0.5) ? 'finishes' : 'dies';
+    });
     sim.hosts.onCommand((e) => {
       if (e.phase !== 'end' || !e.hungUp) return;
       const fate: HangupFate = e.exitCode === null ? 'dies' : 'finishes';
@@ -143,7 +148,7 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
     log(`[faults] started ${workflowId}: ${description.version} → ${o.to ?? FAULT_TARGET} on task queue ${taskQueue}`);
 
     const outcome = outcomeOf(client, workflowId, tUpgrade + timeoutMs).finally(() => finished.abort());
-    const loopCtx = { sim: started, client, worker, server, tracker, log, t0: tUpgrade, finished: finished.signal, targetWaitMs: o.targetWaitMs ?? 30_000 };
+    const loopCtx = { sim: started, client, worker, server, tracker, log, t0: tUpgrade, finished: finished.signal, targetWaitMs: o.targetWaitMs ?? 20_000 };
     const [result] = await Promise.all([
       outcome,
       killWorkerLoop(loopCtx, kills, report.kills),

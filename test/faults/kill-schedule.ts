@@ -29,9 +29,9 @@ export interface PlannedServerRestart {
 export interface KillScheduleOptions {
   kills: number;
   serverRestarts: number;
-  /** Random kills land this long after the worker came up (default 1–8 s). */
+  /** Random kills land this long after the worker came up (default 0.5–5 s). */
   randomAfterMs?: [number, number];
-  /** The worker stays dead this long (default 0.2–3 s). */
+  /** The worker stays dead this long (default 0.2–2 s). */
   downMs?: [number, number];
   /** Gaps between server restarts (default 15–45 s) and their downtime (default 0.5–3 s). */
   serverGapMs?: [number, number];
@@ -44,8 +44,8 @@ export interface KillScheduleOptions {
  * times. `kubeadm upgrade apply` runs once per hop, so it comes back rarely (1 in 8 targeted kills).
  */
 export function planKills(rng: Rng, o: KillScheduleOptions): PlannedKill[] {
-  const [rMin, rMax] = o.randomAfterMs ?? [1_000, 8_000];
-  const [dMin, dMax] = o.downMs ?? [200, 3_000];
+  const [rMin, rMax] = o.randomAfterMs ?? [500, 5_000];
+  const [dMin, dMax] = o.downMs ?? [200, 2_000];
   const first: KillTarget[] = ['apply', ...rng.shuffle(TARGETS.filter((t) => t !== 'apply'))];
   const later: KillTarget[] = ['apply', 'drain', 'drain', 'drain', 'apt-install', 'apt-install', 'kubelet-restart', 'kubelet-restart'];
   const plan: PlannedKill[] = [];
