@@ -108,7 +108,8 @@ export async function awaitQuietHost(access: ClusterAccess, node: string, progra
   const argv = ['pgrep', '-a', '-x', programs.join('|')];
   const deadline = Date.now() + timeoutMs;
   for (let waited = false; ; waited = true) {
-    const r = await access.shell.exec(node, argv, { timeoutMs: 60_000, signal: scope.signal });
+    const r = await heartbeatWhile(scope, () => ({ node, looking: 'for an earlier attempt\'s command still running' }),
+      access.shell.exec(node, argv, { timeoutMs: access.config.timeouts.commandSeconds * 1000, signal: scope.signal }));
     if (r.exitCode === 1 || r.exitCode === 127) return waited;
     if (r.exitCode !== 0) throw commandFailed(node, argv, r);
     const running = r.stdout.trim().split('\n').map((l) => l.replace(/^\d+\s+/, '')).slice(0, 3);
