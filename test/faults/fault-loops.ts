@@ -185,7 +185,7 @@ export async function killWorkerLoop(ctx: LoopContext, plan: PlannedKill[], out:
     ctx.log(`[faults]   commands in flight: ${commands.join('; ') || 'none'}`);
     ctx.log(`[faults]   activities out: ${record.activities.join(', ') || 'none'}; worker down ${seconds(planned.downMs)}`);
     await new Promise((r) => setTimeout(r, planned.downMs));
-    await restartWorker(ctx);
+    await restartWorker(ctx); // even when the upgrade has ended meanwhile: the harness stops it gracefully
   }
 }
 

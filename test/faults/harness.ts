@@ -93,6 +93,8 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
   };
 
   let sim: Simulation | undefined;
+  let simStarting: Promise<Simulation> | undefined;
+  let loops: Promise<unknown>[] = [];
   let server: DevServerProcess | undefined;
   let worker: WorkerProcess | undefined;
   let connection: Connection | undefined;
@@ -101,7 +103,7 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
   const finished = new AbortController();
   try {
     server = new DevServerProcess(stateDir, await freePort());
-    const simStarting = startSimulation(description, { stateDir: join(stateDir, 'sim') });
+    simStarting = startSimulation(description, { stateDir: join(stateDir, 'sim') });
     simStarting.catch(() => undefined);
     await server.start();
     sim = await simStarting;
@@ -149,11 +151,8 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
 
     const outcome = outcomeOf(client, workflowId, tUpgrade + timeoutMs).finally(() => finished.abort());
     const loopCtx = { sim: started, client, worker, server, tracker, log, t0: tUpgrade, finished: finished.signal, targetWaitMs: o.targetWaitMs ?? 20_000 };
-    const [result] = await Promise.all([
-      outcome,
-      killWorkerLoop(loopCtx, kills, report.kills),
-      restartServerLoop(loopCtx, restarts, report.serverRestarts),
-    ]);
+    loops = [killWorkerLoop(loopCtx, kills, report.kills), restartServerLoop(loopCtx, restarts, report.serverRestarts)];
+    const [result] = await Promise.all([outcome, ...loops]);
     report.upgradeMs = Date.now() - tUpgrade;
     report.status = result.status;
     const availability: AvailabilityReport = await sampler.stop();
@@ -172,6 +171,8 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
     report.problems.push(`the harness failed: ${(err as Error).stack ?? String(err)}`);
   } finally {
     finished.abort();
+    await Promise.allSettled(loops); // a loop in the middle of a kill or a restart finishes it first
+    sim ??= await simStarting?.catch(() => undefined);
     tracker?.stop();
     await sampler?.stop().catch(() => undefined);
     await connection?.close().catch(() => undefined);
