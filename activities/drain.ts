@@ -45,6 +45,7 @@ export interface DrainResult {
 const PARALLEL_EVICTIONS = 16;
 const BACKOFF_MS = [1000, 2000, 4000, 5000];
 const GONE_POLL_MS = 500;
+const HEARTBEAT_MS = 5_000;
 /**
  * How long one attempt rides through an API server that does not answer (a restart, a failover)
  * before it fails and the activity's retry policy takes over.
@@ -141,6 +142,8 @@ export function createDrainActivities(deps: { clusters: ClusterResolver }) {
         } satisfies DrainProgress);
       beat();
 
+      // Also while nothing changes (a pod taking its grace period): silence would look like a dead worker.
+      const keepAlive = setInterval(beat, HEARTBEAT_MS);
       const stop = new AbortController();
       const onCancel = () => stop.abort(ctx.signal?.reason);
       ctx.signal?.addEventListener('abort', onCancel, { once: true });
@@ -202,6 +205,7 @@ export function createDrainActivities(deps: { clusters: ClusterResolver }) {
       try {
         await inPool(work, PARALLEL_EVICTIONS, stop, ({ pod, evict }) => drainOne(pod, evict));
       } finally {
+        clearInterval(keepAlive);
         ctx.signal?.removeEventListener('abort', onCancel);
       }
 

@@ -48,7 +48,7 @@ function progress(what: string, attempt: number, result: unknown): unknown {
 /**
  * Runs `check` until it reports healthy or `waitSeconds` have passed, heartbeating what is still
  * failing between attempts: Ready converges, so a check right after a restart may pass a moment
- * later. A slow attempt (a probe with a long timeout) heartbeats every 10 s while it runs, so the
+ * later. A slow attempt (a probe with a long timeout) heartbeats every 5 s while it runs, so the
  * profile's heartbeat timeout never mistakes it for a dead worker. Returns the last result either
  * way; the caller decides whether to throw.
  */
@@ -60,7 +60,7 @@ export async function pollUntilHealthy<R extends { healthy: boolean }>(
 ): Promise<R> {
   const deadline = Date.now() + waitSeconds * 1000;
   for (let attempt = 1; ; attempt++) {
-    const alive = setInterval(() => heartbeat({ check: what, attempt, running: true }), 10_000);
+    const alive = setInterval(() => heartbeat({ check: what, attempt, running: true }), 5_000);
     let result: R;
     try {
       result = await check();

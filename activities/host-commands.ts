@@ -4,6 +4,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { parseVersion } from '../rules/index.js';
 import type { ClusterAccess, ExecOptions, ExecResult } from './cluster-access.js';
 import { ErrorType, kubeCall } from './errors.js';
+import { heartbeatWhile, hostActivityScope, pause, type HostActivityScope } from './host-activity-context.js';
 import { NODE_NAME } from './host-address.js';
 import { isTransientFailure } from './host-transient.js';
 
@@ -51,9 +52,12 @@ export function commandFailed(node: string, argv: readonly string[], result: Exe
   });
 }
 
-/** Runs argv; a non-zero exit is a HostCommandFailed. */
+/**
+ * Runs argv; a non-zero exit is a HostCommandFailed. Heartbeats while it runs: a quick command can
+ * still take a connect timeout and more, and a silent activity looks like a dead worker to Temporal.
+ */
 export async function run(access: ClusterAccess, node: string, argv: readonly string[], options: ExecOptions, what?: string): Promise<ExecResult> {
-  const result = await access.shell.exec(node, argv, options);
+  const result = await heartbeatWhile(hostActivityScope(), () => ({ node, running: argv.slice(0, 3).join(' ') }), access.shell.exec(node, argv, options));
   if (result.exitCode !== 0) throw commandFailed(node, argv, result, what);
   return result;
 }
@@ -88,4 +92,32 @@ export async function controlPlaneVersions(access: ClusterAccess, node: string):
 export async function clusterVersion(access: ClusterAccess): Promise<string | undefined> {
   const cm = await kubeCall('read kube-system/kubeadm-config', () => access.kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' }));
   return /^kubernetesVersion:\s*v?(\S+)\s*$/m.exec(cm.data?.ClusterConfiguration ?? '')?.[1];
+}
+
+const QUIET_POLL_MS = 2_000;
+
+/**
+ * Waits until no process named one of `programs` runs on the node. A command whose worker died can
+ * outlive its SSH session (no terminal, so no SIGHUP) and still be at work when Temporal hands the
+ * activity to another worker; a retry that looked before it ended would do the same work a second
+ * time beside it (two `kubeadm upgrade apply`, an install of what is being installed). Without
+ * pgrep on the host (exit 127) there is nothing to wait for that can be seen. Resolves true when it
+ * had to wait: what the caller read before is stale then.
+ */
+export async function awaitQuietHost(access: ClusterAccess, node: string, programs: readonly string[], timeoutMs: number, scope: HostActivityScope): Promise<boolean> {
+  const argv = ['pgrep', '-a', '-x', programs.join('|')];
+  const deadline = Date.now() + timeoutMs;
+  for (let waited = false; ; waited = true) {
+    const r = await heartbeatWhile(scope, () => ({ node, looking: 'for an earlier attempt\'s command still running' }),
+      access.shell.exec(node, argv, { timeoutMs: access.config.timeouts.commandSeconds * 1000, signal: scope.signal }));
+    if (r.exitCode === 1 || r.exitCode === 127) return waited;
+    if (r.exitCode !== 0) throw commandFailed(node, argv, r);
+    const running = r.stdout.trim().split('\n').map((l) => l.replace(/^\d+\s+/, '')).slice(0, 3);
+    if (Date.now() > deadline) {
+      throw ApplicationFailure.create({ type: ErrorType.HostCommandTimedOut,
+        message: `${node} still runs ${running.map((c) => `'${c}'`).join(', ')} after ${Math.round(timeoutMs / 1000)} s; not starting another beside it` });
+    }
+    scope.heartbeat({ node, waitingFor: running });
+    await pause(QUIET_POLL_MS, scope.signal);
+  }
 }

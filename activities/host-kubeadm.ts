@@ -5,12 +5,14 @@ import { compareVersions, parseVersion } from '../rules/index.js';
 import type { ClusterAccess } from './cluster-access.js';
 import { ErrorType } from './errors.js';
 import { heartbeatWhile, hostActivityScope, pause, type HostActivityScope } from './host-activity-context.js';
-import { checkNode, checkVersion, clusterVersion, commandFailed, controlPlaneVersions, invalid, readNodeState, run } from './host-commands.js';
+import { awaitQuietHost, checkNode, checkVersion, clusterVersion, commandFailed, controlPlaneVersions, invalid, readNodeState, run } from './host-commands.js';
 import { parseKubeadmUpgradePlan, type KubeadmUpgradePlan } from './parsers/kubeadm-upgrade-plan.js';
 
 // Timeouts come from the cluster configuration (timeouts.kubeadm*Seconds), each below its activity profile's startToClose.
 const ms = (seconds: number): number => seconds * 1000;
 const COMPONENTS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'];
+/** How long apply/node wait for a kubeadm an earlier attempt left running before they look (awaitQuietHost). */
+const EARLIER_KUBEADM_MS = 8 * 60_000;
 
 export interface KubeadmStepResult {
   node: string;
@@ -64,11 +66,17 @@ export async function kubeadmUpgradeApply(access: ClusterAccess, input: { node: 
   const node = checkNode(input.node);
   const version = checkVersion(input.version);
   const scope = hostActivityScope();
-  const before = await controlPlaneVersions(access, node);
-  const cluster = await clusterVersion(access);
-  if (cluster === version && atVersion(before, version)) return { node, version, ran: false, components: before };
-  refuseDowngrade(cluster, version);
-  if (Object.keys(before).length === 0) throw invalid(`${node} runs no control-plane mirror pods: kubeadm upgrade apply belongs on the first control plane`);
+  const look = async () => ({ components: await controlPlaneVersions(access, node), cluster: await clusterVersion(access) });
+  let now = await look();
+  const done = () => now.cluster === version && atVersion(now.components, version);
+  if (done()) return { node, version, ran: false, components: now.components };
+  refuseDowngrade(now.cluster, version);
+  if (Object.keys(now.components).length === 0) throw invalid(`${node} runs no control-plane mirror pods: kubeadm upgrade apply belongs on the first control plane`);
+  // A kubeadm an earlier attempt left running may be doing this very upgrade: its outcome decides.
+  if (await awaitQuietHost(access, node, ['kubeadm'], EARLIER_KUBEADM_MS, scope)) {
+    now = await look();
+    if (done()) return { node, version, ran: false, components: now.components };
+  }
   const argv = ['kubeadm', 'upgrade', 'apply', `v${version}`, '--yes'];
   const result = await heartbeatWhile(scope, () => ({ node, step: 'kubeadm upgrade apply' }),
     access.shell.exec(node, argv, { timeoutMs: ms(access.config.timeouts.kubeadmApplySeconds), sudo: true, signal: scope.signal }));
@@ -84,15 +92,19 @@ export async function kubeadmUpgradeNode(access: ClusterAccess, input: { node: s
   const node = checkNode(input.node);
   const version = checkVersion(input.version);
   const scope = hostActivityScope();
-  const before = await controlPlaneVersions(access, node);
+  let before = await controlPlaneVersions(access, node);
   const controlPlane = Object.keys(before).length > 0;
-  if (controlPlane ? atVersion(before, version) : (await readNodeState(access, node)).kubeletVersion === version) {
-    return { node, version, ran: false, components: before };
-  }
+  const done = async () => (controlPlane ? atVersion(before, version) : (await readNodeState(access, node)).kubeletVersion === version);
+  if (await done()) return { node, version, ran: false, components: before };
   const cluster = await clusterVersion(access);
   refuseDowngrade(cluster, version);
   if (cluster !== version) {
     throw invalid(`the cluster is at ${cluster ?? 'an unknown version'}, not ${version}: run kubeadm upgrade apply on the first control plane before upgrading ${node}`);
+  }
+  // A kubeadm an earlier attempt left running may be doing this very step: its outcome decides.
+  if (await awaitQuietHost(access, node, ['kubeadm'], EARLIER_KUBEADM_MS, scope)) {
+    before = await controlPlaneVersions(access, node);
+    if (await done()) return { node, version, ran: false, components: before };
   }
   await heartbeatWhile(scope, () => ({ node, step: 'kubeadm upgrade node' }),
     run(access, node, ['kubeadm', 'upgrade', 'node'], { timeoutMs: ms(access.config.timeouts.kubeadmNodeSeconds), sudo: true, signal: scope.signal }));

@@ -5,7 +5,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterAccess } from './cluster-access.js';
 import { ErrorType } from './errors.js';
 import { heartbeatWhile, hostActivityScope, type HostActivityScope } from './host-activity-context.js';
-import { checkNode, checkVersion, commandFailed, invalid, run } from './host-commands.js';
+import { awaitQuietHost, checkNode, checkVersion, commandFailed, invalid, run } from './host-commands.js';
 import { parseAptPolicy } from './parsers/apt-policy.js';
 import { parseDpkgAudit } from './parsers/dpkg-audit.js';
 import { comparePackageVersions, packageVersionFor, parseMadison, upstreamVersion, type MadisonEntry } from './parsers/madison.js';
@@ -79,6 +79,10 @@ export async function installPackages(access: ClusterAccess, input: { node: stri
   const { readMs, installMs } = timeouts(access);
   const read = { timeoutMs: readMs, signal };
 
+  // An install an earlier attempt left running (its worker died; without a terminal nothing stops
+  // it) ends first: its half-done dpkg state is not an interrupted install, and what it installs is
+  // then seen as installed instead of installed a second time.
+  await awaitQuietHost(access, node, ['apt-get', 'dpkg'], installMs, scope);
   // A host that went down in the middle of an install has our packages unpacked (apt-cache already
   // reports the new version) but not configured: finish that first, so it is never taken for done.
   // Other packages' leftovers are not ours to touch unless apt-get refuses to install because of them.

@@ -18,11 +18,20 @@ export interface SkewlessWorkerOptions {
   dataConverter?: DataConverter;
 }
 
+/**
+ * Heartbeats leave the worker at least this often. The SDK's default holds them back for 80% of an
+ * activity's heartbeat timeout, which leaves a loaded worker a few seconds' margin before Temporal
+ * takes it for dead and starts a second attempt beside the first; 5 s keeps the margin wide with
+ * the short heartbeat timeouts that let an upgrade resume soon after a worker crash.
+ */
+const HEARTBEAT_EVERY = '5 seconds';
+
 export async function createSkewlessWorker(options: SkewlessWorkerOptions): Promise<Worker> {
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
+    maxHeartbeatThrottleInterval: HEARTBEAT_EVERY,
     activities: createActivities(options.deps),
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
     ...(options.maxCachedWorkflows === undefined ? {} : { maxCachedWorkflows: options.maxCachedWorkflows }),

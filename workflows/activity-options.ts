@@ -9,6 +9,13 @@ import type { Activities } from '../activities/index.js';
  * infinite-retry default by accident. Anything that can run past a minute heartbeats.
  */
 
+/**
+ * How long Temporal waits for a heartbeat before it takes the worker for dead and retries the
+ * activity elsewhere: what a worker crash costs the upgrade. Every heartbeating activity beats at
+ * least every 5 s while it runs (host commands, drains, waits) and the worker sends them that often.
+ */
+const WORKER_LOST = '20 seconds';
+
 /** Failure types no retry can fix, for every profile. */
 const NEVER_RETRY = ['Forbidden', 'Invalid', 'ClusterConfigInvalid', 'HostKeyMismatch', 'VersionNotAvailable', 'DrainRefused', 'VerificationFailed'];
 
@@ -37,21 +44,21 @@ export const kubeWrite: ActivityOptions = {
  */
 export const hostCommand: ActivityOptions = {
   startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '1 minute',
+  heartbeatTimeout: WORKER_LOST,
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 12, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'] },
 };
 
 /** `kubeadm upgrade apply` pulls images and restarts static pods: minutes, heartbeated. */
 export const kubeadmApply: ActivityOptions = {
   startToCloseTimeout: '20 minutes',
-  heartbeatTimeout: '1 minute',
+  heartbeatTimeout: WORKER_LOST,
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'] },
 };
 
 /** kubelet restart and the wait for Ready at the target version. */
 export const kubeletRestart: ActivityOptions = {
   startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '30 seconds',
+  heartbeatTimeout: WORKER_LOST,
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed', 'NodeNotReady'] },
 };
 
@@ -61,28 +68,28 @@ export const kubeletRestart: ActivityOptions = {
  */
 export const drain: ActivityOptions = {
   startToCloseTimeout: '2 hours',
-  heartbeatTimeout: '1 minute',
+  heartbeatTimeout: WORKER_LOST,
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'DrainBlocked'] },
 };
 
 /** etcd snapshot save + status + copy off the node: size-bound, heartbeated while copying. */
 export const etcdSnapshot: ActivityOptions = {
   startToCloseTimeout: '30 minutes',
-  heartbeatTimeout: '1 minute',
+  heartbeatTimeout: WORKER_LOST,
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'] },
 };
 
 /** Health checks: a failing check is information for the workflow, not something to retry blindly. */
 export const healthCheck: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
-  heartbeatTimeout: '30 seconds',
+  heartbeatTimeout: WORKER_LOST,
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 3, nonRetryableErrorTypes: [...NEVER_RETRY, 'Unhealthy', 'NotFound', 'NodeNotReady'] },
 };
 
 /** Reboot and wait for SSH and Ready to come back. */
 export const reboot: ActivityOptions = {
   startToCloseTimeout: '30 minutes',
-  heartbeatTimeout: '1 minute',
+  heartbeatTimeout: WORKER_LOST,
   retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 3, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed', 'NodeNotReady'] },
 };
 

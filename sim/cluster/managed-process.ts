@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync } from 'node:fs';
+import { existsSync, openSync, closeSync } from 'node:fs';
 
 /**
  * A child process whose output goes to a log file and that is stopped the way a service is:
@@ -25,6 +25,12 @@ function watchSignals(): void {
   }
 }
 
+// The handlers above do not run when this process is SIGKILLed (a test runner's timeout, an OOM
+// kill). On Linux the kernel can do it instead: util-linux's setpriv sets the child's parent-death
+// signal (prctl PR_SET_PDEATHSIG) and then execs the command itself, so the pid is the command's.
+const SETPRIV = '/usr/bin/setpriv';
+const dieWithParent = process.platform === 'linux' && existsSync(SETPRIV);
+
 export class ManagedProcess {
   private child: ChildProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
@@ -49,7 +55,8 @@ export class ManagedProcess {
     watchSignals();
     const fd = openSync(this.logFile, 'a');
     try {
-      this.child = spawn(this.command, this.args, { stdio: ['ignore', fd, fd], env: this.env });
+      const [command, args] = dieWithParent ? [SETPRIV, ['--pdeathsig', 'KILL', '--', this.command, ...this.args]] : [this.command, this.args];
+      this.child = spawn(command, args, { stdio: ['ignore', fd, fd], env: this.env });
     } finally {
       closeSync(fd);
     }

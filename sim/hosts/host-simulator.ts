@@ -4,11 +4,11 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClusterEffects, EtcdTools } from './cluster-effects.js';
-import { execOnChannel } from './command-runner.js';
+import { execOnChannel, type CommandObserver, type HangupPolicy } from './command-runner.js';
 import { isCommandFault, validateFault, type Fault } from './faults.js';
 import { HostEndpoint } from './host-endpoint.js';
 import { ensureClientKey, ensureHostKey, fingerprint, keyWithoutComment, knownHostsName, readKnownHosts, rotateHostKey, writeKnownHosts } from './host-keys.js';
-import { HostMachine, type Latencies } from './host-machine.js';
+import { asError, HostMachine, type Latencies } from './host-machine.js';
 import { seedHost } from './host-seed.js';
 import { HostStore, type CommandLogEntry, type HostRole, type HostState, type PackageName } from './host-state.js';
 import { listenOnFreePort } from './ports.js';
@@ -40,6 +40,8 @@ export interface HostSimulatorOptions {
   requireSudo?: boolean;
   /** Background failures (a kubeletStarted effect that threw); default: printed on stderr. */
   onError?: (err: Error) => void;
+  /** What a command does when its client goes away mid-way (default: it dies; see command-runner.ts). */
+  hangup?: HangupPolicy;
 }
 
 export interface SimulatedHost {
@@ -61,6 +63,10 @@ export interface HostSimulator {
   state(host: string): HostState;
   /** Writes the host's current key into known_hosts (an operator re-trusting a reinstalled host). */
   trustHostKey(host: string): void;
+  /** Calls `listener` as each command starts and ends on any host; returns the unsubscribe. */
+  onCommand(listener: CommandObserver): () => void;
+  /** Replaces the hangup policy (undefined: commands die with their session). */
+  setHangupPolicy(policy: HangupPolicy | undefined): void;
   stop(): Promise<void>;
 }
 
@@ -84,6 +90,19 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
   const knownHostsPath = join(stateDir, 'known_hosts');
 
   const running = new Map<string, Running>();
+  const listeners = new Set<CommandObserver>();
+  let hangup = options.hangup;
+  // An observer that throws must not take a command down with it.
+  const observe: CommandObserver = (event) => {
+    for (const l of listeners) {
+      try {
+        l(event);
+      } catch (err) {
+        onError(asError(err, 'command observer'));
+      }
+    }
+  };
+  const channelOptions = { observe, hangup: (host: string, command: string) => hangup?.(host, command) ?? 'dies' } as const;
   for (const spec of options.hosts) {
     const existing = HostStore.open(stateDir, spec.name);
     const store = existing ?? seedHost(stateDir, spec, user);
@@ -94,7 +113,7 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
     });
     const endpoint = new HostEndpoint({
       name: spec.name, hostKey: keys.privateKey, user, clientPublicKey: clientKey.publicKey, onError,
-      onExec: (command, channel) => execOnChannel(machine, command, channel),
+      onExec: (command, channel) => execOnChannel(machine, command, channel, channelOptions),
       onSftp: (sftp) => serveSftp(sftp, machine),
     });
     machine.endpoint = endpoint;
@@ -174,6 +193,13 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
       const entries = readKnownHosts(knownHostsPath);
       entries.set(knownHostsName(r.endpoint.port), keyWithoutComment(r.publicKey));
       writeKnownHosts(knownHostsPath, entries);
+    },
+    onCommand(listener) {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
+    setHangupPolicy(policy) {
+      hangup = policy;
     },
     stop: stopAll,
   };

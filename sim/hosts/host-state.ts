@@ -40,9 +40,11 @@ export interface HostState {
 export interface CommandLogEntry {
   time: string;
   command: string;
-  /** null when the client went away before the command finished. */
+  /** The command's status on the host; null when it was cut short (its client went away, see command-runner.ts). */
   exitCode: number | null;
   durationMs: number;
+  /** The client went away before the command ended: no exit status reached it. */
+  hungUp?: boolean;
 }
 
 /** The Debian revision the simulated repository gives every Kubernetes release. */

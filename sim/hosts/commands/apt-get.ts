@@ -1,8 +1,10 @@
 // `apt-get update` and `apt-get install`, with apt's messages and exit code 100 for its refusals:
-// unknown versions, held packages without --allow-change-held-packages, downgrades, a held dpkg lock,
-// dpkg interrupted. An install unpacks, then configures (dpkg-database.ts); a reboot in between
+// unknown versions, held packages without --allow-change-held-packages, downgrades, a held dpkg lock
+// (waited for up to `-o DPkg::Lock::Timeout=N` seconds first, as apt ≥ 1.9.11 does), dpkg
+// interrupted. An install unpacks, then configures (dpkg-database.ts); a reboot in between
 // (a rebootDuring fault) leaves the packages unpacked and dpkg interrupted.
 import { configurePackages, unpackPackages, type PackageChange } from '../dpkg-database.js';
+import { sleep } from '../host-machine.js';
 import { isPackageName, toKubernetesVersion, type PackageName } from '../host-state.js';
 import { candidateVersion, comparePackageVersions, repositoryUrl, repositoryUrls, resolveVersion } from './apt-repository.js';
 import { CRASH, fail, print, type CommandContext, type CommandOutcome } from './command.js';
@@ -11,6 +13,8 @@ interface Options {
   yes: boolean;
   allowHeld: boolean;
   allowDowngrades: boolean;
+  /** Seconds to wait for the dpkg lock (`-o DPkg::Lock::Timeout=N`; apt's keys ignore case). */
+  lockTimeout: number;
   words: string[];
 }
 
@@ -18,15 +22,19 @@ interface Options {
 const locked = new WeakSet<object>();
 
 function parseOptions(args: readonly string[]): Options | string {
-  const o: Options = { yes: false, allowHeld: false, allowDowngrades: false, words: [] };
+  const o: Options = { yes: false, allowHeld: false, allowDowngrades: false, lockTimeout: 0, words: [] };
+  const option = (setting: string | undefined): void => {
+    const m = /^dpkg::lock::timeout=(\d+)$/i.exec(setting ?? '');
+    if (m) o.lockTimeout = Number(m[1]);
+  };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === '-y' || a === '--yes' || a === '--assume-yes') o.yes = true;
     else if (a === '--allow-change-held-packages') o.allowHeld = true;
     else if (a === '--allow-downgrades') o.allowDowngrades = true;
     else if (a === '-q' || a === '-qq' || a === '--quiet' || a === '--no-install-recommends') continue;
-    else if (a === '-o' || a === '--option') i++; // `-o Dpkg::Options::=--force-confold`: accepted, no effect here
-    else if (a.startsWith('-o')) continue;
+    else if (a === '-o' || a === '--option') option(args[++i]); // others (`Dpkg::Options::=--force-confold`): accepted, no effect here
+    else if (a.startsWith('-o')) option(a.slice(2));
     else if (/^-[qy]+$/.test(a)) o.yes ||= a.includes('y');
     else if (a.startsWith('-')) return `E: Command line option '${a}' is not understood in combination with the other options.`;
     else o.words.push(a);
@@ -44,7 +52,7 @@ export async function aptGet(ctx: CommandContext): Promise<CommandOutcome> {
     const lock = verb === 'update' ? '/var/lib/apt/lists/lock' : '/var/lib/dpkg/lock-frontend';
     return fail(ctx, `E: Could not open lock file ${lock} - open (13: Permission denied)\nE: Unable to lock directory ${lock.replace(/\/[^/]+$/, '/')}`, 100);
   }
-  if (locked.has(ctx.machine)) {
+  if (locked.has(ctx.machine) && !(await lockFreed(ctx, options.lockTimeout))) {
     return fail(ctx, 'E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)\nE: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), is another process using it?', 100);
   }
   if (verb === 'update') {
@@ -61,6 +69,15 @@ export async function aptGet(ctx: CommandContext): Promise<CommandOutcome> {
   const outcome = await install(ctx, options, packages);
   // Refused or with nothing to change, the host still goes down while apt-get runs.
   return ctx.rebootMidway ? CRASH : outcome;
+}
+
+/** Waits up to `seconds` for another install on this host to let go of the dpkg lock. */
+async function lockFreed(ctx: CommandContext, seconds: number): Promise<boolean> {
+  if (seconds <= 0) return false;
+  ctx.err('Waiting for cache lock: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)\n');
+  const deadline = Date.now() + seconds * 1000;
+  while (locked.has(ctx.machine) && Date.now() < deadline) await sleep(100, ctx.signal);
+  return !locked.has(ctx.machine);
 }
 
 type Change = PackageChange;
