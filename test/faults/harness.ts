@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { archiveHistories, archiveLabel, recordWorldSecrets } from '../helpers/history-archive.js';
 import { startAvailabilitySampler, type AvailabilityReport, type AvailabilitySampler } from '../../sim/availability-sampler.js';
 import { parseDescription } from '../../sim/description.js';
 import { freePort } from '../../sim/free-port.js';
@@ -175,6 +176,9 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
     sim ??= await simStarting?.catch(() => undefined);
     tracker?.stop();
     await sampler?.stop().catch(() => undefined);
+    // The secret scan at the end of the suite reads every history this run made, and the keys it must not hold.
+    if (sim) recordWorldSecrets(sim.stateDir, archiveLabel('faults-sim'));
+    if (connection) await archiveHistories(connection, archiveLabel('faults')).catch((err: unknown) => report.problems.push(`archiving histories: ${(err as Error).message}`));
     await connection?.close().catch(() => undefined);
     await worker?.stop().catch(() => undefined);
     await sim?.stop().catch((err: unknown) => report.problems.push(`stopping the simulation: ${(err as Error).message}`));
