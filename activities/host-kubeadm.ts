@@ -32,8 +32,7 @@ export async function kubeadmUpgradePlan(access: ClusterAccess, input: { node: s
   const node = checkNode(input.node);
   const version = checkVersion(input.version);
   const scope = hostActivityScope();
-  const r = await heartbeatWhile(scope, () => ({ node, step: 'kubeadm upgrade plan' }),
-    run(access, node, ['kubeadm', 'upgrade', 'plan', `v${version}`], { timeoutMs: ms(access.config.timeouts.kubeadmPlanSeconds), sudo: true, signal: scope.signal }));
+  const r = await run(access, node, ['kubeadm', 'upgrade', 'plan', `v${version}`], { timeoutMs: ms(access.config.timeouts.kubeadmPlanSeconds), sudo: true, signal: scope.signal });
   return { node, version, ...parseKubeadmUpgradePlan(r.stdout) };
 }
 
@@ -106,7 +105,6 @@ export async function kubeadmUpgradeNode(access: ClusterAccess, input: { node: s
     before = await controlPlaneVersions(access, node);
     if (await done()) return { node, version, ran: false, components: before };
   }
-  await heartbeatWhile(scope, () => ({ node, step: 'kubeadm upgrade node' }),
-    run(access, node, ['kubeadm', 'upgrade', 'node'], { timeoutMs: ms(access.config.timeouts.kubeadmNodeSeconds), sudo: true, signal: scope.signal }));
+  await run(access, node, ['kubeadm', 'upgrade', 'node'], { timeoutMs: ms(access.config.timeouts.kubeadmNodeSeconds), sudo: true, signal: scope.signal });
   return { node, version, ran: true, components: controlPlane ? await awaitComponents(access, node, version, scope) : {} };
 }

@@ -66,8 +66,7 @@ async function auditDpkg(access: ClusterAccess, node: string, signal?: AbortSign
 
 /** `dpkg --configure -a`, as apt asks after an interrupted install; runs the packages' scripts, so heartbeated. */
 async function configurePending(access: ClusterAccess, node: string, scope: HostActivityScope): Promise<void> {
-  await heartbeatWhile(scope, () => ({ node, step: 'dpkg --configure -a' }),
-    run(access, node, ['dpkg', '--configure', '-a'], { timeoutMs: timeouts(access).installMs, sudo: true, env: APT_ENV, signal: scope.signal }));
+  await run(access, node, ['dpkg', '--configure', '-a'], { timeoutMs: timeouts(access).installMs, sudo: true, env: APT_ENV, signal: scope.signal });
 }
 
 export async function installPackages(access: ClusterAccess, input: { node: string; version: string; packages: KubePackage[] }): Promise<InstallPackagesResult> {
@@ -109,8 +108,7 @@ export async function installPackages(access: ClusterAccess, input: { node: stri
     let offered = await madison(access, node, pending, signal);
     if (pending.some((p) => !packageVersionFor(offered, p, version))) {
       // The lists may predate the release: refresh once, then ask again.
-      await heartbeatWhile(scope, () => ({ node, step: 'apt-get update' }),
-        run(access, node, ['apt-get', 'update', '-q', ...LOCK_WAIT], { timeoutMs: installMs, sudo: true, env: APT_ENV, signal }));
+      await run(access, node, ['apt-get', 'update', '-q', ...LOCK_WAIT], { timeoutMs: installMs, sudo: true, env: APT_ENV, signal });
       offered = await madison(access, node, pending, signal);
     }
     for (const p of pending) {
