@@ -174,22 +174,38 @@ describe('--output json against the dev server: NDJSON while following, what ope
   });
 
   // A pseudo-terminal for stderr (util-linux `script`), stdout to a file: the live line shows on the
-  // terminal and is erased, and the file is still pure NDJSON.
+  // terminal and is erased, and the file still holds only the command's JSON.
   const hasScript = spawnSync('script', ['--version'], { encoding: 'utf8' }).status === 0;
-  it('on a terminal, stderr shows a live progress line (erased after), and stdout stays NDJSON', { skip: hasScript ? false : 'no `script` to make a terminal' }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'skewless-tty-'));
-    const out = join(dir, 'watch.ndjson');
-    const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(join(repoRoot, 'bin', 'skewless.js'))} watch lab --output json > ${JSON.stringify(out)}`;
-    const tty = await new Promise<{ code: number | null; terminal: string }>((resolve) => {
-      const child = spawn('script', ['-qec', command, '/dev/null'], { env: cliEnv(), cwd: repoRoot });
+  const noTerminal = hasScript ? false : 'no `script` to make a terminal';
+  const onTerminal = (args: string[], queue?: string) => {
+    const out = join(mkdtempSync(join(tmpdir(), 'skewless-tty-')), 'stdout');
+    const command = [process.execPath, join(repoRoot, 'bin', 'skewless.js'), ...args].map((a) => JSON.stringify(a)).join(' ');
+    return new Promise<{ code: number | null; terminal: string; stdout: string }>((resolve) => {
+      const child = spawn('script', ['-qec', `${command} > ${JSON.stringify(out)}`, '/dev/null'], { env: cliEnv(queue), cwd: repoRoot });
       let terminal = '';
       child.stdout.on('data', (d: Buffer) => (terminal += d.toString()));
-      child.on('close', (code) => resolve({ code, terminal }));
+      child.on('close', (code) => resolve({ code, terminal, stdout: readFileSync(out, 'utf8') }));
     });
+  };
+
+  it('on a terminal, watch shows a live progress line on stderr (erased after), and stdout stays NDJSON', { skip: noTerminal }, async () => {
+    const tty = await onTerminal(['watch', 'lab', '--output', 'json']);
     assert.equal(tty.code, 0, tty.terminal);
     assert.match(tty.terminal, /lab: 2\/3 nodes at 1\.33\.7, done/, 'the live line: nodes done of total, phase');
     assert.ok(tty.terminal.includes('\r\x1b[2K'), 'and it is erased');
-    const recs = records(readFileSync(out, 'utf8'));
-    assert.equal(recs.at(-1)?.type, 'result');
+    assert.equal(records(tty.stdout).at(-1)?.type, 'result');
+  });
+
+  it('on a terminal, plan --cluster says what it waits for: a worker, then the cluster read through it', { skip: noTerminal }, async () => {
+    const none = await onTerminal(['plan', '--cluster', 'lab', '--to', '1.34', '--task-queue', 'nobody-polls-this', '--output', 'json']);
+    assert.equal(none.code, 1, none.terminal);
+    assert.match(none.terminal, /waiting for a worker on task queue nobody-polls-this/);
+    assert.match(none.terminal, /\r\x1b\[2Kskewless: no worker polls task queue nobody-polls-this/, 'the live line is erased before the one-line error');
+    assert.equal(none.stdout, '');
+
+    const planned = await onTerminal(['plan', '--cluster', 'lab', '--to', '1.34', '--output', 'json']);
+    assert.match(planned.terminal, /reading cluster lab through the worker on test-json-/);
+    assert.ok([0, 1].includes(planned.code as number), planned.terminal);
+    assert.equal(JSON.parse(planned.stdout).cluster, 'lab');
   });
 });
