@@ -35,7 +35,7 @@ const APPROVER = { by: 'dana', comment: 'control plane healthy on 1.33.7, go ahe
 const RESOLVER = { by: 'erin', comment: 'payments PDB relaxed to minAvailable 1 with the payments team' };
 const CHROMIUM = process.env.SKEWLESS_CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = join(repoRoot, 'test-output', 'ui');
-const VIEWPORT = { width: 1600, height: 1200 };
+const VIEWPORT = { width: 1760, height: 1200 };
 const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 /**
@@ -151,8 +151,8 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
     }
   };
   /** A screenshot of the whole page: the app scrolls inside its own frame, so the viewport grows to its content first. */
-  const shoot = async (name: string) => {
-    const height = await page.evaluate<number>(
+  const shoot = async (name: string, grow = true) => {
+    const height = !grow ? VIEWPORT.height : await page.evaluate<number>(
       'Math.max(innerHeight, ...[...document.querySelectorAll("*")].filter((e) => e.clientHeight >= innerHeight * 0.7).map((e) => e.scrollHeight))');
     await page.setViewportSize({ width: VIEWPORT.width, height: Math.min(height, 12_000) });
     await page.waitForTimeout(300);
@@ -171,17 +171,20 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
     for (const column of ['SkewlessCluster', 'SkewlessFromVersion', 'SkewlessTargetVersion', 'SkewlessPhase']) {
       await page.getByTestId(`orderable-list-item-${column}-add-button`).click();
     }
+    // Room for them on screen: the run id and end time go, the saved views fold away.
+    for (const column of ['Run ID', 'End']) await page.getByTestId(`orderable-list-item-${column}-remove-button`).click();
     await page.getByTestId('drawer-close-button').click();
+    await page.getByRole('button', { name: 'Collapse saved views' }).click();
     await expectVisible('the search attribute columns', ['SkewlessFromVersion', 'SkewlessTargetVersion']);
     const row = page.locator('tr', { hasText: WORKFLOW_ID });
     await row.waitFor();
     const cells = (await row.innerText()).split(/\s+/);
     for (const value of [CLUSTER, '1.32.4', HOP, 'done']) assert.ok(cells.includes(value), `${value} in the row: ${cells.join(' ')}`);
-    await shoot('01-list-upgrade-found-by-SkewlessCluster-with-search-attribute-columns');
+    await shoot('01-list-upgrade-found-by-SkewlessCluster-with-search-attribute-columns', false);
 
     await open(`${ns()}/workflows?query=${encodeURIComponent(`WorkflowId STARTS_WITH "${WORKFLOW_ID}/"`)}`);
     await expectVisible('the node workflows in the list', NODES.map((n) => `${WORKFLOW_ID}/${HOP}/${n}`));
-    await shoot('02-list-node-workflows-upgrade-cluster-hop-node');
+    await shoot('02-list-node-workflows-upgrade-cluster-hop-node', false);
   });
 
   it('the upgrade\'s page: input and result, the event history with runbook summaries, gates, resolutions and children', async () => {
