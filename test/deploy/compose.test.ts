@@ -2,7 +2,7 @@
 // nothing is built or started: the files are parsed and every setting they use is checked against
 // what the code reads, what the build produces and what the worker's loader accepts.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, relative, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
