@@ -270,18 +270,27 @@ describe('the worker image: Dockerfile and .dockerignore', () => {
     const entryFile = toRepo(entry);
     assert.ok(entryFile, `${entry} is not copied into the runtime image`);
     assert.ok(existsSync(entryFile), `${cmd[1]} is not produced by npm run build (${entryFile})`);
-    // Every relative import reachable from the entry point lies in what the runtime copies.
+    // Every relative import reachable from the entry point lies in what the runtime copies, and every
+    // package it imports is a production dependency (the runtime installs no others).
+    const { dependencies } = JSON.parse(readRepoFile('package.json')) as { dependencies: Record<string, string> };
     const seen = new Set<string>();
+    const packages = new Set<string>();
     const visit = (imageFile: string) => {
       if (seen.has(imageFile)) return;
       seen.add(imageFile);
       const repoFile = toRepo(imageFile);
       assert.ok(repoFile && existsSync(repoFile), `${imageFile} (imported at runtime) is not in the runtime image`);
       const code = readFileSync(repoFile, 'utf8');
-      for (const m of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g)) visit(posix.resolve(posix.dirname(imageFile), m[1]!));
+      for (const m of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)['"]([^'"]+)['"]/g)) {
+        const spec = m[1]!;
+        if (spec.startsWith('.')) visit(posix.resolve(posix.dirname(imageFile), spec));
+        else if (!spec.startsWith('node:')) packages.add(spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/'));
+      }
     };
     visit(entry);
     assert.ok(seen.size > 20, `the import walk saw ${seen.size} files`);
+    assert.ok(packages.has('@temporalio/worker'), `packages imported: ${[...packages].join(', ')}`);
+    for (const p of packages) assert.ok(dependencies[p], `${p} is imported at runtime but is not a production dependency`);
     // The workflows are bundled at start from their compiled sources: they must be there too.
     assert.ok(toRepo(posix.join(workdir, 'dist/workflows/index.js')), 'dist/workflows is not copied');
   });
