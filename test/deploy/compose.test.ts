@@ -204,9 +204,11 @@ describe('the worker image: Dockerfile and .dockerignore', () => {
   const runtime = stages.at(-1)!;
   const of = (stage: string, keyword: string) => dockerfile.instructions.filter((i) => i.stage === stage && i.keyword === keyword);
 
-  it('is what compose builds for the worker', () => {
+  it('is what compose builds for the worker, tagged with the package\'s version', () => {
     const worker = service('worker');
     assert.ok(worker.build === '.' || (typeof worker.build === 'object' && (worker.build.context ?? '.') === '.' && (worker.build.dockerfile ?? 'Dockerfile') === 'Dockerfile'));
+    const { version } = JSON.parse(readRepoFile('package.json')) as { version: string };
+    assert.equal(worker.image, `skewless-worker:${version}`);
   });
 
   it('copies sources that exist and that .dockerignore lets into the context', () => {
