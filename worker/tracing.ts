@@ -1,7 +1,9 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { ROOT_CONTEXT, type Context, type ContextManager } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { OpenTelemetryPlugin, OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
+import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
 
 /**
  * OpenTelemetry tracing through Temporal's interceptors, off unless an OTLP/HTTP traces URL is given
@@ -21,25 +23,45 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-function provider(endpoint: string, serviceName: string) {
-  const resource = new Resource({ 'service.name': serviceName });
-  const processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: endpoint }), { scheduledDelayMillis: 1000 });
-  const tracerProvider = new BasicTracerProvider({ resource, spanProcessors: [processor] });
-  // Global: the activity interceptor reads the trace context from Temporal headers with the global propagator (W3C).
-  tracerProvider.register();
-  return { resource, processor, tracerProvider };
+/**
+ * The active trace context follows async calls (AsyncLocalStorage), so that an activity's span is the
+ * child of the span that scheduled it: without a context manager OpenTelemetry's API forgets the
+ * context a `with()` sets, and every activity span would start a trace of its own.
+ */
+class AsyncContextManager implements ContextManager {
+  private readonly storage = new AsyncLocalStorage<Context>();
+  active(): Context {
+    return this.storage.getStore() ?? ROOT_CONTEXT;
+  }
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(context: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+    return this.storage.run(context, () => fn.call(thisArg, ...args));
+  }
+  bind<T>(context: Context, target: T): T {
+    if (typeof target !== 'function') return target;
+    const run = (thisArg: unknown, args: unknown[]) => this.with(context, () => (target as (...a: unknown[]) => unknown).apply(thisArg, args));
+    return function bound(this: unknown, ...args: unknown[]) {
+      return run(this, args);
+    } as T;
+  }
+  enable(): this {
+    return this;
+  }
+  disable(): this {
+    this.storage.disable();
+    return this;
+  }
 }
 
 export function startTracing(endpoint: string, serviceName = 'skewless-worker'): Tracing {
-  const { resource, processor, tracerProvider } = provider(endpoint, serviceName);
+  const resource = new Resource({ 'service.name': serviceName });
+  const processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: endpoint }), { scheduledDelayMillis: 1000 });
+  const tracerProvider = new BasicTracerProvider({ resource, spanProcessors: [processor] });
+  // Global: the activity interceptor reads the trace context from Temporal headers with the global
+  // propagator (W3C, the default) and runs the activity in it through the global context manager.
+  tracerProvider.register({ contextManager: new AsyncContextManager() });
   return {
     plugin: new OpenTelemetryPlugin({ resource, spanProcessor: processor, tracer: tracerProvider.getTracer('skewless') }),
     shutdown: () => tracerProvider.shutdown(),
   };
 }
 
-/** The CLI's side: its start, signal and update calls become spans that the workflow's spans continue. */
-export function startClientTracing(endpoint: string): { interceptor: OpenTelemetryWorkflowClientInterceptor; shutdown(): Promise<void> } {
-  const { tracerProvider } = provider(endpoint, 'skewless-cli');
-  return { interceptor: new OpenTelemetryWorkflowClientInterceptor({ tracer: tracerProvider.getTracer('skewless') }), shutdown: () => tracerProvider.shutdown() };
-}
