@@ -176,7 +176,7 @@ describe('metrics and traces of a demo-sized upgrade (worker process, real dev s
     ].join(' '));
   });
 
-  it('sent OpenTelemetry spans of the workflows and their activities, each with its workflow id', async () => {
+  it('sent OpenTelemetry spans of the workflows and their activities, each with its workflow id', async (t) => {
     const want = (what: string, match: (s: (typeof otlp.spans)[number]) => boolean) =>
       waitFor(what, () => otlp.spans.some(match), 30_000, 250).catch((err: Error) => {
         throw new Error(`${err.message}; received: ${[...new Set(otlp.spans.map((s) => s.name))].join(', ')}`);
@@ -192,6 +192,8 @@ describe('metrics and traces of a demo-sized upgrade (worker process, real dev s
     const scheduled = otlp.spans.find((s) => s.spanId === drain?.parentSpanId);
     assert.equal(scheduled?.name, 'StartActivity:drainNode');
     assert.equal(scheduled?.traceId, drain?.traceId);
+    const kinds = [...new Set(otlp.spans.map((s) => s.name.split(':')[0]))].sort();
+    t.diagnostic(`${otlp.spans.length} spans in ${otlp.requests.length} requests; kinds: ${kinds.join(', ')}`);
   });
 
   it('stops gracefully on SIGTERM', async () => {
