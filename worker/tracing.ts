@@ -10,8 +10,8 @@ import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
  * (SKEWLESS_OTLP_ENDPOINT, `--otlp-endpoint`). Loaded only then (a dynamic import): with tracing off
  * the worker has no interceptor, no exporter, and its workflow bundle is the plain one.
  *
- * Spans: `RunWorkflow:<type>`, `StartActivity:<name>`, `StartChildWorkflowExecution:<type>` and the
- * handlers' spans from inside workflows (exported through a sink, so replay-safe: the SDK drops spans
+ * Spans: `RunWorkflow:<type>`, `StartActivity:<name>`, `StartChildWorkflow:<type>`, `SignalWorkflow:<name>`
+ * and the handlers' spans from inside workflows (exported through a sink, so replay-safe: the SDK drops spans
  * of replayed code), `RunActivity:<name>` around each activity attempt, linked by trace context in
  * Temporal headers. Every span carries the workflow id (`temporalWorkflowId` on activity spans, the
  * workflow's info, `workflowId`, on workflow spans). The exporter posts OTLP JSON.
