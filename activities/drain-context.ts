@@ -1,4 +1,5 @@
 import { Context } from '@temporalio/activity';
+import { METRICS } from '../workflows/metrics.js';
 
 /**
  * The bits of the activity context a long drain needs, tolerant of running outside an activity
@@ -10,6 +11,8 @@ export interface DrainContext {
   /** Details of the last heartbeat of a previous attempt, if this is a retry. */
   previousDetails: unknown;
   attempt: number;
+  /** Counts one eviction a PodDisruptionBudget refused (skewless_evictions_refused); outside an activity, nothing. */
+  evictionRefused(cluster: string): void;
 }
 
 export function drainContext(): DrainContext {
@@ -24,6 +27,7 @@ export function drainContext(): DrainContext {
     heartbeat: (details) => ctx?.heartbeat(details),
     previousDetails: ctx?.info.heartbeatDetails,
     attempt: ctx?.info.attempt ?? 1,
+    evictionRefused: (cluster) => ctx?.metricMeter.createCounter(METRICS.evictionsRefused, undefined, 'Eviction requests a PodDisruptionBudget refused').add(1, { cluster }),
   };
 }
 

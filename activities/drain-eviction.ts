@@ -6,8 +6,8 @@ export type EvictionOutcome =
   | { kind: 'accepted' }
   /** The pod with this UID no longer exists (404, or a replacement now holds the name). */
   | { kind: 'gone' }
-  /** Refused for now (429: a PDB, or its status not yet observed): try again later. */
-  | { kind: 'blocked'; message: string };
+  /** Refused for now (429: a PDB, or its status not yet observed): try again later. `byBudget`: a PDB refused it. */
+  | { kind: 'blocked'; message: string; byBudget?: true };
 
 const firstLine = (err: unknown) => {
   const body = (err as { body?: unknown })?.body;
@@ -56,7 +56,7 @@ export async function evictPod(kube: KubeApi, pod: PodRef, gracePeriodSeconds?: 
     if (status === 409) return (await isPodGone(kube, pod)) ? { kind: 'gone' } : { kind: 'blocked', message: firstLine(err) };
     // 429: a PDB refuses now. 500 "more than one PodDisruptionBudget": also reported as blocked, as retrying
     // cannot hurt and the drain timeout names the PDBs for the operator.
-    if (status === 429 || (status === 500 && /DisruptionBudget/i.test(firstLine(err)))) return { kind: 'blocked', message: firstLine(err) };
+    if (status === 429 || (status === 500 && /DisruptionBudget/i.test(firstLine(err)))) return { kind: 'blocked', message: firstLine(err), byBudget: true };
     throw kubeFailure(err, `evict pod ${pod.namespace}/${pod.name}`);
   }
 }

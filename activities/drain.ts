@@ -187,6 +187,7 @@ export function createDrainActivities(deps: { clusters: ClusterResolver }) {
           const outcome = await api(() => evictPod(kube, pod, config.drain.gracePeriodSeconds));
           if (outcome.kind === 'gone') return leave(pod);
           if (outcome.kind === 'accepted') break;
+          if (outcome.byBudget) ctx.evictionRefused(input.cluster);
           // Which PDBs cover the pod does not change while it waits: list them once, not on every 429.
           const pdbs = blockedBy.get(key(pod))?.pdbs ?? (await api(() => pdbsCovering(kube, pod.namespace, labels.get(pod.uid) ?? {})));
           blockedBy.set(key(pod), { pdbs, message: outcome.message });

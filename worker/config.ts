@@ -191,6 +191,51 @@ export function workerConfig(flags: { 'task-queue'?: string; 'clusters-dir'?: st
   return { taskQueue, ...(clustersDir ? { clustersDir } : {}) };
 }
 
+/** The worker's observability settings; both off unless set. */
+export interface TelemetryConfig {
+  /** IP:PORT to serve Prometheus metrics on (worker/metrics.ts). */
+  metricsAddress?: string;
+  /** OTLP/HTTP traces URL (worker/tracing.ts). */
+  otlpEndpoint?: string;
+}
+
+/** IP:PORT (the SDK binds to an address, not a host name): `0.0.0.0:9464`, `127.0.0.1:9464`, `[::]:9464`. */
+const BIND_ADDRESS = /^(?:(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})|\[[0-9A-Fa-f:.]+\]):(\d{1,5})$/;
+
+function checkBindAddress(setting: Setting): string {
+  const m = BIND_ADDRESS.exec(setting.value);
+  const octets = m?.slice(1, 5).filter((o) => o !== undefined).map(Number) ?? [];
+  const port = Number(m?.[5]);
+  if (!m || octets.some((o) => o > 255) || !(port >= 1 && port <= 65535)) {
+    throw new ConfigError(`${setting.source} must be IP:PORT to listen on (0.0.0.0:9464, 127.0.0.1:9464, [::]:9464), got ${JSON.stringify(setting.value)}`);
+  }
+  return setting.value;
+}
+
+function checkTracesUrl(setting: Setting): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(setting.value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !['http:', 'https:'].includes(url.protocol) || url.username || url.password) {
+    // Not echoed: a URL may carry credentials.
+    throw new ConfigError(`${setting.source} must be the http(s) URL of an OTLP/HTTP traces endpoint (http://collector:4318/v1/traces), without credentials`);
+  }
+  return setting.value;
+}
+
+/** Metrics and tracing: flag, else SKEWLESS_METRICS_ADDRESS / SKEWLESS_OTLP_ENDPOINT; checked, nothing started. */
+export function telemetryConfig(flags: { 'metrics-address'?: string; 'otlp-endpoint'?: string } = {}, env: NodeJS.ProcessEnv = process.env): TelemetryConfig {
+  const metrics = pick(flags['metrics-address'], 'metrics-address', env, 'SKEWLESS_METRICS_ADDRESS');
+  const otlp = pick(flags['otlp-endpoint'], 'otlp-endpoint', env, 'SKEWLESS_OTLP_ENDPOINT');
+  return {
+    ...(metrics ? { metricsAddress: checkBindAddress(metrics) } : {}),
+    ...(otlp ? { otlpEndpoint: checkTracesUrl(otlp) } : {}),
+  };
+}
+
 /**
  * The plain settings from the environment alone (no TLS files read), for code that only needs
  * where Temporal is and which queue to use.

@@ -16,6 +16,8 @@ export interface SkewlessWorkerOptions {
   maxCachedWorkflows?: number;
   /** The payload codec (worker/payload-codec.ts workerDataConverter); default: plain JSON. */
   dataConverter?: DataConverter;
+  /** Tracing's interceptors and span sink (worker/tracing.ts), when it is on. */
+  plugins?: WorkerOptions['plugins'];
 }
 
 /**
@@ -36,5 +38,6 @@ export async function createSkewlessWorker(options: SkewlessWorkerOptions): Prom
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
     ...(options.maxCachedWorkflows === undefined ? {} : { maxCachedWorkflows: options.maxCachedWorkflows }),
     ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+    ...(options.plugins?.length ? { plugins: options.plugins } : {}),
   });
 }

@@ -1,15 +1,17 @@
-import { ConfigError, connectionSettings, redactSecrets, workerConfig } from './config.js';
+import { ConfigError, connectionSettings, redactSecrets, telemetryConfig, workerConfig } from './config.js';
 import { runWorker } from './run-worker.js';
 
 /**
  * `npm run worker`: the worker from the environment alone (TEMPORAL_*, SKEWLESS_CLUSTERS_DIR,
- * SKEWLESS_TASK_QUEUE). `skewless worker` is the same with flags. Exit 2 on bad settings, 3 when
- * Temporal is unreachable, 0 after a graceful shutdown.
+ * SKEWLESS_TASK_QUEUE, SKEWLESS_METRICS_ADDRESS, SKEWLESS_OTLP_ENDPOINT). `skewless worker` is the
+ * same with flags. Exit 2 on bad settings, 3 when Temporal is unreachable, 0 after a graceful shutdown.
  */
 async function run(): Promise<number> {
   const config = workerConfig();
   if (!config.clustersDir) throw new ConfigError('SKEWLESS_CLUSTERS_DIR (the directory of <cluster>.yaml files) is required');
-  await runWorker({ connection: connectionSettings(), taskQueue: config.taskQueue, clustersDir: config.clustersDir, log: (line) => console.log(line) });
+  await runWorker({
+    connection: connectionSettings(), taskQueue: config.taskQueue, clustersDir: config.clustersDir, telemetry: telemetryConfig(), log: (line) => console.log(line),
+  });
   return 0;
 }
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { NativeConnection } from '@temporalio/worker';
 import { loadClusterConfig } from '../activities/cluster-config.js';
 import { createClusterResolver } from '../activities/host-address.js';
-import { ConfigError, connectionOptions, describeConnection, redactSecrets, UnreachableError, type ConnectionSettings } from './config.js';
+import { ConfigError, connectionOptions, describeConnection, redactSecrets, UnreachableError, type ConnectionSettings, type TelemetryConfig } from './config.js';
 import { createSkewlessWorker } from './create-worker.js';
 import { payloadCodec, workerDataConverter } from './payload-codec.js';
 
@@ -45,6 +45,8 @@ export interface RunWorkerOptions {
   connection: ConnectionSettings;
   taskQueue: string;
   clustersDir: string;
+  /** Prometheus metrics and OpenTelemetry tracing, each off unless set. */
+  telemetry?: TelemetryConfig;
   log: (line: string) => void;
 }
 
@@ -56,10 +58,16 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const clusters = checkClustersDir(options.clustersDir);
   const connect = connectionOptions(options.connection); // reads the TLS files: a bad one fails here
   const codec = payloadCodec(options.connection); // and the payload key file
+  const { metricsAddress, otlpEndpoint } = options.telemetry ?? {};
+  // The SDK's runtime takes its metrics options once, before the first connection of this process.
+  if (metricsAddress) (await import('./metrics.js')).installMetrics(metricsAddress);
+  // Loaded only when asked for: with tracing off, no interceptor, no exporter, the plain workflow bundle.
+  const tracing = otlpEndpoint ? (await import('./tracing.js')).startTracing(otlpEndpoint) : undefined;
   let connection: NativeConnection;
   try {
     connection = await NativeConnection.connect(connect);
   } catch (err) {
+    await tracing?.shutdown();
     throw new UnreachableError(`cannot reach Temporal at ${options.connection.address}: ${redactSecrets((err as Error).message.split('\n')[0] ?? '', options.connection)}`);
   }
   try {
@@ -67,11 +75,13 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       connection, namespace: options.connection.namespace, taskQueue: options.taskQueue,
       deps: { clusters: createClusterResolver(options.clustersDir) },
       dataConverter: workerDataConverter(codec),
+      ...(tracing ? { plugins: [tracing.plugin] } : {}),
     });
     const stopping = (signal: string) => options.log(`skewless worker: ${signal}, finishing the tasks in flight`);
     process.once('SIGINT', stopping).once('SIGTERM', stopping);
     const encryption = codec.encrypting ? `; payloads encrypted with key ${codec.encrypting.id}` : '';
-    options.log(`skewless worker: task queue ${options.taskQueue} on ${describeConnection(options.connection)}${encryption}; clusters ${clusters.join(', ')} from ${options.clustersDir}`);
+    const telemetry = `${metricsAddress ? `; metrics on http://${metricsAddress}/metrics` : ''}${otlpEndpoint ? '; traces to the OTLP endpoint' : ''}`;
+    options.log(`skewless worker: task queue ${options.taskQueue} on ${describeConnection(options.connection)}${encryption}; clusters ${clusters.join(', ')} from ${options.clustersDir}${telemetry}`);
     try {
       await worker.run();
     } finally {
@@ -80,5 +90,6 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     options.log('skewless worker: stopped');
   } finally {
     await connection.close();
+    await tracing?.shutdown(); // the spans still buffered
   }
 }

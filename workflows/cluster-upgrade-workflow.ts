@@ -7,6 +7,7 @@ import {
 } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { haltOf } from './halt.js';
+import { recordGateWait, setBlockedNodes } from './metrics.js';
 import { drainResolutionSignal } from './node-messages.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-workflow.js';
 import { preflightRefusals } from './preflight.js';
@@ -112,6 +113,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       if (block.kind === 'StepFailed') note(`${node} blocked: ${block.summary} failed (${block.failure}, ${block.gaveUp}): ${block.message}`);
     } else Object.assign(state, { phase: phase ?? 'draining', blocked: undefined });
     updateMemo();
+    setBlockedNodes(cluster, status.nodes);
   });
   setHandler(approveUpdate, (approval) => {
     const gate = status.gates.find((g) => g.name === approval.gate && !g.approvedBy) as GateState;
@@ -169,6 +171,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     const g: GateState = { name };
     status.gates.push(g);
     setPhase('gate');
+    const since = Date.now();
     if (needsApproval) await condition(() => g.approvedBy !== undefined || aborted !== undefined);
     else {
       g.opensAt = new Date(Date.now() + soakSeconds * 1000).toISOString();
@@ -176,6 +179,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       await Promise.race([sleep(soakSeconds * 1000), condition(() => aborted !== undefined)]);
       g.approvedBy = 'soak';
     }
+    recordGateWait(cluster, name, needsApproval ? 'approval' : 'soak', (Date.now() - since) / 1000);
   };
   const runNode = async (node: string, step: NodeUpgradeInput['step'], extra: Partial<NodeUpgradeInput> = {}): Promise<NodeUpgradeResult> => {
     const role = plan.rollout.controlPlanes.includes(node) ? 'control-plane' : 'worker';

@@ -1,6 +1,7 @@
 import { ActivityFailure, ApplicationFailure, condition, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { activitiesWithin } from './activities-proxy.js';
+import { countNodeUpgraded, recordDrainSeconds } from './metrics.js';
 import { drainResolutionSignal, nodeStatusQuery, type DrainBlock, type DrainResolution, type NodeBlock, type NodePhase, type NodeStatus } from './node-messages.js';
 import { stepBlockOf } from './step-block.js';
 import { SUMMARY_OF } from './step-summary.js';
@@ -156,6 +157,7 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
       }
     }
     status.drainSeconds = (Date.now() - drainStarted) / 1000;
+    recordDrainSeconds(cluster, input.role, status.drainSeconds);
 
     status.phase = 'upgrading';
     if (input.role === 'worker') {
@@ -169,6 +171,7 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
     if (cordonedByUs) await step('uncordonNode', { cluster, node, owner: input.owner });
     await step('checkPodsOnNode', { cluster, node, waitSeconds: input.verifySeconds, require: true });
     status.phase = 'done';
+    countNodeUpgraded(cluster, input.role);
     return result('done');
   } catch (err) {
     if (!(err instanceof Stopped)) throw err;

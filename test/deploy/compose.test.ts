@@ -16,12 +16,6 @@ import {
   parseDockerfile, parseEnvFile, portsOf, readRepoFile, repoRoot, variablesOf, type ComposeFile,
 } from './compose-file.js';
 
-/**
- * Environment names helper E's branch adds to the worker (metrics and tracing, off when unset). Until
- * it is merged they are not in worker/ yet; once they are, the scan finds them and this list can go.
- */
-const PENDING_WORKER_ENV = ['SKEWLESS_METRICS_ADDRESS', 'SKEWLESS_OTLP_ENDPOINT'];
-
 const SERVICES = ['postgresql', 'temporal', 'temporal-setup', 'temporal-ui', 'worker'];
 /** Host port → service: what the stack publishes, all on the loopback interface. */
 const PUBLISHED = { 7233: 'temporal', 8080: 'temporal-ui', 9464: 'worker' } as Record<number, string>;
@@ -186,7 +180,7 @@ describe('docker-compose.yml: the production stack', () => {
     const read = envNamesReadByWorker();
     assert.ok(read.has('TEMPORAL_ADDRESS') && read.has('SKEWLESS_CLUSTERS_DIR'), `the scan of worker/ found ${[...read].join(', ')}`);
     for (const key of Object.keys(env)) {
-      assert.ok(read.has(key) || PENDING_WORKER_ENV.includes(key), `worker: ${key} is read by nothing in worker/`);
+      assert.ok(read.has(key), `worker: ${key} is read by nothing in worker/`);
     }
     const connection = connectionSettings({}, env);
     assert.equal(connection.address, 'temporal:7233');

@@ -151,5 +151,8 @@ export function workerStartCases({ badWorkerDirs, taskQueue, address }: CaseCont
     { name: 'worker: a clusters directory that does not exist', args: start(badWorkerDirs.missing), exit: 2, stderr: /^skewless: cannot read clusters directory .*: ENOENT$/ },
     { name: 'worker: a configuration whose SSH key is not a key', args: start(badWorkerDirs.garbageKey), exit: 2, stderr: /^skewless: .*\.yaml: ssh\.privateKeyPath .* is not an unencrypted private key/ },
     { name: 'worker: a configuration whose known_hosts is missing', args: start(badWorkerDirs.missingKnownHosts), exit: 2, stderr: /^skewless: .*\.yaml: ssh\.knownHostsPath .* is not readable: ENOENT$/ },
+    // Metrics and tracing settings are checked before the directory.
+    { name: 'worker: a metrics address with a host name (the SDK binds addresses)', args: [...start(badWorkerDirs.missing), '--metrics-address', 'localhost:9464'], exit: 2, stderr: /^skewless: --metrics-address must be IP:PORT to listen on .*got "localhost:9464"$/ },
+    { name: 'worker: an OTLP endpoint that is not an http(s) URL', args: [...start(badWorkerDirs.missing), '--otlp-endpoint', 'grpc://collector:4317'], exit: 2, stderr: /^skewless: --otlp-endpoint must be the http\(s\) URL of an OTLP\/HTTP traces endpoint/ },
   ];
 }
