@@ -86,15 +86,18 @@ describe('docker-compose.yml: the production stack', () => {
     assert.throws(() => mountsOf(service('worker'), {}), MissingVariable, 'without .env the worker\'s mounts cannot resolve');
   });
 
-  it('gives every long-running service but the worker a health check, Postgres\'s with pg_isready', () => {
+  it('gives every long-running service a health check, Postgres\'s with pg_isready, the worker\'s on its metrics port', () => {
     for (const [name, s] of Object.entries(compose.services)) {
-      if (name === 'worker' || s.restart === 'no') continue;
+      if (s.restart === 'no') continue;
       const test = s.healthcheck?.test;
       assert.ok(test && !s.healthcheck?.disable && asText(test) !== 'NONE', `${name} has no health check`);
       assert.ok(Array.isArray(test) && ['CMD', 'CMD-SHELL'].includes(test[0]!), `${name}: health check test must be CMD or CMD-SHELL`);
     }
     assert.match(asText(service('postgresql').healthcheck?.test), /\bpg_isready\b/);
     assert.match(asText(service('temporal').healthcheck?.test), /\btemporal operator\b.*--address temporal:7233/);
+    const metricsPort = String(environmentOf(service('worker')).SKEWLESS_METRICS_ADDRESS ?? '').split(':').pop();
+    assert.ok(metricsPort, 'the worker sets SKEWLESS_METRICS_ADDRESS');
+    assert.match(asText(service('worker').healthcheck?.test), new RegExp(`127\\.0\\.0\\.1:${metricsPort}/metrics`));
   });
 
   it('starts each service after what it needs, with conditions that can be met', () => {
