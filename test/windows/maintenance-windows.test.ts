@@ -173,7 +173,7 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
     // Window A is open now and closes while the canary runs (the test approves the workers just
     // before it closes, and the canary's kubeadm is slowed); window B opens a little later.
     const t0 = Date.now();
-    const a = windowBetween(t0 - 30_000, t0 + 120_000, ZONE);
+    const a = windowBetween(t0 - 30_000, t0 + 75_000, ZONE); // the control plane took 7 s here
     const b = windowBetween(a.closesAt + 60_000, a.closesAt + 60_000 + 15 * 60_000, ZONE);
     tc.sim.hosts.setFault('worker-1', { kind: 'slow', command: 'kubeadm upgrade node', ms: 25_000, times: 1 });
     const mark = await writes.mark();
