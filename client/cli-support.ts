@@ -19,11 +19,37 @@ export type Output = 'text' | 'json';
 export interface CommandIo {
   out: (text: string) => void;
   err: (text: string) => void;
+  /** A progress line that the next one replaces ('' erases it); only when stderr is a terminal. */
+  transient?: (text: string) => void;
 }
 
+let transientShown = false;
+/** Erases the progress line before anything else reaches the terminal. */
+const eraseTransient = () => {
+  if (transientShown) process.stderr.write('\r\x1b[2K');
+  transientShown = false;
+};
+
 export const processIo: CommandIo = {
-  out: (text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
-  err: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
+  out: (text) => {
+    if (process.stdout.isTTY) eraseTransient();
+    process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  },
+  err: (text) => {
+    eraseTransient();
+    process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
+  },
+  ...(process.stderr.isTTY
+    ? {
+        transient: (text: string) => {
+          eraseTransient();
+          if (text === '') return;
+          // One terminal row, never wrapped: a wrapped line could not be erased with \r.
+          process.stderr.write(text.slice(0, Math.max(10, (process.stderr.columns || 80) - 1)));
+          transientShown = true;
+        },
+      }
+    : {}),
 };
 
 /**

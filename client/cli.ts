@@ -9,9 +9,13 @@ import { planCommand, planHelp } from './commands/plan.js';
 import { skewCheckCommand, skewCheckHelp } from './commands/skew-check.js';
 import { workerCommand, workerHelp } from './commands/worker.js';
 
-type Command = { run: (args: string[], io: CommandIo) => Promise<number>; help: string; summary: string };
+/**
+ * A command. Every command that prints data takes --output json|text (tests hold every entry to it);
+ * `service` marks the long-running services (worker, dev-server): they print no data, only a log on stderr.
+ */
+type Command = { run: (args: string[], io: CommandIo) => Promise<number>; help: string; summary: string; service?: true };
 
-const COMMANDS: Record<string, Command> = {
+export const COMMANDS: Record<string, Command> = {
   'skew-check': { run: skewCheckCommand, help: skewCheckHelp, summary: 'judge component versions against the skew policy' },
   path: { run: pathCommand, help: pathHelp, summary: 'the upgrade hops from one version to another' },
   plan: { run: planCommand, help: planHelp, summary: 'the whole upgrade runbook, checked step by step (from files or a live cluster)' },
@@ -24,8 +28,8 @@ const COMMANDS: Record<string, Command> = {
   resume: { run: operateCommand('resume'), help: operateHelp.resume, summary: 'go on after a pause' },
   abort: { run: operateCommand('abort'), help: operateHelp.abort, summary: 'stop and compensate (no downgrade)' },
   history: { run: historyCommand, help: historyHelp, summary: 'the audit trail of an upgrade: steps, approvals, resolutions, snapshots' },
-  worker: { run: workerCommand, help: workerHelp, summary: 'run the worker with a directory of cluster configurations' },
-  'dev-server': { run: devServerCommand, help: devServerHelp, summary: 'start the Temporal dev server with its UI' },
+  worker: { run: workerCommand, help: workerHelp, summary: 'run the worker with a directory of cluster configurations', service: true },
+  'dev-server': { run: devServerCommand, help: devServerHelp, summary: 'start the Temporal dev server with its UI', service: true },
 };
 
 export const mainHelp = `Usage: skewless COMMAND [OPTIONS]
@@ -37,7 +41,8 @@ ${Object.entries(COMMANDS)
   .map(([name, c]) => `  ${name.padEnd(12)} ${c.summary}`)
   .join('\n')}
 
-Run "skewless COMMAND --help" for a command's options.`;
+Run "skewless COMMAND --help" for a command's options. Every command that prints data takes
+--output json (upgrade and watch: one JSON object per line as the upgrade moves).`;
 
 export async function main(argv: string[], io: CommandIo = processIo): Promise<number> {
   // stderr carries one line per error; a library's deprecation notice (gRPC's TLS server name

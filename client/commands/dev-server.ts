@@ -9,7 +9,8 @@ export const devServerHelp = `Usage: skewless dev-server [--db FILE] [--ip ADDRE
 
 Starts the Temporal dev server (built from the Go module proxy on first use) with its history
 persisted to FILE (default .skewless/temporal-dev.db), the Web UI on, and skewless's search
-attributes registered. Runs in the foreground until interrupted.
+attributes registered. Runs in the foreground until interrupted. A service: it takes no --output;
+its own line goes to stderr, the Temporal server's log wherever the server writes it.
 Defaults: --ip 127.0.0.1 --port 7233 --ui-port 8233.`;
 
 // The temporal CLI's spelling of each search attribute type.

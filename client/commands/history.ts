@@ -92,9 +92,9 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
     io.out(historyHelp);
     return EXIT.ok;
   }
+  const output = outputFormat(values.output);
   const cluster = clusterName(positionals[0]);
   if (positionals.length > 1) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[1])}`);
-  const output = outputFormat(values.output);
   const { client, close } = await connectClient(values);
   try {
     let runs;

@@ -1,21 +1,24 @@
-import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import {
-  abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery, type HaltState, type NodeState, type UpgradeResolution,
+  abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery, type HaltState, type NodeState, type UpgradeResolution, type UpgradeStatus,
 } from '../../workflows/upgrade-messages.js';
 import { blockText, haltLines, resolveHint } from '../block-text.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
+import { printJson } from '../output.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 import { gateName, namespacedName, nodeName, onlyPositional } from '../input-checks.js';
 
 const withConnection = (help: string) => `${help}\n\n${CONNECTION_HELP}`;
 
+const SIGNAL_JSON = '--output json: {cluster, workflowId, action, by, reason, status (the upgrade\'s status after)}.';
+
 /** The operator's controls on a running upgrade: status, approve, resolve, pause, resume, abort. */
 export const operateHelp = {
   status: withConnection('Usage: skewless status NAME [--output json|text]\n\nThe upgrade\'s phase, hop, every node\'s state, blocked nodes, gates and snapshots.'),
-  approve: withConnection('Usage: skewless approve NAME --gate GATE [--by WHO] [--comment TEXT]\n\nApproves a waiting gate; who and why land in the workflow history.'),
-  resolve: withConnection(`Usage: skewless resolve NAME --node NODE --action retry|skip|force|abort [--pod NS/NAME]... [--by WHO] [--comment TEXT]
-       skewless resolve NAME --action retry|abort [--by WHO] [--comment TEXT]
+  approve: withConnection('Usage: skewless approve NAME --gate GATE [--by WHO] [--comment TEXT] [--output json|text]\n\nApproves a waiting gate; who and why land in the workflow history.\n--output json: {cluster, workflowId, action, gate (approvedBy, comment), status (the upgrade\'s status after)}.'),
+  resolve: withConnection(`Usage: skewless resolve NAME --node NODE --action retry|skip|force|abort [--pod NS/NAME]... [--by WHO] [--comment TEXT] [--output json|text]
+       skewless resolve NAME --action retry|abort [--by WHO] [--comment TEXT] [--output json|text]
 
 Answers what an upgrade waits for (skewless status shows it and the answers it takes):
 - a blocked drain: retry, skip (the node stays cordoned at its old version until the run ends),
@@ -24,15 +27,22 @@ Answers what an upgrade waits for (skewless status shows it and the answers it t
   not Ready after the kubelet restart): retry runs the step again, abort stops the upgrade; skip only
   while the node is untouched at its old version; never force;
 - without --node, a rollout halted because workloads are unhealthy after a phase: retry checks
-  again, abort stops the upgrade.`),
-  pause: withConnection('Usage: skewless pause NAME [--by WHO] [--comment TEXT]\n\nNo new node starts; the steps in flight finish.'),
-  resume: withConnection('Usage: skewless resume NAME [--by WHO]'),
-  abort: withConnection('Usage: skewless abort NAME [--by WHO] [--comment TEXT]\n\nStops after the steps in flight and compensates: uncordons exactly the nodes this run cordoned and clears its stage labels. Versions are kept (no downgrade).'),
+  again, abort stops the upgrade.
+--output json: {cluster, workflowId, action, resolution, answered (the node or halted rollout it answered), status (after)}.`),
+  pause: withConnection(`Usage: skewless pause NAME [--by WHO] [--comment TEXT] [--output json|text]\n\nNo new node starts; the steps in flight finish.\n${SIGNAL_JSON}`),
+  resume: withConnection(`Usage: skewless resume NAME [--by WHO] [--output json|text]\n\n${SIGNAL_JSON}`),
+  abort: withConnection(`Usage: skewless abort NAME [--by WHO] [--comment TEXT] [--output json|text]\n\nStops after the steps in flight and compensates: uncordons exactly the nodes this run cordoned and clears its stage labels. Versions are kept (no downgrade).\n${SIGNAL_JSON}`),
 };
 
 type Verb = keyof typeof operateHelp;
 
 const who = (by: string | undefined) => by ?? process.env.USER ?? 'operator';
+
+/**
+ * The upgrade's status once the operator's message is in (a query after a signal or update sees
+ * its effect); null if the query cannot be answered (no worker), since the action itself went through.
+ */
+const statusAfter = (handle: WorkflowHandle): Promise<UpgradeStatus | null> => handle.query(statusQuery).catch(() => null);
 
 export function operateCommand(verb: Verb) {
   return async (args: string[], io: CommandIo): Promise<number> => {
@@ -44,8 +54,8 @@ export function operateCommand(verb: Verb) {
       io.out(operateHelp[verb]);
       return EXIT.ok;
     }
-    const cluster = clusterName(onlyPositional(positionals));
     const output = outputFormat(values.output);
+    const cluster = clusterName(onlyPositional(positionals));
     let resolution: UpgradeResolution | undefined;
     if (verb === 'resolve') {
       const node = values.node;
@@ -73,7 +83,7 @@ export function operateCommand(verb: Verb) {
     try {
       if (verb === 'status') {
         const s = await handle.query(statusQuery);
-        if (output === 'json') io.out(JSON.stringify(s, null, 2));
+        if (output === 'json') printJson(io, s, true);
         else {
           io.out(`${cluster}: ${s.from} → ${s.to}, hop ${s.hop ?? '-'} (${s.hops.join(' → ')}), ${s.phase}${s.paused ? ', paused' : ''}`);
           for (const [node, n] of Object.entries(s.nodes)) {
@@ -87,19 +97,24 @@ export function operateCommand(verb: Verb) {
         }
       } else if (verb === 'approve') {
         const g = await handle.executeUpdate(approveUpdate, { args: [{ gate: gate as string, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) }] });
-        io.out(`gate ${g.name} approved by ${g.approvedBy}`);
+        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, gate: g, status: await statusAfter(handle) });
+        else io.out(`gate ${g.name} approved by ${g.approvedBy}`);
       } else if (verb === 'resolve') {
         const r = resolution as UpgradeResolution;
         const answered = await handle.executeUpdate(resolveDrainUpdate, { args: [r] });
-        if (r.node === undefined) io.out(`workload check after ${(answered as HaltState).after}: ${r.action}`);
+        // `answered` is what was waiting: the node (its block) or the halted rollout.
+        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, resolution: r, answered, status: await statusAfter(handle) });
+        else if (r.node === undefined) io.out(`workload check after ${(answered as HaltState).after}: ${r.action}`);
         else {
           const block = (answered as NodeState).blocked;
           io.out(`${block?.kind === 'StepFailed' ? `${block.step} of ${r.node}` : `drain of ${r.node}`}: ${r.action}`);
         }
       } else {
         const signal = { pause: pauseSignal, resume: resumeSignal, abort: abortSignal }[verb];
-        await handle.signal(signal, { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) });
-        io.out(`${verb} sent to upgrade/${cluster}`);
+        const sent = { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) };
+        await handle.signal(signal, sent);
+        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, ...sent, status: await statusAfter(handle) });
+        else io.out(`${verb} sent to upgrade/${cluster}`);
       }
       return EXIT.ok;
     } catch (err) {

@@ -4,6 +4,7 @@ import { parseTarget, planUpgrade, type ClusterInventory, type RolloutPolicy, ty
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { planClusterWorkflow, type PlanClusterResult } from '../../workflows/plan-cluster-workflow.js';
 import { CommandFailed, EXIT, intOption, outputFormat, parseOptions, readJsonFile, requireOption, UsageError, type CommandIo } from '../cli-support.js';
+import { whileShowing } from '../output.js';
 import { planToJson, planToText } from '../render-plan.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { maxUnavailable, namespacedName, nodeName } from '../input-checks.js';
@@ -66,7 +67,7 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
     const taskQueue = workerConfig(values).taskQueue;
     const { client, close } = await connectClient(values);
     try {
-      live = { cluster, ...(await planThroughWorker(client, taskQueue, { cluster, to, policy: { ...policy, ...(values.acknowledge ? { acknowledge: values.acknowledge } : {}) } })) };
+      live = { cluster, ...(await planThroughWorker(client, io, taskQueue, { cluster, to, policy: { ...policy, ...(values.acknowledge ? { acknowledge: values.acknowledge } : {}) } })) };
     } finally {
       await close();
     }
@@ -92,21 +93,26 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
 }
 
 /** Runs planClusterWorkflow; a missing worker, an unknown cluster or a refused version is one line. */
-async function planThroughWorker(client: Client, taskQueue: string, input: Parameters<typeof planClusterWorkflow>[0]): Promise<PlanClusterResult> {
+async function planThroughWorker(client: Client, io: CommandIo, taskQueue: string, input: Parameters<typeof planClusterWorkflow>[0]): Promise<PlanClusterResult> {
   // Without a worker the workflow would wait forever: say so instead (a worker may be starting, so wait a little).
-  for (let waited = 0; ; waited += 500) {
-    const { pollers } = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue } });
-    if ((pollers?.length ?? 0) > 0) break;
-    if (waited >= 5000) throw new CommandFailed(`no worker polls task queue ${taskQueue}; start one with "skewless worker --clusters-dir DIR"`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
+  // What it waits for is shown on stderr while it waits, on a terminal only (never in a log).
+  await whileShowing(io, `waiting for a worker on task queue ${taskQueue}`, async () => {
+    for (let waited = 0; ; waited += 500) {
+      const { pollers } = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue } });
+      if ((pollers?.length ?? 0) > 0) break;
+      if (waited >= 5000) throw new CommandFailed(`no worker polls task queue ${taskQueue}; start one with "skewless worker --clusters-dir DIR"`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  });
+  const workflowId = `plan/${input.cluster}/${new Date().toISOString()}-${randomUUID().slice(0, 8)}`;
   try {
-    return await client.workflow.execute(planClusterWorkflow, {
-      taskQueue,
-      workflowId: `plan/${input.cluster}/${new Date().toISOString()}-${randomUUID().slice(0, 8)}`,
-      workflowExecutionTimeout: '15m', // a backstop: a plan that lost its worker does not linger
-      args: [input],
-    });
+    return await whileShowing(io, `reading cluster ${input.cluster} through the worker on ${taskQueue} (inventory, package versions, PDBs; workflow ${workflowId})`, () =>
+      client.workflow.execute(planClusterWorkflow, {
+        taskQueue,
+        workflowId,
+        workflowExecutionTimeout: '15m', // a backstop: a plan that lost its worker does not linger
+        args: [input],
+      }));
   } catch (err) {
     if (!(err instanceof WorkflowFailedError)) throw err;
     const failure = summarizeWorkflowFailure(err);

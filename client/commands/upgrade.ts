@@ -4,13 +4,14 @@ import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { clusterUpgradeWorkflow, type UpgradePolicy } from '../../workflows/cluster-upgrade-workflow.js';
 import { EXIT, intOption, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { maxUnavailable, namespacedName } from '../input-checks.js';
+import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to VERSION_OR_MINOR [--canary N] [--batch-size N]
                         [--max-unavailable N|N%] [--approve-workers] [--approve-canary] [--soak SECONDS]
                         [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]... [--detach]
-                        [--task-queue QUEUE] [connection options]
+                        [--task-queue QUEUE] [--output json|text] [connection options]
 
 Starts the durable upgrade of a cluster (workflow id upgrade/NAME) on Temporal and watches it;
 with --detach it returns at once (re-attach with "skewless watch NAME"). One upgrade per cluster:
@@ -19,6 +20,9 @@ a second one is refused while the first runs. A drain that has not finished afte
 does a node whose step keeps failing: a host unreachable is retried for --host-retry seconds of backoff
 (default about 7 minutes), a changed host key or a node not Ready after the kubelet restart not at all. The worker on QUEUE (SKEWLESS_TASK_QUEUE, default
 "skewless") resolves NAME to the cluster's credentials.
+
+--output json: with --detach, one object {"type":"started","cluster","workflowId","runId","to","at"};
+following the run, that object then one per line (NDJSON) for each change, as "skewless watch --output json".
 
 ${CONNECTION_HELP}
 
@@ -31,12 +35,13 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   const { values } = parseOptions(args, {
     cluster: { type: 'string' }, to: { type: 'string' }, canary: { type: 'string' }, 'batch-size': { type: 'string' },
     'max-unavailable': { type: 'string' }, 'approve-workers': { type: 'boolean' }, 'approve-canary': { type: 'boolean' },
-    soak: { type: 'string' }, 'drain-timeout': { type: 'string' }, 'host-retry': { type: 'string' }, acknowledge: { type: 'string', multiple: true }, detach: { type: 'boolean' }, 'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS,
+    soak: { type: 'string' }, 'drain-timeout': { type: 'string' }, 'host-retry': { type: 'string' }, acknowledge: { type: 'string', multiple: true }, detach: { type: 'boolean' }, 'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS, ...OUTPUT_OPTION,
   });
   if (values.help) {
     io.out(upgradeHelp);
     return EXIT.ok;
   }
+  const output = outputFormat(values.output);
   const cluster = clusterName(values.cluster, '--cluster');
   const to = requireOption(values.to, '--to');
   parseTarget(to); // a bad version is refused here, before Temporal is contacted
@@ -65,22 +70,25 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   const taskQueue = workerConfig(values).taskQueue;
   const { client, close } = await connectClient(values);
   try {
+    let runId: string;
     try {
-      await client.workflow.start(clusterUpgradeWorkflow, {
+      ({ firstExecutionRunId: runId } = await client.workflow.start(clusterUpgradeWorkflow, {
         taskQueue,
         workflowId: upgradeWorkflowId(cluster),
         workflowIdConflictPolicy: 'FAIL',
         args: [{ cluster, to, policy }],
-      });
+      }));
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) {
         throw new UsageError(`an upgrade of ${cluster} is already running; watch it with "skewless watch ${cluster}"`);
       }
       throw err;
     }
-    io.out(`started upgrade/${cluster} to ${to}`);
+    // With --detach, JSON is this one object; following, it is the first NDJSON record.
+    if (output === 'json') printRecord(io, 'started', cluster, { workflowId: upgradeWorkflowId(cluster), runId, to });
+    else io.out(`started upgrade/${cluster} to ${to}`);
     if (values.detach) return EXIT.ok;
-    return await watchUpgrade(client, cluster, io);
+    return await watchUpgrade(client, cluster, io, { output });
   } finally {
     await close();
   }

@@ -3,11 +3,12 @@ import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-message
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { blockText, haltLines, resolveHint } from '../block-text.js';
 import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
+import { OUTPUT_OPTION, outputFormat, printRecord, spinner, type Output } from '../output.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 import { onlyPositional } from '../input-checks.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 
-export const watchHelp = `Usage: skewless watch NAME [connection options]
+export const watchHelp = `Usage: skewless watch NAME [--output json|text] [connection options]
 
 Follows the upgrade of cluster NAME: phase, per-node progress, blocked nodes and what blocks them
 (a drain, or a step that failed: the step, the failure and its message), a rollout halted on unhealthy
@@ -15,87 +16,175 @@ workloads, gates waiting, each with the command that answers it. Re-attach at an
 upgrade's outcome (0 done; 1 failed, aborted or refused by the cluster as it is; 2 refused as an invalid
 request: unknown cluster or configuration, a version the cluster cannot go to).
 
+--output json prints one JSON object per line (NDJSON), each with "type", "cluster" and "at":
+"event" (the run's log), "progress" (phase, hop, nodes and node upgrades done of total, what it
+waits for), "node" (a node's state changed), "blocked" and "halted" (with the resolve command),
+"gate" (waiting or approved), and last "result" (exit, outcome, the final status) or "failed"
+(exit, message; also one line on stderr). On a terminal, stderr shows a live progress line.
+
 ${CONNECTION_HELP}`;
 
 /**
  * Progress in node upgrades (nodes × hops), so the bar only moves forward: a node counts once per
  * hop its kubelet has reached, whatever step it is in now.
  */
-function progressLine(s: UpgradeStatus): string {
+function upgradesDone(s: UpgradeStatus): { done: number; total: number } {
   const nodes = Object.values(s.nodes);
-  const total = nodes.length * s.hops.length;
-  const done = nodes.reduce((sum, n) => sum + (n.version ? s.hops.indexOf(n.version) + 1 : 0), 0);
+  return { done: nodes.reduce((sum, n) => sum + (n.version ? s.hops.indexOf(n.version) + 1 : 0), 0), total: nodes.length * s.hops.length };
+}
+
+function progressLine(s: UpgradeStatus): string {
+  const { done, total } = upgradesDone(s);
   const width = 20;
   const filled = total ? Math.round((done / total) * width) : 0;
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} node upgrades, hop ${s.hop ?? '-'} of ${s.hops.join(' → ') || '-'}, ${s.phase}${s.paused ? ' (paused)' : ''}`;
 }
 
-/** Polls the status query, printing what changed, until the workflow closes; returns its exit code. */
-export async function watchUpgrade(client: Client, cluster: string, io: CommandIo, pollMs = 1000): Promise<number> {
+/** Nodes at the last hop's version, of all nodes: the "n/m nodes" of the progress line. */
+function nodesDone(s: UpgradeStatus): { done: number; total: number } {
+  const nodes = Object.values(s.nodes);
+  const last = s.hops.at(-1);
+  return { done: last ? nodes.filter((n) => n.version === last).length : 0, total: nodes.length };
+}
+
+/** What the upgrade waits for now, if anything: the operator (gate, blocked node, halt) or a pause. */
+export function waitingReasons(cluster: string, s: UpgradeStatus): string[] {
+  const reasons: string[] = [];
+  if (s.paused) reasons.push(`paused (skewless resume ${cluster})`);
+  for (const g of s.gates.filter((g) => !g.approvedBy)) {
+    reasons.push(g.opensAt ? `soak ${g.name} until ${g.opensAt}` : `approval of gate ${g.name}`);
+  }
+  const blocked = Object.entries(s.nodes).filter(([, n]) => n.phase === 'blocked').map(([node]) => node);
+  if (blocked.length) reasons.push(`resolve of ${blocked.join(', ')}`);
+  if (s.halted) reasons.push(`resolve of the workload check after ${s.halted.after}`);
+  return reasons;
+}
+
+/** The transient progress line (stderr, terminals only): nodes, phase, and what the upgrade waits for. */
+function spinnerText(cluster: string, s: UpgradeStatus): string {
+  const { done, total } = nodesDone(s);
+  const waiting = waitingReasons(cluster, s);
+  return `${cluster}: ${done}/${total} nodes at ${s.hops.at(-1) ?? s.to}, ${s.phase}${s.hop ? ` ${s.hop}` : ''}${waiting.length ? `, waiting for ${waiting.join('; ')}` : ''}`;
+}
+
+export interface WatchOptions {
+  output?: Output;
+  pollMs?: number;
+}
+
+/**
+ * Polls the status query until the workflow closes; returns its exit code. Text: what changed, as
+ * lines. JSON: one record per change (NDJSON): `event` (the run's own log), `progress` (phase, hop,
+ * paused, counts), `node` (a node's phase, stage, version or block changed), `blocked`, `halted`,
+ * `gate` (waiting, approved), then `result` (the final status) or `failed`.
+ */
+export async function watchUpgrade(client: Client, cluster: string, io: CommandIo, options: WatchOptions = {}): Promise<number> {
+  const json = options.output === 'json';
+  const pollMs = options.pollMs ?? 1000;
+  const record = (type: string, fields: Record<string, unknown>) => printRecord(io, type, cluster, fields);
+  const live = spinner(io);
   const handle = client.workflow.getHandle(upgradeWorkflowId(cluster));
   let printedEvents = 0;
   let lastLine = '';
+  let lastProgress = '';
+  const nodeShown = new Map<string, string>();
   const blockedShown = new Set<string>();
-  const gatesShown = new Set<string>();
+  const gatesShown = new Map<string, string>();
   let haltShown: string | undefined;
-  for (;;) {
-    let description;
-    try {
-      description = await handle.describe();
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no upgrade of ${cluster} found`);
-      throw err;
-    }
-    const status = await handle.query(statusQuery).catch(() => undefined);
-    if (status) {
-      for (const e of status.events.slice(printedEvents)) io.out(`  ${e}`);
-      printedEvents = status.events.length;
-      const line = progressLine(status);
-      if (line !== lastLine) io.out((lastLine = line));
-      for (const [node, n] of Object.entries(status.nodes)) {
-        if (n.phase === 'blocked' && n.blocked && !blockedShown.has(node)) {
-          blockedShown.add(node);
-          // A failed step's message is in the events printed just above.
-          io.out(`  BLOCKED ${node}: ${blockText(n.blocked, false)}`);
-          io.out(`    ${resolveHint(cluster, node, n.blocked)}`);
-        } else if (n.phase !== 'blocked') blockedShown.delete(node);
-      }
-      const halt = status.halted ? `${status.halted.hop}/${status.halted.after}` : undefined;
-      if (status.halted && halt !== haltShown) for (const line of haltLines(cluster, status.halted, false)) io.out(`  ${line}`);
-      haltShown = halt;
-      // Once per gate: a gate waiting for hours is not news every second.
-      for (const g of status.gates.filter((g) => !g.approvedBy && !gatesShown.has(g.name))) {
-        gatesShown.add(g.name);
-        io.out(`  gate ${g.name} waits: skewless approve ${cluster} --gate ${g.name}`);
-      }
-    }
-    if (description.status.name !== 'RUNNING') {
+  try {
+    for (;;) {
+      let description;
       try {
-        const result = (await handle.result()) as UpgradeStatus;
-        io.out(`${cluster}: ${result.outcome ?? result.phase}`);
-        return result.phase === 'done' ? EXIT.ok : EXIT.notCompliant;
+        description = await handle.describe();
       } catch (err) {
-        if (!(err instanceof WorkflowFailedError)) throw err;
-        // The root cause (not "Activity task failed"), on stderr; exit 2 when the request itself was wrong.
-        const failure = summarizeWorkflowFailure(err);
-        io.err(`skewless: upgrade of ${cluster} failed: ${failure.message}`);
-        return failure.exit;
+        if (err instanceof WorkflowNotFoundError) throw new UsageError(`no upgrade of ${cluster} found`);
+        throw err;
       }
+      const status = await handle.query(statusQuery).catch(() => undefined);
+      if (status) {
+        for (const e of status.events.slice(printedEvents)) {
+          if (json) record('event', { message: e });
+          else io.out(`  ${e}`);
+        }
+        printedEvents = status.events.length;
+        if (json) {
+          const progress = { phase: status.phase, hop: status.hop ?? null, hops: status.hops, from: status.from, to: status.to, paused: status.paused,
+            nodes: nodesDone(status), nodeUpgrades: upgradesDone(status), waitingFor: waitingReasons(cluster, status) };
+          const key = JSON.stringify(progress);
+          if (key !== lastProgress) record('progress', progress);
+          lastProgress = key;
+          for (const [node, n] of Object.entries(status.nodes)) {
+            const key = JSON.stringify(n);
+            if (nodeShown.get(node) !== key) record('node', { node, ...n });
+            nodeShown.set(node, key);
+          }
+        } else {
+          const line = progressLine(status);
+          if (line !== lastLine) io.out((lastLine = line));
+        }
+        for (const [node, n] of Object.entries(status.nodes)) {
+          if (n.phase === 'blocked' && n.blocked && !blockedShown.has(node)) {
+            blockedShown.add(node);
+            if (json) record('blocked', { node, ...n.blocked, command: resolveHint(cluster, node, n.blocked).replace(/^resolve with: /, '') });
+            else {
+              // A failed step's message is in the events printed just above.
+              io.out(`  BLOCKED ${node}: ${blockText(n.blocked, false)}`);
+              io.out(`    ${resolveHint(cluster, node, n.blocked)}`);
+            }
+          } else if (n.phase !== 'blocked') blockedShown.delete(node);
+        }
+        const halt = status.halted ? `${status.halted.hop}/${status.halted.after}` : undefined;
+        if (status.halted && halt !== haltShown) {
+          if (json) record('halted', { ...status.halted, command: `skewless resolve ${cluster} --action ${status.halted.actions.join('|')}` });
+          else for (const line of haltLines(cluster, status.halted, false)) io.out(`  ${line}`);
+        }
+        haltShown = halt;
+        // Once per gate and state: a gate waiting for hours is not news every second.
+        for (const g of status.gates) {
+          const state = g.approvedBy ? 'approved' : 'waiting';
+          if (gatesShown.get(g.name) === state) continue;
+          gatesShown.set(g.name, state);
+          const { name: _name, ...gate } = g;
+          if (json) record('gate', { gate: g.name, state, ...gate, ...(state === 'waiting' && !g.opensAt ? { command: `skewless approve ${cluster} --gate ${g.name}` } : {}) });
+          else if (state === 'waiting') io.out(`  gate ${g.name} waits: skewless approve ${cluster} --gate ${g.name}`);
+        }
+        live.show(spinnerText(cluster, status));
+      }
+      if (description.status.name !== 'RUNNING') {
+        live.clear();
+        try {
+          const result = (await handle.result()) as UpgradeStatus;
+          const exit = result.phase === 'done' ? EXIT.ok : EXIT.notCompliant;
+          if (json) record('result', { exit, outcome: result.outcome ?? result.phase, status: result });
+          else io.out(`${cluster}: ${result.outcome ?? result.phase}`);
+          return exit;
+        } catch (err) {
+          if (!(err instanceof WorkflowFailedError)) throw err;
+          // The root cause (not "Activity task failed"), on stderr; exit 2 when the request itself was wrong.
+          const failure = summarizeWorkflowFailure(err);
+          if (json) record('failed', { exit: failure.exit, message: failure.message, ...(failure.type ? { failureType: failure.type } : {}) });
+          io.err(`skewless: upgrade of ${cluster} failed: ${failure.message}`);
+          return failure.exit;
+        }
+      }
+      await new Promise((r) => setTimeout(r, pollMs));
     }
-    await new Promise((r) => setTimeout(r, pollMs));
+  } finally {
+    live.clear();
   }
 }
 
 export async function watchCommand(args: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parseOptions(args, TEMPORAL_OPTIONS, true);
+  const { values, positionals } = parseOptions(args, { ...TEMPORAL_OPTIONS, ...OUTPUT_OPTION }, true);
   if (values.help) {
     io.out(watchHelp);
     return EXIT.ok;
   }
+  const output = outputFormat(values.output);
   const cluster = clusterName(onlyPositional(positionals));
   const { client, close } = await connectClient(values);
   try {
-    return await watchUpgrade(client, cluster, io);
+    return await watchUpgrade(client, cluster, io, { output });
   } finally {
     await close();
   }

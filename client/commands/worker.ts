@@ -7,7 +7,7 @@ export const workerHelp = `Usage: skewless worker --clusters-dir DIR [--task-que
 Runs the skewless worker: the one process that holds cluster credentials. It reads one
 <cluster>.yaml per cluster from DIR (SKEWLESS_CLUSTERS_DIR), checks that every one loads, then
 polls QUEUE (SKEWLESS_TASK_QUEUE, default "skewless") until SIGINT or SIGTERM, when it finishes
-gracefully.
+gracefully. A service: it prints no data on stdout (no --output); its log lines go to stderr.
 
 ${CONNECTION_HELP}
 

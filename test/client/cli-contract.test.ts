@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { COMMANDS } from '../../client/cli.js';
 import { repoRoot, runCli, writeFiles } from '../helpers/run-cli.js';
 
 const oneLineError = (stderr: string) => {
@@ -194,4 +195,35 @@ describe('skewless help', () => {
     assert.equal(r.code, 2);
     oneLineError(r.stderr);
   });
+});
+
+/**
+ * Every command in the CLI's table: the ones that print data take --output json|text and refuse
+ * anything else with one line and exit 2 before touching anything; the services (worker,
+ * dev-server) print no data and refuse --output as an unknown flag. A new command must be one or the other.
+ */
+describe('--output on every command', () => {
+  for (const [name, command] of Object.entries(COMMANDS)) {
+    if (command.service) {
+      it(`${name} is a service: no --output (exit 2, one line), and its help says so`, () => {
+        const r = runCli([name, '--output', 'json']);
+        assert.equal(r.code, 2, r.stdout + r.stderr);
+        assert.equal(r.stdout, '');
+        oneLineError(r.stderr);
+        assert.match(r.stderr, /Unknown option '--output'/);
+        assert.match(command.help, /no data on stdout|takes no --output/);
+      });
+      continue;
+    }
+    it(`${name} takes --output json|text and refuses --output yaml with exit 2 and one line`, () => {
+      assert.match(command.help, /--output json\|text/, `${name}'s usage names --output`);
+      const help = runCli([name, '--help', '--output', 'json']);
+      assert.equal(help.code, 0, `${name} knows --output: ${help.stderr}`);
+      const r = runCli([name, '--output', 'yaml']);
+      assert.equal(r.code, 2, r.stdout + r.stderr);
+      assert.equal(r.stdout, '');
+      oneLineError(r.stderr);
+      assert.match(r.stderr, /--output must be "json" or "text", got "yaml"/);
+    });
+  }
 });

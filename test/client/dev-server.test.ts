@@ -74,7 +74,8 @@ describe('skewless dev-server', () => {
 
   it('docker-compose registers the same search attributes as the dev server', () => {
     const compose = readFileSync(join(repoRoot, 'docker-compose.yml'), 'utf8');
-    const inCompose = [...compose.matchAll(/--search-attribute=(\S+)/g)].map((m) => m[1]);
+    // The compose stack's one-shot setup service: `temporal operator search-attribute create --name N --type T ...`.
+    const inCompose = [...compose.matchAll(/--name[= ](\S+)\s+(?:\\\s*)?--type[= ](\S+)/g)].map((m) => `${m[1]}=${m[2]}`);
     const args = devServerArgs({ db: 'x', ip: '127.0.0.1', port: 1, uiPort: 2 });
     const inDevServer = args.filter((_, i) => args[i - 1] === '--search-attribute');
     assert.deepEqual(inCompose, inDevServer);

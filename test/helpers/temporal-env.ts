@@ -1,3 +1,4 @@
+import { createServer } from 'node:net';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { ensureTemporalBinary } from '../../tooling/temporal-binary.js';
@@ -10,14 +11,16 @@ import { archiveHistories, archiveLabel } from './history-archive.js';
  * that needs it and stopped by that test. It registers skewless's search attributes.
  * Its teardown first archives every history it holds for the run's secret scan (when the run keeps
  * an archive: SKEWLESS_HISTORY_ARCHIVE); `archive: false` is for a test that plants secrets on purpose.
+ * Headless (no Web UI) unless `uiPort` is given: see startDevServerWithUi.
  */
-export async function startDevServer(options: { archive?: boolean } = {}): Promise<TestWorkflowEnvironment> {
+export async function startDevServer(options: { archive?: boolean; uiPort?: number } = {}): Promise<TestWorkflowEnvironment> {
   const env = await TestWorkflowEnvironment.createLocal({
     server: {
       executable: { type: 'existing-path', path: ensureTemporalBinary() },
       ip: '127.0.0.1',
       searchAttributes: ALL_SEARCH_ATTRIBUTES,
       extraArgs: ['--log-level', 'error'],
+      ...(options.uiPort === undefined ? {} : { ui: true, uiPort: options.uiPort }),
     },
   });
   if (options.archive === false) return env;
@@ -36,6 +39,43 @@ export async function startDevServer(options: { archive?: boolean } = {}): Promi
     }
   };
   return env;
+}
+
+/** A TCP port free on 127.0.0.1 right now (the kernel's pick). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/**
+ * The dev server with its Web UI (the Temporal UI the CLI embeds) on a free port of 127.0.0.1;
+ * resolves once the UI answers HTTP, with its base URL (`http://127.0.0.1:PORT`).
+ */
+export async function startDevServerWithUi(options: { archive?: boolean } = {}): Promise<{ env: TestWorkflowEnvironment; uiUrl: string }> {
+  const uiPort = await freePort();
+  const env = await startDevServer({ ...options, uiPort });
+  const uiUrl = `http://127.0.0.1:${uiPort}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const res = await fetch(uiUrl, { signal: AbortSignal.timeout(2_000) });
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await env.teardown();
+      throw new Error(`the dev server's UI did not answer on ${uiUrl} within 30 s`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { env, uiUrl };
 }
 
 let bundle: Promise<WorkflowBundle> | undefined;
