@@ -3,6 +3,7 @@ import { isAbsolute, join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import ssh2 from 'ssh2';
 import { parse as parseYaml } from 'yaml';
+import { parseMaintenanceWindows, RuleError, type MaintenanceWindow } from '../rules/index.js';
 import { ErrorType } from './errors.js';
 
 /**
@@ -38,6 +39,11 @@ export interface ClusterConfig {
   probes: { name: string; url: string; expectStatus: number; timeoutSeconds: number }[];
   /** Seconds a host command may run before it is abandoned (channel closed) and its step retried. */
   timeouts: HostTimeouts;
+  /**
+   * When disruptive phases may start (rules/maintenance-window.ts); absent: any time. Policy, not a
+   * secret: the inventory hands it to the workflow.
+   */
+  maintenanceWindows?: MaintenanceWindow[];
 }
 
 /**
@@ -76,7 +82,7 @@ function invalid(file: string | undefined, message: string): ApplicationFailure 
  * setting silently replaced by the default. `timeouts` is the per-cluster timeouts section.
  */
 const KNOWN_KEYS = {
-  '': ['name', 'kubeconfig', 'context', 'ssh', 'nodes', 'packageManager', 'etcd', 'snapshots', 'drain', 'probes', 'timeouts'],
+  '': ['name', 'kubeconfig', 'context', 'ssh', 'nodes', 'packageManager', 'etcd', 'snapshots', 'drain', 'probes', 'timeouts', 'maintenanceWindows'],
   ssh: ['user', 'port', 'privateKeyPath', 'knownHostsPath', 'sudo', 'connectTimeoutSeconds'],
   node: ['address', 'port'],
   etcd: ['endpoint', 'caCert', 'cert', 'key', 'remoteDir'],
@@ -194,6 +200,13 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
       if (!/^https?:\/\//.test(url)) throw invalid(file, `probes[${i}].url must be http(s)`);
       return { name: str(r.name, `probes[${i}].name`), url, expectStatus: int(r.expectStatus, `probes[${i}].expectStatus`, 200, 100, 599), timeoutSeconds: int(r.timeoutSeconds, `probes[${i}].timeoutSeconds`, 5, 1, 300) };
     });
+  let maintenanceWindows: MaintenanceWindow[];
+  try {
+    maintenanceWindows = parseMaintenanceWindows(raw.maintenanceWindows);
+  } catch (err) {
+    if (err instanceof RuleError) throw invalid(file, err.message);
+    throw err;
+  }
 
   return {
     name,
@@ -226,6 +239,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
     probes,
     timeouts: Object.fromEntries(Object.entries(HOST_TIMEOUT_LIMITS).map(([k, limit]) =>
       [k, int(timeouts[k], `timeouts.${k}`, limit.default, 1, limit.max)])) as unknown as HostTimeouts,
+    ...(maintenanceWindows.length > 0 ? { maintenanceWindows } : {}),
   };
 }
 

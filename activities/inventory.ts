@@ -1,7 +1,7 @@
 import { parse as parseYaml } from 'yaml';
 import {
   auditPdbs, compareNatural, selectorMatches,
-  type ClusterInventory, type ComponentVersion, type PdbFinding, type PlanNode, STAGE_LABEL,
+  type ClusterInventory, type ComponentVersion, type MaintenanceWindow, type PdbFinding, type PlanNode, STAGE_LABEL,
 } from '../rules/index.js';
 import type { ClusterResolver } from './cluster-access.js';
 import { httpStatus, kubeCall } from './errors.js';
@@ -41,6 +41,8 @@ export interface Inventory {
   skew: ClusterInventory & { nodes: PlanNode[] };
   /** Things that could not be read as expected (an unparsable version, a missing mirror pod). */
   problems: string[];
+  /** The cluster's maintenance windows from its configuration (policy, no secret); absent: none. */
+  maintenanceWindows?: MaintenanceWindow[];
 }
 
 export interface InventoryDeps {
@@ -124,7 +126,7 @@ export function createInventoryActivities(deps: InventoryDeps) {
      * kubeadm-config ConfigMap. Read-only, so retrying is always safe.
      */
     async takeInventory(input: { cluster: string }): Promise<Inventory> {
-      const { kube } = deps.clusters(input.cluster);
+      const { kube, config } = deps.clusters(input.cluster);
       const problems: string[] = [];
       const [nodeList, pods, pdbList, clusterVersion] = await Promise.all([
         listAll('list nodes', async (p) => {
@@ -172,6 +174,7 @@ export function createInventoryActivities(deps: InventoryDeps) {
           nodes: planNodes(nodes),
         },
         problems,
+        ...(config.maintenanceWindows?.length ? { maintenanceWindows: config.maintenanceWindows } : {}),
       };
     },
   };

@@ -15,3 +15,4 @@ export * from './upgrade-plan.js';
 export * from './drain-filters.js';
 export * from './label-selector.js';
 export * from './pdb-audit.js';
+export * from './maintenance-window.js';

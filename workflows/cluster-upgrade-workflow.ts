@@ -3,7 +3,7 @@ import {
   upsertMemo, upsertSearchAttributes, workflowInfo, allHandlersFinished,
 } from '@temporalio/workflow';
 import {
-  buildRunbook, checkRunbook, checkSkew, planUpgrade, withoutNodes, type RolloutPlan, type RolloutPolicy, type UpgradePlan,
+  buildRunbook, checkRunbook, checkSkew, planUpgrade, withoutNodes, type MaintenanceWindow, type RolloutPlan, type RolloutPolicy, type UpgradePlan,
 } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { haltOf } from './halt.js';
@@ -18,6 +18,7 @@ import {
   abortSignal, approveUpdate, nodeBlockedSignal, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery,
   type GateState, type HaltResolution, type HaltState, type UpgradeStatus,
 } from './upgrade-messages.js';
+import { waitForWindow, type WindowWaitContext } from './window-wait.js';
 
 export interface UpgradePolicy extends RolloutPolicy {
   /** Wait for an `approve` update before the workers of each hop, and after each canary. */
@@ -55,7 +56,8 @@ export interface UpgradeInput {
 
 /** What one run hands the next: the plan (not re-planned), the status so far, and the next safe point. */
 export interface CarriedUpgrade {
-  plan: { from: string; hops: string[]; rollout: RolloutPlan };
+  /** `windows`: the cluster's maintenance windows as read when the upgrade started (absent: none). */
+  plan: { from: string; hops: string[]; rollout: RolloutPlan; windows?: MaintenanceWindow[] };
   status: UpgradeStatus;
   /** The hop to go on with, and its next worker phase (-1: the hop has not started). */
   cursor: { hop: number; phase: number };
@@ -255,11 +257,15 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     await condition(allHandlersFinished);
     status.runs++;
     note(`continued as new at ${info.historyLength} events (run ${status.runs + 1})`);
-    await continueAsNew<typeof clusterUpgradeWorkflow>({ ...input, carried: { plan: { from: plan.from, hops: plan.hops, rollout: plan.rollout }, status, cursor } });
+    const carriedPlan = { from: plan.from, hops: plan.hops, rollout: plan.rollout, ...(windows.length > 0 ? { windows } : {}) };
+    await continueAsNew<typeof clusterUpgradeWorkflow>({ ...input, carried: { plan: carriedPlan, status, cursor } });
   };
 
   let plan: CarriedUpgrade['plan'];
   let live: Awaited<ReturnType<typeof a.takeInventory>> | undefined;
+  /** Disruptive phases start only inside these (the cluster configuration's `maintenanceWindows`). */
+  let windows: MaintenanceWindow[] = input.carried?.plan.windows ?? [];
+  const windowWait: WindowWaitContext = { status, get windows() { return windows; }, aborted: () => aborted !== undefined, setPhase };
   if (input.carried) {
     plan = input.carried.plan;
   } else {
@@ -270,6 +276,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     // Plan: the inventory, what the repository offers, and the rules' verdict, before touching anything.
     const inventory = await a.takeInventory({ cluster });
     live = inventory;
+    windows = inventory.maintenanceWindows ?? [];
     const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '' });
     const full: UpgradePlan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: input.to, available, policy }));
     plan = full;
@@ -301,6 +308,11 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       const workerPhases = rollout.phases.filter((p) => p.kind !== 'control-plane');
       const startPhase = h === cursor.hop ? cursor.phase : -1;
       if (startPhase < 0) {
+        // The snapshot, kubeadm and every control plane start inside a maintenance window; after a
+        // wait the cluster is read again.
+        const waited = await waitForWindow(windowWait, 'control-plane');
+        if (waited === 'aborted') break;
+        if (waited > 0) live = undefined;
         // Every step of this hop judged on the cluster as it is now, skipped nodes included.
         live ??= await a.takeInventory({ cluster });
         const check = checkRunbook(live.skew, buildRunbook([hop], rollout));
@@ -327,6 +339,8 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       for (let k = Math.max(0, startPhase); k < workerPhases.length && !aborted; k++) {
         if (k > startPhase) await continueIfLong({ hop: h, phase: k });
         const phase = workerPhases[k] as (typeof workerPhases)[number];
+        // Each phase starts inside a maintenance window; a phase in flight when it closes finishes its nodes.
+        if (await waitForWindow(windowWait, phase.stage) === 'aborted') break;
         await window(phase.nodes, phase.maxUnavailable);
         if (aborted) break;
         await verifyWorkloads(phase.stage);

@@ -6,7 +6,7 @@ import type { DrainResolution, NodeBlock, NodePhase } from './node-messages.js';
  * Wire names are API: never rename them.
  */
 
-export type UpgradePhase = 'inventory' | 'backup' | 'preflight' | 'control-plane' | 'workers' | 'verify' | 'gate' | 'paused' | 'compensating' | 'done' | 'failed' | 'aborted';
+export type UpgradePhase = 'inventory' | 'backup' | 'preflight' | 'control-plane' | 'workers' | 'verify' | 'gate' | 'paused' | 'waiting' | 'compensating' | 'done' | 'failed' | 'aborted';
 
 export interface NodeState {
   phase: NodePhase;
@@ -49,6 +49,17 @@ export interface HaltState {
   actions: ('retry' | 'abort')[];
 }
 
+/** A disruptive phase held back until the cluster's maintenance window opens (workflows/window-wait.ts). */
+export interface WindowWait {
+  for: 'maintenance-window';
+  /** The phase that waits: `control-plane` (a hop's snapshot, kubeadm and control planes), `canary`, `batch-N`. */
+  phase: string;
+  hop: string;
+  /** Workflow time (ISO) the wait began, and the time the next window opens. */
+  since: string;
+  opensAt: string;
+}
+
 export interface SnapshotRecord {
   hop: string;
   remotePath: string;
@@ -69,6 +80,8 @@ export interface UpgradeStatus {
   nodes: Record<string, NodeState>;
   /** Set while the rollout waits for the operator after a failed workload check. */
   halted?: HaltState;
+  /** Set while a disruptive phase waits for the maintenance window. */
+  waiting?: WindowWait;
   gates: GateState[];
   snapshots: SnapshotRecord[];
   /** Human-readable record of what happened, newest last. */

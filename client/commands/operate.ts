@@ -91,6 +91,7 @@ export function operateCommand(verb: Verb) {
             if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(cluster, node, n.blocked)}`);
           }
           if (s.halted) for (const line of haltLines(cluster, s.halted)) io.out(`  ${line}`);
+          if (s.waiting) io.out(`  ${s.waiting.phase} of ${s.waiting.hop}: waiting for the maintenance window: opens ${s.waiting.opensAt}`);
           for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : 'waiting'}`);
           for (const snap of s.snapshots) io.out(`  etcd snapshot ${snap.hop}: ${snap.localPath} (${snap.sizeBytes} bytes, sha256 ${snap.sha256}, revision ${snap.revision})`);
         }

@@ -1,0 +1,9 @@
+/**
+ * Patch ids of workflow changes that alter the command sequence of running executions
+ * (CONVENTIONS.md §12): `patched(PATCH.x)` inside workflow code, never at module top level.
+ * Removal goes patched → deprecatePatch → delete, once no open run predates the patch.
+ */
+export const PATCH = {
+  /** Disruptive phases wait for the cluster's maintenance window (workflows/window-wait.ts). */
+  maintenanceWindows: 'maintenance-windows',
+} as const;
