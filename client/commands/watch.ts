@@ -57,6 +57,7 @@ export function waitingReasons(cluster: string, s: UpgradeStatus): string[] {
   const blocked = Object.entries(s.nodes).filter(([, n]) => n.phase === 'blocked').map(([node]) => node);
   if (blocked.length) reasons.push(`resolve of ${blocked.join(', ')}`);
   if (s.halted) reasons.push(`resolve of the workload check after ${s.halted.after}`);
+  if (s.waiting) reasons.push(`the maintenance window (${s.waiting.phase} of ${s.waiting.hop}; opens ${s.waiting.opensAt})`);
   return reasons;
 }
 
@@ -109,7 +110,8 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
         printedEvents = status.events.length;
         if (json) {
           const progress = { phase: status.phase, hop: status.hop ?? null, hops: status.hops, from: status.from, to: status.to, paused: status.paused,
-            nodes: nodesDone(status), nodeUpgrades: upgradesDone(status), waitingFor: waitingReasons(cluster, status) };
+            nodes: nodesDone(status), nodeUpgrades: upgradesDone(status), waitingFor: waitingReasons(cluster, status),
+            window: status.waiting ?? null };
           const key = JSON.stringify(progress);
           if (key !== lastProgress) record('progress', progress);
           lastProgress = key;

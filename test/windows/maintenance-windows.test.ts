@@ -116,6 +116,7 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
 
   it('an abort ends the wait for a window at once, and nothing was touched; status, memo and the phase attribute say what it waits for', async () => {
     const mark = await writes.mark();
+    let watching: ReturnType<typeof cliAsync> | undefined;
     const later = windowBetween(Date.now() + 10 * 60_000, Date.now() + 15 * 60_000, ZONE);
     const { status } = await upgrade([later.window], '1.32.6', {}, async (handle) => {
       const waiting = await untilStatus(handle, 'the control plane waiting for the window', (s) => s.waiting !== undefined, 120_000);
@@ -131,8 +132,20 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
       assert.equal(text.code, 0, text.stderr);
       assert.match(text.stdout, /^win: 1\.32\.4 → 1\.32\.6, hop 1\.32\.6 \(1\.32\.6\), waiting$/m);
       assert.ok(text.stdout.includes(`  control-plane of 1.32.6: waiting for the maintenance window: opens ${iso(later.opensAt)}\n`), text.stdout);
+      // What automation reads: the status object and the watch's progress records (NDJSON).
+      const json = await cliAsync(['status', 'win', '--output', 'json'], cliEnv());
+      assert.equal(json.code, 0, json.stderr);
+      assert.equal((JSON.parse(json.stdout) as { waiting?: WindowWait }).waiting?.opensAt, iso(later.opensAt));
+      watching = cliAsync(['watch', 'win', '--output', 'json'], cliEnv());
+      await sleepUntil(Date.now() + 3_000); // the watch's first poll, before the run ends
       await handle.signal(abortSignal, { by: 'windows test', reason: 'not tonight' });
     });
+    const watched = await watching!;
+    const records = watched.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; window?: WindowWait | null; waitingFor?: string[] });
+    const waitingProgress = records.find((r) => r.type === 'progress' && r.window);
+    assert.equal(waitingProgress?.window?.opensAt, iso(later.opensAt), watched.stdout);
+    assert.ok(waitingProgress?.waitingFor?.some((w) => w.startsWith('the maintenance window (control-plane of 1.32.6')), watched.stdout);
+    assert.equal(records.at(-1)?.type, 'result', watched.stdout);
     // The result came while the window was still minutes away: the abort ended the timer's wait.
     assert.ok(Date.now() < later.opensAt, 'ended before the window opened');
     assert.equal(status.phase, 'aborted', status.events.join('\n'));
