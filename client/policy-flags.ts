@@ -52,3 +52,8 @@ export function policyFromFlags(values: PolicyFlags): UpgradePolicy {
   if (values.acknowledge) policy.acknowledge = values.acknowledge;
   return policy;
 }
+
+/** What --to takes, for the help of upgrade, plan and schedule create. */
+export const TARGET_HELP = `TARGET: an exact version (1.34.2), a minor (1.34: its newest patch), latest-patch (the newest
+patch of the cluster's current minor the package repository offers) or next-minor (the newest
+patch of the minor after it). An expression with nothing newer to go to means nothing to do.`;

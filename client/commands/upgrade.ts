@@ -3,12 +3,12 @@ import { parseTarget } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { EXIT, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
-import { POLICY_OPTIONS, policyFromFlags } from '../policy-flags.js';
+import { POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
 import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 import { watchUpgrade } from './watch.js';
 
-export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to VERSION_OR_MINOR [--canary N] [--batch-size N]
+export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to TARGET [--canary N] [--batch-size N]
                         [--max-unavailable N|N%] [--approve-workers] [--approve-canary] [--soak SECONDS]
                         [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]... [--detach]
                         [--task-queue QUEUE] [--output json|text] [connection options]
@@ -20,6 +20,8 @@ a second one is refused while the first runs. A drain that has not finished afte
 does a node whose step keeps failing: a host unreachable is retried for --host-retry seconds of backoff
 (default about 7 minutes), a changed host key or a node not Ready after the kubelet restart not at all. The worker on QUEUE (SKEWLESS_TASK_QUEUE, default
 "skewless") resolves NAME to the cluster's credentials.
+
+${TARGET_HELP}
 
 --output json: with --detach, one object {"type":"started","cluster","workflowId","runId","to","at"};
 following the run, that object then one per line (NDJSON) for each change, as "skewless watch --output json".

