@@ -37,10 +37,11 @@ When (one or more, their times are combined):
   --calendar "DAYS HH:MM"  "Sat 02:00", "Mon-Fri 22:30", "Sat,Sun 02:00", "daily 03:00"
   --every DURATION      30s, 10m, 6h, 7d (from the schedule's creation)
   --time-zone ZONE      IANA zone for --cron and --calendar (default UTC)
-Overlap policy: ${OVERLAP_WORDS}
+Overlap policy: ${OVERLAP_WORDS.replace('. A time', '.\n  A time').replace(', and a run', ',\n  and a run')}
 Missed runs are caught up for ${CATCHUP_WINDOW}. "trigger" fires now, with the same overlap policy.
 
 ${TARGET_HELP}
+
 Policy flags, as for "skewless upgrade":
 ${POLICY_USAGE}
 
@@ -74,10 +75,11 @@ export async function scheduleCommand(args: string[], io: CommandIo): Promise<nu
     output: { type: 'string' }, 'task-queue': { type: 'string' }, ...POLICY_OPTIONS, ...TEMPORAL_OPTIONS,
   }, true);
   const [verbText, name, ...extra] = positionals;
-  if (values.help || verbText === undefined) {
+  if (values.help) {
     io.out(scheduleHelp);
-    return values.help ? EXIT.ok : EXIT.invalid;
+    return EXIT.ok;
   }
+  if (verbText === undefined) throw new UsageError(`schedule needs a command: ${VERBS.join(', ')} (skewless schedule --help)`);
   if (!(VERBS as readonly string[]).includes(verbText)) throw new UsageError(`unknown schedule command "${verbText}": ${VERBS.join(', ')}`);
   const verb = verbText as Verb;
   if (extra.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(extra[0])}: schedule ${verb} takes one NAME`);
