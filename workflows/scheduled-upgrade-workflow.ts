@@ -85,7 +85,15 @@ export async function scheduledUpgradeWorkflow(input: ScheduledUpgradeInput): Pr
   }
   phase('upgrading');
   upsertMemo({ upgrade: upgradeId, upgradeRunId: child.firstExecutionRunId });
-  const status = await child.result(); // a failed upgrade fails this run too, with its cause
+  let status;
+  try {
+    status = await child.result();
+  } catch (err) {
+    // A failed upgrade fails this run too, with its cause; the list view says so.
+    phase('failed');
+    upsertMemo({ outcome: 'failed' });
+    throw err;
+  }
   const upgrade = { workflowId: upgradeId, runId: child.firstExecutionRunId, from: status.from, to: status.to, phase: status.phase };
   if (status.phase === 'aborted') return end('aborted', `${upgradeId}: ${status.outcome ?? 'aborted'}`, { upgrade });
   return end('upgraded', `${upgradeId}: ${status.outcome ?? `upgraded to ${version}`}`, { upgrade });

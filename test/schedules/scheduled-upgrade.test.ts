@@ -54,6 +54,12 @@ describe('schedules: a Temporal Schedule starts upgrades, one per cluster at a t
     }
     return out;
   };
+  const untilExecutions = async (check: (e: Awaited<ReturnType<typeof upgradeExecutions>>) => boolean) => {
+    let last: Awaited<ReturnType<typeof upgradeExecutions>> = [];
+    await waitFor('the list of upgrade/sched executions', async () => check((last = await upgradeExecutions())), 15_000, 250)
+      .catch((err: Error) => assert.fail(`${err.message}: ${JSON.stringify(last)}`));
+    return last;
+  };
   const kubelets = async () => Object.fromEntries((await tc.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
 
   before(async () => {
@@ -92,8 +98,8 @@ describe('schedules: a Temporal Schedule starts upgrades, one per cluster at a t
 
     // The kubelets moved, and the upgrade is the ordinary upgrade/sched, a child of the scheduled run.
     assert.deepEqual(await kubelets(), { 'cp-1': 'v1.32.6', 'worker-1': 'v1.32.6', 'worker-2': 'v1.32.6' });
-    const executions = await upgradeExecutions();
-    assert.equal(executions.length, 1, JSON.stringify(executions));
+    // (The list view follows the server a moment later.)
+    const executions = await untilExecutions((e) => e.length === 1 && e[0]?.status === 'COMPLETED');
     assert.deepEqual(executions[0], { runId: result.upgrade?.runId, status: 'COMPLETED', parent: first.workflowId });
     const described = await schedule().describe();
     assert.ok(described.info.numActionsSkippedOverlap >= 1 || described.info.recentActions.length === 1, 'no second run while the first went on');
@@ -143,7 +149,7 @@ describe('schedules: a Temporal Schedule starts upgrades, one per cluster at a t
       assert.equal(result.outcome, 'skipped', JSON.stringify(result));
       assert.equal(result.message, 'skipped: upgrade/sched already running');
       // Only the upgrade started by hand runs; the one from the first test has ended.
-      const executions = await upgradeExecutions();
+      const executions = await untilExecutions((e) => e.length === 2);
       assert.deepEqual(executions.filter((e) => e.status === 'RUNNING').map((e) => e.runId), [manualRun], JSON.stringify(executions));
       assert.equal(executions.length, 2, JSON.stringify(executions));
       assert.equal((await manual.describe()).status.name, 'RUNNING', 'the upgrade by hand goes on');
