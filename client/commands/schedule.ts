@@ -79,11 +79,11 @@ export async function scheduleCommand(args: string[], io: CommandIo): Promise<nu
     io.out(scheduleHelp);
     return EXIT.ok;
   }
+  const output = outputFormat(values.output);
   if (verbText === undefined) throw new UsageError(`schedule needs a command: ${VERBS.join(', ')} (skewless schedule --help)`);
   if (!(VERBS as readonly string[]).includes(verbText)) throw new UsageError(`unknown schedule command "${verbText}": ${VERBS.join(', ')}`);
   const verb = verbText as Verb;
   if (extra.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(extra[0])}: schedule ${verb} takes one NAME`);
-  const output = outputFormat(values.output);
   const only = (allowed: string[]) => {
     const given = Object.entries(values).filter(([k, v]) => v !== undefined && !allowed.includes(k) && !(k in TEMPORAL_OPTIONS) && k !== 'output');
     if (given.length > 0) throw new UsageError(`--${given[0]?.[0]} does not go with schedule ${verb}`);
