@@ -4,6 +4,7 @@ import { describeWorker } from './describe-worker.js';
 import { createDrainActivities } from './drain.js';
 import { ErrorType } from './errors.js';
 import { createEtcdActivities } from './etcd-snapshot.js';
+import { findRunningUpgrade } from './find-running-upgrade.js';
 import { createHealthActivities } from './health.js';
 import { createHostActivities } from './host-activities.js';
 import { createInventoryActivities } from './inventory.js';
@@ -30,6 +31,7 @@ export function createActivities(deps: ActivityDeps = {}) {
   const clusters = deps.clusters ?? noClusters;
   return {
     describeWorker,
+    findRunningUpgrade,
     ...createInventoryActivities({ clusters }),
     ...createHealthActivities({ clusters }),
     ...createNodeActivities({ clusters }),

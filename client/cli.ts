@@ -6,6 +6,7 @@ import { upgradeCommand, upgradeHelp } from './commands/upgrade.js';
 import { watchCommand, watchHelp } from './commands/watch.js';
 import { pathCommand, pathHelp } from './commands/path.js';
 import { planCommand, planHelp } from './commands/plan.js';
+import { scheduleCommand, scheduleHelp } from './commands/schedule.js';
 import { skewCheckCommand, skewCheckHelp } from './commands/skew-check.js';
 import { workerCommand, workerHelp } from './commands/worker.js';
 
@@ -27,6 +28,7 @@ export const COMMANDS: Record<string, Command> = {
   pause: { run: operateCommand('pause'), help: operateHelp.pause, summary: 'start no new node' },
   resume: { run: operateCommand('resume'), help: operateHelp.resume, summary: 'go on after a pause' },
   abort: { run: operateCommand('abort'), help: operateHelp.abort, summary: 'stop and compensate (no downgrade)' },
+  schedule: { run: scheduleCommand, help: scheduleHelp, summary: 'upgrades started by a Temporal Schedule: create, list, describe, pause, unpause, delete, trigger' },
   history: { run: historyCommand, help: historyHelp, summary: 'the audit trail of an upgrade: steps, approvals, resolutions, snapshots' },
   worker: { run: workerCommand, help: workerHelp, summary: 'run the worker with a directory of cluster configurations', service: true },
   'dev-server': { run: devServerCommand, help: devServerHelp, summary: 'start the Temporal dev server with its UI', service: true },

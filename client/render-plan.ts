@@ -1,10 +1,11 @@
-import { STAGE_LABEL, type RunbookStep, type UpgradePlan } from '../rules/index.js';
+import { describeTarget, STAGE_LABEL, type RunbookStep, type UpgradePlan } from '../rules/index.js';
 
 /** The plan as JSON: the canary rollout plan (stage labels, phases) plus the runbook per hop. */
 export function planToJson(plan: UpgradePlan, to: string) {
   return {
     from: plan.from,
     to,
+    target: plan.target,
     hops: plan.hops,
     stageLabel: STAGE_LABEL,
     policy: plan.rollout.policy,
@@ -40,8 +41,9 @@ function describeStep(step: RunbookStep | undefined): string {
 export function planToText(plan: UpgradePlan, to: string): string {
   const lines: string[] = [];
   const { policy, phases } = plan.rollout;
+  if (plan.hops.length === 0 && plan.target.nothingToDo) return `Nothing to do: ${describeTarget(plan.target)}.`;
   if (plan.hops.length === 0) return `Already at ${to} (cluster is at ${plan.from}): nothing to do.`;
-  lines.push(`Upgrade ${plan.from} → ${to}: ${plan.hops.length} hop${plan.hops.length === 1 ? '' : 's'} (${plan.hops.join(' → ')})`);
+  lines.push(`Upgrade ${plan.from} → ${plan.target.to === to ? to : describeTarget(plan.target)}: ${plan.hops.length} hop${plan.hops.length === 1 ? '' : 's'} (${plan.hops.join(' → ')})`);
   lines.push(`Rollout: canary ${policy.canary}, batches of ${policy.batchSize}, at most ${policy.maxUnavailable} worker(s) out at once; nodes labelled ${STAGE_LABEL}=<stage>`);
   for (const phase of phases) {
     const first = phase.kind === 'control-plane' && phase.nodes[0] === plan.rollout.controlPlanes[0] ? ' (kubeadm upgrade apply)' : '';

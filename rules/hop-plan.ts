@@ -1,9 +1,10 @@
 import { RuleError } from './rule-error.js';
+import { parseAvailable, resolveTarget } from './target-expression.js';
 import {
   compareVersions,
-  isPrerelease,
   minorIndex,
   minorOf,
+  newestRelease,
   parseTarget,
   parseVersion,
   type Version,
@@ -12,7 +13,7 @@ import {
 export interface HopRequest {
   /** The cluster's current version (its kube-apiserver), exact. */
   from: string;
-  /** An exact version (`1.34.2`) or a minor (`1.34`: its newest patch). */
+  /** An exact version (`1.34.2`), a minor (`1.34`: its newest patch), `latest-patch` or `next-minor`. */
   to: string;
   /** Versions the package repository offers. */
   available: readonly string[];
@@ -25,17 +26,16 @@ export interface HopRequest {
  */
 export function planHops(request: HopRequest): string[] {
   const from = parseVersion(request.from);
-  const target = parseTarget(request.to);
-  if (!Array.isArray(request.available)) {
-    throw new RuleError('InvalidVersion', 'available versions must be a list of version strings');
+  const asked = parseTarget(request.to);
+  const available = parseAvailable(request.available);
+  // An expression names an exact version the repository offers, or nothing newer than the cluster.
+  let target = asked;
+  if (asked.kind === 'expression') {
+    const resolved = resolveTarget(request.to, from.text, available);
+    if (resolved.nothingToDo) return [];
+    target = parseTarget(resolved.to);
   }
-  const available = request.available.map((v, i) => {
-    try {
-      return parseVersion(v);
-    } catch (err) {
-      throw new RuleError('InvalidVersion', `available version #${i + 1}: ${(err as Error).message}`);
-    }
-  });
+  if (target.kind === 'expression') throw new RuleError('InvalidVersion', `target ${request.to} did not resolve to a version`);
 
   const targetMajor = target.kind === 'exact' ? target.version.major : target.minor.major;
   if (targetMajor !== from.major) {
@@ -82,12 +82,6 @@ export function planHops(request: HopRequest): string[] {
   }
   if (order > 0) hops.push(last);
   return hops.map((v) => v.text);
-}
-
-function newestRelease(available: readonly Version[], minor: number): Version | undefined {
-  return available
-    .filter((v) => minorIndex(v) === minor && !isPrerelease(v))
-    .reduce<Version | undefined>((best, v) => (best && compareVersions(best, v) >= 0 ? best : v), undefined);
 }
 
 function minorText(index: number): string {

@@ -6,6 +6,7 @@ export * from './rule-error.js';
 export * from './version.js';
 export * from './skew-policy.js';
 export * from './hop-plan.js';
+export * from './target-expression.js';
 export * from './natural-order.js';
 export * from './rollout-plan.js';
 export * from './cluster-inventory.js';

@@ -2,6 +2,7 @@ import { clusterVersion, inventoryNodes, normalizeInventory, type ClusterInvento
 import { planHops } from './hop-plan.js';
 import { planRollout, type RolloutPlan, type RolloutPolicy } from './rollout-plan.js';
 import { checkRunbook, type RunbookCheck } from './runbook-check.js';
+import { resolveTarget, type ResolvedTarget } from './target-expression.js';
 import { buildRunbook, type RunbookStep } from './upgrade-runbook.js';
 
 export interface UpgradePlanRequest {
@@ -14,6 +15,8 @@ export interface UpgradePlanRequest {
 export interface UpgradePlan {
   from: string;
   hops: string[];
+  /** What `to` asked for and what it became (an expression resolves to an exact version, or to nothing to do). */
+  target: ResolvedTarget;
   rollout: RolloutPlan;
   steps: RunbookStep[];
   skew: RunbookCheck;
@@ -25,7 +28,8 @@ export function planUpgrade(request: UpgradePlanRequest): UpgradePlan {
   const nodes = inventoryNodes(inventory);
   const from = clusterVersion(inventory);
   const hops = planHops({ from, to: request.to, available: request.available });
+  const target = resolveTarget(request.to, from, request.available);
   const rollout = planRollout(nodes, request.policy);
   const steps = buildRunbook(hops, rollout);
-  return { from, hops, rollout, steps, skew: checkRunbook(inventory, steps) };
+  return { from, hops, target, rollout, steps, skew: checkRunbook(inventory, steps) };
 }

@@ -66,19 +66,41 @@ export function parseMinor(input: unknown): MinorVersion {
   return { major, minor, text: `${major}.${minor}` };
 }
 
-/** A target is either an exact version or a minor line (newest patch of it). */
-export type Target = { kind: 'exact'; version: Version } | { kind: 'minor'; minor: MinorVersion };
+/**
+ * What `--to` takes: an exact version, a minor line (its newest patch), or an expression resolved
+ * against the cluster and its package repository (rules/target-expression.ts): `latest-patch` (the
+ * newest patch of the cluster's minor) or `next-minor` (the newest patch of the minor after it).
+ */
+export type Target =
+  | { kind: 'exact'; version: Version }
+  | { kind: 'minor'; minor: MinorVersion }
+  | { kind: 'expression'; expression: TargetExpression };
+
+export const TARGET_EXPRESSIONS = ['latest-patch', 'next-minor'] as const;
+export type TargetExpression = (typeof TARGET_EXPRESSIONS)[number];
+
+export function isTargetExpression(input: unknown): input is TargetExpression {
+  return typeof input === 'string' && (TARGET_EXPRESSIONS as readonly string[]).includes(input);
+}
 
 export function parseTarget(input: unknown): Target {
+  if (isTargetExpression(input)) return { kind: 'expression', expression: input };
   if (typeof input === 'string' && MINOR.test(input)) return { kind: 'minor', minor: parseMinor(input) };
   try {
     return { kind: 'exact', version: parseVersion(input) };
   } catch {
     throw new RuleError(
       'InvalidVersion',
-      `invalid target ${describe(input)}: expected a version such as 1.34.2 or a minor such as 1.34`,
+      `invalid target ${describe(input)}: expected a version such as 1.34.2, a minor such as 1.34, latest-patch or next-minor`,
     );
   }
+}
+
+/** The newest release (no pre-release) of one minor line, by minorIndex. */
+export function newestRelease(available: readonly Version[], minor: number): Version | undefined {
+  return available
+    .filter((v) => minorIndex(v) === minor && !isPrerelease(v))
+    .reduce<Version | undefined>((best, v) => (best && compareVersions(best, v) >= 0 ? best : v), undefined);
 }
 
 /** semver ordering, so `1.34.0-rc.1 < 1.34.0`. */

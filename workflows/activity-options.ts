@@ -99,6 +99,7 @@ export const reboot: ActivityOptions = {
  */
 export const PROFILE_OF = {
   describeWorker: quickRead,
+  findRunningUpgrade: quickRead,
   takeInventory: kubeRead,
   planDrain: kubeRead,
   availableVersions: hostCommand,

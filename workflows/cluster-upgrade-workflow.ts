@@ -3,7 +3,7 @@ import {
   upsertMemo, upsertSearchAttributes, workflowInfo, allHandlersFinished,
 } from '@temporalio/workflow';
 import {
-  buildRunbook, checkRunbook, checkSkew, planUpgrade, withoutNodes, type MaintenanceWindow, type RolloutPlan, type RolloutPolicy, type UpgradePlan,
+  buildRunbook, checkRunbook, checkSkew, describeTarget, planUpgrade, withoutNodes, type MaintenanceWindow, type RolloutPlan, type RolloutPolicy, type UpgradePlan,
 } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { haltOf } from './halt.js';
@@ -281,6 +281,11 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     const full: UpgradePlan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: input.to, available, policy }));
     plan = full;
     Object.assign(status, { from: full.from, hops: full.hops });
+    if (full.target.to !== input.to) {
+      // An expression (latest-patch, next-minor): status and memo show the version it names.
+      status.to = full.hops.at(-1) ?? full.from;
+      note(`target ${describeTarget(full.target)}`);
+    }
     const kubeletOf = new Map((inventory.skew.kubelets ?? []).map((k) => [k.node, k.version]));
     for (const [node, stage] of Object.entries(full.rollout.stageLabels)) {
       const from = kubeletOf.get(node);
@@ -293,7 +298,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     ]);
     updateMemo();
     if (!full.skew.compliant) throw skewFailure('refusing to start', full.skew.failure);
-    const refusals = preflightRefusals(inventory, policy.acknowledge, { from: full.from, hops: full.hops, to: input.to });
+    const refusals = preflightRefusals(inventory, policy.acknowledge, { from: full.from, hops: full.hops, to: describeTarget(full.target) });
     if (refusals.length > 0) throw ApplicationFailure.nonRetryable(`refusing to start: ${refusals.join('; ')}`, 'PreflightBlocked');
   }
 

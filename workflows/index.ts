@@ -3,3 +3,4 @@ export { toolchainSmokeWorkflow } from './toolchain-smoke-workflow.js';
 export { nodeUpgradeWorkflow } from './node-upgrade-workflow.js';
 export { clusterUpgradeWorkflow } from './cluster-upgrade-workflow.js';
 export { planClusterWorkflow } from './plan-cluster-workflow.js';
+export { scheduledUpgradeWorkflow } from './scheduled-upgrade-workflow.js';

@@ -1,4 +1,4 @@
-import { planUpgrade, type RolloutPolicy, type UpgradePlan } from '../rules/index.js';
+import { describeTarget, planUpgrade, type RolloutPolicy, type UpgradePlan } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { preflightRefusals } from './preflight.js';
 import { applyRule } from './rule-failure.js';
@@ -31,6 +31,6 @@ export async function planClusterWorkflow(input: PlanClusterInput): Promise<Plan
   const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '' });
   const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to, available, policy }));
   // The same pre-flight refusals as the upgrade's start, reported instead of thrown.
-  const refusals = preflightRefusals(inventory, policy.acknowledge, { from: plan.from, hops: plan.hops, to });
+  const refusals = preflightRefusals(inventory, policy.acknowledge, { from: plan.from, hops: plan.hops, to: describeTarget(plan.target) });
   return { plan, refusals, problems: inventory.problems };
 }

@@ -1,10 +1,11 @@
 import { planHops } from '../../rules/index.js';
 import { EXIT, outputFormat, parseOptions, readJsonFile, requireOption, type CommandIo } from '../cli-support.js';
 
-export const pathHelp = `Usage: skewless path --from VERSION --to VERSION_OR_MINOR --available FILE [--output json|text]
+export const pathHelp = `Usage: skewless path --from VERSION --to TARGET --available FILE [--output json|text]
 
 Prints the upgrade hops, one minor at a time: the newest release of every intermediate minor,
-then the exact target (1.34.2) or the newest release of the target minor (1.34).
+then the exact target (1.34.2) or the newest release of the target minor (1.34); latest-patch
+and next-minor resolve against --from (the newest patch of its minor, or of the minor after it).
 FILE is a JSON array of the versions the package repository offers.
 Pre-releases are used only when named exactly as the target.
 

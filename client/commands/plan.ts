@@ -8,12 +8,15 @@ import { whileShowing } from '../output.js';
 import { planToJson, planToText } from '../render-plan.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { maxUnavailable, namespacedName, nodeName } from '../input-checks.js';
+import { TARGET_HELP } from '../policy-flags.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 
-export const planHelp = `Usage: skewless plan --inventory FILE --available FILE --to VERSION_OR_MINOR [policy] [--output json|text]
-       skewless plan --cluster NAME --to VERSION_OR_MINOR [policy] [--acknowledge NS/PDB]...
+export const planHelp = `Usage: skewless plan --inventory FILE --available FILE --to TARGET [policy] [--output json|text]
+       skewless plan --cluster NAME --to TARGET [policy] [--acknowledge NS/PDB]...
                      [--task-queue QUEUE] [connection options] [--output json|text]
 Policy: [--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE]
+
+${TARGET_HELP}
 
 Prints the whole upgrade runbook without touching anything: per hop, the etcd backup, the
 control planes one at a time, the canary, the batches, and uncordon last on every node; and

