@@ -280,8 +280,10 @@ describe('the worker image: Dockerfile and .dockerignore', () => {
       const repoFile = toRepo(imageFile);
       assert.ok(repoFile && existsSync(repoFile), `${imageFile} (imported at runtime) is not in the runtime image`);
       const code = readFileSync(repoFile, 'utf8');
-      for (const m of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)['"]([^'"]+)['"]/g)) {
-        const spec = m[1]!;
+      // Statements only (an import or export at the start of a line, or a dynamic import()): a comment
+      // saying "from's minor" must not read as an import.
+      for (const m of code.matchAll(/^\s*(?:import|export)\b[^'";]*?\bfrom\s*['"]([^'"]+)['"]|^\s*import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/gm)) {
+        const spec = (m[1] ?? m[2] ?? m[3])!;
         if (spec.startsWith('.')) visit(posix.resolve(posix.dirname(imageFile), spec));
         else if (!spec.startsWith('node:')) packages.add(spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/'));
       }
