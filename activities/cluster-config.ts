@@ -154,6 +154,11 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
     if (!isAbsolute(p)) throw invalid(file, `${where} must be an absolute path, got ${JSON.stringify(p)}`);
     return p;
   };
+  // A login name as useradd takes it: it becomes a command word on the hosts (`chown USER FILE`), so never an option.
+  const userName = (u: string): string => {
+    if (!/^[A-Za-z0-9_][A-Za-z0-9._-]{0,31}$/.test(u)) throw invalid(file, `ssh.user must be a user name (letters, digits, '.', '_', '-', not first), got ${JSON.stringify(u).slice(0, 40)}`);
+    return u;
+  };
   const int = (v: unknown, where: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number => {
     if (v === undefined) return fallback;
     if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw invalid(file, `${where} must be an integer from ${min} to ${max}`);
@@ -213,7 +218,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
     kubeconfig: path(raw.kubeconfig, 'kubeconfig'),
     ...(raw.context === undefined ? {} : { context: str(raw.context, 'context') }),
     ssh: {
-      user: str(ssh.user, 'ssh.user'),
+      user: userName(str(ssh.user, 'ssh.user')),
       port: int(ssh.port, 'ssh.port', 22, 1, 65535),
       privateKeyPath: path(ssh.privateKeyPath, 'ssh.privateKeyPath'),
       knownHostsPath: path(ssh.knownHostsPath, 'ssh.knownHostsPath'),

@@ -1,5 +1,5 @@
-// snapshotEtcd: an etcd snapshot on a control plane, verified (status and sha256 on the host), copied off
-// the node and hashed again locally. One deterministic file per cluster and hop; once the local copy and
+// snapshotEtcd: an etcd snapshot on a control plane, verified (status and sha256 on the host), handed
+// to the SSH user (chown), copied off the node with SFTP and hashed again locally. One deterministic file per cluster and hop; once the local copy and
 // its `.sha256` (written last) agree, a later call returns it without touching the host.
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -79,6 +79,9 @@ export async function snapshotEtcd(access: ClusterAccess, input: { node: string;
   const remoteSum = /^([0-9a-f]{64})\s/.exec((await run(access, node, ['sha256sum', remotePath], { ...root, timeoutMs: READ_MS })).stdout)?.[1];
   if (!remoteSum) throw verificationFailed(`sha256sum of ${remotePath} on ${node} printed no hash`);
 
+  // etcdctl run through sudo wrote the file as root, mode 0600: hand it to the SSH user, who copies it
+  // with SFTP (still 0600, so no one else can read the cluster's secrets). A no-op for a root login.
+  await run(access, node, ['chown', config.ssh.user, remotePath], { ...root, timeoutMs: READ_MS });
   // Stale metadata from a copy that no longer verifies goes first, so nothing half-old is ever trusted.
   for (const f of [`${localPath}.sha256`, `${localPath}.json`]) rmSync(f, { force: true });
   await heartbeatWhile(scope, () => ({ node, step: 'copying snapshot', remotePath }),

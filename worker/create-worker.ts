@@ -18,7 +18,17 @@ export interface SkewlessWorkerOptions {
   dataConverter?: DataConverter;
   /** Tracing's interceptors and span sink (worker/tracing.ts), when it is on. */
   plugins?: WorkerOptions['plugins'];
+  /** How long a stopping worker lets its activities in flight finish before cancelling them; default 0 (tests). */
+  shutdownGraceTime?: WorkerOptions['shutdownGraceTime'];
 }
+
+/**
+ * The `skewless worker` process's shutdown grace: on SIGTERM/SIGINT it polls no more and lets the
+ * activities in flight finish (a host command, a snapshot copy, a drain) for up to this long; what is
+ * still running then is cancelled (its channel closed) and retried by another worker. Below the
+ * compose file's stop_grace_period (1 minute), so Docker does not SIGKILL the worker first.
+ */
+export const SHUTDOWN_GRACE_SECONDS = 30;
 
 /**
  * Heartbeats leave the worker at least this often. The SDK's default holds them back for 80% of an
@@ -39,5 +49,6 @@ export async function createSkewlessWorker(options: SkewlessWorkerOptions): Prom
     ...(options.maxCachedWorkflows === undefined ? {} : { maxCachedWorkflows: options.maxCachedWorkflows }),
     ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
     ...(options.plugins?.length ? { plugins: options.plugins } : {}),
+    ...(options.shutdownGraceTime === undefined ? {} : { shutdownGraceTime: options.shutdownGraceTime }),
   });
 }

@@ -4,7 +4,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { loadClusterConfig } from '../activities/cluster-config.js';
 import { createClusterResolver } from '../activities/host-address.js';
 import { ConfigError, connectionOptions, describeConnection, redactSecrets, UnreachableError, type ConnectionSettings, type TelemetryConfig } from './config.js';
-import { createSkewlessWorker } from './create-worker.js';
+import { createSkewlessWorker, SHUTDOWN_GRACE_SECONDS } from './create-worker.js';
 import { payloadCodec, workerDataConverter } from './payload-codec.js';
 
 /**
@@ -52,7 +52,8 @@ export interface RunWorkerOptions {
 
 /**
  * The worker process's life: check, connect, poll until SIGINT/SIGTERM (the SDK's runtime turns
- * them into a graceful shutdown: no new tasks, in-flight ones finish or are cancelled), close.
+ * them into a graceful shutdown: no new tasks, in-flight ones get SHUTDOWN_GRACE_SECONDS to finish,
+ * then are cancelled), close.
  */
 export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const clusters = checkClustersDir(options.clustersDir);
@@ -74,10 +75,10 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     const worker = await createSkewlessWorker({
       connection, namespace: options.connection.namespace, taskQueue: options.taskQueue,
       deps: { clusters: createClusterResolver(options.clustersDir) },
-      dataConverter: workerDataConverter(codec),
+      dataConverter: workerDataConverter(codec), shutdownGraceTime: SHUTDOWN_GRACE_SECONDS * 1000,
       ...(tracing ? { plugins: [tracing.plugin] } : {}),
     });
-    const stopping = (signal: string) => options.log(`skewless worker: ${signal}, finishing the tasks in flight`);
+    const stopping = (signal: string) => options.log(`skewless worker: ${signal}, finishing the tasks in flight (up to ${SHUTDOWN_GRACE_SECONDS} s, then cancelling them)`);
     process.once('SIGINT', stopping).once('SIGTERM', stopping);
     const encryption = codec.encrypting ? `; payloads encrypted with key ${codec.encrypting.id}` : '';
     const telemetry = `${metricsAddress ? `; metrics on http://${metricsAddress}/metrics` : ''}${otlpEndpoint ? '; traces to the OTLP endpoint' : ''}`;

@@ -115,7 +115,7 @@ async function runStep(machine: HostMachine, command: SimpleCommand, io: ExecIo)
   }
   if (fault.reboot && !REBOOTS_MIDWAY.has(found.handler)) return CRASH;
   const ctx: CommandContext = {
-    argv: [found.name, ...args], env: command.env, root: command.sudo || !machine.config.requireSudo,
+    argv: [found.name, ...args], env: command.env, root: command.sudo || machine.loginIsRoot,
     machine, signal: io.signal, out: io.out, err: io.err, ...(fault.reboot ? { rebootMidway: true } : {}),
   };
   try {

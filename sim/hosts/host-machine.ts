@@ -1,5 +1,7 @@
 // One simulated machine: its stored state plus what outlives a single command — the kubelet's
 // lifecycle (a restart returns at once, the node turns Ready later) and reboots.
+import { statSync } from 'node:fs';
+import { posix } from 'node:path';
 import type { ClusterEffects, EtcdTools } from './cluster-effects.js';
 import { CommandFaults } from './faults.js';
 import { toKubernetesVersion, type HostState, type HostStore } from './host-state.js';
@@ -77,6 +79,42 @@ export class HostMachine {
   installed(pkg: 'kubeadm' | 'kubelet' | 'kubectl'): string {
     return toKubernetesVersion(this.state.packages[pkg]);
   }
+  /** The login user is root (or the simulator requires no sudo): every command and SFTP read runs as root. */
+  get loginIsRoot(): boolean {
+    return this.config.user === 'root' || !this.config.requireSudo;
+  }
+  /** `path` absolute and normalised, the key of `owners` (hostPath has refused `..` already). */
+  private ownerKey(path: string): string {
+    this.hostPath(path);
+    return posix.normalize(path.startsWith('/') ? path : posix.join(this.home, path));
+  }
+  /** A file's owner: root, unless `chown` gave it to the login user. */
+  ownerOf(path: string): string {
+    return this.state.owners?.[this.ownerKey(path)] ?? 'root';
+  }
+  /** Records a file's new owner (a file created anew by root, an `rm`: back to root). */
+  setOwner(path: string, owner: string): void {
+    const key = this.ownerKey(path);
+    if ((this.state.owners?.[key] ?? 'root') === owner) return;
+    this.store.update((s) => {
+      const owners = { ...s.owners };
+      if (owner === 'root') delete owners[key];
+      else owners[key] = owner;
+      s.owners = owners;
+    });
+  }
+  /**
+   * Whether a file may be opened for reading: by root always; by the login user when its mode lets
+   * others read it, or the user owns it and the owner may read it (root's group bits do not apply).
+   * A missing file is "readable": the caller reports it missing.
+   */
+  mayRead(path: string, asRoot: boolean): boolean {
+    if (asRoot) return true;
+    const st = statSync(this.hostPath(path), { throwIfNoEntry: false });
+    if (!st || st.isDirectory()) return true;
+    return (st.mode & 0o004) !== 0 || (this.ownerOf(path) === this.config.user && (st.mode & 0o400) !== 0);
+  }
+
   /** A path on the host (absolute, or relative to the user's home) inside the host root. */
   hostPath(path: string): string {
     return this.store.hostPath(path, this.home);

@@ -35,6 +35,11 @@ export interface HostState {
    * journal is interrupted, and apt-get refuses to install until `dpkg --configure -a` ran.
    */
   unconfigured?: PackageName[];
+  /**
+   * Files `chown` gave to the login user, by absolute host path. Every other file is root's: the
+   * simulation knows only root and the login user, who is in none of root's groups.
+   */
+  owners?: Record<string, string>;
 }
 
 export interface CommandLogEntry {

@@ -1,6 +1,7 @@
 // A read-only SFTP subsystem over the host root, so the product can copy an etcd snapshot off a
-// node. Reads and listings work; every request that would change the host is PERMISSION_DENIED,
-// and requests with no handler are answered OP_UNSUPPORTED by ssh2 itself.
+// node. Reads and listings work, as the login user (a file only root may read is PERMISSION_DENIED);
+// every request that would change the host is PERMISSION_DENIED, and requests with no handler are
+// answered OP_UNSUPPORTED by ssh2 itself.
 import { close, fstat, lstat, open, read, readdir, stat, type Stats } from 'node:fs';
 import { posix } from 'node:path';
 import ssh2, { type Attributes, type FileEntry, type SFTPWrapper } from 'ssh2';
@@ -56,6 +57,8 @@ export function serveSftp(sftp: SFTPWrapper, machine: HostMachine): void {
     if (flags & WRITE_FLAGS) return sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'read-only');
     const path = mapped(id, filename);
     if (path === undefined) return;
+    // The SFTP server runs as the login user: a root-owned 0600 file (a snapshot saved through sudo) is not theirs to read.
+    if (!machine.mayRead(filename, machine.loginIsRoot)) return sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'permission denied');
     open(path, 'r', (err, fd) => (err ? sftp.status(id, statusOf(err)) : sftp.handle(id, newHandle({ kind: 'file', fd }))));
   });
   sftp.on('READ', (id, handle, offset, length) => {

@@ -4,6 +4,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { parseClusterConfig } from '../../activities/cluster-config.js';
 import { createEtcdActivities } from '../../activities/etcd-snapshot.js';
 import { parseSnapshotStatus } from '../../activities/parsers/snapshot-status.js';
 import { createClusterResolver } from '../../activities/ssh-shell.js';
@@ -37,7 +38,9 @@ describe('snapshotEtcd against the simulated control plane (real etcdctl/etcdutl
   after(async () => tc?.stop());
   const log = () => tc.sim.hosts.commandLog('cp').map((e) => e.command);
 
-  it('saves, verifies, copies and hashes a snapshot, heartbeating; the second call does not touch the host', async () => {
+  it('saves, verifies, copies and hashes a snapshot as a non-root SSH user with sudo, heartbeating; the second call does not touch the host', async () => {
+    assert.equal(tc.config.ssh.user, 'skewless', 'a non-root login');
+    assert.equal(tc.config.ssh.sudo, true);
     const env = new MockActivityEnvironment();
     const beats: { step?: string }[] = [];
     env.on('heartbeat', (d: { step?: string }) => beats.push(d));
@@ -55,8 +58,12 @@ describe('snapshotEtcd against the simulated control plane (real etcdctl/etcdutl
       'sudo -n ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/server.crt --key=/etc/kubernetes/pki/etcd/server.key snapshot save /var/lib/skewless/snapshots/etcd-etcdtest-1.33.db',
       'sudo -n etcdutl snapshot status /var/lib/skewless/snapshots/etcd-etcdtest-1.33.db -w json',
       'sudo -n sha256sum /var/lib/skewless/snapshots/etcd-etcdtest-1.33.db',
+      'sudo -n chown skewless /var/lib/skewless/snapshots/etcd-etcdtest-1.33.db',
     ]);
     assert.ok(beats.some((b) => b.step === 'copying snapshot'), JSON.stringify(beats));
+    // The snapshot stays private on the host: 0600, now the SSH user's rather than root's.
+    const shell = createClusterResolver(tc.clustersDir)(cluster).shell;
+    assert.equal((await shell.exec('cp', ['stat', '-c', '%a', result.remotePath], { timeoutMs: 30_000 })).stdout, '600\n');
 
     const mark = log().length;
     assert.deepEqual(await acts.snapshotEtcd({ cluster, node: 'cp', hop: '1.33' }), result);
@@ -96,6 +103,22 @@ describe('snapshotEtcd against the simulated control plane (real etcdctl/etcdutl
     const result = await acts.snapshotEtcd({ cluster, node: 'cp', hop: '1.35' });
     assert.ok(result.totalKeys > 0);
     assert.ok(log().includes('sudo -n ETCDCTL_API=3 etcdctl snapshot status /var/lib/skewless/snapshots/etcd-etcdtest-1.35.db -w json'));
+  });
+
+  it('a copy refused by the host (the file still root\'s) fails non-retryably, recording nothing as verified', async () => {
+    tc.sim.hosts.setFault('cp', { kind: 'fail', command: 'chown', exitCode: 0, stderr: '' });
+    const err = await failsWith(acts.snapshotEtcd({ cluster, node: 'cp', hop: '1.36' }), 'HostCommandFailed');
+    assert.equal(err.nonRetryable, true);
+    assert.match(err.message, /permission denied/i);
+    assert.ok(!existsSync(`${tc.config.snapshots.dir}/etcd-etcdtest-1.36.db`) && !existsSync(`${tc.config.snapshots.dir}/etcd-etcdtest-1.36.db.sha256`));
+  });
+
+  it('refuses an ssh.user that could be read as an option of a host command', () => {
+    const yaml = (user: string) => `name: t\nkubeconfig: /k\nssh: {user: '${user}', privateKeyPath: /id, knownHostsPath: /kh}\nsnapshots: {dir: /s}\n`;
+    assert.equal(parseClusterConfig(yaml('ops-1.admin'), 't.yaml').ssh.user, 'ops-1.admin');
+    for (const user of ['-R', '--from=root', 'a b', 'x:y', 'a'.repeat(33)]) {
+      assert.throws(() => parseClusterConfig(yaml(user), 't.yaml'), (e: unknown) => e instanceof ApplicationFailure && e.type === 'ClusterConfigInvalid', user);
+    }
   });
 
   it('rejects a hop that could leave the snapshot directory, before touching the host', async () => {

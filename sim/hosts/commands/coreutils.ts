@@ -1,6 +1,7 @@
 // Small file helpers the product may need around a backup (`mkdir -p`, `test -f`, `sha256sum`,
-// `stat -c %s`, `rm -f`, `cat`), working on the host root, with GNU coreutils' messages. A path
-// outside the root throws HostPathError, which the runner reports.
+// `stat -c %s`, `rm -f`, `cat`, `chown`), working on the host root, with GNU coreutils' messages. A path
+// outside the root throws HostPathError, which the runner reports. Reads follow the file's mode and
+// owner (HostMachine.mayRead): the login user cannot read a root-owned 0600 file without sudo.
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, mkdirSync, rmSync, statSync, readFileSync } from 'node:fs';
 import { posix } from 'node:path';
@@ -39,6 +40,7 @@ export async function cat(ctx: CommandContext): Promise<CommandOutcome> {
     const st = statOf(ctx.machine.hostPath(p));
     if (!st) code = fail(ctx, `cat: ${p}: No such file or directory`, 1);
     else if (st.isDirectory()) code = fail(ctx, `cat: ${p}: Is a directory`, 1);
+    else if (!ctx.machine.mayRead(p, ctx.root)) code = fail(ctx, `cat: ${p}: Permission denied`, 1);
     else ctx.out(readFileSync(ctx.machine.hostPath(p), 'utf8'));
   }
   return code;
@@ -60,6 +62,10 @@ export async function sha256sum(ctx: CommandContext): Promise<CommandOutcome> {
     const st = statOf(file);
     if (!st || st.isDirectory()) {
       code = fail(ctx, `sha256sum: ${p}: ${st ? 'Is a directory' : 'No such file or directory'}`, 1);
+      continue;
+    }
+    if (!ctx.machine.mayRead(p, ctx.root)) {
+      code = fail(ctx, `sha256sum: ${p}: Permission denied`, 1);
       continue;
     }
     const hash = createHash('sha256');
@@ -116,7 +122,32 @@ export async function rm(ctx: CommandContext): Promise<CommandOutcome> {
     if (!st) code = force ? code : fail(ctx, `rm: cannot remove '${p}': No such file or directory`, 1);
     else if (st.isDirectory()) code = fail(ctx, `rm: cannot remove '${p}': Is a directory`, 1);
     else if (!writable(ctx, p)) code = fail(ctx, `rm: cannot remove '${p}': Permission denied`, 1);
-    else rmSync(file);
+    else {
+      rmSync(file);
+      ctx.machine.setOwner(p, 'root');
+    }
+  }
+  return code;
+}
+
+/**
+ * `chown OWNER[:[GROUP]] FILE...`, by root only. The simulated host knows two users, root and the
+ * login user; a group is accepted and not recorded (root's group bits never let the login user read).
+ */
+export async function chown(ctx: CommandContext): Promise<CommandOutcome> {
+  const [spec, ...paths] = ctx.argv.slice(1);
+  if (spec === undefined || spec.startsWith('-') || paths.length === 0 || paths.some((p) => p.startsWith('-'))) {
+    return fail(ctx, `sim: chown ${ctx.argv.slice(1).join(' ')} is not simulated (chown OWNER[:GROUP] FILE...)`, 2);
+  }
+  const [owner = '', group] = spec.split(':', 2);
+  const users = ['root', ctx.machine.config.user];
+  if (!users.includes(owner)) return fail(ctx, `chown: invalid user: '${spec}'`, 1);
+  if (group !== undefined && group !== '' && !users.includes(group)) return fail(ctx, `chown: invalid group: '${spec}'`, 1);
+  let code = 0;
+  for (const p of paths) {
+    if (!statOf(ctx.machine.hostPath(p))) code = fail(ctx, `chown: cannot access '${p}': No such file or directory`, 1);
+    else if (!ctx.root && ctx.machine.ownerOf(p) !== owner) code = fail(ctx, `chown: changing ownership of '${p}': Operation not permitted`, 1);
+    else ctx.machine.setOwner(p, owner);
   }
   return code;
 }

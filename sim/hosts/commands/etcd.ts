@@ -80,6 +80,10 @@ export async function etcdctl(ctx: CommandContext): Promise<CommandOutcome> {
     if (!ctx.root) return fail(ctx, `Error: could not open ${positional[2]}.part (open ${positional[2]}.part: permission denied)`, 1);
     args[2] = ctx.machine.hostPath(positional[2]);
     await ctx.machine.latency('etcdSnapshot', ctx.signal);
+    // The real etcdctl writes `<file>.part` with mode 0600 and renames it: a new file, root's.
+    const code = await run(ctx, tools.etcdctl, [...pass, ...args]);
+    if (code === 0) ctx.machine.setOwner(positional[2], 'root');
+    return code;
   }
   return run(ctx, tools.etcdctl, [...pass, ...args]);
 }
@@ -87,6 +91,7 @@ export async function etcdctl(ctx: CommandContext): Promise<CommandOutcome> {
 /** etcd 3.6 moved `snapshot status` to etcdutl; `etcdctl snapshot status` lands here too. */
 function snapshotStatus(ctx: CommandContext, etcdutlPath: string, path: string | undefined, flags: Map<string, string>): Promise<number> {
   if (path === undefined) return Promise.resolve(fail(ctx, 'Error: snapshot status requires exactly one argument', 1));
+  if (!ctx.machine.mayRead(path, ctx.root)) return Promise.resolve(fail(ctx, `Error: open ${path}: permission denied`, 1));
   const format = flags.get('write-out');
   return run(ctx, etcdutlPath, ['snapshot', 'status', ctx.machine.hostPath(path), ...(format ? [`--write-out=${format}`] : [])]);
 }

@@ -68,19 +68,28 @@ describe('etcdctl and etcdutl on a simulated control plane', () => {
       const local = join(stateDir, 'hosts', 'cp-1', 'root', 'var', 'lib', 'etcd-backup', 'snap.db');
       assert.ok(existsSync(local));
 
-      for (const command of ['etcdctl snapshot status /var/lib/etcd-backup/snap.db -w json', 'etcdutl snapshot status /var/lib/etcd-backup/snap.db --write-out=json']) {
+      for (const command of ['sudo etcdctl snapshot status /var/lib/etcd-backup/snap.db -w json', 'sudo etcdutl snapshot status /var/lib/etcd-backup/snap.db --write-out=json']) {
         const status = await run(sim, 'cp-1', command, 30_000);
         assert.equal(status.code, 0, status.stderr);
         const parsed = JSON.parse(status.stdout) as { hash: number; revision: number; totalKey: number };
         assert.ok(parsed.revision >= 2 && parsed.totalKey >= 1, status.stdout);
       }
 
-      // The product copies the snapshot off the node with SFTP: the same bytes.
+      // Saved through sudo, the snapshot is root's with mode 0600 (the real etcdctl's own mode), as on a
+      // real host: the login user can neither SFTP it nor read it without sudo until it is handed over.
+      assert.equal((await run(sim, 'cp-1', 'stat -c %a /var/lib/etcd-backup/snap.db')).stdout, '600\n');
       const client = await connect(sim, 'cp-1');
       t.after(() => client.end());
-      const copy = await new Promise<Buffer>((resolve, reject) => client.sftp((err, sftp) => (err ? reject(err)
+      const sftpRead = (): Promise<Buffer> => new Promise<Buffer>((resolve, reject) => client.sftp((err, sftp) => (err ? reject(err)
         : sftp.readFile('/var/lib/etcd-backup/snap.db', (e, data) => (e ? reject(e) : resolve(data))))));
-      assert.ok(copy.equals(readFileSync(local)));
+      await assert.rejects(sftpRead(), (err: { code?: number }) => err.code === 3, 'SFTP: permission denied');
+      const notRoot = await run(sim, 'cp-1', 'sha256sum /var/lib/etcd-backup/snap.db');
+      assert.deepEqual([notRoot.code, notRoot.stderr], [1, 'sha256sum: /var/lib/etcd-backup/snap.db: Permission denied\n']);
+      assert.equal((await run(sim, 'cp-1', 'etcdutl snapshot status /var/lib/etcd-backup/snap.db')).code, 1);
+      assert.equal((await run(sim, 'cp-1', 'chown skewless /var/lib/etcd-backup/snap.db')).code, 1, 'chown needs root');
+      assert.equal((await run(sim, 'cp-1', 'sudo chown skewless /var/lib/etcd-backup/snap.db')).code, 0);
+      // The product copies the snapshot off the node with SFTP: the same bytes.
+      assert.ok((await sftpRead()).equals(readFileSync(local)));
 
       const health = await run(sim, 'cp-1', `sudo etcdctl --endpoints=https://127.0.0.1:2379 ${TLS} endpoint health`, 30_000);
       assert.equal(health.code, 0, health.stderr);

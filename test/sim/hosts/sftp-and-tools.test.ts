@@ -42,6 +42,50 @@ describe('files on a simulated host', () => {
     assert.ok((await call<Buffer>((cb) => sftp.readFile('/var/lib/etcd-backup/snap.db', cb))).equals(content), 'still there');
   });
 
+  it('reads follow owner and mode: a root-owned 0600 file is refused to the login user until sudo chown hands it over; a root login reads it', async (t) => {
+    const { sim, stateDir } = await startTestSim(t);
+    const dir = join(stateDir, 'hosts', 'cp-1', 'root', 'var', 'lib', 'backup');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'secret.db'), 'root only', { mode: 0o600 });
+    writeFileSync(join(dir, 'open.db'), 'anyone');
+    const client = await connect(sim, 'cp-1');
+    t.after(() => client.end());
+    const sftp = await sftpOf(client);
+    const read = (path: string) => call<Buffer>((cb) => sftp.readFile(path, cb)).then((b) => b.toString());
+    const denied = (err: { code?: number }): boolean => err.code === 3;
+
+    await assert.rejects(read('/var/lib/backup/secret.db'), denied);
+    assert.equal(await read('/var/lib/backup/open.db'), 'anyone', 'mode 0644: others may read');
+    const cat = await run(sim, 'cp-1', 'cat /var/lib/backup/secret.db');
+    assert.deepEqual([cat.code, cat.stderr], [1, 'cat: /var/lib/backup/secret.db: Permission denied\n']);
+    assert.equal((await run(sim, 'cp-1', 'sudo cat /var/lib/backup/secret.db')).stdout, 'root only');
+    const notRoot = await run(sim, 'cp-1', 'chown skewless: /var/lib/backup/secret.db');
+    assert.deepEqual([notRoot.code, notRoot.stderr], [1, "chown: changing ownership of '/var/lib/backup/secret.db': Operation not permitted\n"]);
+    const stranger = await run(sim, 'cp-1', 'sudo chown mallory /var/lib/backup/secret.db');
+    assert.deepEqual([stranger.code, stranger.stderr], [1, "chown: invalid user: 'mallory'\n"]);
+    assert.equal((await run(sim, 'cp-1', 'sudo chown -R skewless /var/lib/backup')).code, 2, 'options are not simulated');
+
+    assert.equal((await run(sim, 'cp-1', 'sudo chown skewless /var/lib/backup/secret.db')).code, 0);
+    assert.equal(await read('/var/lib/backup/secret.db'), 'root only');
+    assert.equal((await run(sim, 'cp-1', 'cat /var/lib/backup/secret.db')).stdout, 'root only');
+    assert.equal((await run(sim, 'cp-1', 'sudo chown root: /var/lib/backup/secret.db')).code, 0);
+    await assert.rejects(read('/var/lib/backup/secret.db'), denied, 'given back to root');
+    // Ownership is host state: it outlives the connection and is forgotten with the file.
+    assert.equal((await run(sim, 'cp-1', 'sudo chown skewless /var/lib/backup/secret.db && sudo rm -f /var/lib/backup/secret.db')).code, 0);
+    writeFileSync(join(dir, 'secret.db'), 'a new file', { mode: 0o600 });
+    await assert.rejects(read('/var/lib/backup/secret.db'), denied, 'a new file at the same path is root\'s again');
+
+    const asRoot = await startTestSim(t, { user: 'root' });
+    const rootDir = join(asRoot.stateDir, 'hosts', 'cp-1', 'root', 'var', 'lib', 'backup');
+    mkdirSync(rootDir, { recursive: true });
+    writeFileSync(join(rootDir, 'secret.db'), 'root only', { mode: 0o600 });
+    const rootClient = await connect(asRoot.sim, 'cp-1');
+    t.after(() => rootClient.end());
+    const rootSftp = await sftpOf(rootClient);
+    assert.equal((await call<Buffer>((cb) => rootSftp.readFile('/var/lib/backup/secret.db', cb))).toString(), 'root only', 'root reads any file');
+    assert.equal((await run(asRoot.sim, 'cp-1', 'chown root /var/lib/backup/secret.db && cat /var/lib/backup/secret.db')).stdout, 'root only', 'and needs no sudo');
+  });
+
   it('mkdir/test/sha256sum/stat/rm/cat behave like coreutils, within the host root', async (t) => {
     const { sim, stateDir } = await startTestSim(t);
     const denied = await run(sim, 'cp-1', 'mkdir -p /var/lib/etcd-backup');
