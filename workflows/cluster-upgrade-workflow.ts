@@ -1,23 +1,17 @@
 import {
-  ApplicationFailure, condition, continueAsNew, executeChild, getExternalWorkflowHandle, setHandler, sleep,
-  upsertMemo, upsertSearchAttributes, workflowInfo, allHandlersFinished,
+  ApplicationFailure, condition, continueAsNew, executeChild, upsertSearchAttributes, workflowInfo, allHandlersFinished,
 } from '@temporalio/workflow';
 import {
   buildRunbook, checkRunbook, checkSkew, describeTarget, planUpgrade, withoutNodes, type MaintenanceWindow, type RolloutPlan, type RolloutPolicy, type UpgradePlan,
 } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
-import { haltOf } from './halt.js';
-import { recordGateWait, setBlockedNodes } from './metrics.js';
-import { drainResolutionSignal } from './node-messages.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-workflow.js';
 import { preflightRefusals } from './preflight.js';
+import { rolloutControls } from './rollout-controls.js';
 import { applyRule } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { compensate, handBack, leftAs, skewFailure } from './upgrade-ending.js';
-import {
-  abortSignal, approveUpdate, nodeBlockedSignal, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery,
-  type GateState, type HaltResolution, type HaltState, type UpgradeStatus,
-} from './upgrade-messages.js';
+import { statusQuery, type UpgradeStatus } from './upgrade-messages.js';
 import { waitForWindow, type WindowWaitContext } from './window-wait.js';
 
 export interface UpgradePolicy extends RolloutPolicy {
@@ -76,113 +70,21 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   const owner = workflowInfo().workflowId;
   const status: UpgradeStatus = input.carried?.status ??
     { cluster, from: '', to: input.to, hops: [], phase: 'inventory', paused: false, nodes: {}, gates: [], snapshots: [], events: [], skipped: [], runs: 0 };
-  const note = (text: string) => status.events.push(text);
-  let aborted: string | undefined;
-  /** The operator's answer to a halted rollout (status.halted). */
-  let haltAnswer: HaltResolution | undefined;
   // Declared before the handlers: a signal buffered before the first await runs at setHandler.
   let hop = status.hop ?? '';
   const childId = (node: string) => `${owner}/${hop}/${node}`;
-
   /** The memo answers "where is this upgrade" in the UI without a query. */
-  const updateMemo = () => {
+  const memo = () => {
     const nodes = Object.values(status.nodes);
-    upsertMemo({
+    return {
       from: status.from, to: status.to, hop: status.hop ?? null, phase: status.phase, paused: status.paused,
       progress: `${nodes.filter((n) => n.phase === 'done').length}/${nodes.length} nodes done`,
       blocked: Object.entries(status.nodes).filter(([, n]) => n.phase === 'blocked').map(([name]) => name),
       skipped: status.skipped,
-    });
+    };
   };
-
-  setHandler(statusQuery, () => status);
-  setHandler(pauseSignal, (p) => { status.paused = true; note(`paused by ${p.by}${p.reason ? `: ${p.reason}` : ''}`); updateMemo(); });
-  setHandler(resumeSignal, (p) => { status.paused = false; note(`resumed by ${p.by}`); updateMemo(); });
-  setHandler(abortSignal, async (p) => {
-    aborted = `aborted by ${p.by}${p.reason ? `: ${p.reason}` : ''}`;
-    note(aborted);
-    // A node waiting on a blocked drain would wait forever: it is told to abort too.
-    for (const [node, state] of Object.entries(status.nodes)) {
-      if (state.phase === 'blocked') {
-        await getExternalWorkflowHandle(childId(node)).signal(drainResolutionSignal, { action: 'abort', by: p.by, ...(p.reason ? { comment: p.reason } : {}) });
-      }
-    }
-  });
-  setHandler(nodeBlockedSignal, ({ node, block, phase }) => {
-    const state = (status.nodes[node] ??= { phase: 'pending' });
-    if (block) {
-      Object.assign(state, { phase: 'blocked', blocked: block });
-      if (block.kind === 'StepFailed') note(`${node} blocked: ${block.summary} failed (${block.failure}, ${block.gaveUp}): ${block.message}`);
-    } else Object.assign(state, { phase: phase ?? 'draining', blocked: undefined });
-    updateMemo();
-    setBlockedNodes(cluster, status.nodes);
-  });
-  setHandler(approveUpdate, (approval) => {
-    const gate = status.gates.find((g) => g.name === approval.gate && !g.approvedBy) as GateState;
-    Object.assign(gate, { approvedBy: approval.by, ...(approval.comment ? { comment: approval.comment } : {}) });
-    note(`gate ${gate.name} approved by ${approval.by}${approval.comment ? `: ${approval.comment}` : ''}`);
-    return gate;
-  }, {
-    validator: (approval) => {
-      if (!status.gates.some((g) => g.name === approval.gate && !g.approvedBy)) throw new Error(`no gate ${approval.gate} is waiting`);
-      if (!approval.by) throw new Error('an approval needs a "by"');
-    },
-  });
-  setHandler(resolveDrainUpdate, async (r) => {
-    const comment = r.comment ? ` (${r.comment})` : '';
-    if (r.node === undefined) {
-      // A halted rollout: the loop after the phase checks again, or aborts.
-      const halt = status.halted as HaltState;
-      note(`workload check after ${halt.after} resolved by ${r.by}: ${r.action}${comment}`);
-      haltAnswer = r;
-      return halt;
-    }
-    const block = status.nodes[r.node]?.blocked;
-    const what = block?.kind === 'StepFailed' ? `${block.step} of ${r.node}` : `drain of ${r.node}`;
-    note(`${what} resolved by ${r.by}: ${r.action}${r.action === 'force' ? ` ${r.pods.join(',')}` : ''}${comment}`);
-    const { node, ...resolution } = r;
-    await getExternalWorkflowHandle(childId(node)).signal(drainResolutionSignal, resolution);
-    return status.nodes[node] as NonNullable<UpgradeStatus['nodes'][string]>;
-  }, {
-    validator: (r) => {
-      if (!['retry', 'skip', 'force', 'abort'].includes(r.action)) throw new Error(`unknown action ${String(r.action)}`);
-      if (r.node === undefined) {
-        if (!status.halted) throw new Error('the upgrade is not halted: name the blocked node');
-        if (!status.halted.actions.includes(r.action)) throw new Error(`a halted rollout is retried or aborted, not ${r.action}`);
-        return;
-      }
-      if (!status.nodes[r.node]) throw new Error(`no node ${r.node} in this upgrade`);
-      const block = status.nodes[r.node]?.blocked;
-      if (status.nodes[r.node]?.phase !== 'blocked' || !block) throw new Error(`node ${r.node} is not blocked`);
-      if (block.kind === 'StepFailed' && !block.actions.includes(r.action)) {
-        throw new Error(r.action === 'force'
-          ? `force is for blocked drains; ${r.node} is blocked on a failed step (${block.step}): retry or abort`
-          : `skip is not offered once ${r.node} has started to move to the new version (${block.step} failed): retry or abort`);
-      }
-      if (r.action === 'force' && (!Array.isArray(r.pods) || r.pods.length === 0)) throw new Error('force names the pods to delete');
-    },
-  });
-
-  const setPhase = (phase: UpgradeStatus['phase']) => {
-    status.phase = phase;
-    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.phase, value: phase }]);
-    updateMemo();
-  };
-  const gate = async (name: string, needsApproval: boolean, soakSeconds = 0) => {
-    if (!needsApproval && soakSeconds <= 0) return;
-    const g: GateState = { name };
-    status.gates.push(g);
-    setPhase('gate');
-    const since = Date.now();
-    if (needsApproval) await condition(() => g.approvedBy !== undefined || aborted !== undefined);
-    else {
-      g.opensAt = new Date(Date.now() + soakSeconds * 1000).toISOString();
-      note(`soak ${soakSeconds} s after ${name}`);
-      await Promise.race([sleep(soakSeconds * 1000), condition(() => aborted !== undefined)]);
-      g.approvedBy = 'soak';
-    }
-    recordGateWait(cluster, name, needsApproval ? 'approval' : 'soak', (Date.now() - since) / 1000);
-  };
+  const c = rolloutControls({ cluster, status, statusQuery, childId, memo, noun: 'upgrade' });
+  const { note, setPhase, updateMemo, gate } = c;
   const runNode = async (node: string, step: NodeUpgradeInput['step'], extra: Partial<NodeUpgradeInput> = {}): Promise<NodeUpgradeResult> => {
     const role = plan.rollout.controlPlanes.includes(node) ? 'control-plane' : 'worker';
     const state = (status.nodes[node] ??= { phase: 'pending' });
@@ -200,60 +102,17 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     if (result.drainSeconds !== undefined) state.drainSeconds = (state.drainSeconds ?? 0) + result.drainSeconds;
     if (result.outcome === 'done' && step === 'node') state.version = hop;
     delete state.blocked;
-    if (result.outcome === 'aborted') aborted ??= `aborted at node ${node}`;
+    if (result.outcome === 'aborted') c.abort(`aborted at node ${node}`);
     if (result.outcome === 'skipped') {
       status.skipped.push(node);
       note(`${node} skipped by the operator: stays cordoned at ${state.version ?? state.from ?? 'its old version'} until the run ends`);
     }
     return result;
   };
-  /** A node waiting on a failed step: something is wrong with hosts or nodes, so no other node starts. */
-  const stepBlocked = () => Object.values(status.nodes).some((n) => n.phase === 'blocked' && n.blocked?.kind === 'StepFailed');
-  /**
-   * Runs a phase's nodes with at most `width` in flight, never starting one while paused, aborted or
-   * while a node waits on a failed step. (A drain blocked by a PDB holds only its own slot: its node
-   * is cordoned and untouched, and the next node's drain asks the same PDB, which protects itself.)
-   */
-  const window = async (nodes: string[], width: number) => {
-    let inFlight = 0;
-    const running: Promise<unknown>[] = [];
-    for (const node of nodes) {
-      await condition(() => aborted !== undefined || (!status.paused && inFlight < width && !stepBlocked()));
-      if (aborted) break;
-      inFlight++;
-      running.push(runNode(node, 'node').finally(() => inFlight--));
-    }
-    await Promise.all(running);
-  };
-  /**
-   * After a phase of workers, "Ready is not working" until the workloads say so: a failed check
-   * halts the rollout (status.halted names the workloads) until the operator retries it or aborts.
-   */
-  const verifyWorkloads = async (after: string) => {
-    for (;;) {
-      try {
-        await a.checkWorkloads({ cluster, waitSeconds: policy.verifySeconds ?? 60, require: true });
-        return;
-      } catch (err) {
-        const halt = haltOf(err, after, hop);
-        if (!halt) throw err;
-        status.halted = halt;
-        haltAnswer = undefined;
-        note(`halted after ${after}: ${halt.message}`);
-        upsertMemo({ halted: after });
-        await condition(() => haltAnswer !== undefined || aborted !== undefined);
-        delete status.halted;
-        upsertMemo({ halted: null });
-        const answer = haltAnswer as HaltResolution | undefined;
-        if (answer?.action === 'abort') aborted ??= `aborted by ${answer.by}${answer.comment ? `: ${answer.comment}` : ''}`;
-        if (aborted) return;
-      }
-    }
-  };
   /** Between hops and worker phases no child runs and no gate waits: the next run can take over. */
   const continueIfLong = async (cursor: CarriedUpgrade['cursor']) => {
     const info = workflowInfo();
-    if (aborted || !(info.continueAsNewSuggested || info.historyLength >= (policy.continueAsNewAfterEvents ?? DEFAULT_CONTINUE_AFTER_EVENTS))) return;
+    if (c.aborted() || !(info.continueAsNewSuggested || info.historyLength >= (policy.continueAsNewAfterEvents ?? DEFAULT_CONTINUE_AFTER_EVENTS))) return;
     await condition(allHandlersFinished);
     status.runs++;
     note(`continued as new at ${info.historyLength} events (run ${status.runs + 1})`);
@@ -265,7 +124,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   let live: Awaited<ReturnType<typeof a.takeInventory>> | undefined;
   /** Disruptive phases start only inside these (the cluster configuration's `maintenanceWindows`). */
   let windows: MaintenanceWindow[] = input.carried?.plan.windows ?? [];
-  const windowWait: WindowWaitContext = { status, get windows() { return windows; }, aborted: () => aborted !== undefined, setPhase };
+  const windowWait: WindowWaitContext = { status, get windows() { return windows; }, aborted: () => c.aborted() !== undefined, setPhase };
   if (input.carried) {
     plan = input.carried.plan;
   } else {
@@ -305,7 +164,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   const [first] = plan.rollout.controlPlanes as [string];
   const cursor = input.carried?.cursor ?? { hop: 0, phase: -1 };
   try {
-    for (let h = cursor.hop; h < plan.hops.length && !aborted; h++) {
+    for (let h = cursor.hop; h < plan.hops.length && !c.aborted(); h++) {
       hop = plan.hops[h] as string;
       status.hop = hop;
       // Skipped nodes stay where they are; the rest of the plan goes on without them.
@@ -333,28 +192,28 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
         await a.setStageLabels({ cluster, labels: rollout.stageLabels, owner });
         setPhase('control-plane');
         for (const [i, cp] of rollout.controlPlanes.entries()) {
-          await condition(() => aborted !== undefined || !status.paused);
-          if (aborted) break;
+          await condition(() => c.aborted() !== undefined || !status.paused);
+          if (c.aborted()) break;
           await runNode(cp, 'control-plane', { first: i === 0 });
         }
-        for (const cp of rollout.controlPlanes) if (!aborted) await window([cp], 1);
-        if (!aborted) await gate(`workers-${hop}`, policy.approveWorkers ?? false);
+        for (const cp of rollout.controlPlanes) if (!c.aborted()) await c.window([cp], 1, (node) => runNode(node, 'node'));
+        if (!c.aborted()) await gate(`workers-${hop}`, policy.approveWorkers ?? false);
         setPhase('workers');
       }
-      for (let k = Math.max(0, startPhase); k < workerPhases.length && !aborted; k++) {
+      for (let k = Math.max(0, startPhase); k < workerPhases.length && !c.aborted(); k++) {
         if (k > startPhase) await continueIfLong({ hop: h, phase: k });
         const phase = workerPhases[k] as (typeof workerPhases)[number];
         // Each phase starts inside a maintenance window; a phase in flight when it closes finishes its nodes.
         if (await waitForWindow(windowWait, phase.stage) === 'aborted') break;
-        await window(phase.nodes, phase.maxUnavailable);
-        if (aborted) break;
-        await verifyWorkloads(phase.stage);
-        if (aborted) break;
+        await c.window(phase.nodes, phase.maxUnavailable, (node) => runNode(node, 'node'));
+        if (c.aborted()) break;
+        await c.verifyWorkloads(phase.stage, hop, policy.verifySeconds ?? 60);
+        if (c.aborted()) break;
         updateMemo();
         if (phase.kind === 'canary') await gate(`canary-${hop}`, policy.approveAfterCanary ?? false, policy.soakSeconds ?? 0);
         setPhase('workers');
       }
-      if (aborted) break;
+      if (c.aborted()) break;
       setPhase('verify');
       const after = await a.takeInventory({ cluster });
       const skew = checkSkew(after.skew, { topology: 'kubeadm' });
@@ -367,10 +226,10 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     setPhase('failed');
     throw err;
   }
-  if (aborted) {
+  if (c.aborted()) {
     await compensate(cluster, owner, Object.keys(plan.rollout.stageLabels), status);
     setPhase('aborted');
-    status.outcome = `${aborted}; ${leftAs(status)}`;
+    status.outcome = `${c.aborted()}; ${leftAs(status)}`;
   } else {
     // Skipped nodes go back into service at their old version: no node stays cordoned by this run.
     await handBack(cluster, owner, status.skipped, status);

@@ -69,26 +69,33 @@ export interface SnapshotRecord {
   revision: number;
 }
 
-export interface UpgradeStatus {
+/**
+ * What every rollout of nodes shares (an upgrade, an OS maintenance run): the part of its status the
+ * operator controls read and write (workflows/rollout-controls.ts).
+ */
+export interface RolloutStatus {
   cluster: string;
-  from: string;
-  to: string;
-  hops: string[];
-  hop?: string;
   phase: UpgradePhase;
   paused: boolean;
   nodes: Record<string, NodeState>;
   /** Set while the rollout waits for the operator after a failed workload check. */
   halted?: HaltState;
-  /** Set while a disruptive phase waits for the maintenance window. */
-  waiting?: WindowWait;
   gates: GateState[];
-  snapshots: SnapshotRecord[];
   /** Human-readable record of what happened, newest last. */
   events: string[];
   outcome?: string;
-  /** Nodes the operator skipped: at their old version, handed back uncordoned at the end of the run. */
+  /** Nodes the operator skipped: untouched, handed back uncordoned at the end of the run. */
   skipped: string[];
+}
+
+export interface UpgradeStatus extends RolloutStatus {
+  from: string;
+  to: string;
+  hops: string[];
+  hop?: string;
+  /** Set while a disruptive phase waits for the maintenance window. */
+  waiting?: WindowWait;
+  snapshots: SnapshotRecord[];
   /** How many times this upgrade continued as new (history kept short for big clusters). */
   runs: number;
 }
