@@ -44,7 +44,24 @@ export interface ClusterConfig {
    * secret: the inventory hands it to the workflow.
    */
   maintenanceWindows?: MaintenanceWindow[];
+  /**
+   * OS maintenance (`skewless maintain`): the command that upgrades a node's operating system, run
+   * over SSH (through sudo when ssh.sudo) on each drained node before its reboot. Absent: maintain refuses.
+   */
+  maintenance?: MaintenanceConfig;
 }
+
+export interface MaintenanceConfig {
+  /** argv, each word quoted for the remote shell (activities/shell-words.ts): never read as shell syntax. */
+  command: string[];
+  /** How long the command may run before it is abandoned (HostCommandTimedOut). */
+  timeoutSeconds: number;
+  /** How the node is rebooted: one of the forms activities/host-kubelet.ts allows. Default [reboot]. */
+  rebootCommand?: string[];
+}
+
+/** Default and maximum of maintenance.timeoutSeconds; the maximum stays under the maintenanceCommand profile's 1 hour. */
+export const MAINTENANCE_TIMEOUT = { default: 1800, max: 3300 } as const;
 
 /**
  * Per-command timeouts on the hosts. Slow mirrors and slow disks are real, so the operator may raise
@@ -82,7 +99,8 @@ function invalid(file: string | undefined, message: string): ApplicationFailure 
  * setting silently replaced by the default. `timeouts` is the per-cluster timeouts section.
  */
 const KNOWN_KEYS = {
-  '': ['name', 'kubeconfig', 'context', 'ssh', 'nodes', 'packageManager', 'etcd', 'snapshots', 'drain', 'probes', 'timeouts', 'maintenanceWindows'],
+  '': ['name', 'kubeconfig', 'context', 'ssh', 'nodes', 'packageManager', 'etcd', 'snapshots', 'drain', 'probes', 'timeouts', 'maintenanceWindows', 'maintenance'],
+  maintenance: ['command', 'timeoutSeconds', 'rebootCommand'],
   ssh: ['user', 'port', 'privateKeyPath', 'knownHostsPath', 'sudo', 'connectTimeoutSeconds'],
   node: ['address', 'port'],
   etcd: ['endpoint', 'caCert', 'cert', 'key', 'remoteDir'],
@@ -213,6 +231,8 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
     throw err;
   }
 
+  const maintenance = maintenanceConfig(file, obj(raw.maintenance, 'maintenance'), raw.maintenance !== undefined, int);
+
   return {
     name,
     kubeconfig: path(raw.kubeconfig, 'kubeconfig'),
@@ -245,8 +265,39 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
     timeouts: Object.fromEntries(Object.entries(HOST_TIMEOUT_LIMITS).map(([k, limit]) =>
       [k, int(timeouts[k], `timeouts.${k}`, limit.default, 1, limit.max)])) as unknown as HostTimeouts,
     ...(maintenanceWindows.length > 0 ? { maintenanceWindows } : {}),
+    ...(maintenance ? { maintenance } : {}),
   };
 }
+
+/**
+ * `maintenance: { command: [...], timeoutSeconds, rebootCommand }`. The command is a list of words,
+ * never one string: a string would have to be split by a shell, and what the words mean is then
+ * the shell's business. No word may hold a NUL or a line break (a line break ends a command for sh).
+ */
+function maintenanceConfig(file: string, m: Record<string, unknown>, present: boolean,
+  int: (v: unknown, where: string, fallback: number, min: number, max?: number) => number): MaintenanceConfig | undefined {
+  if (!present) return undefined;
+  onlyKnownKeys(file, m, KNOWN_KEYS.maintenance, 'maintenance');
+  const words = (v: unknown, where: string): string[] => {
+    if (!Array.isArray(v) || v.length === 0 || v.length > 64 || !v.every((w) => typeof w === 'string' && w !== '' && w.length <= 1024 && !/[\0\n\r]/.test(w))) {
+      throw invalid(file, `${where} must be a list of 1 to 64 non-empty words without line breaks, e.g. [apt-get, -y, dist-upgrade]`);
+    }
+    return v as string[];
+  };
+  const command = words(m.command, 'maintenance.command');
+  const rebootCommand = m.rebootCommand === undefined ? undefined : words(m.rebootCommand, 'maintenance.rebootCommand');
+  if (rebootCommand && !REBOOT_COMMANDS.some((r) => r.length === rebootCommand.length && r.every((w, i) => w === rebootCommand[i]))) {
+    throw invalid(file, `maintenance.rebootCommand must be one of ${REBOOT_COMMANDS.map((r) => `[${r.join(', ')}]`).join(', ')}`);
+  }
+  return {
+    command,
+    timeoutSeconds: int(m.timeoutSeconds, 'maintenance.timeoutSeconds', MAINTENANCE_TIMEOUT.default, 1, MAINTENANCE_TIMEOUT.max),
+    ...(rebootCommand ? { rebootCommand } : {}),
+  };
+}
+
+/** The reboot forms a node may be rebooted with (rebootNode refuses any other argv). */
+export const REBOOT_COMMANDS: readonly (readonly string[])[] = [['reboot'], ['systemctl', 'reboot'], ['shutdown', '-r', 'now'], ['/sbin/reboot'], ['/usr/sbin/reboot']];
 
 /**
  * Reads <dir>/<cluster>.yaml and checks the files it names; the name is checked first so it can

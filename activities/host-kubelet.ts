@@ -2,6 +2,7 @@
 // Ready (at the expected kubelet version); NodeNotReady when the wait runs out.
 import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterAccess } from './cluster-access.js';
+import { REBOOT_COMMANDS } from './cluster-config.js';
 import { ErrorType } from './errors.js';
 import { hostActivityScope, pause, type HostActivityScope } from './host-activity-context.js';
 import { checkNode, checkVersion, invalid, readNodeState, run, type NodeState } from './host-commands.js';
@@ -9,7 +10,6 @@ import { checkNode, checkVersion, invalid, readNodeState, run, type NodeState } 
 /** Quick host commands (kubelet --version, systemctl, reboot): the cluster configuration's timeouts.commandSeconds. */
 const quickMs = (access: ClusterAccess): number => access.config.timeouts.commandSeconds * 1000;
 const BOOT_ID = '/proc/sys/kernel/random/boot_id';
-const REBOOT_COMMANDS = [['reboot'], ['systemctl', 'reboot'], ['shutdown', '-r', 'now'], ['/sbin/reboot'], ['/usr/sbin/reboot']];
 
 function checkTimeout(seconds: unknown): number {
   if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 1 || seconds > 3600) throw invalid('timeoutSeconds must be an integer from 1 to 3600');
@@ -96,7 +96,7 @@ export interface RebootNodeResult {
 export async function rebootNode(access: ClusterAccess, input: { node: string; command?: string[]; timeoutSeconds: number }): Promise<RebootNodeResult> {
   const node = checkNode(input.node);
   const timeoutSeconds = checkTimeout(input.timeoutSeconds);
-  const command = input.command ?? ['reboot'];
+  const command = input.command ?? access.config.maintenance?.rebootCommand ?? ['reboot'];
   // Runs as root from a workflow input: only the reboot forms, never an arbitrary command.
   if (!Array.isArray(command) || !REBOOT_COMMANDS.some((allowed) => allowed.length === command.length && allowed.every((w, i) => w === command[i]))) {
     throw invalid(`command must be one of ${REBOOT_COMMANDS.map((c) => `[${c.join(' ')}]`).join(', ')}`);

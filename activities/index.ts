@@ -8,6 +8,7 @@ import { findRunningUpgrade } from './find-running-upgrade.js';
 import { createHealthActivities } from './health.js';
 import { createHostActivities } from './host-activities.js';
 import { createInventoryActivities } from './inventory.js';
+import { createMaintenanceActivities } from './maintenance.js';
 import { createNodeActivities } from './node-activities.js';
 
 /**
@@ -38,6 +39,7 @@ export function createActivities(deps: ActivityDeps = {}) {
     ...createDrainActivities({ clusters }),
     ...createHostActivities({ clusters }),
     ...createEtcdActivities({ clusters }),
+    ...createMaintenanceActivities({ clusters }),
   };
 }
 

@@ -7,7 +7,7 @@ import { EXIT } from './cli-support.js';
  * by the cluster's state, a step that failed) is exit 1.
  */
 export const INVALID_REQUEST_TYPES: ReadonlySet<string> = new Set([
-  'InvalidVersion', 'InvalidInventory', 'InvalidPolicy', 'Downgrade', 'MissingRelease', 'UnsupportedMajor', 'ClusterConfigInvalid',
+  'InvalidVersion', 'InvalidInventory', 'InvalidPolicy', 'Downgrade', 'MissingRelease', 'UnsupportedMajor', 'ClusterConfigInvalid', 'UnknownNode',
 ]);
 
 export interface FailureSummary {

@@ -72,7 +72,7 @@ export function resolveMaxUnavailable(value: number | string | undefined, worker
  * Orders the nodes into phases: control planes one at a time, then the canary, then batches.
  * Deterministic: the same nodes and policy always give the same plan.
  */
-export function planRollout(nodes: readonly PlanNode[], policy: RolloutPolicy = {}): RolloutPlan {
+export function planRollout(nodes: readonly PlanNode[], policy: RolloutPolicy = {}, options: { requireControlPlane?: boolean } = {}): RolloutPlan {
   if (!Array.isArray(nodes)) throw new RuleError('InvalidInventory', 'nodes must be a list');
   const seen = new Set<string>();
   for (const [i, node] of nodes.entries()) {
@@ -92,7 +92,8 @@ export function planRollout(nodes: readonly PlanNode[], policy: RolloutPolicy = 
   const sorted = order === 'name' ? [...nodes].sort((a, b) => compareNatural(a.name, b.name)) : [...nodes];
 
   const controlPlanes = sorted.filter((n) => n.role === 'control-plane').map((n) => n.name);
-  if (controlPlanes.length === 0) throw new RuleError('InvalidInventory', 'the cluster has no control-plane node');
+  // An upgrade needs a control plane; OS maintenance of some workers does not (requireControlPlane: false).
+  if (controlPlanes.length === 0 && options.requireControlPlane !== false) throw new RuleError('InvalidInventory', 'the cluster has no control-plane node');
   if (policy.firstControlPlane !== undefined) {
     const i = controlPlanes.indexOf(policy.firstControlPlane);
     if (i < 0) throw new RuleError('InvalidPolicy', `firstControlPlane ${policy.firstControlPlane} is not a control-plane node`);

@@ -94,6 +94,17 @@ export const reboot: ActivityOptions = {
 };
 
 /**
+ * The operator's OS upgrade command (maintenance.command): up to maintenance.timeoutSeconds (at most
+ * 55 minutes, cluster-config.ts), heartbeated. A failing command is the operator's to look at
+ * (HostCommandFailed: the node waits); a host that refuses SSH is retried as for any host command.
+ */
+export const maintenanceCommand: ActivityOptions = {
+  startToCloseTimeout: '1 hour',
+  heartbeatTimeout: WORKER_LOST,
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'] },
+};
+
+/**
  * Which profile each activity runs under. Typed against the activity set, so a new activity
  * does not compile until someone decides its timeouts and retries here.
  */
@@ -121,10 +132,12 @@ export const PROFILE_OF = {
   restartKubelet: kubeletRestart,
   rebootNode: reboot,
   snapshotEtcd: etcdSnapshot,
+  planMaintenance: kubeRead,
+  runMaintenanceCommand: maintenanceCommand,
 } satisfies Record<keyof Activities, ActivityOptions>;
 
 /** Profiles of steps that run on a host: the ones the policy's host retry budget applies to. */
-const HOST_PROFILES: readonly ActivityOptions[] = [hostCommand, kubeadmApply, kubeletRestart, etcdSnapshot, reboot];
+const HOST_PROFILES: readonly ActivityOptions[] = [hostCommand, kubeadmApply, kubeletRestart, etcdSnapshot, reboot, maintenanceCommand];
 /** Whatever the operator asks, a host step is not retried more often than this. */
 const MAX_HOST_ATTEMPTS = 1_000;
 

@@ -11,10 +11,13 @@ export interface NodeUpgradeInput {
   cluster: string;
   node: string;
   role: 'control-plane' | 'worker';
-  /** Target Kubernetes version of this hop, `1.33.7`. */
+  /** Target Kubernetes version of this hop, `1.33.7` (empty for `maintain`: no version changes). */
   version: string;
-  /** `control-plane`: kubeadm upgrade apply/node of the static pods; `node`: drain, packages, kubelet. */
-  step: 'control-plane' | 'node';
+  /**
+   * `control-plane`: kubeadm upgrade apply/node of the static pods; `node`: drain, packages, kubelet;
+   * `maintain` (OS maintenance): drain, the configured OS upgrade command, reboot, Ready, uncordon.
+   */
+  step: 'control-plane' | 'node' | 'maintain';
   /** The control plane that runs `kubeadm upgrade apply` (the others run `upgrade node`). */
   first?: boolean;
   /** Owner recorded on cordons: the cluster upgrade's workflow id, stable across continue-as-new. */
@@ -25,6 +28,10 @@ export interface NodeUpgradeInput {
   verifySeconds: number;
   /** How long a host step keeps retrying before the node is reported blocked (UpgradePolicy.hostRetrySeconds). */
   hostRetrySeconds?: number;
+  /** Pods (`namespace/name`) the operator let go before the start (maintain --force-pod): the drain deletes them. */
+  force?: string[];
+  /** `maintain`: how long the node may take to come back over SSH and Ready after its reboot. */
+  rebootTimeoutSeconds?: number;
 }
 
 export interface NodeUpgradeResult {
@@ -71,7 +78,7 @@ class Stopped extends Error {
 export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<NodeUpgradeResult> {
   const { cluster, node, version } = input;
   const a = activitiesWithin(input.hostRetrySeconds);
-  const status: NodeStatus = { node, phase: 'pending', forced: [], resolutions: [] };
+  const status: NodeStatus = { node, phase: 'pending', forced: [...(input.force ?? [])], resolutions: [] };
   let pending: DrainResolution | undefined;
   let cordonedByUs = false;
   setHandler(nodeStatusQuery, () => status);
@@ -160,6 +167,17 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
     recordDrainSeconds(cluster, input.role, status.drainSeconds);
 
     status.phase = 'upgrading';
+    if (input.step === 'maintain') {
+      // From the OS upgrade on the node is changing: retry or abort, no skip.
+      await step('runMaintenanceCommand', { cluster, node });
+      await step('rebootNode', { cluster, node, timeoutSeconds: input.rebootTimeoutSeconds ?? 600 });
+      status.phase = 'verifying';
+      await step('checkNodeReady', { cluster, node, waitSeconds: input.verifySeconds });
+      if (cordonedByUs) await step('uncordonNode', { cluster, node, owner: input.owner });
+      await step('checkPodsOnNode', { cluster, node, waitSeconds: input.verifySeconds, require: true });
+      status.phase = 'done';
+      return result('done');
+    }
     if (input.role === 'worker') {
       await step('installPackages', { cluster, node, version, packages: ['kubeadm'] }, true);
       await step('kubeadmUpgradeNode', { cluster, node, version });

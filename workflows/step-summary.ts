@@ -35,4 +35,6 @@ export const SUMMARY_OF: Summaries = {
   restartKubelet: (i) => `restart kubelet on ${i.node} at ${v(i.version)}`,
   rebootNode: (i) => `reboot ${i.node}`,
   snapshotEtcd: (i) => `etcd snapshot on ${i.node} before ${v(i.hop)}`,
+  planMaintenance: (i) => `plan maintenance of ${i.selector === undefined ? `${i.nodes?.length ?? 0} nodes` : `nodes ${i.selector}`}`,
+  runMaintenanceCommand: (i) => `run the maintenance command on ${i.node}`,
 };

@@ -1,7 +1,7 @@
 import { ApplicationFailure, CancellationScope } from '@temporalio/workflow';
 import type { UpgradePlan } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
-import type { UpgradeStatus } from './upgrade-messages.js';
+import type { RolloutStatus, UpgradeStatus } from './upgrade-messages.js';
 
 // How a cluster upgrade ends: the refusal it names, the sentence it leaves, and what it undoes.
 
@@ -24,7 +24,7 @@ export function leftAs(status: UpgradeStatus): string {
     stuck.length ? `STILL CORDONED (uncordon failed): ${stuck.join(', ')}` : 'no node left cordoned by this run'}`;
 }
 
-export async function handBack(cluster: string, owner: string, nodes: string[], status: UpgradeStatus): Promise<void> {
+export async function handBack(cluster: string, owner: string, nodes: string[], status: RolloutStatus): Promise<void> {
   for (const node of nodes) {
     const r = await a.uncordonNode({ cluster, node, owner });
     if (r.changed) status.events.push(`${node} uncordoned at ${status.nodes[node]?.version ?? 'its old version'} (skipped)`);
@@ -32,7 +32,7 @@ export async function handBack(cluster: string, owner: string, nodes: string[], 
 }
 
 /** Undoes what this run did to scheduling, never versions: uncordon only our cordons, clear our labels. */
-export async function compensate(cluster: string, owner: string, nodes: string[], status: UpgradeStatus): Promise<void> {
+export async function compensate(cluster: string, owner: string, nodes: string[], status: RolloutStatus): Promise<void> {
   status.phase = 'compensating';
   await CancellationScope.nonCancellable(async () => {
     for (const node of nodes) {

@@ -1,0 +1,160 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Activities } from '../../activities/index.js';
+import type { MaintenancePlanFacts } from '../../activities/maintenance.js';
+import { waitFor } from '../../sim/cluster/wait-for.js';
+import { maintainWorkflow } from '../../workflows/maintain-workflow.js';
+import { maintenanceStatusQuery, type MaintenanceStatus } from '../../workflows/maintenance-messages.js';
+import { abortSignal, pauseSignal, resolveDrainUpdate, resumeSignal } from '../../workflows/upgrade-messages.js';
+import { startDevServer } from '../helpers/temporal-env.js';
+import { withMockedWorker } from '../helpers/workers.js';
+
+type Call = [string, Record<string, unknown>];
+const WRITES = ['setStageLabels', 'cordonNode', 'drainNode', 'runMaintenanceCommand', 'rebootNode', 'uncordonNode', 'clearStageLabels'];
+const workers = ['w1', 'w2', 'w3', 'w4', 'w5'];
+
+/**
+ * A cluster of mocked activities that keeps what the workflow did to it: which nodes are cordoned
+ * (and by whom), labels, reboots, and how many nodes were out of service at once.
+ */
+function mockCluster(facts: Partial<MaintenancePlanFacts> = {}, override: Record<string, (input: Record<string, unknown>) => unknown> = {}) {
+  const calls: Call[] = [];
+  const cordoned = new Set<string>();
+  const labels: Record<string, string> = {};
+  const reboots: string[] = [];
+  let out = 0;
+  let maxOut = 0;
+  const record = (name: string, fn: (input: Record<string, unknown>) => unknown) => async (input: Record<string, unknown>) => {
+    calls.push([name, input]);
+    if (override[name]) return override[name](input);
+    return fn(input);
+  };
+  const acts: Partial<Activities> = Object.fromEntries(Object.entries({
+    findRunningUpgrade: () => ({ running: false }),
+    planMaintenance: () => ({ nodes: workers.map((name) => ({ name, role: 'worker', ready: true, unschedulable: false })), missing: [], unmanaged: [], forced: [], hasCommand: true, ...facts }),
+    setStageLabels: (i) => { Object.assign(labels, i.labels); return { changed: Object.keys(i.labels as object), unchanged: [] }; },
+    clearStageLabels: () => { for (const k of Object.keys(labels)) delete labels[k]; return { changed: [], unchanged: [] }; },
+    cordonNode: (i) => { cordoned.add(i.node as string); out++; maxOut = Math.max(maxOut, out); return { cordoned: true, ownedByUs: true, changed: true }; },
+    uncordonNode: (i) => { const had = cordoned.delete(i.node as string); if (had) out--; return { uncordoned: true, changed: had }; },
+    drainNode: (i) => ({ node: i.node, gone: [], skipped: [], warnings: [], resumed: false }),
+    runMaintenanceCommand: (i) => ({ node: i.node, seconds: 0 }),
+    rebootNode: (i) => { reboots.push(i.node as string); return { node: i.node, bootIdChanged: true }; },
+    checkNodeReady: () => ({}),
+    checkPodsOnNode: () => ({}),
+    checkWorkloads: () => ({}),
+  } satisfies Record<string, (input: Record<string, unknown>) => unknown>).map(([name, fn]) => [name, record(name, fn)])) as Partial<Activities>;
+  return { acts, calls, cordoned, labels, reboots, get maxOut() { return maxOut; } };
+}
+
+describe('maintainWorkflow (mocked activities, real dev server)', () => {
+  let env: TestWorkflowEnvironment;
+  before(async () => {
+    env = await startDevServer();
+  });
+  after(async () => {
+    await env?.teardown();
+  });
+
+  it('maintains 5 workers: canary then batches of 2, each cordon → drain → OS command → reboot → Ready → uncordon, at most 2 out', async () => {
+    const m = mockCluster();
+    const result = await withMockedWorker(env, m.acts, 'maintain', (taskQueue) => env.client.workflow.execute(maintainWorkflow, {
+      taskQueue, workflowId: `maintain/lab-${taskQueue}`, args: [{ cluster: 'lab', selector: 'pool=blue', policy: { canary: 1, batchSize: 2, maxUnavailable: 2, verifySeconds: 5 } }],
+    }));
+    assert.equal(result.phase, 'done', result.outcome);
+    assert.deepEqual(Object.fromEntries(Object.entries(result.nodes).map(([n, s]) => [n, [s.stage, s.phase]])),
+      { w1: ['canary', 'done'], w2: ['batch-1', 'done'], w3: ['batch-1', 'done'], w4: ['batch-2', 'done'], w5: ['batch-2', 'done'] });
+    assert.deepEqual([...m.reboots].sort(), workers, 'every node rebooted once');
+    assert.equal(m.maxOut, 2, 'never more than maxUnavailable nodes cordoned at once, and the batch used both slots');
+    assert.equal(m.cordoned.size, 0, 'every node uncordoned');
+    assert.deepEqual(m.labels, {}, 'stage labels cleared');
+    for (const node of workers) {
+      const steps = m.calls.filter(([, i]) => i.node === node).map(([n]) => n);
+      assert.deepEqual(steps, ['cordonNode', 'drainNode', 'runMaintenanceCommand', 'rebootNode', 'checkNodeReady', 'uncordonNode', 'checkPodsOnNode'], node);
+    }
+    // The canary finished before any batch node was cordoned.
+    const order = m.calls.map(([n, i]) => `${n} ${String(i.node)}`);
+    assert.ok(order.indexOf('checkPodsOnNode w1') < order.indexOf('cordonNode w2'));
+    assert.equal(m.calls.filter(([n]) => n === 'checkWorkloads').length, 3, 'workloads checked after each phase');
+  });
+
+  it('refuses a bare pod before any write, naming it; --force-pod lets it go to the drain', async () => {
+    const bare = mockCluster({ unmanaged: [{ namespace: 'default', name: 'bare', node: 'w3' }] });
+    const err = await withMockedWorker(env, bare.acts, 'maintain', (taskQueue) => env.client.workflow.execute(maintainWorkflow, {
+      taskQueue, workflowId: `maintain/bare-${taskQueue}`, args: [{ cluster: 'lab', nodes: workers }],
+    })).catch((e: unknown) => e);
+    assert.ok(err instanceof WorkflowFailedError);
+    const cause = err.cause as ApplicationFailure;
+    assert.equal(cause.type, 'UnmanagedPods');
+    assert.match(cause.message, /default\/bare on w3.*--force-pod/);
+    assert.deepEqual(bare.calls.filter(([n]) => WRITES.includes(n)), [], 'nothing written');
+
+    const forced = mockCluster({ forced: ['default/bare'] });
+    const result = await withMockedWorker(env, forced.acts, 'maintain', (taskQueue) => env.client.workflow.execute(maintainWorkflow, {
+      taskQueue, workflowId: `maintain/forced-${taskQueue}`, args: [{ cluster: 'lab', nodes: workers, policy: { forcePods: ['default/bare'], maxUnavailable: 5, canary: 0 } }],
+    }));
+    assert.equal(result.phase, 'done');
+    assert.deepEqual(result.forced, ['default/bare']);
+    for (const [name, input] of forced.calls.filter(([n]) => n === 'drainNode')) assert.deepEqual(input.force, ['default/bare'], name);
+  });
+
+  it('refuses while the cluster\'s upgrade runs, without a configured command, or with a node NotReady: nothing written', async () => {
+    const cases: [Record<string, (i: Record<string, unknown>) => unknown>, Partial<MaintenancePlanFacts>, string, RegExp][] = [
+      [{ findRunningUpgrade: () => ({ running: true, startedAt: '2026-01-01T00:00:00Z' }) }, {}, 'PreflightBlocked', /upgrade\/lab is running/],
+      [{}, { hasCommand: false }, 'ClusterConfigInvalid', /maintenance\.command/],
+      [{}, { missing: ['w9'] }, 'UnknownNode', /no node w9/],
+      [{}, { nodes: [{ name: 'w1', role: 'worker', ready: false, unschedulable: false }] }, 'PreflightBlocked', /w1 is NotReady/],
+      [{}, { nodes: [] }, 'PreflightBlocked', /no node of lab matches/],
+    ];
+    for (const [override, facts, type, message] of cases) {
+      const m = mockCluster(facts, override);
+      const err = await withMockedWorker(env, m.acts, 'maintain', (taskQueue) => env.client.workflow.execute(maintainWorkflow, {
+        taskQueue, workflowId: `maintain/refuse-${taskQueue}`, args: [{ cluster: 'lab', selector: 'pool=blue' }],
+      })).catch((e: unknown) => e);
+      assert.ok(err instanceof WorkflowFailedError, type);
+      assert.equal((err.cause as ApplicationFailure).type, type);
+      assert.match((err.cause as ApplicationFailure).message, message);
+      assert.deepEqual(m.calls.filter(([n]) => WRITES.includes(n)), [], `${type}: nothing written`);
+    }
+  });
+
+  it('a blocked drain waits for resolve; pause holds the next node; abort compensates this run\'s cordons and labels only', async () => {
+    let drainW2 = 0;
+    const m = mockCluster({}, {
+      drainNode: (i) => {
+        // w3's drain never gets through: the run is aborted while it waits.
+        if (i.node === 'w3') throw ApplicationFailure.create({ type: 'DrainBlocked', nonRetryable: true, message: 'stuck', details: [{ pods: [] }] });
+        if (i.node === 'w2' && drainW2++ === 0) {
+          throw ApplicationFailure.create({ type: 'DrainBlocked', nonRetryable: true, message: 'PDB default/web refuses', details: [{ pods: [{ namespace: 'default', name: 'web-1', pdbs: ['web'] }] }] });
+        }
+        return { node: i.node, gone: [], skipped: [], warnings: [], resumed: false };
+      },
+    });
+    const status = await withMockedWorker(env, m.acts, 'maintain', async (taskQueue) => {
+      const handle = await env.client.workflow.start(maintainWorkflow, {
+        taskQueue, workflowId: `maintain/ops-${taskQueue}`, args: [{ cluster: 'lab', selector: 'pool=blue', policy: { canary: 1, batchSize: 1, maxUnavailable: 1, verifySeconds: 5 } }],
+      });
+      let s: MaintenanceStatus | undefined;
+      await waitFor('w2 blocked', async () => (s = await handle.query(maintenanceStatusQuery)).nodes.w2?.phase === 'blocked', 30_000, 100);
+      assert.equal(s?.nodes.w2?.blocked?.kind, 'DrainBlocked');
+      await handle.signal(pauseSignal, { by: 'ops' });
+      await handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w2', action: 'retry', by: 'ops' }] });
+      await waitFor('w2 done', async () => (s = await handle.query(maintenanceStatusQuery)).nodes.w2?.phase === 'done', 30_000, 100);
+      await new Promise((r) => setTimeout(r, 1000));
+      assert.equal((await handle.query(maintenanceStatusQuery)).nodes.w3?.phase, 'pending', 'paused: w3 does not start');
+      // w3 blocks too: abort relays to its child and compensates.
+      await handle.signal(resumeSignal, { by: 'ops' });
+      await waitFor('w3 blocked', async () => (await handle.query(maintenanceStatusQuery)).nodes.w3?.phase === 'blocked', 30_000, 100);
+      await handle.signal(abortSignal, { by: 'ops', reason: 'enough' });
+      return handle.result();
+    });
+    assert.equal(status.phase, 'aborted');
+    assert.match(status.outcome ?? '', /aborted by ops: enough; maintained: w1, w2/);
+    assert.equal(m.cordoned.size, 0, 'compensation uncordoned w3');
+    assert.deepEqual(m.labels, {});
+    assert.ok(!m.reboots.includes('w3') && !m.reboots.includes('w4'));
+    assert.ok(status.events.some((e) => /drain of w2 resolved by ops: retry/.test(e)));
+  });
+});
