@@ -1,6 +1,7 @@
 import { EXIT, processIo, runCommand, UsageError, type CommandIo } from './cli-support.js';
 import { devServerCommand, devServerHelp } from './commands/dev-server.js';
 import { historyCommand, historyHelp } from './commands/history.js';
+import { maintainCommand, maintainHelp } from './commands/maintain.js';
 import { operateCommand, operateHelp } from './commands/operate.js';
 import { upgradeCommand, upgradeHelp } from './commands/upgrade.js';
 import { watchCommand, watchHelp } from './commands/watch.js';
@@ -21,7 +22,8 @@ export const COMMANDS: Record<string, Command> = {
   path: { run: pathCommand, help: pathHelp, summary: 'the upgrade hops from one version to another' },
   plan: { run: planCommand, help: planHelp, summary: 'the whole upgrade runbook, checked step by step (from files or a live cluster)' },
   upgrade: { run: upgradeCommand, help: upgradeHelp, summary: 'start the durable upgrade of a cluster and watch it' },
-  watch: { run: watchCommand, help: watchHelp, summary: 're-attach to a running upgrade' },
+  maintain: { run: maintainCommand, help: maintainHelp, summary: 'OS maintenance of nodes: drain, OS upgrade command, reboot, uncordon, in batches' },
+  watch: { run: watchCommand, help: watchHelp, summary: 're-attach to a running upgrade (or maintenance)' },
   status: { run: operateCommand('status'), help: operateHelp.status, summary: 'where an upgrade is, node by node' },
   approve: { run: operateCommand('approve'), help: operateHelp.approve, summary: 'approve a waiting gate' },
   resolve: { run: operateCommand('resolve'), help: operateHelp.resolve, summary: 'resolve a blocked drain' },

@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { CONNECTION_FLAGS, connectionOptions, connectionSettings, redactSecrets, UnreachableError, type ConnectionFlags } from '../worker/config.js';
 import { payloadCodec } from '../worker/payload-codec.js';
 import { registerSecret, UsageError } from './cli-support.js';
@@ -38,3 +38,36 @@ export function clusterName(value: string | undefined, flag = 'NAME'): string {
 }
 
 export const upgradeWorkflowId = (cluster: string) => `upgrade/${cluster}`;
+export const maintainWorkflowId = (cluster: string) => `maintain/${cluster}`;
+
+/** The rollouts the operator controls take (`--workflow`): the upgrade and OS maintenance of a cluster. */
+export const ROLLOUT_WORKFLOWS = { upgrade: upgradeWorkflowId, maintain: maintainWorkflowId } as const;
+export type RolloutKind = keyof typeof ROLLOUT_WORKFLOWS;
+
+/** `--workflow upgrade|maintain`, checked before Temporal is contacted. */
+export function rolloutKind(value: string | undefined): RolloutKind | undefined {
+  if (value === undefined) return undefined;
+  if (!Object.hasOwn(ROLLOUT_WORKFLOWS, value)) throw new UsageError(`--workflow must be upgrade or maintain, got ${JSON.stringify(value)}`);
+  return value as RolloutKind;
+}
+
+/**
+ * Which of the cluster's rollouts a control (status, watch, approve, resolve, pause, resume, abort)
+ * means: the one named with --workflow; else the one running (the upgrade first); else the one
+ * started last; else the upgrade (whose "not found" the caller reports).
+ */
+export async function rolloutWorkflowId(client: Client, cluster: string, kind: RolloutKind | undefined): Promise<{ kind: RolloutKind; workflowId: string }> {
+  if (kind) return { kind, workflowId: ROLLOUT_WORKFLOWS[kind](cluster) };
+  const found: { kind: RolloutKind; running: boolean; start: number }[] = [];
+  for (const k of Object.keys(ROLLOUT_WORKFLOWS) as RolloutKind[]) {
+    try {
+      const d = await client.workflow.getHandle(ROLLOUT_WORKFLOWS[k](cluster)).describe();
+      found.push({ kind: k, running: d.status.name === 'RUNNING', start: d.startTime.getTime() });
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+  }
+  const pick = found.find((f) => f.running) ?? [...found].sort((a, b) => b.start - a.start)[0];
+  const chosen = pick?.kind ?? 'upgrade';
+  return { kind: chosen, workflowId: ROLLOUT_WORKFLOWS[chosen](cluster) };
+}

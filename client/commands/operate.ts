@@ -6,10 +6,13 @@ import { blockText, haltLines, resolveHint } from '../block-text.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { printJson } from '../output.js';
-import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
+import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { gateName, namespacedName, nodeName, onlyPositional } from '../input-checks.js';
 
-const withConnection = (help: string) => `${help}\n\n${CONNECTION_HELP}`;
+const WORKFLOW_HELP = `--workflow upgrade|maintain: which of the cluster's runs (upgrade/NAME or the OS maintenance
+maintain/NAME); default: the one running, else the one started last.`;
+const withConnection = (help: string) => `${help}\n\n${WORKFLOW_HELP}\n\n${CONNECTION_HELP}`;
 
 const SIGNAL_JSON = '--output json: {cluster, workflowId, action, by, reason, status (the upgrade\'s status after)}.';
 
@@ -48,7 +51,7 @@ export function operateCommand(verb: Verb) {
   return async (args: string[], io: CommandIo): Promise<number> => {
     const { values, positionals } = parseOptions(args, {
       ...TEMPORAL_OPTIONS, output: { type: 'string' }, gate: { type: 'string' }, node: { type: 'string' }, action: { type: 'string' },
-      pod: { type: 'string', multiple: true }, by: { type: 'string' }, comment: { type: 'string' },
+      pod: { type: 'string', multiple: true }, by: { type: 'string' }, comment: { type: 'string' }, workflow: { type: 'string' },
     }, true);
     if (values.help) {
       io.out(operateHelp[verb]);
@@ -56,6 +59,7 @@ export function operateCommand(verb: Verb) {
     }
     const output = outputFormat(values.output);
     const cluster = clusterName(onlyPositional(positionals));
+    const kind = rolloutKind(values.workflow);
     let resolution: UpgradeResolution | undefined;
     if (verb === 'resolve') {
       const node = values.node;
@@ -79,11 +83,14 @@ export function operateCommand(verb: Verb) {
     const gate = verb === 'approve' ? gateName(requireOption(values.gate, '--gate')) : undefined;
 
     const { client, close } = await connectClient(values);
-    const handle = client.workflow.getHandle(upgradeWorkflowId(cluster));
+    let run: Awaited<ReturnType<typeof rolloutWorkflowId>> = { kind: kind ?? 'upgrade', workflowId: '' };
     try {
+      run = await rolloutWorkflowId(client, cluster, kind);
+      const handle = client.workflow.getHandle(run.workflowId);
       if (verb === 'status') {
         const s = await handle.query(statusQuery);
         if (output === 'json') printJson(io, s, true);
+        else if ((s as unknown as MaintenanceStatus).kind === 'maintenance') printMaintenance(io, cluster, s as unknown as MaintenanceStatus);
         else {
           io.out(`${cluster}: ${s.from} → ${s.to}, hop ${s.hop ?? '-'} (${s.hops.join(' → ')}), ${s.phase}${s.paused ? ', paused' : ''}`);
           for (const [node, n] of Object.entries(s.nodes)) {
@@ -114,15 +121,29 @@ export function operateCommand(verb: Verb) {
         const sent = { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) };
         await handle.signal(signal, sent);
         if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, ...sent, status: await statusAfter(handle) });
-        else io.out(`${verb} sent to upgrade/${cluster}`);
+        else io.out(`${verb} sent to ${handle.workflowId}`);
       }
       return EXIT.ok;
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running upgrade of ${cluster}`);
+      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running ${run.kind === 'maintain' ? 'maintenance' : 'upgrade'} of ${cluster}`);
       if (err instanceof WorkflowUpdateFailedError) throw new UsageError(`refused: ${err.cause?.message ?? err.message}`);
       throw err;
     } finally {
       await close();
     }
   };
+}
+
+/** `skewless status` of an OS maintenance run: what it takes, each node, and what it waits for. */
+function printMaintenance(io: CommandIo, cluster: string, s: MaintenanceStatus): void {
+  const target = `${cluster} --workflow maintain`;
+  const done = Object.values(s.nodes).filter((n) => n.phase === 'done').length;
+  io.out(`${cluster}: OS maintenance of ${s.selector ?? s.requested?.join(', ') ?? '?'}, ${done}/${Object.keys(s.nodes).length} nodes done, ${s.phase}${s.paused ? ', paused' : ''}`);
+  for (const [node, n] of Object.entries(s.nodes)) {
+    io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${n.blocked ? `: ${blockText(n.blocked)}` : ''}`);
+    if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(target, node, n.blocked)}`);
+  }
+  if (s.halted) for (const line of haltLines(target, s.halted)) io.out(`  ${line}`);
+  for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : 'waiting'}`);
+  if (s.outcome) io.out(`  ${s.outcome}`);
 }

@@ -4,13 +4,14 @@ import { CONNECTION_HELP } from '../../worker/config.js';
 import { blockText, haltLines, resolveHint } from '../block-text.js';
 import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
 import { OUTPUT_OPTION, outputFormat, printRecord, spinner, type Output } from '../output.js';
-import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
+import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 import { onlyPositional } from '../input-checks.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 
-export const watchHelp = `Usage: skewless watch NAME [--output json|text] [connection options]
+export const watchHelp = `Usage: skewless watch NAME [--workflow upgrade|maintain] [--output json|text] [connection options]
 
-Follows the upgrade of cluster NAME: phase, per-node progress, blocked nodes and what blocks them
+Follows the upgrade (or, with --workflow maintain or when that is what runs, the OS maintenance) of cluster NAME: phase, per-node progress, blocked nodes and what blocks them
 (a drain, or a step that failed: the step, the failure and its message), a rollout halted on unhealthy
 workloads, gates waiting, each with the command that answers it. Re-attach at any time; exits with the
 upgrade's outcome (0 done; 1 failed, aborted or refused by the cluster as it is; 2 refused as an invalid
@@ -25,11 +26,18 @@ waits for), "node" (a node's state changed), "blocked" and "halted" (with the re
 ${CONNECTION_HELP}`;
 
 /**
+ * An OS maintenance run's status (maintain/<cluster>) read through the same query: it has no hops or
+ * versions, so its progress is nodes done of nodes.
+ */
+const isMaintenance = (s: UpgradeStatus | MaintenanceStatus): s is UpgradeStatus & MaintenanceStatus => (s as MaintenanceStatus).kind === 'maintenance';
+
+/**
  * Progress in node upgrades (nodes × hops), so the bar only moves forward: a node counts once per
  * hop its kubelet has reached, whatever step it is in now.
  */
 function upgradesDone(s: UpgradeStatus): { done: number; total: number } {
   const nodes = Object.values(s.nodes);
+  if (isMaintenance(s)) return { done: nodes.filter((n) => n.phase === 'done').length, total: nodes.length };
   return { done: nodes.reduce((sum, n) => sum + (n.version ? s.hops.indexOf(n.version) + 1 : 0), 0), total: nodes.length * s.hops.length };
 }
 
@@ -37,12 +45,14 @@ function progressLine(s: UpgradeStatus): string {
   const { done, total } = upgradesDone(s);
   const width = 20;
   const filled = total ? Math.round((done / total) * width) : 0;
+  if (isMaintenance(s)) return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} nodes maintained, ${s.phase}${s.paused ? ' (paused)' : ''}`;
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} node upgrades, hop ${s.hop ?? '-'} of ${s.hops.join(' → ') || '-'}, ${s.phase}${s.paused ? ' (paused)' : ''}`;
 }
 
 /** Nodes at the last hop's version, of all nodes: the "n/m nodes" of the progress line. */
 function nodesDone(s: UpgradeStatus): { done: number; total: number } {
   const nodes = Object.values(s.nodes);
+  if (isMaintenance(s)) return upgradesDone(s);
   const last = s.hops.at(-1);
   return { done: last ? nodes.filter((n) => n.version === last).length : 0, total: nodes.length };
 }
@@ -65,12 +75,15 @@ export function waitingReasons(cluster: string, s: UpgradeStatus): string[] {
 function spinnerText(cluster: string, s: UpgradeStatus): string {
   const { done, total } = nodesDone(s);
   const waiting = waitingReasons(cluster, s);
+  if (isMaintenance(s)) return `${cluster}: ${done}/${total} nodes maintained, ${s.phase}${waiting.length ? `, waiting for ${waiting.join('; ')}` : ''}`;
   return `${cluster}: ${done}/${total} nodes at ${s.hops.at(-1) ?? s.to}, ${s.phase}${s.hop ? ` ${s.hop}` : ''}${waiting.length ? `, waiting for ${waiting.join('; ')}` : ''}`;
 }
 
 export interface WatchOptions {
   output?: Output;
   pollMs?: number;
+  /** Which run to follow: default the upgrade, upgrade/<cluster>. */
+  workflowId?: string;
 }
 
 /**
@@ -84,7 +97,11 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
   const pollMs = options.pollMs ?? 1000;
   const record = (type: string, fields: Record<string, unknown>) => printRecord(io, type, cluster, fields);
   const live = spinner(io);
-  const handle = client.workflow.getHandle(upgradeWorkflowId(cluster));
+  const handle = client.workflow.getHandle(options.workflowId ?? upgradeWorkflowId(cluster));
+  const maintenance = handle.workflowId.startsWith('maintain/');
+  const what = maintenance ? 'maintenance' : 'upgrade';
+  // The commands watch prints answer this run: name it when it is not the upgrade.
+  const target = maintenance ? `${cluster} --workflow maintain` : cluster;
   let printedEvents = 0;
   let lastLine = '';
   let lastProgress = '';
@@ -98,7 +115,7 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
       try {
         description = await handle.describe();
       } catch (err) {
-        if (err instanceof WorkflowNotFoundError) throw new UsageError(`no upgrade of ${cluster} found`);
+        if (err instanceof WorkflowNotFoundError) throw new UsageError(`no ${what} of ${cluster} found`);
         throw err;
       }
       const status = await handle.query(statusQuery).catch(() => undefined);
@@ -109,9 +126,11 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
         }
         printedEvents = status.events.length;
         if (json) {
-          const progress = { phase: status.phase, hop: status.hop ?? null, hops: status.hops, from: status.from, to: status.to, paused: status.paused,
-            nodes: nodesDone(status), nodeUpgrades: upgradesDone(status), waitingFor: waitingReasons(cluster, status),
-            window: status.waiting ?? null };
+          const progress = isMaintenance(status)
+            ? { workflowId: handle.workflowId, phase: status.phase, paused: status.paused, nodes: nodesDone(status), waitingFor: waitingReasons(target, status) }
+            : { phase: status.phase, hop: status.hop ?? null, hops: status.hops, from: status.from, to: status.to, paused: status.paused,
+              nodes: nodesDone(status), nodeUpgrades: upgradesDone(status), waitingFor: waitingReasons(cluster, status),
+              window: status.waiting ?? null };
           const key = JSON.stringify(progress);
           if (key !== lastProgress) record('progress', progress);
           lastProgress = key;
@@ -127,18 +146,18 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
         for (const [node, n] of Object.entries(status.nodes)) {
           if (n.phase === 'blocked' && n.blocked && !blockedShown.has(node)) {
             blockedShown.add(node);
-            if (json) record('blocked', { node, ...n.blocked, command: resolveHint(cluster, node, n.blocked).replace(/^resolve with: /, '') });
+            if (json) record('blocked', { node, ...n.blocked, command: resolveHint(target, node, n.blocked).replace(/^resolve with: /, '') });
             else {
               // A failed step's message is in the events printed just above.
               io.out(`  BLOCKED ${node}: ${blockText(n.blocked, false)}`);
-              io.out(`    ${resolveHint(cluster, node, n.blocked)}`);
+              io.out(`    ${resolveHint(target, node, n.blocked)}`);
             }
           } else if (n.phase !== 'blocked') blockedShown.delete(node);
         }
         const halt = status.halted ? `${status.halted.hop}/${status.halted.after}` : undefined;
         if (status.halted && halt !== haltShown) {
-          if (json) record('halted', { ...status.halted, command: `skewless resolve ${cluster} --action ${status.halted.actions.join('|')}` });
-          else for (const line of haltLines(cluster, status.halted, false)) io.out(`  ${line}`);
+          if (json) record('halted', { ...status.halted, command: `skewless resolve ${target} --action ${status.halted.actions.join('|')}` });
+          else for (const line of haltLines(target, status.halted, false)) io.out(`  ${line}`);
         }
         haltShown = halt;
         // Once per gate and state: a gate waiting for hours is not news every second.
@@ -147,10 +166,10 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
           if (gatesShown.get(g.name) === state) continue;
           gatesShown.set(g.name, state);
           const { name: _name, ...gate } = g;
-          if (json) record('gate', { gate: g.name, state, ...gate, ...(state === 'waiting' && !g.opensAt ? { command: `skewless approve ${cluster} --gate ${g.name}` } : {}) });
-          else if (state === 'waiting') io.out(`  gate ${g.name} waits: skewless approve ${cluster} --gate ${g.name}`);
+          if (json) record('gate', { gate: g.name, state, ...gate, ...(state === 'waiting' && !g.opensAt ? { command: `skewless approve ${target} --gate ${g.name}` } : {}) });
+          else if (state === 'waiting') io.out(`  gate ${g.name} waits: skewless approve ${target} --gate ${g.name}`);
         }
-        live.show(spinnerText(cluster, status));
+        live.show(spinnerText(target, status));
       }
       if (description.status.name !== 'RUNNING') {
         live.clear();
@@ -165,7 +184,7 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
           // The root cause (not "Activity task failed"), on stderr; exit 2 when the request itself was wrong.
           const failure = summarizeWorkflowFailure(err);
           if (json) record('failed', { exit: failure.exit, message: failure.message, ...(failure.type ? { failureType: failure.type } : {}) });
-          io.err(`skewless: upgrade of ${cluster} failed: ${failure.message}`);
+          io.err(`skewless: ${what} of ${cluster} failed: ${failure.message}`);
           return failure.exit;
         }
       }
@@ -177,16 +196,18 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
 }
 
 export async function watchCommand(args: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parseOptions(args, { ...TEMPORAL_OPTIONS, ...OUTPUT_OPTION }, true);
+  const { values, positionals } = parseOptions(args, { ...TEMPORAL_OPTIONS, ...OUTPUT_OPTION, workflow: { type: 'string' } }, true);
   if (values.help) {
     io.out(watchHelp);
     return EXIT.ok;
   }
   const output = outputFormat(values.output);
   const cluster = clusterName(onlyPositional(positionals));
+  const kind = rolloutKind(values.workflow);
   const { client, close } = await connectClient(values);
   try {
-    return await watchUpgrade(client, cluster, io, { output });
+    const { workflowId } = await rolloutWorkflowId(client, cluster, kind);
+    return await watchUpgrade(client, cluster, io, { output, workflowId });
   } finally {
     await close();
   }

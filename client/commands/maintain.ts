@@ -1,0 +1,125 @@
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
+import { maintainWorkflow, type MaintainInput, type MaintenancePolicy } from '../../workflows/maintain-workflow.js';
+import { EXIT, intOption, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
+import { maxUnavailable, namespacedName, nodeName } from '../input-checks.js';
+import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
+import { clusterName, connectClient, maintainWorkflowId, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { watchUpgrade } from './watch.js';
+
+export const maintainHelp = `Usage: skewless maintain --cluster NAME (--selector SELECTOR | --node NODE...)
+                         [--canary N] [--batch-size N] [--max-unavailable N|N%] [--approve-canary] [--soak SECONDS]
+                         [--drain-timeout SECONDS] [--host-retry SECONDS] [--reboot-timeout SECONDS]
+                         [--force-pod NAMESPACE/NAME]... [--detach] [--task-queue QUEUE] [--output json|text]
+                         [connection options]
+
+Starts the OS maintenance of some nodes of a cluster (workflow id maintain/NAME) and follows it; with
+--detach it returns at once (re-attach with "skewless watch NAME --workflow maintain"). The nodes are
+those the label selector matches (--selector 'pool=blue') or those named (--node, repeated). Control
+planes go one at a time, then a canary of workers (--canary, default 1; --approve-canary waits for
+"skewless approve NAME --gate canary-maintenance", --soak waits that long instead), then batches of
+--batch-size with at most --max-unavailable nodes out of service at once (default 1). Each node:
+cordon → drain (PodDisruptionBudgets honoured; a drain that has not finished after --drain-timeout
+waits for "skewless resolve") → the cluster configuration's maintenance.command over SSH → reboot →
+back over SSH and Ready (within --reboot-timeout, default 600 s) → its pods back → uncordon; the
+workloads are checked after each phase. status, approve, resolve, pause, resume and abort take the
+run as they take an upgrade (with --workflow maintain when an upgrade of the cluster exists too).
+
+Before anything is touched the run refuses pods that no controller manages on those nodes (they would
+not come back after the drain), naming them, unless each is let go with --force-pod NAMESPACE/NAME;
+it also refuses while upgrade/NAME runs, with a node NotReady or unknown, or when the cluster's
+configuration has no maintenance.command. Abort or failure uncordons exactly the nodes this run
+cordoned and clears its stage labels.
+
+--output json: with --detach, one object {"type":"started","cluster","workflowId","runId","at"};
+following the run, that object then one per line (NDJSON) for each change, as "skewless watch --output json".
+
+${CONNECTION_HELP}
+
+Exit status: 0 maintained (or started, with --detach); 1 failed, aborted, or refused by the cluster as
+it is (a bare pod, a NotReady node, an upgrade running); 2 invalid input (flags, an unknown node or
+cluster, no maintenance.command) or a maintenance of the cluster already running; 3 Temporal unreachable.`;
+
+/** What a selector can hold (the API's syntax: key=value, key!=value, key in (a,b), !key); the API judges the rest. */
+const SELECTOR = /^[A-Za-z0-9_./=!,()\- ]{1,1024}$/;
+
+export async function maintainCommand(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseOptions(args, {
+    cluster: { type: 'string' }, selector: { type: 'string' }, node: { type: 'string', multiple: true },
+    canary: { type: 'string' }, 'batch-size': { type: 'string' }, 'max-unavailable': { type: 'string' }, 'approve-canary': { type: 'boolean' },
+    soak: { type: 'string' }, 'drain-timeout': { type: 'string' }, 'host-retry': { type: 'string' }, 'reboot-timeout': { type: 'string' },
+    'force-pod': { type: 'string', multiple: true }, detach: { type: 'boolean' }, 'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS, ...OUTPUT_OPTION,
+  });
+  if (values.help) {
+    io.out(maintainHelp);
+    return EXIT.ok;
+  }
+  const output = outputFormat(values.output);
+  const cluster = clusterName(values.cluster, '--cluster');
+  const input: MaintainInput = { cluster, policy: policyFromFlags(values) };
+  if ((values.selector === undefined) === (values.node === undefined)) throw new UsageError('name the nodes with --selector SELECTOR or with --node NODE (repeated), one of the two');
+  if (values.selector !== undefined) {
+    if (!SELECTOR.test(values.selector) || values.selector.trim() === '') throw new UsageError(`--selector must be a label selector such as 'pool=blue' or 'pool in (a,b)', got ${JSON.stringify(values.selector)}`);
+    input.selector = values.selector;
+  } else {
+    const nodes = (values.node ?? []).map((n) => nodeName(n));
+    const twice = nodes.find((n, i) => nodes.indexOf(n) !== i);
+    if (twice) throw new UsageError(`--node ${twice} is given twice`);
+    input.nodes = nodes;
+  }
+
+  const taskQueue = workerConfig(values).taskQueue;
+  const { client, close } = await connectClient(values);
+  const workflowId = maintainWorkflowId(cluster);
+  try {
+    let runId: string;
+    try {
+      ({ firstExecutionRunId: runId } = await client.workflow.start(maintainWorkflow, { taskQueue, workflowId, workflowIdConflictPolicy: 'FAIL', args: [input] }));
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) {
+        throw new UsageError(`a maintenance of ${cluster} is already running; watch it with "skewless watch ${cluster} --workflow maintain"`);
+      }
+      throw err;
+    }
+    if (output === 'json') printRecord(io, 'started', cluster, { workflowId, runId });
+    else io.out(`started ${workflowId}`);
+    if (values.detach) return EXIT.ok;
+    return await watchUpgrade(client, cluster, io, { output, workflowId });
+  } finally {
+    await close();
+  }
+}
+
+interface MaintainFlags {
+  canary?: string | undefined;
+  'batch-size'?: string | undefined;
+  'max-unavailable'?: string | undefined;
+  'approve-canary'?: boolean | undefined;
+  soak?: string | undefined;
+  'drain-timeout'?: string | undefined;
+  'host-retry'?: string | undefined;
+  'reboot-timeout'?: string | undefined;
+  'force-pod'?: string[] | undefined;
+}
+
+/** The policy the flags ask for; a value or combination that cannot be right is a UsageError (exit 2). */
+function policyFromFlags(values: MaintainFlags): MaintenancePolicy {
+  const canary = intOption(values.canary, '--canary', 0);
+  const batchSize = intOption(values['batch-size'], '--batch-size', 1);
+  const soak = intOption(values.soak, '--soak', 0);
+  const drainTimeout = intOption(values['drain-timeout'], '--drain-timeout', 1);
+  const hostRetry = intOption(values['host-retry'], '--host-retry', 0);
+  const rebootTimeout = intOption(values['reboot-timeout'], '--reboot-timeout', 1);
+  if (hostRetry !== undefined && hostRetry > 86_400) throw new UsageError(`--host-retry must be at most 86400 seconds (a day), got ${hostRetry}`);
+  if (rebootTimeout !== undefined && rebootTimeout > 3600) throw new UsageError(`--reboot-timeout must be at most 3600 seconds, got ${rebootTimeout}`);
+  if (values['approve-canary'] && soak !== undefined) throw new UsageError('--soak waits after the canary when no approval is asked: leave it out with --approve-canary');
+  if (canary === 0 && (values['approve-canary'] || soak !== undefined)) throw new UsageError(`--canary 0 means no canary: ${values['approve-canary'] ? '--approve-canary' : '--soak'} would never apply`);
+  const maxOut = maxUnavailable(values['max-unavailable']);
+  const forcePods = (values['force-pod'] ?? []).map((p) => namespacedName(p, '--force-pod', 'NAME'));
+  return {
+    ...(canary === undefined ? {} : { canary }), ...(batchSize === undefined ? {} : { batchSize }), ...(maxOut === undefined ? {} : { maxUnavailable: maxOut }),
+    ...(values['approve-canary'] ? { approveAfterCanary: true } : {}), ...(soak === undefined ? {} : { soakSeconds: soak }),
+    ...(drainTimeout === undefined ? {} : { drainTimeoutSeconds: drainTimeout }), ...(hostRetry === undefined ? {} : { hostRetrySeconds: hostRetry }),
+    ...(rebootTimeout === undefined ? {} : { rebootTimeoutSeconds: rebootTimeout }), ...(forcePods.length ? { forcePods: [...new Set(forcePods)] } : {}),
+  };
+}
