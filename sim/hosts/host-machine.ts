@@ -1,7 +1,8 @@
 // One simulated machine: its stored state plus what outlives a single command — the kubelet's
 // lifecycle (a restart returns at once, the node turns Ready later) and reboots.
-import { statSync } from 'node:fs';
-import { posix } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, posix } from 'node:path';
 import type { ClusterEffects, EtcdTools } from './cluster-effects.js';
 import { CommandFaults } from './faults.js';
 import { toKubernetesVersion, type HostState, type HostStore } from './host-state.js';
@@ -48,6 +49,8 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+const BOOT_ID = '/proc/sys/kernel/random/boot_id';
+
 export class HostMachine {
   readonly faults = new CommandFaults();
   endpoint?: EndpointControl;
@@ -61,7 +64,17 @@ export class HostMachine {
   constructor(
     readonly store: HostStore,
     readonly config: MachineConfig,
-  ) {}
+  ) {
+    if (!existsSync(this.hostPath(BOOT_ID))) this.newBootId();
+  }
+
+  /** /proc/sys/kernel/random/boot_id: a new one per boot, as Linux does; a simulator restart keeps it. */
+  private newBootId(): void {
+    const file = this.hostPath(BOOT_ID);
+    mkdirSync(dirname(file), { recursive: true });
+    rmSync(file, { force: true });
+    writeFileSync(file, `${randomUUID()}\n`, { mode: 0o444 });
+  }
 
   get name(): string {
     return this.store.state.name;
@@ -162,6 +175,7 @@ export class HostMachine {
     this.endpoint?.takeOffline('reboot');
     const stopped = this.effects.kubeletStopped(this.name).catch((err: unknown) => this.config.onError(asError(err, `${this.name}: kubeletStopped`)));
     this.later(this.config.latencies.reboot ?? this.config.rebootMs, () => {
+      this.newBootId();
       this.endpoint?.bringOnline('reboot');
       // The cluster must have seen the node go NotReady before the booted kubelet reports in: a short
       // reboot would otherwise clear the NotReady mark before it took, and kubeletStopped wait for it in vain.

@@ -126,6 +126,7 @@ describe('docs/real-cluster.md describes every key of the cluster configuration'
       ['drain', `${base}drain: {zzz: 1}\n`, (k) => [`\`drain.${k}\``]],
       ['probes', `${base}probes: [{zzz: 1}]\n`, (k) => [`\`probes[].${k}\``]],
       ['timeouts', `${base}timeouts: {zzz: 1}\n`, (k) => [`\`timeouts.${k}\``]],
+      ['maintenance', `${base}maintenance: {zzz: 1}\n`, (k) => [`\`maintenance.${k}\``]],
     ];
     const missing: string[] = [];
     for (const [section, yaml, spellings] of sections) {

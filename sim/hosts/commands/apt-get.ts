@@ -47,7 +47,9 @@ export async function aptGet(ctx: CommandContext): Promise<CommandOutcome> {
   if (typeof options === 'string') return fail(ctx, options, 100);
   const [verb, ...packages] = options.words;
   if (verb === undefined) return fail(ctx, 'E: No operation specified.', 100); // apt-get prints usage, exit 100
-  if (verb !== 'update' && verb !== 'install') return fail(ctx, `E: Invalid operation ${verb}`, 100);
+  const upgradeAll = verb === 'upgrade' || verb === 'dist-upgrade' || verb === 'full-upgrade';
+  if (verb !== 'update' && verb !== 'install' && !upgradeAll) return fail(ctx, `E: Invalid operation ${verb}`, 100);
+  if (upgradeAll && packages.length > 0) return fail(ctx, `E: The ${verb} command takes no arguments`, 100);
   if (!ctx.root) {
     const lock = verb === 'update' ? '/var/lib/apt/lists/lock' : '/var/lib/dpkg/lock-frontend';
     return fail(ctx, `E: Could not open lock file ${lock} - open (13: Permission denied)\nE: Unable to lock directory ${lock.replace(/\/[^/]+$/, '/')}`, 100);
@@ -66,9 +68,24 @@ export async function aptGet(ctx: CommandContext): Promise<CommandOutcome> {
   if (ctx.machine.state.unconfigured?.length) {
     return ctx.rebootMidway ? CRASH : fail(ctx, "E: dpkg was interrupted, you must manually run 'sudo dpkg --configure -a' to correct the problem.", 100);
   }
-  const outcome = await install(ctx, options, packages);
+  const outcome = await install(ctx, options, upgradeAll ? upgradable(ctx) : packages);
   // Refused or with nothing to change, the host still goes down while apt-get runs.
   return ctx.rebootMidway ? CRASH : outcome;
+}
+
+/**
+ * What `apt-get upgrade|dist-upgrade|full-upgrade` (an OS upgrade, skewless maintain's usual
+ * maintenance.command) moves of the packages the simulation keeps: every one not held whose
+ * candidate is newer, as on a real host, which is why kubeadm's guide holds them. Held ones are
+ * "kept back". The rest of the OS is not simulated.
+ */
+function upgradable(ctx: CommandContext): string[] {
+  const { machine } = ctx;
+  const names = (Object.keys(machine.state.packages) as PackageName[]).sort();
+  const newer = names.filter((p) => comparePackageVersions(candidateVersion(machine, machine.state.packages[p]), machine.state.packages[p]) > 0);
+  const kept = newer.filter((p) => machine.state.holds.includes(p));
+  if (kept.length) print(ctx, 'The following packages have been kept back:', `  ${kept.join(' ')}`);
+  return newer.filter((p) => !kept.includes(p));
 }
 
 /** Waits up to `seconds` for another install on this host to let go of the dpkg lock. */
