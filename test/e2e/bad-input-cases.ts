@@ -85,6 +85,14 @@ export function cliCases({ cluster, someFile }: CaseContext): BadInput[] {
     flag('schedule create without a time', ['schedule', 'create', '--cluster', cluster, '--to', 'latest-patch'], /^skewless: a schedule needs --cron "EXPR", --calendar "Sat 02:00" or --every DURATION$/),
     flag('schedule create with a calendar day that does not exist', ['schedule', 'create', '--cluster', cluster, '--to', '1.32.6', '--calendar', 'Someday 02:00'], /^skewless: --calendar takes "\[DAYS\] HH:MM"/),
     flag('approve a malformed gate', ['approve', cluster, '--gate', '$(id)'], /--gate must be a gate name such as workers-1\.33\.7, got "\$\(id\)"/),
+    flag('maintain without nodes', ['maintain', '--cluster', cluster], /^skewless: name the nodes with --selector SELECTOR or with --node NODE \(repeated\), one of the two$/),
+    flag('maintain with a selector and nodes', ['maintain', '--cluster', cluster, '--selector', 'pool=blue', '--node', 'worker-1'], /one of the two$/),
+    flag('maintain with shell text as a selector', ['maintain', '--cluster', cluster, '--selector', 'pool=blue;reboot'], /^skewless: --selector must be a label selector such as 'pool=blue' or 'pool in \(a,b\)', got "pool=blue;reboot"$/),
+    flag('maintain a node name with shell metacharacters', ['maintain', '--cluster', cluster, '--node', 'worker-1$(id)'], /--node must be a node name .*got "worker-1\$\(id\)"/),
+    flag('maintain the same node twice', ['maintain', '--cluster', cluster, '--node', 'worker-1', '--node', 'worker-1'], /^skewless: --node worker-1 is given twice$/),
+    flag('maintain --force-pod that is not NAMESPACE/NAME', ['maintain', '--cluster', cluster, '--node', 'worker-1', '--force-pod', 'pet'], /--force-pod takes NAMESPACE\/NAME, got "pet"/),
+    flag('maintain --reboot-timeout over an hour', ['maintain', '--cluster', cluster, '--node', 'worker-1', '--reboot-timeout', '7200'], /--reboot-timeout must be at most 3600 seconds, got 7200/),
+    flag('--workflow that is neither upgrade nor maintain', ['status', cluster, '--workflow', 'bluegreen'], /^skewless: --workflow must be upgrade or maintain, got "bluegreen"$/),
   ];
 }
 
@@ -96,6 +104,8 @@ export function noUpgradeCases(): BadInput[] {
     none('resolve', '--node', 'worker-1', '--action', 'retry'),
     { name: 'schedule trigger of a cluster with no schedule', args: ['schedule', 'trigger', '--cluster', 'ghost'], exit: 2, stderr: /^skewless: no schedule upgrade-schedule\/ghost$/ },
     { name: 'watch of a cluster with no upgrade', args: ['watch', 'ghost'], exit: 2, stderr: /^skewless: no upgrade of ghost found$/ },
+    { name: 'status of a cluster with no maintenance', args: ['status', 'ghost', '--workflow', 'maintain'], exit: 2, stderr: /^skewless: no running maintenance of ghost$/ },
+    { name: 'watch of a cluster with no maintenance', args: ['watch', 'ghost', '--workflow', 'maintain'], exit: 2, stderr: /^skewless: no maintenance of ghost found$/ },
     { name: 'history of a cluster with no upgrade', args: ['history', 'ghost'], exit: 2, stderr: /^skewless: no upgrade of ghost found$/ },
   ];
 }
