@@ -80,6 +80,21 @@ describe('maintainWorkflow (mocked activities, real dev server)', () => {
     assert.equal(m.calls.filter(([n]) => n === 'checkWorkloads').length, 3, 'workloads checked after each phase');
   });
 
+  it('control planes go one at a time, before any worker, whatever maxUnavailable says', async () => {
+    const nodes = [{ name: 'cp-1', role: 'control-plane' }, { name: 'cp-2', role: 'control-plane' }, { name: 'w1', role: 'worker' }, { name: 'w2', role: 'worker' }]
+      .map((n) => ({ ...n, ready: true, unschedulable: false })) as MaintenancePlanFacts['nodes'];
+    const m = mockCluster({ nodes });
+    const result = await withMockedWorker(env, m.acts, 'maintain', (taskQueue) => env.client.workflow.execute(maintainWorkflow, {
+      taskQueue, workflowId: `maintain/cp-${taskQueue}`, args: [{ cluster: 'lab', nodes: ['cp-1', 'cp-2', 'w1', 'w2'], policy: { canary: 0, maxUnavailable: 2 } }],
+    }));
+    assert.equal(result.phase, 'done');
+    const order = m.calls.map(([n, i]) => `${n} ${String(i.node)}`);
+    assert.ok(order.indexOf('uncordonNode cp-1') < order.indexOf('cordonNode cp-2'), 'cp-2 waits for cp-1');
+    assert.ok(order.indexOf('uncordonNode cp-2') < order.indexOf('cordonNode w1'), 'workers wait for the control planes');
+    assert.equal(m.maxOut, 2, 'the two workers (one batch) go together');
+    assert.deepEqual([...m.reboots].sort(), ['cp-1', 'cp-2', 'w1', 'w2']);
+  });
+
   it('refuses a bare pod before any write, naming it; --force-pod lets it go to the drain', async () => {
     const bare = mockCluster({ unmanaged: [{ namespace: 'default', name: 'bare', node: 'w3' }] });
     const err = await withMockedWorker(env, bare.acts, 'maintain', (taskQueue) => env.client.workflow.execute(maintainWorkflow, {
