@@ -3,7 +3,6 @@ import { after, before, describe, it } from 'node:test';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Activities } from '../../activities/index.js';
 import type { MaintenancePlanFacts } from '../../activities/maintenance.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { maintainWorkflow } from '../../workflows/maintain-workflow.js';
@@ -12,42 +11,7 @@ import { abortSignal, pauseSignal, resolveDrainUpdate, resumeSignal } from '../.
 import { startDevServer } from '../helpers/temporal-env.js';
 import { withMockedWorker } from '../helpers/workers.js';
 
-type Call = [string, Record<string, unknown>];
-const WRITES = ['setStageLabels', 'cordonNode', 'drainNode', 'runMaintenanceCommand', 'rebootNode', 'uncordonNode', 'clearStageLabels'];
-const workers = ['w1', 'w2', 'w3', 'w4', 'w5'];
-
-/**
- * A cluster of mocked activities that keeps what the workflow did to it: which nodes are cordoned
- * (and by whom), labels, reboots, and how many nodes were out of service at once.
- */
-function mockCluster(facts: Partial<MaintenancePlanFacts> = {}, override: Record<string, (input: Record<string, unknown>) => unknown> = {}) {
-  const calls: Call[] = [];
-  const cordoned = new Set<string>();
-  const labels: Record<string, string> = {};
-  const reboots: string[] = [];
-  let out = 0;
-  let maxOut = 0;
-  const record = (name: string, fn: (input: Record<string, unknown>) => unknown) => async (input: Record<string, unknown>) => {
-    calls.push([name, input]);
-    if (override[name]) return override[name](input);
-    return fn(input);
-  };
-  const acts: Partial<Activities> = Object.fromEntries(Object.entries({
-    findRunningUpgrade: () => ({ running: false }),
-    planMaintenance: () => ({ nodes: workers.map((name) => ({ name, role: 'worker', ready: true, unschedulable: false })), missing: [], unmanaged: [], forced: [], hasCommand: true, ...facts }),
-    setStageLabels: (i) => { Object.assign(labels, i.labels); return { changed: Object.keys(i.labels as object), unchanged: [] }; },
-    clearStageLabels: () => { for (const k of Object.keys(labels)) delete labels[k]; return { changed: [], unchanged: [] }; },
-    cordonNode: (i) => { cordoned.add(i.node as string); out++; maxOut = Math.max(maxOut, out); return { cordoned: true, ownedByUs: true, changed: true }; },
-    uncordonNode: (i) => { const had = cordoned.delete(i.node as string); if (had) out--; return { uncordoned: true, changed: had }; },
-    drainNode: (i) => ({ node: i.node, gone: [], skipped: [], warnings: [], resumed: false }),
-    runMaintenanceCommand: (i) => ({ node: i.node, seconds: 0 }),
-    rebootNode: (i) => { reboots.push(i.node as string); return { node: i.node, bootIdChanged: true }; },
-    checkNodeReady: () => ({}),
-    checkPodsOnNode: () => ({}),
-    checkWorkloads: () => ({}),
-  } satisfies Record<string, (input: Record<string, unknown>) => unknown>).map(([name, fn]) => [name, record(name, fn)])) as Partial<Activities>;
-  return { acts, calls, cordoned, labels, reboots, get maxOut() { return maxOut; } };
-}
+import { mockMaintenanceCluster as mockCluster, MAINTENANCE_WRITES as WRITES, MOCK_WORKERS as workers } from '../helpers/maintenance-mocks.js';
 
 describe('maintainWorkflow (mocked activities, real dev server)', () => {
   let env: TestWorkflowEnvironment;
