@@ -111,7 +111,8 @@ function policyFromFlags(values: MaintainFlags): MaintenancePolicy {
   const hostRetry = intOption(values['host-retry'], '--host-retry', 0);
   const rebootTimeout = intOption(values['reboot-timeout'], '--reboot-timeout', 1);
   if (hostRetry !== undefined && hostRetry > 86_400) throw new UsageError(`--host-retry must be at most 86400 seconds (a day), got ${hostRetry}`);
-  if (rebootTimeout !== undefined && rebootTimeout > 3600) throw new UsageError(`--reboot-timeout must be at most 3600 seconds, got ${rebootTimeout}`);
+  // Below the reboot profile's 30-minute startToClose, so the activity reports a host that never came back itself.
+  if (rebootTimeout !== undefined && rebootTimeout > 1500) throw new UsageError(`--reboot-timeout must be at most 1500 seconds, got ${rebootTimeout}`);
   if (values['approve-canary'] && soak !== undefined) throw new UsageError('--soak waits after the canary when no approval is asked: leave it out with --approve-canary');
   if (canary === 0 && (values['approve-canary'] || soak !== undefined)) throw new UsageError(`--canary 0 means no canary: ${values['approve-canary'] ? '--approve-canary' : '--soak'} would never apply`);
   const maxOut = maxUnavailable(values['max-unavailable']);

@@ -91,7 +91,7 @@ export function cliCases({ cluster, someFile }: CaseContext): BadInput[] {
     flag('maintain a node name with shell metacharacters', ['maintain', '--cluster', cluster, '--node', 'worker-1$(id)'], /--node must be a node name .*got "worker-1\$\(id\)"/),
     flag('maintain the same node twice', ['maintain', '--cluster', cluster, '--node', 'worker-1', '--node', 'worker-1'], /^skewless: --node worker-1 is given twice$/),
     flag('maintain --force-pod that is not NAMESPACE/NAME', ['maintain', '--cluster', cluster, '--node', 'worker-1', '--force-pod', 'pet'], /--force-pod takes NAMESPACE\/NAME, got "pet"/),
-    flag('maintain --reboot-timeout over an hour', ['maintain', '--cluster', cluster, '--node', 'worker-1', '--reboot-timeout', '7200'], /--reboot-timeout must be at most 3600 seconds, got 7200/),
+    flag('maintain --reboot-timeout over 25 minutes', ['maintain', '--cluster', cluster, '--node', 'worker-1', '--reboot-timeout', '7200'], /--reboot-timeout must be at most 1500 seconds, got 7200/),
     flag('--workflow that is neither upgrade nor maintain', ['status', cluster, '--workflow', 'bluegreen'], /^skewless: --workflow must be upgrade or maintain, got "bluegreen"$/),
   ];
 }
