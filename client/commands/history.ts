@@ -3,15 +3,17 @@ import { CONNECTION_HELP } from '../../worker/config.js';
 import { decodeEncryptedPayloads } from '../../worker/payload-codec.js';
 import { auditTrail, trailToText, type RunHistory } from '../audit-trail.js';
 import { EXIT, outputFormat, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
-import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 
-export const historyHelp = `Usage: skewless history NAME [--output json|text] [connection options]
+export const historyHelp = `Usage: skewless history NAME [--workflow upgrade|maintain] [--output json|text] [connection options]
 
 The audit trail of the latest upgrade of cluster NAME (workflow upgrade/NAME, every run of it
 across continue-as-new, and its node workflows upgrade/NAME/<hop>/<node>), in time order: each
 step with its node, what it did, how long it took and its outcome (failures and retries
 included); gate approvals, drain resolutions, pause/resume/abort with who did them; the etcd
-snapshots taken (path, sha256, revision); and how the upgrade ended. Read-only.
+snapshots taken (path, sha256, revision); and how the upgrade ended. Read-only. With --workflow
+maintain (or when it is the cluster's run, running or latest), the same of the OS maintenance
+maintain/NAME and its node workflows maintain/NAME/<node>.
 
 ${CONNECTION_HELP}
 
@@ -67,8 +69,7 @@ async function childRuns(client: Client, workflowId: string, firstRunId: string)
 }
 
 /** Every run of upgrade/<cluster> and of its node workflows (a few at a time, for a 1,000-node cluster). */
-export async function fetchUpgradeRuns(client: Client, cluster: string): Promise<{ parent: RunHistory[]; children: RunHistory[]; earlierRunsMissing: boolean }> {
-  const workflowId = upgradeWorkflowId(cluster);
+export async function fetchUpgradeRuns(client: Client, cluster: string, workflowId = upgradeWorkflowId(cluster)): Promise<{ parent: RunHistory[]; children: RunHistory[]; earlierRunsMissing: boolean }> {
   const { runs: parent, earlierRunsMissing } = await parentRuns(client, workflowId);
   const started = parent.flatMap((run) => run.events.flatMap((e) => {
     const x = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution;
@@ -87,7 +88,7 @@ export async function fetchUpgradeRuns(client: Client, cluster: string): Promise
 }
 
 export async function historyCommand(args: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parseOptions(args, { ...TEMPORAL_OPTIONS, output: { type: 'string' } }, true);
+  const { values, positionals } = parseOptions(args, { ...TEMPORAL_OPTIONS, output: { type: 'string' }, workflow: { type: 'string' } }, true);
   if (values.help) {
     io.out(historyHelp);
     return EXIT.ok;
@@ -95,24 +96,26 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
   const output = outputFormat(values.output);
   const cluster = clusterName(positionals[0]);
   if (positionals.length > 1) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[1])}`);
+  const kind = rolloutKind(values.workflow);
   const { client, close } = await connectClient(values);
   try {
     let runs;
+    const { kind: found, workflowId } = await rolloutWorkflowId(client, cluster, kind);
     try {
-      runs = await fetchUpgradeRuns(client, cluster);
+      runs = await fetchUpgradeRuns(client, cluster, workflowId);
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no upgrade of ${cluster} found`);
+      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no ${found === 'maintain' ? 'maintenance' : 'upgrade'} of ${cluster} found`);
       throw err;
     }
     const entries = auditTrail([...runs.parent, ...runs.children]);
     if (output === 'json') {
       io.out(JSON.stringify({
-        cluster, workflowId: upgradeWorkflowId(cluster), runs: runs.parent.map((r) => r.runId), earlierRunsMissing: runs.earlierRunsMissing,
+        cluster, workflowId, runs: runs.parent.map((r) => r.runId), earlierRunsMissing: runs.earlierRunsMissing,
         nodeWorkflows: runs.children.length, entries,
       }, null, 2));
     } else {
       const missing = runs.earlierRunsMissing ? ' (earlier runs are past Temporal\'s retention)' : '';
-      io.out(`${upgradeWorkflowId(cluster)}: ${runs.parent.length} run${runs.parent.length === 1 ? '' : 's'}${missing}, ${runs.children.length} node workflow${runs.children.length === 1 ? '' : 's'}`);
+      io.out(`${workflowId}: ${runs.parent.length} run${runs.parent.length === 1 ? '' : 's'}${missing}, ${runs.children.length} node workflow${runs.children.length === 1 ? '' : 's'}`);
       io.out(trailToText(entries));
     }
     return EXIT.ok;

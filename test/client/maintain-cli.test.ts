@@ -85,6 +85,11 @@ describe('skewless maintain and the operator commands on maintain/NAME (mocked a
     assert.ok(all.some((r) => r.type === 'progress' && (r.nodes as { done: number; total: number }).done === 5));
     assert.deepEqual([...m.reboots].sort(), ['w1', 'w2', 'w3', 'w4', 'w5']);
 
+    const trail = await cli('history', 'lab');
+    assert.equal(trail.code, 0, trail.stderr);
+    assert.match(trail.stdout, /^maintain\/lab: 1 run, 5 node workflows/);
+    assert.match(trail.stdout, /drain of w2.*retry/);
+
     // A second run while none runs is fine; one while one runs is refused (exit 2).
     const again = await cli('maintain', '--cluster', 'lab', '--node', 'w1', '--detach', '--output', 'json');
     assert.equal(again.code, 0, again.stderr);

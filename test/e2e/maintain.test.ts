@@ -124,6 +124,12 @@ describe('e2e: skewless maintain reboots 5 nodes in batches of 2', () => {
     assert.equal((JSON.parse(status.stdout) as MaintenanceStatus).kind, 'maintenance');
     const text = await cli('status', 'mnt');
     assert.match(text.stdout, /^mnt: OS maintenance of pool=blue, 5\/5 nodes done, done/);
+    // The audit trail: every node's reboot as a step of its own node workflow.
+    const history = await cli('history', 'mnt', '--output', 'json');
+    assert.equal(history.code, 0, history.stderr);
+    const trail = JSON.parse(history.stdout) as { workflowId: string; nodeWorkflows: number; entries: { kind: string; node?: string; activity?: string; outcome?: string }[] };
+    assert.equal(trail.workflowId, 'maintain/mnt');
+    for (const w of WORKERS) assert.ok(trail.entries.some((e) => e.kind === 'step' && e.node === w && e.activity === 'rebootNode' && e.outcome === 'completed'), `reboot of ${w} in the trail`);
     console.log(`maintain: 5 workers in ${seconds.toFixed(0)} s; at most ${maxCordoned} cordoned at once; ${availability.samples} availability samples`);
   });
 });
