@@ -123,6 +123,12 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
     await acts.runProbes({ cluster, require: true });
     await acts.setStageLabels({ cluster, owner: OWNER, labels: { 'worker-1': 'canary', 'worker-2': 'batch-1' } });
 
+    // OS maintenance: which nodes a selector takes and the bare pods on them (read-only). The
+    // maintenance command needs no API permission, only SSH; this configuration names none.
+    const maintenance = await acts.planMaintenance({ cluster, selector: 'node-role.kubernetes.io/control-plane' });
+    assert.deepEqual(maintenance.nodes.map((n) => n.name), ['cp-1']);
+    await assert.rejects(acts.runMaintenanceCommand({ cluster, node: 'worker-1' }), /no maintenance\.command/);
+
     // Control plane: packages, etcd snapshot, kubeadm upgrade apply, kubelet.
     assert.deepEqual((await acts.availableVersions({ cluster, node: 'cp-1' }))[0], V);
     await acts.installPackages({ cluster, node: 'cp-1', version: V, packages: ['kubeadm'] });
