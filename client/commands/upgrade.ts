@@ -1,11 +1,11 @@
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { parseTarget } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { EXIT, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
 import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
-import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import { clusterName, connectClient, maintainWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to TARGET [--canary N] [--batch-size N]
@@ -31,7 +31,7 @@ ${CONNECTION_HELP}
 Exit status: 0 upgraded (or started, with --detach); 1 failed, aborted, or refused by the cluster
 as it is (skew, NotReady node, blocking PDB, nothing to upgrade); 2 invalid input (flags, version,
 unknown cluster or configuration, a target the repository does not offer or a downgrade) or an
-upgrade of the cluster already running; 3 Temporal unreachable.`;
+upgrade or OS maintenance (skewless maintain) of the cluster already running; 3 Temporal unreachable.`;
 
 export async function upgradeCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {
@@ -50,6 +50,15 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   const taskQueue = workerConfig(values).taskQueue;
   const { client, close } = await connectClient(values);
   try {
+    // An OS maintenance of the cluster cordons and reboots nodes under its own plan: not both at once.
+    // (Checked here, before the start; maintain itself refuses while the upgrade runs.)
+    const maintenance = await client.workflow.getHandle(maintainWorkflowId(cluster)).describe().catch((err: unknown) => {
+      if (err instanceof WorkflowNotFoundError) return undefined;
+      throw err;
+    });
+    if (maintenance?.status.name === 'RUNNING') {
+      throw new UsageError(`an OS maintenance of ${cluster} is running (${maintainWorkflowId(cluster)}); upgrade once it ends: "skewless watch ${cluster} --workflow maintain"`);
+    }
     let runId: string;
     try {
       ({ firstExecutionRunId: runId } = await client.workflow.start(clusterUpgradeWorkflow, {

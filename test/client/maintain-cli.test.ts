@@ -60,6 +60,9 @@ describe('skewless maintain and the operator commands on maintain/NAME (mocked a
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /^lab: OS maintenance of pool=blue, 1\/5 nodes done, gate/);
     assert.match(text.stdout, /gate canary-maintenance: waiting/);
+    const upgrade = await cli('upgrade', '--cluster', 'lab', '--to', '1.33');
+    assert.equal(upgrade.code, 2);
+    assert.equal(upgrade.stderr.trim(), 'skewless: an OS maintenance of lab is running (maintain/lab); upgrade once it ends: "skewless watch lab --workflow maintain"');
     const approved = await cli('approve', 'lab', '--gate', 'canary-maintenance', '--output', 'json');
     assert.equal(approved.code, 0, approved.stderr);
     assert.equal((JSON.parse(approved.stdout) as { workflowId: string }).workflowId, 'maintain/lab');
