@@ -6,6 +6,7 @@ import {
   buildRunbook, checkRunbook, checkSkew, describeTarget, planUpgrade, withoutNodes, type MaintenanceWindow, type RolloutPlan, type RolloutPolicy, type UpgradePlan,
 } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
+import { fleetReporter } from './fleet-report.js';
 import { haltOf } from './halt.js';
 import { recordGateWait, setBlockedNodes } from './metrics.js';
 import { drainResolutionSignal } from './node-messages.js';
@@ -83,6 +84,8 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   // Declared before the handlers: a signal buffered before the first await runs at setHandler.
   let hop = status.hop ?? '';
   const childId = (node: string) => `${owner}/${hop}/${node}`;
+  /** Tells the fleet that started this upgrade, if one did, that it is blocked or moving again. */
+  const reportToFleet = fleetReporter(status);
 
   /** The memo answers "where is this upgrade" in the UI without a query. */
   const updateMemo = () => {
@@ -116,6 +119,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     } else Object.assign(state, { phase: phase ?? 'draining', blocked: undefined });
     updateMemo();
     setBlockedNodes(cluster, status.nodes);
+    reportToFleet();
   });
   setHandler(approveUpdate, (approval) => {
     const gate = status.gates.find((g) => g.name === approval.gate && !g.approvedBy) as GateState;
@@ -200,6 +204,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     if (result.drainSeconds !== undefined) state.drainSeconds = (state.drainSeconds ?? 0) + result.drainSeconds;
     if (result.outcome === 'done' && step === 'node') state.version = hop;
     delete state.blocked;
+    reportToFleet();
     if (result.outcome === 'aborted') aborted ??= `aborted at node ${node}`;
     if (result.outcome === 'skipped') {
       status.skipped.push(node);
@@ -241,9 +246,11 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
         haltAnswer = undefined;
         note(`halted after ${after}: ${halt.message}`);
         upsertMemo({ halted: after });
+        reportToFleet();
         await condition(() => haltAnswer !== undefined || aborted !== undefined);
         delete status.halted;
         upsertMemo({ halted: null });
+        reportToFleet();
         const answer = haltAnswer as HaltResolution | undefined;
         if (answer?.action === 'abort') aborted ??= `aborted by ${answer.by}${answer.comment ? `: ${answer.comment}` : ''}`;
         if (aborted) return;
