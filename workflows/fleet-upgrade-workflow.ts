@@ -3,12 +3,14 @@ import {
   getExternalWorkflowHandle, ParentClosePolicy, setHandler, upsertMemo, upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import type { FleetPolicy, FleetSpec } from '../rules/index.js';
+import { describeTarget, planUpgrade, type FleetPolicy, type FleetSpec } from '../rules/index.js';
+import { activities as a } from './activities-proxy.js';
 import { clusterUpgradeWorkflow, type UpgradePolicy } from './cluster-upgrade-workflow.js';
 import {
   approveClusterUpdate, clusterReportSignal, fleetStatusQuery, resolveClusterUpdate,
   type ClusterResolution, type FleetClusterState, type FleetStatus,
 } from './fleet-messages.js';
+import { applyRule } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { abortSignal, pauseSignal, resumeSignal } from './upgrade-messages.js';
 
@@ -33,6 +35,7 @@ const ENDED = new Set(['done', 'skipped']);
 function rootMessage(err: unknown): string {
   let cause: unknown = err;
   while ((cause instanceof ChildWorkflowFailure || cause instanceof ActivityFailure) && cause.cause) cause = cause.cause;
+  if (cause instanceof ActivityFailure) return `${cause.activityType} failed: ${cause.message}`;
   const e = cause as { message?: string; type?: string };
   return `${e.type ? `${e.type}: ` : ''}${(e.message ?? String(cause)).replace(/\s*\n\s*/g, ' ')}`;
 }
@@ -149,9 +152,22 @@ export async function fleetUpgradeWorkflow(input: FleetInput): Promise<FleetStat
       note(`${c.cluster} started (${c.stage}, to ${c.to}${c.attempts > 1 ? `, attempt ${c.attempts}` : ''})`);
       refresh();
       try {
+        // Planned here first, as a schedule does: a cluster already where its target points is done
+        // (nothing to do), not a failed upgrade; and the upgrade goes to the exact version planned now.
+        const inventory = await a.takeInventory({ cluster: c.cluster });
+        const available = await a.availableVersions({ cluster: c.cluster, node: inventory.skew.apiservers[0]?.node ?? '' });
+        const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: c.to, available, policy }));
+        const version = plan.hops.at(-1);
+        if (version === undefined) {
+          const why = plan.target.nothingToDo ? describeTarget(plan.target) : `already at ${plan.from} (target ${c.to})`;
+          Object.assign(c, { phase: 'done', result: { from: plan.from, to: plan.from, outcome: `nothing to do: ${why}` }, finishedAt: nowIso() });
+          note(`${c.cluster} done: nothing to do: ${why}`);
+          refresh();
+          return;
+        }
         const result = await executeChild(clusterUpgradeWorkflow, {
           workflowId: c.workflowId,
-          args: [{ cluster: c.cluster, to: c.to, policy: policy as UpgradePolicy }],
+          args: [{ cluster: c.cluster, to: version, policy: policy as UpgradePolicy }],
           parentClosePolicy: ParentClosePolicy.ABANDON,
           cancellationType: ChildWorkflowCancellationType.ABANDON,
           typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.fleet, value: spec.name }],
