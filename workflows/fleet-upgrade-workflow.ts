@@ -214,6 +214,8 @@ export async function fleetUpgradeWorkflow(input: FleetInput): Promise<FleetStat
       refresh();
       await condition(() => aborted !== undefined || c.approvedBy !== undefined);
       if (aborted) break;
+      c.phase = 'pending';
+      refresh();
       // The line may have stopped while the gate waited.
       await condition(() => aborted !== undefined || ready());
       if (aborted) break;
