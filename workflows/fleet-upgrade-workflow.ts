@@ -71,13 +71,17 @@ export async function fleetUpgradeWorkflow(input: FleetInput): Promise<FleetStat
     else delete status.line;
     if (status.phase !== 'done' && status.phase !== 'aborted') status.phase = stop ? 'line-stopped' : status.paused ? 'paused' : 'running';
     const names = (phase: string) => status.clusters.filter((c) => c.phase === phase).map((c) => c.cluster);
-    upsertMemo({
+    const memo = {
       progress: `${status.clusters.filter((c) => ENDED.has(c.phase)).length}/${status.clusters.length} clusters done`,
       running: names('running'), blocked: names('blocked'), failed: [...names('failed'), ...names('aborted')], skipped: names('skipped'),
       line: status.line ?? null,
-    });
-    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.phase, value: status.phase }]);
+    };
+    // Only changes reach history: a fleet of hundreds of clusters must not write a memo per report.
+    if (JSON.stringify(memo) !== shown.memo) upsertMemo(memo);
+    if (status.phase !== shown.phase) upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.phase, value: status.phase }]);
+    Object.assign(shown, { memo: JSON.stringify(memo), phase: status.phase });
   };
+  const shown = { memo: '', phase: '' };
 
   setHandler(fleetStatusQuery, () => status);
   setHandler(pauseSignal, (p) => { status.paused = true; note(`paused by ${p.by}${p.reason ? `: ${p.reason}` : ''}: no further cluster starts`); refresh(); });

@@ -6,7 +6,7 @@ import type { Activities } from '../../activities/index.js';
 import { parseFleetSpec } from '../../rules/index.js';
 import { approveClusterUpdate, fleetStatusQuery, resolveClusterUpdate, type FleetStatus } from '../../workflows/fleet-messages.js';
 import { fleetUpgradeWorkflow } from '../../workflows/fleet-upgrade-workflow.js';
-import { approveUpdate, resolveDrainUpdate, statusQuery } from '../../workflows/upgrade-messages.js';
+import { abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery } from '../../workflows/upgrade-messages.js';
 import { fakeCluster } from '../helpers/fake-cluster.js';
 import { startDevServer } from '../helpers/temporal-env.js';
 import { withMockedWorker } from '../helpers/workers.js';
@@ -164,5 +164,31 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
     });
     assert.deepEqual(phases(status), { 'user-a': 'skipped', 'user-b': 'done' });
     assert.match(status.outcome ?? '', new RegExp(`^1 of 2 clusters upgraded; skipped: ${a}$`));
+  });
+  it('pause starts no further cluster; abort asks the running (blocked) upgrade to abort and compensate, and starts nothing more', { timeout: 240_000 }, async () => {
+    const [a, b] = names('user-a', 'user-b') as [string, string];
+    const f = fakeFleet({ [a]: { blockDrainOf: 'w1' }, [b]: {} });
+    const spec = parseFleetSpec({ name: `abort-${n}`, maxParallel: 2, defaults: { to: '1.33' }, stages: [{ clusters: [a] }, { clusters: [b] }] });
+    const status = await withMockedWorker(env, f.acts, 'fleet', async (taskQueue) => {
+      // Paused from its first moment (signal with start): no cluster may start.
+      const fleet = await env.client.workflow.signalWithStart(fleetUpgradeWorkflow, {
+        taskQueue, workflowId: `fleet/${spec.name}`, args: [{ fleet: spec }], signal: pauseSignal, signalArgs: [{ by: 'dave' }],
+      });
+      await new Promise((r) => setTimeout(r, 1500));
+      const paused = await fleet.query(fleetStatusQuery);
+      assert.equal(paused.phase, 'paused');
+      assert.equal(f.log.length, 0, 'paused before the first cluster: nothing touched');
+      await fleet.signal(resumeSignal, { by: 'dave' });
+      await until(() => fleet.query(fleetStatusQuery), (s) => phases(s)['user-a'] === 'blocked', 'user-a blocked');
+      await fleet.signal(abortSignal, { by: 'dave', reason: 'freeze' });
+      return fleet.result();
+    });
+    assert.equal(status.phase, 'aborted');
+    assert.deepEqual(phases(status), { 'user-a': 'aborted', 'user-b': 'pending' });
+    assert.equal(firstTouch(f.log, b), -1, 'user-b never touched');
+    const child = await env.client.workflow.getHandle(`upgrade/${a}`).result();
+    assert.equal(child.phase, 'aborted');
+    assert.ok(f.clusters[a]?.calls.some(([name, i]) => name === 'uncordonNode' && i.node === 'w1'), 'the blocked node uncordoned by the upgrade\'s compensation');
+    assert.match(status.outcome ?? '', /^aborted by dave: freeze; /);
   });
 });
