@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Activities } from '../../activities/index.js';
 import { parseFleetSpec } from '../../rules/index.js';
@@ -190,5 +191,26 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
     assert.equal(child.phase, 'aborted');
     assert.ok(f.clusters[a]?.calls.some(([name, i]) => name === 'uncordonNode' && i.node === 'w1'), 'the blocked node uncordoned by the upgrade\'s compensation');
     assert.match(status.outcome ?? '', /^aborted by dave: freeze; /);
+  });
+  it('a rollout halted on unhealthy workloads is a blocked cluster too: the line stops until the halt is answered', { timeout: 240_000 }, async () => {
+    const [a, b] = names('user-a', 'user-b') as [string, string];
+    const f = fakeFleet({ [a]: {}, [b]: {} });
+    let healthy = false;
+    (f.clusters[a]!.acts as Record<string, unknown>).checkWorkloads = async () => {
+      if (healthy) return {};
+      throw ApplicationFailure.create({ type: 'Unhealthy', message: 'Deployment default/web (1/3 replicas available)' });
+    };
+    const spec = parseFleetSpec({ name: `halt-${n}`, maxParallel: 2, defaults: { to: '1.33', policy: { verifySeconds: 1 } }, stages: [{ clusters: [a] }, { clusters: [b] }] });
+    const status = await withMockedWorker(env, f.acts, 'fleet', async (taskQueue) => {
+      const fleet = await env.client.workflow.start(fleetUpgradeWorkflow, { taskQueue, workflowId: `fleet/${spec.name}`, args: [{ fleet: spec }] });
+      const halted = await until(() => fleet.query(fleetStatusQuery), (s) => phases(s)['user-a'] === 'blocked', 'user-a halted');
+      assert.match(halted.clusters[0]?.blocked?.join('; ') ?? '', /^halted after canary of 1\.33\.7: .*Deployment default\/web/);
+      assert.equal(firstTouch(f.log, b), -1);
+      healthy = true;
+      await env.client.workflow.getHandle(`upgrade/${a}`).executeUpdate(resolveDrainUpdate, { args: [{ action: 'retry', by: 'ops' }] });
+      return fleet.result();
+    });
+    assert.deepEqual(phases(status), { 'user-a': 'done', 'user-b': 'done' });
+    assert.ok(firstTouch(f.log, b) > 0);
   });
 });
