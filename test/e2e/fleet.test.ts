@@ -40,7 +40,7 @@ stages:
   - name: admin
     clusters: [admin]
   - name: users
-    clusters: [user-a, {name: user-b, to: latest-patch, approve: true}]
+    clusters: [user-a, {name: user-b, to: next-minor, approve: true}]
 `;
 
 describe('e2e: a fleet of an admin and two user clusters on three simulations', () => {
