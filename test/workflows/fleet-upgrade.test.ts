@@ -6,6 +6,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Activities } from '../../activities/index.js';
 import { parseFleetSpec } from '../../rules/index.js';
 import { approveClusterUpdate, fleetStatusQuery, resolveClusterUpdate, type FleetStatus } from '../../workflows/fleet-messages.js';
+import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { fleetUpgradeWorkflow } from '../../workflows/fleet-upgrade-workflow.js';
 import { abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery } from '../../workflows/upgrade-messages.js';
 import { fakeCluster } from '../helpers/fake-cluster.js';
@@ -212,5 +213,23 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
     });
     assert.deepEqual(phases(status), { 'user-a': 'done', 'user-b': 'done' });
     assert.ok(firstTouch(f.log, b) > 0);
+  });
+  it('a cluster whose upgrade was started by hand is not started twice: it fails in the fleet, naming why, until retried or skipped', { timeout: 240_000 }, async () => {
+    const [a, b] = names('user-a', 'user-b') as [string, string];
+    const f = fakeFleet({ [a]: { blockDrainOf: 'w1' }, [b]: {} });
+    const spec = parseFleetSpec({ name: `twice-${n}`, defaults: { to: '1.33' }, stages: [{ clusters: [a, b] }] });
+    const status = await withMockedWorker(env, f.acts, 'fleet', async (taskQueue) => {
+      const byHand = await env.client.workflow.start(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/${a}`, args: [{ cluster: a, to: '1.33' }] });
+      const fleet = await env.client.workflow.start(fleetUpgradeWorkflow, { taskQueue, workflowId: `fleet/${spec.name}`, args: [{ fleet: spec }] });
+      const failed = await until(() => fleet.query(fleetStatusQuery), (s) => phases(s)['user-a'] === 'failed', 'user-a failed');
+      assert.match(failed.clusters[0]?.message ?? '', new RegExp(`^upgrade/${a} is already running \\(started outside this fleet\\)`));
+      assert.equal((await byHand.describe()).status.name, 'RUNNING', 'the upgrade started by hand goes on, untouched');
+      await fleet.executeUpdate(resolveClusterUpdate, { args: [{ cluster: a, action: 'skip', by: 'gus' }] });
+      const done = await fleet.result();
+      await byHand.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'abort', by: 'gus' }] });
+      await byHand.result();
+      return done;
+    });
+    assert.deepEqual(phases(status), { 'user-a': 'skipped', 'user-b': 'done' });
   });
 });
