@@ -1,5 +1,6 @@
 import { EXIT, processIo, runCommand, UsageError, type CommandIo } from './cli-support.js';
 import { devServerCommand, devServerHelp } from './commands/dev-server.js';
+import { fleetCommand, fleetHelp } from './commands/fleet.js';
 import { historyCommand, historyHelp } from './commands/history.js';
 import { maintainCommand, maintainHelp } from './commands/maintain.js';
 import { operateCommand, operateHelp } from './commands/operate.js';
@@ -31,6 +32,7 @@ export const COMMANDS: Record<string, Command> = {
   resume: { run: operateCommand('resume'), help: operateHelp.resume, summary: 'go on after a pause' },
   abort: { run: operateCommand('abort'), help: operateHelp.abort, summary: 'stop and compensate (no downgrade)' },
   schedule: { run: scheduleCommand, help: scheduleHelp, summary: 'upgrades started by a Temporal Schedule: create, list, describe, pause, unpause, delete, trigger' },
+  fleet: { run: fleetCommand, help: fleetHelp, summary: 'upgrade a fleet of clusters in order (admin first), stopping the line on a blocked one' },
   history: { run: historyCommand, help: historyHelp, summary: 'the audit trail of an upgrade: steps, approvals, resolutions, snapshots' },
   worker: { run: workerCommand, help: workerHelp, summary: 'run the worker with a directory of cluster configurations', service: true },
   'dev-server': { run: devServerCommand, help: devServerHelp, summary: 'start the Temporal dev server with its UI', service: true },

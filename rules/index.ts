@@ -17,3 +17,4 @@ export * from './drain-filters.js';
 export * from './label-selector.js';
 export * from './pdb-audit.js';
 export * from './maintenance-window.js';
+export * from './fleet-spec.js';

@@ -9,7 +9,8 @@ export type RuleErrorCode =
   | 'InvalidPolicy'
   | 'Downgrade'
   | 'MissingRelease'
-  | 'UnsupportedMajor';
+  | 'UnsupportedMajor'
+  | 'InvalidFleet';
 
 export class RuleError extends Error {
   constructor(

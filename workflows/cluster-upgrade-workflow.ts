@@ -5,6 +5,7 @@ import {
   buildRunbook, checkRunbook, checkSkew, describeTarget, planUpgrade, withoutNodes, type MaintenanceWindow, type RolloutPlan, type RolloutPolicy, type UpgradePlan,
 } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
+import { fleetReporter } from './fleet-report.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-workflow.js';
 import { preflightRefusals } from './preflight.js';
 import { rolloutControls } from './rollout-controls.js';
@@ -73,6 +74,8 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   // Declared before the handlers: a signal buffered before the first await runs at setHandler.
   let hop = status.hop ?? '';
   const childId = (node: string) => `${owner}/${hop}/${node}`;
+  /** Tells the fleet that started this upgrade, if one did, that it is blocked or moving again. */
+  const reportToFleet = fleetReporter(status);
   /** The memo answers "where is this upgrade" in the UI without a query. */
   const memo = () => {
     const nodes = Object.values(status.nodes);
@@ -83,7 +86,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       skipped: status.skipped,
     };
   };
-  const c = rolloutControls({ cluster, status, statusQuery, childId, memo, noun: 'upgrade' });
+  const c = rolloutControls({ cluster, status, statusQuery, childId, memo, noun: 'upgrade', onBlockedChange: reportToFleet });
   const { note, setPhase, updateMemo, gate } = c;
   const runNode = async (node: string, step: NodeUpgradeInput['step'], extra: Partial<NodeUpgradeInput> = {}): Promise<NodeUpgradeResult> => {
     const role = plan.rollout.controlPlanes.includes(node) ? 'control-plane' : 'worker';
@@ -102,6 +105,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     if (result.drainSeconds !== undefined) state.drainSeconds = (state.drainSeconds ?? 0) + result.drainSeconds;
     if (result.outcome === 'done' && step === 'node') state.version = hop;
     delete state.blocked;
+    reportToFleet();
     if (result.outcome === 'aborted') c.abort(`aborted at node ${node}`);
     if (result.outcome === 'skipped') {
       status.skipped.push(node);

@@ -5,3 +5,4 @@ export { clusterUpgradeWorkflow } from './cluster-upgrade-workflow.js';
 export { planClusterWorkflow } from './plan-cluster-workflow.js';
 export { scheduledUpgradeWorkflow } from './scheduled-upgrade-workflow.js';
 export { maintainWorkflow } from './maintain-workflow.js';
+export { fleetUpgradeWorkflow } from './fleet-upgrade-workflow.js';

@@ -6,4 +6,6 @@
 export const PATCH = {
   /** Disruptive phases wait for the cluster's maintenance window (workflows/window-wait.ts). */
   maintenanceWindows: 'maintenance-windows',
+  /** An upgrade started by a fleet reports to it when it is blocked and when it moves again (fleet-messages.ts). */
+  fleetReports: 'fleet-reports',
 } as const;

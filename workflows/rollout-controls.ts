@@ -32,6 +32,11 @@ export interface RolloutControlsOptions<S extends RolloutStatus> {
   memo: () => Record<string, unknown>;
   /** What the run is called in refusals: `upgrade`, `maintenance run`. */
   noun: string;
+  /**
+   * Called when what the run waits for may have changed (a node blocked or moving again, a rollout
+   * halted or answered), after the memo: the upgrade's report to a fleet parent (fleet-report.ts).
+   */
+  onBlockedChange?: () => void;
 }
 
 export interface RolloutControls {
@@ -57,6 +62,7 @@ export interface RolloutControls {
 
 export function rolloutControls<S extends RolloutStatus>(options: RolloutControlsOptions<S>): RolloutControls {
   const { cluster, status, childId, noun } = options;
+  const blockedChanged = () => options.onBlockedChange?.();
   const note = (text: string) => status.events.push(text);
   let aborted: string | undefined;
   /** The operator's answer to a halted rollout (status.halted). */
@@ -84,6 +90,7 @@ export function rolloutControls<S extends RolloutStatus>(options: RolloutControl
     } else Object.assign(state, { phase: phase ?? 'draining', blocked: undefined });
     updateMemo();
     setBlockedNodes(cluster, status.nodes);
+    blockedChanged();
   });
   setHandler(approveUpdate, (approval) => {
     const gate = status.gates.find((g) => g.name === approval.gate && !g.approvedBy) as GateState;
@@ -184,9 +191,11 @@ export function rolloutControls<S extends RolloutStatus>(options: RolloutControl
         haltAnswer = undefined;
         note(`halted after ${after}: ${halt.message}`);
         upsertMemo({ halted: after });
+        blockedChanged();
         await condition(() => haltAnswer !== undefined || aborted !== undefined);
         delete status.halted;
         upsertMemo({ halted: null });
+        blockedChanged();
         const answer = haltAnswer as HaltResolution | undefined;
         if (answer?.action === 'abort') aborted ??= `aborted by ${answer.by}${answer.comment ? `: ${answer.comment}` : ''}`;
         if (aborted) return;

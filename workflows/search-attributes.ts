@@ -10,6 +10,8 @@ export const SEARCH_ATTRIBUTES = {
   fromVersion: defineSearchAttributeKey('SkewlessFromVersion', SearchAttributeType.KEYWORD),
   targetVersion: defineSearchAttributeKey('SkewlessTargetVersion', SearchAttributeType.KEYWORD),
   phase: defineSearchAttributeKey('SkewlessPhase', SearchAttributeType.KEYWORD),
+  /** Set on a fleet (`fleet/<name>`) and on every upgrade it starts: the list of one fleet's runs. */
+  fleet: defineSearchAttributeKey('SkewlessFleet', SearchAttributeType.KEYWORD),
 } as const;
 
 export const ALL_SEARCH_ATTRIBUTES = Object.values(SEARCH_ATTRIBUTES);
