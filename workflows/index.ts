@@ -4,3 +4,4 @@ export { nodeUpgradeWorkflow } from './node-upgrade-workflow.js';
 export { clusterUpgradeWorkflow } from './cluster-upgrade-workflow.js';
 export { planClusterWorkflow } from './plan-cluster-workflow.js';
 export { scheduledUpgradeWorkflow } from './scheduled-upgrade-workflow.js';
+export { restoreWorkflow } from './restore-workflow.js';

@@ -35,4 +35,10 @@ export const SUMMARY_OF: Summaries = {
   restartKubelet: (i) => `restart kubelet on ${i.node} at ${v(i.version)}`,
   rebootNode: (i) => `reboot ${i.node}`,
   snapshotEtcd: (i) => `etcd snapshot on ${i.node} before ${v(i.hop)}`,
+  planRestore: (i) => `plan the etcd restore of ${i.cluster} from ${i.hop ? `the snapshot before ${v(i.hop)}` : i.snapshotPath ?? 'a snapshot'}`,
+  checkRestoreSnapshot: (i) => `check the etcd snapshot on ${i.node}`,
+  stopStaticPods: (i) => `stop the static pods on ${i.node}`,
+  restoreEtcdMember: (i) => `etcdutl snapshot restore on ${i.node} (member ${i.member.name})`,
+  startStaticPods: (i) => `start the static pods on ${i.node}`,
+  verifyEtcdRestore: (i) => `verify etcd's restored revision on ${i.node}`,
 };
