@@ -2,6 +2,7 @@ import { EXIT, processIo, runCommand, UsageError, type CommandIo } from './cli-s
 import { devServerCommand, devServerHelp } from './commands/dev-server.js';
 import { historyCommand, historyHelp } from './commands/history.js';
 import { operateCommand, operateHelp } from './commands/operate.js';
+import { restoreCommand, restoreHelp } from './commands/restore.js';
 import { upgradeCommand, upgradeHelp } from './commands/upgrade.js';
 import { watchCommand, watchHelp } from './commands/watch.js';
 import { pathCommand, pathHelp } from './commands/path.js';
@@ -29,6 +30,7 @@ export const COMMANDS: Record<string, Command> = {
   resume: { run: operateCommand('resume'), help: operateHelp.resume, summary: 'go on after a pause' },
   abort: { run: operateCommand('abort'), help: operateHelp.abort, summary: 'stop and compensate (no downgrade)' },
   schedule: { run: scheduleCommand, help: scheduleHelp, summary: 'upgrades started by a Temporal Schedule: create, list, describe, pause, unpause, delete, trigger' },
+  restore: { run: restoreCommand, help: restoreHelp, summary: 'restore the control plane from an etcd snapshot (destructive; approval first)' },
   history: { run: historyCommand, help: historyHelp, summary: 'the audit trail of an upgrade: steps, approvals, resolutions, snapshots' },
   worker: { run: workerCommand, help: workerHelp, summary: 'run the worker with a directory of cluster configurations', service: true },
   'dev-server': { run: devServerCommand, help: devServerHelp, summary: 'start the Temporal dev server with its UI', service: true },

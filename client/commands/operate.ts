@@ -8,8 +8,10 @@ import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type Comma
 import { printJson } from '../output.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 import { gateName, namespacedName, nodeName, onlyPositional } from '../input-checks.js';
+import { restoreStatusQuery, restoreWorkflowId, type RestoreStatus } from '../../workflows/restore-messages.js';
 
-const withConnection = (help: string) => `${help}\n\n${CONNECTION_HELP}`;
+const RESTORE_HELP = 'With --restore, status, approve, pause, resume and abort act on the restore of NAME (restore/NAME, skewless restore) instead of its upgrade; approving a gate named restore-... implies it.';
+const withConnection = (help: string) => `${help}\n\n${RESTORE_HELP}\n\n${CONNECTION_HELP}`;
 
 const SIGNAL_JSON = '--output json: {cluster, workflowId, action, by, reason, status (the upgrade\'s status after)}.';
 
@@ -42,13 +44,23 @@ const who = (by: string | undefined) => by ?? process.env.USER ?? 'operator';
  * The upgrade's status once the operator's message is in (a query after a signal or update sees
  * its effect); null if the query cannot be answered (no worker), since the action itself went through.
  */
-const statusAfter = (handle: WorkflowHandle): Promise<UpgradeStatus | null> => handle.query(statusQuery).catch(() => null);
+const statusAfter = (handle: WorkflowHandle, restore = false): Promise<UpgradeStatus | RestoreStatus | null> =>
+  (restore ? handle.query(restoreStatusQuery) : handle.query(statusQuery)).catch(() => null);
+
+/** `skewless status NAME --restore`: the restore's phase, each control plane's step, its gate and snapshot. */
+function printRestoreStatus(io: CommandIo, cluster: string, s: RestoreStatus): void {
+  io.out(`${cluster}: restore ${s.phase}${s.paused ? ', paused' : ''}${s.revision !== undefined ? `, etcd at revision ${s.revision}` : ''}`);
+  if (s.snapshot) io.out(`  snapshot ${s.snapshot.remotePath} (revision ${s.snapshot.revision}, sha256 ${s.snapshot.sha256}${s.snapshot.takenAt ? `, taken ${s.snapshot.takenAt}` : ''})`);
+  for (const m of s.members) io.out(`  ${m.node.padEnd(16)} member ${m.name.padEnd(16)} ${m.phase}${m.previousDataDir ? ` (old data in ${m.previousDataDir})` : ''}`);
+  for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : `waiting; approving it loses ${s.loses ?? 'everything written since the snapshot'}`}`);
+  if (s.outcome) io.out(`  ${s.outcome}`);
+}
 
 export function operateCommand(verb: Verb) {
   return async (args: string[], io: CommandIo): Promise<number> => {
     const { values, positionals } = parseOptions(args, {
       ...TEMPORAL_OPTIONS, output: { type: 'string' }, gate: { type: 'string' }, node: { type: 'string' }, action: { type: 'string' },
-      pod: { type: 'string', multiple: true }, by: { type: 'string' }, comment: { type: 'string' },
+      pod: { type: 'string', multiple: true }, by: { type: 'string' }, comment: { type: 'string' }, restore: { type: 'boolean' },
     }, true);
     if (values.help) {
       io.out(operateHelp[verb]);
@@ -77,11 +89,17 @@ export function operateCommand(verb: Verb) {
       } else throw new UsageError(`--action must be retry, skip, force or abort, got ${JSON.stringify(action)}`);
     }
     const gate = verb === 'approve' ? gateName(requireOption(values.gate, '--gate')) : undefined;
+    const restore = values.restore === true || gate?.startsWith('restore-') === true;
+    if (restore && verb === 'resolve') throw new UsageError('a restore has nothing to resolve: approve its gate, or abort it');
 
     const { client, close } = await connectClient(values);
-    const handle = client.workflow.getHandle(upgradeWorkflowId(cluster));
+    const handle = client.workflow.getHandle(restore ? restoreWorkflowId(cluster) : upgradeWorkflowId(cluster));
     try {
-      if (verb === 'status') {
+      if (verb === 'status' && restore) {
+        const s = await handle.query(restoreStatusQuery);
+        if (output === 'json') printJson(io, s, true);
+        else printRestoreStatus(io, cluster, s);
+      } else if (verb === 'status') {
         const s = await handle.query(statusQuery);
         if (output === 'json') printJson(io, s, true);
         else {
@@ -97,7 +115,7 @@ export function operateCommand(verb: Verb) {
         }
       } else if (verb === 'approve') {
         const g = await handle.executeUpdate(approveUpdate, { args: [{ gate: gate as string, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) }] });
-        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, gate: g, status: await statusAfter(handle) });
+        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, gate: g, status: await statusAfter(handle, restore) });
         else io.out(`gate ${g.name} approved by ${g.approvedBy}`);
       } else if (verb === 'resolve') {
         const r = resolution as UpgradeResolution;
@@ -113,12 +131,12 @@ export function operateCommand(verb: Verb) {
         const signal = { pause: pauseSignal, resume: resumeSignal, abort: abortSignal }[verb];
         const sent = { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) };
         await handle.signal(signal, sent);
-        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, ...sent, status: await statusAfter(handle) });
-        else io.out(`${verb} sent to upgrade/${cluster}`);
+        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, ...sent, status: await statusAfter(handle, restore) });
+        else io.out(`${verb} sent to ${handle.workflowId}`);
       }
       return EXIT.ok;
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running upgrade of ${cluster}`);
+      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running ${restore ? 'restore' : 'upgrade'} of ${cluster}`);
       if (err instanceof WorkflowUpdateFailedError) throw new UsageError(`refused: ${err.cause?.message ?? err.message}`);
       throw err;
     } finally {
