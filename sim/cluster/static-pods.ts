@@ -70,7 +70,15 @@ export function staticPodModel(cp: ControlPlane, controlPlaneNodes: readonly str
     running(node) {
       const m = present.get(node);
       if (!m) return [];
-      return NAMES.filter((name) => m.has(STATIC_POD_MANIFESTS[name]) && (name === 'etcd' && node !== primary ? true : processOf[name].running));
+      return NAMES.filter((name) => {
+        const hasManifest = m.has(STATIC_POD_MANIFESTS[name]);
+        // Another member's etcd is modelled: it runs while its manifest is there.
+        if (name === 'etcd') return node === primary ? processOf.etcd.running : hasManifest;
+        // A shared process shows on the hosts that have its manifest; while it stops after the last
+        // manifest left, on every control plane, so each one's wait for it sees it go.
+        const stopping = ![...present.values()].some((x) => x.has(STATIC_POD_MANIFESTS[name]));
+        return processOf[name].running && (hasManifest || stopping);
+      });
     },
     settled: () => queue,
   };
