@@ -261,10 +261,11 @@ export async function restoreEtcdMember(access: ClusterAccess, input: { node: st
       run(access, node, ['etcdutl', 'snapshot', 'restore', remotePath, '--data-dir', partial, '--name', member.name,
         '--initial-cluster', initialCluster, '--initial-advertise-peer-urls', member.peerUrl,
         '--bump-revision', String(bump), '--mark-compacted'], { ...root, timeoutMs: RESTORE_MS }));
-    await run(access, node, ['mv', partial, restored], root);
+    await run(access, node, ['mv', '-T', partial, restored], root);
   }
-  if (hasData) await run(access, node, ['mv', dataDir, previous], root);
-  await run(access, node, ['mv', restored, dataDir], root);
+  // -T: never into an existing directory (a stray dir at the target fails instead of swallowing the data).
+  if (hasData) await run(access, node, ['mv', '-T', dataDir, previous], root);
+  await run(access, node, ['mv', '-T', restored, dataDir], root);
   return { node, dataDir, previousDataDir: previous, restoredNow: true };
 }
 

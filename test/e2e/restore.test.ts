@@ -128,7 +128,7 @@ describe('e2e: skewless restore from the etcd snapshot', () => {
     assert.ok(existsSync(join(root, 'etc/kubernetes/manifests/etcd.yaml')), 'the manifests back');
     const ran = hostLog().filter((c) => /\bmv\b|etcdutl snapshot restore/.test(c));
     assert.ok(ran.some((c) => c.startsWith('sudo -n etcdutl snapshot restore /var/lib/skewless/snapshots/etcd-rst-1.33.7.db --data-dir /var/lib/etcd.skewless-restored-1.33.7.partial-')), ran.join('\n'));
-    assert.ok(ran.includes('sudo -n mv /var/lib/etcd /var/lib/etcd.skewless-before-1.33.7'));
+    assert.ok(ran.includes('sudo -n mv -T /var/lib/etcd /var/lib/etcd.skewless-before-1.33.7'));
     assert.ok(ran.includes('sudo -n mv /etc/kubernetes/manifests-stopped-by-skewless/etcd.yaml /etc/kubernetes/manifests/etcd.yaml'));
     // The workers' nodes come back Ready from the restored state (kwok's kubelets keep reporting).
     await waitFor('every node Ready', async () => (await tc.kube.core.listNode()).items.every((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')), 120_000, 500);

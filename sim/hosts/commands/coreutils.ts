@@ -153,20 +153,22 @@ export async function chown(ctx: CommandContext): Promise<CommandOutcome> {
 }
 
 /**
- * `mv SOURCE DEST`: a rename on the host (a static pod manifest out of /etc/kubernetes/manifests and
- * back, an etcd data dir swapped). A DEST that is a directory receives SOURCE inside it, as GNU mv
- * does; an existing file DEST is replaced; a directory never replaces anything. Owners move along.
+ * `mv [-T] SOURCE DEST`: a rename on the host (a static pod manifest out of /etc/kubernetes/manifests
+ * and back, an etcd data dir swapped). Without -T a DEST that is a directory receives SOURCE inside
+ * it, as GNU mv does; -T (--no-target-directory) never does that. An existing file DEST is replaced;
+ * a directory never replaces anything here. Owners move along.
  */
 export async function mv(ctx: CommandContext): Promise<CommandOutcome> {
-  const args = ctx.argv.slice(1).filter((a) => a !== '--');
-  if (args.length !== 2 || args.some((a) => a.startsWith('-'))) return fail(ctx, `sim: mv ${ctx.argv.slice(1).join(' ')} is not simulated (mv SOURCE DEST)`, 2);
+  const noTargetDir = ctx.argv.slice(1).some((a) => a === '-T' || a === '--no-target-directory');
+  const args = ctx.argv.slice(1).filter((a) => a !== '--' && a !== '-T' && a !== '--no-target-directory');
+  if (args.length !== 2 || args.some((a) => a.startsWith('-'))) return fail(ctx, `sim: mv ${ctx.argv.slice(1).join(' ')} is not simulated (mv [-T] SOURCE DEST)`, 2);
   const [source, target] = args as [string, string];
   const from = ctx.machine.hostPath(source);
   const st = statOf(from);
   if (!st) return fail(ctx, `mv: cannot stat '${source}': No such file or directory`, 1);
   let dest = target;
   const targetStat = statOf(ctx.machine.hostPath(target));
-  if (targetStat?.isDirectory()) dest = posix.join(target, posix.basename(source));
+  if (targetStat?.isDirectory() && !noTargetDir) dest = posix.join(target, posix.basename(source));
   const to = ctx.machine.hostPath(dest);
   const destStat = statOf(to);
   if (!writable(ctx, source) || !writable(ctx, dest)) return fail(ctx, `mv: cannot move '${source}' to '${dest}': Permission denied`, 1);
