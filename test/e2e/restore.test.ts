@@ -73,7 +73,7 @@ describe('e2e: skewless restore from the etcd snapshot', () => {
       [['restore', '--cluster', 'rst', '--snapshot', 'relative.db'], /--snapshot must be an absolute path/],
       [['restore', '--cluster', 'rst', '--snapshot', '/var/../etc/shadow'], /--snapshot must be an absolute path/],
       [['restore', '--cluster', 'Bad_Name', '--hop', '1.33.7'], /invalid cluster name/],
-      [['restore', '--cluster', 'rst', '--hop', '1.33.7', '--control-plane', '-x'], /--control-plane must be a node name/],
+      [['restore', '--cluster', 'rst', '--hop', '1.33.7', '--control-plane=Bad_Node'], /--control-plane must be a node name/],
       [['restore', '--cluster', 'rst', '--hop', '1.33.7', '--stop-timeout', '0'], /--stop-timeout must be whole seconds/],
     ] as [string[], RegExp][]) {
       const r = await cliAsync(args, noTemporal);
