@@ -133,10 +133,11 @@ export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatu
       await a.startStaticPods({ cluster, node: m.node });
       m.phase = 'started';
     });
-    setPhase('verifying');
-    const first = status.members[0] as MemberState;
-    const verified = await a.verifyEtcdRestore({ cluster, node: first.node, minRevision, ...(input.verifyTimeoutSeconds ? { timeoutSeconds: input.verifyTimeoutSeconds } : {}) });
-    status.revision = verified.revision;
+    // Every member answers on its control plane at the restored revision (or above: writes since the start).
+    await eachMember('verifying', false, async (m) => {
+      const verified = await a.verifyEtcdRestore({ cluster, node: m.node, minRevision, ...(input.verifyTimeoutSeconds ? { timeoutSeconds: input.verifyTimeoutSeconds } : {}) });
+      status.revision = Math.max(status.revision ?? 0, verified.revision);
+    });
     await a.checkApiserver({ cluster, waitSeconds: input.verifyTimeoutSeconds ?? 300 });
   } catch (err) {
     return failed(err);

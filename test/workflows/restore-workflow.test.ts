@@ -68,7 +68,7 @@ describe('restoreWorkflow (mocked activities, real dev server)', () => {
       await handle.executeUpdate(approveUpdate, { args: [{ gate: 'restore-1.33.7', by: 'dana', comment: 'roll back' }] });
       const result = await handle.result();
       assert.equal(result.phase, 'done', result.outcome);
-      assert.deepEqual(calls.slice(3), ['stop cp-1', 'stop cp-2', 'restore cp-1', 'restore cp-2', 'start cp-1', 'start cp-2', 'verify cp-1 1000000812', 'apiserver']);
+      assert.deepEqual(calls.slice(3), ['stop cp-1', 'stop cp-2', 'restore cp-1', 'restore cp-2', 'start cp-1', 'start cp-2', 'verify cp-1 1000000812', 'verify cp-2 1000000812', 'apiserver']);
       assert.equal(result.revision, 1_000_000_817);
       assert.deepEqual(result.members.map((m) => [m.node, m.phase, m.previousDataDir]), [['cp-1', 'started', '/var/lib/etcd.skewless-before-1.33.7'], ['cp-2', 'started', '/var/lib/etcd.skewless-before-1.33.7']]);
       assert.ok(result.events.some((e) => e === 'gate restore-1.33.7 approved by dana: roll back'), result.events.join('\n'));
