@@ -151,7 +151,7 @@ async function memberOf(access: ClusterAccess, node: string, signal?: AbortSigna
 export async function planRestore(access: ClusterAccess, input: { hop?: string; snapshotPath?: string; controlPlanes?: string[] }): Promise<RestorePlan> {
   const scope = hostActivityScope();
   const { signal } = scope;
-  if ((input.hop === undefined) === (input.snapshotPath === undefined)) throw invalid('name the snapshot by hop or by path, one of the two');
+  if (input.hop === undefined && input.snapshotPath === undefined) throw invalid('name the snapshot by hop, by path, or both (the hop\'s record, the file at the path)');
   if (input.hop !== undefined && (typeof input.hop !== 'string' || !HOP.test(input.hop))) throw invalid(`invalid hop ${shown(input.hop, 40)}`);
   let nodes: string[];
   if (input.controlPlanes !== undefined) {
@@ -165,8 +165,11 @@ export async function planRestore(access: ClusterAccess, input: { hop?: string; 
   const members: EtcdMember[] = [];
   for (const node of nodes) members.push(await heartbeatWhile(scope, () => ({ node, reading: 'etcd manifest' }), memberOf(access, node, signal)));
   let snapshot: RestoreSnapshot;
-  if (input.hop !== undefined) snapshot = recordedSnapshot(access, input.hop);
-  else {
+  if (input.hop !== undefined) {
+    snapshot = recordedSnapshot(access, input.hop);
+    // The recorded snapshot, found elsewhere on the hosts: checked against the record all the same.
+    if (input.snapshotPath !== undefined) snapshot.remotePath = checkRemotePath(input.snapshotPath, 'snapshot path');
+  } else {
     const remotePath = checkRemotePath(input.snapshotPath, 'snapshot path');
     const first = members[0] as EtcdMember;
     const found = await snapshotOnHost(access, first.node, remotePath, signal);

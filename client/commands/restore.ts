@@ -8,14 +8,16 @@ import { OUTPUT_OPTION, outputFormat, printRecord, spinner, type Output } from '
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 
-export const restoreHelp = `Usage: skewless restore --cluster NAME (--hop VERSION | --snapshot PATH) [--control-plane NODE]...
+export const restoreHelp = `Usage: skewless restore --cluster NAME --hop VERSION [--snapshot PATH] [--control-plane NODE]...
+       skewless restore --cluster NAME --snapshot PATH [--control-plane NODE]...
                         [--stop-timeout SECONDS] [--verify-timeout SECONDS] [--detach] [--watch]
                         [--task-queue QUEUE] [--output json|text] [connection options]
 
 Restores the control plane of a stacked-etcd kubeadm cluster from an etcd snapshot (workflow id
 restore/NAME): the one the upgrade took before --hop VERSION (skewless history NAME lists them; the
-worker holds its verified copy and hash), or a snapshot file already on the control planes (--snapshot,
-an absolute path). DESTRUCTIVE: everything written to the cluster after the snapshot is lost. Nothing
+worker holds its verified copy and hash; with --snapshot too, that snapshot found at PATH on the control
+planes, still checked against its record), or any snapshot file on the control planes (--snapshot alone,
+an absolute path; hash and revision read from the first control plane). DESTRUCTIVE: everything written to the cluster after the snapshot is lost. Nothing
 is touched before the approval gate "restore-VERSION" (skewless approve NAME --gate restore-VERSION):
 the snapshot is checked on every control plane first (sha256 against the record, etcdutl snapshot
 status), and the gate says from when the data will be lost. Then, on each control plane in turn:
@@ -65,7 +67,7 @@ export async function restoreCommand(args: string[], io: CommandIo): Promise<num
       await close();
     }
   }
-  if ((values.hop === undefined) === (values.snapshot === undefined)) throw new UsageError('name the snapshot: --hop VERSION (the one the upgrade took before that hop) or --snapshot PATH, not both');
+  if (values.hop === undefined && values.snapshot === undefined) throw new UsageError('name the snapshot: --hop VERSION (the one the upgrade took before that hop), --snapshot PATH, or both');
   if (values.hop !== undefined && !HOP.test(values.hop)) throw new UsageError(`--hop must be the version of an upgrade hop such as 1.33.7, got ${JSON.stringify(values.hop)}`);
   if (values.snapshot !== undefined && (!PATH.test(values.snapshot) || values.snapshot.split('/').includes('..'))) {
     throw new UsageError(`--snapshot must be an absolute path on the control planes (letters, digits, '.', '_', '-'), got ${JSON.stringify(values.snapshot)}`);

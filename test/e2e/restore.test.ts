@@ -67,8 +67,8 @@ describe('e2e: skewless restore from the etcd snapshot', () => {
   it('refuses bad input with one line and exit 2, before Temporal (none listens at the address given)', async () => {
     const noTemporal = { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:1' };
     for (const [args, message] of [
-      [['restore', '--cluster', 'rst'], /name the snapshot: --hop VERSION .* or --snapshot PATH/],
-      [['restore', '--cluster', 'rst', '--hop', '1.33.7', '--snapshot', '/var/lib/x.db'], /not both/],
+      [['restore', '--cluster', 'rst'], /name the snapshot: --hop VERSION .*, --snapshot PATH, or both/],
+      [['restore', '--cluster', 'rst', '--watch', '--hop', '1.33.7'], /--watch re-attaches to a running restore/],
       [['restore', '--cluster', 'rst', '--hop', '1.33;id'], /--hop must be the version of an upgrade hop/],
       [['restore', '--cluster', 'rst', '--snapshot', 'relative.db'], /--snapshot must be an absolute path/],
       [['restore', '--cluster', 'rst', '--snapshot', '/var/../etc/shadow'], /--snapshot must be an absolute path/],
