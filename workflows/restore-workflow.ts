@@ -92,7 +92,10 @@ export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatu
     const where = status.members.map((m) => `${m.node} ${m.phase}`).join(', ');
     setPhase('failed');
     status.outcome = `restore failed while ${during}: ${cause?.message ?? (err as Error).message}; control planes: ${where}`;
-    throw ApplicationFailure.nonRetryable(status.outcome, swapped() ? 'RestoreIncomplete' : 'RestoreFailed', { members: status.members, snapshot: status.snapshot });
+    throw ApplicationFailure.create({
+      message: status.outcome, type: swapped() ? 'RestoreIncomplete' : 'RestoreFailed', nonRetryable: true,
+      details: [{ members: status.members, snapshot: status.snapshot }], ...(cause ? { cause } : {}),
+    });
   };
 
   try {
