@@ -153,6 +153,8 @@ export async function planRestore(access: ClusterAccess, input: { hop?: string; 
   const { signal } = scope;
   if (input.hop === undefined && input.snapshotPath === undefined) throw invalid('name the snapshot by hop, by path, or both (the hop\'s record, the file at the path)');
   if (input.hop !== undefined && (typeof input.hop !== 'string' || !HOP.test(input.hop))) throw invalid(`invalid hop ${shown(input.hop, 40)}`);
+  // The worker's own record first: a hop with no snapshot is refused before any host is asked.
+  const recorded = input.hop !== undefined ? recordedSnapshot(access, input.hop) : undefined;
   let nodes: string[];
   if (input.controlPlanes !== undefined) {
     if (!Array.isArray(input.controlPlanes) || input.controlPlanes.length === 0 || input.controlPlanes.length > INITIAL_CLUSTER_MAX) throw invalid('controlPlanes: one to 16 node names');
@@ -165,8 +167,8 @@ export async function planRestore(access: ClusterAccess, input: { hop?: string; 
   const members: EtcdMember[] = [];
   for (const node of nodes) members.push(await heartbeatWhile(scope, () => ({ node, reading: 'etcd manifest' }), memberOf(access, node, signal)));
   let snapshot: RestoreSnapshot;
-  if (input.hop !== undefined) {
-    snapshot = recordedSnapshot(access, input.hop);
+  if (recorded) {
+    snapshot = recorded;
     // The recorded snapshot, found elsewhere on the hosts: checked against the record all the same.
     if (input.snapshotPath !== undefined) snapshot.remotePath = checkRemotePath(input.snapshotPath, 'snapshot path');
   } else {

@@ -85,6 +85,9 @@ export function cliCases({ cluster, someFile }: CaseContext): BadInput[] {
     flag('schedule create without a time', ['schedule', 'create', '--cluster', cluster, '--to', 'latest-patch'], /^skewless: a schedule needs --cron "EXPR", --calendar "Sat 02:00" or --every DURATION$/),
     flag('schedule create with a calendar day that does not exist', ['schedule', 'create', '--cluster', cluster, '--to', '1.32.6', '--calendar', 'Someday 02:00'], /^skewless: --calendar takes "\[DAYS\] HH:MM"/),
     flag('approve a malformed gate', ['approve', cluster, '--gate', '$(id)'], /--gate must be a gate name such as workers-1\.33\.7, got "\$\(id\)"/),
+    flag('restore without a snapshot', ['restore', '--cluster', cluster], /^skewless: name the snapshot: --hop VERSION \(the one the upgrade took before that hop\), --snapshot PATH, or both$/),
+    flag('restore a hop that is no version', ['restore', '--cluster', cluster, '--hop', 'latest'], /^skewless: --hop must be the version of an upgrade hop such as 1\.33\.7, got "latest"$/),
+    flag('restore a snapshot path that climbs', ['restore', '--cluster', cluster, '--snapshot', '/var/lib/../../etc/shadow'], /^skewless: --snapshot must be an absolute path on the control planes/),
   ];
 }
 
@@ -94,6 +97,8 @@ export function noUpgradeCases(): BadInput[] {
   return [
     none('status'), none('approve', '--gate', 'workers-1.32.6'), none('abort'), none('pause'), none('resume'),
     none('resolve', '--node', 'worker-1', '--action', 'retry'),
+    { name: 'abort of a cluster with no restore', args: ['abort', 'ghost', '--restore'], exit: 2, stderr: /^skewless: no running restore of ghost$/ },
+    { name: 'restore --watch of a cluster with no restore', args: ['restore', '--cluster', 'ghost', '--watch'], exit: 2, stderr: /^skewless: no restore of ghost found$/ },
     { name: 'schedule trigger of a cluster with no schedule', args: ['schedule', 'trigger', '--cluster', 'ghost'], exit: 2, stderr: /^skewless: no schedule upgrade-schedule\/ghost$/ },
     { name: 'watch of a cluster with no upgrade', args: ['watch', 'ghost'], exit: 2, stderr: /^skewless: no upgrade of ghost found$/ },
     { name: 'history of a cluster with no upgrade', args: ['history', 'ghost'], exit: 2, stderr: /^skewless: no upgrade of ghost found$/ },
@@ -108,6 +113,7 @@ export function workerCases({ cluster, kube }: CaseContext): BadInput[] {
   const pdb = { metadata: { name: 'solo' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'solo' } } } };
   return [
     { name: 'an unknown cluster', args: upgrade('nosuch', '1.32.6'), exit: 2, stderr: /^skewless: upgrade of nosuch failed: no configuration for cluster nosuch \(looked for .*nosuch\.yaml\)$/ },
+    { name: 'a restore from a hop that has no snapshot', args: ['restore', '--cluster', cluster, '--hop', '1.31.0'], exit: 1, stderr: /^skewless: restore of bad failed: no verified etcd snapshot of bad for hop 1\.31\.0 in / },
     { name: 'an unknown cluster, with plan --cluster', args: ['plan', '--cluster', 'nosuch', '--to', '1.32.6'], exit: 2, stderr: /^skewless: plan of nosuch failed: no configuration for cluster nosuch/ },
     failed('a downgrade', '1.31', 2, /^skewless: upgrade of bad failed: refusing to downgrade 1\.32\.4 → 1\.31: the control plane never goes back/),
     failed('a target already reached', '1.32.4', 1, /^skewless: upgrade of bad failed: refusing to start: nothing to upgrade: the control plane is already at 1\.32\.4 \(target 1\.32\.4\)$/),
