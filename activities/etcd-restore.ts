@@ -13,6 +13,7 @@ import { join, posix } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterAccess, ClusterResolver } from './cluster-access.js';
 import { ErrorType, kubeCall } from './errors.js';
+import { readyz, type ReadyzResult } from './health-apiserver.js';
 import { heartbeatWhile, hostActivityScope, pause } from './host-activity-context.js';
 import { checkNode, commandFailed, invalid, run, shown } from './host-commands.js';
 import { CONTROL_PLANE_LABEL } from './inventory-facts.js';
@@ -309,9 +310,35 @@ export async function verifyEtcdRestore(access: ClusterAccess, input: { node: st
       return { node, revision };
     }
     last = `exit ${r.exitCode}: ${(r.stderr || r.stdout).trim().split('\n').at(-1) ?? ''}`.slice(0, 300);
-    if (Date.now() > deadline) throw failure(ErrorType.Unhealthy, `etcd on ${node} did not answer within ${timeoutSeconds} s of the start (${last})`, false);
+    if (Date.now() > deadline) throw failure(ErrorType.Unhealthy, `etcd on ${node} did not answer within ${timeoutSeconds} s of the start (${last})`);
     scope.heartbeat({ node, waitingFor: 'etcd endpoint status', last });
     await pause(POLL_MS * 2, signal);
+  }
+}
+
+/**
+ * The apiserver ready again after the restart: /readyz with the worker's own credentials. Right after
+ * a start the apiserver refuses (401/403) what its authorizer has not loaded yet (RBAC comes from the
+ * restored etcd), so a refusal counts as "not yet" until the deadline, unlike checkApiserver's.
+ */
+export async function verifyRestoredApiserver(access: ClusterAccess, input: { timeoutSeconds?: number }): Promise<ReadyzResult> {
+  const timeoutSeconds = input.timeoutSeconds ?? 240;
+  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 3600) throw invalid(`invalid timeoutSeconds ${shown(timeoutSeconds)}`);
+  const scope = hostActivityScope();
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  for (;;) {
+    let last: string;
+    try {
+      const r = await readyz(access.config, scope.signal);
+      if (r.healthy) return r;
+      last = r.error ?? 'not ready';
+    } catch (err) {
+      if (!(err instanceof ApplicationFailure && err.type === ErrorType.Forbidden)) throw err;
+      last = err.message;
+    }
+    if (Date.now() > deadline) throw failure(ErrorType.Unhealthy, `the apiserver of ${access.config.name} is not ready ${timeoutSeconds} s after the restore: ${last}`);
+    scope.heartbeat({ waitingFor: 'apiserver /readyz', last });
+    await pause(POLL_MS, scope.signal);
   }
 }
 
@@ -326,6 +353,7 @@ export function createRestoreActivities(deps: { clusters: ClusterResolver }) {
       restoreEtcdMember(on(input.cluster), input),
     startStaticPods: async (input: { cluster: string; node: string }) => startStaticPods(on(input.cluster), input),
     verifyEtcdRestore: async (input: { cluster: string; node: string; minRevision: number; timeoutSeconds?: number }) => verifyEtcdRestore(on(input.cluster), input),
+    verifyRestoredApiserver: async (input: { cluster: string; timeoutSeconds?: number }) => verifyRestoredApiserver(on(input.cluster), input),
   };
 }
 

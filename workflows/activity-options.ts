@@ -128,6 +128,7 @@ export const PROFILE_OF = {
   restoreEtcdMember: etcdSnapshot,
   startStaticPods: hostCommand,
   verifyEtcdRestore: hostCommand,
+  verifyRestoredApiserver: hostCommand,
 } satisfies Record<keyof Activities, ActivityOptions>;
 
 /** Profiles of steps that run on a host: the ones the policy's host retry budget applies to. */

@@ -141,7 +141,7 @@ export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatu
       const verified = await a.verifyEtcdRestore({ cluster, node: m.node, minRevision, ...(input.verifyTimeoutSeconds ? { timeoutSeconds: input.verifyTimeoutSeconds } : {}) });
       status.revision = Math.max(status.revision ?? 0, verified.revision);
     });
-    await a.checkApiserver({ cluster, waitSeconds: input.verifyTimeoutSeconds ?? 300 });
+    await a.verifyRestoredApiserver({ cluster, ...(input.verifyTimeoutSeconds ? { timeoutSeconds: input.verifyTimeoutSeconds } : {}) });
   } catch (err) {
     return failed(err);
   }

@@ -41,4 +41,5 @@ export const SUMMARY_OF: Summaries = {
   restoreEtcdMember: (i) => `etcdutl snapshot restore on ${i.node} (member ${i.member.name})`,
   startStaticPods: (i) => `start the static pods on ${i.node}`,
   verifyEtcdRestore: (i) => `verify etcd's restored revision on ${i.node}`,
+  verifyRestoredApiserver: (i) => `wait for the apiserver of ${i.cluster} after the restore`,
 };

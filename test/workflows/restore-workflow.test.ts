@@ -34,7 +34,7 @@ function mocks(calls: string[], hooks: Partial<Record<string, (node: string) => 
     },
     startStaticPods: async (i) => { await step('start')(i); return { node: i.node, moved: [] }; },
     verifyEtcdRestore: async (i) => { calls.push(`verify ${i.node} ${i.minRevision}`); return { node: i.node, revision: i.minRevision + 5 }; },
-    checkApiserver: async () => { calls.push('apiserver'); return { cluster: 'c', checked: 'GET /readyz?verbose', healthy: true, failedChecks: [] }; },
+    verifyRestoredApiserver: async () => { calls.push('apiserver'); return { cluster: 'c', checked: 'GET /readyz?verbose', healthy: true, failedChecks: [] }; },
   } as Partial<Activities>;
 }
 
