@@ -2,6 +2,7 @@
 // (kubernetes.io "Operating etcd clusters", etcd's disaster recovery guide), one idempotent step per
 // activity, each reading the host's state first:
 //   planRestore          the snapshot's record and every member's name, peer URL and data dir (its manifest)
+//   placeSnapshot        the worker's verified copy onto a control plane that lacks it (SFTP to /tmp, root moves it)
 //   checkRestoreSnapshot the file on the host: sha256 against the record, `etcdutl snapshot status`
 //   stopStaticPods       the control-plane manifests out of /etc/kubernetes/manifests; wait until they stopped
 //   restoreEtcdMember    `etcdutl snapshot restore` into a fresh dir (this member's name and peer URL, every
@@ -38,6 +39,7 @@ const SHA256 = /^[0-9a-f]{64}$/;
 const INITIAL_CLUSTER_MAX = 16;
 const READ_MS = 2 * 60_000;
 const RESTORE_MS = 20 * 60_000;
+const COPY_MS = 15 * 60_000;
 const POLL_MS = 1_000;
 
 export interface EtcdMember {
@@ -187,6 +189,35 @@ export async function planRestore(access: ClusterAccess, input: { hop?: string; 
     bumpRevision: BUMP_REVISION,
     tag: snapshot.hop ?? `sha-${snapshot.sha256.slice(0, 12)}`,
   };
+}
+
+/**
+ * The upgrade took its snapshot on the first control plane only; every member's restore needs the
+ * file. A control plane without it (or with another file there) gets the worker's verified copy:
+ * SFTP as the SSH user into /tmp (mode 0600), then root moves it into place and owns it. The check
+ * that follows (checkRestoreSnapshot) hashes it on the host.
+ */
+export async function placeSnapshot(access: ClusterAccess, input: { node: string; hop: string }) {
+  const node = checkNode(input.node);
+  if (typeof input.hop !== 'string' || !HOP.test(input.hop)) throw invalid(`invalid hop ${shown(input.hop, 40)}`);
+  const record = recordedSnapshot(access, input.hop);
+  const scope = hostActivityScope();
+  const { signal } = scope;
+  const root = { sudo: true, timeoutMs: READ_MS, ...(signal ? { signal } : {}) };
+  const { remotePath, localPath } = record;
+  if (await test(access, node, '-f', remotePath, signal)) {
+    const sum = /^([0-9a-f]{64})\s/.exec((await run(access, node, ['sha256sum', remotePath], root)).stdout)?.[1];
+    if (sum === record.sha256) return { node, remotePath, placed: false };
+  }
+  const upload = access.shell.upload?.bind(access.shell);
+  if (!upload || !localPath) throw failure(ErrorType.SnapshotMissing, `${remotePath} is not on ${node} and this worker cannot copy files onto hosts: copy it there by hand and retry`);
+  const temp = `/tmp/${posix.basename(remotePath)}.skewless-part`;
+  await heartbeatWhile(scope, () => ({ node, step: 'copying snapshot onto the host', remotePath }),
+    upload(node, localPath, temp, { timeoutMs: COPY_MS, ...(signal ? { signal } : {}) }));
+  await run(access, node, ['mkdir', '-p', posix.dirname(remotePath)], root);
+  await run(access, node, ['mv', '-T', temp, remotePath], root);
+  await run(access, node, ['chown', 'root', remotePath], root);
+  return { node, remotePath, placed: true };
 }
 
 export async function checkRestoreSnapshot(access: ClusterAccess, input: { node: string; remotePath: string; sha256: string; revision: number }) {
@@ -347,6 +378,7 @@ export function createRestoreActivities(deps: { clusters: ClusterResolver }) {
   return {
     /** The snapshot's record and every control plane's etcd member (read-only). */
     planRestore: async (input: { cluster: string; hop?: string; snapshotPath?: string; controlPlanes?: string[] }) => planRestore(on(input.cluster), input),
+    placeSnapshot: async (input: { cluster: string; node: string; hop: string }) => placeSnapshot(on(input.cluster), input),
     checkRestoreSnapshot: async (input: { cluster: string; node: string; remotePath: string; sha256: string; revision: number }) => checkRestoreSnapshot(on(input.cluster), input),
     stopStaticPods: async (input: { cluster: string; node: string; timeoutSeconds?: number }) => stopStaticPods(on(input.cluster), input),
     restoreEtcdMember: async (input: { cluster: string; node: string; member: EtcdMember; remotePath: string; initialCluster: string; bumpRevision: number; tag: string }) =>

@@ -123,6 +123,7 @@ export const PROFILE_OF = {
   snapshotEtcd: etcdSnapshot,
   // The restore (workflows/restore-workflow.ts): reads and moves on hosts, etcdutl bounded like a snapshot.
   planRestore: hostCommand,
+  placeSnapshot: etcdSnapshot,
   checkRestoreSnapshot: hostCommand,
   stopStaticPods: hostCommand,
   restoreEtcdMember: etcdSnapshot,

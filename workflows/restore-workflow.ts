@@ -100,6 +100,11 @@ export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatu
 
   try {
     await eachMember('checking', true, async (m) => {
+      // The upgrade's snapshot is on the first control plane only: the others get the worker's copy.
+      if (plan.snapshot.hop !== undefined && plan.snapshot.localPath !== undefined && input.snapshotPath === undefined) {
+        const placed = await a.placeSnapshot({ cluster, node: m.node, hop: plan.snapshot.hop });
+        if (placed.placed) note(`${m.node}: snapshot copied to ${placed.remotePath}`);
+      }
       await a.checkRestoreSnapshot({ cluster, node: m.node, remotePath: plan.snapshot.remotePath, sha256: plan.snapshot.sha256, revision: plan.snapshot.revision });
       m.phase = 'checked';
     });

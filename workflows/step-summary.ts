@@ -36,6 +36,7 @@ export const SUMMARY_OF: Summaries = {
   rebootNode: (i) => `reboot ${i.node}`,
   snapshotEtcd: (i) => `etcd snapshot on ${i.node} before ${v(i.hop)}`,
   planRestore: (i) => `plan the etcd restore of ${i.cluster} from ${i.hop ? `the snapshot before ${v(i.hop)}` : i.snapshotPath ?? 'a snapshot'}`,
+  placeSnapshot: (i) => `place the etcd snapshot of ${v(i.hop)} on ${i.node}`,
   checkRestoreSnapshot: (i) => `check the etcd snapshot on ${i.node}`,
   stopStaticPods: (i) => `stop the static pods on ${i.node}`,
   restoreEtcdMember: (i) => `etcdutl snapshot restore on ${i.node} (member ${i.member.name})`,

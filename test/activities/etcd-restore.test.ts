@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -70,13 +70,15 @@ describe('restore activities against the simulated control plane (3 members, rea
     const check = (node: string) => run(() => acts.checkRestoreSnapshot({ cluster, node, remotePath: plan.snapshot.remotePath, sha256: plan.snapshot.sha256, revision: plan.snapshot.revision }));
     const missing = await failsWith(check('cp-2'), 'SnapshotMissing');
     assert.match(missing.message, /not on cp-2: copy the snapshot there/);
-    // The operator's copy (scp) of the upgrade's snapshot to the other members, at the same path.
-    for (const node of ['cp-2', 'cp-3']) {
-      const target = join(rootOf(node), plan.snapshot.remotePath);
-      mkdirSync(dirname(target), { recursive: true });
-      copyFileSync(snap.localPath, target);
+    // The worker's verified copy goes onto the members that lack it (SFTP to /tmp, root moves it in place).
+    for (const node of CPS) {
+      const placed = await run(() => acts.placeSnapshot({ cluster, node, hop: '1.33.7' }));
+      assert.equal(placed.placed, node !== 'cp-1', `${node}: copied only where missing`);
     }
+    assert.ok(log('cp-2').includes(`sudo -n mv -T /tmp/etcd-rst3-1.33.7.db.skewless-part ${plan.snapshot.remotePath}`), log('cp-2').join('\n'));
+    assert.equal((await run(() => acts.placeSnapshot({ cluster, node: 'cp-2', hop: '1.33.7' }))).placed, false, 'there now: nothing to copy');
     for (const node of CPS) assert.equal((await check(node)).sha256, snap.sha256);
+    assert.equal(tc.sim.hosts.state('cp-2').owners?.[plan.snapshot.remotePath], undefined, 'root\'s file, as on the first control plane before its chown');
     assert.ok(await configMap('after-snapshot'), 'nothing touched yet');
   });
 

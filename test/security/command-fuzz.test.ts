@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ClusterAccess, ExecOptions, ExecResult, RemoteShell } from '../../activities/cluster-access.js';
 import type { ClusterConfig } from '../../activities/cluster-config.js';
-import { checkRestoreSnapshot, planRestore, restoreEtcdMember, startStaticPods, stopStaticPods, verifyEtcdRestore } from '../../activities/etcd-restore.js';
+import { checkRestoreSnapshot, placeSnapshot, planRestore, restoreEtcdMember, startStaticPods, stopStaticPods, verifyEtcdRestore } from '../../activities/etcd-restore.js';
 import { snapshotEtcd } from '../../activities/etcd-snapshot.js';
 import { kubeadmUpgradeApply, kubeadmUpgradeNode, kubeadmUpgradePlan } from '../../activities/host-kubeadm.js';
 import { rebootNode, restartKubelet } from '../../activities/host-kubelet.js';
@@ -134,6 +134,9 @@ function fakeWorld(o: { from: string; target: string; clusterAt: string; snapsho
       execs.push({ node, argv: ['<sftp download>', remotePath], sudo: false, env: {} });
       writeFileSync(localPath, snapshot);
     },
+    async upload(node, _localPath, remotePath) {
+      execs.push({ node, argv: ['<sftp upload>', remotePath], sudo: false, env: {} });
+    },
   };
   const pods = (node: string) => (node.startsWith('cp') ? ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] : []).map((component) => ({
     metadata: { labels: { component } }, spec: { containers: [{ image: `registry.k8s.io/${component}:v${s.applied ? o.target : o.from}` }] },
@@ -191,6 +194,7 @@ const TARGETS: Target[] = [
   // The restore (activities/etcd-restore.ts): every value that reaches a command line.
   { name: 'planRestore', valid: { snapshotPath: RESTORE.remotePath, controlPlanes: ['cp-1'] }, fields: ['snapshotPath', 'hop', 'controlPlanes', 'controlPlanes[]'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => planRestore(a, any(i)) },
   { name: 'planRestore by hop', valid: { hop: '1.33.7', controlPlanes: ['cp-1'] }, fields: ['hop'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => planRestore(a, any(i)) },
+  { name: 'placeSnapshot', valid: { node: 'cp-2', hop: '1.33.7' }, fields: ['node', 'hop'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => placeSnapshot(a, any(i)) },
   { name: 'checkRestoreSnapshot', valid: { node: 'cp-1', remotePath: RESTORE.remotePath, sha256: FAKE_SUM, revision: 8 }, fields: ['node', 'remotePath', 'sha256'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => checkRestoreSnapshot(a, any(i)) },
   { name: 'stopStaticPods', valid: { node: 'cp-1', timeoutSeconds: 5 }, fields: ['node', 'timeoutSeconds'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => stopStaticPods(a, any(i)) },
   { name: 'restoreEtcdMember', valid: { node: 'cp-1', member: { ...RESTORE.member }, remotePath: RESTORE.remotePath, initialCluster: RESTORE.initialCluster, bumpRevision: 1_000_000_000, tag: '1.33.7' },
@@ -311,7 +315,7 @@ describe('command builders under hostile input (seeded fuzz)', () => {
           }
           // Accepted (or refused only after reading the host): every command it built must be harmless.
           counts.accepted++;
-          for (const c of execs.filter((x) => x.argv[0] !== '<sftp download>')) {
+          for (const c of execs.filter((x) => !['<sftp download>', '<sftp upload>'].includes(x.argv[0] as string))) {
             for (const word of c.argv) {
               assert.ok(harmless(word), `${where}: argv word ${show(word)} in '${c.argv.join(' ')}' is not a validated value`);
               if (word.startsWith('-')) assert.ok(PRODUCT_OPTIONS.has(word), `${where}: option ${show(word)} injected into '${c.argv.join(' ')}'`);

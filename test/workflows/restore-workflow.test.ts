@@ -12,7 +12,7 @@ import { withMockedWorker } from '../helpers/workers.js';
 
 const MEMBERS: EtcdMember[] = ['cp-1', 'cp-2'].map((node, i) => ({ node, name: node, peerUrl: `https://10.0.0.${11 + i}:2380`, dataDir: '/var/lib/etcd' }));
 const PLAN: RestorePlan = {
-  snapshot: { hop: '1.33.7', remotePath: '/var/lib/skewless/snapshots/etcd-c-1.33.7.db', sha256: 'a'.repeat(64), revision: 812, takenAt: '2026-11-30T03:00:00.000Z' },
+  snapshot: { hop: '1.33.7', remotePath: '/var/lib/skewless/snapshots/etcd-c-1.33.7.db', localPath: '/snapshots/etcd-c-1.33.7.db', sha256: 'a'.repeat(64), revision: 812, takenAt: '2026-11-30T03:00:00.000Z' },
   members: MEMBERS, initialCluster: 'cp-1=https://10.0.0.11:2380,cp-2=https://10.0.0.12:2380', bumpRevision: 1_000_000_000, tag: '1.33.7',
 };
 
@@ -25,6 +25,7 @@ function mocks(calls: string[], hooks: Partial<Record<string, (node: string) => 
   return {
     findRunningUpgrade: async () => ({ running: false }),
     planRestore: async () => { calls.push('planRestore'); return PLAN; },
+    placeSnapshot: async (i) => { calls.push(`place ${i.node}`); return { node: i.node, remotePath: PLAN.snapshot.remotePath, placed: i.node !== 'cp-1' }; },
     checkRestoreSnapshot: async (i) => { await step('check')(i); return { node: i.node, remotePath: i.remotePath, sha256: i.sha256, revision: i.revision }; },
     stopStaticPods: async (i) => { await step('stop')(i); return { node: i.node, moved: [], parkedIn: '/x' }; },
     restoreEtcdMember: async (i) => {
@@ -60,7 +61,8 @@ describe('restoreWorkflow (mocked activities, real dev server)', () => {
     await withMockedWorker(env, mocks(calls), 'restore-ok', async (taskQueue) => {
       const handle = await start(taskQueue);
       const waiting = await until(handle, 'the gate', (s) => s.phase === 'gate');
-      assert.deepEqual(calls, ['planRestore', 'check cp-1', 'check cp-2'], 'nothing touched before the approval');
+      assert.deepEqual(calls, ['planRestore', 'place cp-1', 'check cp-1', 'place cp-2', 'check cp-2'], 'nothing touched before the approval but the snapshot\'s copy');
+      assert.ok(waiting.events.includes('cp-2: snapshot copied to /var/lib/skewless/snapshots/etcd-c-1.33.7.db'), waiting.events.join('\n'));
       assert.deepEqual(waiting.gates, [{ name: 'restore-1.33.7' }]);
       assert.match(waiting.loses ?? '', /after the snapshot of 2026-11-30T03:00:00.000Z \(etcd revisions above 812\)/);
       await assert.rejects(handle.executeUpdate(approveUpdate, { args: [{ gate: 'workers-1.33.7', by: 'x' }] }),
@@ -68,7 +70,7 @@ describe('restoreWorkflow (mocked activities, real dev server)', () => {
       await handle.executeUpdate(approveUpdate, { args: [{ gate: 'restore-1.33.7', by: 'dana', comment: 'roll back' }] });
       const result = await handle.result();
       assert.equal(result.phase, 'done', result.outcome);
-      assert.deepEqual(calls.slice(3), ['stop cp-1', 'stop cp-2', 'restore cp-1', 'restore cp-2', 'start cp-1', 'start cp-2', 'verify cp-1 1000000812', 'verify cp-2 1000000812', 'apiserver']);
+      assert.deepEqual(calls.slice(5), ['stop cp-1', 'stop cp-2', 'restore cp-1', 'restore cp-2', 'start cp-1', 'start cp-2', 'verify cp-1 1000000812', 'verify cp-2 1000000812', 'apiserver']);
       assert.equal(result.revision, 1_000_000_817);
       assert.deepEqual(result.members.map((m) => [m.node, m.phase, m.previousDataDir]), [['cp-1', 'started', '/var/lib/etcd.skewless-before-1.33.7'], ['cp-2', 'started', '/var/lib/etcd.skewless-before-1.33.7']]);
       assert.ok(result.events.some((e) => e === 'gate restore-1.33.7 approved by dana: roll back'), result.events.join('\n'));
@@ -99,7 +101,7 @@ describe('restoreWorkflow (mocked activities, real dev server)', () => {
       assert.ok(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure, String(err));
       assert.equal(err.cause.type, 'RestoreFailed');
       assert.match(err.cause.message, /while stopping: mv failed/);
-      assert.deepEqual(calls.slice(3), ['stop cp-1', 'stop cp-2', 'start cp-1'], 'cp-1, stopped, runs again on its old data; nothing restored');
+      assert.deepEqual(calls.slice(5), ['stop cp-1', 'stop cp-2', 'start cp-1'], 'cp-1, stopped, runs again on its old data; nothing restored');
     });
   });
 
