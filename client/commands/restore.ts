@@ -19,8 +19,9 @@ worker holds its verified copy and hash; with --snapshot too, that snapshot foun
 planes, still checked against its record), or any snapshot file on the control planes (--snapshot alone,
 an absolute path; hash and revision read from the first control plane). DESTRUCTIVE: everything written to the cluster after the snapshot is lost. Nothing
 is touched before the approval gate "restore-VERSION" (skewless approve NAME --gate restore-VERSION):
-the snapshot is checked on every control plane first (sha256 against the record, etcdutl snapshot
-status), and the gate says from when the data will be lost. Then, on each control plane in turn:
+the snapshot is checked on every control plane first (with --hop, the worker's copy is placed where
+it is missing; sha256 against the record, etcdutl snapshot status), and the gate says from when the
+data will be lost. Then, on each control plane in turn:
 the static pods are stopped (their manifests moved out of /etc/kubernetes/manifests), etcd is
 restored with etcdutl into a fresh data dir (each member under its own name and peer URL) and swapped
 in (the old data dir is kept beside it), the manifests go back; last, etcd's revision and the
