@@ -27,6 +27,11 @@ export interface RemoteShell {
   exec(node: string, argv: readonly string[], options: ExecOptions): Promise<ExecResult>;
   /** Copies a file off the node (SFTP) to a local path, atomically (temp file + rename). */
   download(node: string, remotePath: string, localPath: string, options: { timeoutMs: number; signal?: AbortSignal }): Promise<void>;
+  /**
+   * Copies a local file onto the node (SFTP, as the SSH user, mode 0600) at a path that user may
+   * write (/tmp); root moves it into place. Optional: a shell without it cannot place a snapshot.
+   */
+  upload?(node: string, localPath: string, remotePath: string, options: { timeoutMs: number; signal?: AbortSignal }): Promise<void>;
 }
 
 /** Everything the worker holds for one cluster. */

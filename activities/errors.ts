@@ -42,6 +42,10 @@ export const ErrorType = {
   Unhealthy: 'Unhealthy',
   /** A verification failed (snapshot status, hash): the artefact cannot be trusted. */
   VerificationFailed: 'VerificationFailed',
+  /** The etcd snapshot to restore is not where it should be (the worker's record, or the file on a control plane). */
+  SnapshotMissing: 'SnapshotMissing',
+  /** A restore step found etcd still running where it must be stopped first. */
+  StaticPodsRunning: 'StaticPodsRunning',
 } as const;
 
 export type ErrorTypeName = (typeof ErrorType)[keyof typeof ErrorType];

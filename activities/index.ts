@@ -3,6 +3,7 @@ import type { ClusterResolver } from './cluster-access.js';
 import { describeWorker } from './describe-worker.js';
 import { createDrainActivities } from './drain.js';
 import { ErrorType } from './errors.js';
+import { createRestoreActivities } from './etcd-restore.js';
 import { createEtcdActivities } from './etcd-snapshot.js';
 import { findRunningUpgrade } from './find-running-upgrade.js';
 import { createHealthActivities } from './health.js';
@@ -40,6 +41,7 @@ export function createActivities(deps: ActivityDeps = {}) {
     ...createHostActivities({ clusters }),
     ...createEtcdActivities({ clusters }),
     ...createMaintenanceActivities({ clusters }),
+    ...createRestoreActivities({ clusters }),
   };
 }
 

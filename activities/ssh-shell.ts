@@ -183,5 +183,27 @@ export function createSshShell(config: ClusterConfig, resolveAddress: AddressRes
         throw err;
       });
     },
+    upload(node, localPath, remotePath, options): Promise<void> {
+      return withConnection(config, resolveAddress, node, options.signal, (client) => {
+        let close: () => void = () => undefined;
+        return bounded<void>(({ done, failed }) => {
+          client.sftp((err, sftp) => {
+            if (err) return failed(unreachable(node, `no SFTP: ${err.message}`));
+            close = () => sftp.end();
+            // 0600 from the start: a snapshot holds the cluster's secrets.
+            sftp.fastPut(localPath, remotePath, { concurrency: 8, mode: 0o600 }, (e) => {
+              if (!e) return done();
+              const code = (e as { code?: number }).code;
+              failed(code === 2 || code === 3
+                ? ApplicationFailure.create({ type: ErrorType.HostCommandFailed, nonRetryable: true, message: `cannot copy ${localPath} onto ${node} at ${remotePath}: ${e.message}` })
+                : unreachable(node, `copying to ${remotePath}: ${e.message}`));
+            });
+          });
+          client.once('close', () => failed(unreachable(node, `connection lost while copying to ${remotePath}`)));
+        }, options.timeoutMs, options.signal,
+        () => ApplicationFailure.create({ type: ErrorType.HostCommandTimedOut, message: `copying onto ${node} at ${remotePath} did not finish within ${Math.round(options.timeoutMs / 1000)} s` }),
+        () => close());
+      });
+    },
   };
 }

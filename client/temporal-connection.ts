@@ -1,6 +1,7 @@
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { CONNECTION_FLAGS, connectionOptions, connectionSettings, redactSecrets, UnreachableError, type ConnectionFlags } from '../worker/config.js';
 import { payloadCodec } from '../worker/payload-codec.js';
+import { restoreWorkflowId } from '../workflows/restore-messages.js';
 import { registerSecret, UsageError } from './cli-support.js';
 
 export { UnreachableError };
@@ -40,26 +41,37 @@ export function clusterName(value: string | undefined, flag = 'NAME'): string {
 export const upgradeWorkflowId = (cluster: string) => `upgrade/${cluster}`;
 export const maintainWorkflowId = (cluster: string) => `maintain/${cluster}`;
 
-/** The rollouts the operator controls take (`--workflow`): the upgrade and OS maintenance of a cluster. */
-export const ROLLOUT_WORKFLOWS = { upgrade: upgradeWorkflowId, maintain: maintainWorkflowId } as const;
+/**
+ * The runs the operator controls take (`--workflow`): the upgrade, OS maintenance and the etcd restore
+ * of a cluster. The restore has its own status (restoreStatus) and nothing to resolve or watch node by node.
+ */
+export const ROLLOUT_WORKFLOWS = { upgrade: upgradeWorkflowId, maintain: maintainWorkflowId, restore: restoreWorkflowId } as const;
 export type RolloutKind = keyof typeof ROLLOUT_WORKFLOWS;
+const ALL_KINDS = Object.keys(ROLLOUT_WORKFLOWS) as RolloutKind[];
+/** The rollouts of nodes (status query, resolve, node workflows): what watch, history and resolve take. */
+export const NODE_ROLLOUTS: readonly RolloutKind[] = ['upgrade', 'maintain'];
 
-/** `--workflow upgrade|maintain`, checked before Temporal is contacted. */
-export function rolloutKind(value: string | undefined): RolloutKind | undefined {
+/** `--workflow KIND` (one of `kinds`), checked before Temporal is contacted. */
+export function rolloutKind(value: string | undefined, kinds: readonly RolloutKind[] = ALL_KINDS): RolloutKind | undefined {
   if (value === undefined) return undefined;
-  if (!Object.hasOwn(ROLLOUT_WORKFLOWS, value)) throw new UsageError(`--workflow must be upgrade or maintain, got ${JSON.stringify(value)}`);
+  if (!(kinds as readonly string[]).includes(value)) {
+    const names = `${kinds.slice(0, -1).join(', ')} or ${kinds[kinds.length - 1] ?? ''}`;
+    throw new UsageError(`--workflow must be ${names}, got ${JSON.stringify(value)}`);
+  }
   return value as RolloutKind;
 }
 
 /**
- * Which of the cluster's rollouts a control (status, watch, approve, resolve, pause, resume, abort)
- * means: the one named with --workflow; else the one running (the upgrade first); else the one
- * started last; else the upgrade (whose "not found" the caller reports).
+ * Which of the cluster's runs a control (status, watch, approve, resolve, pause, resume, abort)
+ * means: the one named with --workflow; else, among `kinds`, the one running (in `kinds` order);
+ * else the one started last; else the upgrade (whose "not found" the caller reports).
  */
-export async function rolloutWorkflowId(client: Client, cluster: string, kind: RolloutKind | undefined): Promise<{ kind: RolloutKind; workflowId: string }> {
+export async function rolloutWorkflowId(
+  client: Client, cluster: string, kind: RolloutKind | undefined, kinds: readonly RolloutKind[] = ALL_KINDS,
+): Promise<{ kind: RolloutKind; workflowId: string }> {
   if (kind) return { kind, workflowId: ROLLOUT_WORKFLOWS[kind](cluster) };
   const found: { kind: RolloutKind; running: boolean; start: number }[] = [];
-  for (const k of Object.keys(ROLLOUT_WORKFLOWS) as RolloutKind[]) {
+  for (const k of kinds) {
     try {
       const d = await client.workflow.getHandle(ROLLOUT_WORKFLOWS[k](cluster)).describe();
       found.push({ kind: k, running: d.status.name === 'RUNNING', start: d.startTime.getTime() });

@@ -11,6 +11,8 @@ import { applyRbacManifest, RBAC_MANIFEST_PATH, readRbacManifest, subjectsOf } f
 import { recordVersions } from './cluster/version-recorder.js';
 import type { SimDescription } from './description.js';
 import { startHostSimulator } from './hosts/host-simulator.js';
+import { hostDir } from './hosts/host-state.js';
+import { staticPodModel } from './cluster/static-pods.js';
 
 type HostSimulator = Awaited<ReturnType<typeof startHostSimulator>>;
 
@@ -95,7 +97,11 @@ export async function startSimulation(description: SimDescription, options: Simu
   const { stateDir } = options;
   mkdirSync(stateDir, { recursive: true });
   const binaries = options.binaries ?? ensureSimBinaries();
-  const controlPlane = await startControlPlane({ stateDir: join(stateDir, 'cluster'), binaries, clusterName: description.name });
+  // The real etcd is the first control plane's member: it serves that host's /var/lib/etcd.
+  const controlPlaneNodes = description.nodes.filter((n) => n.role === 'control-plane').map((n) => n.name);
+  const primary = controlPlaneNodes[0];
+  const etcdDataDir = primary === undefined ? undefined : join(hostDir(stateDir, primary), 'root', 'var', 'lib', 'etcd');
+  const controlPlane = await startControlPlane({ stateDir: join(stateDir, 'cluster'), binaries, clusterName: description.name, ...(etcdDataDir ? { etcdDataDir } : {}) });
   let hosts: HostSimulator | undefined;
   try {
     const kube = kubeClients(controlPlane.kubeconfig);
@@ -103,8 +109,10 @@ export async function startSimulation(description: SimDescription, options: Simu
     await populateCluster(kube, description, options.timeoutMs);
     const recorder = recordVersions(kubeEffects(kube), kube, stateDir);
     await recorder.record('initial');
+    const staticPods = staticPodModel(controlPlane, controlPlaneNodes, (err) => console.error(`[sim/static-pods] ${err.message}`));
     hosts = await startHostSimulator({
       stateDir,
+      staticPods,
       user: description.ssh.user,
       rebootSeconds: description.rebootSeconds,
       effects: recorder.effects,

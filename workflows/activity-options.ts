@@ -17,7 +17,7 @@ import type { Activities } from '../activities/index.js';
 const WORKER_LOST = '20 seconds';
 
 /** Failure types no retry can fix, for every profile. */
-const NEVER_RETRY = ['Forbidden', 'Invalid', 'ClusterConfigInvalid', 'HostKeyMismatch', 'VersionNotAvailable', 'DrainRefused', 'VerificationFailed'];
+const NEVER_RETRY = ['Forbidden', 'Invalid', 'ClusterConfigInvalid', 'HostKeyMismatch', 'VersionNotAvailable', 'DrainRefused', 'VerificationFailed', 'SnapshotMissing', 'StaticPodsRunning'];
 
 /** Short, read-only calls that answer in seconds. */
 export const quickRead: ActivityOptions = {
@@ -134,6 +134,15 @@ export const PROFILE_OF = {
   snapshotEtcd: etcdSnapshot,
   planMaintenance: kubeRead,
   runMaintenanceCommand: maintenanceCommand,
+  // The restore (workflows/restore-workflow.ts): reads and moves on hosts, etcdutl bounded like a snapshot.
+  planRestore: hostCommand,
+  placeSnapshot: etcdSnapshot,
+  checkRestoreSnapshot: hostCommand,
+  stopStaticPods: hostCommand,
+  restoreEtcdMember: etcdSnapshot,
+  startStaticPods: hostCommand,
+  verifyEtcdRestore: hostCommand,
+  verifyRestoredApiserver: hostCommand,
 } satisfies Record<keyof Activities, ActivityOptions>;
 
 /** Profiles of steps that run on a host: the ones the policy's host retry budget applies to. */

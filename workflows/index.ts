@@ -6,3 +6,4 @@ export { planClusterWorkflow } from './plan-cluster-workflow.js';
 export { scheduledUpgradeWorkflow } from './scheduled-upgrade-workflow.js';
 export { maintainWorkflow } from './maintain-workflow.js';
 export { fleetUpgradeWorkflow } from './fleet-upgrade-workflow.js';
+export { restoreWorkflow } from './restore-workflow.js';

@@ -37,4 +37,12 @@ export const SUMMARY_OF: Summaries = {
   snapshotEtcd: (i) => `etcd snapshot on ${i.node} before ${v(i.hop)}`,
   planMaintenance: (i) => `plan maintenance of ${i.selector === undefined ? `${i.nodes?.length ?? 0} nodes` : `nodes ${i.selector}`}`,
   runMaintenanceCommand: (i) => `run the maintenance command on ${i.node}`,
+  planRestore: (i) => `plan the etcd restore of ${i.cluster} from ${i.hop ? `the snapshot before ${v(i.hop)}` : i.snapshotPath ?? 'a snapshot'}`,
+  placeSnapshot: (i) => `place the etcd snapshot of ${v(i.hop)} on ${i.node}`,
+  checkRestoreSnapshot: (i) => `check the etcd snapshot on ${i.node}`,
+  stopStaticPods: (i) => `stop the static pods on ${i.node}`,
+  restoreEtcdMember: (i) => `etcdutl snapshot restore on ${i.node} (member ${i.member.name})`,
+  startStaticPods: (i) => `start the static pods on ${i.node}`,
+  verifyEtcdRestore: (i) => `verify etcd's restored revision on ${i.node}`,
+  verifyRestoredApiserver: (i) => `wait for the apiserver of ${i.cluster} after the restore`,
 };

@@ -3,7 +3,7 @@ import { CONNECTION_HELP } from '../../worker/config.js';
 import { decodeEncryptedPayloads } from '../../worker/payload-codec.js';
 import { auditTrail, trailToText, type RunHistory } from '../audit-trail.js';
 import { EXIT, outputFormat, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
-import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 
 export const historyHelp = `Usage: skewless history NAME [--workflow upgrade|maintain] [--output json|text] [connection options]
 
@@ -96,11 +96,11 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
   const output = outputFormat(values.output);
   const cluster = clusterName(positionals[0]);
   if (positionals.length > 1) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[1])}`);
-  const kind = rolloutKind(values.workflow);
+  const kind = rolloutKind(values.workflow, NODE_ROLLOUTS);
   const { client, close } = await connectClient(values);
   try {
     let runs;
-    const { kind: found, workflowId } = await rolloutWorkflowId(client, cluster, kind);
+    const { kind: found, workflowId } = await rolloutWorkflowId(client, cluster, kind, NODE_ROLLOUTS);
     try {
       runs = await fetchUpgradeRuns(client, cluster, workflowId);
     } catch (err) {

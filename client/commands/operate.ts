@@ -7,11 +7,13 @@ import { CONNECTION_HELP } from '../../worker/config.js';
 import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { printJson } from '../output.js';
 import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
-import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, type RolloutKind } from '../temporal-connection.js';
 import { gateName, namespacedName, nodeName, onlyPositional } from '../input-checks.js';
+import { restoreStatusQuery, type RestoreStatus } from '../../workflows/restore-messages.js';
 
-const WORKFLOW_HELP = `--workflow upgrade|maintain: which of the cluster's runs (upgrade/NAME or the OS maintenance
-maintain/NAME); default: the one running, else the one started last.`;
+const WORKFLOW_HELP = `--workflow upgrade|maintain|restore: which of the cluster's runs (upgrade/NAME, the OS maintenance
+maintain/NAME, or the etcd restore restore/NAME of skewless restore, which has nothing to resolve); default:
+the one running, else the one started last; approving a gate named restore-... means the restore.`;
 const withConnection = (help: string) => `${help}\n\n${WORKFLOW_HELP}\n\n${CONNECTION_HELP}`;
 
 const SIGNAL_JSON = '--output json: {cluster, workflowId, action, by, reason, status (the upgrade\'s status after)}.';
@@ -39,13 +41,26 @@ Answers what an upgrade waits for (skewless status shows it and the answers it t
 
 type Verb = keyof typeof operateHelp;
 
+/** What each kind of run is called in "no running ...". */
+const RUN_NOUN: Record<RolloutKind, string> = { upgrade: 'upgrade', maintain: 'maintenance', restore: 'restore' };
+
 const who = (by: string | undefined) => by ?? process.env.USER ?? 'operator';
 
 /**
  * The upgrade's status once the operator's message is in (a query after a signal or update sees
  * its effect); null if the query cannot be answered (no worker), since the action itself went through.
  */
-const statusAfter = (handle: WorkflowHandle): Promise<UpgradeStatus | null> => handle.query(statusQuery).catch(() => null);
+const statusAfter = (handle: WorkflowHandle, restore = false): Promise<UpgradeStatus | RestoreStatus | null> =>
+  (restore ? handle.query(restoreStatusQuery) : handle.query(statusQuery)).catch(() => null);
+
+/** `skewless status NAME --workflow restore`: the restore's phase, each control plane's step, its gate and snapshot. */
+function printRestoreStatus(io: CommandIo, cluster: string, s: RestoreStatus): void {
+  io.out(`${cluster}: restore ${s.phase}${s.paused ? ', paused' : ''}${s.revision !== undefined ? `, etcd at revision ${s.revision}` : ''}`);
+  if (s.snapshot) io.out(`  snapshot ${s.snapshot.remotePath} (revision ${s.snapshot.revision}, sha256 ${s.snapshot.sha256}${s.snapshot.takenAt ? `, taken ${s.snapshot.takenAt}` : ''})`);
+  for (const m of s.members) io.out(`  ${m.node.padEnd(16)} member ${m.name.padEnd(16)} ${m.phase}${m.previousDataDir ? ` (old data in ${m.previousDataDir})` : ''}`);
+  for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : `waiting; approving it loses ${s.loses ?? 'everything written since the snapshot'}`}`);
+  if (s.outcome) io.out(`  ${s.outcome}`);
+}
 
 export function operateCommand(verb: Verb) {
   return async (args: string[], io: CommandIo): Promise<number> => {
@@ -59,7 +74,7 @@ export function operateCommand(verb: Verb) {
     }
     const output = outputFormat(values.output);
     const cluster = clusterName(onlyPositional(positionals));
-    const kind = rolloutKind(values.workflow);
+    let kind = rolloutKind(values.workflow);
     let resolution: UpgradeResolution | undefined;
     if (verb === 'resolve') {
       const node = values.node;
@@ -81,13 +96,23 @@ export function operateCommand(verb: Verb) {
       } else throw new UsageError(`--action must be retry, skip, force or abort, got ${JSON.stringify(action)}`);
     }
     const gate = verb === 'approve' ? gateName(requireOption(values.gate, '--gate')) : undefined;
+    // A gate named restore-... is the restore's (skewless restore names its gate so).
+    if (kind === undefined && gate?.startsWith('restore-')) kind = 'restore';
+    if (kind === 'restore' && verb === 'resolve') throw new UsageError('a restore has nothing to resolve: approve its gate, or abort it');
+    // resolve never picks a restore by itself: only the runs it can answer are looked for.
+    const candidates = verb === 'resolve' ? NODE_ROLLOUTS : undefined;
 
     const { client, close } = await connectClient(values);
     let run: Awaited<ReturnType<typeof rolloutWorkflowId>> = { kind: kind ?? 'upgrade', workflowId: '' };
     try {
-      run = await rolloutWorkflowId(client, cluster, kind);
+      run = await rolloutWorkflowId(client, cluster, kind, candidates);
+      const restore = run.kind === 'restore';
       const handle = client.workflow.getHandle(run.workflowId);
-      if (verb === 'status') {
+      if (verb === 'status' && restore) {
+        const s = await handle.query(restoreStatusQuery);
+        if (output === 'json') printJson(io, s, true);
+        else printRestoreStatus(io, cluster, s);
+      } else if (verb === 'status') {
         const s = await handle.query(statusQuery);
         if (output === 'json') printJson(io, s, true);
         else if ((s as unknown as MaintenanceStatus).kind === 'maintenance') printMaintenance(io, cluster, s as unknown as MaintenanceStatus);
@@ -104,7 +129,7 @@ export function operateCommand(verb: Verb) {
         }
       } else if (verb === 'approve') {
         const g = await handle.executeUpdate(approveUpdate, { args: [{ gate: gate as string, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) }] });
-        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, gate: g, status: await statusAfter(handle) });
+        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, gate: g, status: await statusAfter(handle, restore) });
         else io.out(`gate ${g.name} approved by ${g.approvedBy}`);
       } else if (verb === 'resolve') {
         const r = resolution as UpgradeResolution;
@@ -120,12 +145,12 @@ export function operateCommand(verb: Verb) {
         const signal = { pause: pauseSignal, resume: resumeSignal, abort: abortSignal }[verb];
         const sent = { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) };
         await handle.signal(signal, sent);
-        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, ...sent, status: await statusAfter(handle) });
+        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, ...sent, status: await statusAfter(handle, restore) });
         else io.out(`${verb} sent to ${handle.workflowId}`);
       }
       return EXIT.ok;
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running ${run.kind === 'maintain' ? 'maintenance' : 'upgrade'} of ${cluster}`);
+      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running ${RUN_NOUN[run.kind]} of ${cluster}`);
       if (err instanceof WorkflowUpdateFailedError) throw new UsageError(`refused: ${err.cause?.message ?? err.message}`);
       throw err;
     } finally {

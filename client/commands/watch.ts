@@ -5,7 +5,7 @@ import { blockText, haltLines, resolveHint } from '../block-text.js';
 import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
 import { OUTPUT_OPTION, outputFormat, printRecord, spinner, type Output } from '../output.js';
 import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
-import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 import { onlyPositional } from '../input-checks.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 
@@ -203,10 +203,10 @@ export async function watchCommand(args: string[], io: CommandIo): Promise<numbe
   }
   const output = outputFormat(values.output);
   const cluster = clusterName(onlyPositional(positionals));
-  const kind = rolloutKind(values.workflow);
+  const kind = rolloutKind(values.workflow, NODE_ROLLOUTS);
   const { client, close } = await connectClient(values);
   try {
-    const { workflowId } = await rolloutWorkflowId(client, cluster, kind);
+    const { workflowId } = await rolloutWorkflowId(client, cluster, kind, NODE_ROLLOUTS);
     return await watchUpgrade(client, cluster, io, { output, workflowId });
   } finally {
     await close();

@@ -23,6 +23,10 @@ export interface ControlPlane {
   processes: Record<'etcd' | 'apiserver' | 'controllerManager' | 'scheduler' | 'kwok', ManagedProcess>;
   /** Stops the apiserver and starts it again (a control-plane fault). */
   restartApiserver(): Promise<void>;
+  /** Waits until etcd answers /health (after a start by the static-pod model). */
+  etcdHealthy(): Promise<void>;
+  /** Waits until the apiserver answers /readyz. */
+  apiserverReady(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -30,6 +34,12 @@ export interface ControlPlaneOptions {
   stateDir: string;
   binaries: SimBinaries;
   clusterName: string;
+  /**
+   * etcd's data dir: by default inside the control plane's state dir; the simulation puts it in the
+   * first control-plane host's root at /var/lib/etcd, the hostPath of that host's etcd manifest, so a
+   * restore on the host (etcdutl into a fresh dir, swap) changes what the real etcd serves.
+   */
+  etcdDataDir?: string;
 }
 
 const QPS = ['--kube-api-qps=500', '--kube-api-burst=1000'];
@@ -37,7 +47,7 @@ const QPS = ['--kube-api-qps=500', '--kube-api-burst=1000'];
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
   const { stateDir, binaries, clusterName } = options;
   const logs = join(stateDir, 'logs');
-  const data = join(stateDir, 'etcd-data');
+  const data = options.etcdDataDir ?? join(stateDir, 'etcd-data');
   mkdirSync(logs, { recursive: true });
   const pki = ensurePki(join(stateDir, 'pki'));
   const [etcdPort, etcdPeer, apiPort, kcmPort, schedPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
@@ -120,12 +130,15 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       return (await httpGet(`${server}/readyz`, tls)).body === 'ok';
     }, 120_000);
 
-  try {
-    launch(etcd);
-    await waitFor('etcd /health', async () => {
+  const etcdHealthy = () =>
+    waitFor('etcd /health', async () => {
       etcd.assertAlive();
       return (await httpGet(`${etcdEndpoint}/health`)).body.includes('"health":"true"');
     });
+
+  try {
+    launch(etcd);
+    await etcdHealthy();
     launch(apiserver);
     await apiserverReady();
     launch(controllerManager);
@@ -159,6 +172,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       apiserver.start();
       await apiserverReady();
     },
+    etcdHealthy,
+    apiserverReady,
     async stop() {
       await stop();
       rmSync(join(stateDir, 'apiserver-certs'), { recursive: true, force: true });

@@ -51,11 +51,13 @@ export class ManagedProcess {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  start(): void {
+  /** `extraArgs` for this start only (etcd's --force-new-cluster after a restore, sim/cluster/static-pods.ts). */
+  start(extraArgs: readonly string[] = []): void {
     watchSignals();
     const fd = openSync(this.logFile, 'a');
     try {
-      const [command, args] = dieWithParent ? [SETPRIV, ['--pdeathsig', 'KILL', '--', this.command, ...this.args]] : [this.command, this.args];
+      const argv = [...this.args, ...extraArgs];
+      const [command, args] = dieWithParent ? [SETPRIV, ['--pdeathsig', 'KILL', '--', this.command, ...argv]] : [this.command, argv];
       this.child = spawn(command, args, { stdio: ['ignore', fd, fd], env: this.env });
     } finally {
       closeSync(fd);

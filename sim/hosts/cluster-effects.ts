@@ -25,3 +25,15 @@ export interface EtcdTools {
   etcdctl: string;
   etcdutl: string;
 }
+
+/**
+ * The kubelet's static pods on control-plane hosts (sim/cluster/static-pods.ts): the host tells the
+ * model which manifests /etc/kubernetes/manifests holds after a command changed it, and asks which
+ * static pods run (for pgrep).
+ */
+export interface StaticPodHooks {
+  /** The manifests (file names) now in /etc/kubernetes/manifests on `node`. */
+  changed(node: string, manifests: readonly string[]): void;
+  /** The static pods (`etcd`, `kube-apiserver`, ...) running on `node` now. */
+  running(node: string): string[];
+}

@@ -1,9 +1,9 @@
 // One simulated machine: its stored state plus what outlives a single command — the kubelet's
 // lifecycle (a restart returns at once, the node turns Ready later) and reboots.
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, posix } from 'node:path';
-import type { ClusterEffects, EtcdTools } from './cluster-effects.js';
+import type { ClusterEffects, EtcdTools, StaticPodHooks } from './cluster-effects.js';
 import { CommandFaults } from './faults.js';
 import { toKubernetesVersion, type HostState, type HostStore } from './host-state.js';
 
@@ -18,6 +18,8 @@ export interface MachineConfig {
   user: string;
   effects: ClusterEffects;
   etcd?: EtcdTools;
+  /** The kubelet's static pods (control planes only): absent, manifests change nothing. */
+  staticPods?: StaticPodHooks;
   /** How long a reboot keeps the host unreachable when latencies.reboot is not set. */
   rebootMs: number;
   /** Whether commands that need root fail without `sudo`, as on a real host. */
@@ -60,6 +62,8 @@ export class HostMachine {
   private shutDown = false;
   /** Bumped by every stop/start/reboot so a late answer from an older start changes nothing. */
   private generation = 0;
+  /** The static-pod manifests last seen in /etc/kubernetes/manifests (joined), undefined before the first look. */
+  private manifestsSeen: string | undefined;
 
   constructor(
     readonly store: HostStore,
@@ -116,6 +120,22 @@ export class HostMachine {
       s.owners = owners;
     });
   }
+  /** `mv`: owners recorded at `from` or under it now belong to the same paths under `to`. */
+  moveOwners(from: string, to: string): void {
+    const [src, dst] = [this.ownerKey(from), this.ownerKey(to)];
+    const owners = this.state.owners ?? {};
+    const moved = Object.keys(owners).filter((k) => k === dst || k.startsWith(`${dst}/`) || k === src || k.startsWith(`${src}/`));
+    if (moved.length === 0) return;
+    this.store.update((s) => {
+      const next: Record<string, string> = {};
+      for (const [k, v] of Object.entries(s.owners ?? {})) {
+        if (k === dst || k.startsWith(`${dst}/`)) continue; // replaced
+        if (k === src || k.startsWith(`${src}/`)) next[dst + k.slice(src.length)] = v;
+        else next[k] = v;
+      }
+      s.owners = next;
+    });
+  }
   /**
    * Whether a file may be opened for reading: by root always; by the login user when its mode lets
    * others read it, or the user owns it and the owner may read it (root's group bits do not apply).
@@ -157,8 +177,30 @@ export class HostMachine {
     this.later(delayMs, () => this.reportStarted(version, generation, 1));
   }
 
+  /**
+   * The kubelet's view of /etc/kubernetes/manifests: after a command, a control plane whose manifests
+   * changed tells the static-pod model, which stops or starts the processes. `always`: report even
+   * an unchanged dir (the first look of a new simulator process, which assumes every pod runs).
+   */
+  noticeManifests(always = false): void {
+    const hooks = this.config.staticPods;
+    if (!hooks || this.state.role !== 'control-plane') return;
+    const dir = this.hostPath('/etc/kubernetes/manifests');
+    const manifests = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort() : [];
+    const seen = manifests.join(',');
+    if (seen === this.manifestsSeen && !always) return;
+    this.manifestsSeen = seen;
+    hooks.changed(this.name, manifests);
+  }
+
+  /** The static pods running on this host (`etcd`, `kube-apiserver`, ...), for pgrep. */
+  get staticPods(): string[] {
+    return this.config.staticPods?.running(this.name) ?? [];
+  }
+
   /** Finishes a kubelet start a previous simulator process left half done. */
   resume(): void {
+    this.noticeManifests(true);
     if (this.state.kubelet.startingVersion !== null) this.startKubelet(0);
   }
 

@@ -11,6 +11,8 @@ export interface SeedSpec {
   installed: Record<PackageName, string>;
   /** apt holds; kubeadm's install guide holds all three. */
   held?: readonly PackageName[];
+  /** The node's (modelled) address, in a control plane's etcd manifest. */
+  address?: string;
 }
 
 const OS_RELEASE = `PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
@@ -25,8 +27,62 @@ BUG_REPORT_URL="https://bugs.debian.org/"
 `;
 
 /** kubeadm's etcd TLS files on a control plane: placeholders, checked for existence by the etcdctl shim. */
-const CONTROL_PLANE_FILES = ['/etc/kubernetes/admin.conf', '/etc/kubernetes/manifests/etcd.yaml',
+const CONTROL_PLANE_FILES = ['/etc/kubernetes/admin.conf',
   ...['ca', 'server', 'peer', 'healthcheck-client'].flatMap((n) => [`/etc/kubernetes/pki/etcd/${n}.crt`, `/etc/kubernetes/pki/etcd/${n}.key`])];
+
+/**
+ * kubeadm's etcd static pod manifest, trimmed to what matters here: the member's name, its URLs and
+ * its data dir (the etcd-data hostPath). The kubelet model (sim/cluster/static-pods.ts) runs or stops
+ * the real etcd as the primary's manifest comes and goes.
+ */
+export function etcdManifest(name: string, address: string): string {
+  const flags = [
+    `--advertise-client-urls=https://${address}:2379`, '--cert-file=/etc/kubernetes/pki/etcd/server.crt', '--client-cert-auth=true',
+    '--data-dir=/var/lib/etcd', `--initial-advertise-peer-urls=https://${address}:2380`, `--initial-cluster=${name}=https://${address}:2380`,
+    '--key-file=/etc/kubernetes/pki/etcd/server.key', `--listen-client-urls=https://127.0.0.1:2379,https://${address}:2379`,
+    `--listen-peer-urls=https://${address}:2380`, `--name=${name}`, '--peer-cert-file=/etc/kubernetes/pki/etcd/peer.crt',
+    '--peer-client-cert-auth=true', '--peer-key-file=/etc/kubernetes/pki/etcd/peer.key', '--peer-trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt',
+    '--snapshot-count=10000', '--trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt',
+  ];
+  return `apiVersion: v1
+kind: Pod
+metadata:
+  annotations:
+    kubeadm.kubernetes.io/etcd.advertise-client-urls: https://${address}:2379
+  labels:
+    component: etcd
+    tier: control-plane
+  name: etcd
+  namespace: kube-system
+spec:
+  containers:
+  - command:
+    - etcd
+${flags.map((f) => `    - ${f}`).join('\n')}
+    image: registry.k8s.io/etcd:3.6.4-0
+    name: etcd
+    volumeMounts:
+    - mountPath: /var/lib/etcd
+      name: etcd-data
+    - mountPath: /etc/kubernetes/pki/etcd
+      name: etcd-certs
+  hostNetwork: true
+  priorityClassName: system-node-critical
+  volumes:
+  - hostPath:
+      path: /etc/kubernetes/pki/etcd
+      type: DirectoryOrCreate
+    name: etcd-certs
+  - hostPath:
+      path: /var/lib/etcd
+      type: DirectoryOrCreate
+    name: etcd-data
+`;
+}
+
+/** The other control-plane manifests: their presence is what counts (the kubelet runs what is there). */
+const componentManifest = (component: string): string =>
+  `apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    component: ${component}\n    tier: control-plane\n  name: ${component}\n  namespace: kube-system\nspec:\n  containers:\n  - command:\n    - ${component}\n    name: ${component}\n  hostNetwork: true\n`;
 
 export function seedHost(stateDir: string, spec: SeedSpec, user: string): HostStore {
   for (const p of PACKAGES) if (!spec.installed[p]) throw new Error(`sim: host ${spec.name}: installed.${p} is missing`);
@@ -42,12 +98,18 @@ export function seedHost(stateDir: string, spec: SeedSpec, user: string): HostSt
     nodeConfigVersion: null,
   });
   const files: Record<string, string> = { '/etc/os-release': OS_RELEASE, '/etc/hostname': `${spec.name}\n` };
-  if (spec.role === 'control-plane') for (const f of CONTROL_PLANE_FILES) files[f] = `# placeholder for ${f} (simulated host)\n`;
+  if (spec.role === 'control-plane') {
+    for (const f of CONTROL_PLANE_FILES) files[f] = `# placeholder for ${f} (simulated host)\n`;
+    files['/etc/kubernetes/manifests/etcd.yaml'] = etcdManifest(spec.name, spec.address ?? '10.0.0.11');
+    for (const c of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']) files[`/etc/kubernetes/manifests/${c}.yaml`] = componentManifest(c);
+  }
   for (const [path, content] of Object.entries(files)) {
     const file = store.hostPath(path);
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, content, { mode: path.endsWith('.key') ? 0o600 : 0o644 });
   }
   for (const dir of [`/home/${user}`, '/tmp', '/var/lib']) mkdirSync(store.hostPath(dir), { recursive: true });
+  // etcd's data dir: the primary's is the real etcd's (sim/cluster/static-pods.ts), the others' stay empty.
+  if (spec.role === 'control-plane') mkdirSync(store.hostPath('/var/lib/etcd'), { recursive: true, mode: 0o700 });
   return store;
 }

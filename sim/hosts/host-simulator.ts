@@ -3,7 +3,7 @@
 // the endpoint. Everything a host remembers lives under the state dir, so a new process continues.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ClusterEffects, EtcdTools } from './cluster-effects.js';
+import type { ClusterEffects, EtcdTools, StaticPodHooks } from './cluster-effects.js';
 import { execOnChannel, type CommandObserver, type HangupPolicy } from './command-runner.js';
 import { isCommandFault, validateFault, type Fault } from './faults.js';
 import { HostEndpoint } from './host-endpoint.js';
@@ -34,6 +34,8 @@ export interface HostSimulatorOptions {
   user?: string;
   effects: ClusterEffects;
   etcd?: EtcdTools;
+  /** The kubelet's static pods on control planes (sim/cluster/static-pods.ts); absent: manifests change nothing. */
+  staticPods?: StaticPodHooks;
   /** Downtime of a reboot unless a host's latencies.reboot says otherwise (default 1). */
   rebootSeconds?: number;
   /** Commands that need root fail without `sudo` (default true). */
@@ -89,6 +91,9 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
   const clientKey = ensureClientKey(stateDir, user);
   const knownHostsPath = join(stateDir, 'known_hosts');
 
+  // A modelled address per control plane, for its etcd manifest's peer and client URLs.
+  const controlPlanes = options.hosts.filter((h) => h.role === 'control-plane').map((h) => h.name);
+  const addressOf = (spec: HostSpec): string => `10.0.0.${11 + Math.max(0, controlPlanes.indexOf(spec.name))}`;
   const running = new Map<string, Running>();
   const listeners = new Set<CommandObserver>();
   let hangup = options.hangup;
@@ -105,10 +110,10 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
   const channelOptions = { observe, hangup: (host: string, command: string) => hangup?.(host, command) ?? 'dies' } as const;
   for (const spec of options.hosts) {
     const existing = HostStore.open(stateDir, spec.name);
-    const store = existing ?? seedHost(stateDir, spec, user);
+    const store = existing ?? seedHost(stateDir, { ...spec, address: addressOf(spec) }, user);
     const keys = ensureHostKey(store.dir, spec.name);
     const machine = new HostMachine(store, {
-      repository: spec.repository, latencies: spec.latencies ?? {}, user, effects, etcd: options.etcd,
+      repository: spec.repository, latencies: spec.latencies ?? {}, user, effects, etcd: options.etcd, ...(options.staticPods ? { staticPods: options.staticPods } : {}),
       rebootMs: (options.rebootSeconds ?? 1) * 1000, requireSudo: options.requireSudo ?? true, onError,
     });
     const endpoint = new HostEndpoint({

@@ -1,5 +1,6 @@
 // What runs on each simulated host right now, for `pgrep`: one process per command step in flight,
-// including one whose SSH client has gone and that runs on (HangupPolicy `finishes`).
+// including one whose SSH client has gone and that runs on (HangupPolicy `finishes`), and on a
+// control plane the static pods the kubelet runs (etcd, kube-apiserver, ...: sim/cluster/static-pods.ts).
 import type { HostMachine } from './host-machine.js';
 
 export interface SimProcess {
@@ -22,6 +23,10 @@ export function startProcess(machine: HostMachine, argv: readonly string[]): () 
   return () => void table.delete(pid);
 }
 
+/** Stable pids for the static pods (kubelet-run, long-lived): 1200 + their place in this list. */
+const STATIC_PODS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'];
+
 export function processes(machine: HostMachine): SimProcess[] {
-  return [...(tables.get(machine)?.values() ?? [])];
+  const pods = machine.staticPods.map((name) => ({ pid: 1200 + STATIC_PODS.indexOf(name), name, cmdline: `${name} (static pod)` }));
+  return [...pods, ...(tables.get(machine)?.values() ?? [])];
 }

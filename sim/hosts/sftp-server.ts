@@ -1,17 +1,24 @@
-// A read-only SFTP subsystem over the host root, so the product can copy an etcd snapshot off a
-// node. Reads and listings work, as the login user (a file only root may read is PERMISSION_DENIED);
-// every request that would change the host is PERMISSION_DENIED, and requests with no handler are
-// answered OP_UNSUPPORTED by ssh2 itself.
-import { close, fstat, lstat, open, read, readdir, stat, type Stats } from 'node:fs';
+// The SFTP subsystem over the host root, as the login user: the product copies an etcd snapshot off
+// a node, and onto one (a restore's other control planes). Reads and listings work (a file only root
+// may read is PERMISSION_DENIED); a file may be written only where the login user may write (/tmp,
+// its home), and becomes that user's; every other request that would change the host is
+// PERMISSION_DENIED, and requests with no handler are answered OP_UNSUPPORTED by ssh2 itself.
+import { close, fchmod, fstat, lstat, open, read, readdir, stat, statSync, write, type Stats } from 'node:fs';
 import { posix } from 'node:path';
 import ssh2, { type Attributes, type FileEntry, type SFTPWrapper } from 'ssh2';
 import type { HostMachine } from './host-machine.js';
 
 const { OPEN_MODE, STATUS_CODE } = ssh2.utils.sftp;
-const MUTATING = ['WRITE', 'SETSTAT', 'FSETSTAT', 'REMOVE', 'MKDIR', 'RMDIR', 'RENAME', 'SYMLINK'] as const;
+const MUTATING = ['SETSTAT', 'REMOVE', 'MKDIR', 'RMDIR', 'RENAME', 'SYMLINK'] as const;
 const WRITE_FLAGS = OPEN_MODE.WRITE | OPEN_MODE.APPEND | OPEN_MODE.CREAT | OPEN_MODE.TRUNC | OPEN_MODE.EXCL;
 
-type Handle = { kind: 'file'; fd: number } | { kind: 'dir'; path: string; sent: boolean };
+type Handle = { kind: 'file'; fd: number; writable?: boolean } | { kind: 'dir'; path: string; sent: boolean };
+
+/** Where the login user may create a file: /tmp and its home (as coreutils' writable()). */
+function userMayWrite(machine: HostMachine, path: string): boolean {
+  const abs = posix.normalize(path.startsWith('/') ? path : posix.join(machine.home, path));
+  return machine.loginIsRoot || abs.startsWith('/tmp/') || abs.startsWith(`${machine.home}/`);
+}
 
 function statusOf(err: NodeJS.ErrnoException): number {
   if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return STATUS_CODE.NO_SUCH_FILE;
@@ -53,10 +60,21 @@ export function serveSftp(sftp: SFTPWrapper, machine: HostMachine): void {
   for (const request of MUTATING) {
     sftp.on(request, (id: number) => sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'read-only'));
   }
-  sftp.on('OPEN', (id, filename, flags) => {
-    if (flags & WRITE_FLAGS) return sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'read-only');
+  sftp.on('OPEN', (id, filename, flags, attrs) => {
     const path = mapped(id, filename);
     if (path === undefined) return;
+    if (flags & WRITE_FLAGS) {
+      if (!userMayWrite(machine, filename) || (machine.ownerOf(filename) === 'root' && !machine.loginIsRoot && statSync(path, { throwIfNoEntry: false }))) {
+        return sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'permission denied');
+      }
+      const mode = typeof attrs?.mode === 'number' ? attrs.mode & 0o777 : 0o644;
+      const how = flags & OPEN_MODE.APPEND ? 'a' : flags & OPEN_MODE.EXCL ? 'wx' : 'w';
+      return open(path, how, mode, (err, fd) => {
+        if (err) return sftp.status(id, statusOf(err));
+        machine.setOwner(filename, machine.config.user);
+        sftp.handle(id, newHandle({ kind: 'file', fd, writable: true }));
+      });
+    }
     // The SFTP server runs as the login user: a root-owned 0600 file (a snapshot saved through sudo) is not theirs to read.
     if (!machine.mayRead(filename, machine.loginIsRoot)) return sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'permission denied');
     open(path, 'r', (err, fd) => (err ? sftp.status(id, statusOf(err)) : sftp.handle(id, newHandle({ kind: 'file', fd }))));
@@ -70,6 +88,17 @@ export function serveSftp(sftp: SFTPWrapper, machine: HostMachine): void {
       else if (n === 0) sftp.status(id, STATUS_CODE.EOF);
       else sftp.data(id, buf.subarray(0, n));
     });
+  });
+  sftp.on('WRITE', (id, handle, offset, data) => {
+    const h = lookup(handle);
+    if (h?.kind !== 'file' || !h.writable) return sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'not open for writing');
+    write(h.fd, data, 0, data.length, offset, (err) => sftp.status(id, err ? statusOf(err) : STATUS_CODE.OK));
+  });
+  sftp.on('FSETSTAT', (id, handle, attrs) => {
+    const h = lookup(handle);
+    if (h?.kind !== 'file' || !h.writable) return sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'read-only');
+    if (typeof attrs.mode !== 'number') return sftp.status(id, STATUS_CODE.OK); // times, owners: not modelled
+    fchmod(h.fd, attrs.mode & 0o777, (err) => sftp.status(id, err ? statusOf(err) : STATUS_CODE.OK));
   });
   sftp.on('FSTAT', (id, handle) => {
     const h = lookup(handle);

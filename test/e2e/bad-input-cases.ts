@@ -92,7 +92,12 @@ export function cliCases({ cluster, someFile }: CaseContext): BadInput[] {
     flag('maintain the same node twice', ['maintain', '--cluster', cluster, '--node', 'worker-1', '--node', 'worker-1'], /^skewless: --node worker-1 is given twice$/),
     flag('maintain --force-pod that is not NAMESPACE/NAME', ['maintain', '--cluster', cluster, '--node', 'worker-1', '--force-pod', 'pet'], /--force-pod takes NAMESPACE\/NAME, got "pet"/),
     flag('maintain --reboot-timeout over 25 minutes', ['maintain', '--cluster', cluster, '--node', 'worker-1', '--reboot-timeout', '7200'], /--reboot-timeout must be at most 1500 seconds, got 7200/),
-    flag('--workflow that is neither upgrade nor maintain', ['status', cluster, '--workflow', 'bluegreen'], /^skewless: --workflow must be upgrade or maintain, got "bluegreen"$/),
+    flag('--workflow that is neither upgrade, maintain nor restore', ['status', cluster, '--workflow', 'bluegreen'], /^skewless: --workflow must be upgrade, maintain or restore, got "bluegreen"$/),
+    flag('watch --workflow restore (a restore is followed with restore --watch)', ['watch', cluster, '--workflow', 'restore'], /^skewless: --workflow must be upgrade or maintain, got "restore"$/),
+    flag('resolve of a restore', ['resolve', cluster, '--workflow', 'restore', '--action', 'retry'], /^skewless: a restore has nothing to resolve: approve its gate, or abort it$/),
+    flag('restore without a snapshot', ['restore', '--cluster', cluster], /^skewless: name the snapshot: --hop VERSION \(the one the upgrade took before that hop\), --snapshot PATH, or both$/),
+    flag('restore a hop that is no version', ['restore', '--cluster', cluster, '--hop', 'latest'], /^skewless: --hop must be the version of an upgrade hop such as 1\.33\.7, got "latest"$/),
+    flag('restore a snapshot path that climbs', ['restore', '--cluster', cluster, '--snapshot', '/var/lib/../../etc/shadow'], /^skewless: --snapshot must be an absolute path on the control planes/),
   ];
 }
 
@@ -102,6 +107,9 @@ export function noUpgradeCases(): BadInput[] {
   return [
     none('status'), none('approve', '--gate', 'workers-1.32.6'), none('abort'), none('pause'), none('resume'),
     none('resolve', '--node', 'worker-1', '--action', 'retry'),
+    { name: 'abort of a cluster with no restore', args: ['abort', 'ghost', '--workflow', 'restore'], exit: 2, stderr: /^skewless: no running restore of ghost$/ },
+    { name: 'approve of a restore-… gate (the restore implied) of a cluster with no restore', args: ['approve', 'ghost', '--gate', 'restore-1.33.7'], exit: 2, stderr: /^skewless: no running restore of ghost$/ },
+    { name: 'restore --watch of a cluster with no restore', args: ['restore', '--cluster', 'ghost', '--watch'], exit: 2, stderr: /^skewless: no restore of ghost found$/ },
     { name: 'schedule trigger of a cluster with no schedule', args: ['schedule', 'trigger', '--cluster', 'ghost'], exit: 2, stderr: /^skewless: no schedule upgrade-schedule\/ghost$/ },
     { name: 'watch of a cluster with no upgrade', args: ['watch', 'ghost'], exit: 2, stderr: /^skewless: no upgrade of ghost found$/ },
     { name: 'status of a cluster with no maintenance', args: ['status', 'ghost', '--workflow', 'maintain'], exit: 2, stderr: /^skewless: no running maintenance of ghost$/ },
@@ -118,6 +126,7 @@ export function workerCases({ cluster, kube }: CaseContext): BadInput[] {
   const pdb = { metadata: { name: 'solo' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'solo' } } } };
   return [
     { name: 'an unknown cluster', args: upgrade('nosuch', '1.32.6'), exit: 2, stderr: /^skewless: upgrade of nosuch failed: no configuration for cluster nosuch \(looked for .*nosuch\.yaml\)$/ },
+    { name: 'a restore from a hop that has no snapshot', args: ['restore', '--cluster', cluster, '--hop', '1.31.0'], exit: 1, stderr: /^skewless: restore of bad failed: no verified etcd snapshot of bad for hop 1\.31\.0 in / },
     { name: 'an unknown cluster, with plan --cluster', args: ['plan', '--cluster', 'nosuch', '--to', '1.32.6'], exit: 2, stderr: /^skewless: plan of nosuch failed: no configuration for cluster nosuch/ },
     failed('a downgrade', '1.31', 2, /^skewless: upgrade of bad failed: refusing to downgrade 1\.32\.4 → 1\.31: the control plane never goes back/),
     failed('a target already reached', '1.32.4', 1, /^skewless: upgrade of bad failed: refusing to start: nothing to upgrade: the control plane is already at 1\.32\.4 \(target 1\.32\.4\)$/),

@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ClusterAccess, ExecOptions, ExecResult, RemoteShell } from '../../activities/cluster-access.js';
 import type { ClusterConfig } from '../../activities/cluster-config.js';
+import { checkRestoreSnapshot, placeSnapshot, planRestore, restoreEtcdMember, startStaticPods, stopStaticPods, verifyEtcdRestore } from '../../activities/etcd-restore.js';
 import { snapshotEtcd } from '../../activities/etcd-snapshot.js';
 import { kubeadmUpgradeApply, kubeadmUpgradeNode, kubeadmUpgradePlan } from '../../activities/host-kubeadm.js';
 import { rebootNode, restartKubelet } from '../../activities/host-kubelet.js';
@@ -15,6 +16,7 @@ import { availableVersions, installPackages } from '../../activities/host-packag
 import type { KubeApi } from '../../activities/kube-api.js';
 import { commandLine } from '../../activities/shell-words.js';
 import { createSshShell } from '../../activities/ssh-shell.js';
+import { etcdManifest } from '../../sim/hosts/host-seed.js';
 
 /**
  * A seeded fuzz of every place that builds a host command from input: the host activities (node,
@@ -122,11 +124,18 @@ function fakeWorld(o: { from: string; target: string; clusterAt: string; snapsho
       if (['reboot', 'shutdown', '/sbin/reboot', '/usr/sbin/reboot'].includes(cmd ?? '') || (cmd === 'systemctl' && a1 === 'reboot')) s.rebooted = true;
       if ((cmd === 'etcdutl' || cmd === 'etcdctl') && a1 === 'snapshot' && a2 === 'status') return ok(fixture('etcdutl-snapshot-status.json.txt'));
       if (cmd === 'sha256sum') return ok(`${sum}  ${argv[1]}\n`);
+      // The restore: a kubeadm etcd manifest, its fresh and previous data dirs not there yet, etcd answering.
+      if (cmd === 'cat' && a1?.endsWith('/etcd.yaml')) return ok(etcdManifest('cp-1', '10.0.0.11'));
+      if (cmd === 'test' && (argv[2] ?? '').includes('.skewless-')) return { exitCode: 1, stdout: '', stderr: '' };
+      if (cmd === 'etcdctl' && argv.includes('endpoint') && argv.includes('status')) return ok('[{"Endpoint":"https://127.0.0.1:2379","Status":{"header":{"revision":2000000008}}}]');
       return ok();
     },
     async download(node, remotePath, localPath) {
       execs.push({ node, argv: ['<sftp download>', remotePath], sudo: false, env: {} });
       writeFileSync(localPath, snapshot);
+    },
+    async upload(node, _localPath, remotePath) {
+      execs.push({ node, argv: ['<sftp upload>', remotePath], sudo: false, env: {} });
     },
   };
   const pods = (node: string) => (node.startsWith('cp') ? ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] : []).map((component) => ({
@@ -141,6 +150,7 @@ function fakeWorld(o: { from: string; target: string; clusterAt: string; snapsho
       readNode: () => counted({ status: { conditions: [{ type: 'Ready', status: 'True' }], nodeInfo: { kubeletVersion: `v${s.restarted ? o.target : o.from}` } } }),
       listNamespacedPod: (req: { fieldSelector?: string }) => counted({ items: pods(req.fieldSelector?.split('=')[1] ?? '') }),
       readNamespacedConfigMap: () => counted({ data: { ClusterConfiguration: `kubernetesVersion: v${s.clusterAt}\n` } }),
+      listNode: () => counted({ items: [{ metadata: { name: 'cp-1' } }] }),
     },
   } as unknown as KubeApi;
   const config = {
@@ -166,6 +176,12 @@ interface Target {
 }
 
 const any = (x: Record<string, unknown>) => x as never;
+const FAKE_SUM = createHash('sha256').update(Buffer.from('etcd snapshot bytes')).digest('hex');
+const RESTORE = {
+  remotePath: '/var/lib/skewless/snapshots/etcd-fuzz-1.33.7.db',
+  member: { node: 'cp-1', name: 'cp-1', peerUrl: 'https://10.0.0.11:2380', dataDir: '/var/lib/etcd' },
+  initialCluster: 'cp-1=https://10.0.0.11:2380',
+};
 const TARGETS: Target[] = [
   { name: 'availableVersions', valid: { node: 'cp-1' }, fields: ['node'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => availableVersions(a, any(i)) },
   { name: 'installPackages', valid: { node: 'worker-1', version: '1.33.7', packages: ['kubeadm', 'kubelet', 'kubectl'] }, fields: ['node', 'version', 'packages', 'packages[]'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => installPackages(a, any(i)) },
@@ -175,11 +191,24 @@ const TARGETS: Target[] = [
   { name: 'restartKubelet', valid: { node: 'worker-1', version: '1.33.7', timeoutSeconds: 60 }, fields: ['node', 'version', 'timeoutSeconds'], world: () => ({ from: '1.32.4', clusterAt: '1.33.7' }), run: (a, i) => restartKubelet(a, any(i)) },
   { name: 'rebootNode', valid: { node: 'worker-1', command: ['systemctl', 'reboot'], timeoutSeconds: 60 }, fields: ['node', 'command', 'command[]', 'timeoutSeconds'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => rebootNode(a, any(i)) },
   { name: 'snapshotEtcd', valid: { node: 'cp-1', hop: '1.33.7' }, fields: ['node', 'hop'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => snapshotEtcd(a, any(i)) },
+  // The restore (activities/etcd-restore.ts): every value that reaches a command line.
+  { name: 'planRestore', valid: { snapshotPath: RESTORE.remotePath, controlPlanes: ['cp-1'] }, fields: ['snapshotPath', 'hop', 'controlPlanes', 'controlPlanes[]'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => planRestore(a, any(i)) },
+  { name: 'planRestore by hop', valid: { hop: '1.33.7', controlPlanes: ['cp-1'] }, fields: ['hop'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => planRestore(a, any(i)) },
+  { name: 'placeSnapshot', valid: { node: 'cp-2', hop: '1.33.7' }, fields: ['node', 'hop'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => placeSnapshot(a, any(i)) },
+  { name: 'checkRestoreSnapshot', valid: { node: 'cp-1', remotePath: RESTORE.remotePath, sha256: FAKE_SUM, revision: 8 }, fields: ['node', 'remotePath', 'sha256'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => checkRestoreSnapshot(a, any(i)) },
+  { name: 'stopStaticPods', valid: { node: 'cp-1', timeoutSeconds: 5 }, fields: ['node', 'timeoutSeconds'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => stopStaticPods(a, any(i)) },
+  { name: 'restoreEtcdMember', valid: { node: 'cp-1', member: { ...RESTORE.member }, remotePath: RESTORE.remotePath, initialCluster: RESTORE.initialCluster, bumpRevision: 1_000_000_000, tag: '1.33.7' },
+    fields: ['node', 'member', 'member.name', 'member.peerUrl', 'member.dataDir', 'remotePath', 'initialCluster', 'bumpRevision', 'tag'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => restoreEtcdMember(a, any(i)) },
+  { name: 'startStaticPods', valid: { node: 'cp-1' }, fields: ['node'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => startStaticPods(a, any(i)) },
+  { name: 'verifyEtcdRestore', valid: { node: 'cp-1', minRevision: 1_000_000_008, timeoutSeconds: 5 }, fields: ['node', 'minRevision', 'timeoutSeconds'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => verifyEtcdRestore(a, any(i)) },
 ];
 
 function mutate(t: Target, field: string, r: () => number): Record<string, unknown> {
   const input: Record<string, unknown> = structuredClone(t.valid);
-  if (field.endsWith('[]')) {
+  if (field.includes('.')) {
+    const [outer = '', inner = ''] = field.split('.');
+    input[outer] = { ...(input[outer] as Record<string, unknown>), [inner]: hostileValue(r) };
+  } else if (field.endsWith('[]')) {
     const key = field.slice(0, -2);
     const list = [...(input[key] as unknown[])];
     list.splice(Math.floor(r() * (list.length + 1)), r() < 0.5 ? 1 : 0, hostileValue(r));
@@ -267,7 +296,8 @@ describe('command builders under hostile input (seeded fuzz)', () => {
           mkdirSync(snapshots, { recursive: true });
           const version = typeof input.version === 'string' ? input.version.replace(/^v/, '') : '1.33.7';
           const w = fakeWorld({ ...t.world(input), target: version, snapshots });
-          const where = `seed ${SEED}, ${t.name} case ${i}: ${field} = ${show(field.endsWith('[]') ? input[field.slice(0, -2)] : input[field])}`;
+          const shownValue = field.includes('.') ? (input[field.split('.')[0] as string] as Record<string, unknown>)[field.split('.')[1] as string] : field.endsWith('[]') ? input[field.slice(0, -2)] : input[field];
+          const where = `seed ${SEED}, ${t.name} case ${i}: ${field} = ${show(shownValue)}`;
           let error: unknown;
           try {
             await t.run(w.access, input);
@@ -285,7 +315,7 @@ describe('command builders under hostile input (seeded fuzz)', () => {
           }
           // Accepted (or refused only after reading the host): every command it built must be harmless.
           counts.accepted++;
-          for (const c of execs.filter((x) => x.argv[0] !== '<sftp download>')) {
+          for (const c of execs.filter((x) => !['<sftp download>', '<sftp upload>'].includes(x.argv[0] as string))) {
             for (const word of c.argv) {
               assert.ok(harmless(word), `${where}: argv word ${show(word)} in '${c.argv.join(' ')}' is not a validated value`);
               if (word.startsWith('-')) assert.ok(PRODUCT_OPTIONS.has(word), `${where}: option ${show(word)} injected into '${c.argv.join(' ')}'`);

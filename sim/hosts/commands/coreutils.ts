@@ -1,9 +1,9 @@
 // Small file helpers the product may need around a backup (`mkdir -p`, `test -f`, `sha256sum`,
-// `stat -c %s`, `rm -f`, `cat`, `chown`), working on the host root, with GNU coreutils' messages. A path
+// `stat -c %s`, `rm -f`, `cat`, `chown`, `mv`), working on the host root, with GNU coreutils' messages. A path
 // outside the root throws HostPathError, which the runner reports. Reads follow the file's mode and
 // owner (HostMachine.mayRead): the login user cannot read a root-owned 0600 file without sudo.
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, mkdirSync, rmSync, statSync, readFileSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, renameSync, rmSync, statSync, readFileSync } from 'node:fs';
 import { posix } from 'node:path';
 import { fail, print, type CommandContext, type CommandOutcome } from './command.js';
 
@@ -150,4 +150,34 @@ export async function chown(ctx: CommandContext): Promise<CommandOutcome> {
     else ctx.machine.setOwner(p, owner);
   }
   return code;
+}
+
+/**
+ * `mv [-T] SOURCE DEST`: a rename on the host (a static pod manifest out of /etc/kubernetes/manifests
+ * and back, an etcd data dir swapped). Without -T a DEST that is a directory receives SOURCE inside
+ * it, as GNU mv does; -T (--no-target-directory) never does that. An existing file DEST is replaced;
+ * a directory never replaces anything here. Owners move along.
+ */
+export async function mv(ctx: CommandContext): Promise<CommandOutcome> {
+  const noTargetDir = ctx.argv.slice(1).some((a) => a === '-T' || a === '--no-target-directory');
+  const args = ctx.argv.slice(1).filter((a) => a !== '--' && a !== '-T' && a !== '--no-target-directory');
+  if (args.length !== 2 || args.some((a) => a.startsWith('-'))) return fail(ctx, `sim: mv ${ctx.argv.slice(1).join(' ')} is not simulated (mv [-T] SOURCE DEST)`, 2);
+  const [source, target] = args as [string, string];
+  const from = ctx.machine.hostPath(source);
+  const st = statOf(from);
+  if (!st) return fail(ctx, `mv: cannot stat '${source}': No such file or directory`, 1);
+  let dest = target;
+  const targetStat = statOf(ctx.machine.hostPath(target));
+  if (targetStat?.isDirectory() && !noTargetDir) dest = posix.join(target, posix.basename(source));
+  const to = ctx.machine.hostPath(dest);
+  const destStat = statOf(to);
+  if (!writable(ctx, source) || !writable(ctx, dest)) return fail(ctx, `mv: cannot move '${source}' to '${dest}': Permission denied`, 1);
+  if (!existsSync(posix.dirname(to))) return fail(ctx, `mv: cannot move '${source}' to '${dest}': No such file or directory`, 1);
+  if (destStat && (st.isDirectory() || destStat.isDirectory())) {
+    return fail(ctx, st.isDirectory() && destStat.isDirectory() ? `mv: cannot move '${source}' to '${dest}': Directory not empty` : `mv: cannot overwrite '${dest}'`, 1);
+  }
+  if (to === from || to.startsWith(`${from}/`)) return fail(ctx, `mv: cannot move '${source}' to a subdirectory of itself, '${dest}'`, 1);
+  renameSync(from, to);
+  ctx.machine.moveOwners(source, dest);
+  return 0;
 }

@@ -8,7 +8,11 @@ import { fail, type CommandContext, type CommandOutcome } from './command.js';
 
 const TLS_FLAGS = ['cacert', 'cert', 'key'] as const;
 const VALUE_FLAGS = new Set(['endpoints', 'cacert', 'cert', 'key', 'user', 'password', 'dial-timeout', 'command-timeout',
-  'keepalive-time', 'keepalive-timeout', 'write-out', 'w', 'discovery-srv']);
+  'keepalive-time', 'keepalive-timeout', 'write-out', 'w', 'discovery-srv',
+  'data-dir', 'wal-dir', 'name', 'initial-cluster', 'initial-cluster-token', 'initial-advertise-peer-urls', 'bump-revision']);
+/** `etcdutl snapshot restore`'s flags: the ones with a path are mapped into the host root. */
+const RESTORE_VALUE_FLAGS = ['data-dir', 'wal-dir', 'name', 'initial-cluster', 'initial-cluster-token', 'initial-advertise-peer-urls', 'bump-revision'];
+const RESTORE_BOOLEAN_FLAGS = ['mark-compacted', 'skip-hash-check'];
 /** The subcommands the product may need; others could change the sim's etcd in ways nothing models. */
 const ETCDCTL_ALLOWED = ['snapshot save', 'snapshot status', 'endpoint health', 'endpoint status', 'member list', 'version'];
 
@@ -101,6 +105,30 @@ export async function etcdutl(ctx: CommandContext): Promise<CommandOutcome> {
   if (!tools) return fail(ctx, `bash: line 1: ${ctx.argv[0]}: command not found`, 127);
   const { flags, positional } = parse(ctx.argv.slice(1), {});
   if (positional[0] === 'version') return run(ctx, tools.etcdutl, ['version']);
-  if (positional.slice(0, 2).join(' ') !== 'snapshot status') return fail(ctx, `sim: etcdutl ${positional.join(' ')} is not simulated (only snapshot status, version)`, 2);
+  const sub = positional.slice(0, 2).join(' ');
+  if (sub === 'snapshot restore') return snapshotRestore(ctx, tools.etcdutl, positional, flags);
+  if (sub !== 'snapshot status') return fail(ctx, `sim: etcdutl ${positional.join(' ')} is not simulated (only snapshot status, snapshot restore, version)`, 2);
   return snapshotStatus(ctx, tools.etcdutl, positional[2], flags);
+}
+
+/**
+ * The REAL `etcdutl snapshot restore` into a data dir on the host (mapped into its root): the
+ * primary control plane's /var/lib/etcd is what the real etcd serves (sim/cluster/static-pods.ts).
+ * It writes a new directory, so it needs root; etcdutl itself refuses a data dir that exists.
+ */
+function snapshotRestore(ctx: CommandContext, etcdutlPath: string, positional: string[], flags: Map<string, string>): Promise<number> {
+  const file = positional[2];
+  if (file === undefined || positional.length > 3) return Promise.resolve(fail(ctx, 'Error: snapshot restore requires exactly one argument', 1));
+  const unknown = [...flags.keys()].filter((f) => !RESTORE_VALUE_FLAGS.includes(f) && !RESTORE_BOOLEAN_FLAGS.includes(f));
+  if (unknown.length > 0) return Promise.resolve(fail(ctx, `sim: etcdutl snapshot restore --${unknown[0]} is not simulated`, 2));
+  const dataDir = flags.get('data-dir');
+  if (!dataDir) return Promise.resolve(fail(ctx, 'sim: etcdutl snapshot restore without --data-dir (a directory named after --name in the working directory) is not simulated', 2));
+  if (!ctx.machine.mayRead(file, ctx.root)) return Promise.resolve(fail(ctx, `Error: open ${file}: permission denied`, 1));
+  if (!ctx.root) return Promise.resolve(fail(ctx, `Error: mkdir ${dataDir}: permission denied`, 1));
+  const argv = ['snapshot', 'restore', ctx.machine.hostPath(file)];
+  for (const [name, value] of flags) {
+    if (RESTORE_BOOLEAN_FLAGS.includes(name)) argv.push(`--${name}`);
+    else argv.push(`--${name}=${name === 'data-dir' || name === 'wal-dir' ? ctx.machine.hostPath(value) : value}`);
+  }
+  return run(ctx, etcdutlPath, argv);
 }

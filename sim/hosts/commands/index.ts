@@ -3,7 +3,7 @@ import { aptCache } from './apt-cache.js';
 import { aptGet } from './apt-get.js';
 import { aptMark } from './apt-mark.js';
 import type { CommandHandler } from './command.js';
-import { cat, chown, echo, falseCommand, hostname, mkdir, rm, sha256sum, stat, test, trueCommand } from './coreutils.js';
+import { cat, chown, echo, falseCommand, hostname, mkdir, mv, rm, sha256sum, stat, test, trueCommand } from './coreutils.js';
 import { etcdctl, etcdutl } from './etcd.js';
 import { kubeadm } from './kubeadm.js';
 import { kubectl, kubelet } from './kubelet.js';
@@ -17,7 +17,7 @@ export const COMMANDS: ReadonlyMap<string, CommandHandler> = new Map<string, Com
   ['systemctl', systemctl], ['reboot', reboot], ['shutdown', reboot],
   ['etcdctl', etcdctl], ['etcdutl', etcdutl],
   ['true', trueCommand], ['false', falseCommand], ['echo', echo], ['hostname', hostname], ['cat', cat], ['test', test],
-  ['sha256sum', sha256sum], ['stat', stat], ['mkdir', mkdir], ['rm', rm], ['chown', chown], ['pgrep', pgrep],
+  ['sha256sum', sha256sum], ['stat', stat], ['mkdir', mkdir], ['rm', rm], ['chown', chown], ['mv', mv], ['pgrep', pgrep],
 ]);
 
 /** Tools that model where a reboot cuts them (ctx.rebootMidway); for the others it comes before they start. */

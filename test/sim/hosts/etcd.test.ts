@@ -112,4 +112,51 @@ describe('etcdctl and etcdutl on a simulated control plane', () => {
       assert.equal(del.code, 2);
       assert.equal((await execText(etcd.etcdctl, [`--endpoints=${etcd.endpoint}`, 'get', 'registry/hello', '--print-value-only'])).stdout, 'world\n');
     });
+
+  it('a restore as an operator does it: manifests moved out and back (the kubelet hook hears each change, pgrep sees the static pods), the real etcdutl snapshot restore into a fresh dir, mv swaps it in',
+    { skip: !bins && 'the real etcd, etcdctl and etcdutl are not built yet (~/.cache/skewless/simcluster-*/bin/)' },
+    async (t) => {
+      const etcd = await startEtcd(t, bins!);
+      const heard: [string, string[]][] = [];
+      const runningPods = new Map<string, string[]>();
+      const staticPods = {
+        changed: (node: string, manifests: readonly string[]) => {
+          heard.push([node, [...manifests]]);
+          runningPods.set(node, manifests.map((m) => m.replace(/\.yaml$/, '')));
+        },
+        running: (node: string) => runningPods.get(node) ?? [],
+      };
+      const { sim, stateDir } = await startTestSim(t, { etcd, staticPods });
+      const all = ['etcd.yaml', 'kube-apiserver.yaml', 'kube-controller-manager.yaml', 'kube-scheduler.yaml'];
+      assert.deepEqual(heard.filter(([n]) => n === 'cp-1'), [['cp-1', all]], 'a new simulator reports what the kubelet finds');
+      assert.equal((await run(sim, 'cp-1', "pgrep -l -x 'etcd|kube-apiserver'")).stdout, '1200 etcd\n1201 kube-apiserver\n');
+      const manifest = await run(sim, 'cp-1', 'sudo cat /etc/kubernetes/manifests/etcd.yaml');
+      assert.match(manifest.stdout, /- --name=cp-1\n[\s\S]*path: \/var\/lib\/etcd\n/);
+
+      assert.equal((await run(sim, 'cp-1', 'mv /etc/kubernetes/manifests/etcd.yaml /tmp/etcd.yaml')).code, 1, 'moving a manifest needs root');
+      const park = await run(sim, 'cp-1', 'sudo mkdir -p /etc/kubernetes/parked && sudo mv /etc/kubernetes/manifests/etcd.yaml /etc/kubernetes/parked/etcd.yaml && sudo mv /etc/kubernetes/manifests/kube-apiserver.yaml /etc/kubernetes/parked');
+      assert.equal(park.code, 0, park.stderr);
+      assert.deepEqual(heard.slice(-2), [['cp-1', all.slice(1)], ['cp-1', all.slice(2)]], 'one report per command that changed the dir');
+      assert.equal((await run(sim, 'cp-1', "pgrep -x 'etcd|kube-apiserver'")).code, 1);
+      assert.deepEqual((await run(sim, 'cp-1', 'sudo mv /nope /tmp/x')).stderr, "mv: cannot stat '/nope': No such file or directory\n");
+
+      await run(sim, 'cp-1', `sudo mkdir -p /var/lib/backup && sudo ETCDCTL_API=3 etcdctl ${TLS} snapshot save /var/lib/backup/snap.db`, 30_000);
+      const restore = (dir: string, sudo = 'sudo ') => run(sim, 'cp-1', `${sudo}etcdutl snapshot restore /var/lib/backup/snap.db --data-dir ${dir} --name cp-1 --initial-cluster cp-1=https://10.0.0.11:2380,cp-2=https://10.0.0.12:2380 --initial-advertise-peer-urls https://10.0.0.11:2380 --bump-revision 1000 --mark-compacted`, 30_000);
+      assert.equal((await restore('/var/lib/etcd-new', '')).code, 1, 'etcdutl restore writes a new dir: root only');
+      const restored = await restore('/var/lib/etcd-new');
+      assert.equal(restored.code, 0, restored.stderr);
+      assert.doesNotMatch(restored.stdout + restored.stderr, new RegExp(stateDir), 'host-root paths are mapped back');
+      assert.ok(existsSync(join(stateDir, 'hosts', 'cp-1', 'root', 'var', 'lib', 'etcd-new', 'member', 'snap', 'db')));
+      assert.notEqual((await restore('/var/lib/etcd-new')).code, 0, 'the real etcdutl refuses a data dir that exists');
+      assert.equal((await run(sim, 'cp-1', 'sudo etcdutl snapshot restore /var/lib/backup/snap.db --data-dir /var/lib/x --no-such-flag')).code, 2, 'an unknown flag is not simulated');
+      const swap = await run(sim, 'cp-1', 'sudo mv /var/lib/etcd /var/lib/etcd.old && sudo mv /var/lib/etcd-new /var/lib/etcd');
+      assert.equal(swap.code, 0, swap.stderr);
+      assert.ok(existsSync(join(stateDir, 'hosts', 'cp-1', 'root', 'var', 'lib', 'etcd', 'member', 'snap', 'db')));
+      assert.match((await run(sim, 'cp-1', 'sudo mv -T /var/lib/etcd.old /var/lib/etcd')).stderr, /^mv: cannot move '\/var\/lib\/etcd.old' to '\/var\/lib\/etcd': Directory not empty/, '-T: never into the dir');
+      assert.equal((await run(sim, 'cp-1', 'sudo mv /var/lib/etcd.old /var/lib/etcd')).code, 0, 'without -T, into it, as GNU mv');
+      assert.ok(existsSync(join(stateDir, 'hosts', 'cp-1', 'root', 'var', 'lib', 'etcd', 'etcd.old')));
+      const back = await run(sim, 'cp-1', 'sudo mv /etc/kubernetes/parked/etcd.yaml /etc/kubernetes/manifests/etcd.yaml');
+      assert.equal(back.code, 0, back.stderr);
+      assert.deepEqual(heard.at(-1), ['cp-1', ['etcd.yaml', ...all.slice(2)]]);
+    });
 });

@@ -12,7 +12,7 @@ const call = <T>(fn: (cb: (err: Error | null | undefined, value: T) => void) => 
   new Promise((resolve, reject) => fn((err, value) => (err ? reject(err) : resolve(value))));
 
 describe('files on a simulated host', () => {
-  it('SFTP reads files and lists directories of the host root; every write is refused', async (t) => {
+  it('SFTP reads files and lists directories of the host root; writes only where the login user may (/tmp, home), the file then its', async (t) => {
     const { sim, stateDir } = await startTestSim(t);
     const content = Buffer.alloc(300_000, 7);
     content.write('etcd snapshot');
@@ -33,7 +33,11 @@ describe('files on a simulated host', () => {
     assert.equal((await call<Buffer>((cb) => sftp.readFile('/etc/hostname', cb))).toString(), 'cp-1\n');
 
     const refused = (err: { code?: number }): boolean => err.code === 3; // SSH_FX_PERMISSION_DENIED
-    await assert.rejects(call((cb) => sftp.writeFile('/tmp/x', 'data', (err) => cb(err, undefined))), refused);
+    await assert.rejects(call((cb) => sftp.writeFile('/etc/x', 'data', (err) => cb(err, undefined))), refused);
+    await assert.rejects(call((cb) => sftp.writeFile('/var/lib/etcd-backup/snap.db', 'data', (err) => cb(err, undefined))), refused);
+    await call((cb) => sftp.writeFile('/tmp/x', 'data', { mode: 0o600 }, (err) => cb(err, undefined)));
+    assert.equal((await run(sim, 'cp-1', 'cat /tmp/x')).stdout, 'data', 'the login user\'s file');
+    assert.equal((await run(sim, 'cp-1', 'stat -c %a /tmp/x')).stdout, '600\n');
     await assert.rejects(call((cb) => sftp.unlink('/var/lib/etcd-backup/snap.db', (err) => cb(err, undefined))), refused);
     await assert.rejects(call((cb) => sftp.mkdir('/tmp/d', (err) => cb(err, undefined))), refused);
     await assert.rejects(call((cb) => sftp.rename('/etc/hostname', '/etc/h', (err) => cb(err, undefined))), refused);
