@@ -143,6 +143,8 @@ export const PROFILE_OF = {
   startStaticPods: hostCommand,
   verifyEtcdRestore: hostCommand,
   verifyRestoredApiserver: hostCommand,
+  // `skewless rehearse`: one paged list per resource type, read-only.
+  describeClusterForRehearsal: kubeRead,
 } satisfies Record<keyof Activities, ActivityOptions>;
 
 /** Profiles of steps that run on a host: the ones the policy's host retry budget applies to. */

@@ -45,4 +45,5 @@ export const SUMMARY_OF: Summaries = {
   startStaticPods: (i) => `start the static pods on ${i.node}`,
   verifyEtcdRestore: (i) => `verify etcd's restored revision on ${i.node}`,
   verifyRestoredApiserver: (i) => `wait for the apiserver of ${i.cluster} after the restore`,
+  describeClusterForRehearsal: (i) => `describe ${i.cluster} for a rehearsal (names, counts, labels, versions)`,
 };

@@ -1,0 +1,196 @@
+// `skewless rehearse`: what a simulated twin of the cluster needs, read from the live cluster.
+// Only names, counts, labels and versions leave it: never images, env, args, annotations, volumes'
+// contents, Secrets or ConfigMaps' data.
+import type { V1PodSpec } from '@kubernetes/client-node';
+import { compareNatural, selectorMatches, type LabelSelector, type NodeRole } from '../rules/index.js';
+import type { ClusterResolver } from './cluster-access.js';
+import { httpStatus, kubeCall } from './errors.js';
+import {
+  CONTROL_PLANE_COMPONENTS, CONTROL_PLANE_LABEL, imageVersion, MIRROR_ANNOTATION, versionOrUndefined, type ControlPlaneComponent,
+} from './inventory-facts.js';
+import { DEFAULT_PAGE_SIZE, listAll } from './inventory-pages.js';
+import { parse as parseYaml } from 'yaml';
+
+export interface RehearsalNode {
+  name: string;
+  role: NodeRole;
+  /** Normalised kubelet version (`1.33.7`); the raw text when it is not one (and a problem is reported). */
+  kubelet: string;
+  /** Control planes only: the versions of their static pods (image tags of the mirror pods). */
+  components?: { apiserver?: string; controllerManager?: string; scheduler?: string };
+  labels: Record<string, string>;
+}
+
+export interface RehearsalWorkload {
+  kind: 'Deployment' | 'StatefulSet' | 'DaemonSet';
+  namespace: string;
+  name: string;
+  /** spec.replicas (DaemonSets: the nodes it is scheduled on). */
+  replicas: number;
+  /** Whether its pod template mounts an emptyDir (a drain must opt in to losing it). */
+  emptyDir: boolean;
+}
+
+export interface RehearsalPdb {
+  namespace: string;
+  name: string;
+  minAvailable?: number | string;
+  maxUnavailable?: number | string;
+  /** The workloads whose pod template its selector matches (same namespace), `Kind/name`. */
+  covers: string[];
+  /** Live pods its selector matches. */
+  pods: number;
+}
+
+export interface RehearsalBarePod {
+  namespace: string;
+  name: string;
+  node: string;
+  emptyDir: boolean;
+}
+
+/** Everything the twin is built from: plain JSON, names, counts, labels and versions only. */
+export interface RehearsalFacts {
+  cluster: string;
+  /** kubeadm's record (kube-system/kubeadm-config kubernetesVersion). */
+  clusterVersion?: string;
+  nodes: RehearsalNode[];
+  workloads: RehearsalWorkload[];
+  pdbs: RehearsalPdb[];
+  /** Pods no controller manages (mirror pods excluded): a drain refuses them. */
+  barePods: RehearsalBarePod[];
+  /** Pods managed by something the twin does not model (a Job, a custom controller): counted per kind. */
+  otherPods: Record<string, number>;
+  /** What could not be read as expected. */
+  problems: string[];
+}
+
+/** Labels the simulation sets itself, or that skewless writes during a run: not copied. */
+const TRANSIENT_LABELS = new Set(['skewless.io/stage']);
+
+const hasEmptyDir = (spec: V1PodSpec | undefined) => (spec?.volumes ?? []).some((v) => v.emptyDir !== undefined && v.emptyDir !== null);
+const byNs = (a: { namespace: string; name: string }, b: { namespace: string; name: string }) =>
+  a.namespace.localeCompare(b.namespace) || compareNatural(a.name, b.name);
+
+export function createRehearsalActivities(deps: { clusters: ClusterResolver; pageSize?: number }) {
+  const limit = deps.pageSize ?? DEFAULT_PAGE_SIZE;
+  return {
+    /**
+     * Read-only: the nodes (role, kubelet and control-plane versions, labels), Deployments,
+     * StatefulSets and DaemonSets (replicas, emptyDir), PDBs (budget, the workloads they cover), bare
+     * pods and the kubeadm cluster version. One paged list per resource type. Every field copied is
+     * named here; nothing else of an object (images, env, args, annotations) leaves this function.
+     */
+    async describeClusterForRehearsal(input: { cluster: string }): Promise<RehearsalFacts> {
+      const { kube } = deps.clusters(input.cluster);
+      const problems: string[] = [];
+      const [nodes, pods, deployments, statefulSets, daemonSets, pdbs, clusterConfig] = await Promise.all([
+        listAll('list nodes', async (p) => { const r = await kube.core.listNode(p); return { items: r.items, metadata: r.metadata }; }, limit),
+        listAll('list pods', async (p) => { const r = await kube.core.listPodForAllNamespaces(p); return { items: r.items, metadata: r.metadata }; }, limit),
+        listAll('list Deployments', async (p) => { const r = await kube.apps.listDeploymentForAllNamespaces(p); return { items: r.items, metadata: r.metadata }; }, limit),
+        listAll('list StatefulSets', async (p) => { const r = await kube.apps.listStatefulSetForAllNamespaces(p); return { items: r.items, metadata: r.metadata }; }, limit),
+        listAll('list DaemonSets', async (p) => { const r = await kube.apps.listDaemonSetForAllNamespaces(p); return { items: r.items, metadata: r.metadata }; }, limit),
+        listAll('list PodDisruptionBudgets', async (p) => { const r = await kube.policy.listPodDisruptionBudgetForAllNamespaces(p); return { items: r.items, metadata: r.metadata }; }, limit),
+        kubeCall('read kube-system/kubeadm-config', async () => {
+          try {
+            return (await kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' })).data?.ClusterConfiguration;
+          } catch (err) {
+            if (httpStatus(err) === 404) return undefined;
+            throw err;
+          }
+        }),
+      ]);
+
+      let clusterVersion: string | undefined;
+      try {
+        const raw = (parseYaml(clusterConfig ?? '') as { kubernetesVersion?: unknown } | null)?.kubernetesVersion;
+        clusterVersion = versionOrUndefined(typeof raw === 'string' ? raw : undefined);
+      } catch {
+        clusterVersion = undefined;
+      }
+      if (!clusterVersion) problems.push('kube-system/kubeadm-config has no readable kubernetesVersion');
+
+      // Control-plane versions: the image tags of kube-system's mirror pods, nothing else of them.
+      const components = new Map<string, NonNullable<RehearsalNode['components']>>();
+      for (const p of pods) {
+        const m = p.metadata ?? {};
+        const component = m.labels?.component as ControlPlaneComponent | undefined;
+        if (m.namespace !== 'kube-system' || !m.annotations?.[MIRROR_ANNOTATION] || !p.spec?.nodeName || !component || !Object.hasOwn(CONTROL_PLANE_COMPONENTS, component)) continue;
+        const main = p.spec.containers.find((c) => c.name === component) ?? p.spec.containers[0];
+        const version = imageVersion(main?.image);
+        if (!version) { problems.push(`${m.namespace}/${m.name}: its image carries no version tag`); continue; }
+        const entry = components.get(p.spec.nodeName) ?? {};
+        entry[CONTROL_PLANE_COMPONENTS[component]] = version;
+        components.set(p.spec.nodeName, entry);
+      }
+
+      const outNodes: RehearsalNode[] = nodes.map((n) => {
+        const labels = n.metadata?.labels ?? {};
+        const name = n.metadata?.name ?? '';
+        const raw = n.status?.nodeInfo?.kubeletVersion ?? '';
+        const kubelet = versionOrUndefined(raw) ?? raw;
+        if (kubelet === raw && !versionOrUndefined(raw)) problems.push(`node ${name} reports kubelet version ${JSON.stringify(raw)}`);
+        const role: NodeRole = CONTROL_PLANE_LABEL in labels ? 'control-plane' : 'worker';
+        const cp = components.get(name);
+        if (role === 'control-plane' && !cp?.apiserver) problems.push(`control-plane node ${name} has no kube-apiserver mirror pod`);
+        return {
+          name, role, kubelet,
+          ...(role === 'control-plane' ? { components: cp ?? {} } : {}),
+          labels: Object.fromEntries(Object.entries(labels).filter(([k]) => !TRANSIENT_LABELS.has(k))),
+        };
+      }).sort((a, b) => compareNatural(a.name, b.name));
+
+      type Template = { kind: RehearsalWorkload['kind']; namespace: string; name: string; labels: Record<string, string> };
+      const templates: Template[] = [];
+      const workloads: RehearsalWorkload[] = [];
+      const add = (kind: RehearsalWorkload['kind'], o: { metadata?: { namespace?: string; name?: string }; spec?: { template?: { metadata?: { labels?: Record<string, string> }; spec?: V1PodSpec } } }, replicas: number) => {
+        const namespace = o.metadata?.namespace ?? 'default';
+        const name = o.metadata?.name ?? '';
+        templates.push({ kind, namespace, name, labels: o.spec?.template?.metadata?.labels ?? {} });
+        workloads.push({ kind, namespace, name, replicas, emptyDir: hasEmptyDir(o.spec?.template?.spec) });
+      };
+      for (const d of deployments) add('Deployment', d, d.spec?.replicas ?? 1);
+      for (const s of statefulSets) add('StatefulSet', s, s.spec?.replicas ?? 1);
+      for (const d of daemonSets) add('DaemonSet', d, d.status?.desiredNumberScheduled ?? 0);
+
+      const live = pods.filter((p) => !p.metadata?.deletionTimestamp && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed');
+      const outPdbs: RehearsalPdb[] = pdbs.map((p) => {
+        const namespace = p.metadata?.namespace ?? 'default';
+        const selector = p.spec?.selector as LabelSelector | undefined;
+        // An empty or absent selector matches nothing here (policy/v1 says an empty one selects every pod in the namespace; rare).
+        const matches = (labels: Record<string, string> | undefined) => selector !== undefined && selectorMatches(selector, labels);
+        return {
+          namespace,
+          name: p.metadata?.name ?? '',
+          ...(p.spec?.minAvailable === undefined ? {} : { minAvailable: p.spec.minAvailable as number | string }),
+          ...(p.spec?.maxUnavailable === undefined ? {} : { maxUnavailable: p.spec.maxUnavailable as number | string }),
+          covers: templates.filter((t) => t.namespace === namespace && matches(t.labels)).map((t) => `${t.kind}/${t.name}`),
+          pods: live.filter((x) => x.metadata?.namespace === namespace && matches(x.metadata?.labels)).length,
+        };
+      }).sort(byNs);
+
+      const barePods: RehearsalBarePod[] = [];
+      const otherPods: Record<string, number> = {};
+      for (const p of live) {
+        const m = p.metadata ?? {};
+        if (m.annotations?.[MIRROR_ANNOTATION]) continue; // static pods come with the node
+        const owner = m.ownerReferences?.find((o) => o.controller === true);
+        if (!owner) {
+          if (p.spec?.nodeName) barePods.push({ namespace: m.namespace ?? 'default', name: m.name ?? '', node: p.spec.nodeName, emptyDir: hasEmptyDir(p.spec) });
+        } else if (!['ReplicaSet', 'StatefulSet', 'DaemonSet'].includes(owner.kind)) {
+          otherPods[owner.kind] = (otherPods[owner.kind] ?? 0) + 1;
+        }
+      }
+      return {
+        cluster: input.cluster,
+        ...(clusterVersion ? { clusterVersion } : {}),
+        nodes: outNodes,
+        workloads: workloads.sort(byNs),
+        pdbs: outPdbs,
+        barePods: barePods.sort(byNs),
+        otherPods,
+        problems,
+      };
+    },
+  };
+}
