@@ -4,6 +4,7 @@ import { fleetCommand, fleetHelp } from './commands/fleet.js';
 import { historyCommand, historyHelp } from './commands/history.js';
 import { maintainCommand, maintainHelp } from './commands/maintain.js';
 import { operateCommand, operateHelp } from './commands/operate.js';
+import { rehearseCommand, rehearseHelp } from './commands/rehearse.js';
 import { restoreCommand, restoreHelp } from './commands/restore.js';
 import { upgradeCommand, upgradeHelp } from './commands/upgrade.js';
 import { watchCommand, watchHelp } from './commands/watch.js';
@@ -35,6 +36,7 @@ export const COMMANDS: Record<string, Command> = {
   schedule: { run: scheduleCommand, help: scheduleHelp, summary: 'upgrades started by a Temporal Schedule: create, list, describe, pause, unpause, delete, trigger' },
   fleet: { run: fleetCommand, help: fleetHelp, summary: 'upgrade a fleet of clusters in order (admin first), stopping the line on a blocked one' },
   restore: { run: restoreCommand, help: restoreHelp, summary: 'restore the control plane from an etcd snapshot (destructive; approval first)' },
+  rehearse: { run: rehearseCommand, help: rehearseHelp, summary: 'rehearse an upgrade on a simulated twin of the cluster: blocked drains, timings, skew' },
   history: { run: historyCommand, help: historyHelp, summary: 'the audit trail of an upgrade: steps, approvals, resolutions, snapshots' },
   worker: { run: workerCommand, help: workerHelp, summary: 'run the worker with a directory of cluster configurations', service: true },
   'dev-server': { run: devServerCommand, help: devServerHelp, summary: 'start the Temporal dev server with its UI', service: true },

@@ -1,0 +1,225 @@
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type Client } from '@temporalio/client';
+import { parse as parseYaml } from 'yaml';
+import { auditPdbs, parseTarget, parseVersion } from '../../rules/index.js';
+import { readSimInventory, readVersionHistory } from '../../sim/cluster/version-recorder.js';
+import { parseDescription, type Latencies } from '../../sim/description.js';
+import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
+import { rehearseReadWorkflow, rehearseWorkflowId, type RehearseReadResult } from '../../workflows/rehearse-workflow.js';
+import { CommandFailed, EXIT, intOption, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
+import { OUTPUT_OPTION, outputFormat, printJson } from '../output.js';
+import { POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
+import { rehearseUpgrade } from '../rehearse/auto-operator.js';
+import { blocksOf, finalVersions, reportText, skewOfHistory, type RehearsalReport } from '../rehearse/report.js';
+import { twinTimings } from '../rehearse/timings.js';
+import { startTwin, type Twin } from '../rehearse/twin.js';
+import { DEFAULT_LATENCIES, descriptionYaml, LATENCY_KEYS, twinDescription, TwinInputError } from '../rehearse/twin-description.js';
+import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { summarizeWorkflowFailure } from '../workflow-failure.js';
+
+/** The twin's drain timeout when --drain-timeout is not given: a blocked drain is reported after this long. */
+export const TWIN_DRAIN_TIMEOUT_SECONDS = 60;
+
+export const rehearseHelp = `Usage: skewless rehearse --cluster NAME --to TARGET [--canary N] [--batch-size N]
+                         [--max-unavailable N|N%] [--approve-workers] [--approve-canary] [--soak SECONDS]
+                         [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]...
+                         [--latencies FILE] [--repository VERSION,...] [--ssh-user USER] [--reboot-seconds N]
+                         [--save-description FILE] [--task-queue QUEUE] [--output json|text] [connection options]
+
+Rehearses the upgrade of a cluster on a simulated twin, before touching it. The worker on QUEUE
+reads the cluster (workflow rehearse/NAME, read-only: nodes, roles, versions and labels;
+Deployments, StatefulSets and DaemonSets with their replicas; PDBs and what they cover; bare pods;
+the versions the first control plane's package repository offers, unless --repository names them).
+Only names, counts, labels and versions leave the cluster (docs/rehearse.md). From them this command
+starts a twin in this process: a simulated cluster, a Temporal dev server and a worker of its own,
+and runs "skewless upgrade" on it with the same policy flags and target. Gates are approved at once;
+a drain that blocks (a PDB) or is refused (a bare pod) is recorded and its node skipped, so the
+rollout goes on. Everything is stopped and removed at the end, and on Ctrl-C.
+
+The report: how long each phase and each node took on the twin with these latencies, every drain
+that blocked (node, PDB, pods), nodes refused, pre-flight findings the real upgrade would stop on,
+whether any version state the twin went through broke the skew policy, and the final versions.
+
+${TARGET_HELP}
+
+--latencies FILE    YAML of milliseconds per simulated host command, any of ${LATENCY_KEYS.join(', ')};
+                    defaults ${Object.entries(DEFAULT_LATENCIES).map(([k, v]) => `${k} ${v}`).join(', ')}
+--repository LIST   the versions the package repository offers (comma-separated), instead of asking
+                    the first control plane over SSH
+--drain-timeout     on the twin, default ${TWIN_DRAIN_TIMEOUT_SECONDS} s (a blocked drain is reported after it)
+--save-description  write the twin's description (sim/description.ts YAML) to FILE
+
+${CONNECTION_HELP}
+
+Exit status: 0 the rehearsal ran (even with blocked drains or refused nodes); 1 the twin's upgrade
+failed, or the cluster could not be read; 2 invalid input; 3 Temporal unreachable.`;
+
+function latenciesFile(path: string | undefined): Latencies | undefined {
+  if (path === undefined) return undefined;
+  let raw: unknown;
+  try {
+    raw = parseYaml(readFileSync(path, 'utf8'));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new UsageError(code ? `cannot read --latencies ${path}: ${code}` : `--latencies ${path} is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new UsageError(`--latencies ${path} must be a mapping of ${LATENCY_KEYS.join(', ')} to milliseconds`);
+  const out: Latencies = {};
+  for (const [k, v] of Object.entries(raw)) {
+    if (!(LATENCY_KEYS as string[]).includes(k)) throw new UsageError(`--latencies ${path}: ${k} is not a latency (${LATENCY_KEYS.join(', ')})`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 3_600_000) throw new UsageError(`--latencies ${path}: ${k} must be milliseconds, an integer from 0 to 3600000, got ${JSON.stringify(v)}`);
+    out[k as keyof Latencies] = v;
+  }
+  return out;
+}
+
+function repositoryList(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const versions = value.split(',').map((v) => v.trim()).filter((v) => v !== '');
+  if (versions.length === 0) throw new UsageError('--repository needs at least one version, e.g. 1.33.7,1.34.2');
+  return versions.map((v) => {
+    try {
+      return parseVersion(v).text;
+    } catch {
+      throw new UsageError(`--repository: ${JSON.stringify(v)} is not a version such as 1.34.2`);
+    }
+  });
+}
+
+async function readThroughWorker(client: Client, io: CommandIo, taskQueue: string, cluster: string, askRepository: boolean): Promise<RehearseReadResult> {
+  for (let waited = 0; ; waited += 500) {
+    const { pollers } = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue } });
+    if ((pollers?.length ?? 0) > 0) break;
+    if (waited >= 5000) throw new CommandFailed(`no worker polls task queue ${taskQueue}; start one with "skewless worker --clusters-dir DIR"`);
+    io.transient?.(`waiting for a worker on task queue ${taskQueue}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  io.transient?.(`reading cluster ${cluster} through the worker on ${taskQueue} (workflow ${rehearseWorkflowId(cluster)})`);
+  try {
+    return await client.workflow.execute(rehearseReadWorkflow, {
+      taskQueue, workflowId: rehearseWorkflowId(cluster), workflowIdConflictPolicy: 'FAIL', workflowExecutionTimeout: '15m', args: [{ cluster, askRepository }],
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) throw new UsageError(`a rehearsal of ${cluster} is already reading it (${rehearseWorkflowId(cluster)})`);
+    if (!(err instanceof WorkflowFailedError)) throw err;
+    const failure = summarizeWorkflowFailure(err);
+    const message = `reading ${cluster} for the rehearsal failed: ${failure.message}`;
+    if (failure.exit === EXIT.invalid) throw new UsageError(message);
+    throw new CommandFailed(message);
+  } finally {
+    io.transient?.('');
+  }
+}
+
+export async function rehearseCommand(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseOptions(args, {
+    cluster: { type: 'string' }, to: { type: 'string' }, ...POLICY_OPTIONS, latencies: { type: 'string' }, repository: { type: 'string' },
+    'ssh-user': { type: 'string' }, 'reboot-seconds': { type: 'string' }, 'save-description': { type: 'string' },
+    'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS, ...OUTPUT_OPTION,
+  });
+  if (values.help) {
+    io.out(rehearseHelp);
+    return EXIT.ok;
+  }
+  // Every check of the input before Temporal is contacted.
+  const output = outputFormat(values.output);
+  const cluster = clusterName(values.cluster, '--cluster');
+  if (!values.to) throw new UsageError('--to is required');
+  const to = values.to;
+  parseTarget(to);
+  const policy = policyFromFlags(values);
+  const latencies = latenciesFile(values.latencies);
+  const repository = repositoryList(values.repository);
+  const sshUser = values['ssh-user'];
+  if (sshUser !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/.test(sshUser)) throw new UsageError(`--ssh-user must be a user name such as skewless, got ${JSON.stringify(sshUser)}`);
+  const rebootSeconds = intOption(values['reboot-seconds'], '--reboot-seconds', 0);
+  if (rebootSeconds !== undefined && rebootSeconds > 600) throw new UsageError(`--reboot-seconds must be at most 600, got ${rebootSeconds}`);
+  const savePath = values['save-description'] === undefined ? undefined : resolve(values['save-description']);
+  if (savePath !== undefined && (!existsSync(dirname(savePath)) || !statSync(dirname(savePath)).isDirectory())) throw new UsageError(`--save-description: no folder ${dirname(savePath)}`);
+
+  const taskQueue = workerConfig(values).taskQueue;
+  const { client, close } = await connectClient(values);
+  let read: RehearseReadResult;
+  try {
+    read = await readThroughWorker(client, io, taskQueue, cluster, repository === undefined);
+  } finally {
+    await close();
+  }
+
+  let twinDesc;
+  try {
+    twinDesc = twinDescription(cluster, read, { ...(latencies ? { latencies } : {}), ...(sshUser ? { sshUser } : {}), ...(rebootSeconds === undefined ? {} : { rebootSeconds }), ...(repository ? { repository } : {}) });
+    const yaml = descriptionYaml(twinDesc.description);
+    parseDescription(yaml, 'the twin description'); // what the simulation would refuse, refused here
+    if (savePath) writeFileSync(savePath, yaml);
+  } catch (err) {
+    if (err instanceof TwinInputError || (err as Error).name === 'DescriptionError') throw new CommandFailed(`cannot model ${cluster}: ${(err as Error).message}`);
+    throw err;
+  }
+  const { description, names, notModelled } = twinDesc;
+  const twinPdbOf = Object.fromEntries(Object.entries(names.pdbs).map(([twin, original]) => [original, twin]));
+  const nameOf = (twin: string) => names.nodes[twin] ?? twin;
+
+  // The real upgrade's pre-flight refuses budgets that allow no eviction unless acknowledged; the
+  // twin acknowledges them all (mapped to its names) so that the rehearsal shows where drains block.
+  const findings = auditPdbs(read.facts.pdbs.map((p) => ({ ...p, coveredPods: p.pods }))).filter((f) => f.severity === 'error');
+  const preflight = findings.filter((f) => !(policy.acknowledge ?? []).includes(`${f.namespace}/${f.name}`)).map((f) => f.message);
+  const acknowledge = [...new Set([...findings.map((f) => `${f.namespace}/${f.name}`), ...(policy.acknowledge ?? [])].map((a) => twinPdbOf[a] ?? a))];
+  const drainTimeoutSeconds = policy.drainTimeoutSeconds ?? TWIN_DRAIN_TIMEOUT_SECONDS;
+  const twinPolicy = { ...policy, drainTimeoutSeconds, ...(acknowledge.length ? { acknowledge } : {}) };
+
+  // Ctrl-C (and SIGTERM, SIGHUP) stop the twin and everything it started before the process exits.
+  const interrupted = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => interrupted.abort(new Error(`interrupted (${signal})`));
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  for (const s of signals) process.on(s, onSignal);
+  const say = (line: string) => io.transient?.(`rehearse ${cluster}: ${line}`);
+  const t0 = Date.now();
+  let twin: Twin | undefined;
+  let starting: Promise<Twin> | undefined;
+  try {
+    const aborted = new Promise<never>((_, reject) => interrupted.signal.addEventListener('abort', () => reject(interrupted.signal.reason as Error), { once: true }));
+    aborted.catch(() => undefined);
+    starting = startTwin(description, { signal: interrupted.signal, say });
+    starting.catch(() => undefined); // awaited here, or on interruption below
+    twin = await Promise.race([starting, aborted]);
+    say(`upgrading the twin to ${to}`);
+    const outcome = await Promise.race([rehearseUpgrade(twin.client, twin.taskQueue, { cluster, to, policy: twinPolicy }, { signal: interrupted.signal, say }), aborted]);
+    await twin.sim.versionHistorySettled();
+    const history = await twin.client.workflow.getHandle(outcome.workflowId).fetchHistory();
+    const timings = twinTimings(history.events ?? [], outcome.status);
+    const versions = finalVersions(await readSimInventory(twin.sim.kube), nameOf);
+    const skew = skewOfHistory(readVersionHistory(twin.sim.stateDir), nameOf);
+    const blocks = blocksOf(outcome, names);
+    const leftBehind = outcome.status.skipped.length > 0 || blocks.blockedDrains.length + blocks.refusedNodes.length > 0;
+    const report: RehearsalReport = {
+      cluster, target: outcome.status.to, from: outcome.status.from, hops: outcome.status.hops,
+      outcome: outcome.failure ? 'failed' : leftBehind ? 'partial' : 'upgraded', ...(outcome.failure ? { failure: outcome.failure } : {}),
+      preflight,
+      phases: timings.phases.map((p) => ({ ...p, nodes: p.nodes.map(nameOf) })),
+      nodes: timings.nodes.map((n) => ({ ...n, node: nameOf(n.node) })),
+      ...blocks,
+      skew,
+      finalVersions: versions,
+      twin: { nodes: description.nodes.length, workloads: description.workloads.length, drainTimeoutSeconds, latenciesMs: { ...(description.nodes[0]?.latencies ?? {}) }, notModelled },
+      seconds: Math.round((Date.now() - t0) / 100) / 10,
+    };
+    await twin.stop();
+    twin = undefined;
+    if (output === 'json') printJson(io, report, true);
+    else io.out(reportText(report));
+    return report.outcome === 'failed' ? EXIT.notCompliant : EXIT.ok;
+  } catch (err) {
+    if (interrupted.signal.aborted) {
+      io.err(`skewless: rehearsal of ${cluster} interrupted: the twin was stopped and removed`);
+      // A twin still starting stops itself once it sees the signal; wait for that.
+      await (twin ?? (await starting?.catch(() => undefined)))?.stop();
+      return 130;
+    }
+    throw new CommandFailed(`the rehearsal of ${cluster} could not run: ${(err as Error).message.split('\n')[0]}`);
+  } finally {
+    await twin?.stop();
+    for (const s of signals) process.off(s, onSignal);
+  }
+}

@@ -1,0 +1,105 @@
+import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { clusterUpgradeWorkflow, type UpgradePolicy } from '../../workflows/cluster-upgrade-workflow.js';
+import { approveUpdate, resolveDrainUpdate, statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { summarizeWorkflowFailure } from '../workflow-failure.js';
+
+/**
+ * The rehearsal's operator, on the twin only: approves every gate as soon as it waits, and for a node
+ * that waits on it records what blocked it, then answers so that the rollout goes on:
+ * - a drain blocked by a PodDisruptionBudget, or refused (a bare pod): `skip`. The node stays at its
+ *   old version on the twin, as it would in production until someone acts; the report says so. It
+ *   does not relax the budget nor delete the pod: that would be the operator's decision to rehearse.
+ * - a failed step (the twin's hosts have no faults, so this is a real finding) or a halted rollout
+ *   (workloads unhealthy after a phase): `abort`, and the rehearsal reports the upgrade failed.
+ */
+
+export const REHEARSAL_OPERATOR = 'skewless-rehearse';
+
+export interface RecordedBlock {
+  /** The twin's node name. */
+  node: string;
+  kind: 'DrainBlocked' | 'DrainRefused' | 'StepFailed' | 'Halted';
+  message: string;
+  /** `namespace/name` of the pods in the way, and of the PDBs that refused their eviction (twin names). */
+  pods: string[];
+  pdbs: string[];
+  /** What the operator answered. */
+  action: 'skip' | 'abort';
+  /** Twin workflow time (ISO) the block was seen. */
+  at: string;
+  hop?: string;
+}
+
+export interface RehearsalOutcome {
+  status: UpgradeStatus;
+  /** Set when the twin's upgrade did not end `done`: its failure, in one line. */
+  failure?: string;
+  blocks: RecordedBlock[];
+  approvals: string[];
+  workflowId: string;
+  startedAt: number;
+  endedAt: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function rehearseUpgrade(
+  client: Client, taskQueue: string, input: { cluster: string; to: string; policy: UpgradePolicy },
+  o: { signal: AbortSignal; say: (line: string) => void },
+): Promise<RehearsalOutcome> {
+  const workflowId = `upgrade/${input.cluster}`;
+  const startedAt = Date.now();
+  const handle = await client.workflow.start(clusterUpgradeWorkflow, { taskQueue, workflowId, args: [input], workflowExecutionTimeout: '24h' });
+  const blocks: RecordedBlock[] = [];
+  const approvals: string[] = [];
+  const answered = new Set<string>();
+  let done = false;
+  const result = handle.result().finally(() => (done = true));
+  result.catch(() => undefined);
+
+  while (!done) {
+    if (o.signal.aborted) throw o.signal.reason;
+    const s = await handle.query(statusQuery).catch(() => undefined);
+    if (s) {
+      for (const g of s.gates) {
+        if (g.approvedBy || g.opensAt || answered.has(`gate ${g.name}`)) continue;
+        answered.add(`gate ${g.name}`);
+        await handle.executeUpdate(approveUpdate, { args: [{ gate: g.name, by: REHEARSAL_OPERATOR, comment: 'rehearsal: approved automatically' }] })
+          .then(() => { approvals.push(g.name); o.say(`approved gate ${g.name}`); })
+          .catch(() => answered.delete(`gate ${g.name}`));
+      }
+      for (const [node, n] of Object.entries(s.nodes)) {
+        if (n.phase !== 'blocked' || !n.blocked) continue;
+        // Skip and abort end the node's part in the run: one answer per node and hop.
+        const key = `node ${node} ${s.hop ?? ''}`;
+        if (answered.has(key)) continue;
+        answered.add(key);
+        const b = n.blocked;
+        const action = b.kind === 'StepFailed' ? 'abort' : 'skip';
+        const pods = b.pods.map((p) => `${p.namespace}/${p.name}`);
+        const pdbs = [...new Set(b.pods.flatMap((p) => (p.pdbs ?? []).map((x) => `${p.namespace}/${x}`)))];
+        blocks.push({ node, kind: b.kind, message: b.message, pods, pdbs, action, at: new Date().toISOString(), ...(s.hop ? { hop: s.hop } : {}) });
+        o.say(`${node}: ${b.kind} (${b.message}); answering ${action}`);
+        await handle.executeUpdate(resolveDrainUpdate, { args: [{ node, action, by: REHEARSAL_OPERATOR, comment: 'rehearsal: recorded, the rollout goes on' }] })
+          .catch((err: Error) => o.say(`could not resolve ${node}: ${err.message}`));
+      }
+      if (s.halted && !answered.has(`halt ${s.halted.after} ${s.halted.hop}`)) {
+        answered.add(`halt ${s.halted.after} ${s.halted.hop}`);
+        blocks.push({ node: '', kind: 'Halted', message: `${s.halted.message}: ${s.halted.workloads.join('; ')}`, pods: [], pdbs: [], action: 'abort', at: new Date().toISOString(), hop: s.halted.hop });
+        await handle.executeUpdate(resolveDrainUpdate, { args: [{ action: 'abort', by: REHEARSAL_OPERATOR, comment: 'rehearsal: workloads unhealthy' }] }).catch(() => undefined);
+      }
+    }
+    await Promise.race([result.catch(() => undefined), sleep(500)]);
+  }
+
+  let status: UpgradeStatus;
+  let failure: string | undefined;
+  try {
+    status = await result;
+    if (status.phase !== 'done') failure = status.outcome ?? status.phase;
+  } catch (err) {
+    failure = err instanceof WorkflowFailedError ? summarizeWorkflowFailure(err).message : (err as Error).message;
+    status = await handle.query(statusQuery);
+  }
+  return { status, ...(failure ? { failure } : {}), blocks, approvals, workflowId, startedAt, endedAt: Date.now() };
+}
