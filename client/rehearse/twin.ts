@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { ensureSimBinaries } from '../../sim/cluster/binaries.js';
 import type { SimDescription } from '../../sim/description.js';
@@ -45,6 +45,25 @@ async function waitForServer(address: string, server: ChildProcess, signal: Abor
       if (Date.now() > deadline) throw new Error(`the twin's Temporal dev server did not answer at ${address} within 90 s`);
       await new Promise((r) => setTimeout(r, 250));
     }
+  }
+}
+
+/**
+ * The in-process worker logs what it sees (a blocked drain is an activity failure, logged as such);
+ * that is the twin's business, not the operator's terminal: it goes to a file in the twin's folder.
+ * The SDK's runtime is one per process: installed once, before the first connection.
+ */
+function quietRuntime(logFile: string): void {
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN', (entry) => {
+      try {
+        appendFileSync(logFile, `${entry.level} ${entry.message}\n`);
+      } catch {
+        // The twin's folder is gone (a line after the teardown): nobody would read it.
+      }
+    }) });
+  } catch {
+    // Already installed (a second twin in this process): its logger stays.
   }
 }
 
@@ -91,6 +110,7 @@ export async function startTwin(description: SimDescription, o: { signal: AbortS
     connection = await waitForServer(address, server, o.signal);
     sim = await simStarting;
     if (o.signal.aborted) throw o.signal.reason;
+    quietRuntime(join(stateDir, 'worker.log'));
     native = await NativeConnection.connect({ address });
     worker = await createSkewlessWorker({
       connection: native, namespace: 'default', taskQueue: TASK_QUEUE, deps: { clusters: createClusterResolver(sim.endpoints.clustersDir) }, shutdownGraceTime: '2 seconds',

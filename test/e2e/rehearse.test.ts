@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import type { RehearsalReport } from '../../client/rehearse/report.js';
+import { readDescription } from '../../sim/description.js';
+import { clusterWrites } from '../helpers/cluster-writes.js';
+import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { cliAsync } from '../helpers/spawn-cli.js';
+import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { simWorker } from '../helpers/workers.js';
+
+// The "live" cluster: web's PDB (minAvailable = replicas) allows no eviction, so a drain of a node
+// running one of its pods blocks on it, on the original as on its twin.
+const LIVE = `
+name: rh
+version: 1.33.7
+repository: [1.33.7, 1.34.2]
+rebootSeconds: 1
+nodes:
+  - {name: cp, role: control-plane, count: 1}
+  - {name: worker, role: worker, count: 2, labels: {pool: blue}}
+workloads:
+  - {kind: Deployment, name: web, replicas: 2, pdb: {minAvailable: 2}}
+  - {kind: DaemonSet, name: agent, namespace: monitoring}
+`;
+
+/**
+ * `skewless rehearse` through the real CLI: a simulated cluster read back as if it were live by a
+ * real worker on the real dev server, its twin brought up inside the CLI process and upgraded to the
+ * next minor. The report names the PDB that really blocks the original; the original is untouched.
+ */
+describe('e2e: skewless rehearse on a simulated twin', () => {
+  let env: TestWorkflowEnvironment;
+  let tc: TestCluster;
+  let worker: Worker;
+  let running: Promise<void>;
+  const dir = mkdtempSync(join(tmpdir(), 'skewless-rehearse-test-'));
+  const taskQueue = uniqueTaskQueue('rehearse');
+  const cliEnv = () => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue });
+  const cli = (...args: string[]) => cliAsync(args, cliEnv());
+  const latencies = join(dir, 'latencies.yaml');
+  writeFileSync(latencies, 'aptInstall: 200\nkubeletRestart: 200\nkubeadmApply: 500\nkubeadmNode: 200\netcdSnapshot: 100\n');
+
+  before(async () => {
+    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LIVE)]);
+    worker = await simWorker(env, tc.clustersDir, taskQueue);
+    running = worker.run();
+  });
+  after(async () => {
+    worker?.shutdown();
+    await running?.catch(() => undefined);
+    await tc?.stop();
+    await env?.teardown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reports the drain the PDB blocks, the phases and nodes timed, every state skew-checked; the original untouched', async () => {
+    const writes = clusterWrites(tc.sim, tc.workerKube);
+    const mark = await writes.mark();
+    const kubelets = async () => Object.fromEntries((await tc.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
+    const before = await kubelets();
+    const saved = join(dir, 'twin.yaml');
+    const started = Date.now();
+    const r = await cli('rehearse', '--cluster', 'rh', '--to', 'next-minor', '--latencies', latencies, '--drain-timeout', '10',
+      '--save-description', saved, '--output', 'json');
+    const seconds = (Date.now() - started) / 1000;
+    assert.equal(r.code, 0, `${r.stderr}\n${r.stdout.slice(-2000)}`);
+    assert.equal(r.stderr, '', 'nothing on stderr when it ran');
+    const report = JSON.parse(r.stdout) as RehearsalReport;
+
+    assert.equal(report.cluster, 'rh');
+    assert.deepEqual([report.from, report.hops], ['1.33.7', ['1.34.2']]);
+    // The block is the original's: web's PDB, which allows no disruption, refusing web's pods.
+    assert.ok(report.blockedDrains.length >= 1, JSON.stringify(report.blockedDrains));
+    for (const b of report.blockedDrains) {
+      assert.deepEqual(b.pdbs, ['default/web'], JSON.stringify(b));
+      assert.ok(b.pods.length >= 1 && b.pods.every((p) => p.startsWith('default/web-')), JSON.stringify(b));
+      assert.match(b.node, /^worker-[12]$/);
+      assert.equal(b.action, 'skip');
+    }
+    assert.equal(report.outcome, 'partial');
+    assert.deepEqual(report.refusedNodes, []);
+    assert.ok(report.preflight.some((p) => p.includes('default/web')), 'the pre-flight finding on web is reported');
+
+    // Timings: the control-plane phase and a worker phase, and every node's steps.
+    const phases = report.phases.map((p) => p.phase);
+    assert.ok(phases.includes('backup') && phases.includes('control-plane') && phases.includes('canary'), phases.join(', '));
+    assert.deepEqual(report.nodes.find((n) => n.node === 'cp-1')?.steps.map((s) => s.step), ['control-plane components', 'drain, kubelet, uncordon']);
+    for (const p of report.phases) assert.ok(p.seconds >= 0);
+
+    // Skew: the initial state and each version move, all judged.
+    assert.ok(report.skew.statesChecked >= 3, JSON.stringify(report.skew));
+    assert.equal(report.skew.compliant, true, JSON.stringify(report.skew.violations));
+    // Final versions on the twin: the control plane moved; a node whose drain blocked stayed.
+    const final = Object.fromEntries(report.finalVersions.map((v) => [v.node, v]));
+    assert.equal(final['cp-1']?.apiserver, '1.34.2');
+    assert.equal(final['cp-1']?.kubelet, '1.34.2');
+    for (const b of report.blockedDrains) assert.equal(final[b.node]?.kubelet, '1.33.7', `${b.node} was skipped`);
+
+    // The saved description: the twin the operator can look at.
+    const twin = readDescription(saved);
+    assert.deepEqual(twin.nodes.map((n) => n.name), ['cp-1', 'worker-1', 'worker-2']);
+    assert.deepEqual(twin.workloads.find((w) => w.name === 'web')?.pdb, { minAvailable: 2 });
+    assert.doesNotMatch(readFileSync(saved, 'utf8'), /BEGIN|PRIVATE|kubeconfig/);
+
+    // The original: versions as they were, no write by the worker's identity, no host changed.
+    assert.deepEqual(await kubelets(), before);
+    await writes.assertNoneSince(mark, 'a rehearsal');
+    console.log(`rehearse: ${seconds.toFixed(0)} s through the CLI; twin report ${report.seconds} s; phases ${report.phases.map((p) => `${p.phase} ${p.seconds}s`).join(', ')}; blocked ${report.blockedDrains.map((b) => b.node).join(', ')}`);
+  });
+
+  describe('bad input: one line on stderr, the exit code, nothing touched', () => {
+    const rows: { name: string; args: string[]; exit: number; stderr: RegExp; env?: () => NodeJS.ProcessEnv }[] = [
+      { name: 'no --cluster', args: ['rehearse', '--to', '1.34'], exit: 2, stderr: /^skewless: --cluster \(the cluster\) is required$/ },
+      { name: 'no --to', args: ['rehearse', '--cluster', 'rh'], exit: 2, stderr: /^skewless: --to is required$/ },
+      { name: 'a target that is no version', args: ['rehearse', '--cluster', 'rh', '--to', '1.34;reboot'], exit: 2, stderr: /^skewless: invalid target/ },
+      { name: 'a policy flag out of range', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--batch-size', '0'], exit: 2, stderr: /^skewless: --batch-size must be an integer ≥ 1, got "0"$/ },
+      { name: 'a latencies file that does not exist', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--latencies', '/nonexistent/l.yaml'], exit: 2, stderr: /^skewless: cannot read --latencies \/nonexistent\/l\.yaml: ENOENT$/ },
+      { name: 'a latency that is not one', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--latencies', 'BAD_LATENCIES'], exit: 2, stderr: /^skewless: --latencies .*: coffee is not a latency/ },
+      { name: 'a repository that is no list of versions', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--repository', '1.34.x'], exit: 2, stderr: /^skewless: --repository: "1\.34\.x" is not a version/ },
+      { name: 'an ssh user with shell text', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--ssh-user', 'root;id'], exit: 2, stderr: /^skewless: --ssh-user must be a user name/ },
+      { name: '--save-description into a folder that does not exist', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--save-description', '/nonexistent/twin.yaml'], exit: 2, stderr: /^skewless: --save-description: no folder \/nonexistent$/ },
+      { name: 'a cluster the worker does not know', args: ['rehearse', '--cluster', 'nowhere', '--to', '1.34'], exit: 2, stderr: /^skewless: reading nowhere for the rehearsal failed: .*nowhere/ },
+      { name: 'no worker on the task queue', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--task-queue', 'nobody-polls-this'], exit: 1, stderr: /^skewless: no worker polls task queue nobody-polls-this/ },
+      { name: 'Temporal unreachable', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--address', '127.0.0.1:1'], exit: 3, stderr: /^skewless: cannot reach Temporal at 127\.0\.0\.1:1/ },
+    ];
+    for (const row of rows) {
+      it(row.name, async () => {
+        const writes = clusterWrites(tc.sim, tc.workerKube);
+        const mark = await writes.mark();
+        const bad = join(dir, 'bad-latencies.yaml');
+        writeFileSync(bad, 'coffee: 3\n');
+        const r = await cli(...row.args.map((a) => (a === 'BAD_LATENCIES' ? bad : a)));
+        assert.equal(r.code, row.exit, r.stderr);
+        const lines = r.stderr.trim().split('\n');
+        assert.equal(lines.length, 1, r.stderr);
+        assert.match(lines[0] ?? '', row.stderr);
+        assert.equal(r.stdout, '');
+        await writes.assertNoneSince(mark, row.name);
+      });
+    }
+  });
+});
