@@ -113,6 +113,21 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
     console.log(`rehearse: ${seconds.toFixed(0)} s through the CLI; twin report ${report.seconds} s; phases ${report.phases.map((p) => `${p.phase} ${p.seconds}s`).join(', ')}; blocked ${report.blockedDrains.map((b) => b.node).join(', ')}`);
   });
 
+  it('in text, with --repository (no SSH to the cluster at all): the blocking PDB, timings and the skew verdict', async () => {
+    const writes = clusterWrites(tc.sim, tc.workerKube);
+    const mark = await writes.mark();
+    const commands = tc.sim.hosts.commandLog('cp-1').length;
+    const r = await cli('rehearse', '--cluster', 'rh', '--to', '1.34', '--latencies', latencies, '--drain-timeout', '10', '--repository', '1.33.7,1.34.2');
+    assert.equal(r.code, 0, `${r.stderr}\n${r.stdout}`);
+    assert.match(r.stdout, /^Rehearsal of rh: 1\.33\.7 → 1\.34\.2: the twin upgraded, with nodes left behind/);
+    assert.match(r.stdout, /\n {2}worker-[12] \(1\.34\.2\): PDB default\/web refused evicting default\/web-\S+; the rehearsal answered skip/);
+    assert.match(r.stdout, /\nSkew policy: every one of the \d+ version states the twin went through complies/);
+    assert.match(r.stdout, /\n {2}1\.34\.2 +control-plane +\d+\.\d s +cp-1/);
+    assert.equal(tc.sim.hosts.commandLog('cp-1').length, commands, 'with --repository nothing runs on the hosts');
+    await writes.assertNoneSince(mark, 'a rehearsal');
+    console.log(r.stdout);
+  });
+
   describe('bad input: one line on stderr, the exit code, nothing touched', () => {
     const rows: { name: string; args: string[]; exit: number; stderr: RegExp; env?: () => NodeJS.ProcessEnv }[] = [
       { name: 'no --cluster', args: ['rehearse', '--to', '1.34'], exit: 2, stderr: /^skewless: --cluster \(the cluster\) is required$/ },
