@@ -153,6 +153,9 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
     await acts.checkWorkloads({ cluster, require: true, waitSeconds: 60 });
     await acts.checkWorkloads({ cluster, namespaces: ['default', 'kube-system'], require: true });
     await acts.runProbes({ cluster, require: true });
+    // skewless rehearse: the read-only description of the cluster a twin is built from.
+    const facts = await acts.describeClusterForRehearsal({ cluster });
+    assert.deepEqual(facts.barePods.map((p) => p.name), ['lonely']);
     await acts.setStageLabels({ cluster, owner: OWNER, labels: { 'worker-1': 'canary', 'worker-2': 'batch-1' } });
 
     // OS maintenance: which nodes a selector takes and the bare pods on them (read-only). The
