@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -9,7 +9,7 @@ import type { RehearsalReport } from '../../client/rehearse/report.js';
 import { readDescription } from '../../sim/description.js';
 import { clusterWrites } from '../helpers/cluster-writes.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
-import { cliAsync } from '../helpers/spawn-cli.js';
+import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
 import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 
@@ -126,6 +126,46 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
     assert.equal(tc.sim.hosts.commandLog('cp-1').length, commands, 'with --repository nothing runs on the hosts');
     await writes.assertNoneSince(mark, 'a rehearsal');
     console.log(r.stdout);
+  });
+
+  it('on Ctrl-C stops the twin: every process it started is gone, exit 130, one line', async () => {
+    /** The processes below `pid` (children, grandchildren), with their command lines. */
+    const descendants = (pid: number): { pid: number; cmd: string }[] => {
+      const parentOf = new Map<number, number>();
+      const cmdOf = new Map<number, string>();
+      for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+        try {
+          const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+          parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+          cmdOf.set(Number(entry), readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim());
+        } catch {
+          // gone meanwhile
+        }
+      }
+      const out: { pid: number; cmd: string }[] = [];
+      const walk = (p: number) => {
+        for (const [child, parent] of parentOf) if (parent === p) { out.push({ pid: child, cmd: cmdOf.get(child) ?? '' }); walk(child); }
+      };
+      walk(pid);
+      return out;
+    };
+    const run = spawnCli(['rehearse', '--cluster', 'rh', '--to', '1.34', '--latencies', latencies, '--repository', '1.33.7,1.34.2'], cliEnv());
+    const pid = run.child.pid as number;
+    let seen: { pid: number; cmd: string }[] = [];
+    const deadline = Date.now() + 120_000;
+    while (Date.now() < deadline) {
+      seen = descendants(pid);
+      if (seen.some((p) => /temporal.* server start-dev/.test(p.cmd)) && seen.some((p) => /kube-apiserver/.test(p.cmd)) && seen.some((p) => /kwok/.test(p.cmd))) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    assert.ok(seen.some((p) => /kube-apiserver/.test(p.cmd)), `the twin started: ${seen.map((p) => p.cmd.slice(0, 60)).join('; ')}`);
+    await new Promise((r) => setTimeout(r, 2000)); // mid-start or mid-upgrade: either must be torn down
+    run.child.kill('SIGINT');
+    const r = await run.exited;
+    assert.equal(r.code, 130, r.stderr);
+    assert.deepEqual(r.stderr.trim().split('\n'), ['skewless: rehearsal of rh interrupted: the twin was stopped and removed']);
+    const left = seen.filter((p) => existsSync(`/proc/${p.pid}`) && !readFileSync(`/proc/${p.pid}/stat`, 'utf8').includes(') Z '));
+    assert.deepEqual(left.map((p) => p.cmd.slice(0, 80)), [], 'processes the twin left behind');
   });
 
   describe('bad input: one line on stderr, the exit code, nothing touched', () => {
