@@ -2,9 +2,9 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type Client } from '@temporalio/client';
 import { parse as parseYaml } from 'yaml';
-import { auditPdbs, parseTarget, parseVersion } from '../../rules/index.js';
+import { auditPdbs, parseTarget, parseVersion, planUpgrade, type ClusterInventory } from '../../rules/index.js';
 import { readSimInventory, readVersionHistory } from '../../sim/cluster/version-recorder.js';
-import { parseDescription, type Latencies } from '../../sim/description.js';
+import { parseDescription, type Latencies, type SimDescription } from '../../sim/description.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { rehearseReadWorkflow, rehearseWorkflowId, type RehearseReadResult } from '../../workflows/rehearse-workflow.js';
 import { CommandFailed, EXIT, intOption, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
@@ -87,6 +87,20 @@ function repositoryList(value: string | undefined): string[] | undefined {
   });
 }
 
+const nameOfNode = (nodes: Record<string, string>, twin: string) => nodes[twin] ?? twin;
+
+/** The twin's versions as the rules read an inventory (what planUpgrade takes). */
+function inventoryOf(d: SimDescription): ClusterInventory {
+  const cps = d.nodes.filter((n) => n.components);
+  return {
+    apiservers: cps.map((n) => ({ node: n.name, version: n.components?.apiserver ?? d.version })),
+    controllerManagers: cps.map((n) => ({ node: n.name, version: n.components?.controllerManager ?? d.version })),
+    schedulers: cps.map((n) => ({ node: n.name, version: n.components?.scheduler ?? d.version })),
+    kubelets: d.nodes.map((n) => ({ node: n.name, version: n.kubelet })),
+    nodes: d.nodes.map((n) => ({ name: n.name, role: n.role, labels: n.labels })),
+  };
+}
+
 async function readThroughWorker(client: Client, io: CommandIo, taskQueue: string, cluster: string, askRepository: boolean): Promise<RehearseReadResult> {
   for (let waited = 0; ; waited += 500) {
     const { pollers } = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue } });
@@ -158,6 +172,16 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
     throw err;
   }
   const { description, names, notModelled } = twinDesc;
+  // Planned here first, as the upgrade will plan: a target the repository does not offer is invalid
+  // input (exit 2), nothing to do or a plan that breaks the skew policy is the cluster's answer (1),
+  // and neither needs a twin to find out.
+  const plan = planUpgrade({ inventory: inventoryOf(description), to, available: description.nodes[0]?.repository ?? [], policy });
+  if (plan.hops.length === 0) throw new CommandFailed(`nothing to rehearse: ${cluster} is already at ${plan.from} (target ${to})`);
+  if (!plan.skew.compliant) {
+    const f = plan.skew.failure;
+    const where = f?.step ? `step "${f.step.detail}" of ${f.step.hop}` : 'the cluster as it is';
+    throw new CommandFailed(`the upgrade of ${cluster} would refuse to start: ${where} breaks the skew policy: ${f?.violations.map((v) => `${v.component} on ${nameOfNode(names.nodes, v.node)} at ${v.version}: ${v.rule}`).join('; ')}`);
+  }
   const twinPdbOf = Object.fromEntries(Object.entries(names.pdbs).map(([twin, original]) => [original, twin]));
   const nameOf = (twin: string) => names.nodes[twin] ?? twin;
 
@@ -209,7 +233,9 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
     twin = undefined;
     if (output === 'json') printJson(io, report, true);
     else io.out(reportText(report));
-    return report.outcome === 'failed' ? EXIT.notCompliant : EXIT.ok;
+    if (report.outcome !== 'failed') return EXIT.ok;
+    io.err(`skewless: the twin's upgrade of ${cluster} failed: ${report.failure ?? 'see the report'}`);
+    return EXIT.notCompliant;
   } catch (err) {
     if (interrupted.signal.aborted) {
       io.err(`skewless: rehearsal of ${cluster} interrupted: the twin was stopped and removed`);

@@ -180,6 +180,8 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
       { name: 'an ssh user with shell text', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--ssh-user', 'root;id'], exit: 2, stderr: /^skewless: --ssh-user must be a user name/ },
       { name: '--save-description into a folder that does not exist', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--save-description', '/nonexistent/twin.yaml'], exit: 2, stderr: /^skewless: --save-description: no folder \/nonexistent$/ },
       { name: 'a cluster the worker does not know', args: ['rehearse', '--cluster', 'nowhere', '--to', '1.34'], exit: 2, stderr: /^skewless: reading nowhere for the rehearsal failed: .*nowhere/ },
+      { name: 'a target the repository does not offer (planned before any twin)', args: ['rehearse', '--cluster', 'rh', '--to', '1.36', '--repository', '1.33.7,1.34.2'], exit: 2, stderr: /^skewless: .*1\.36/ },
+      { name: 'nothing to rehearse: the cluster is at the target', args: ['rehearse', '--cluster', 'rh', '--to', 'latest-patch'], exit: 1, stderr: /^skewless: nothing to rehearse: rh is already at 1\.33\.7 \(target latest-patch\)$/ },
       { name: 'no worker on the task queue', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--task-queue', 'nobody-polls-this'], exit: 1, stderr: /^skewless: no worker polls task queue nobody-polls-this/ },
       { name: 'Temporal unreachable', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--address', '127.0.0.1:1'], exit: 3, stderr: /^skewless: cannot reach Temporal at 127\.0\.0\.1:1/ },
     ];
