@@ -101,7 +101,9 @@ export async function startTwin(description: SimDescription, o: { signal: AbortS
   };
 
   try {
-    const [port, uiPort] = [await freePort(), await freePort()];
+    const port = await freePort();
+    let uiPort = await freePort();
+    while (uiPort === port) uiPort = await freePort(); // each was free a moment ago, not both at once
     const address = `127.0.0.1:${port}`;
     o.say(`starting the twin: ${description.nodes.length} simulated nodes at ${description.version}, and a Temporal dev server of its own on ${address}`);
     simStarting = startSimulation(description, { stateDir: join(stateDir, 'sim'), binaries });

@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import type { RehearsalReport } from '../../client/rehearse/report.js';
+import { waitFor } from '../../sim/cluster/wait-for.js';
 import { readDescription } from '../../sim/description.js';
 import { clusterWrites } from '../helpers/cluster-writes.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
@@ -14,7 +15,8 @@ import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 
 // The "live" cluster: web's PDB (minAvailable = replicas) allows no eviction, so a drain of a node
-// running one of its pods blocks on it, on the original as on its twin.
+// running one of its pods blocks on it, on the original as on its twin. A bare pod (placed by the test
+// on a worker web does not run on) gets that node refused.
 const LIVE = `
 name: rh
 version: 1.33.7
@@ -22,7 +24,7 @@ repository: [1.33.7, 1.34.2]
 rebootSeconds: 1
 nodes:
   - {name: cp, role: control-plane, count: 1}
-  - {name: worker, role: worker, count: 2, labels: {pool: blue}}
+  - {name: worker, role: worker, count: 3, labels: {pool: blue}}
 workloads:
   - {kind: Deployment, name: web, replicas: 2, pdb: {minAvailable: 2}}
   - {kind: DaemonSet, name: agent, namespace: monitoring}
@@ -38,6 +40,8 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
   let tc: TestCluster;
   let worker: Worker;
   let running: Promise<void>;
+  let webNodes: string[] = [];
+  let bareNode = '';
   const dir = mkdtempSync(join(tmpdir(), 'skewless-rehearse-test-'));
   const taskQueue = uniqueTaskQueue('rehearse');
   const cliEnv = () => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue });
@@ -49,6 +53,11 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
     [env, tc] = await Promise.all([startDevServer(), startTestCluster(LIVE)]);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
+    // The bare pod, on a worker without a web pod (2 replicas, 3 workers: there is one).
+    webNodes = [...new Set((await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web' })).items.map((p) => p.spec?.nodeName ?? ''))].sort();
+    bareNode = ['worker-1', 'worker-2', 'worker-3'].find((w) => !webNodes.includes(w)) as string;
+    await tc.kube.core.createNamespacedPod({ namespace: 'default', body: { metadata: { name: 'lonely' }, spec: { nodeName: bareNode, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] } } });
+    await waitFor('the bare pod running', async () => (await tc.kube.core.readNamespacedPod({ name: 'lonely', namespace: 'default' })).status?.phase === 'Running', 60_000);
   });
   after(async () => {
     worker?.shutdown();
@@ -75,15 +84,20 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
     assert.equal(report.cluster, 'rh');
     assert.deepEqual([report.from, report.hops], ['1.33.7', ['1.34.2']]);
     // The block is the original's: web's PDB, which allows no disruption, refusing web's pods.
-    assert.ok(report.blockedDrains.length >= 1, JSON.stringify(report.blockedDrains));
+    // Every worker running a web pod, and only those (the twin's pods land where they land: the
+    // twin's web pods need not sit on the same workers as the original's, so the count is compared).
+    assert.equal(new Set(report.blockedDrains.map((b) => b.node)).size, report.blockedDrains.length, 'one block per node');
+    assert.ok(report.blockedDrains.length >= 1 && report.blockedDrains.length <= webNodes.length, `${JSON.stringify(report.blockedDrains)} vs web on ${webNodes.join(', ')}`);
     for (const b of report.blockedDrains) {
       assert.deepEqual(b.pdbs, ['default/web'], JSON.stringify(b));
       assert.ok(b.pods.length >= 1 && b.pods.every((p) => p.startsWith('default/web-')), JSON.stringify(b));
-      assert.match(b.node, /^worker-[12]$/);
+      assert.match(b.node, /^worker-[123]$/);
+      assert.notEqual(b.node, bareNode);
       assert.equal(b.action, 'skip');
     }
     assert.equal(report.outcome, 'partial');
-    assert.deepEqual(report.refusedNodes, []);
+    // The bare pod is the original's, on the same node: its drain is refused before any eviction.
+    assert.deepEqual(report.refusedNodes.map((n) => [n.node, n.pods, n.action]), [[bareNode, ['default/lonely'], 'skip']]);
     assert.ok(report.preflight.some((p) => p.includes('default/web')), 'the pre-flight finding on web is reported');
 
     // Timings: the control-plane phase and a worker phase, and every node's steps.
@@ -99,11 +113,17 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
     const final = Object.fromEntries(report.finalVersions.map((v) => [v.node, v]));
     assert.equal(final['cp-1']?.apiserver, '1.34.2');
     assert.equal(final['cp-1']?.kubelet, '1.34.2');
-    for (const b of report.blockedDrains) assert.equal(final[b.node]?.kubelet, '1.33.7', `${b.node} was skipped`);
+    for (const n of [...report.blockedDrains, ...report.refusedNodes]) assert.equal(final[n.node]?.kubelet, '1.33.7', `${n.node} was skipped`);
+    // Its workers: each either upgraded or left behind with a reason in the report.
+    for (const w of ['worker-1', 'worker-2', 'worker-3']) {
+      const left = [...report.blockedDrains, ...report.refusedNodes].some((n) => n.node === w);
+      assert.equal(final[w]?.kubelet, left ? '1.33.7' : '1.34.2', w);
+    }
 
     // The saved description: the twin the operator can look at.
     const twin = readDescription(saved);
-    assert.deepEqual(twin.nodes.map((n) => n.name), ['cp-1', 'worker-1', 'worker-2']);
+    assert.deepEqual(twin.nodes.map((n) => n.name), ['cp-1', 'worker-1', 'worker-2', 'worker-3']);
+    assert.deepEqual(twin.workloads.find((w) => w.name === 'lonely'), { kind: 'Pod', name: 'lonely', namespace: 'default', replicas: 1, node: bareNode });
     assert.deepEqual(twin.workloads.find((w) => w.name === 'web')?.pdb, { minAvailable: 2 });
     assert.doesNotMatch(readFileSync(saved, 'utf8'), /BEGIN|PRIVATE|kubeconfig/);
 
@@ -120,7 +140,8 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
     const r = await cli('rehearse', '--cluster', 'rh', '--to', '1.34', '--latencies', latencies, '--drain-timeout', '10', '--repository', '1.33.7,1.34.2');
     assert.equal(r.code, 0, `${r.stderr}\n${r.stdout}`);
     assert.match(r.stdout, /^Rehearsal of rh: 1\.33\.7 → 1\.34\.2: the twin upgraded, with nodes left behind/);
-    assert.match(r.stdout, /\n {2}worker-[12] \(1\.34\.2\): PDB default\/web refused evicting default\/web-\S+; the rehearsal answered skip/);
+    assert.match(r.stdout, /\n {2}worker-\d \(1\.34\.2\): PDB default\/web refused evicting default\/web-\S+; the rehearsal answered skip/);
+    assert.match(r.stdout, new RegExp(`\\nNodes refused \\(pods nothing would recreate\\):\\n {2}${bareNode} \\(1\\.34\\.2\\): default/lonely; the rehearsal answered skip`));
     assert.match(r.stdout, /\nSkew policy: every one of the \d+ version states the twin went through complies/);
     assert.match(r.stdout, /\n {2}1\.34\.2 +control-plane +\d+\.\d s +cp-1/);
     assert.equal(tc.sim.hosts.commandLog('cp-1').length, commands, 'with --repository nothing runs on the hosts');
