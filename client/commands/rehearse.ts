@@ -43,12 +43,16 @@ whether any version state the twin went through broke the skew policy, and the f
 
 ${TARGET_HELP}
 
---latencies FILE    YAML of milliseconds per simulated host command, any of ${LATENCY_KEYS.join(', ')};
-                    defaults ${Object.entries(DEFAULT_LATENCIES).map(([k, v]) => `${k} ${v}`).join(', ')}
+--latencies FILE    YAML of milliseconds per simulated host command, any of
+                    ${LATENCY_KEYS.join(', ')}; defaults
+                    ${Object.entries(DEFAULT_LATENCIES).map(([k, v]) => `${k} ${v}`).join(', ')}
 --repository LIST   the versions the package repository offers (comma-separated), instead of asking
                     the first control plane over SSH
 --drain-timeout     on the twin, default ${TWIN_DRAIN_TIMEOUT_SECONDS} s (a blocked drain is reported after it)
 --save-description  write the twin's description (sim/description.ts YAML) to FILE
+--ssh-user, --reboot-seconds   the twin hosts' SSH user (default skewless) and reboot downtime (default 3)
+--approve-workers and --approve-canary make the twin's gates as the upgrade's (the rehearsal approves
+them at once); --soak waits its time on the twin.
 
 ${CONNECTION_HELP}
 
