@@ -74,8 +74,8 @@ export async function maintainWorkflow(input: MaintainInput): Promise<Maintenanc
   c.updateMemo();
 
   // Pre-flight, read-only: nothing is cordoned or labelled before every check passed.
-  const upgrade = await a.findRunningUpgrade({ cluster });
-  if (upgrade.running) throw refuse(`upgrade/${cluster} is running (since ${upgrade.startedAt ?? '?'}): maintain after it ends`);
+  const other = await a.findRunningRollout({ cluster, ignore: [owner] });
+  if (other.running) throw refuse(`${other.workflowId ?? 'another rollout'} is running (since ${other.startedAt ?? '?'}): maintain after it ends`, 'RolloutRunning');
   const facts = await a.planMaintenance({ cluster, ...(input.selector === undefined ? {} : { selector: input.selector }),
     ...(input.nodes === undefined ? {} : { nodes: input.nodes }), ...(policy.forcePods?.length ? { force: policy.forcePods } : {}) });
   if (!facts.hasCommand) throw refuse(`cluster ${cluster} has no maintenance.command in its configuration (the worker's ${cluster}.yaml)`, 'ClusterConfigInvalid');

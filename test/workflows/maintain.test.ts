@@ -81,7 +81,7 @@ describe('maintainWorkflow (mocked activities, real dev server)', () => {
 
   it('refuses while the cluster\'s upgrade runs, without a configured command, or with a node NotReady: nothing written', async () => {
     const cases: [Record<string, (i: Record<string, unknown>) => unknown>, Partial<MaintenancePlanFacts>, string, RegExp][] = [
-      [{ findRunningUpgrade: () => ({ running: true, startedAt: '2026-01-01T00:00:00Z' }) }, {}, 'PreflightBlocked', /upgrade\/lab is running/],
+      [{ findRunningRollout: () => ({ running: true, workflowId: 'upgrade/lab', startedAt: '2026-01-01T00:00:00Z' }) }, {}, 'RolloutRunning', /upgrade\/lab is running/],
       [{}, { hasCommand: false }, 'ClusterConfigInvalid', /maintenance\.command/],
       [{}, { missing: ['w9'] }, 'UnknownNode', /no node w9/],
       [{}, { nodes: [{ name: 'w1', role: 'worker', ready: false, unschedulable: false }] }, 'PreflightBlocked', /w1 is NotReady/],
