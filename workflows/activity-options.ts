@@ -111,6 +111,7 @@ export const maintenanceCommand: ActivityOptions = {
 export const PROFILE_OF = {
   describeWorker: quickRead,
   findRunningUpgrade: quickRead,
+  findRunningRollout: quickRead,
   takeInventory: kubeRead,
   planDrain: kubeRead,
   availableVersions: hostCommand,
