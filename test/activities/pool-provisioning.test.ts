@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { parseDocument } from 'yaml';
 import type { ClusterResolver } from '../../activities/cluster-access.js';
 import { parseClusterConfig, type ProvisioningConfig } from '../../activities/cluster-config.js';
@@ -155,6 +156,23 @@ describe('blue/green provisioning against the simulated cluster and hosts', () =
     assert.equal(again.created, false);
     // The green pool has nodes now: planning it again is refused.
     await failsWith(pools.planBlueGreen({ cluster, from: 'blue', to: 'green', version: V }), 'BlueGreenInvalid', /pool green \(skewless\.io\/pool=green\) already has nodes: green-1, green-2, green-3/);
+  });
+
+  it('a retry after a worker crash does not ask again for a machine the crashed attempt asked for (its heartbeat details)', async () => {
+    // The crashed attempt's machine: its host is up, its kubelet has not registered the Node yet.
+    await tc.sim.machines.create({ name: 'green-4', version: V, labels: GREEN });
+    await tc.kube.core.deleteNode({ name: 'green-4' });
+    creates.length = 0;
+    const env = new MockActivityEnvironment({ attempt: 2, heartbeatDetails: { pool: 'green', created: ['green-4'], pending: ['green-4'] } });
+    const beats: unknown[] = [];
+    env.on('heartbeat', (d: unknown) => beats.push(d));
+    const retry = env.run(() => pools.createPoolMachines({ cluster, pool: 'green', names: ['green-4'], version: V, labels: GREEN }));
+    // The kubelet registers a little later (the machine API re-creates the missing Node of a running host).
+    await waitFor('the retry waiting for green-4', async () => beats.length > 0, 30_000, 100);
+    await tc.sim.machines.create({ name: 'green-4', version: V, labels: GREEN });
+    assert.deepEqual((await retry as { joined: string[] }).joined, ['green-4']);
+    assert.deepEqual(creates, [], 'the provider was not asked again');
+    assert.deepEqual(beats.at(-1), { pool: 'green', created: ['green-4'], pending: [] }, 'heartbeats carry names only');
   });
 
   it('refuses labels without the pool\'s selector, a name taken outside the pool, and a version the repository lacks', async () => {
