@@ -1,11 +1,11 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { parseTarget } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { EXIT, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
 import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
-import { clusterName, connectClient, maintainWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to TARGET [--canary N] [--batch-size N]
@@ -50,15 +50,7 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   const taskQueue = workerConfig(values).taskQueue;
   const { client, close } = await connectClient(values);
   try {
-    // An OS maintenance of the cluster cordons and reboots nodes under its own plan: not both at once.
-    // (Checked here, before the start; maintain itself refuses while the upgrade runs.)
-    const maintenance = await client.workflow.getHandle(maintainWorkflowId(cluster)).describe().catch((err: unknown) => {
-      if (err instanceof WorkflowNotFoundError) return undefined;
-      throw err;
-    });
-    if (maintenance?.status.name === 'RUNNING') {
-      throw new UsageError(`an OS maintenance of ${cluster} is running (${maintainWorkflowId(cluster)}); upgrade once it ends: "skewless watch ${cluster} --workflow maintain"`);
-    }
+    await refuseWhileAnotherRolloutRuns(client, cluster, 'upgrade', 'upgrade');
     let runId: string;
     try {
       ({ firstExecutionRunId: runId } = await client.workflow.start(clusterUpgradeWorkflow, {

@@ -65,7 +65,7 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
    * Activities that ask Temporal, not the cluster (the scheduled run's check for a running upgrade):
    * they need an activity context to run and no Kubernetes permission.
    */
-  const TEMPORAL_ONLY: Record<string, string> = { findRunningUpgrade: 'find-running-upgrade.ts' };
+  const TEMPORAL_ONLY: Record<string, string> = { findRunningUpgrade: 'find-running-upgrade.ts', findRunningRollout: 'find-running-upgrade.ts' };
   /**
    * The restore's steps that move files and run etcdutl as root over SSH (activities/etcd-restore.ts):
    * no Kubernetes request, and run here they would stop this cluster's control plane mid-test. Their
