@@ -12,6 +12,7 @@ import { createInventoryActivities } from './inventory.js';
 import { createMaintenanceActivities } from './maintenance.js';
 import { createNodeActivities } from './node-activities.js';
 import { createRehearsalActivities } from './rehearsal.js';
+import { createPoolActivities } from './pool-provisioning.js';
 
 /**
  * What activities need from the outside world, injected by the worker (real clients) or by tests.
@@ -45,6 +46,7 @@ export function createActivities(deps: ActivityDeps = {}) {
     ...createMaintenanceActivities({ clusters }),
     ...createRestoreActivities({ clusters }),
     ...createRehearsalActivities({ clusters }),
+    ...createPoolActivities({ clusters }),
   };
 }
 
