@@ -155,7 +155,8 @@ export function twinDescription(cluster: string, read: { facts: RehearsalFacts; 
   }
 
   return {
-    description: { name: cluster, version, nodes, workloads, ssh: { user: options.sshUser ?? 'skewless' }, rebootSeconds: options.rebootSeconds ?? 3 },
+    // No node pools: blue/green is not rehearsed (yet); the simulation reads an absent `pools` as none.
+    description: { name: cluster, version, nodes, workloads, ssh: { user: options.sshUser ?? 'skewless' }, rebootSeconds: options.rebootSeconds ?? 3, pools: {} },
     names,
     notModelled,
   };
