@@ -55,7 +55,7 @@ const ROLLOUT_NOUNS: Record<RolloutKindName, { noun: string; follow: (cluster: s
  * and restart the same nodes under two plans. The workflows check it too (findRunningRollout);
  * this is the operator's answer without a started-and-failed run.
  */
-export async function refuseWhileAnotherRolloutRuns(client: Client, cluster: string, self: RolloutKindName, verb: string): Promise<void> {
+export async function refuseWhileAnotherRolloutRuns(client: Client, cluster: string, self: RolloutKindName | undefined, verb: string): Promise<void> {
   for (const kind of ROLLOUT_KINDS) {
     if (kind === self) continue;
     const id = idOf(kind, cluster);

@@ -15,7 +15,7 @@ import { blocksOf, finalVersions, reportText, skewOfHistory, type RehearsalRepor
 import { twinTimings } from '../rehearse/timings.js';
 import { startTwin, type Twin } from '../rehearse/twin.js';
 import { DEFAULT_LATENCIES, descriptionYaml, LATENCY_KEYS, twinDescription, TwinInputError } from '../rehearse/twin-description.js';
-import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 
 /** The twin's drain timeout when --drain-timeout is not given: a blocked drain is reported after this long. */
@@ -57,7 +57,8 @@ them at once); --soak waits its time on the twin.
 ${CONNECTION_HELP}
 
 Exit status: 0 the rehearsal ran (even with blocked drains or refused nodes); 1 the twin's upgrade
-failed, or the cluster could not be read; 2 invalid input; 3 Temporal unreachable.`;
+failed, or the cluster could not be read; 2 invalid input, or a rollout of the cluster running (an
+upgrade, OS maintenance, restore or blue/green run: the cluster is half moved); 3 Temporal unreachable.`;
 
 function latenciesFile(path: string | undefined): Latencies | undefined {
   if (path === undefined) return undefined;
@@ -160,6 +161,8 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
   const { client, close } = await connectClient(values);
   let read: RehearseReadResult;
   try {
+    // Mid-rollout the cluster is half moved: its twin would rehearse a state no plan starts from.
+    await refuseWhileAnotherRolloutRuns(client, cluster, undefined, 'rehearse');
     read = await readThroughWorker(client, io, taskQueue, cluster, repository === undefined);
   } finally {
     await close();
