@@ -36,6 +36,6 @@ describe('maintenanceWindows in the cluster configuration', () => {
     refuse('maintenanceWindows:\n  - {days: [], start: "02:00", end: "04:00", timeZone: UTC}\n', /^lab\.yaml: maintenanceWindows\[0\]: empty window: days is an empty list$/);
     refuse('maintenanceWindows:\n  - {days: [Sat], start: "02:00", end: "02:00", timeZone: UTC}\n', /empty window: start and end are both 02:00$/);
     refuse('maintenanceWindows: {days: [Sat]}\n', /^lab\.yaml: maintenanceWindows: must be a list of windows$/);
-    refuse('maintenanceWindow:\n  - {days: [Sat], start: "02:00", end: "04:00", timeZone: UTC}\n', /^lab\.yaml: unknown key maintenanceWindow \(known: .*maintenanceWindows\)$/);
+    refuse('maintenanceWindow:\n  - {days: [Sat], start: "02:00", end: "04:00", timeZone: UTC}\n', /^lab\.yaml: unknown key maintenanceWindow \(known: .*\bmaintenanceWindows\b.*\)$/);
   });
 });
