@@ -7,3 +7,4 @@ export { scheduledUpgradeWorkflow } from './scheduled-upgrade-workflow.js';
 export { maintainWorkflow } from './maintain-workflow.js';
 export { fleetUpgradeWorkflow } from './fleet-upgrade-workflow.js';
 export { restoreWorkflow } from './restore-workflow.js';
+export { bluegreenWorkflow } from './bluegreen-workflow.js';
