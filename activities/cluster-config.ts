@@ -49,7 +49,37 @@ export interface ClusterConfig {
    * over SSH (through sudo when ssh.sudo) on each drained node before its reboot. Absent: maintain refuses.
    */
   maintenance?: MaintenanceConfig;
+  /**
+   * Named sets of nodes (blue/green): each an equality-only label selector, whose terms are also the
+   * labels a new node of the pool gets. Absent when none is configured.
+   */
+  pools?: Record<string, PoolConfig>;
+  /** How machines are created and torn down (blue/green). Absent: no pool can be provisioned. */
+  provisioning?: ProvisioningConfig;
 }
+
+export interface PoolConfig {
+  /** `k=v,k2=v2`, as written. */
+  selector: string;
+  /** The selector's terms: what a node of the pool carries. */
+  labels: Record<string, string>;
+}
+
+/**
+ * The machine provider. `simulation`: the simulated cluster's machine API (HTTP on loopback, a
+ * bearer token in a file the worker reads; never passed through a workflow). `command`: argv lists
+ * run on the worker host without a shell, `{node}` `{version}` `{pool}` `{labels}` replaced word by
+ * word. Room is left for `cluster-api` (a MachineDeployment scale), not built.
+ */
+export type ProvisioningConfig =
+  | { provider: 'simulation'; endpoint: string; tokenFile: string; joinTimeoutSeconds: number }
+  | { provider: 'command'; create: string[]; delete: string[]; joinTimeoutSeconds: number; commandTimeoutSeconds: number };
+
+/** Default and maximum of provisioning.joinTimeoutSeconds and .commandTimeoutSeconds (below the provisionMachines profile's 2 hours). */
+export const PROVISIONING_TIMEOUT = { join: { default: 600, max: 3600 }, command: { default: 600, max: 1800 } } as const;
+
+/** The placeholders a provisioning command may hold. */
+export const PROVISIONING_PLACEHOLDERS = ['{node}', '{version}', '{pool}', '{labels}'] as const;
 
 export interface MaintenanceConfig {
   /** argv, each word quoted for the remote shell (activities/shell-words.ts): never read as shell syntax. */
@@ -99,7 +129,9 @@ function invalid(file: string | undefined, message: string): ApplicationFailure 
  * setting silently replaced by the default. `timeouts` is the per-cluster timeouts section.
  */
 const KNOWN_KEYS = {
-  '': ['name', 'kubeconfig', 'context', 'ssh', 'nodes', 'packageManager', 'etcd', 'snapshots', 'drain', 'probes', 'timeouts', 'maintenanceWindows', 'maintenance'],
+  '': ['name', 'kubeconfig', 'context', 'ssh', 'nodes', 'packageManager', 'etcd', 'snapshots', 'drain', 'probes', 'timeouts', 'maintenanceWindows', 'maintenance', 'pools', 'provisioning'],
+  pool: ['selector'],
+  provisioning: ['provider', 'endpoint', 'tokenFile', 'create', 'delete', 'joinTimeoutSeconds', 'commandTimeoutSeconds'],
   maintenance: ['command', 'timeoutSeconds', 'rebootCommand'],
   ssh: ['user', 'port', 'privateKeyPath', 'knownHostsPath', 'sudo', 'connectTimeoutSeconds'],
   node: ['address', 'port'],
@@ -145,6 +177,7 @@ export function checkClusterFiles(config: ClusterConfig, file: string): void {
   readConfigFile(file, 'kubeconfig', config.kubeconfig);
   readPrivateKey(config.ssh.privateKeyPath, file);
   readConfigFile(file, 'ssh.knownHostsPath', config.ssh.knownHostsPath);
+  if (config.provisioning?.provider === 'simulation') readConfigFile(file, 'provisioning.tokenFile', config.provisioning.tokenFile);
 }
 
 /** Parses and validates one cluster's YAML; every problem is a one-line ClusterConfigInvalid. */
@@ -232,6 +265,19 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
   }
 
   const maintenance = maintenanceConfig(file, obj(raw.maintenance, 'maintenance'), raw.maintenance !== undefined, int);
+  const pools: Record<string, PoolConfig> = {};
+  for (const [pool, value] of Object.entries(obj(raw.pools, 'pools'))) {
+    if (!NAME.test(pool) || pool.length > 50) throw invalid(file, `pools: ${JSON.stringify(pool).slice(0, 60)} is not a pool name (a DNS label of at most 50 characters: its nodes are named <pool>-<n>)`);
+    const p = obj(value, `pools.${pool}`);
+    onlyKnownKeys(file, p, KNOWN_KEYS.pool, `pools.${pool}`);
+    const selector = str(p.selector, `pools.${pool}.selector`);
+    try {
+      pools[pool] = { selector, labels: parsePoolSelector(selector) };
+    } catch (err) {
+      throw invalid(file, `pools.${pool}.selector: ${(err as Error).message}`);
+    }
+  }
+  const provisioning = provisioningConfig(file, obj(raw.provisioning, 'provisioning'), raw.provisioning !== undefined, { str, path, int });
 
   return {
     name,
@@ -266,7 +312,99 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
       [k, int(timeouts[k], `timeouts.${k}`, limit.default, 1, limit.max)])) as unknown as HostTimeouts,
     ...(maintenanceWindows.length > 0 ? { maintenanceWindows } : {}),
     ...(maintenance ? { maintenance } : {}),
+    ...(Object.keys(pools).length > 0 ? { pools } : {}),
+    ...(provisioning ? { provisioning } : {}),
   };
+}
+
+const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_PREFIX = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Whether `key` is a valid label key (`[prefix/]name`). */
+export function isLabelKey(key: string): boolean {
+  const slash = key.indexOf('/');
+  const [prefix, name] = slash < 0 ? [undefined, key] : [key.slice(0, slash), key.slice(slash + 1)];
+  return LABEL_NAME.test(name) && (prefix === undefined || (prefix.length <= 253 && LABEL_PREFIX.test(prefix)));
+}
+
+/** Whether `value` is a valid label value (empty allowed). */
+export const isLabelValue = (value: string): boolean => value === '' || LABEL_NAME.test(value);
+
+/**
+ * A pool's selector: equality terms only (`k=v`, `k==v`, comma-separated), so it also says which
+ * labels a new node of the pool gets. Throws a plain Error with a one-line reason.
+ */
+export function parsePoolSelector(selector: string): Record<string, string> {
+  const labels: Record<string, string> = {};
+  const terms = selector.split(',').map((t) => t.trim());
+  if (terms.length === 0 || terms.some((t) => t === '')) throw new Error('must be comma-separated key=value terms');
+  for (const term of terms) {
+    const m = /^([^=!\s]+)\s*==?\s*([^=!\s]*)$/.exec(term);
+    if (!m) throw new Error(`${JSON.stringify(term).slice(0, 80)} is not an equality term key=value (a pool's selector also gives a new node its labels, so !=, in, notin and bare keys are not allowed)`);
+    const [, key, value] = m as unknown as [string, string, string];
+    if (!isLabelKey(key)) throw new Error(`${JSON.stringify(key).slice(0, 80)} is not a label key`);
+    if (!isLabelValue(value)) throw new Error(`${JSON.stringify(value).slice(0, 80)} is not a label value`);
+    if (key in labels && labels[key] !== value) throw new Error(`${key} is given two values`);
+    labels[key] = value;
+  }
+  return labels;
+}
+
+/** `labels` as the pool's selector text and a command's {labels}: `k=v,k2=v2`, keys sorted. */
+export const labelsText = (labels: Record<string, string>): string =>
+  Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(',');
+
+type Readers = {
+  str: (v: unknown, where: string, fallback?: string) => string;
+  path: (v: unknown, where: string, fallback?: string) => string;
+  int: (v: unknown, where: string, fallback: number, min: number, max?: number) => number;
+};
+
+/** `provisioning:` (blue/green): which provider, and what it needs; keys of another provider are refused. */
+function provisioningConfig(file: string, p: Record<string, unknown>, present: boolean, { str, path, int }: Readers): ProvisioningConfig | undefined {
+  if (!present) return undefined;
+  onlyKnownKeys(file, p, KNOWN_KEYS.provisioning, 'provisioning');
+  const provider = p.provider;
+  const only = (keys: readonly string[]) => {
+    const other = Object.keys(p).find((k) => k !== 'provider' && !keys.includes(k));
+    if (other !== undefined) throw invalid(file, `provisioning.${other} is not for provider ${String(provider)} (it takes ${keys.join(', ')})`);
+  };
+  const joinTimeoutSeconds = int(p.joinTimeoutSeconds, 'provisioning.joinTimeoutSeconds', PROVISIONING_TIMEOUT.join.default, 1, PROVISIONING_TIMEOUT.join.max);
+  if (provider === 'simulation') {
+    only(['endpoint', 'tokenFile', 'joinTimeoutSeconds']);
+    const endpoint = str(p.endpoint, 'provisioning.endpoint');
+    let url: URL | undefined;
+    try {
+      url = new URL(endpoint);
+    } catch {
+      url = undefined;
+    }
+    if (!url || url.protocol !== 'http:' || !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) || url.pathname !== '/' || url.search || url.username) {
+      throw invalid(file, `provisioning.endpoint must be http://127.0.0.1:PORT (the simulation's machine API on loopback), got ${JSON.stringify(endpoint).slice(0, 80)}`);
+    }
+    return { provider, endpoint: `${url.protocol}//${url.host}`, tokenFile: path(p.tokenFile, 'provisioning.tokenFile'), joinTimeoutSeconds };
+  }
+  if (provider === 'command') {
+    only(['create', 'delete', 'joinTimeoutSeconds', 'commandTimeoutSeconds']);
+    const argv = (v: unknown, where: string): string[] => {
+      if (!Array.isArray(v) || v.length === 0 || v.length > 64 || !v.every((w) => typeof w === 'string' && w !== '' && w.length <= 1024 && !/[\0\n\r]/.test(w))) {
+        throw invalid(file, `${where} must be a list of 1 to 64 non-empty words without line breaks (argv, no shell), e.g. [/usr/local/bin/make-machine, --name, "{node}"]`);
+      }
+      if (!isAbsolute(v[0] as string)) throw invalid(file, `${where}[0] must be an absolute path to the program, got ${JSON.stringify(v[0]).slice(0, 80)}`);
+      const unknown = (v as string[]).flatMap((w) => w.match(/\{[^{}]*\}/g) ?? []).find((ph) => !(PROVISIONING_PLACEHOLDERS as readonly string[]).includes(ph));
+      if (unknown !== undefined) throw invalid(file, `${where}: unknown placeholder ${unknown.slice(0, 40)} (known: ${PROVISIONING_PLACEHOLDERS.join(' ')})`);
+      return v as string[];
+    };
+    const create = argv(p.create, 'provisioning.create');
+    const del = argv(p.delete, 'provisioning.delete');
+    if (!create.some((w) => w.includes('{node}')) || !del.some((w) => w.includes('{node}'))) throw invalid(file, 'provisioning.create and provisioning.delete must each name the machine: a word with {node}');
+    return {
+      provider, create, delete: del, joinTimeoutSeconds,
+      commandTimeoutSeconds: int(p.commandTimeoutSeconds, 'provisioning.commandTimeoutSeconds', PROVISIONING_TIMEOUT.command.default, 1, PROVISIONING_TIMEOUT.command.max),
+    };
+  }
+  if (provider === 'cluster-api') throw invalid(file, 'provisioning.provider cluster-api is not supported yet (simulation, command)');
+  throw invalid(file, `provisioning.provider must be simulation or command, got ${JSON.stringify(provider ?? null).slice(0, 40)}`);
 }
 
 /**

@@ -46,6 +46,14 @@ export const ErrorType = {
   SnapshotMissing: 'SnapshotMissing',
   /** A restore step found etcd still running where it must be stopped first. */
   StaticPodsRunning: 'StaticPodsRunning',
+  /**
+   * A blue/green run that cannot go ahead as asked (unknown pool, empty blue pool, green pool already
+   * populated, version above the control plane's, no provisioning; a node to remove that is not
+   * cordoned and drained): the operator's to change, never retried.
+   */
+  BlueGreenInvalid: 'BlueGreenInvalid',
+  /** The machine provider refused or failed to create or tear down a machine (details carry the output's tail). */
+  ProvisionFailed: 'ProvisionFailed',
 } as const;
 
 export type ErrorTypeName = (typeof ErrorType)[keyof typeof ErrorType];

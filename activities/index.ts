@@ -11,6 +11,7 @@ import { createHostActivities } from './host-activities.js';
 import { createInventoryActivities } from './inventory.js';
 import { createMaintenanceActivities } from './maintenance.js';
 import { createNodeActivities } from './node-activities.js';
+import { createPoolActivities } from './pool-provisioning.js';
 
 /**
  * What activities need from the outside world, injected by the worker (real clients) or by tests.
@@ -42,6 +43,7 @@ export function createActivities(deps: ActivityDeps = {}) {
     ...createEtcdActivities({ clusters }),
     ...createMaintenanceActivities({ clusters }),
     ...createRestoreActivities({ clusters }),
+    ...createPoolActivities({ clusters }),
   };
 }
 

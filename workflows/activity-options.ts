@@ -104,6 +104,23 @@ export const maintenanceCommand: ActivityOptions = {
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'] },
 };
 
+/** Blue/green planning: a read of the API whose refusals (BlueGreenInvalid) are the operator's to change. */
+export const poolRead: ActivityOptions = {
+  ...kubeRead,
+  retry: { ...kubeRead.retry, nonRetryableErrorTypes: [...NEVER_RETRY, 'NotFound', 'BlueGreenInvalid'] },
+};
+
+/**
+ * Blue/green machines created (and their Nodes awaited up to provisioning.joinTimeoutSeconds, at most
+ * an hour) or removed through the cluster's provider, heartbeated. ProvisionFailed carries its own
+ * verdict: a provider's refusal or a failed command is not retried, a machine API that did not answer is.
+ */
+export const provisionMachines: ActivityOptions = {
+  startToCloseTimeout: '4 hours',
+  heartbeatTimeout: WORKER_LOST,
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'BlueGreenInvalid', 'NodeNotReady'] },
+};
+
 /**
  * Which profile each activity runs under. Typed against the activity set, so a new activity
  * does not compile until someone decides its timeouts and retries here.
@@ -143,6 +160,10 @@ export const PROFILE_OF = {
   startStaticPods: hostCommand,
   verifyEtcdRestore: hostCommand,
   verifyRestoredApiserver: hostCommand,
+  // Blue/green node pools (activities/pool-provisioning.ts).
+  planBlueGreen: poolRead,
+  createPoolMachines: provisionMachines,
+  deletePoolMachines: provisionMachines,
 } satisfies Record<keyof Activities, ActivityOptions>;
 
 /** Profiles of steps that run on a host: the ones the policy's host retry budget applies to. */

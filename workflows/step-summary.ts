@@ -45,4 +45,7 @@ export const SUMMARY_OF: Summaries = {
   startStaticPods: (i) => `start the static pods on ${i.node}`,
   verifyEtcdRestore: (i) => `verify etcd's restored revision on ${i.node}`,
   verifyRestoredApiserver: (i) => `wait for the apiserver of ${i.cluster} after the restore`,
+  planBlueGreen: (i) => `plan replacing pool ${i.from} with pool ${i.to} at ${v(i.version)}`,
+  createPoolMachines: (i) => `create ${i.names.length} machine${i.names.length === 1 ? '' : 's'} of pool ${i.pool} at ${v(i.version)}`,
+  deletePoolMachines: (i) => `remove ${i.names.length} machine${i.names.length === 1 ? '' : 's'} of pool ${i.pool}`,
 };
