@@ -255,15 +255,21 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
         if (r.outcome !== 'done') note(`green node ${node} not drained (${r.outcome}): left cordoned, not deleted`);
       }
       if (drained.length) {
-        const d = await a.deletePoolMachines({ cluster, pool: input.to, names: drained });
-        note(`green nodes deleted, machines torn down: ${d.deleted.join(', ') || 'none'}`);
+        try {
+          const d = await a.deletePoolMachines({ cluster, pool: input.to, names: drained });
+          note(`green nodes deleted, machines torn down: ${d.deleted.join(', ') || 'none'}`);
+        } catch (err) {
+          // Best effort, like every compensation: the run ends rolled back and says what is left.
+          left.push(...drained.splice(0));
+          note(`deleting green ${left.join(', ')} failed: ${(err as Error).message}`);
+        }
       }
     });
     status.rollback.available = false;
     setStep('rolled-back', 'aborted');
     status.outcome = `rolled back (${c.aborted() ?? ''}): blue pool ${input.from} back in service (${status.blue.nodes.join(', ') || 'nothing cordoned'})`
-      + `${drained.length ? `; green ${drained.join(', ')} drained and deleted` : '; no green node to remove'}`
-      + `${left.length ? `; LEFT CORDONED in ${input.to}: ${left.join(', ')}` : ''}`;
+      + `${drained.length ? `; green ${drained.join(', ')} drained and deleted` : left.length ? '' : '; no green node to remove'}`
+      + `${left.length ? `; LEFT CORDONED in pool ${input.to} (not deleted): ${left.join(', ')}` : ''}`;
     await condition(allHandlersFinished);
     return status;
   }
