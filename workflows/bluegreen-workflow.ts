@@ -192,6 +192,7 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
     // Not rolled back by itself: the blue nodes this run cordoned go back into service; green stays, named.
     await compensate(cluster, owner, status.blue.nodes, status);
     if (provisioned) note(`green nodes left in place: ${status.green.nodes.join(', ')} (pool ${input.to})`);
+    status.rollback = { ...status.rollback, available: false, how: `the run failed: ${(err as Error).message}` };
     setStep('failed', 'failed');
     throw err;
   }
@@ -265,7 +266,7 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
         }
       }
     });
-    status.rollback.available = false;
+    status.rollback = { ...status.rollback, available: false, how: 'this run has rolled back' };
     setStep('rolled-back', 'aborted');
     status.outcome = `rolled back (${c.aborted() ?? ''}): blue pool ${input.from} back in service (${status.blue.nodes.join(', ') || 'nothing cordoned'})`
       + `${drained.length ? `; green ${drained.join(', ')} drained and deleted` : left.length ? '' : '; no green node to remove'}`
