@@ -45,9 +45,9 @@ following the run, that object then one per line (NDJSON) for each change, as "s
 ${CONNECTION_HELP}
 
 Exit status: 0 replaced (or started, with --detach); 1 failed, rolled back, or refused by the cluster
-as it is (a NotReady blue node, skew, a green pool with nodes); 2 invalid input (flags, pools, an
-unknown cluster) or an upgrade, OS maintenance or blue/green run of the cluster already running;
-3 Temporal unreachable.`;
+as it is (a NotReady blue node, green kubelets out of skew, an upgrade running); 2 invalid input (flags,
+an unknown cluster or pool, a green pool that already has nodes, no provisioning configured) or an
+upgrade, OS maintenance or blue/green run of the cluster already running; 3 Temporal unreachable.`;
 
 /** A pool name as the cluster configuration spells it (the worker checks the same). */
 const POOL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
