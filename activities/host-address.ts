@@ -1,4 +1,6 @@
 // Where a node's SSH endpoint is, and the worker's per-cluster access (config, API, shell) by name.
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterAccess, ClusterResolver } from './cluster-access.js';
 import { loadClusterConfig, type ClusterConfig } from './cluster-config.js';
@@ -26,19 +28,33 @@ export function defaultAddressResolver(config: ClusterConfig, kube: KubeApi): Ad
   };
 }
 
+/** Which version of a file is on disk: a rewrite (in place, or a new file renamed over it) changes it. */
+function fileVersion(path: string): string | undefined {
+  try {
+    const s = statSync(path);
+    return `${s.ino}:${s.size}:${s.mtimeMs}`;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * Resolves cluster names to their access, loading `<clustersDir>/<name>.yaml` once per name.
+ * Resolves cluster names to their access, loading `<clustersDir>/<name>.yaml` once per name and
+ * again whenever the file changes (a stat per call): a node added to `nodes:` while the worker runs
+ * (a blue/green pool's new machines) is reachable by the next activity, without a restart. A
+ * changed file that no longer loads fails the activity that asked (ClusterConfigInvalid).
  * Only the worker calls this; nothing it holds (key paths, clients) leaves the process.
  */
 export function createClusterResolver(clustersDir: string): ClusterResolver {
-  const cache = new Map<string, ClusterAccess>();
+  const cache = new Map<string, { version: string | undefined; access: ClusterAccess }>();
   return (cluster) => {
+    const version = NODE_NAME.test(cluster) ? fileVersion(join(clustersDir, `${cluster}.yaml`)) : undefined;
     const cached = cache.get(cluster);
-    if (cached) return cached;
+    if (cached && version !== undefined && cached.version === version) return cached.access;
     const config = loadClusterConfig(clustersDir, cluster);
     const kube = kubeApiFromFile(config.kubeconfig, config.context);
     const access: ClusterAccess = { config, kube, shell: createSshShell(config, defaultAddressResolver(config, kube)) };
-    cache.set(cluster, access);
+    cache.set(cluster, { version, access });
     return access;
   };
 }

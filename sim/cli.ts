@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readFileSync, realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -12,11 +12,17 @@ export const simHelp = `Usage: skewless-sim up FILE [--state DIR] [--timeout SEC
        skewless-sim down [--state DIR]
        skewless-sim status [--state DIR]
        skewless-sim fault HOST --set JSON | --clear [--state DIR]
+       skewless-sim machine create NAME --version VERSION [--labels K=V,...] [--pool POOL] [--state DIR]
+       skewless-sim machine delete NAME [--state DIR]
 
 Runs a simulated kubeadm cluster on loopback: a real etcd, kube-apiserver, controller-manager and
 scheduler, kwok as the kubelets, and one SSH host per node. "up" returns once the cluster is in the
 described state and prints its kubeconfig and SSH endpoints; "down" stops everything "up" started.
 The state directory (default .skewless/sim) keeps host state, keys and logs between runs.
+"machine" creates or deletes a machine while the simulation runs (blue/green node pools): a new SSH
+host with kubeadm, kubelet and kubectl at VERSION and a Node with the labels, Ready; or the host
+stopped and removed, and its Node deleted if still there. It talks to the simulation's machine API
+(<state>/machine-api.json and its token file), so it works from a provisioning command hook.
 
 Fault JSON: {"kind":"fail","command":"apt-get install","times":2} | {"kind":"refuse","seconds":30} |
             {"kind":"hang","command":"kubeadm upgrade apply"} | {"kind":"slow","command":"apt-get","ms":5000} |
@@ -110,14 +116,54 @@ async function fault(host: string, stateDir: string, set: string | undefined, cl
   return 0;
 }
 
+/** A refusal by the running simulation (exit 1), as opposed to a usage error (exit 2). */
+class SimRefused extends Error {}
+
+async function machine(action: string | undefined, name: string | undefined, stateDir: string, values: { version?: string; labels?: string; pool?: string }): Promise<number> {
+  if (action !== 'create' && action !== 'delete') throw new SimUsageError('machine needs create or delete');
+  if (!name) throw new SimUsageError(`machine ${action} needs a NAME`);
+  const labels: Record<string, string> = {};
+  if (action === 'create') {
+    if (!values.version) throw new SimUsageError('machine create needs --version');
+    for (const term of (values.labels ?? '').split(',').filter((t) => t !== '')) {
+      const eq = term.indexOf('=');
+      if (eq <= 0) throw new SimUsageError(`--labels must be K=V,...; got ${JSON.stringify(term).slice(0, 60)}`);
+      labels[term.slice(0, eq)] = term.slice(eq + 1);
+    }
+  } else if (values.version !== undefined || values.labels !== undefined) throw new SimUsageError('machine delete takes no --version or --labels');
+  const file = join(stateDir, 'machine-api.json');
+  if (!existsSync(file)) throw new SimUsageError(`no simulation running in ${stateDir} (no machine-api.json)`);
+  const api = JSON.parse(readFileSync(file, 'utf8')) as { endpoint: string; tokenFile: string };
+  const token = readFileSync(api.tokenFile, 'utf8').trim();
+  let res: Response;
+  try {
+    res = await fetch(action === 'create' ? `${api.endpoint}/machines` : `${api.endpoint}/machines/${encodeURIComponent(name)}`, {
+      method: action === 'create' ? 'POST' : 'DELETE',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      ...(action === 'create' ? { body: JSON.stringify({ name, version: values.version, labels, ...(values.pool ? { pool: values.pool } : {}) }) } : {}),
+    });
+  } catch (err) {
+    throw new SimRefused(`the machine API at ${api.endpoint} did not answer: ${(err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message}`);
+  }
+  const text = await res.text();
+  if (!res.ok) throw new SimRefused(`machine ${action} ${name}: HTTP ${res.status}: ${text.split('\n')[0]}`);
+  const body = JSON.parse(text) as { created?: boolean; port?: number; deleted?: boolean };
+  if (action === 'create') console.log(`machine ${name} ${body.created ? 'created' : 'already there'}: ssh 127.0.0.1:${body.port}`);
+  else console.log(body.deleted ? `machine ${name} deleted` : `machine ${name} was not there`);
+  return 0;
+}
+
 export async function simMain(argv: string[]): Promise<number> {
   try {
     const { values, positionals } = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: { state: { type: 'string' }, timeout: { type: 'string' }, set: { type: 'string' }, clear: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        state: { type: 'string' }, timeout: { type: 'string' }, set: { type: 'string' }, clear: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+        version: { type: 'string' }, labels: { type: 'string' }, pool: { type: 'string' },
+      },
     });
-    const [command, arg] = positionals;
+    const [command, arg, third] = positionals;
     if (values.help || !command) {
       console.log(simHelp);
       return command || values.help ? 0 : 2;
@@ -143,12 +189,25 @@ export async function simMain(argv: string[]): Promise<number> {
       if (!arg) throw new SimUsageError('fault needs a HOST');
       return await fault(arg, stateDir, values.set, values.clear ?? false);
     }
+    if (command === 'machine') return await machine(arg, third, stateDir, values);
     throw new SimUsageError(`unknown command "${command}"`);
   } catch (err) {
+    if (err instanceof SimRefused) {
+      console.error(`skewless-sim: ${err.message.split('\n')[0]}`);
+      return 1;
+    }
     if (err instanceof SimUsageError || err instanceof DescriptionError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       console.error(`skewless-sim: ${(err as Error).message.split('\n')[0]}`);
       return 2;
     }
     throw err;
   }
+}
+
+// `node dist/sim/cli.js ...` runs it too (bin/skewless-sim.js is the installed form).
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  simMain(process.argv.slice(2)).then((code) => (process.exitCode = code), (err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
 }

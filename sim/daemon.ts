@@ -7,7 +7,8 @@ import { startSimulation } from './simulation.js';
 /**
  * The process behind `sim up`: runs one simulation until SIGTERM/SIGINT, then stops everything it
  * started. It writes <state>/daemon.json once ready (pid, control port) and removes it on exit.
- * A small loopback HTTP endpoint lets `sim fault` change host faults at run time.
+ * A small loopback HTTP endpoint lets `sim fault` change host faults at run time; machines come and
+ * go through the simulation's machine API (`sim machine`).
  */
 async function run(): Promise<void> {
   const [file, stateDir] = process.argv.slice(2);
@@ -38,7 +39,12 @@ async function run(): Promise<void> {
   await new Promise<void>((resolve) => control.listen(0, '127.0.0.1', resolve));
   const address = control.address();
   const daemonFile = join(stateDir, 'daemon.json');
-  writeFileSync(daemonFile, JSON.stringify({ pid: process.pid, controlPort: typeof address === 'object' && address ? address.port : 0, ...sim.endpoints }, null, 2));
+  const writeDaemonFile = () => writeFileSync(daemonFile, JSON.stringify({ pid: process.pid, controlPort: typeof address === 'object' && address ? address.port : 0, ...sim.endpoints }, null, 2));
+  writeDaemonFile();
+  // Machines created or deleted through the machine API (sim machine create|delete) change the hosts.
+  sim.onEndpointsChanged(() => {
+    if (!stopping) writeDaemonFile();
+  });
 
   let stopping = false;
   shutdown = async () => {

@@ -51,6 +51,11 @@ export interface SimDescription {
   workloads: WorkloadSpec[];
   ssh: { user: string };
   rebootSeconds: number;
+  /**
+   * Node pools (blue/green), pool name → label selector (`skewless.io/pool=blue`): written into the
+   * cluster configuration's `pools:` as they are (its loader checks them). Empty when absent.
+   */
+  pools?: Record<string, string>;
 }
 
 export class DescriptionError extends Error {
@@ -201,6 +206,12 @@ export function parseDescription(text: string, source = 'description'): SimDescr
   });
 
   const ssh = raw.ssh === undefined ? {} : obj(raw.ssh, 'ssh');
+  const pools: Record<string, string> = {};
+  for (const [pool, selector] of Object.entries(raw.pools === undefined ? {} : obj(raw.pools, 'pools'))) {
+    name(pool, `pools.${pool}`);
+    if (typeof selector !== 'string' || selector === '' || /[\n\r{}#'"]/.test(selector)) throw new DescriptionError(`pools.${pool} must be a label selector such as skewless.io/pool=blue`);
+    pools[pool] = selector;
+  }
   return {
     name: name(raw.name, 'name'),
     version: clusterVersion,
@@ -208,6 +219,7 @@ export function parseDescription(text: string, source = 'description'): SimDescr
     workloads,
     ssh: { user: ssh.user === undefined ? 'skewless' : name(ssh.user, 'ssh.user') },
     rebootSeconds: raw.rebootSeconds === undefined ? 3 : count(raw.rebootSeconds, 'rebootSeconds', 0),
+    pools,
   };
 }
 

@@ -13,6 +13,7 @@ import type { SimDescription } from './description.js';
 import { startHostSimulator } from './hosts/host-simulator.js';
 import { hostDir } from './hosts/host-state.js';
 import { staticPodModel } from './cluster/static-pods.js';
+import { startMachineApi, type SimMachines } from './machine-api.js';
 
 type HostSimulator = Awaited<ReturnType<typeof startHostSimulator>>;
 
@@ -32,8 +33,12 @@ export interface Simulation {
   auditEvents(): AuditEvent[];
   /** Resolves once every version state recorded so far is written. */
   versionHistorySettled(): Promise<void>;
-  /** Endpoints and paths a client needs (no key material): also written to <stateDir>/simulation.json. */
+  /** Endpoints and paths a client needs (no key material): also written to <stateDir>/simulation.json, kept current as machines come and go. */
   endpoints: SimulationEndpoints;
+  /** Machines created and deleted at run time (blue/green), also over HTTP (sim/machine-api.ts). */
+  machines: SimMachines;
+  /** Calls `listener` after each change of the hosts (endpoints.ssh.hosts); returns the unsubscribe. */
+  onEndpointsChanged(listener: () => void): () => void;
   stop(): Promise<void>;
 }
 
@@ -47,6 +52,8 @@ export interface SimulationEndpoints {
   adminKubeconfig: string;
   server: string;
   ssh: { user: string; privateKeyPath: string; knownHostsPath: string; hosts: { name: string; host: string; port: number; hostKeyFingerprint: string }[] };
+  /** The machine API (blue/green): the cluster configuration's `provisioning:` names the same. */
+  machineApi: { endpoint: string; tokenFile: string };
 }
 
 export interface SimulationOptions {
@@ -56,7 +63,7 @@ export interface SimulationOptions {
 }
 
 /** The cluster configuration a worker reads for this simulation (activities/cluster-config.ts). */
-function writeClusterConfig(e: SimulationEndpoints, snapshotsDir: string): void {
+function writeClusterConfig(e: SimulationEndpoints, snapshotsDir: string, pools: Record<string, string>): void {
   mkdirSync(e.clustersDir, { recursive: true });
   mkdirSync(snapshotsDir, { recursive: true });
   const lines = [
@@ -77,6 +84,13 @@ function writeClusterConfig(e: SimulationEndpoints, snapshotsDir: string): void 
     // Above the disruption controller's 2-minute hold on an evicted pod's name: a StatefulSet's
     // replacement (same name) is not counted healthy by its PDB until that hold expires.
     '  timeoutSeconds: 300',
+    '# machines for blue/green node pools: the simulation\'s machine API (sim/machine-api.ts)',
+    'provisioning:',
+    '  provider: simulation',
+    `  endpoint: ${e.machineApi.endpoint}`,
+    `  tokenFile: ${e.machineApi.tokenFile}`,
+    '  joinTimeoutSeconds: 120',
+    ...(Object.keys(pools).length ? ['pools:', ...Object.entries(pools).map(([pool, selector]) => `  ${pool}: {selector: "${selector}"}`)] : []),
     '',
   ];
   writeFileSync(join(e.clustersDir, `${e.cluster}.yaml`), lines.join('\n'));
@@ -103,6 +117,7 @@ export async function startSimulation(description: SimDescription, options: Simu
   const etcdDataDir = primary === undefined ? undefined : join(hostDir(stateDir, primary), 'root', 'var', 'lib', 'etcd');
   const controlPlane = await startControlPlane({ stateDir: join(stateDir, 'cluster'), binaries, clusterName: description.name, ...(etcdDataDir ? { etcdDataDir } : {}) });
   let hosts: HostSimulator | undefined;
+  let machines: SimMachines | undefined;
   try {
     const kube = kubeClients(controlPlane.kubeconfig);
     await grantWorker(kube);
@@ -127,6 +142,17 @@ export async function startSimulation(description: SimDescription, options: Simu
       })),
     });
     const clustersDir = join(stateDir, 'clusters');
+    const running = hosts;
+    const listeners = new Set<() => void>();
+    const sshHosts = () => running.hosts.map((h) => ({ name: h.name, host: '127.0.0.1', port: h.port, hostKeyFingerprint: h.hostKeyFingerprint }));
+    machines = await startMachineApi({
+      stateDir, description, kube, hosts: running, clusterConfigPath: join(clustersDir, `${description.name}.yaml`),
+      onHostsChanged: () => {
+        endpoints.ssh.hosts = sshHosts();
+        writeFileSync(join(stateDir, 'simulation.json'), JSON.stringify(endpoints, null, 2));
+        for (const l of listeners) l();
+      },
+    });
     const endpoints: SimulationEndpoints = {
       cluster: description.name,
       clustersDir,
@@ -137,12 +163,13 @@ export async function startSimulation(description: SimDescription, options: Simu
         user: hosts.user,
         privateKeyPath: hosts.clientKeyPath,
         knownHostsPath: hosts.knownHostsPath,
-        hosts: hosts.hosts.map((h) => ({ name: h.name, host: '127.0.0.1', port: h.port, hostKeyFingerprint: h.hostKeyFingerprint })),
+        hosts: sshHosts(),
       },
+      machineApi: { endpoint: machines.endpoint, tokenFile: machines.tokenFile },
     };
     writeFileSync(join(stateDir, 'simulation.json'), JSON.stringify(endpoints, null, 2));
-    writeClusterConfig(endpoints, join(stateDir, 'snapshots'));
-    const running = hosts;
+    writeClusterConfig(endpoints, join(stateDir, 'snapshots'), description.pools ?? {});
+    const api = machines;
     return {
       description,
       stateDir,
@@ -156,13 +183,20 @@ export async function startSimulation(description: SimDescription, options: Simu
       versionHistorySettled: recorder.settled,
       auditEvents: () => readAuditEvents(controlPlane.auditLogPath),
       endpoints,
+      machines: api,
+      onEndpointsChanged(listener) {
+        listeners.add(listener);
+        return () => void listeners.delete(listener);
+      },
       async stop() {
+        await api.close();
         await running.stop();
         await recorder.settled();
         await controlPlane.stop();
       },
     };
   } catch (err) {
+    await machines?.close();
     await hosts?.stop();
     await controlPlane.stop();
     throw err;

@@ -9,7 +9,8 @@ import { kubeadmClusterConfiguration, kubeProxyDaemonSet, workloadObjects } from
 export const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node';
 const CONTROL_PLANE_LABEL = 'node-role.kubernetes.io/control-plane';
 
-function nodeObject(n: SimNode): V1Node {
+/** The Node a simulated host registers: kwok's annotation, the labels, Ready once kwok takes it, the kubelet version. */
+export function nodeObject(n: SimNode): V1Node {
   const resources = { cpu: '32', memory: '256Gi', pods: '110' };
   return {
     metadata: {

@@ -1,7 +1,7 @@
 // Starts one SSH endpoint per simulated node in this process and wires each to its machine:
 // exec requests to the command runner, the sftp subsystem to the read-only file server, faults to
 // the endpoint. Everything a host remembers lives under the state dir, so a new process continues.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClusterEffects, EtcdTools, StaticPodHooks } from './cluster-effects.js';
 import { execOnChannel, type CommandObserver, type HangupPolicy } from './command-runner.js';
@@ -10,7 +10,7 @@ import { HostEndpoint } from './host-endpoint.js';
 import { ensureClientKey, ensureHostKey, fingerprint, keyWithoutComment, knownHostsName, readKnownHosts, rotateHostKey, writeKnownHosts } from './host-keys.js';
 import { asError, HostMachine, type Latencies } from './host-machine.js';
 import { seedHost } from './host-seed.js';
-import { HostStore, type CommandLogEntry, type HostRole, type HostState, type PackageName } from './host-state.js';
+import { hostDir, HostStore, type CommandLogEntry, type HostRole, type HostState, type PackageName } from './host-state.js';
 import { listenOnFreePort } from './ports.js';
 import { serveSftp } from './sftp-server.js';
 
@@ -69,6 +69,13 @@ export interface HostSimulator {
   onCommand(listener: CommandObserver): () => void;
   /** Replaces the hangup policy (undefined: commands die with their session). */
   setHangupPolicy(policy: HangupPolicy | undefined): void;
+  /**
+   * A new machine while the simulator runs (blue/green): seeded, listening on a free port, its key
+   * in known_hosts. A host of that name that runs already is returned as it is.
+   */
+  addHost(spec: HostSpec): Promise<SimulatedHost>;
+  /** Stops the machine, drops its known_hosts line and its state (a new one of that name starts afresh). False when none ran. */
+  removeHost(host: string): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -108,7 +115,7 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
     }
   };
   const channelOptions = { observe, hangup: (host: string, command: string) => hangup?.(host, command) ?? 'dies' } as const;
-  for (const spec of options.hosts) {
+  const prepare = (spec: HostSpec): Running => {
     const existing = HostStore.open(stateDir, spec.name);
     const store = existing ?? seedHost(stateDir, { ...spec, address: addressOf(spec) }, user);
     const keys = ensureHostKey(store.dir, spec.name);
@@ -122,8 +129,9 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
       onSftp: (sftp) => serveSftp(sftp, machine),
     });
     machine.endpoint = endpoint;
-    running.set(spec.name, { spec, machine, endpoint, publicKey: keys.publicKey, isNew: !existing });
-  }
+    return { spec, machine, endpoint, publicKey: keys.publicKey, isNew: !existing };
+  };
+  for (const spec of options.hosts) running.set(spec.name, prepare(spec));
 
   const stopAll = async (): Promise<void> => {
     for (const r of running.values()) {
@@ -173,14 +181,19 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
     r.machine.resume();
   }
 
+  const simulated = (r: Running): SimulatedHost => ({
+    name: r.spec.name,
+    port: r.endpoint.port,
+    get hostKeyFingerprint() {
+      return fingerprint(r.publicKey);
+    },
+  });
+  let stopped = false;
+
   return {
-    hosts: [...running.values()].map((r) => ({
-      name: r.spec.name,
-      port: r.endpoint.port,
-      get hostKeyFingerprint() {
-        return fingerprint(r.publicKey);
-      },
-    })),
+    get hosts() {
+      return [...running.values()].map(simulated);
+    },
     knownHostsPath,
     clientKeyPath: clientKey.privateKeyPath,
     user,
@@ -206,13 +219,50 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
     setHangupPolicy(policy) {
       hangup = policy;
     },
-    stop: stopAll,
+    async addHost(spec) {
+      if (stopped) throw new Error('sim: the host simulator is stopped');
+      const present = running.get(spec.name);
+      if (present) return simulated(present);
+      const r = prepare(spec);
+      running.set(spec.name, r);
+      try {
+        await listenAll([r], new Set([...running.values()].filter((o) => o !== r).map((o) => o.machine.state.port)));
+      } catch (err) {
+        running.delete(spec.name);
+        r.machine.shutdown();
+        await r.endpoint.close();
+        throw err;
+      }
+      const entries = readKnownHosts(knownHostsPath);
+      entries.set(knownHostsName(r.endpoint.port), keyWithoutComment(r.publicKey));
+      writeKnownHosts(knownHostsPath, entries);
+      for (const fault of spec.faults ?? []) setFault(spec.name, fault);
+      r.machine.resume();
+      return simulated(r);
+    },
+    async removeHost(host) {
+      const r = running.get(host);
+      if (!r) return false;
+      running.delete(host);
+      r.machine.shutdown();
+      clearTimeout(r.refuseTimer);
+      await r.endpoint.close();
+      const entries = readKnownHosts(knownHostsPath);
+      entries.delete(knownHostsName(r.endpoint.port));
+      writeKnownHosts(knownHostsPath, entries);
+      rmSync(hostDir(stateDir, host), { recursive: true, force: true });
+      return true;
+    },
+    async stop() {
+      stopped = true;
+      await stopAll();
+    },
   };
 }
 
 /** Stored hosts reuse their port; new hosts get a free one, which is then stored. */
-async function listenAll(hosts: Running[]): Promise<void> {
-  const taken = new Set(hosts.map((r) => r.machine.state.port).filter((p) => p > 0));
+async function listenAll(hosts: Running[], alsoTaken: Set<number> = new Set()): Promise<void> {
+  const taken = new Set([...alsoTaken, ...hosts.map((r) => r.machine.state.port)].filter((p) => p > 0));
   const BATCH = 100;
   for (let i = 0; i < hosts.length; i += BATCH) {
     await Promise.all(hosts.slice(i, i + BATCH).map(async (r) => {

@@ -127,6 +127,8 @@ describe('docs/real-cluster.md describes every key of the cluster configuration'
       ['probes', `${base}probes: [{zzz: 1}]\n`, (k) => [`\`probes[].${k}\``]],
       ['timeouts', `${base}timeouts: {zzz: 1}\n`, (k) => [`\`timeouts.${k}\``]],
       ['maintenance', `${base}maintenance: {zzz: 1}\n`, (k) => [`\`maintenance.${k}\``]],
+      ['pools', `${base}pools: {p: {zzz: 1}}\n`, (k) => [`\`pools.<pool>.${k}\``]],
+      ['provisioning', `${base}provisioning: {zzz: 1}\n`, (k) => [`\`provisioning.${k}\``]],
     ];
     const missing: string[] = [];
     for (const [section, yaml, spellings] of sections) {
