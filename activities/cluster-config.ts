@@ -397,6 +397,7 @@ function provisioningConfig(file: string, p: Record<string, unknown>, present: b
     };
     const create = argv(p.create, 'provisioning.create');
     const del = argv(p.delete, 'provisioning.delete');
+    if (del.some((w) => /\{(version|labels)\}/.test(w))) throw invalid(file, 'provisioning.delete may use {node} and {pool} only (a machine is removed by name)');
     if (!create.some((w) => w.includes('{node}')) || !del.some((w) => w.includes('{node}'))) throw invalid(file, 'provisioning.create and provisioning.delete must each name the machine: a word with {node}');
     return {
       provider, create, delete: del, joinTimeoutSeconds,

@@ -135,6 +135,25 @@ function notJoined(node: V1Node | undefined, version: string, labels: Record<str
   return undefined;
 }
 
+/**
+ * The named Nodes as they are: one list by the labels they should carry (cheap however large the
+ * cluster), and a read of each name that list lacks (not registered yet, or without a label).
+ */
+async function joinedSoFar(access: ClusterAccess, names: readonly string[], labels: Record<string, string>): Promise<Map<string, V1Node>> {
+  const labelSelector = labelsText(labels);
+  const { items } = await kubeCall(`list nodes ${labelSelector}`, () => access.kube.core.listNode({ labelSelector }));
+  const found = new Map(items.map((n) => [nameOf(n), n]));
+  for (const name of names) {
+    if (found.has(name)) continue;
+    try {
+      found.set(name, await access.kube.core.readNode({ name }));
+    } catch (err) {
+      if (httpStatus(err) !== 404) throw kubeFailure(err, `read node ${name}`);
+    }
+  }
+  return found;
+}
+
 async function inBatches<T>(items: readonly T[], size: number, each: (item: T) => Promise<void>): Promise<void> {
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(each));
 }
@@ -224,7 +243,7 @@ export function createPoolActivities(deps: { clusters: ClusterResolver; provider
 
       const deadline = Date.now() + provisioning.joinTimeoutSeconds * 1000;
       for (;;) {
-        const nodes = new Map((await listNodes(access)).map((n) => [nameOf(n), n]));
+        const nodes = await joinedSoFar(access, names, labels);
         const why = names.map((n) => [n, notJoined(nodes.get(n), version, labels)] as const).filter(([, w]) => w !== undefined);
         pending = why.map(([n]) => n);
         scope.heartbeat(details());

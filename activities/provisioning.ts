@@ -107,11 +107,15 @@ export interface HookResult {
 
 const MAX_OUTPUT = 64 << 10;
 
-/** Runs argv without a shell; kills it (TERM, then KILL 5 s later) past timeoutMs or on `signal`. */
+/**
+ * Runs argv without a shell, in a process group of its own; past timeoutMs or on `signal` the group
+ * is killed (TERM, then KILL 5 s later), so a shell script's children go too. Once the program has
+ * exited, output still held open by something it left running is waited for 1 s, no longer.
+ */
 export function runHook(argv: readonly string[], env: NodeJS.ProcessEnv, timeoutMs: number, signal?: AbortSignal): Promise<HookResult> {
   return new Promise((resolve, reject) => {
     const [program, ...args] = argv as [string, ...string[]];
-    const child = spawn(program, args, { shell: false, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(program, args, { shell: false, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let output = '';
     const keep = (chunk: Buffer) => {
       output = (output + chunk.toString('utf8')).slice(-MAX_OUTPUT);
@@ -119,10 +123,19 @@ export function runHook(argv: readonly string[], env: NodeJS.ProcessEnv, timeout
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
     let timedOut = false;
+    let exited = false;
     let killer: NodeJS.Timeout | undefined;
+    let drain: NodeJS.Timeout | undefined;
+    const killGroup = (sig: NodeJS.Signals) => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, sig);
+      } catch {
+        // the group is gone already
+      }
+    };
     const stop = () => {
-      child.kill('SIGTERM');
-      killer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      killGroup('SIGTERM');
+      killer = setTimeout(() => killGroup('SIGKILL'), 5_000);
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -130,19 +143,32 @@ export function runHook(argv: readonly string[], env: NodeJS.ProcessEnv, timeout
     }, timeoutMs);
     const onAbort = () => stop();
     signal?.addEventListener('abort', onAbort, { once: true });
-    const done = () => {
+    let settled = false;
+    const finish = (code: number | null, sig: NodeJS.Signals | null) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
-      clearTimeout(killer);
+      clearTimeout(drain);
+      if (!timedOut && !signal?.aborted) clearTimeout(killer);
       signal?.removeEventListener('abort', onAbort);
-    };
-    child.once('error', (err: NodeJS.ErrnoException) => {
-      done();
-      reject(configInvalid(`cannot run ${program}: ${err.code ?? err.message}`));
-    });
-    child.once('close', (code, sig) => {
-      done();
+      child.stdout.destroy();
+      child.stderr.destroy();
       if (signal?.aborted) reject(signal.reason ?? new Error('cancelled'));
       else resolve({ code, signal: sig, output, timedOut });
+    };
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      reject(configInvalid(`cannot run ${program}: ${err.code ?? err.message}`));
+    });
+    child.once('exit', (code, sig) => {
+      exited = true;
+      drain = setTimeout(() => finish(code, sig), 1_000);
+    });
+    child.once('close', (code, sig) => {
+      if (exited || code !== null || sig !== null) finish(code, sig);
     });
   });
 }

@@ -69,6 +69,7 @@ describe('cluster configuration: provisioning', () => {
     refuse('provisioning: {provider: command, create: [mk, "{node}"], delete: [/bin/rm, "{node}"]}\n', /provisioning\.create\[0\] must be an absolute path/);
     refuse('provisioning: {provider: command, create: [/bin/mk, "{name}"], delete: [/bin/rm, "{node}"]}\n', /provisioning\.create: unknown placeholder \{name\}/);
     refuse('provisioning: {provider: command, create: [/bin/mk], delete: [/bin/rm, "{node}"]}\n', /must each name the machine: a word with \{node\}/);
+    refuse('provisioning: {provider: command, create: [/bin/mk, "{node}"], delete: [/bin/rm, "{node}", "{version}"]}\n', /provisioning\.delete may use \{node\} and \{pool\} only/);
     refuse('provisioning: {provider: command, create: [/bin/mk, "{node}"], delete: [/bin/rm, "{node}"], tokenFile: /t}\n', /provisioning\.tokenFile is not for provider command/);
     refuse('provisioning: {provider: command, create: [/bin/mk, "{node}"], delete: [/bin/rm, "{node}"], joinTimeoutSeconds: 0}\n', /provisioning\.joinTimeoutSeconds must be an integer from 1 to 3600/);
     refuse('provisioning: {provider: command, create: [/bin/mk, "{node}"], delete: [/bin/rm, "{node}"], commandTimeoutSeconds: 99999}\n', /provisioning\.commandTimeoutSeconds must be an integer from 1 to 1800/);

@@ -22,10 +22,13 @@ repository: [1.32.4, 1.33.7]
 rebootSeconds: 2
 nodes:
   - {name: cp, role: control-plane, count: 1}
-  - {name: worker, role: worker, count: 2}
+  - {name: worker, role: worker, count: 2, labels: {skewless.io/pool: blue}}
 workloads:
   - {kind: DaemonSet, name: agent}
   - {kind: Pod, name: lonely, node: worker-1}
+pools:
+  blue: skewless.io/pool=blue
+  green: skewless.io/pool=green
 `;
 const cluster = 'rbac';
 const OWNER = 'upgrade/rbac';
@@ -206,6 +209,16 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
     await acts.checkRestoreSnapshot({ cluster, node: 'cp-1', remotePath, sha256, revision });
     await acts.verifyEtcdRestore({ cluster, node: 'cp-1', minRevision: revision, timeoutSeconds: 30 });
     await acts.verifyRestoredApiserver({ cluster, timeoutSeconds: 30 });
+
+    // Blue/green (activities/pool-provisioning.ts): the plan, one green machine through the
+    // simulation's machine API, then removed once cordoned and drained (its Node deleted).
+    const bg = await acts.planBlueGreen({ cluster, from: 'blue', to: 'green', version: V, count: 1 });
+    assert.deepEqual(bg.green.names, ['green-1']);
+    assert.deepEqual((await acts.createPoolMachines({ cluster, pool: 'green', names: bg.green.names, version: V, labels: bg.green.labels })).joined, ['green-1']);
+    await acts.cordonNode({ cluster, node: 'green-1', owner: OWNER });
+    await acts.drainNode({ cluster, node: 'green-1', timeoutSeconds: 60 });
+    assert.deepEqual((await acts.deletePoolMachines({ cluster, pool: 'green', names: ['green-1'] })).deleted, ['green-1']);
+    assert.equal(await tc.kube.core.readNode({ name: 'green-1' }).then(() => 200, statusOf), 404);
   }
 
   it('no request was refused, each was one the manifest grants, and each grant was used', () => {
@@ -222,7 +235,6 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
       { what: 'read Secrets', verb: 'list', resource: 'secrets', call: () => worker.core.listNamespacedSecret({ namespace: 'kube-system' }) },
       { what: 'read Secrets anywhere', verb: 'list', resource: 'secrets', call: () => worker.core.listSecretForAllNamespaces() },
       { what: 'read a Secret by name', verb: 'get', resource: 'secrets', call: () => worker.core.readNamespacedSecret({ name: 'any', namespace: 'default' }) },
-      { what: 'delete a Node', verb: 'delete', resource: 'nodes', call: () => worker.core.deleteNode({ name: 'worker-2' }) },
       { what: 'write a Node\'s status', verb: 'patch', resource: 'nodes/status', call: () => worker.core.patchNodeStatus({ name: 'worker-2', body: { status: {} } }, mergePatch) },
       { what: 'delete a Pod (bypassing PDBs)', verb: 'delete', resource: 'pods', call: () => worker.core.deleteNamespacedPod({ name: 'web', namespace: 'default' }) },
       { what: 'create a Pod', verb: 'create', resource: 'pods', call: () => worker.core.createNamespacedPod({ namespace: 'default', body: { metadata: { name: 'x' }, spec: { containers: [{ name: 'x', image: 'x' }] } } }) },

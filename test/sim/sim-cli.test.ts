@@ -52,6 +52,17 @@ describe('skewless-sim up / down', () => {
     assert.ok(processesMentioning(state).length >= 5, 'etcd, apiserver, controller-manager, scheduler, kwok and the daemon run');
 
     assert.equal(sim(['status', '--state', state]).status, 0);
+    // A machine while it runs (blue/green): a host and a Ready Node, listed by status, then gone.
+    const created = sim(['machine', 'create', 'g-1', '--version', '1.34.2', '--labels', 'skewless.io/pool=green', '--state', state]);
+    assert.equal(created.status, 0, created.stderr);
+    assert.match(created.stdout, /^machine g-1 created: ssh 127\.0\.0\.1:\d+$/m);
+    assert.match(sim(['status', '--state', state]).stdout, /^ {2}g-1 +127\.0\.0\.1:\d+$/m);
+    const green = execFileSync(ensureSimBinaries().bin('kubectl'), ['--kubeconfig', kubeconfig, 'get', 'nodes', '-l', 'skewless.io/pool=green', '-o', 'name'], { encoding: 'utf8' });
+    assert.equal(green.trim(), 'node/g-1');
+    const deleted = sim(['machine', 'delete', 'g-1', '--state', state]);
+    assert.equal(deleted.status, 0, deleted.stderr);
+    assert.doesNotMatch(sim(['status', '--state', state]).stdout, /g-1/);
+
     const again = sim(['up', file, '--state', state]);
     assert.equal(again.status, 2, 'a second up on the same state is refused');
 
