@@ -52,6 +52,8 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
   const childId = (node: string) => `${owner}/${node}`;
   const c = rolloutControls({ cluster, status, statusQuery: bluegreenStatusQuery, childId, memo, noun: 'blue/green run' });
   const { note, setPhase } = c;
+  /** Between steps a pause holds the run (a window of drains honours it by itself); an abort ends the wait. */
+  const unpaused = () => condition(() => !status.paused || c.aborted() !== undefined);
   const setStep = (step: BlueGreenStep, phase: UpgradePhase) => {
     status.step = step;
     setPhase(phase);
@@ -154,6 +156,7 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
     note(`blue pool ${input.from} (${status.blue.nodes.join(', ')}) → green pool ${input.to} (${bg.green.names.join(', ')}) at ${version} through ${bg.provider}; `
       + `drains: ${rollout.phases.map((p) => `${p.stage} ${p.nodes.join(',')}`).join('; ')}`);
 
+    await unpaused();
     if (!c.aborted()) {
       setStep('provisioning', 'provisioning');
       provisioned = true;
@@ -161,6 +164,7 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
       status.green.joined = created.joined;
       note(`green nodes ${created.joined.join(', ')} joined, Ready at ${version}`);
     }
+    await unpaused();
     if (!c.aborted()) {
       setStep('cordoning', 'workers');
       await a.setStageLabels({ cluster, labels: rollout.stageLabels, owner });
@@ -187,6 +191,7 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
       note(`gate ${REMOVAL_GATE}: approve to delete blue nodes ${remove.join(', ')} and their machines; ${NO_ROLLBACK} `
         + `(until then ${abortCommand} rolls back): skewless approve ${cluster} --workflow bluegreen --gate ${REMOVAL_GATE}`);
       await c.gate(REMOVAL_GATE, true);
+      await unpaused();
     }
   } catch (err) {
     // Not rolled back by itself: the blue nodes this run cordoned go back into service; green stays, named.

@@ -6,7 +6,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { bluegreenStatusQuery, REMOVAL_GATE, rollbackUpdate, type BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
 import { bluegreenWorkflow } from '../../workflows/bluegreen-workflow.js';
-import { abortSignal, approveUpdate, resolveDrainUpdate } from '../../workflows/upgrade-messages.js';
+import { abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal } from '../../workflows/upgrade-messages.js';
 import { BLUE, BLUEGREEN_WRITES, GREEN, mockBlueGreenCluster } from '../helpers/bluegreen-mocks.js';
 import { startDevServer } from '../helpers/temporal-env.js';
 import { withMockedWorker } from '../helpers/workers.js';
@@ -85,10 +85,21 @@ describe('bluegreenWorkflow (mocked activities, real dev server)', () => {
     assert.equal(result.rollback.available, false);
   });
 
-  it('rollback before removal (the rollback update at the removal gate): blue uncordoned, green drained and deleted', async () => {
+  it('a pause holds the run before green is created; rollback before removal (the rollback update at the removal gate): blue uncordoned, green drained and deleted', async () => {
     const m = mockBlueGreenCluster({ version: '1.34.2' });
+    // The inventory answers only once the run is paused: a pause holds it before any machine is created.
+    let answer: () => void = () => undefined;
+    const answered = new Promise<void>((r) => { answer = r; });
+    const inventory = m.acts.takeInventory as unknown as (i: Record<string, unknown>) => Promise<unknown>;
+    m.acts.takeInventory = (async (i: Record<string, unknown>) => { await answered; return inventory(i); }) as never;
     const result = await withMockedWorker(env, m.acts, 'bluegreen', async (taskQueue) => {
       const handle = await env.client.workflow.start(bluegreenWorkflow, { taskQueue, workflowId: `bluegreen/rb-${taskQueue}`, args: [input] });
+      await handle.signal(pauseSignal, { by: 'ops' });
+      answer();
+      await until(handle, 'planned', (st) => st.blue.nodes.length === BLUE.length);
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.ok(!m.calls.some(([n]) => n === 'createPoolMachines'), 'paused: no machine created');
+      await handle.signal(resumeSignal, { by: 'ops' });
       await until(handle, 'removal gate', (st) => st.step === 'removal-gate' && st.gates.some((g) => g.name === REMOVAL_GATE));
       assert.equal(m.cordoned.size, BLUE.length, 'every blue node cordoned');
       const after = await handle.executeUpdate(rollbackUpdate, { args: [{ by: 'ops', reason: 'green misbehaves' }] });
