@@ -1,5 +1,5 @@
 import {
-  ApplicationFailure, CancellationScope, allHandlersFinished, condition, executeChild, getExternalWorkflowHandle, setHandler, startChild,
+  ApplicationFailure, CancellationScope, allHandlersFinished, condition, executeChild, getExternalWorkflowHandle, setHandler,
   upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
 import { checkSkew, clusterVersion, compareVersions, parseVersion, planRollout, type RolloutPlan } from '../rules/index.js';
@@ -7,7 +7,7 @@ import { activities as a } from './activities-proxy.js';
 import {
   bluegreenStatusQuery, NO_ROLLBACK, REMOVAL_GATE, rollbackUpdate, type BlueGreenInput, type BlueGreenStatus, type BlueGreenStep,
 } from './bluegreen-messages.js';
-import { clusterUpgradeWorkflow } from './cluster-upgrade-workflow.js';
+import { upgradeControlPlaneFirst } from './bluegreen-control-plane.js';
 import { drainResolutionSignal } from './node-messages.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeResult } from './node-upgrade-workflow.js';
 import { rolloutControls } from './rollout-controls.js';
@@ -125,19 +125,7 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
       status.controlPlane.upgrade = id;
       note(`the control plane is at ${cpFrom}, below ${version}: ${id} moves it first, control planes only `
         + `(skewless status ${cluster} --workflow upgrade); the workers keep their version`);
-      const child = await startChild(clusterUpgradeWorkflow, {
-        workflowId: id, staticSummary: `control plane of ${cluster} to v${version} before the green pool`,
-        args: [{ cluster, to: version, controlPlaneOnly: true, policy: {
-          verifySeconds, ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
-          ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
-          ...(policy.acknowledge?.length ? { acknowledge: policy.acknowledge } : {}) } }],
-      });
-      let result = await Promise.race([child.result(), condition(() => c.aborted() !== undefined).then(() => undefined)]);
-      if (result === undefined) {
-        // Rolled back while the control plane moves: the upgrade stops after its step in flight (no downgrade).
-        await getExternalWorkflowHandle(id).signal(abortSignal, { by: status.rollback.by ?? 'bluegreen', reason: `${owner} rolled back` });
-        result = await child.result();
-      }
+      const result = await upgradeControlPlaneFirst({ cluster, version, policy, verifySeconds, owner, rolledBackBy: () => status.rollback.by, aborted: c.aborted });
       if (result.phase !== 'done') c.abort(`the control-plane upgrade ${id} ended ${result.phase}: ${result.outcome ?? ''}`);
       else note(`control plane at ${version} (${id})`);
       if (!c.aborted()) {
