@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { ROLLOUT_KINDS, rolloutWorkflowId } from '../workflows/rollout-ids.js';
 
 export interface RunningUpgrade {
   running: boolean;
@@ -8,18 +9,44 @@ export interface RunningUpgrade {
   startedAt?: string;
 }
 
-/**
- * Whether `upgrade/<cluster>` runs now, asked of Temporal through the worker's own client (no
- * cluster is touched). A scheduled run asks before it reads the cluster: a cluster in the middle of
- * someone's upgrade would otherwise look like a plan of its own, or like nothing to do.
- */
-export async function findRunningUpgrade(input: { cluster: string }): Promise<RunningUpgrade> {
+export interface RunningRollout extends RunningUpgrade {
+  /** The running rollout's workflow id (`maintain/<cluster>`, ...), when there is one. */
+  workflowId?: string;
+}
+
+/** Whether the workflow `workflowId` runs now, asked of Temporal through the worker's own client. */
+async function runningWorkflow(workflowId: string): Promise<RunningRollout> {
   try {
-    const description = await Context.current().client.workflow.getHandle(`upgrade/${input.cluster}`).describe();
+    const description = await Context.current().client.workflow.getHandle(workflowId).describe();
     if (description.status.name !== 'RUNNING') return { running: false };
-    return { running: true, runId: description.runId, startedAt: description.startTime.toISOString() };
+    return { running: true, workflowId, runId: description.runId, startedAt: description.startTime.toISOString() };
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return { running: false };
     throw err;
   }
+}
+
+/**
+ * Whether `upgrade/<cluster>` runs now (no cluster is touched). A scheduled run asks before it
+ * reads the cluster: a cluster in the middle of someone's upgrade would otherwise look like a plan
+ * of its own, or like nothing to do.
+ */
+export async function findRunningUpgrade(input: { cluster: string }): Promise<RunningUpgrade> {
+  const { workflowId: _id, ...found } = await runningWorkflow(rolloutWorkflowId('upgrade', input.cluster));
+  return found;
+}
+
+/**
+ * The first of the cluster's rollouts (upgrade, maintain, restore, bluegreen) that runs now, other
+ * than the workflows in `ignore` (the caller and the rollout that started it): two rollouts
+ * cordoning and restarting the same nodes under two plans is what this keeps from happening.
+ */
+export async function findRunningRollout(input: { cluster: string; ignore?: string[] }): Promise<RunningRollout> {
+  for (const kind of ROLLOUT_KINDS) {
+    const workflowId = rolloutWorkflowId(kind, input.cluster);
+    if (input.ignore?.includes(workflowId)) continue;
+    const found = await runningWorkflow(workflowId);
+    if (found.running) return found;
+  }
+  return { running: false };
 }

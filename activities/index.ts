@@ -5,7 +5,7 @@ import { createDrainActivities } from './drain.js';
 import { ErrorType } from './errors.js';
 import { createRestoreActivities } from './etcd-restore.js';
 import { createEtcdActivities } from './etcd-snapshot.js';
-import { findRunningUpgrade } from './find-running-upgrade.js';
+import { findRunningRollout, findRunningUpgrade } from './find-running-upgrade.js';
 import { createHealthActivities } from './health.js';
 import { createHostActivities } from './host-activities.js';
 import { createInventoryActivities } from './inventory.js';
@@ -35,6 +35,7 @@ export function createActivities(deps: ActivityDeps = {}) {
   return {
     describeWorker,
     findRunningUpgrade,
+    findRunningRollout,
     ...createInventoryActivities({ clusters }),
     ...createHealthActivities({ clusters }),
     ...createNodeActivities({ clusters }),

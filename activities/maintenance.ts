@@ -1,7 +1,7 @@
 // OS maintenance (`skewless maintain`): which nodes a run takes and what on them would be lost
 // (read-only), and the configured OS upgrade command on one node.
 import { ApplicationFailure } from '@temporalio/activity';
-import { compareNatural, type NodeRole } from '../rules/index.js';
+import { compareNatural, type MaintenanceWindow, type NodeRole } from '../rules/index.js';
 import type { ClusterResolver } from './cluster-access.js';
 import { readNodeDrainState } from './drain-facts.js';
 import { ErrorType, kubeCall } from './errors.js';
@@ -37,6 +37,8 @@ export interface MaintenancePlanFacts {
   forced: string[];
   /** Whether the cluster configuration names the OS upgrade command (maintenance.command). */
   hasCommand: boolean;
+  /** The cluster's maintenance windows (cluster configuration), if any: reboots start only inside one. */
+  maintenanceWindows?: MaintenanceWindow[];
 }
 
 /** A selector is handed to the API as is; this only keeps out what no selector has (and what a log line should not hold). */
@@ -89,7 +91,8 @@ export function createMaintenanceActivities(deps: { clusters: ClusterResolver })
         for (const b of plan.blockers) if (b.override === 'force') unmanaged.push({ namespace: b.pod.namespace, name: b.pod.name, node: node.name });
         for (const w of plan.warnings) if (/forced by name/.test(w.reason)) forced.push(`${w.pod.namespace}/${w.pod.name}`);
       }
-      return { nodes, missing, unmanaged, forced, hasCommand: config.maintenance !== undefined };
+      return { nodes, missing, unmanaged, forced, hasCommand: config.maintenance !== undefined,
+        ...(config.maintenanceWindows?.length ? { maintenanceWindows: config.maintenanceWindows } : {}) };
     },
 
     /**

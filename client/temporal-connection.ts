@@ -3,6 +3,7 @@ import { CONNECTION_FLAGS, connectionOptions, connectionSettings, redactSecrets,
 import { payloadCodec } from '../worker/payload-codec.js';
 import { bluegreenWorkflowId } from '../workflows/bluegreen-messages.js';
 import { restoreWorkflowId } from '../workflows/restore-messages.js';
+import { ROLLOUT_KINDS, rolloutWorkflowId as idOf, type RolloutKindName } from '../workflows/rollout-ids.js';
 import { registerSecret, UsageError } from './cli-support.js';
 
 export { UnreachableError };
@@ -41,6 +42,31 @@ export function clusterName(value: string | undefined, flag = 'NAME'): string {
 
 export const upgradeWorkflowId = (cluster: string) => `upgrade/${cluster}`;
 export const maintainWorkflowId = (cluster: string) => `maintain/${cluster}`;
+
+/** What each rollout is called in a refusal, and how the operator follows it. */
+const ROLLOUT_NOUNS: Record<RolloutKindName, { noun: string; follow: (cluster: string) => string }> = {
+  upgrade: { noun: 'an upgrade', follow: (c) => `skewless watch ${c}` },
+  maintain: { noun: 'an OS maintenance', follow: (c) => `skewless watch ${c} --workflow maintain` },
+  restore: { noun: 'an etcd restore', follow: (c) => `skewless restore --cluster ${c} --watch` },
+  bluegreen: { noun: 'a blue/green pool replacement', follow: (c) => `skewless watch ${c} --workflow bluegreen` },
+};
+
+/**
+ * Refuses (exit 2, before the start) while another rollout of the cluster runs: they would cordon
+ * and restart the same nodes under two plans. The workflows check it too (findRunningRollout);
+ * this is the operator's answer without a started-and-failed run.
+ */
+export async function refuseWhileAnotherRolloutRuns(client: Client, cluster: string, self: RolloutKindName, verb: string): Promise<void> {
+  for (const kind of ROLLOUT_KINDS) {
+    if (kind === self) continue;
+    const id = idOf(kind, cluster);
+    const running = await client.workflow.getHandle(id).describe().then((d) => d.status.name === 'RUNNING', (err: unknown) => {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
+    });
+    if (running) throw new UsageError(`${ROLLOUT_NOUNS[kind].noun} of ${cluster} is running (${id}); ${verb} once it ends: "${ROLLOUT_NOUNS[kind].follow(cluster)}"`);
+  }
+}
 
 /**
  * The runs the operator controls take (`--workflow`): the upgrade, OS maintenance, the etcd restore and

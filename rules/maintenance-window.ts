@@ -168,3 +168,8 @@ export function insideWindow(windows: readonly MaintenanceWindow[], now: number)
 export function describeWindow(w: MaintenanceWindow): string {
   return `${w.days.join(',')} ${w.start}–${w.end} ${w.timeZone}`;
 }
+
+/** What waits for a window, in words: `batch-1 of 1.33.7` for an upgrade's hop, `batch-1` for an OS maintenance run. */
+export function windowPhaseLabel(phase: string, hop: string): string {
+  return hop ? `${phase} of ${hop}` : phase;
+}

@@ -79,6 +79,8 @@ export interface MachineApiOptions {
   clusterConfigPath: string;
   /** Called after each change of the set of hosts (the simulation rewrites its endpoints). */
   onHostsChanged(): void;
+  /** Records the cluster's versions after a machine came or went (the version history, sim/cluster/version-recorder.ts). */
+  recordVersions?(cause: string): Promise<void>;
 }
 
 /** Sets or removes `nodes.<name>` in the cluster configuration, keeping every other line as it is (a test may have changed them). */
@@ -137,6 +139,7 @@ export async function startMachineApi(options: MachineApiOptions): Promise<SimMa
     }
     editNodesMap(options.clusterConfigPath, spec.name, { host: '127.0.0.1', port: host.port });
     options.onHostsChanged();
+    await options.recordVersions?.(`machine create ${spec.name} ${version}`);
     return { name: spec.name, host: '127.0.0.1', port: host.port, version, created: !present };
   });
 
@@ -152,6 +155,7 @@ export async function startMachineApi(options: MachineApiOptions): Promise<SimMa
     }
     editNodesMap(options.clusterConfigPath, name, undefined);
     if (deleted) options.onHostsChanged();
+    await options.recordVersions?.(`machine delete ${name}`);
     return { deleted };
   });
 

@@ -146,7 +146,7 @@ export async function startSimulation(description: SimDescription, options: Simu
     const listeners = new Set<() => void>();
     const sshHosts = () => running.hosts.map((h) => ({ name: h.name, host: '127.0.0.1', port: h.port, hostKeyFingerprint: h.hostKeyFingerprint }));
     machines = await startMachineApi({
-      stateDir, description, kube, hosts: running, clusterConfigPath: join(clustersDir, `${description.name}.yaml`),
+      stateDir, description, kube, hosts: running, clusterConfigPath: join(clustersDir, `${description.name}.yaml`), recordVersions: recorder.record,
       onHostsChanged: () => {
         endpoints.ssh.hosts = sshHosts();
         writeFileSync(join(stateDir, 'simulation.json'), JSON.stringify(endpoints, null, 2));

@@ -128,6 +128,7 @@ export const provisionMachines: ActivityOptions = {
 export const PROFILE_OF = {
   describeWorker: quickRead,
   findRunningUpgrade: quickRead,
+  findRunningRollout: quickRead,
   takeInventory: kubeRead,
   planDrain: kubeRead,
   availableVersions: hostCommand,

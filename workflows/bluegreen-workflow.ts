@@ -98,8 +98,9 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
   c.updateMemo();
 
   // Pre-flight, read-only: the pools, the provisioning and the versions judged before anything moves.
-  const upgrade = await a.findRunningUpgrade({ cluster });
-  if (upgrade.running) throw refuse(`upgrade/${cluster} is running (since ${upgrade.startedAt ?? '?'}): replace the pool after it ends`);
+  // One rollout of a cluster at a time (its own control-plane upgrade, later, is its child: not another).
+  const other = await a.findRunningRollout({ cluster, ignore: [owner] });
+  if (other.running) throw refuse(`${other.workflowId ?? 'another rollout'} is running (since ${other.startedAt ?? '?'}): replace the pool after it ends`, 'RolloutRunning');
   const inventory = await a.takeInventory({ cluster });
   const cpFrom = applyRule(() => clusterVersion(inventory.skew));
   const behind = compareVersions(parseVersion(cpFrom), parseVersion(version)) < 0;

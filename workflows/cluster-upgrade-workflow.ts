@@ -1,11 +1,12 @@
 import {
-  ApplicationFailure, condition, continueAsNew, executeChild, upsertSearchAttributes, workflowInfo, allHandlersFinished,
+  ApplicationFailure, condition, continueAsNew, executeChild, patched, upsertSearchAttributes, workflowInfo, allHandlersFinished,
 } from '@temporalio/workflow';
 import {
   buildRunbook, checkRunbook, checkSkew, describeTarget, planUpgrade, withoutNodes, type MaintenanceWindow, type RolloutPlan, type RolloutPolicy, type UpgradePlan,
 } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { fleetReporter } from './fleet-report.js';
+import { PATCH } from './patches.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-workflow.js';
 import { preflightRefusals } from './preflight.js';
 import { rolloutControls } from './rollout-controls.js';
@@ -141,6 +142,14 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     const retry = policy.hostRetrySeconds;
     if (retry !== undefined && !(typeof retry === 'number' && Number.isFinite(retry) && retry >= 0)) {
       throw ApplicationFailure.nonRetryable(`refusing to start: hostRetrySeconds must be a number of seconds ≥ 0, got ${JSON.stringify(retry)}`, 'InvalidPolicy');
+    }
+    if (patched(PATCH.exclusiveRollouts)) {
+      // One rollout of a cluster at a time; the flow that started this upgrade (a blue/green run's
+      // control-plane phase) is not another one.
+      const other = await a.findRunningRollout({ cluster, ignore: [owner, workflowInfo().parent?.workflowId ?? owner] });
+      if (other.running) {
+        throw ApplicationFailure.nonRetryable(`refusing to start: ${other.workflowId ?? 'another rollout'} of ${cluster} is running (since ${other.startedAt ?? '?'}): upgrade once it ends`, 'RolloutRunning');
+      }
     }
     // Plan: the inventory, what the repository offers, and the rules' verdict, before touching anything.
     const inventory = await a.takeInventory({ cluster });

@@ -4,6 +4,7 @@ import { activities as a } from './activities-proxy.js';
 import { maintenanceStatusQuery, type MaintenanceStatus } from './maintenance-messages.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeResult } from './node-upgrade-workflow.js';
 import { rolloutControls } from './rollout-controls.js';
+import { waitForWindow, type WindowWaitContext } from './window-wait.js';
 import { applyRule } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { compensate, handBack } from './upgrade-ending.js';
@@ -74,8 +75,8 @@ export async function maintainWorkflow(input: MaintainInput): Promise<Maintenanc
   c.updateMemo();
 
   // Pre-flight, read-only: nothing is cordoned or labelled before every check passed.
-  const upgrade = await a.findRunningUpgrade({ cluster });
-  if (upgrade.running) throw refuse(`upgrade/${cluster} is running (since ${upgrade.startedAt ?? '?'}): maintain after it ends`);
+  const other = await a.findRunningRollout({ cluster, ignore: [owner] });
+  if (other.running) throw refuse(`${other.workflowId ?? 'another rollout'} is running (since ${other.startedAt ?? '?'}): maintain after it ends`, 'RolloutRunning');
   const facts = await a.planMaintenance({ cluster, ...(input.selector === undefined ? {} : { selector: input.selector }),
     ...(input.nodes === undefined ? {} : { nodes: input.nodes }), ...(policy.forcePods?.length ? { force: policy.forcePods } : {}) });
   if (!facts.hasCommand) throw refuse(`cluster ${cluster} has no maintenance.command in its configuration (the worker's ${cluster}.yaml)`, 'ClusterConfigInvalid');
@@ -129,8 +130,11 @@ export async function maintainWorkflow(input: MaintainInput): Promise<Maintenanc
   try {
     setPhase('preflight');
     await a.setStageLabels({ cluster, labels: plan.stageLabels, owner });
+    // Reboots are disruptive like an upgrade's phases: each starts only inside a maintenance window.
+    const windowWait: WindowWaitContext = { status, windows: facts.maintenanceWindows ?? [], aborted: () => c.aborted() !== undefined, setPhase };
     for (const phase of plan.phases) {
       if (c.aborted()) break;
+      if (await waitForWindow(windowWait, phase.stage) === 'aborted') break;
       setPhase(phase.kind === 'control-plane' ? 'control-plane' : 'workers');
       // Control planes one at a time (their phases hold one node each); workers at most maxUnavailable at once.
       await c.window(phase.nodes, phase.maxUnavailable, runNode);

@@ -8,4 +8,6 @@ export const PATCH = {
   maintenanceWindows: 'maintenance-windows',
   /** An upgrade started by a fleet reports to it when it is blocked and when it moves again (fleet-messages.ts). */
   fleetReports: 'fleet-reports',
+  /** An upgrade refuses to start while another rollout of its cluster (maintain, restore, bluegreen) runs. */
+  exclusiveRollouts: 'exclusive-rollouts',
 } as const;

@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, allHandlersFinished, condition, setHandler, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, allHandlersFinished, condition, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { activities as a } from './activities-proxy.js';
 import { restoreStatusQuery, type MemberState, type RestoreInput, type RestorePhase, type RestoreStatus } from './restore-messages.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
@@ -57,8 +57,8 @@ export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatu
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.cluster, value: cluster }]);
   setPhase('planning');
 
-  const running = await a.findRunningUpgrade({ cluster });
-  if (running.running) throw ApplicationFailure.nonRetryable(`refusing to restore ${cluster}: upgrade/${cluster} is running (abort it first)`, 'UpgradeRunning');
+  const running = await a.findRunningRollout({ cluster, ignore: [workflowInfo().workflowId] });
+  if (running.running) throw ApplicationFailure.nonRetryable(`refusing to restore ${cluster}: ${running.workflowId ?? 'another rollout'} is running (abort it first)`, 'RolloutRunning');
   const plan = await a.planRestore({
     cluster, ...(input.hop !== undefined ? { hop: input.hop } : {}), ...(input.snapshotPath !== undefined ? { snapshotPath: input.snapshotPath } : {}),
     ...(input.controlPlanes ? { controlPlanes: input.controlPlanes } : {}),

@@ -1,8 +1,9 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { ChildWorkflowCancellationType, ParentClosePolicy, startChild, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
+import { ChildWorkflowCancellationType, ParentClosePolicy, patched, startChild, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { describeTarget, planUpgrade } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { clusterUpgradeWorkflow, type UpgradePolicy } from './cluster-upgrade-workflow.js';
+import { PATCH } from './patches.js';
 import { applyRule } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 
@@ -53,8 +54,11 @@ export async function scheduledUpgradeWorkflow(input: ScheduledUpgradeInput): Pr
   upsertMemo({ schedule: input.schedule ?? null, target: to });
 
   // Asked before the cluster is read: mid-upgrade, a plan would look like work of its own, or like none.
-  const running = await a.findRunningUpgrade({ cluster });
-  if (running.running) return end('skipped', `skipped: ${upgradeId} already running`);
+  // Any rollout of the cluster (an OS maintenance, a restore, a blue/green run) is as busy as an upgrade.
+  const running = patched(PATCH.exclusiveRollouts)
+    ? await a.findRunningRollout({ cluster, ignore: [workflowInfo().workflowId] })
+    : { ...(await a.findRunningUpgrade({ cluster })), workflowId: upgradeId };
+  if (running.running) return end('skipped', `skipped: ${running.workflowId ?? upgradeId} already running`);
 
   const inventory = await a.takeInventory({ cluster });
   const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '' });

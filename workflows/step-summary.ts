@@ -14,6 +14,7 @@ const v = (version: string) => `v${version.replace(/^v/, '')}`;
 export const SUMMARY_OF: Summaries = {
   describeWorker: () => 'describe the worker',
   findRunningUpgrade: (i) => `is upgrade/${i.cluster} running?`,
+  findRunningRollout: (i) => `is another rollout of ${i.cluster} running?`,
   takeInventory: (i) => `inventory of ${i.cluster}`,
   planDrain: (i) => `plan the drain of ${i.node}`,
   availableVersions: (i) => `list available versions on ${i.node}`,

@@ -56,6 +56,7 @@ export interface WindowWait {
   for: 'maintenance-window';
   /** The phase that waits: `control-plane` (a hop's snapshot, kubeadm and control planes), `canary`, `batch-N`. */
   phase: string;
+  /** The upgrade's hop; '' for an OS maintenance run. */
   hop: string;
   /** Workflow time (ISO) the wait began, and the time the next window opens. */
   since: string;
@@ -88,6 +89,8 @@ export interface RolloutStatus {
   outcome?: string;
   /** Nodes the operator skipped: untouched, handed back uncordoned at the end of the run. */
   skipped: string[];
+  /** Set while a disruptive phase waits for the maintenance window. */
+  waiting?: WindowWait;
 }
 
 export interface UpgradeStatus extends RolloutStatus {
@@ -95,8 +98,6 @@ export interface UpgradeStatus extends RolloutStatus {
   to: string;
   hops: string[];
   hop?: string;
-  /** Set while a disruptive phase waits for the maintenance window. */
-  waiting?: WindowWait;
   snapshots: SnapshotRecord[];
   /** How many times this upgrade continued as new (history kept short for big clusters). */
   runs: number;

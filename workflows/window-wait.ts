@@ -1,11 +1,12 @@
 import { condition, patched, upsertMemo } from '@temporalio/workflow';
-import { windowAt, type MaintenanceWindow } from '../rules/index.js';
+import { windowAt, windowPhaseLabel, type MaintenanceWindow } from '../rules/index.js';
 import { PATCH } from './patches.js';
-import type { UpgradePhase, UpgradeStatus, WindowWait } from './upgrade-messages.js';
+import type { RolloutStatus, UpgradePhase, WindowWait } from './upgrade-messages.js';
 
 export interface WindowWaitContext {
-  status: UpgradeStatus;
-  /** The cluster's windows, read from its configuration when the upgrade started; empty: any time. */
+  /** An upgrade's (its phases belong to a hop) or an OS maintenance run's. */
+  status: RolloutStatus & { hop?: string };
+  /** The cluster's windows, read from its configuration when the rollout started; empty: any time. */
   windows: readonly MaintenanceWindow[];
   aborted: () => boolean;
   setPhase: (phase: UpgradePhase) => void;
@@ -38,7 +39,7 @@ export async function waitForWindow(ctx: WindowWaitContext, phase: string): Prom
     if (wait?.opensAt !== opensAt) {
       wait = { for: 'maintenance-window', phase, hop, since: wait?.since ?? iso(now), opensAt };
       status.waiting = wait;
-      status.events.push(`${phase} of ${hop} waits for the maintenance window: opens ${opensAt}`);
+      status.events.push(`${windowPhaseLabel(phase, hop)} waits for the maintenance window: opens ${opensAt}`);
       upsertMemo({ waiting: { for: wait.for, phase, hop, opensAt } });
       ctx.setPhase('waiting');
     }
@@ -49,7 +50,7 @@ export async function waitForWindow(ctx: WindowWaitContext, phase: string): Prom
     delete status.waiting;
     upsertMemo({ waiting: null });
     const waited = Date.now() - started;
-    status.events.push(`${phase} of ${hop} waited ${Math.round(waited / 1000)} s for the maintenance window${ctx.aborted() ? ' (aborted while waiting)' : ''}`);
+    status.events.push(`${windowPhaseLabel(phase, hop)} waited ${Math.round(waited / 1000)} s for the maintenance window${ctx.aborted() ? ' (aborted while waiting)' : ''}`);
     if (!ctx.aborted()) ctx.setPhase(before);
     return ctx.aborted() ? 'aborted' : waited;
   }

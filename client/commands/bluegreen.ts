@@ -1,4 +1,4 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { normalizeVersion } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { bluegreenWorkflowId, NO_ROLLBACK, REMOVAL_GATE, type BlueGreenInput, type BlueGreenPolicy } from '../../workflows/bluegreen-messages.js';
@@ -6,7 +6,7 @@ import { bluegreenWorkflow } from '../../workflows/bluegreen-workflow.js';
 import { EXIT, intOption, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { namespacedName } from '../input-checks.js';
 import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
-import { clusterName, connectClient, maintainWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { watchUpgrade } from './watch.js';
 
 export const bluegreenHelp = `Usage: skewless bluegreen --cluster NAME --from POOL --to-pool POOL --to VERSION [--count N]
@@ -36,7 +36,7 @@ Rollback, until the removal starts: "skewless abort NAME --workflow bluegreen" u
 green and deletes it (the control plane keeps its new version: no downgrade). Once the removal has
 started the abort is refused with the reason. status, approve, resolve, pause and resume take the run
 with --workflow bluegreen (or when it is the cluster's run). Refused before anything is touched: an
-upgrade or OS maintenance of the cluster running, an unknown pool, a green pool that already has
+upgrade, OS maintenance or etcd restore of the cluster running, an unknown pool, a green pool that already has
 nodes, a blue node NotReady, green kubelets the skew policy forbids, no provisioning configured.
 
 --output json: with --detach, one object {"type":"started","cluster","workflowId","runId","at"};
@@ -46,8 +46,8 @@ ${CONNECTION_HELP}
 
 Exit status: 0 replaced (or started, with --detach); 1 failed, rolled back, or refused by the cluster
 as it is (a NotReady blue node, green kubelets out of skew, an upgrade running); 2 invalid input (flags,
-an unknown cluster or pool, a green pool that already has nodes, no provisioning configured) or an
-upgrade, OS maintenance or blue/green run of the cluster already running; 3 Temporal unreachable.`;
+an unknown cluster or pool, a green pool that already has nodes, no provisioning configured) or
+another rollout of the cluster (upgrade, maintain, restore, bluegreen) running; 3 Temporal unreachable.`;
 
 /** A pool name as the cluster configuration spells it (the worker checks the same). */
 const POOL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -56,18 +56,6 @@ function poolName(value: string | undefined, flag: string): string {
   const pool = requireOption(value, flag);
   if (!POOL.test(pool) || pool.length > 50) throw new UsageError(`${flag} must be a pool name of the cluster configuration (lowercase letters, digits and '-'), got ${JSON.stringify(pool)}`);
   return pool;
-}
-
-/** The run on the cluster that must end first, if any (one run moving a cluster's nodes at a time). */
-async function runningRival(client: Client, cluster: string): Promise<string | undefined> {
-  for (const [what, id, kind] of [['an upgrade', upgradeWorkflowId(cluster), 'upgrade'], ['an OS maintenance', maintainWorkflowId(cluster), 'maintain']] as const) {
-    const d = await client.workflow.getHandle(id).describe().catch((err: unknown) => {
-      if (err instanceof WorkflowNotFoundError) return undefined;
-      throw err;
-    });
-    if (d?.status.name === 'RUNNING') return `${what} of ${cluster} is running (${id}); replace the pool once it ends: "skewless watch ${cluster} --workflow ${kind}"`;
-  }
-  return undefined;
 }
 
 export async function bluegreenCommand(args: string[], io: CommandIo): Promise<number> {
@@ -97,8 +85,7 @@ export async function bluegreenCommand(args: string[], io: CommandIo): Promise<n
   const { client, close } = await connectClient(values);
   const workflowId = bluegreenWorkflowId(cluster);
   try {
-    const rival = await runningRival(client, cluster);
-    if (rival) throw new UsageError(rival);
+    await refuseWhileAnotherRolloutRuns(client, cluster, 'bluegreen', 'replace the pool');
     let runId: string;
     try {
       ({ firstExecutionRunId: runId } = await client.workflow.start(bluegreenWorkflow, { taskQueue, workflowId, workflowIdConflictPolicy: 'FAIL', args: [input] }));

@@ -4,7 +4,7 @@ import { maintainWorkflow, type MaintainInput, type MaintenancePolicy } from '..
 import { EXIT, intOption, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
 import { maxUnavailable, namespacedName, nodeName } from '../input-checks.js';
 import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
-import { clusterName, connectClient, maintainWorkflowId, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { clusterName, connectClient, maintainWorkflowId, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { watchUpgrade } from './watch.js';
 
 export const maintainHelp = `Usage: skewless maintain --cluster NAME (--selector SELECTOR | --node NODE...)
@@ -72,6 +72,7 @@ export async function maintainCommand(args: string[], io: CommandIo): Promise<nu
   const { client, close } = await connectClient(values);
   const workflowId = maintainWorkflowId(cluster);
   try {
+    await refuseWhileAnotherRolloutRuns(client, cluster, 'maintain', 'maintain');
     let runId: string;
     try {
       ({ firstExecutionRunId: runId } = await client.workflow.start(maintainWorkflow, { taskQueue, workflowId, workflowIdConflictPolicy: 'FAIL', args: [input] }));

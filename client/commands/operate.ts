@@ -6,6 +6,7 @@ import { blockText, haltLines, resolveHint } from '../block-text.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { printJson } from '../output.js';
+import { windowPhaseLabel } from '../../rules/index.js';
 import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
 import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, type RolloutKind } from '../temporal-connection.js';
 import { gateName, namespacedName, nodeName, onlyPositional } from '../input-checks.js';
@@ -128,7 +129,7 @@ export function operateCommand(verb: Verb) {
             if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(cluster, node, n.blocked)}`);
           }
           if (s.halted) for (const line of haltLines(cluster, s.halted)) io.out(`  ${line}`);
-          if (s.waiting) io.out(`  ${s.waiting.phase} of ${s.waiting.hop}: waiting for the maintenance window: opens ${s.waiting.opensAt}`);
+          if (s.waiting) io.out(`  ${windowPhaseLabel(s.waiting.phase, s.waiting.hop)}: waiting for the maintenance window: opens ${s.waiting.opensAt}`);
           for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : 'waiting'}`);
           for (const snap of s.snapshots) io.out(`  etcd snapshot ${snap.hop}: ${snap.localPath} (${snap.sizeBytes} bytes, sha256 ${snap.sha256}, revision ${snap.revision})`);
         }
@@ -180,6 +181,7 @@ function printMaintenance(io: CommandIo, cluster: string, s: MaintenanceStatus):
     if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(target, node, n.blocked)}`);
   }
   if (s.halted) for (const line of haltLines(target, s.halted)) io.out(`  ${line}`);
+  if (s.waiting) io.out(`  ${s.waiting.phase}: waiting for the maintenance window: opens ${s.waiting.opensAt}`);
   for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : 'waiting'}`);
   if (s.outcome) io.out(`  ${s.outcome}`);
 }

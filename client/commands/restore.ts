@@ -5,7 +5,7 @@ import { restoreWorkflow } from '../../workflows/restore-workflow.js';
 import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
 import { nodeName } from '../input-checks.js';
 import { OUTPUT_OPTION, outputFormat, printRecord, spinner, type Output } from '../output.js';
-import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 
 export const restoreHelp = `Usage: skewless restore --cluster NAME --hop VERSION [--snapshot PATH] [--control-plane NODE]...
@@ -86,6 +86,7 @@ export async function restoreCommand(args: string[], io: CommandIo): Promise<num
   const taskQueue = workerConfig(values).taskQueue;
   const { client, close } = await connectClient(values);
   try {
+    await refuseWhileAnotherRolloutRuns(client, cluster, 'restore', 'restore');
     let runId: string;
     try {
       ({ firstExecutionRunId: runId } = await client.workflow.start(restoreWorkflow, {

@@ -1,12 +1,11 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { parseTarget } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
-import { bluegreenWorkflowId } from '../../workflows/bluegreen-messages.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { EXIT, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
 import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
-import { clusterName, connectClient, maintainWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to TARGET [--canary N] [--batch-size N]
@@ -32,8 +31,7 @@ ${CONNECTION_HELP}
 Exit status: 0 upgraded (or started, with --detach); 1 failed, aborted, or refused by the cluster
 as it is (skew, NotReady node, blocking PDB, nothing to upgrade); 2 invalid input (flags, version,
 unknown cluster or configuration, a target the repository does not offer or a downgrade) or an
-upgrade, OS maintenance (skewless maintain) or blue/green run (skewless bluegreen) of the cluster
-already running; 3 Temporal unreachable.`;
+upgrade or OS maintenance (skewless maintain) of the cluster already running; 3 Temporal unreachable.`;
 
 export async function upgradeCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {
@@ -52,18 +50,7 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   const taskQueue = workerConfig(values).taskQueue;
   const { client, close } = await connectClient(values);
   try {
-    // An OS maintenance of the cluster cordons and reboots nodes under its own plan: not both at once.
-    // (Checked here, before the start; maintain itself refuses while the upgrade runs.)
-    // A blue/green run likewise (it runs the control-plane upgrade itself, as its child).
-    for (const [what, id, kind] of [['an OS maintenance', maintainWorkflowId(cluster), 'maintain'], ['a blue/green run', bluegreenWorkflowId(cluster), 'bluegreen']] as const) {
-      const other = await client.workflow.getHandle(id).describe().catch((err: unknown) => {
-        if (err instanceof WorkflowNotFoundError) return undefined;
-        throw err;
-      });
-      if (other?.status.name === 'RUNNING') {
-        throw new UsageError(`${what} of ${cluster} is running (${id}); upgrade once it ends: "skewless watch ${cluster} --workflow ${kind}"`);
-      }
-    }
+    await refuseWhileAnotherRolloutRuns(client, cluster, 'upgrade', 'upgrade');
     let runId: string;
     try {
       ({ firstExecutionRunId: runId } = await client.workflow.start(clusterUpgradeWorkflow, {

@@ -4,6 +4,7 @@ import { CONNECTION_HELP } from '../../worker/config.js';
 import { blockText, haltLines, resolveHint } from '../block-text.js';
 import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
 import { OUTPUT_OPTION, outputFormat, printRecord, spinner, type Output } from '../output.js';
+import { windowPhaseLabel } from '../../rules/index.js';
 import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
 import type { BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
 import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
@@ -76,7 +77,7 @@ export function waitingReasons(cluster: string, s: UpgradeStatus): string[] {
   const blocked = Object.entries(s.nodes).filter(([, n]) => n.phase === 'blocked').map(([node]) => node);
   if (blocked.length) reasons.push(`resolve of ${blocked.join(', ')}`);
   if (s.halted) reasons.push(`resolve of the workload check after ${s.halted.after}`);
-  if (s.waiting) reasons.push(`the maintenance window (${s.waiting.phase} of ${s.waiting.hop}; opens ${s.waiting.opensAt})`);
+  if (s.waiting) reasons.push(`the maintenance window (${windowPhaseLabel(s.waiting.phase, s.waiting.hop)}; opens ${s.waiting.opensAt})`);
   return reasons;
 }
 

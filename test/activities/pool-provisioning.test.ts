@@ -21,6 +21,7 @@ import { createNodeActivities } from '../../activities/node-activities.js';
 import { createPoolActivities } from '../../activities/pool-provisioning.js';
 import { machineProvider, type MachineProvider } from '../../activities/provisioning.js';
 import { statusOf } from '../../sim/cluster/kube-clients.js';
+import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { workloadObjects } from '../../sim/cluster/workload-objects.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
@@ -139,6 +140,10 @@ describe('blue/green provisioning against the simulated cluster and hosts', () =
     }
     assert.equal(tc.sim.hosts.hosts.length, before + 2);
     assert.ok(tc.sim.endpoints.ssh.hosts.some((h) => h.name === 'green-2'), 'the endpoints list the new host');
+    // The version history (what skew checks judge every state by) has a state with each new kubelet.
+    await tc.sim.versionHistorySettled();
+    const created = readVersionHistory(tc.sim.stateDir).find((r) => r.cause === 'machine create green-2 1.34.2');
+    assert.ok(created?.inventory.kubelets?.some((k) => k.node === 'green-2' && k.version === V), JSON.stringify(created));
     const nodesMap = parseClusterConfig(readFileSync(configPath(), 'utf8'), 'x.yaml').nodes;
     assert.equal(nodesMap['green-1']?.port, tc.sim.hosts.hosts.find((h) => h.name === 'green-1')?.port);
   });

@@ -68,7 +68,7 @@ describe('skewless bluegreen and the operator commands on bluegreen/NAME (mocked
     assert.equal(blocked.command, 'skewless resolve lab --workflow bluegreen --node blue-2 --action retry|skip|force|abort');
     const upgrade = await cli('upgrade', '--cluster', 'lab', '--to', '1.34.2');
     assert.equal(upgrade.code, 2);
-    assert.equal(upgrade.stderr.trim(), 'skewless: a blue/green run of lab is running (bluegreen/lab); upgrade once it ends: "skewless watch lab --workflow bluegreen"');
+    assert.equal(upgrade.stderr.trim(), 'skewless: a blue/green pool replacement of lab is running (bluegreen/lab); upgrade once it ends: "skewless watch lab --workflow bluegreen"');
     const resolved = await cli('resolve', 'lab', '--node', 'blue-2', '--action', 'retry', '--comment', 'PDB relaxed');
     assert.equal(resolved.code, 0, resolved.stderr);
     assert.equal(resolved.stdout.trim(), 'drain of blue-2: retry');

@@ -63,6 +63,9 @@ describe('skewless maintain and the operator commands on maintain/NAME (mocked a
     const upgrade = await cli('upgrade', '--cluster', 'lab', '--to', '1.33');
     assert.equal(upgrade.code, 2);
     assert.equal(upgrade.stderr.trim(), 'skewless: an OS maintenance of lab is running (maintain/lab); upgrade once it ends: "skewless watch lab --workflow maintain"');
+    const restore = await cli('restore', '--cluster', 'lab', '--hop', '1.33.7');
+    assert.equal(restore.code, 2);
+    assert.equal(restore.stderr.trim(), 'skewless: an OS maintenance of lab is running (maintain/lab); restore once it ends: "skewless watch lab --workflow maintain"');
     const approved = await cli('approve', 'lab', '--gate', 'canary-maintenance', '--output', 'json');
     assert.equal(approved.code, 0, approved.stderr);
     assert.equal((JSON.parse(approved.stdout) as { workflowId: string }).workflowId, 'maintain/lab');

@@ -147,6 +147,18 @@ for (const controlPlanes of [1, 3]) describe(`e2e: skewless restore from the etc
     assert.ok(ran.some((c) => c.startsWith(`sudo -n etcdutl snapshot restore /var/lib/skewless/snapshots/etcd-${cluster}-1.33.7.db --data-dir /var/lib/etcd.skewless-restored-1.33.7.partial-`)), ran.join('\n'));
     assert.ok(ran.includes('sudo -n mv -T /var/lib/etcd /var/lib/etcd.skewless-before-1.33.7'));
     assert.ok(ran.includes('sudo -n mv /etc/kubernetes/manifests-stopped-by-skewless/etcd.yaml /etc/kubernetes/manifests/etcd.yaml'));
+    // The audit trail of the restore: each control plane's steps, who approved the gate, how it ended.
+    const history = await cli('history', cluster, '--workflow', 'restore', '--output', 'json');
+    assert.equal(history.code, 0, history.stderr);
+    const trail = JSON.parse(history.stdout) as { workflowId: string; entries: { kind: string; activity?: string; node?: string; gate?: string; comment?: string; status?: string }[] };
+    assert.equal(trail.workflowId, `restore/${cluster}`);
+    for (const node of nodes) {
+      for (const step of ['stopStaticPods', 'restoreEtcdMember', 'startStaticPods']) {
+        assert.ok(trail.entries.some((e) => e.kind === 'step' && e.activity === step && e.node === node), `${step} on ${node} in the trail`);
+      }
+    }
+    assert.ok(trail.entries.some((e) => e.kind === 'approval' && e.gate === 'restore-1.33.7' && e.comment === 'back to before 1.33'), history.stdout);
+    assert.equal(trail.entries.at(-1)?.kind, 'closed');
     // The workers' nodes come back Ready from the restored state (kwok's kubelets keep reporting).
     await waitFor('every node Ready', async () => (await tc.kube.core.listNode()).items.every((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')), 120_000, 500);
   });

@@ -41,7 +41,7 @@ export function mockBlueGreenCluster(options: { version?: string; override?: Rec
     },
   });
   const fns: Record<string, Fn> = {
-    findRunningUpgrade: () => ({ running: false }),
+    findRunningRollout: () => ({ running: false }),
     takeInventory: () => inventory(),
     availableVersions: () => ['1.34.2', '1.33.7'],
     snapshotEtcd: (i) => ({ remotePath: `/snap-${String(i.hop)}.db`, localPath: `/backups/snap-${String(i.hop)}.db`, sizeBytes: 1, sha256: 'ab'.repeat(32), revision: 7, totalKeys: 1 }),

@@ -22,6 +22,7 @@ export function fakeCluster(options: { blockDrainOf?: string; pdbFinding?: boole
     },
   });
   const acts = {
+    findRunningRollout: async (i: Record<string, unknown>) => (rec('findRunningRollout', i), { running: false }),
     takeInventory: async (i: Record<string, unknown>) => (rec('takeInventory', i), inventory()),
     availableVersions: async (i: Record<string, unknown>) => (rec('availableVersions', i), ['1.34.2', '1.33.7', '1.32.4']),
     snapshotEtcd: async (i: { hop: string }) => (rec('snapshotEtcd', i), { remotePath: `/var/lib/skewless/snapshots/etcd-${i.hop}.db`, localPath: `/backups/etcd-${i.hop}.db`, sizeBytes: 1024, sha256: 'ab'.repeat(32), revision: 42, totalKeys: 7 }),

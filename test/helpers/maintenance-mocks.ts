@@ -22,7 +22,7 @@ export function mockMaintenanceCluster(facts: Partial<MaintenancePlanFacts> = {}
     return fn(input);
   };
   const acts: Partial<Activities> = Object.fromEntries(Object.entries({
-    findRunningUpgrade: () => ({ running: false }),
+    findRunningRollout: () => ({ running: false }),
     planMaintenance: (i) => ({ nodes: MOCK_WORKERS.filter((n) => !Array.isArray(i.nodes) || i.nodes.includes(n)).map((name) => ({ name, role: 'worker', ready: true, unschedulable: false })), missing: [], unmanaged: [], forced: [], hasCommand: true, ...facts }),
     setStageLabels: (i) => { Object.assign(labels, i.labels); return { changed: Object.keys(i.labels as object), unchanged: [] }; },
     clearStageLabels: () => { for (const k of Object.keys(labels)) delete labels[k]; return { changed: [], unchanged: [] }; },

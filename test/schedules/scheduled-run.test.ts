@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { findRunningUpgrade } from '../../activities/find-running-upgrade.js';
+import { findRunningRollout } from '../../activities/find-running-upgrade.js';
 import type { Activities } from '../../activities/index.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
+import { maintainWorkflow } from '../../workflows/maintain-workflow.js';
 import { scheduledUpgradeWorkflow } from '../../workflows/scheduled-upgrade-workflow.js';
 import { abortSignal } from '../../workflows/upgrade-messages.js';
 import { fakeCluster } from '../helpers/fake-cluster.js';
+import { mockMaintenanceCluster } from '../helpers/maintenance-mocks.js';
 import { untilStatus } from '../helpers/status-polling.js';
 import { startDevServer } from '../helpers/temporal-env.js';
 import { withMockedWorker } from '../helpers/workers.js';
@@ -27,7 +29,7 @@ describe('scheduledUpgradeWorkflow (mocked cluster, real dev server)', () => {
 
   it('cancelling or terminating the scheduled run leaves its upgrade running', async () => {
     const c = fakeCluster();
-    await withMockedWorker(env, { ...c.acts, findRunningUpgrade }, 'scheduled', async (taskQueue) => {
+    await withMockedWorker(env, { ...c.acts, findRunningRollout }, 'scheduled', async (taskQueue) => {
       const cluster = 'abandon';
       const upgrade = env.client.workflow.getHandle(`upgrade/${cluster}`);
       const start = (n: number) => env.client.workflow.start(scheduledUpgradeWorkflow, {
@@ -57,8 +59,8 @@ describe('scheduledUpgradeWorkflow (mocked cluster, real dev server)', () => {
   it('an upgrade started by hand after the check but before the start: the run ends as skipped, the upgrade is not touched', async () => {
     const c = fakeCluster();
     // The check says "not running" however things are: what a run sees when someone starts an upgrade right after it.
-    const stale = async (): ReturnType<Activities['findRunningUpgrade']> => ({ running: false });
-    await withMockedWorker(env, { ...c.acts, findRunningUpgrade: stale }, 'scheduled-race', async (taskQueue) => {
+    const stale = async (): ReturnType<Activities['findRunningRollout']> => ({ running: false });
+    await withMockedWorker(env, { ...c.acts, findRunningRollout: stale }, 'scheduled-race', async (taskQueue) => {
       const cluster = 'race';
       const byHand = await env.client.workflow.start(clusterUpgradeWorkflow, {
         taskQueue, workflowId: `upgrade/${cluster}`, workflowIdConflictPolicy: 'FAIL', args: [{ cluster, to: '1.33', policy: { approveWorkers: true } }],
@@ -72,6 +74,24 @@ describe('scheduledUpgradeWorkflow (mocked cluster, real dev server)', () => {
       assert.equal(d.runId, byHand.firstExecutionRunId, 'the same run: nothing replaced it');
       await byHand.signal(abortSignal, { by: 'test' });
       await byHand.result();
+    });
+  });
+
+  it('an OS maintenance of the cluster running: the scheduled run ends as skipped naming it, the cluster not read', async () => {
+    const c = fakeCluster();
+    const m = mockMaintenanceCluster();
+    await withMockedWorker(env, { ...c.acts, ...m.acts, findRunningRollout }, 'scheduled-busy', async (taskQueue) => {
+      const cluster = 'busy';
+      const maintenance = await env.client.workflow.start(maintainWorkflow, {
+        taskQueue, workflowId: `maintain/${cluster}`, args: [{ cluster, selector: 'pool=blue', policy: { canary: 1, approveAfterCanary: true } }],
+      });
+      await untilStatus(maintenance, 'the maintenance at its canary gate', (s) => s.gates.some((g) => !g.approvedBy), 60_000);
+      const tried = await env.client.workflow.execute(scheduledUpgradeWorkflow, { taskQueue, workflowId: `scheduled-upgrade/${cluster}-1`, args: [{ cluster, to: 'next-minor' }] });
+      assert.deepEqual([tried.outcome, tried.message], ['skipped', `skipped: maintain/${cluster} already running`]);
+      assert.deepEqual(c.calls, [], 'the scheduled run read nothing of the cluster');
+      await assert.rejects(env.client.workflow.getHandle(`upgrade/${cluster}`).describe(), 'no upgrade was started');
+      await maintenance.signal(abortSignal, { by: 'test' });
+      await maintenance.result();
     });
   });
 });

@@ -166,9 +166,9 @@ describe('bluegreenWorkflow (mocked activities, real dev server)', () => {
     assert.match(result.outcome ?? '', /aborted by ops: PDB will not budge/);
   });
 
-  it('refuses before any write: an upgrade running, an unknown pool, green kubelets too old for the control plane', async () => {
+  it('refuses before any write: another rollout running, an unknown pool, green kubelets too old for the control plane', async () => {
     const cases: [Record<string, (i: Record<string, unknown>) => unknown>, Partial<typeof input>, string, RegExp][] = [
-      [{ findRunningUpgrade: () => ({ running: true, startedAt: '2026-01-01T00:00:00Z' }) }, {}, 'PreflightBlocked', /upgrade\/lab is running/],
+      [{ findRunningRollout: () => ({ running: true, workflowId: 'maintain/lab', startedAt: '2026-01-01T00:00:00Z' }) }, {}, 'RolloutRunning', /maintain\/lab is running/],
       [{}, { from: 'purple' }, 'BlueGreenInvalid', /no pool purple/],
       // Green more than three minors below the control plane's kubelets would break the skew policy.
       [{}, { version: '1.29.0' }, 'SkewViolation', /green kubelets at 1\.29\.0 break the skew policy/],

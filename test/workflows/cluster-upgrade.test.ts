@@ -46,7 +46,25 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
       await assert.rejects(env.client.workflow.execute(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/pdb-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33' }] }),
         (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'PreflightBlocked' && /default\/solo/.test(err.cause.message));
     });
-    assert.deepEqual([...new Set(c.calls.map(([n]) => n))], ['takeInventory', 'availableVersions']);
+    assert.deepEqual([...new Set(c.calls.map(([n]) => n))], ['findRunningRollout', 'takeInventory', 'availableVersions']);
+  });
+
+  it('refuses to start while another rollout of the cluster runs, before reading the cluster', async () => {
+    const c = fakeCluster();
+    // Temporal as the activity sees it: these workflows run; the caller names what is not "another".
+    const running = ['upgrade/lab', 'maintain/lab'];
+    const findRunningRollout = async (i: { cluster: string; ignore?: string[] }) => {
+      c.calls.push(['findRunningRollout', i]);
+      const other = running.find((id) => !(i.ignore ?? []).includes(id));
+      return other ? { running: true, workflowId: other, startedAt: '2026-11-30T05:00:00.000Z' } : { running: false };
+    };
+    await withWorker({ ...c.acts, findRunningRollout }, async (taskQueue) => {
+      await assert.rejects(env.client.workflow.execute(clusterUpgradeWorkflow, { taskQueue, workflowId: 'upgrade/lab', args: [{ cluster: 'lab', to: '1.33' }] }),
+        (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'RolloutRunning'
+          && /maintain\/lab of lab is running \(since 2026-11-30T05:00:00.000Z\)/.test(err.cause.message));
+    });
+    assert.deepEqual(c.calls.map(([n]) => n), ['findRunningRollout'], 'nothing read or written after the refusal');
+    assert.deepEqual(c.calls[0]?.[1], { cluster: 'lab', ignore: ['upgrade/lab', 'upgrade/lab'] }, 'its own run is not another rollout');
   });
 
   it('waits on a blocked drain, rejects resolutions for nodes that are not blocked, and compensates on abort', async () => {

@@ -11,6 +11,7 @@ import { abortSignal, pauseSignal, resolveDrainUpdate, resumeSignal } from '../.
 import { startDevServer } from '../helpers/temporal-env.js';
 import { withMockedWorker } from '../helpers/workers.js';
 
+import { windowBetween } from '../windows/window-clock.js';
 import { mockMaintenanceCluster as mockCluster, MAINTENANCE_WRITES as WRITES, MOCK_WORKERS as workers } from '../helpers/maintenance-mocks.js';
 
 describe('maintainWorkflow (mocked activities, real dev server)', () => {
@@ -81,7 +82,7 @@ describe('maintainWorkflow (mocked activities, real dev server)', () => {
 
   it('refuses while the cluster\'s upgrade runs, without a configured command, or with a node NotReady: nothing written', async () => {
     const cases: [Record<string, (i: Record<string, unknown>) => unknown>, Partial<MaintenancePlanFacts>, string, RegExp][] = [
-      [{ findRunningUpgrade: () => ({ running: true, startedAt: '2026-01-01T00:00:00Z' }) }, {}, 'PreflightBlocked', /upgrade\/lab is running/],
+      [{ findRunningRollout: () => ({ running: true, workflowId: 'upgrade/lab', startedAt: '2026-01-01T00:00:00Z' }) }, {}, 'RolloutRunning', /upgrade\/lab is running/],
       [{}, { hasCommand: false }, 'ClusterConfigInvalid', /maintenance\.command/],
       [{}, { missing: ['w9'] }, 'UnknownNode', /no node w9/],
       [{}, { nodes: [{ name: 'w1', role: 'worker', ready: false, unschedulable: false }] }, 'PreflightBlocked', /w1 is NotReady/],
@@ -135,5 +136,42 @@ describe('maintainWorkflow (mocked activities, real dev server)', () => {
     assert.deepEqual(m.labels, {});
     assert.ok(!m.reboots.includes('w3') && !m.reboots.includes('w4'));
     assert.ok(status.events.some((e) => /drain of w2 resolved by ops: retry/.test(e)));
+  });
+  it('reboots start only inside the cluster\'s maintenance window: the canary waits for it, nothing is cordoned before it opens', async () => {
+    const soon = windowBetween(Date.now() + 8_000, Date.now() + 3_600_000, 'Asia/Kolkata');
+    const cordonedAt: number[] = [];
+    const m = mockCluster({ maintenanceWindows: [soon.window] }, { cordonNode: (i) => { cordonedAt.push(Date.now()); return { cordoned: true, ownedByUs: true, changed: true, node: i.node }; } });
+    let seen: MaintenanceStatus | undefined;
+    const result = await withMockedWorker(env, m.acts, 'maintain-window', async (taskQueue) => {
+      const handle = await env.client.workflow.start(maintainWorkflow, {
+        taskQueue, workflowId: `maintain/win-${taskQueue}`, args: [{ cluster: 'lab', selector: 'pool=blue', policy: { canary: 1, batchSize: 2, maxUnavailable: 2, verifySeconds: 1 } }],
+      });
+      await waitFor('the canary waiting for the window', async () => (seen = await handle.query(maintenanceStatusQuery)).waiting !== undefined, 30_000, 100);
+      return handle.result();
+    });
+    assert.deepEqual(seen?.waiting, { for: 'maintenance-window', phase: 'canary', hop: '', since: seen?.waiting?.since, opensAt: new Date(soon.opensAt).toISOString() });
+    assert.equal(seen?.phase, 'waiting');
+    assert.equal(result.phase, 'done', result.outcome);
+    assert.ok(result.events.includes(`canary waits for the maintenance window: opens ${new Date(soon.opensAt).toISOString()}`), result.events.join('\n'));
+    assert.equal(cordonedAt.length, workers.length);
+    assert.ok(cordonedAt.every((t) => t >= soon.opensAt), `cordons at ${cordonedAt.map((t) => new Date(t).toISOString()).join(', ')}; the window opened ${new Date(soon.opensAt).toISOString()}`);
+    assert.deepEqual(m.reboots.sort(), [...workers].sort());
+  });
+
+  it('an abort while waiting for the window: nothing cordoned, drained or rebooted', async () => {
+    const later = windowBetween(Date.now() + 3_600_000, Date.now() + 7_200_000, 'Asia/Kolkata');
+    const m = mockCluster({ maintenanceWindows: [later.window] });
+    const result = await withMockedWorker(env, m.acts, 'maintain-window-abort', async (taskQueue) => {
+      const handle = await env.client.workflow.start(maintainWorkflow, {
+        taskQueue, workflowId: `maintain/win-abort-${taskQueue}`, args: [{ cluster: 'lab', selector: 'pool=blue', policy: { canary: 1 } }],
+      });
+      await waitFor('the canary waiting for the window', async () => (await handle.query(maintenanceStatusQuery)).waiting !== undefined, 30_000, 100);
+      await handle.signal(abortSignal, { by: 'test', reason: 'not tonight' });
+      return handle.result();
+    });
+    assert.equal(result.phase, 'aborted');
+    assert.equal(result.waiting, undefined);
+    assert.deepEqual(m.calls.map(([n]) => n).filter((n) => ['cordonNode', 'drainNode', 'runMaintenanceCommand', 'rebootNode'].includes(n)), []);
+    assert.deepEqual(m.reboots, []);
   });
 });

@@ -23,7 +23,7 @@ function mocks(calls: string[], hooks: Partial<Record<string, (node: string) => 
     await hooks[`${name} ${i.node}`]?.(i.node);
   };
   return {
-    findRunningUpgrade: async () => ({ running: false }),
+    findRunningRollout: async () => ({ running: false }),
     planRestore: async () => { calls.push('planRestore'); return PLAN; },
     placeSnapshot: async (i) => { calls.push(`place ${i.node}`); return { node: i.node, remotePath: PLAN.snapshot.remotePath, placed: i.node !== 'cp-1' }; },
     checkRestoreSnapshot: async (i) => { await step('check')(i); return { node: i.node, remotePath: i.remotePath, sha256: i.sha256, revision: i.revision }; },
@@ -74,6 +74,20 @@ describe('restoreWorkflow (mocked activities, real dev server)', () => {
       assert.equal(result.revision, 1_000_000_817);
       assert.deepEqual(result.members.map((m) => [m.node, m.phase, m.previousDataDir]), [['cp-1', 'started', '/var/lib/etcd.skewless-before-1.33.7'], ['cp-2', 'started', '/var/lib/etcd.skewless-before-1.33.7']]);
       assert.ok(result.events.some((e) => e === 'gate restore-1.33.7 approved by dana: roll back'), result.events.join('\n'));
+    });
+  });
+
+  it('refuses while another rollout of the cluster runs, before planning or placing anything', async () => {
+    const calls: string[] = [];
+    const acts = { ...mocks(calls), findRunningRollout: async (i: { ignore?: string[] }) => {
+      calls.push(`findRunningRollout ignoring ${(i.ignore ?? []).join(',')}`);
+      return { running: true, workflowId: 'maintain/c', startedAt: '2026-11-30T05:00:00.000Z' };
+    } } as Partial<Activities>;
+    await withMockedWorker(env, acts, 'restore-busy', async (taskQueue) => {
+      const handle = await start(taskQueue);
+      await assert.rejects(handle.result(), (e: unknown) => e instanceof WorkflowFailedError && e.cause instanceof ApplicationFailure
+        && e.cause.type === 'RolloutRunning' && /refusing to restore c: maintain\/c is running \(abort it first\)/.test(e.cause.message));
+      assert.deepEqual(calls, [`findRunningRollout ignoring ${handle.workflowId}`]);
     });
   });
 
