@@ -9,6 +9,7 @@ import type { BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync } from '../helpers/spawn-cli.js';
 import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { judgeSimulation } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
 
 // A control plane and a blue pool of four workers at 1.33; the repository offers 1.34.2.
@@ -166,11 +167,17 @@ describe('e2e: skewless bluegreen replaces a 4-node pool at 1.33 with a 4-node p
     const availability = await (sampler as AvailabilitySampler).stop();
     sampler = undefined;
     assert.equal(availability.violated, false, formatAvailability(availability));
+    // Every state the simulation recorded (each host effect, each machine created or deleted) within the skew policy, nothing went back.
+    const verdict = await judgeSimulation(tc.sim);
+    assert.deepEqual(verdict.problems, []);
+    assert.deepEqual(verdict.versionsSeen['apiservers cp-1'], ['1.33.7', '1.34.2']);
+    for (const g of GREEN) assert.deepEqual(verdict.versionsSeen[`kubelets ${g}`], ['1.34.2'], `${g} only ever at 1.34.2`);
+    for (const b of BLUE) assert.deepEqual(verdict.versionsSeen[`kubelets ${b}`], ['1.33.7'], `${b} only ever at 1.33.7`);
     const trail = await cli('history', 'bg', '--workflow', 'bluegreen', '--output', 'json');
     assert.equal(trail.code, 0, trail.stderr);
     const entries = (JSON.parse(trail.stdout) as { entries: { kind: string; activity?: string; gate?: string; by?: string }[] }).entries;
     assert.ok(entries.some((e) => e.kind === 'approval' && e.gate === 'remove-blue' && e.by === 'dana'));
     assert.ok(entries.some((e) => e.kind === 'step' && e.activity === 'deletePoolMachines'));
-    console.log(`bluegreen: replacement with removal in ${((Date.now() - started) / 1000).toFixed(0)} s; ${availability.samples} availability samples, no PDB violated`);
+    console.log(`bluegreen: replacement with removal in ${((Date.now() - started) / 1000).toFixed(0)} s; ${availability.samples} availability samples, no PDB violated; ${verdict.states} version states, all within the skew policy`);
   });
 });
