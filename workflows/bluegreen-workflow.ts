@@ -127,8 +127,11 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
       note(`the control plane is at ${cpFrom}, below ${version}: ${id} moves it first, control planes only `
         + `(skewless status ${cluster} --workflow upgrade); the workers keep their version`);
       const result = await upgradeControlPlaneFirst({ cluster, version, policy, verifySeconds, owner, rolledBackBy: () => status.rollback.by, aborted: c.aborted });
-      if (result.phase !== 'done') c.abort(`the control-plane upgrade ${id} ended ${result.phase}: ${result.outcome ?? ''}`);
-      else note(`control plane at ${version} (${id})`);
+      if (result.phase !== 'done') {
+        const why = `the control-plane upgrade ${id} ended ${result.phase}: ${result.outcome ?? ''}`;
+        note(why);
+        c.abort(why);
+      } else note(`control plane at ${version} (${id})`);
       if (!c.aborted()) {
         bg = await a.planBlueGreen({ cluster, from: input.from, to: input.to, version, ...(input.count === undefined ? {} : { count: input.count }) });
       }

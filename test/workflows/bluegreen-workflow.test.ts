@@ -166,6 +166,33 @@ describe('bluegreenWorkflow (mocked activities, real dev server)', () => {
     assert.match(result.outcome ?? '', /aborted by ops: PDB will not budge/);
   });
 
+  it('a rollback while the control plane moves aborts its upgrade after the step in flight: no green machine, nothing left cordoned', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => { release = r; });
+    const m = mockBlueGreenCluster();
+    const apply = m.acts.kubeadmUpgradeApply as unknown as (i: Record<string, unknown>) => Promise<unknown>;
+    let inFlight = false;
+    m.acts.kubeadmUpgradeApply = (async (i: Record<string, unknown>) => { inFlight = true; await held; return apply(i); }) as never;
+    const result = await withMockedWorker(env, m.acts, 'bluegreen', async (taskQueue) => {
+      try {
+        const handle = await env.client.workflow.start(bluegreenWorkflow, { taskQueue, workflowId: `bluegreen/cp-${taskQueue}`, args: [input] });
+        await until(handle, 'the control-plane phase', (st) => st.step === 'control-plane');
+        await waitFor('kubeadm upgrade apply in flight', () => inFlight, 30_000, 100);
+        await handle.executeUpdate(rollbackUpdate, { args: [{ by: 'ops', reason: 'not today' }] });
+        release();
+        return await handle.result();
+      } finally {
+        release(); // the worker stops only once its activities are done
+      }
+    });
+    assert.equal(result.step, 'rolled-back', result.outcome);
+    assert.match(result.events.join('\n'), /the control-plane upgrade upgrade\/lab ended aborted/);
+    assert.ok(!m.calls.some(([n]) => n === 'createPoolMachines'), 'no green machine created');
+    assert.ok(!m.calls.some(([n, i]) => n === 'cordonNode' && String(i.node).startsWith('blue')), 'no blue node cordoned');
+    assert.deepEqual(m.apiserver, { cp1: '1.34.2' }, 'the step in flight finished: no downgrade');
+    assert.equal(m.cordoned.size, 0, 'the upgrade compensated its own cordons');
+  });
+
   it('refuses before any write: another rollout running, an unknown pool, green kubelets too old for the control plane', async () => {
     const cases: [Record<string, (i: Record<string, unknown>) => unknown>, Partial<typeof input>, string, RegExp][] = [
       [{ findRunningRollout: () => ({ running: true, workflowId: 'maintain/lab', startedAt: '2026-01-01T00:00:00Z' }) }, {}, 'RolloutRunning', /maintain\/lab is running/],
