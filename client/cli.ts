@@ -1,4 +1,5 @@
 import { EXIT, processIo, runCommand, UsageError, type CommandIo } from './cli-support.js';
+import { bluegreenCommand, bluegreenHelp } from './commands/bluegreen.js';
 import { devServerCommand, devServerHelp } from './commands/dev-server.js';
 import { fleetCommand, fleetHelp } from './commands/fleet.js';
 import { historyCommand, historyHelp } from './commands/history.js';
@@ -26,7 +27,8 @@ export const COMMANDS: Record<string, Command> = {
   plan: { run: planCommand, help: planHelp, summary: 'the whole upgrade runbook, checked step by step (from files or a live cluster)' },
   upgrade: { run: upgradeCommand, help: upgradeHelp, summary: 'start the durable upgrade of a cluster and watch it' },
   maintain: { run: maintainCommand, help: maintainHelp, summary: 'OS maintenance of nodes: drain, OS upgrade command, reboot, uncordon, in batches' },
-  watch: { run: watchCommand, help: watchHelp, summary: 're-attach to a running upgrade (or maintenance)' },
+  bluegreen: { run: bluegreenCommand, help: bluegreenHelp, summary: 'replace a node pool by a new one at a version (blue/green); rollback until removal' },
+  watch: { run: watchCommand, help: watchHelp, summary: 're-attach to a running upgrade (or maintenance, or blue/green run)' },
   status: { run: operateCommand('status'), help: operateHelp.status, summary: 'where an upgrade is, node by node' },
   approve: { run: operateCommand('approve'), help: operateHelp.approve, summary: 'approve a waiting gate' },
   resolve: { run: operateCommand('resolve'), help: operateHelp.resolve, summary: 'resolve a blocked drain' },

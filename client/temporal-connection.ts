@@ -1,6 +1,7 @@
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { CONNECTION_FLAGS, connectionOptions, connectionSettings, redactSecrets, UnreachableError, type ConnectionFlags } from '../worker/config.js';
 import { payloadCodec } from '../worker/payload-codec.js';
+import { bluegreenWorkflowId } from '../workflows/bluegreen-messages.js';
 import { restoreWorkflowId } from '../workflows/restore-messages.js';
 import { ROLLOUT_KINDS, rolloutWorkflowId as idOf, type RolloutKindName } from '../workflows/rollout-ids.js';
 import { registerSecret, UsageError } from './cli-support.js';
@@ -68,14 +69,15 @@ export async function refuseWhileAnotherRolloutRuns(client: Client, cluster: str
 }
 
 /**
- * The runs the operator controls take (`--workflow`): the upgrade, OS maintenance and the etcd restore
- * of a cluster. The restore has its own status (restoreStatus) and nothing to resolve or watch node by node.
+ * The runs the operator controls take (`--workflow`): the upgrade, OS maintenance, the etcd restore and
+ * the blue/green replacement of a pool. The restore has its own status (restoreStatus) and nothing to
+ * resolve or watch node by node.
  */
-export const ROLLOUT_WORKFLOWS = { upgrade: upgradeWorkflowId, maintain: maintainWorkflowId, restore: restoreWorkflowId } as const;
+export const ROLLOUT_WORKFLOWS = { upgrade: upgradeWorkflowId, maintain: maintainWorkflowId, restore: restoreWorkflowId, bluegreen: bluegreenWorkflowId } as const;
 export type RolloutKind = keyof typeof ROLLOUT_WORKFLOWS;
 const ALL_KINDS = Object.keys(ROLLOUT_WORKFLOWS) as RolloutKind[];
 /** The rollouts of nodes (status query, resolve, node workflows): what watch, history and resolve take. */
-export const NODE_ROLLOUTS: readonly RolloutKind[] = ['upgrade', 'maintain'];
+export const NODE_ROLLOUTS: readonly RolloutKind[] = ['upgrade', 'maintain', 'bluegreen'];
 
 /** `--workflow KIND` (one of `kinds`), checked before Temporal is contacted. */
 export function rolloutKind(value: string | undefined, kinds: readonly RolloutKind[] = ALL_KINDS): RolloutKind | undefined {

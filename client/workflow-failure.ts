@@ -8,6 +8,8 @@ import { EXIT } from './cli-support.js';
  */
 export const INVALID_REQUEST_TYPES: ReadonlySet<string> = new Set([
   'InvalidVersion', 'InvalidInventory', 'InvalidPolicy', 'Downgrade', 'MissingRelease', 'UnsupportedMajor', 'ClusterConfigInvalid', 'UnknownNode',
+  // skewless bluegreen: pools the configuration lacks, a green pool that has nodes, no provisioning (pool-provisioning.ts).
+  'BlueGreenInvalid',
 ]);
 
 export interface FailureSummary {

@@ -46,6 +46,12 @@ export interface UpgradeInput {
   cluster: string;
   to: string;
   policy?: UpgradePolicy;
+  /**
+   * Only the control planes (their components and kubelets); the workers keep their version. What a
+   * blue/green replacement (workflows/bluegreen-workflow.ts) runs before the green pool joins at the
+   * target. Absent in every other run, which then plans and runs exactly as before (no patch needed).
+   */
+  controlPlaneOnly?: boolean;
   /** Set only by the workflow itself when it continues as new: where the previous run stopped. */
   carried?: CarriedUpgrade;
 }
@@ -150,7 +156,15 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     live = inventory;
     windows = inventory.maintenanceWindows ?? [];
     const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '' });
-    const full: UpgradePlan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: input.to, available, policy }));
+    let full: UpgradePlan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: input.to, available, policy }));
+    if (input.controlPlaneOnly) {
+      // Every step judged again without the workers' steps: they stay at their version through the hops.
+      const workers = Object.keys(full.rollout.stageLabels).filter((n) => !full.rollout.controlPlanes.includes(n));
+      const rollout = withoutNodes(full.rollout, workers);
+      const steps = buildRunbook(full.hops, rollout);
+      full = { ...full, rollout, steps, skew: checkRunbook(inventory.skew, steps) };
+      note(`control planes only: the workers (${workers.join(', ') || 'none'}) keep their version`);
+    }
     plan = full;
     Object.assign(status, { from: full.from, hops: full.hops });
     if (full.target.to !== input.to) {

@@ -8,3 +8,4 @@ export { maintainWorkflow } from './maintain-workflow.js';
 export { fleetUpgradeWorkflow } from './fleet-upgrade-workflow.js';
 export { restoreWorkflow } from './restore-workflow.js';
 export { rehearseReadWorkflow } from './rehearse-workflow.js';
+export { bluegreenWorkflow } from './bluegreen-workflow.js';

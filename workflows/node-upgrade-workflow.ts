@@ -15,9 +15,10 @@ export interface NodeUpgradeInput {
   version: string;
   /**
    * `control-plane`: kubeadm upgrade apply/node of the static pods; `node`: drain, packages, kubelet;
-   * `maintain` (OS maintenance): drain, the configured OS upgrade command, reboot, Ready, uncordon.
+   * `maintain` (OS maintenance): drain, the configured OS upgrade command, reboot, Ready, uncordon;
+   * `drain` (blue/green: a node leaving the cluster): cordon and drain, and the node stays cordoned.
    */
-  step: 'control-plane' | 'node' | 'maintain';
+  step: 'control-plane' | 'node' | 'maintain' | 'drain';
   /** The control plane that runs `kubeadm upgrade apply` (the others run `upgrade node`). */
   first?: boolean;
   /** Owner recorded on cordons: the cluster upgrade's workflow id, stable across continue-as-new. */
@@ -166,6 +167,11 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
     status.drainSeconds = (Date.now() - drainStarted) / 1000;
     recordDrainSeconds(cluster, input.role, status.drainSeconds);
 
+    if (input.step === 'drain') {
+      // The node leaves the cluster (its pool is replaced): it stays cordoned, empty, for its removal.
+      status.phase = 'done';
+      return result('done');
+    }
     status.phase = 'upgrading';
     if (input.step === 'maintain') {
       // From the OS upgrade on the node is changing: retry or abort, no skip.

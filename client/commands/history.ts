@@ -5,7 +5,7 @@ import { auditTrail, trailToText, type RunHistory } from '../audit-trail.js';
 import { EXIT, outputFormat, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
 import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 
-export const historyHelp = `Usage: skewless history NAME [--workflow upgrade|maintain|restore] [--output json|text] [connection options]
+export const historyHelp = `Usage: skewless history NAME [--workflow upgrade|maintain|restore|bluegreen] [--output json|text] [connection options]
 
 The audit trail of the latest upgrade of cluster NAME (workflow upgrade/NAME, every run of it
 across continue-as-new, and its node workflows upgrade/NAME/<hop>/<node>), in time order: each
@@ -14,7 +14,9 @@ included); gate approvals, drain resolutions, pause/resume/abort with who did th
 snapshots taken (path, sha256, revision); and how the upgrade ended. Read-only. With --workflow
 maintain (or when it is the cluster's run, running or latest), the same of the OS maintenance
 maintain/NAME and its node workflows maintain/NAME/<node>; with --workflow restore, the etcd restore
-restore/NAME (each control plane's step, the approval of its gate, how it ended).
+restore/NAME (each control plane's step, the approval of its gate, how it ended); with --workflow
+bluegreen, the blue/green run bluegreen/NAME and its drains bluegreen/NAME/<node> (the control-plane
+upgrade it started is upgrade/NAME).
 
 ${CONNECTION_HELP}
 
@@ -105,7 +107,7 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
     try {
       runs = await fetchUpgradeRuns(client, cluster, workflowId);
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no ${({ upgrade: 'upgrade', maintain: 'maintenance', restore: 'restore' } as const)[found]} of ${cluster} found`);
+      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no ${({ upgrade: 'upgrade', maintain: 'maintenance', restore: 'restore', bluegreen: 'blue/green run' } as const)[found]} of ${cluster} found`);
       throw err;
     }
     const entries = auditTrail([...runs.parent, ...runs.children]);

@@ -11,10 +11,13 @@ import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js'
 import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, type RolloutKind } from '../temporal-connection.js';
 import { gateName, namespacedName, nodeName, onlyPositional } from '../input-checks.js';
 import { restoreStatusQuery, type RestoreStatus } from '../../workflows/restore-messages.js';
+import { rollbackUpdate, type BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
 
-const WORKFLOW_HELP = `--workflow upgrade|maintain|restore: which of the cluster's runs (upgrade/NAME, the OS maintenance
-maintain/NAME, or the etcd restore restore/NAME of skewless restore, which has nothing to resolve); default:
-the one running, else the one started last; approving a gate named restore-... means the restore.`;
+const WORKFLOW_HELP = `--workflow upgrade|maintain|restore|bluegreen: which of the cluster's runs (upgrade/NAME, the OS
+maintenance maintain/NAME, the etcd restore restore/NAME of skewless restore, which has nothing to resolve,
+or the pool replacement bluegreen/NAME of skewless bluegreen, whose abort is its rollback, refused once the
+blue pool's removal started); default: the one running, else the one started last; approving a gate named
+restore-... means the restore, remove-blue or canary-bluegreen the blue/green run.`;
 const withConnection = (help: string) => `${help}\n\n${WORKFLOW_HELP}\n\n${CONNECTION_HELP}`;
 
 const SIGNAL_JSON = '--output json: {cluster, workflowId, action, by, reason, status (the upgrade\'s status after)}.';
@@ -43,7 +46,7 @@ Answers what an upgrade waits for (skewless status shows it and the answers it t
 type Verb = keyof typeof operateHelp;
 
 /** What each kind of run is called in "no running ...". */
-const RUN_NOUN: Record<RolloutKind, string> = { upgrade: 'upgrade', maintain: 'maintenance', restore: 'restore' };
+const RUN_NOUN: Record<RolloutKind, string> = { upgrade: 'upgrade', maintain: 'maintenance', restore: 'restore', bluegreen: 'blue/green run' };
 
 const who = (by: string | undefined) => by ?? process.env.USER ?? 'operator';
 
@@ -99,6 +102,7 @@ export function operateCommand(verb: Verb) {
     const gate = verb === 'approve' ? gateName(requireOption(values.gate, '--gate')) : undefined;
     // A gate named restore-... is the restore's (skewless restore names its gate so).
     if (kind === undefined && gate?.startsWith('restore-')) kind = 'restore';
+    if (kind === undefined && (gate === 'remove-blue' || gate === 'canary-bluegreen')) kind = 'bluegreen';
     if (kind === 'restore' && verb === 'resolve') throw new UsageError('a restore has nothing to resolve: approve its gate, or abort it');
     // resolve never picks a restore by itself: only the runs it can answer are looked for.
     const candidates = verb === 'resolve' ? NODE_ROLLOUTS : undefined;
@@ -117,6 +121,7 @@ export function operateCommand(verb: Verb) {
         const s = await handle.query(statusQuery);
         if (output === 'json') printJson(io, s, true);
         else if ((s as unknown as MaintenanceStatus).kind === 'maintenance') printMaintenance(io, cluster, s as unknown as MaintenanceStatus);
+        else if ((s as unknown as BlueGreenStatus).kind === 'bluegreen') printBlueGreen(io, cluster, s as unknown as BlueGreenStatus);
         else {
           io.out(`${cluster}: ${s.from} → ${s.to}, hop ${s.hop ?? '-'} (${s.hops.join(' → ')}), ${s.phase}${s.paused ? ', paused' : ''}`);
           for (const [node, n] of Object.entries(s.nodes)) {
@@ -142,6 +147,12 @@ export function operateCommand(verb: Verb) {
           const block = (answered as NodeState).blocked;
           io.out(`${block?.kind === 'StepFailed' ? `${block.step} of ${r.node}` : `drain of ${r.node}`}: ${r.action}`);
         }
+      } else if (verb === 'abort' && run.kind === 'bluegreen') {
+        // A blue/green run's abort is its rollback: an update, so a refusal (the removal started) comes back as one line.
+        const sent = { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) };
+        const s = await handle.executeUpdate(rollbackUpdate, { args: [sent] });
+        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, ...sent, rollback: true, status: s });
+        else io.out(`abort sent to ${handle.workflowId}: rolling back (uncordon blue, drain and delete green)`);
       } else {
         const signal = { pause: pauseSignal, resume: resumeSignal, abort: abortSignal }[verb];
         const sent = { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) };
@@ -172,5 +183,22 @@ function printMaintenance(io: CommandIo, cluster: string, s: MaintenanceStatus):
   if (s.halted) for (const line of haltLines(target, s.halted)) io.out(`  ${line}`);
   if (s.waiting) io.out(`  ${s.waiting.phase}: waiting for the maintenance window: opens ${s.waiting.opensAt}`);
   for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : 'waiting'}`);
+  if (s.outcome) io.out(`  ${s.outcome}`);
+}
+
+/** `skewless status` of a blue/green run: the pools, each blue node's drain, what it waits for, and whether it can still roll back. */
+function printBlueGreen(io: CommandIo, cluster: string, s: BlueGreenStatus): void {
+  const target = `${cluster} --workflow bluegreen`;
+  const drained = s.blue.nodes.filter((n) => s.nodes[n]?.phase === 'done').length;
+  io.out(`${cluster}: blue/green, pool ${s.blue.pool} → pool ${s.green.pool} at ${s.version}, ${s.step}${s.paused ? ', paused' : ''}: `
+    + `${drained}/${s.blue.nodes.length} blue drained, ${s.green.joined.length}/${s.green.nodes.length} green joined`);
+  if (s.controlPlane?.upgrade) io.out(`  control plane from ${s.controlPlane.from} by ${s.controlPlane.upgrade} (skewless status ${cluster} --workflow upgrade)`);
+  for (const [node, n] of Object.entries(s.nodes)) {
+    io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${n.blocked ? `: ${blockText(n.blocked)}` : ''}`);
+    if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(target, node, n.blocked)}`);
+  }
+  if (s.halted) for (const line of haltLines(target, s.halted)) io.out(`  ${line}`);
+  for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : `waiting: skewless approve ${target} --gate ${g.name}`}`);
+  io.out(`  rollback: ${s.rollback.available ? s.rollback.how : `none: ${s.rollback.how}`}`);
   if (s.outcome) io.out(`  ${s.outcome}`);
 }

@@ -6,13 +6,14 @@ import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.j
 import { OUTPUT_OPTION, outputFormat, printRecord, spinner, type Output } from '../output.js';
 import { windowPhaseLabel } from '../../rules/index.js';
 import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
+import type { BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
 import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 import { onlyPositional } from '../input-checks.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 
-export const watchHelp = `Usage: skewless watch NAME [--workflow upgrade|maintain] [--output json|text] [connection options]
+export const watchHelp = `Usage: skewless watch NAME [--workflow upgrade|maintain|bluegreen] [--output json|text] [connection options]
 
-Follows the upgrade (or, with --workflow maintain or when that is what runs, the OS maintenance) of cluster NAME: phase, per-node progress, blocked nodes and what blocks them
+Follows the upgrade (or, with --workflow maintain|bluegreen or when that is what runs, the OS maintenance or the blue/green pool replacement) of cluster NAME: phase, per-node progress, blocked nodes and what blocks them
 (a drain, or a step that failed: the step, the failure and its message), a rollout halted on unhealthy
 workloads, gates waiting, each with the command that answers it. Re-attach at any time; exits with the
 upgrade's outcome (0 done; 1 failed, aborted or refused by the cluster as it is; 2 refused as an invalid
@@ -31,6 +32,12 @@ ${CONNECTION_HELP}`;
  * versions, so its progress is nodes done of nodes.
  */
 const isMaintenance = (s: UpgradeStatus | MaintenanceStatus): s is UpgradeStatus & MaintenanceStatus => (s as MaintenanceStatus).kind === 'maintenance';
+/** A blue/green run's status (bluegreen/<cluster>): its progress is blue nodes drained of the blue pool. */
+const isBlueGreen = (s: UpgradeStatus | BlueGreenStatus): s is UpgradeStatus & BlueGreenStatus => (s as BlueGreenStatus).kind === 'bluegreen';
+const blueGreenLine = (s: BlueGreenStatus) => {
+  const drained = s.blue.nodes.filter((n) => s.nodes[n]?.phase === 'done').length;
+  return { drained, text: `${drained}/${s.blue.nodes.length} blue nodes drained, ${s.green.joined.length}/${s.green.nodes.length} green joined, ${s.step}` };
+};
 
 /**
  * Progress in node upgrades (nodes × hops), so the bar only moves forward: a node counts once per
@@ -38,6 +45,7 @@ const isMaintenance = (s: UpgradeStatus | MaintenanceStatus): s is UpgradeStatus
  */
 function upgradesDone(s: UpgradeStatus): { done: number; total: number } {
   const nodes = Object.values(s.nodes);
+  if (isBlueGreen(s)) return { done: blueGreenLine(s).drained, total: s.blue.nodes.length };
   if (isMaintenance(s)) return { done: nodes.filter((n) => n.phase === 'done').length, total: nodes.length };
   return { done: nodes.reduce((sum, n) => sum + (n.version ? s.hops.indexOf(n.version) + 1 : 0), 0), total: nodes.length * s.hops.length };
 }
@@ -47,13 +55,14 @@ function progressLine(s: UpgradeStatus): string {
   const width = 20;
   const filled = total ? Math.round((done / total) * width) : 0;
   if (isMaintenance(s)) return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} nodes maintained, ${s.phase}${s.paused ? ' (paused)' : ''}`;
+  if (isBlueGreen(s)) return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${blueGreenLine(s).text}${s.paused ? ' (paused)' : ''}`;
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} node upgrades, hop ${s.hop ?? '-'} of ${s.hops.join(' → ') || '-'}, ${s.phase}${s.paused ? ' (paused)' : ''}`;
 }
 
 /** Nodes at the last hop's version, of all nodes: the "n/m nodes" of the progress line. */
 function nodesDone(s: UpgradeStatus): { done: number; total: number } {
   const nodes = Object.values(s.nodes);
-  if (isMaintenance(s)) return upgradesDone(s);
+  if (isMaintenance(s) || isBlueGreen(s)) return upgradesDone(s);
   const last = s.hops.at(-1);
   return { done: last ? nodes.filter((n) => n.version === last).length : 0, total: nodes.length };
 }
@@ -77,6 +86,7 @@ function spinnerText(cluster: string, s: UpgradeStatus): string {
   const { done, total } = nodesDone(s);
   const waiting = waitingReasons(cluster, s);
   if (isMaintenance(s)) return `${cluster}: ${done}/${total} nodes maintained, ${s.phase}${waiting.length ? `, waiting for ${waiting.join('; ')}` : ''}`;
+  if (isBlueGreen(s)) return `${cluster}: ${blueGreenLine(s).text}${waiting.length ? `, waiting for ${waiting.join('; ')}` : ''}`;
   return `${cluster}: ${done}/${total} nodes at ${s.hops.at(-1) ?? s.to}, ${s.phase}${s.hop ? ` ${s.hop}` : ''}${waiting.length ? `, waiting for ${waiting.join('; ')}` : ''}`;
 }
 
@@ -99,10 +109,10 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
   const record = (type: string, fields: Record<string, unknown>) => printRecord(io, type, cluster, fields);
   const live = spinner(io);
   const handle = client.workflow.getHandle(options.workflowId ?? upgradeWorkflowId(cluster));
-  const maintenance = handle.workflowId.startsWith('maintain/');
-  const what = maintenance ? 'maintenance' : 'upgrade';
+  const kind = handle.workflowId.startsWith('maintain/') ? 'maintain' : handle.workflowId.startsWith('bluegreen/') ? 'bluegreen' : 'upgrade';
+  const what = { maintain: 'maintenance', bluegreen: 'blue/green run', upgrade: 'upgrade' }[kind];
   // The commands watch prints answer this run: name it when it is not the upgrade.
-  const target = maintenance ? `${cluster} --workflow maintain` : cluster;
+  const target = kind === 'upgrade' ? cluster : `${cluster} --workflow ${kind}`;
   let printedEvents = 0;
   let lastLine = '';
   let lastProgress = '';
@@ -127,7 +137,10 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
         }
         printedEvents = status.events.length;
         if (json) {
-          const progress = isMaintenance(status)
+          const progress = isBlueGreen(status)
+            ? { workflowId: handle.workflowId, phase: status.phase, step: status.step, paused: status.paused, blueDrained: nodesDone(status),
+              greenJoined: { done: status.green.joined.length, total: status.green.nodes.length }, rollback: status.rollback.available, waitingFor: waitingReasons(target, status) }
+            : isMaintenance(status)
             ? { workflowId: handle.workflowId, phase: status.phase, paused: status.paused, nodes: nodesDone(status), waitingFor: waitingReasons(target, status) }
             : { phase: status.phase, hop: status.hop ?? null, hops: status.hops, from: status.from, to: status.to, paused: status.paused,
               nodes: nodesDone(status), nodeUpgrades: upgradesDone(status), waitingFor: waitingReasons(cluster, status),

@@ -92,8 +92,13 @@ export function cliCases({ cluster, someFile }: CaseContext): BadInput[] {
     flag('maintain the same node twice', ['maintain', '--cluster', cluster, '--node', 'worker-1', '--node', 'worker-1'], /^skewless: --node worker-1 is given twice$/),
     flag('maintain --force-pod that is not NAMESPACE/NAME', ['maintain', '--cluster', cluster, '--node', 'worker-1', '--force-pod', 'pet'], /--force-pod takes NAMESPACE\/NAME, got "pet"/),
     flag('maintain --reboot-timeout over 25 minutes', ['maintain', '--cluster', cluster, '--node', 'worker-1', '--reboot-timeout', '7200'], /--reboot-timeout must be at most 1500 seconds, got 7200/),
-    flag('--workflow that is neither upgrade, maintain nor restore', ['status', cluster, '--workflow', 'bluegreen'], /^skewless: --workflow must be upgrade, maintain or restore, got "bluegreen"$/),
-    flag('watch --workflow restore (a restore is followed with restore --watch)', ['watch', cluster, '--workflow', 'restore'], /^skewless: --workflow must be upgrade or maintain, got "restore"$/),
+    flag('--workflow that is none of upgrade, maintain, restore, bluegreen', ['status', cluster, '--workflow', 'fleet'], /^skewless: --workflow must be upgrade, maintain, restore or bluegreen, got "fleet"$/),
+    flag('watch --workflow restore (a restore is followed with restore --watch)', ['watch', cluster, '--workflow', 'restore'], /^skewless: --workflow must be upgrade, maintain or bluegreen, got "restore"$/),
+    flag('bluegreen without a blue pool', ['bluegreen', '--cluster', cluster, '--to-pool', 'green', '--to', '1.32.4'], /^skewless: --from is required$/),
+    flag('bluegreen from a pool to itself', ['bluegreen', '--cluster', cluster, '--from', 'blue', '--to-pool', 'blue', '--to', '1.32.4'], /^skewless: --from and --to-pool name the same pool blue: green must be another pool$/),
+    flag('bluegreen to a target expression', ['bluegreen', '--cluster', cluster, '--from', 'blue', '--to-pool', 'green', '--to', 'latest-patch'], /^skewless: --to must be an exact version such as 1\.34\.2 \(the green kubelets' version\), got "latest-patch"$/),
+    flag('bluegreen with shell text as a pool', ['bluegreen', '--cluster', cluster, '--from', 'blue;reboot', '--to-pool', 'green', '--to', '1.32.4'], /^skewless: --from must be a pool name of the cluster configuration .*got "blue;reboot"$/),
+    flag('bluegreen of no machines', ['bluegreen', '--cluster', cluster, '--from', 'blue', '--to-pool', 'green', '--to', '1.32.4', '--count', '0'], /^skewless: --count must be an integer ≥ 1, got "0"$/),
     flag('resolve of a restore', ['resolve', cluster, '--workflow', 'restore', '--action', 'retry'], /^skewless: a restore has nothing to resolve: approve its gate, or abort it$/),
     flag('restore without a snapshot', ['restore', '--cluster', cluster], /^skewless: name the snapshot: --hop VERSION \(the one the upgrade took before that hop\), --snapshot PATH, or both$/),
     flag('restore a hop that is no version', ['restore', '--cluster', cluster, '--hop', 'latest'], /^skewless: --hop must be the version of an upgrade hop such as 1\.33\.7, got "latest"$/),
@@ -115,6 +120,9 @@ export function noUpgradeCases(): BadInput[] {
     { name: 'status of a cluster with no maintenance', args: ['status', 'ghost', '--workflow', 'maintain'], exit: 2, stderr: /^skewless: no running maintenance of ghost$/ },
     { name: 'watch of a cluster with no maintenance', args: ['watch', 'ghost', '--workflow', 'maintain'], exit: 2, stderr: /^skewless: no maintenance of ghost found$/ },
     { name: 'history of a cluster with no upgrade', args: ['history', 'ghost'], exit: 2, stderr: /^skewless: no upgrade of ghost found$/ },
+    { name: 'status of a cluster with no blue/green run', args: ['status', 'ghost', '--workflow', 'bluegreen'], exit: 2, stderr: /^skewless: no running blue\/green run of ghost$/ },
+    { name: 'abort (the rollback) of a cluster with no blue/green run', args: ['abort', 'ghost', '--workflow', 'bluegreen'], exit: 2, stderr: /^skewless: no running blue\/green run of ghost$/ },
+    { name: 'approve of the remove-blue gate (the blue/green run implied) of a cluster with none', args: ['approve', 'ghost', '--gate', 'remove-blue'], exit: 2, stderr: /^skewless: no running blue\/green run of ghost$/ },
   ];
 }
 
@@ -127,6 +135,8 @@ export function workerCases({ cluster, kube }: CaseContext): BadInput[] {
   return [
     { name: 'an unknown cluster', args: upgrade('nosuch', '1.32.6'), exit: 2, stderr: /^skewless: upgrade of nosuch failed: no configuration for cluster nosuch \(looked for .*nosuch\.yaml\)$/ },
     { name: 'a restore from a hop that has no snapshot', args: ['restore', '--cluster', cluster, '--hop', '1.31.0'], exit: 1, stderr: /^skewless: restore of bad failed: no verified etcd snapshot of bad for hop 1\.31\.0 in / },
+    { name: 'bluegreen from a pool the configuration does not have', args: ['bluegreen', '--cluster', cluster, '--from', 'purple', '--to-pool', 'green', '--to', '1.32.4'], exit: 2,
+      stderr: /^skewless: blue\/green run of bad failed: cluster bad has no (pool purple|provisioning) in its configuration/ },
     { name: 'an unknown cluster, with plan --cluster', args: ['plan', '--cluster', 'nosuch', '--to', '1.32.6'], exit: 2, stderr: /^skewless: plan of nosuch failed: no configuration for cluster nosuch/ },
     failed('a downgrade', '1.31', 2, /^skewless: upgrade of bad failed: refusing to downgrade 1\.32\.4 → 1\.31: the control plane never goes back/),
     failed('a target already reached', '1.32.4', 1, /^skewless: upgrade of bad failed: refusing to start: nothing to upgrade: the control plane is already at 1\.32\.4 \(target 1\.32\.4\)$/),
