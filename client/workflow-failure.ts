@@ -1,5 +1,6 @@
-import { ApplicationFailure, type WorkflowFailedError } from '@temporalio/client';
-import { EXIT } from './cli-support.js';
+import { ApplicationFailure, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { EXIT, type CommandIo } from './cli-support.js';
+import { printRecord } from './output.js';
 
 /**
  * Failure types that say the request itself is wrong (the rules' codes, the worker's lookup of the
@@ -30,4 +31,26 @@ export function summarizeWorkflowFailure(err: WorkflowFailedError): FailureSumma
     ...(type ? { type } : {}),
     exit: type !== undefined && INVALID_REQUEST_TYPES.has(type) ? EXIT.invalid : EXIT.notCompliant,
   };
+}
+
+/**
+ * How a followed run ended, once it is no longer running: its outcome (exit 0 when done, 1 when it
+ * ended otherwise, e.g. aborted) or its failure's root cause on stderr (exit 1, or 2 when the request
+ * itself was wrong); with `json`, the last NDJSON record (`result` or `failed`).
+ */
+export async function reportRunEnding(handle: WorkflowHandle, cluster: string, what: string, io: CommandIo, json: boolean): Promise<number> {
+  try {
+    const result = (await handle.result()) as { phase: string; outcome?: string };
+    const exit = result.phase === 'done' ? EXIT.ok : EXIT.notCompliant;
+    if (json) printRecord(io, 'result', cluster, { exit, outcome: result.outcome ?? result.phase, status: result });
+    else io.out(`${cluster}: ${result.outcome ?? result.phase}`);
+    return exit;
+  } catch (err) {
+    if (!(err instanceof WorkflowFailedError)) throw err;
+    // The root cause (not "Activity task failed"), on stderr; exit 2 when the request itself was wrong.
+    const failure = summarizeWorkflowFailure(err);
+    if (json) printRecord(io, 'failed', cluster, { exit: failure.exit, message: failure.message, ...(failure.type ? { failureType: failure.type } : {}) });
+    io.err(`skewless: ${what} of ${cluster} failed: ${failure.message}`);
+    return failure.exit;
+  }
 }

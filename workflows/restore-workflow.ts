@@ -1,8 +1,9 @@
 import { ActivityFailure, ApplicationFailure, allHandlersFinished, condition, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { activities as a } from './activities-proxy.js';
+import { handleApprovals } from './approvals.js';
 import { restoreStatusQuery, type MemberState, type RestoreInput, type RestorePhase, type RestoreStatus } from './restore-messages.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
-import { abortSignal, approveUpdate, pauseSignal, resumeSignal, type GateState } from './upgrade-messages.js';
+import { abortSignal, pauseSignal, resumeSignal, type GateState } from './upgrade-messages.js';
 
 /**
  * Restores the control plane of a stacked-etcd kubeadm cluster from an etcd snapshot (workflow id
@@ -43,17 +44,7 @@ export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatu
     aborted ??= `aborted by ${who}`;
     note(aborted);
   });
-  setHandler(approveUpdate, (approval) => {
-    const gate = status.gates.find((g) => g.name === approval.gate && !g.approvedBy) as GateState;
-    Object.assign(gate, { approvedBy: approval.by, ...(approval.comment ? { comment: approval.comment } : {}) });
-    note(`gate ${gate.name} approved by ${approval.by}${approval.comment ? `: ${approval.comment}` : ''}`);
-    return gate;
-  }, {
-    validator: (approval) => {
-      if (!status.gates.some((g) => g.name === approval.gate && !g.approvedBy)) throw new Error(`no gate ${approval.gate} is waiting`);
-      if (!approval.by) throw new Error('an approval needs a "by"');
-    },
-  });
+  handleApprovals(status.gates, note);
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.cluster, value: cluster }]);
   setPhase('planning');
 

@@ -2,12 +2,13 @@ import {
   condition, getExternalWorkflowHandle, setHandler, sleep, upsertMemo, upsertSearchAttributes, type QueryDefinition,
 } from '@temporalio/workflow';
 import { activities as a } from './activities-proxy.js';
+import { handleApprovals } from './approvals.js';
 import { haltOf } from './halt.js';
 import { recordGateWait, setBlockedNodes } from './metrics.js';
 import { drainResolutionSignal } from './node-messages.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import {
-  abortSignal, approveUpdate, nodeBlockedSignal, pauseSignal, resolveDrainUpdate, resumeSignal,
+  abortSignal, nodeBlockedSignal, pauseSignal, resolveDrainUpdate, resumeSignal,
   type GateState, type HaltResolution, type HaltState, type NodeState, type RolloutStatus, type UpgradePhase,
 } from './upgrade-messages.js';
 
@@ -92,17 +93,7 @@ export function rolloutControls<S extends RolloutStatus>(options: RolloutControl
     setBlockedNodes(cluster, status.nodes);
     blockedChanged();
   });
-  setHandler(approveUpdate, (approval) => {
-    const gate = status.gates.find((g) => g.name === approval.gate && !g.approvedBy) as GateState;
-    Object.assign(gate, { approvedBy: approval.by, ...(approval.comment ? { comment: approval.comment } : {}) });
-    note(`gate ${gate.name} approved by ${approval.by}${approval.comment ? `: ${approval.comment}` : ''}`);
-    return gate;
-  }, {
-    validator: (approval) => {
-      if (!status.gates.some((g) => g.name === approval.gate && !g.approvedBy)) throw new Error(`no gate ${approval.gate} is waiting`);
-      if (!approval.by) throw new Error('an approval needs a "by"');
-    },
-  });
+  handleApprovals(status.gates, note);
   setHandler(resolveDrainUpdate, async (r) => {
     const comment = r.comment ? ` (${r.comment})` : '';
     if (r.node === undefined) {

@@ -1,4 +1,4 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { restoreStatusQuery, restoreWorkflowId, type RestoreInput, type RestoreStatus } from '../../workflows/restore-messages.js';
 import { restoreWorkflow } from '../../workflows/restore-workflow.js';
@@ -6,7 +6,7 @@ import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.j
 import { nodeName } from '../input-checks.js';
 import { OUTPUT_OPTION, outputFormat, printRecord, spinner, type Output } from '../output.js';
 import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
-import { summarizeWorkflowFailure } from '../workflow-failure.js';
+import { reportRunEnding } from '../workflow-failure.js';
 
 export const restoreHelp = `Usage: skewless restore --cluster NAME --hop VERSION [--snapshot PATH] [--control-plane NODE]...
        skewless restore --cluster NAME --snapshot PATH [--control-plane NODE]...
@@ -153,19 +153,7 @@ export async function watchRestore(client: Client, cluster: string, io: CommandI
       }
       if (description.status.name !== 'RUNNING') {
         live.clear();
-        try {
-          const result = (await handle.result()) as RestoreStatus;
-          const exit = result.phase === 'done' ? EXIT.ok : EXIT.notCompliant;
-          if (json) record('result', { exit, outcome: result.outcome ?? result.phase, status: result });
-          else io.out(`${cluster}: ${result.outcome ?? result.phase}`);
-          return exit;
-        } catch (err) {
-          if (!(err instanceof WorkflowFailedError)) throw err;
-          const failure = summarizeWorkflowFailure(err);
-          if (json) record('failed', { exit: failure.exit, message: failure.message, ...(failure.type ? { failureType: failure.type } : {}) });
-          io.err(`skewless: restore of ${cluster} failed: ${failure.message}`);
-          return failure.exit;
-        }
+        return await reportRunEnding(handle, cluster, 'restore', io, json);
       }
       await new Promise((r) => setTimeout(r, pollMs));
     }

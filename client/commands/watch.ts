@@ -1,4 +1,4 @@
-import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { blockText, haltLines, resolveHint } from '../block-text.js';
@@ -9,7 +9,7 @@ import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js'
 import type { BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
 import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 import { onlyPositional } from '../input-checks.js';
-import { summarizeWorkflowFailure } from '../workflow-failure.js';
+import { reportRunEnding } from '../workflow-failure.js';
 
 export const watchHelp = `Usage: skewless watch NAME [--workflow upgrade|maintain|bluegreen] [--output json|text] [connection options]
 
@@ -187,20 +187,7 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
       }
       if (description.status.name !== 'RUNNING') {
         live.clear();
-        try {
-          const result = (await handle.result()) as UpgradeStatus;
-          const exit = result.phase === 'done' ? EXIT.ok : EXIT.notCompliant;
-          if (json) record('result', { exit, outcome: result.outcome ?? result.phase, status: result });
-          else io.out(`${cluster}: ${result.outcome ?? result.phase}`);
-          return exit;
-        } catch (err) {
-          if (!(err instanceof WorkflowFailedError)) throw err;
-          // The root cause (not "Activity task failed"), on stderr; exit 2 when the request itself was wrong.
-          const failure = summarizeWorkflowFailure(err);
-          if (json) record('failed', { exit: failure.exit, message: failure.message, ...(failure.type ? { failureType: failure.type } : {}) });
-          io.err(`skewless: ${what} of ${cluster} failed: ${failure.message}`);
-          return failure.exit;
-        }
+        return await reportRunEnding(handle, cluster, what, io, json);
       }
       await new Promise((r) => setTimeout(r, pollMs));
     }
