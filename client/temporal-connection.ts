@@ -73,7 +73,9 @@ export async function refuseWhileAnotherRolloutRuns(client: Client, cluster: str
  * the blue/green replacement of a pool. The restore has its own status (restoreStatus) and nothing to
  * resolve or watch node by node.
  */
-export const ROLLOUT_WORKFLOWS = { upgrade: upgradeWorkflowId, maintain: maintainWorkflowId, restore: restoreWorkflowId, bluegreen: bluegreenWorkflowId } as const;
+export const ROLLOUT_WORKFLOWS = { upgrade: upgradeWorkflowId, maintain: maintainWorkflowId, restore: restoreWorkflowId, bluegreen: bluegreenWorkflowId } as const satisfies
+  // The same kinds as the one-at-a-time check (workflows/rollout-ids.ts): a kind added there must be added here.
+  Record<RolloutKindName, (cluster: string) => string>;
 export type RolloutKind = keyof typeof ROLLOUT_WORKFLOWS;
 const ALL_KINDS = Object.keys(ROLLOUT_WORKFLOWS) as RolloutKind[];
 /** The rollouts of nodes (status query, resolve, node workflows): what watch, history and resolve take. */

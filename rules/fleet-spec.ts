@@ -1,5 +1,5 @@
 import { RuleError } from './rule-error.js';
-import type { RolloutPolicy } from './rollout-plan.js';
+import type { UpgradePolicy } from './rollout-plan.js';
 import { parseTarget } from './version.js';
 
 /**
@@ -18,18 +18,8 @@ import { parseTarget } from './version.js';
  *       clusters: [user-a, { name: user-b, policy: { batchSize: 2 } }]
  */
 
-/** The UpgradePolicy keys a fleet file may set per cluster (the workflow's type; checked equal at compile time there). */
-export interface FleetPolicy extends RolloutPolicy {
-  approveWorkers?: boolean;
-  approveAfterCanary?: boolean;
-  soakSeconds?: number;
-  acknowledge?: string[];
-  drainTimeoutSeconds?: number;
-  hostRetrySeconds?: number;
-  kubeletTimeoutSeconds?: number;
-  verifySeconds?: number;
-  continueAsNewAfterEvents?: number;
-}
+/** What a fleet file may set per cluster: the upgrade's whole policy. */
+export type FleetPolicy = UpgradePolicy;
 
 export interface FleetCluster {
   cluster: string;

@@ -27,6 +27,33 @@ export interface RolloutPolicy {
   firstControlPlane?: string;
 }
 
+/** An upgrade's policy: the rollout's, plus its gates, timeouts and history budget (also what a fleet file sets per cluster). */
+export interface UpgradePolicy extends RolloutPolicy {
+  /** Wait for an `approve` update before the workers of each hop, and after each canary. */
+  approveWorkers?: boolean;
+  approveAfterCanary?: boolean;
+  /** Soak after the canary when no approval is asked (seconds). */
+  soakSeconds?: number;
+  /** PDB findings ("namespace/name") the operator acknowledges, so they don't block the start. */
+  acknowledge?: string[];
+  drainTimeoutSeconds?: number;
+  /**
+   * How long a step on a host keeps retrying (a host refusing SSH or rebooting, a command timing out)
+   * before its node is reported blocked and the operator asked (`skewless resolve`). Turned into an
+   * attempt count over each host profile's backoff (activity-options.ts: withHostRetryBudget), so a
+   * running attempt is never cut short. Default: the profiles' own budgets, about 7 minutes of backoff
+   * for a host command.
+   */
+  hostRetrySeconds?: number;
+  kubeletTimeoutSeconds?: number;
+  verifySeconds?: number;
+  /**
+   * Continue as new at the next safe point (between hops, between worker phases) once the run's
+   * history has this many events, or when the server suggests it. Default 4,000.
+   */
+  continueAsNewAfterEvents?: number;
+}
+
 export type PhaseKind = 'control-plane' | 'canary' | 'batch';
 
 export interface RolloutPhase {

@@ -2,7 +2,7 @@ import {
   ApplicationFailure, condition, continueAsNew, executeChild, patched, upsertSearchAttributes, workflowInfo, allHandlersFinished,
 } from '@temporalio/workflow';
 import {
-  buildRunbook, checkRunbook, checkSkew, describeTarget, planUpgrade, withoutNodes, type MaintenanceWindow, type RolloutPlan, type RolloutPolicy, type UpgradePlan,
+  buildRunbook, checkRunbook, checkSkew, describeTarget, planUpgrade, withoutNodes, type MaintenanceWindow, type RolloutPlan, type UpgradePlan, type UpgradePolicy,
 } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { fleetReporter } from './fleet-report.js';
@@ -16,31 +16,7 @@ import { compensate, handBack, leftAs, skewFailure } from './upgrade-ending.js';
 import { statusQuery, type UpgradeStatus } from './upgrade-messages.js';
 import { waitForWindow, type WindowWaitContext } from './window-wait.js';
 
-export interface UpgradePolicy extends RolloutPolicy {
-  /** Wait for an `approve` update before the workers of each hop, and after each canary. */
-  approveWorkers?: boolean;
-  approveAfterCanary?: boolean;
-  /** Soak after the canary when no approval is asked (seconds). */
-  soakSeconds?: number;
-  /** PDB findings ("namespace/name") the operator acknowledges, so they don't block the start. */
-  acknowledge?: string[];
-  drainTimeoutSeconds?: number;
-  /**
-   * How long a step on a host keeps retrying (a host refusing SSH or rebooting, a command timing out)
-   * before its node is reported blocked and the operator asked (`skewless resolve`). Turned into an
-   * attempt count over each host profile's backoff (activity-options.ts: withHostRetryBudget), so a
-   * running attempt is never cut short. Default: the profiles' own budgets, about 7 minutes of backoff
-   * for a host command.
-   */
-  hostRetrySeconds?: number;
-  kubeletTimeoutSeconds?: number;
-  verifySeconds?: number;
-  /**
-   * Continue as new at the next safe point (between hops, between worker phases) once the run's
-   * history has this many events, or when the server suggests it. Default 4,000.
-   */
-  continueAsNewAfterEvents?: number;
-}
+export type { UpgradePolicy };
 
 export interface UpgradeInput {
   cluster: string;

@@ -14,13 +14,6 @@ import { applyRule } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { abortSignal, pauseSignal, resumeSignal } from './upgrade-messages.js';
 
-// The fleet file's policy keys are exactly the upgrade's (rules/fleet-spec.ts): a key added to one
-// and not the other does not compile.
-const _fleetToUpgrade: UpgradePolicy = {} as Required<FleetPolicy>;
-const _upgradeToFleet: FleetPolicy = {} as Required<UpgradePolicy>;
-void _fleetToUpgrade;
-void _upgradeToFleet;
-
 export interface FleetInput {
   /** The fleet file as rules/parseFleetSpec judged it. */
   fleet: FleetSpec;
