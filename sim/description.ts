@@ -52,6 +52,12 @@ export interface SimDescription {
   ssh: { user: string };
   rebootSeconds: number;
   /**
+   * When set, the workloads' pods get this termination grace and the simulated kubelet keeps a
+   * terminating pod until it is over, so a drain waits as on a real node (the benchmark sets 1).
+   * Unset: grace 1, and pods go as soon as they are deleted.
+   */
+  terminationGraceSeconds?: number;
+  /**
    * Node pools (blue/green), pool name → label selector (`skewless.io/pool=blue`): written into the
    * cluster configuration's `pools:` as they are (its loader checks them). Empty when absent.
    */
@@ -219,6 +225,7 @@ export function parseDescription(text: string, source = 'description'): SimDescr
     workloads,
     ssh: { user: ssh.user === undefined ? 'skewless' : name(ssh.user, 'ssh.user') },
     rebootSeconds: raw.rebootSeconds === undefined ? 3 : count(raw.rebootSeconds, 'rebootSeconds', 0),
+    ...(raw.terminationGraceSeconds === undefined ? {} : { terminationGraceSeconds: count(raw.terminationGraceSeconds, 'terminationGraceSeconds', 0) }),
     pools,
   };
 }

@@ -115,7 +115,7 @@ export async function startSimulation(description: SimDescription, options: Simu
   const controlPlaneNodes = description.nodes.filter((n) => n.role === 'control-plane').map((n) => n.name);
   const primary = controlPlaneNodes[0];
   const etcdDataDir = primary === undefined ? undefined : join(hostDir(stateDir, primary), 'root', 'var', 'lib', 'etcd');
-  const controlPlane = await startControlPlane({ stateDir: join(stateDir, 'cluster'), binaries, clusterName: description.name, ...(etcdDataDir ? { etcdDataDir } : {}) });
+  const controlPlane = await startControlPlane({ stateDir: join(stateDir, 'cluster'), binaries, clusterName: description.name, honourPodGrace: description.terminationGraceSeconds !== undefined, ...(etcdDataDir ? { etcdDataDir } : {}) });
   let hosts: HostSimulator | undefined;
   let machines: SimMachines | undefined;
   try {

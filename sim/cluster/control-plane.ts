@@ -35,6 +35,11 @@ export interface ControlPlaneOptions {
   binaries: SimBinaries;
   clusterName: string;
   /**
+   * kwok deletes a terminating pod when its grace period ends (its deletionTimestamp), as a kubelet
+   * does once the containers stopped, instead of at once: drains then take as long as they would.
+   */
+  honourPodGrace?: boolean;
+  /**
    * etcd's data dir: by default inside the control plane's state dir; the simulation puts it in the
    * first control-plane host's root at /var/lib/etcd, the hostPath of that host's etcd manifest, so a
    * restore on the host (etcdutl into a fresh dir, swap) changes what the real etcd serves.
@@ -109,7 +114,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const kwokHome = join(stateDir, 'kwok-home');
   mkdirSync(kwokHome, { recursive: true });
   const kwok = new ManagedProcess('kwok', binaries.bin('kwok'), [
-    `--kubeconfig=${kubeconfig}`, `--config=${kwokStagesWithoutMirrorDeletes(binaries.kwokStages, stateDir)}`,
+    `--kubeconfig=${kubeconfig}`, `--config=${kwokStages(binaries.kwokStages, stateDir, options.honourPodGrace ?? false)}`,
     '--manage-all-nodes=false', '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
     '--node-lease-duration-seconds=40', '--cidr=10.244.0.0/16', '--node-ip=10.0.0.1',
   ], log('kwok'), { ...process.env, HOME: kwokHome });
@@ -200,12 +205,20 @@ rules:
  * event late and delete the *new* mirror pod of the same name, leaving a control plane without an
  * apiserver. Mirror pods are the kubelet's, not kwok's: the stage leaves them alone.
  */
-function kwokStagesWithoutMirrorDeletes(stagesPath: string, stateDir: string): string {
-  const stages = readFileSync(stagesPath, 'utf8');
+function kwokStages(stagesPath: string, stateDir: string, honourPodGrace: boolean): string {
+  let stages = readFileSync(stagesPath, 'utf8');
   const anchor = /(name: pod-delete\n[\s\S]*?- key: '\.metadata\.deletionTimestamp'\n(\s*)operator: 'Exists'\n)/;
   if (!anchor.test(stages)) throw new Error(`${stagesPath}: kwok's pod-delete stage has an unexpected shape`);
+  stages = stages.replace(anchor, (_m, head: string, indent: string) =>
+    `${head}${indent.slice(2)}- key: '.metadata.annotations["kubernetes.io/config.mirror"]'\n${indent}operator: 'DoesNotExist'\n`);
+  if (honourPodGrace) {
+    // kwok's delay: a timestamp minus now, so the pod goes when its grace period is over.
+    const next = /(name: pod-delete\n[\s\S]*?\n(\s*)next:\n)/;
+    if (!next.test(stages)) throw new Error(`${stagesPath}: kwok's pod-delete stage has no next:`);
+    stages = stages.replace(next, (_m, head: string, indent: string) =>
+      `${head.slice(0, head.length - `${indent}next:\n`.length)}${indent}delay:\n${indent}  durationMilliseconds: 0\n${indent}  durationFrom:\n${indent}    expressionFrom: '.metadata.deletionTimestamp'\n${indent}next:\n`);
+  }
   const out = join(stateDir, 'kwok-stages.yaml');
-  writeFileSync(out, stages.replace(anchor, (_m, head: string, indent: string) =>
-    `${head}${indent.slice(2)}- key: '.metadata.annotations["kubernetes.io/config.mirror"]'\n${indent}operator: 'DoesNotExist'\n`));
+  writeFileSync(out, stages);
   return out;
 }

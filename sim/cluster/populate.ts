@@ -97,7 +97,7 @@ export async function populateCluster(kube: KubeClients, d: SimDescription, time
 
   for (const ns of new Set(d.workloads.map((w) => w.namespace))) await ensureNamespace(kube, ns);
   await inParallel(d.workloads, 8, async (w) => {
-    const o = workloadObjects(w);
+    const o = workloadObjects(w, d.terminationGraceSeconds ?? 1);
     const ns = w.namespace;
     if (o.service) await createOrKeep(() => kube.core.createNamespacedService({ namespace: ns, body: o.service! }));
     if (o.deployment) await createOrKeep(() => kube.apps.createNamespacedDeployment({ namespace: ns, body: o.deployment! }));

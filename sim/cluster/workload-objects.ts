@@ -3,10 +3,11 @@ import type { WorkloadSpec } from '../description.js';
 
 const PAUSE = 'registry.k8s.io/pause:3.10';
 
-function podSpec(w: WorkloadSpec): V1PodSpec {
+function podSpec(w: WorkloadSpec, graceSeconds: number): V1PodSpec {
   return {
-    // The simulated kubelet deletes terminating pods at once; a short grace keeps real-cluster shape.
-    terminationGracePeriodSeconds: 1,
+    // kwok deletes terminating pods at once unless the description asks for the grace to be honoured
+    // (terminationGraceSeconds); a short grace keeps real-cluster shape either way.
+    terminationGracePeriodSeconds: graceSeconds,
     containers: [{ name: 'app', image: PAUSE, ...(w.emptyDir ? { volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] } : {}) }],
     ...(w.emptyDir ? { volumes: [{ name: 'scratch', emptyDir: {} }] } : {}),
   };
@@ -15,7 +16,7 @@ function podSpec(w: WorkloadSpec): V1PodSpec {
 const labels = (w: WorkloadSpec) => ({ app: w.name });
 
 /** The API objects that realise one described workload (and its PDB). */
-export function workloadObjects(w: WorkloadSpec): {
+export function workloadObjects(w: WorkloadSpec, graceSeconds = 1): {
   deployment?: V1Deployment;
   statefulSet?: V1StatefulSet;
   service?: V1Service;
@@ -24,7 +25,7 @@ export function workloadObjects(w: WorkloadSpec): {
   pdb?: V1PodDisruptionBudget;
 } {
   const metadata = { name: w.name, namespace: w.namespace, labels: labels(w) };
-  const template = { metadata: { labels: labels(w) }, spec: podSpec(w) };
+  const template = { metadata: { labels: labels(w) }, spec: podSpec(w, graceSeconds) };
   const selector = { matchLabels: labels(w) };
   const pdb: V1PodDisruptionBudget | undefined = w.pdb
     ? { metadata: { name: w.name, namespace: w.namespace }, spec: { selector, ...w.pdb } }
@@ -41,7 +42,7 @@ export function workloadObjects(w: WorkloadSpec): {
     case 'DaemonSet':
       return withPdb({ daemonSet: { metadata, spec: { selector, template } } });
     case 'Pod':
-      return withPdb({ pod: { metadata, spec: { ...podSpec(w), ...(w.node ? { nodeName: w.node } : {}) } } });
+      return withPdb({ pod: { metadata, spec: { ...podSpec(w, graceSeconds), ...(w.node ? { nodeName: w.node } : {}) } } });
   }
 }
 
