@@ -37,18 +37,18 @@ function decode(payload: Payload | null | undefined): Record<string, unknown> | 
   }
 }
 
-const record = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+export const record = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 /** A string field, one line and bounded: free text from operators or tools is never shown raw. */
-const str = (v: unknown, max = 200): string | undefined => {
+export const str = (v: unknown, max = 200): string | undefined => {
   if (typeof v !== 'string' || v === '') return undefined;
   const line = v.replace(/\s*\n\s*/g, ' ').trim();
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 };
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const strings = (v: unknown): string[] | undefined => (Array.isArray(v) ? v.map((x) => str(x, 120)).filter((x): x is string => x !== undefined) : undefined);
-const firstArg = (payloads: { payloads?: Payload[] | null } | null | undefined) => decode(payloads?.payloads?.[0]);
+export const firstArg = (payloads: { payloads?: Payload[] | null } | null | undefined) => decode(payloads?.payloads?.[0]);
 /** Milliseconds of a proto Timestamp, whose seconds are a Long when fetched and a number or string when loaded from JSON. */
-const tsToMs = (ts: HistoryEvent['eventTime']): number => Number(String(ts?.seconds ?? 0)) * 1000 + Math.floor((ts?.nanos ?? 0) / 1e6);
+export const tsToMs = (ts: HistoryEvent['eventTime']): number => Number(String(ts?.seconds ?? 0)) * 1000 + Math.floor((ts?.nanos ?? 0) / 1e6);
 const iso = (e: HistoryEvent) => new Date(tsToMs(e.eventTime)).toISOString();
 const failureMessage = (f: { message?: string | null } | null | undefined) => str(f?.message ?? undefined, 300);
 const compact = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
