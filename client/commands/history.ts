@@ -1,11 +1,16 @@
+import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { decodeEncryptedPayloads } from '../../worker/payload-codec.js';
 import { auditTrail, trailToText, type RunHistory } from '../audit-trail.js';
-import { EXIT, outputFormat, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
+import { CommandFailed, EXIT, outputFormat, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
 import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import { timelineFromRuns } from '../timeline/timeline-from-runs.js';
+import { timelineSpanMs } from '../timeline/timeline-model.js';
+import { renderTimelineSvg } from '../timeline/timeline-svg.js';
 
-export const historyHelp = `Usage: skewless history NAME [--workflow upgrade|maintain|restore|bluegreen] [--output json|text] [connection options]
+export const historyHelp = `Usage: skewless history NAME [--workflow upgrade|maintain|restore|bluegreen] [--output json|text] [--timeline FILE] [connection options]
 
 The audit trail of the latest upgrade of cluster NAME (workflow upgrade/NAME, every run of it
 across continue-as-new, and its node workflows upgrade/NAME/<hop>/<node>), in time order: each
@@ -18,9 +23,15 @@ restore/NAME (each control plane's step, the approval of its gate, how it ended)
 bluegreen, the blue/green run bluegreen/NAME and its drains bluegreen/NAME/<node> (the control-plane
 upgrade it started is upgrade/NAME).
 
+--timeline FILE also draws the run as an SVG picture in FILE (its folder must exist): a row per node
+(and one for cluster-wide steps), time across, one bar per step coloured by phase (snapshot,
+control-plane, cordon, drain, packages, kubeadm, kubelet, verify, uncordon, blocked, other), a
+tooltip on each; it prints "timeline: FILE (N lanes, M bars, D s)" (on stderr with --output json).
+
 ${CONNECTION_HELP}
 
-Exit status: 0 printed, 2 no upgrade of NAME, 3 Temporal unreachable.`;
+Exit status: 0 printed, 1 the --timeline file could not be written, 2 no upgrade of NAME or no folder
+for the --timeline file, 3 Temporal unreachable.`;
 
 async function fetchRun(client: Client, workflowId: string, runId: string): Promise<RunHistory> {
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
@@ -90,8 +101,18 @@ export async function fetchUpgradeRuns(client: Client, cluster: string, workflow
   return { parent, children: children.flat(), earlierRunsMissing };
 }
 
+/** The --timeline file, checked before Temporal is contacted: its folder exists and it is no folder itself. */
+function timelinePath(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (value === '') throw new UsageError('--timeline needs a file name');
+  const path = resolve(value);
+  if (!existsSync(dirname(path)) || !statSync(dirname(path)).isDirectory()) throw new UsageError(`--timeline: no folder ${dirname(path)}`);
+  if (existsSync(path) && statSync(path).isDirectory()) throw new UsageError(`--timeline: ${path} is a folder, not a file`);
+  return path;
+}
+
 export async function historyCommand(args: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parseOptions(args, { ...TEMPORAL_OPTIONS, output: { type: 'string' }, workflow: { type: 'string' } }, true);
+  const { values, positionals } = parseOptions(args, { ...TEMPORAL_OPTIONS, output: { type: 'string' }, workflow: { type: 'string' }, timeline: { type: 'string' } }, true);
   if (values.help) {
     io.out(historyHelp);
     return EXIT.ok;
@@ -100,6 +121,7 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
   const cluster = clusterName(positionals[0]);
   if (positionals.length > 1) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[1])}`);
   const kind = rolloutKind(values.workflow);
+  const timelineFile = timelinePath(values.timeline);
   const { client, close } = await connectClient(values);
   try {
     let runs;
@@ -120,6 +142,20 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
       const missing = runs.earlierRunsMissing ? ' (earlier runs are past Temporal\'s retention)' : '';
       io.out(`${workflowId}: ${runs.parent.length} run${runs.parent.length === 1 ? '' : 's'}${missing}, ${runs.children.length} node workflow${runs.children.length === 1 ? '' : 's'}`);
       io.out(trailToText(entries));
+    }
+    if (timelineFile !== undefined) {
+      const title = entries[0] ? `${workflowId} from ${entries[0].time}` : workflowId;
+      const timeline = timelineFromRuns([...runs.parent, ...runs.children], title);
+      try {
+        writeFileSync(timelineFile, renderTimelineSvg(timeline));
+      } catch (err) {
+        throw new CommandFailed(`cannot write --timeline ${timelineFile}: ${(err as Error).message}`);
+      }
+      const { startMs, endMs } = timelineSpanMs(timeline.bars);
+      const line = `timeline: ${values.timeline} (${timeline.lanes.length} lanes, ${timeline.bars.length} bars, ${((endMs - startMs) / 1000).toFixed(1)} s)`;
+      // JSON on stdout stays one document.
+      if (output === 'json') io.err(line);
+      else io.out(line);
     }
     return EXIT.ok;
   } finally {

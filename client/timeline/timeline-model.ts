@@ -70,6 +70,18 @@ export function compareNodeNames(a: string, b: string): number {
   return pa.length - pb.length;
 }
 
+/** The first start and the last end of the bars ({0, 0} for none). A loop, not Math.min(...): tens of thousands of bars would overflow the argument list. */
+export function timelineSpanMs(bars: readonly TimelineBar[]): { startMs: number; endMs: number } {
+  if (bars.length === 0) return { startMs: 0, endMs: 0 };
+  let startMs = Infinity;
+  let endMs = -Infinity;
+  for (const b of bars) {
+    startMs = Math.min(startMs, b.startMs);
+    endMs = Math.max(endMs, b.endMs);
+  }
+  return { startMs, endMs };
+}
+
 /** Lanes in display order: the cluster lane, then the control planes, then every other node, each in natural order. */
 export function orderLanes(nodes: Iterable<string>, controlPlanes: ReadonlySet<string>): string[] {
   const all = new Set(nodes);

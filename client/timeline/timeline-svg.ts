@@ -1,4 +1,4 @@
-import { compareNodeNames, TIMELINE_COLOURS, TIMELINE_PHASES, type Timeline, type TimelineBar } from './timeline-model.js';
+import { compareNodeNames, TIMELINE_COLOURS, TIMELINE_PHASES, timelineSpanMs, type Timeline, type TimelineBar } from './timeline-model.js';
 
 /**
  * A timeline as a standalone SVG: one row per lane, time across in seconds from the first bar's
@@ -50,14 +50,7 @@ export function renderTimelineSvg(t: Timeline): string {
   const lanes = [...new Set(t.lanes), ...extra];
   const row = new Map(lanes.map((lane, i) => [lane, i]));
 
-  // A loop, not Math.min(...): tens of thousands of bars would overflow the argument list.
-  let t0 = Infinity;
-  let t1 = -Infinity;
-  for (const b of bars) {
-    t0 = Math.min(t0, b.startMs);
-    t1 = Math.max(t1, b.endMs);
-  }
-  if (bars.length === 0) t0 = t1 = 0;
+  const { startMs: t0, endMs: t1 } = timelineSpanMs(bars);
   const totalMs = t1 - t0;
   const spanMs = totalMs > 0 ? totalMs : 1000;
 

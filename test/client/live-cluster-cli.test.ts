@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -191,6 +193,28 @@ describe('plan --cluster, worker and history on a live (simulated) cluster', () 
     const drains = trail.entries.filter((e: { kind: string; activity?: string }) => e.kind === 'step' && e.activity === 'drainNode');
     assert.ok(drains.some((d: { node: string; outcome: string; message?: string }) => d.node === blocked && d.outcome === 'failed' && /solo/.test(d.message ?? '')), JSON.stringify(drains));
     for (const other of others) assert.ok(drains.some((d: { node: string; outcome: string }) => d.node === other && d.outcome === 'completed'), other);
+
+    // The same run drawn: a row per node (the control plane first), one bar per step, the skipped node's wait in red.
+    const folder = mkdtempSync(join(tmpdir(), 'skewless-timeline-'));
+    try {
+      const file = join(folder, 'lab.svg');
+      const drawn = await cli(['history', 'lab', '--timeline', file]);
+      assert.equal(drawn.status, 0, drawn.stderr);
+      const summary = /^timeline: (.+) \((\d+) lanes, (\d+) bars, ([\d.]+) s\)$/.exec(drawn.stdout.trimEnd().split('\n').at(-1) ?? '');
+      assert.ok(summary, drawn.stdout.slice(-300));
+      assert.equal(summary[1], file);
+      const svg = readFileSync(file, 'utf8');
+      assert.match(svg, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" [^]*<\/svg>\n$/);
+      const named = [...svg.matchAll(/ text-anchor="end">([^<]+)<\/text>/g)].map((m) => m[1]);
+      assert.deepEqual(named, ['cluster', 'cp', 'w-1', 'w-2', 'w-3']);
+      assert.equal(Number(summary[2]), named.length);
+      assert.equal((svg.match(/<title>/g) ?? []).length, Number(summary[3]));
+      assert.equal(Number(summary[3]), trail.entries.filter((e: { kind: string }) => e.kind === 'step').length + 1, 'a bar per step, and the block');
+      assert.ok(svg.includes(`<title>${blocked} · blocked · `), 'the blocked drain is drawn');
+      for (const other of others) assert.ok(svg.includes(`<title>${other} · kubelet · `), other);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
     // The worker's credentials' paths never reach the trail.
     for (const secretPath of [tc.config.kubeconfig, tc.config.ssh.privateKeyPath, tc.config.ssh.knownHostsPath]) assert.ok(!json.stdout.includes(secretPath) && !text.stdout.includes(secretPath), secretPath);
   });

@@ -103,6 +103,7 @@ export function cliCases({ cluster, someFile }: CaseContext): BadInput[] {
     flag('restore without a snapshot', ['restore', '--cluster', cluster], /^skewless: name the snapshot: --hop VERSION \(the one the upgrade took before that hop\), --snapshot PATH, or both$/),
     flag('restore a hop that is no version', ['restore', '--cluster', cluster, '--hop', 'latest'], /^skewless: --hop must be the version of an upgrade hop such as 1\.33\.7, got "latest"$/),
     flag('restore a snapshot path that climbs', ['restore', '--cluster', cluster, '--snapshot', '/var/lib/../../etc/shadow'], /^skewless: --snapshot must be an absolute path on the control planes/),
+    flag('history --timeline in a folder that does not exist', ['history', cluster, '--timeline', `${someFile}.d/timeline.svg`], /^skewless: --timeline: no folder \/.*\/not-a-key\.txt\.d$/),
   ];
 }
 
