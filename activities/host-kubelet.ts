@@ -20,6 +20,8 @@ function checkTimeout(seconds: unknown): number {
 async function waitForNode(access: ClusterAccess, scope: HostActivityScope, node: string, timeoutSeconds: number, want: string,
   done: (s: NodeState) => boolean, phase: object = {}): Promise<NodeState> {
   const deadline = Date.now() + timeoutSeconds * 1000;
+  // Often Ready within a second or two of a restart: look again soon at first, then every second.
+  let interval = 200;
   for (;;) {
     const state = await readNodeState(access, node);
     scope.heartbeat({ ...phase, node, waitingFor: want, ready: state.ready, kubeletVersion: state.kubeletVersion ?? null });
@@ -28,7 +30,8 @@ async function waitForNode(access: ClusterAccess, scope: HostActivityScope, node
       throw ApplicationFailure.create({ type: ErrorType.NodeNotReady, nonRetryable: true,
         message: `${node} was not ${want} within ${timeoutSeconds} s (Ready: ${state.ready}, kubelet ${state.kubeletVersion ?? 'unknown'})` });
     }
-    await pause(1000, scope.signal);
+    await pause(interval, scope.signal);
+    interval = Math.min(1000, Math.round(interval * 1.5));
   }
 }
 

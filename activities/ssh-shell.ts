@@ -1,5 +1,6 @@
-// RemoteShell over ssh2: one connection per call (a host that rebooted or rotated its key is met
-// afresh each time), strict known_hosts checking, typed failures for the workflow's retry policy.
+// RemoteShell over ssh2: one connection per activity execution and host (the commands of one attempt
+// share it; the next attempt, or the next step, meets a host that rebooted or rotated its key afresh),
+// strict known_hosts checking, typed failures for the workflow's retry policy.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { constants } from 'node:os';
@@ -33,9 +34,8 @@ function configFile<T>(path: string, field: string, read: () => T): T {
   }
 }
 
-/** Runs `use` on a ready, host-key-verified connection and always closes it afterwards. */
-async function withConnection<T>(config: ClusterConfig, resolve: AddressResolver, node: string, signal: AbortSignal | undefined,
-  use: (client: Client) => Promise<T>): Promise<T> {
+/** A ready, host-key-verified connection to `node`. */
+async function connect(config: ClusterConfig, resolve: AddressResolver, node: string, signal: AbortSignal | undefined): Promise<Client> {
   if (signal?.aborted) throw signal.reason ?? new Error('cancelled');
   const { host, port } = await resolve(node);
   const policy = configFile(config.ssh.knownHostsPath, 'ssh.knownHostsPath', () => readHostKeyPolicy(config.ssh.knownHostsPath, knownHostsName(host, port)));
@@ -85,11 +85,89 @@ async function withConnection<T>(config: ClusterConfig, resolve: AddressResolver
   client.connect(options);
   try {
     await ready;
+  } catch (err) {
+    close(client);
+    throw err;
+  }
+  client.removeAllListeners('close');
+  // Commands are small request/reply exchanges: Nagle's algorithm would hold each back for an ACK.
+  client.setNoDelay(true);
+  return client;
+}
+
+function close(client: Client): void {
+  client.removeAllListeners('close');
+  client.on('error', () => undefined); // late socket errors after we are done are not news
+  client.end();
+}
+
+/**
+ * How long a shared connection stays open with no command on it. Measured (bench/): a handshake
+ * costs ~100 ms of two CPUs' time, and an install's eight commands paid it eight times.
+ */
+const IDLE_MS = 2_000;
+
+interface Shared {
+  client: Promise<Client>;
+  users: number;
+  idle?: NodeJS.Timeout;
+}
+
+/** Connections shared by the calls that carry the same cancellation signal: one activity execution's. */
+const sharedBySignal = new WeakMap<AbortSignal, Map<string, Shared>>();
+
+/**
+ * Runs `use` on a connection to `node`: the activity execution's shared one when the call carries its
+ * cancellation signal, else one of its own, closed afterwards. A shared connection is dropped when it
+ * closes (a reboot), when the activity is cancelled, and after IDLE_MS unused.
+ */
+async function withConnection<T>(config: ClusterConfig, resolve: AddressResolver, node: string, signal: AbortSignal | undefined,
+  use: (client: Client) => Promise<T>): Promise<T> {
+  if (!signal) {
+    const client = await connect(config, resolve, node, signal);
+    try {
+      return await use(client);
+    } finally {
+      close(client);
+    }
+  }
+  let byNode = sharedBySignal.get(signal);
+  if (!byNode) {
+    const map = (byNode = new Map<string, Shared>());
+    sharedBySignal.set(signal, map);
+    signal.addEventListener('abort', () => {
+      for (const s of map.values()) void s.client.then(close, () => undefined);
+      map.clear();
+    }, { once: true });
+  }
+  const map = byNode;
+  let shared = map.get(node);
+  if (!shared) {
+    const entry: Shared = { client: connect(config, resolve, node, signal), users: 0 };
+    shared = entry;
+    map.set(node, entry);
+    entry.client.then((c) => c.once('close', () => map.get(node) === entry && map.delete(node)), () => map.get(node) === entry && map.delete(node));
+  }
+  const entry = shared;
+  entry.users++;
+  clearTimeout(entry.idle);
+  const client = await entry.client.catch((err: unknown) => {
+    entry.users--;
+    throw err;
+  });
+  const listening = new Set(client.listeners('close'));
+  try {
     return await use(client);
   } finally {
-    client.removeAllListeners('close');
-    client.on('error', () => undefined); // late socket errors after we are done are not news
-    client.end();
+    // `use` listens for the connection going away while it runs; not after.
+    for (const l of client.listeners('close')) if (!listening.has(l)) client.removeListener('close', l as () => void);
+    if (--entry.users === 0) {
+      entry.idle = setTimeout(() => {
+        if (map.get(node) === entry) map.delete(node);
+        close(client);
+      }, IDLE_MS);
+      entry.idle.unref();
+    }
   }
 }
 

@@ -86,8 +86,14 @@ export class HostEndpoint implements EndpointControl {
     return new Promise((resolve) => (listener ? listener.close(() => resolve()) : resolve()));
   }
 
+  /** TCP connections accepted so far: how often a client paid for a handshake. */
+  accepted = 0;
+
   private accept(socket: Socket): void {
     if (this.offline.size > 0 || this.closed) return void socket.destroy();
+    this.accepted++;
+    // Without it, Nagle's algorithm and the client's delayed ACK add ~40 ms to each reply (measured: ~87 ms a command).
+    socket.setNoDelay(true);
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
     this.ssh.injectSocket(socket);

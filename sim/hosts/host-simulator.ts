@@ -62,6 +62,8 @@ export interface HostSimulator {
   /** Removes command faults and ends a `refuse` early; a rotated key stays rotated. */
   clearFaults(host: string): void;
   commandLog(host: string): CommandLogEntry[];
+  /** SSH connections the host accepted since the simulator started. */
+  connectionsAccepted(host: string): number;
   state(host: string): HostState;
   /** Writes the host's current key into known_hosts (an operator re-trusting a reinstalled host). */
   trustHostKey(host: string): void;
@@ -205,6 +207,7 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
       r.endpoint.bringOnline('refuse');
     },
     commandLog: (host) => get(host).machine.store.commandLog(),
+    connectionsAccepted: (host) => get(host).endpoint.accepted,
     state: (host) => structuredClone(get(host).machine.state),
     trustHostKey(host) {
       const r = get(host);

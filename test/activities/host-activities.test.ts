@@ -84,6 +84,22 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
     assert.deepEqual(tc.sim.hosts.state('cp-1'), state);
   });
 
+  it('the commands of one activity execution share one SSH connection; the next execution opens its own', async () => {
+    const env = new MockActivityEnvironment();
+    const kubelet = ['kubelet', 'kubectl'] as ('kubelet' | 'kubectl')[];
+    const opened = tc.sim.hosts.connectionsAccepted('cp-2');
+    const first = await during('cp-2', () => env.run(acts.installPackages, { cluster, node: 'cp-2', version: '1.32.9', packages: kubelet }));
+    assert.deepEqual((first.result as { installed: string[] }).installed, ['kubelet', 'kubectl']);
+    assert.ok(first.ran.length >= 5, `an install runs several commands: ${first.ran.join(' | ')}`);
+    assert.equal(tc.sim.hosts.connectionsAccepted('cp-2') - opened, 1, 'one handshake for the whole install');
+    const second = await during('cp-2', () => new MockActivityEnvironment().run(acts.installPackages, { cluster, node: 'cp-2', version: '1.32.9', packages: kubelet }));
+    assert.deepEqual((second.result as { installed: string[] }).installed, []);
+    assert.equal(tc.sim.hosts.connectionsAccepted('cp-2') - opened, 2, 'a new activity execution meets the host afresh');
+    // Without an activity's signal (a call from outside an activity), each command has a connection of its own.
+    const bare = await during('cp-2', () => acts.installPackages({ cluster, node: 'cp-2', version: '1.32.9', packages: ['kubelet', 'kubectl'] }));
+    assert.equal(tc.sim.hosts.connectionsAccepted('cp-2') - opened, 2 + bare.ran.length);
+  });
+
   it('installPackages repairs a missing hold (a crash after install) without reinstalling', async () => {
     // Unheld, as an attempt interrupted between install and hold would leave it.
     const access = createClusterResolver(tc.clustersDir)(cluster);

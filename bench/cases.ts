@@ -1,0 +1,87 @@
+import type { Latencies } from '../sim/description.js';
+
+/**
+ * What the benchmark runs: cluster sizes, hops and tools, and the simulated host latencies every
+ * run shares. The latencies are a real cluster's scaled down by ten (an apt install of the
+ * Kubernetes packages ~3 s, a kubelet restart ~2 s, `kubeadm upgrade apply` ~10 s), so a sequential
+ * 100-node run takes minutes, not hours; the pods' termination grace is kept at a real 1 s.
+ */
+
+export const LATENCIES_MS = {
+  aptInstall: 300,
+  kubeletRestart: 200,
+  kubeadmApply: 1000,
+  kubeadmNode: 300,
+  etcdSnapshot: 200,
+} as const satisfies Latencies;
+
+export const TERMINATION_GRACE_SECONDS = 1;
+
+/** The cluster starts at FROM; one hop goes to HOPS[0], two hops on to HOPS[1]. */
+export const FROM = '1.32.4';
+export const HOPS = ['1.33.7', '1.34.2'] as const;
+
+export interface ClusterSize {
+  id: string;
+  controlPlanes: number;
+  workers: number;
+  podsPerWorker: number;
+}
+
+export const SIZES: readonly ClusterSize[] = [
+  { id: '10x20', controlPlanes: 1, workers: 10, podsPerWorker: 20 },
+  { id: '100x20', controlPlanes: 1, workers: 100, podsPerWorker: 20 },
+  { id: '1000x10', controlPlanes: 1, workers: 1000, podsPerWorker: 10 },
+];
+
+/** The suite's shape check: the smallest cluster that still has batches. */
+export const QUICK_SIZE: ClusterSize = { id: '3x4', controlPlanes: 1, workers: 3, podsPerWorker: 4 };
+
+export type Tool = 'baseline' | 'skewless';
+
+export interface BenchRun {
+  size: ClusterSize;
+  hops: 1 | 2;
+  tool: Tool;
+  /** Workers upgraded at once after the canary (the baseline: 1, node by node). */
+  batchSize: number;
+}
+
+/** maxUnavailable of the batched runs: 10% of the workers, at least 2 (a batch of one is the sequential run). */
+export const batchOf = (workers: number) => Math.max(2, Math.floor(workers / 10));
+
+/** The runs of one size and hop count: the baseline, skewless node by node, skewless batched. */
+export function runsOf(size: ClusterSize, hops: 1 | 2, tools: readonly ('baseline' | 'skewless-1' | 'skewless-batched')[]): BenchRun[] {
+  const out: BenchRun[] = [];
+  if (tools.includes('baseline')) out.push({ size, hops, tool: 'baseline', batchSize: 1 });
+  if (tools.includes('skewless-1')) out.push({ size, hops, tool: 'skewless', batchSize: 1 });
+  const batch = batchOf(size.workers);
+  if (tools.includes('skewless-batched') && batch > 1) out.push({ size, hops, tool: 'skewless', batchSize: batch });
+  return out;
+}
+
+export const runId = (r: BenchRun) => `${r.size.id}-${r.hops}hop-${r.tool === 'baseline' ? 'baseline' : `skewless-b${r.batchSize}`}`;
+
+/**
+ * The simulated cluster of a size, as a description (sim/description.ts): Deployments of one
+ * replica per worker, `podsPerWorker` of them, each behind a PDB allowing 10% unavailable, and a
+ * DaemonSet (which drains ignore).
+ */
+export function descriptionYaml(size: ClusterSize, cluster: string): string {
+  const replicas = size.workers;
+  return [
+    `name: ${cluster}`,
+    `version: ${FROM}`,
+    `repository: [${[FROM, ...HOPS].join(', ')}]`,
+    'rebootSeconds: 1',
+    `terminationGraceSeconds: ${TERMINATION_GRACE_SECONDS}`,
+    `latencies: {${Object.entries(LATENCIES_MS).map(([k, v]) => `${k}: ${v}`).join(', ')}}`,
+    'nodes:',
+    `  - {name: cp, role: control-plane, count: ${size.controlPlanes}}`,
+    `  - {name: worker, role: worker, count: ${size.workers}}`,
+    'workloads:',
+    ...Array.from({ length: size.podsPerWorker }, (_, i) => `  - {kind: Deployment, name: app-${i + 1}, replicas: ${replicas}, pdb: {maxUnavailable: 10%}}`),
+    '  - {kind: DaemonSet, name: node-exporter, namespace: monitoring}',
+    '',
+  ].join('\n');
+}

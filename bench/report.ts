@@ -1,0 +1,135 @@
+import type { LATENCIES_MS } from './cases.js';
+import type { DrainMeasurement } from './drain-bench.js';
+
+/**
+ * The benchmark's result: every run's numbers, the side-by-side comparisons of one size and hop
+ * count, the drain measurement, and each goal of issue 9 with the number it was judged on.
+ * `RESULT_SCHEMA` names the shape; test/bench checks a small run against it.
+ */
+
+export const RESULT_SCHEMA = 'skewless-bench/1';
+
+export interface RunResult {
+  id: string;
+  size: string;
+  controlPlanes: number;
+  workers: number;
+  pods: number;
+  hops: number;
+  tool: 'baseline' | 'skewless';
+  batchSize: number;
+  wallSeconds: number;
+  /** From the run's host command log (bench/lower-bound.ts): the bound the goals use. */
+  lowerBoundSeconds: number;
+  /** From the configured latencies alone. */
+  nominalLowerBoundSeconds: number;
+  ratioToLowerBound: number;
+  overheadPerNodeSeconds: number;
+  simUpSeconds: number;
+  /** skewless only: Temporal history events. */
+  events?: { parent: number; parentRuns: number; parentLargestRun: number; nodeWorkflows: number; nodeWorkflowEvents: number; perNode: number };
+  /** skewless only: the worker process while the upgrade ran. */
+  worker?: { peakRssMiB: number; cpuSeconds: number };
+  timeline?: string;
+}
+
+export interface Comparison {
+  size: string;
+  hops: number;
+  baselineSeconds?: number;
+  skewlessSequentialSeconds?: number;
+  /** skewless node by node ÷ the baseline. */
+  sequentialRatio?: number;
+  batchSize?: number;
+  skewlessBatchedSeconds?: number;
+  /** The baseline ÷ skewless batched. */
+  batchedSpeedup?: number;
+}
+
+export interface Goal {
+  goal: string;
+  measured: string;
+  met: boolean | null;
+}
+
+export interface BenchResult {
+  schema: typeof RESULT_SCHEMA;
+  startedAt: string;
+  finishedAt: string;
+  machine: { cpus: number; node: string; platform: string };
+  simulated: { latenciesMs: typeof LATENCIES_MS; terminationGraceSeconds: number; from: string; hops: string[] };
+  runs: RunResult[];
+  comparisons: Comparison[];
+  drain?: { pods: number; measurements: DrainMeasurement[]; skewlessEvictionsPerSecond: number; kubectlEvictionsPerSecond: number };
+  goals: Goal[];
+}
+
+const r2 = (n: number) => Math.round(n * 100) / 100;
+const r3 = (n: number) => Math.round(n * 1000) / 1000;
+
+export function runResult(o: Omit<RunResult, 'ratioToLowerBound' | 'overheadPerNodeSeconds'>): RunResult {
+  const nodes = o.controlPlanes + o.workers;
+  return { ...o, wallSeconds: r2(o.wallSeconds), ratioToLowerBound: r3(o.wallSeconds / o.lowerBoundSeconds), overheadPerNodeSeconds: r3((o.wallSeconds - o.lowerBoundSeconds) / (nodes * o.hops)) };
+}
+
+export function comparisons(runs: RunResult[]): Comparison[] {
+  const keys = [...new Set(runs.map((r) => `${r.size}|${r.hops}`))];
+  return keys.map((k) => {
+    const [size = '', hops = '0'] = k.split('|');
+    const of = runs.filter((r) => r.size === size && r.hops === Number(hops));
+    const base = of.find((r) => r.tool === 'baseline');
+    const seq = of.find((r) => r.tool === 'skewless' && r.batchSize === 1);
+    const batched = of.find((r) => r.tool === 'skewless' && r.batchSize > 1);
+    return {
+      size, hops: Number(hops),
+      ...(base ? { baselineSeconds: base.wallSeconds } : {}),
+      ...(seq ? { skewlessSequentialSeconds: seq.wallSeconds } : {}),
+      ...(base && seq ? { sequentialRatio: r3(seq.wallSeconds / base.wallSeconds) } : {}),
+      ...(batched ? { batchSize: batched.batchSize, skewlessBatchedSeconds: batched.wallSeconds } : {}),
+      ...(base && batched ? { batchedSpeedup: r2(base.wallSeconds / batched.wallSeconds) } : {}),
+    };
+  });
+}
+
+/** Issue 9's goals, each judged on what was measured (null: not measured in this run). */
+export function goals(runs: RunResult[], cmp: Comparison[], drain: BenchResult['drain']): Goal[] {
+  const out: Goal[] = [];
+  const seq = cmp.filter((c) => c.sequentialRatio !== undefined);
+  out.push({ goal: 'batch size 1: skewless within 1.05× of the sequential baseline', measured: seq.map((c) => `${c.size} ${c.hops} hop: ${c.sequentialRatio}×`).join('; ') || 'not run', met: seq.length ? seq.every((c) => (c.sequentialRatio as number) <= 1.05) : null });
+  const batched = runs.filter((r) => r.tool === 'skewless' && r.batchSize > 1);
+  out.push({ goal: 'batched: within 1.2× of the critical-path lower bound', measured: batched.map((r) => `${r.size} ${r.hops} hop: ${r.ratioToLowerBound}×`).join('; ') || 'not run', met: batched.length ? batched.every((r) => r.ratioToLowerBound <= 1.2) : null });
+  const fast = cmp.filter((c) => c.batchedSpeedup !== undefined);
+  out.push({ goal: 'batched: faster than the baseline by at least batch size ÷ 1.5', measured: fast.map((c) => `${c.size} ${c.hops} hop: ${c.batchedSpeedup}× (needs ${r2((c.batchSize as number) / 1.5)}×)`).join('; ') || 'not run', met: fast.length ? fast.every((c) => (c.batchedSpeedup as number) >= (c.batchSize as number) / 1.5) : null });
+  const at100 = runs.filter((r) => r.tool === 'skewless' && r.workers === 100);
+  out.push({ goal: 'overhead under 0.3 s per node at 100 nodes', measured: at100.map((r) => `${r.id}: ${r.overheadPerNodeSeconds} s`).join('; ') || 'not run', met: at100.length ? at100.every((r) => r.overheadPerNodeSeconds < 0.3) : null });
+  const big = runs.filter((r) => r.tool === 'skewless' && r.workers >= 1000);
+  out.push({ goal: '1,000 nodes: parent history under 10,000 events, worker under 500 MB RSS', measured: big.map((r) => `${r.id}: parent ${r.events?.parent} events in ${r.events?.parentRuns} run(s), worker ${r.worker?.peakRssMiB} MiB`).join('; ') || 'not run (--with-1000)', met: big.length ? big.every((r) => (r.events?.parent ?? Infinity) < 10_000 && (r.worker?.peakRssMiB ?? Infinity) < 500) : null });
+  out.push({ goal: 'drain of 110 pods: evictions per second at least those of kubectl drain', measured: drain ? `skewless ${drain.skewlessEvictionsPerSecond}/s, kubectl ${drain.kubectlEvictionsPerSecond}/s` : 'not run', met: drain ? drain.skewlessEvictionsPerSecond >= drain.kubectlEvictionsPerSecond : null });
+  return out;
+}
+
+const cell = (v: unknown) => (v === undefined || v === null ? '–' : String(v));
+
+export function markdown(result: BenchResult): string {
+  const lat = Object.entries(result.simulated.latenciesMs).map(([k, v]) => `${k} ${v} ms`).join(', ');
+  const lines = [
+    `# skewless benchmark (${result.startedAt})`,
+    '',
+    `Machine: ${result.machine.cpus} CPUs, Node ${result.machine.node}, ${result.machine.platform}. Simulated latencies: ${lat}; pod termination grace ${result.simulated.terminationGraceSeconds} s. From ${result.simulated.from} to ${result.simulated.hops.join(' → ')}.`,
+    '',
+    '| run | tool | batch | wall s | lower bound s (nominal) | × bound | overhead s/node | parent events (runs) | events/node | worker MiB | worker CPU s |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...result.runs.map((r) => `| ${r.id} | ${r.tool} | ${r.batchSize} | ${r.wallSeconds} | ${r.lowerBoundSeconds} (${r.nominalLowerBoundSeconds}) | ${r.ratioToLowerBound} | ${r.overheadPerNodeSeconds} | ${r.events ? `${r.events.parent} (${r.events.parentRuns})` : '–'} | ${cell(r.events?.perNode)} | ${cell(r.worker?.peakRssMiB)} | ${cell(r.worker?.cpuSeconds)} |`),
+    '',
+    '| size | hops | baseline s | skewless b1 s | b1 ÷ baseline | batch | skewless batched s | baseline ÷ batched |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...result.comparisons.map((c) => `| ${c.size} | ${c.hops} | ${cell(c.baselineSeconds)} | ${cell(c.skewlessSequentialSeconds)} | ${cell(c.sequentialRatio)} | ${cell(c.batchSize)} | ${cell(c.skewlessBatchedSeconds)} | ${cell(c.batchedSpeedup)} |`),
+    '',
+  ];
+  if (result.drain) {
+    lines.push(`Drain of one node with ${result.drain.pods} pods: skewless ${result.drain.skewlessEvictionsPerSecond} evictions/s, kubectl drain ${result.drain.kubectlEvictionsPerSecond} evictions/s (best of ${result.drain.measurements.length / 2} rounds each: ${result.drain.measurements.map((m) => `${m.tool} ${m.seconds} s`).join(', ')}).`, '');
+  }
+  lines.push('| goal | measured | met |', '|---|---|---|', ...result.goals.map((g) => `| ${g.goal} | ${g.measured} | ${g.met === null ? 'not run' : g.met ? 'yes' : 'no'} |`), '');
+  return lines.join('\n');
+}
+

@@ -1,0 +1,195 @@
+import { cpus, tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { timelineFromRuns } from '../client/timeline/timeline-from-runs.js';
+import { renderTimelineSvg } from '../client/timeline/timeline-svg.js';
+import { ProcessRegistry } from '../demo/processes.js';
+import { ensureTemporal } from '../demo/temporal-server.js';
+import { ensureSimBinaries } from '../sim/cluster/binaries.js';
+import { parseDescription } from '../sim/description.js';
+import { freePort } from '../sim/free-port.js';
+import { startSimulation } from '../sim/simulation.js';
+import { runBaseline } from './baseline-run.js';
+import { FROM, HOPS, LATENCIES_MS, QUICK_SIZE, runId, runsOf, SIZES, TERMINATION_GRACE_SECONDS, type BenchRun, type ClusterSize } from './cases.js';
+import { drainBench, drainDescriptionYaml } from './drain-bench.js';
+import { hostWaitSeconds, measuredLowerBoundSeconds, nominalLowerBoundSeconds } from './lower-bound.js';
+import { comparisons, goals, markdown, RESULT_SCHEMA, runResult, type BenchResult, type RunResult } from './report.js';
+import { runSkewless } from './skewless-run.js';
+import { assertUpgraded, freshCluster } from './world.js';
+
+/**
+ * `npm run bench`: skewless against the articles' runbook (bench/baseline.sh) on identical fresh
+ * simulated clusters, one after the other on one Temporal dev server, and a drain of a full node.
+ * Writes <out>/bench.json, <out>/bench.md and one timeline SVG per run.
+ */
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const CLI = join(repoRoot, 'bin', 'skewless.js');
+
+export const benchHelp = `Usage: npm run bench -- [--sizes 10x20,100x20] [--hops 1,2] [--tools baseline,skewless-1,skewless-batched]
+                       [--with-1000] [--no-drain] [--quick] [--out DIR]
+
+Runs each size × hop count × tool on a fresh simulated cluster (1 control plane, N workers, 20 or
+10 pods a worker behind PDBs allowing 10% unavailable), the baseline being bench/baseline.sh (kubectl
+drain and OpenSSH, node by node), skewless once node by node and once in batches of 10% of the
+workers; then a drain of one node with 110 pods by each. --with-1000 adds 1,000 workers × 10 pods
+(skewless batched only unless --tools says otherwise: the sequential runs take hours there).
+--quick: one 3-worker cluster, one hop, every tool, a 30-pod drain (the test suite's shape check).
+Results: DIR/bench.json, DIR/bench.md, DIR/<run>.svg (default bench/results).`;
+
+class UsageError extends Error {}
+
+interface Options {
+  sizes: ClusterSize[];
+  hops: (1 | 2)[];
+  tools: ('baseline' | 'skewless-1' | 'skewless-batched')[];
+  drainPods: number;
+  out: string;
+  /** --tools was given: it applies to 1,000 workers too. */
+  toolsGiven: boolean;
+}
+
+function options(argv: string[]): Options | undefined {
+  let values;
+  try {
+    ({ values } = parseArgs({ args: argv, options: {
+      sizes: { type: 'string' }, hops: { type: 'string' }, tools: { type: 'string' }, 'with-1000': { type: 'boolean' }, 'no-drain': { type: 'boolean' },
+      quick: { type: 'boolean' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+    } }));
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message.split('\n')[0]} (see --help)`);
+  }
+  if (values.help) return undefined;
+  const list = (v: string | undefined) => (v ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+  const allTools = ['baseline', 'skewless-1', 'skewless-batched'] as const;
+  const tools = values.tools ? list(values.tools) : [...allTools];
+  for (const t of tools) if (!(allTools as readonly string[]).includes(t)) throw new UsageError(`--tools: unknown tool ${JSON.stringify(t)} (baseline, skewless-1, skewless-batched)`);
+  const hops = values.hops ? list(values.hops).map(Number) : [1, 2];
+  for (const h of hops) if (h !== 1 && h !== 2) throw new UsageError('--hops: 1, 2 or 1,2');
+  const out = resolve(values.out ?? join(repoRoot, 'bench', 'results'));
+  if (values.quick) return { sizes: [QUICK_SIZE], hops: [1], tools: [...allTools], drainPods: 30, out, toolsGiven: true };
+  const wanted = values.sizes ? list(values.sizes) : SIZES.filter((s) => s.workers < 1000 || values['with-1000']).map((s) => s.id);
+  const sizes = wanted.map((id) => {
+    const s = SIZES.find((x) => x.id === id);
+    if (!s) throw new UsageError(`--sizes: unknown size ${JSON.stringify(id)} (${SIZES.map((x) => x.id).join(', ')})`);
+    return s;
+  });
+  return { sizes, hops: hops as (1 | 2)[], tools: tools as Options['tools'], drainPods: values['no-drain'] ? 0 : 110, out, toolsGiven: Boolean(values.tools) };
+}
+
+const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+
+async function main(): Promise<number> {
+  let o: Options | undefined;
+  try {
+    o = options(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`bench: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  if (!o) {
+    process.stdout.write(`${benchHelp}\n`);
+    return 0;
+  }
+  mkdirSync(o.out, { recursive: true });
+  const work = mkdtempSync(join(tmpdir(), 'skewless-bench-'));
+  const logsDir = join(o.out, 'logs');
+  mkdirSync(logsDir, { recursive: true });
+  const registry = new ProcessRegistry(join(work, 'pids.json'));
+  process.on('exit', () => registry.killAllNow());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
+  const startedAt = new Date().toISOString();
+  const binaries = ensureSimBinaries();
+  mkdirSync(join(work, 'logs'), { recursive: true });
+  const port = await freePort();
+  const temporal = await ensureTemporal({
+    address: `127.0.0.1:${port}`, namespace: 'default', uiPort: await freePort(), stateDir: work, registry, say: log, signal: new AbortController().signal,
+  });
+  const runs: RunResult[] = [];
+  try {
+    const plan: BenchRun[] = o.sizes.flatMap((size) => o.hops.flatMap((hops) => runsOf(size, hops, size.workers >= 1000 && !o.toolsGiven ? ['skewless-batched'] : o.tools)));
+    for (const [i, run] of plan.entries()) {
+      const id = runId(run);
+      const cluster = `b${i + 1}-${run.tool === 'baseline' ? 'base' : `sk${run.batchSize}`}`;
+      log(`${i + 1}/${plan.length} ${id}: starting a fresh cluster (${run.size.controlPlanes} + ${run.size.workers} nodes, ${run.size.workers * run.size.podsPerWorker} pods)`);
+      const world = await freshCluster(run.size, cluster, work, binaries);
+      const versions = HOPS.slice(0, run.hops);
+      const target = versions.at(-1) as string;
+      try {
+        const base = {
+          id, size: run.size.id, controlPlanes: run.size.controlPlanes, workers: run.size.workers, pods: run.size.workers * run.size.podsPerWorker,
+          hops: run.hops, tool: run.tool, batchSize: run.batchSize, simUpSeconds: Math.round(world.upSeconds * 10) / 10,
+          nominalLowerBoundSeconds: nominalLowerBoundSeconds({ controlPlanes: run.size.controlPlanes, workers: run.size.workers, hops: run.hops, batchSize: run.batchSize }),
+        };
+        /** The bound from this run's own host command log (after the run). */
+        const measuredBound = () => measuredLowerBoundSeconds({
+          hops: run.hops, batchSize: run.batchSize,
+          controlPlanes: world.sim.description.nodes.filter((n) => n.role === 'control-plane').map((n) => n.name),
+          workers: world.sim.description.nodes.filter((n) => n.role === 'worker').map((n) => n.name),
+          hostWaits: (node) => hostWaitSeconds(world.sim.hosts.commandLog(node)),
+        });
+        const svg = `${id}.svg`;
+        if (run.tool === 'baseline') {
+          const b = await runBaseline({ sim: world.sim, binaries, registry, logsDir, versions: [...versions], label: id });
+          await assertUpgraded(world.sim, target, id);
+          const lanes = [...new Set(b.bars.map((x) => x.lane))];
+          writeFileSync(join(o.out, svg), renderTimelineSvg({ title: `${id}: bench/baseline.sh (kubectl drain + ssh)`, lanes, bars: b.bars }));
+          runs.push(runResult({ ...base, lowerBoundSeconds: measuredBound(), wallSeconds: b.wallSeconds, timeline: svg }));
+        } else {
+          const s = await runSkewless({ sim: world.sim, temporal, registry, cli: CLI, logsDir, to: target, batchSize: run.batchSize, label: id });
+          await assertUpgraded(world.sim, target, id);
+          writeFileSync(join(o.out, svg), renderTimelineSvg(timelineFromRuns(s.runs, `${id}: skewless upgrade --batch-size ${run.batchSize}`)));
+          const nodes = run.size.controlPlanes + run.size.workers;
+          runs.push(runResult({ ...base, lowerBoundSeconds: measuredBound(), wallSeconds: s.wallSeconds, worker: s.worker, timeline: svg,
+            events: { ...s.events, perNode: Math.round(((s.events.parent + s.events.nodeWorkflowEvents) / nodes / run.hops) * 10) / 10 } }));
+        }
+        const last = runs.at(-1) as RunResult;
+        log(`${id}: ${last.wallSeconds} s (lower bound ${last.lowerBoundSeconds} s, ${last.ratioToLowerBound}×)`);
+      } finally {
+        await world.close();
+      }
+    }
+    let drain: BenchResult['drain'];
+    if (o.drainPods > 0) {
+      log(`drain of one node with ${o.drainPods} pods: skewless and kubectl, alternating`);
+      const stateDir = join(work, 'drain');
+      const sim = await startSimulation(parseDescription(drainDescriptionYaml('drain', o.drainPods)), { stateDir, binaries, timeoutMs: 600_000 });
+      try {
+        const measurements = await drainBench(sim, binaries);
+        const best = (tool: string) => Math.max(...measurements.filter((m) => m.tool === tool).map((m) => m.evictionsPerSecond));
+        drain = { pods: o.drainPods, measurements, skewlessEvictionsPerSecond: best('skewless'), kubectlEvictionsPerSecond: best('kubectl') };
+        log(`drain: skewless ${drain.skewlessEvictionsPerSecond}/s, kubectl ${drain.kubectlEvictionsPerSecond}/s`);
+      } finally {
+        await sim.stop();
+      }
+    }
+    const cmp = comparisons(runs);
+    const result: BenchResult = {
+      schema: RESULT_SCHEMA, startedAt, finishedAt: new Date().toISOString(),
+      machine: { cpus: cpus().length, node: process.version, platform: `${process.platform} ${process.arch}` },
+      simulated: { latenciesMs: LATENCIES_MS, terminationGraceSeconds: TERMINATION_GRACE_SECONDS, from: FROM, hops: [...HOPS] },
+      runs, comparisons: cmp, ...(drain ? { drain } : {}), goals: goals(runs, cmp, drain),
+    };
+    writeFileSync(join(o.out, 'bench.json'), `${JSON.stringify(result, null, 2)}\n`);
+    const md = markdown(result);
+    writeFileSync(join(o.out, 'bench.md'), md);
+    process.stdout.write(md);
+    log(`results: ${join(o.out, 'bench.json')}, ${join(o.out, 'bench.md')}`);
+    return 0;
+  } finally {
+    await temporal.connection.close().catch(() => undefined);
+    if (temporal.server) await registry.stop(temporal.server, 10_000);
+    registry.killAllNow();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main().then((code) => process.exit(code), (err) => {
+  process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,77 @@
+import { join } from 'node:path';
+import { Client } from '@temporalio/client';
+import type { RunHistory } from '../client/audit-trail.js';
+import { fetchUpgradeRuns } from '../client/commands/history.js';
+import type { ProcessRegistry } from '../demo/processes.js';
+import type { DemoTemporal } from '../demo/temporal-server.js';
+import type { Simulation } from '../sim/simulation.js';
+import { sampleProcess } from './process-stats.js';
+
+/**
+ * One skewless upgrade of a simulated cluster, as an operator runs it: a fresh worker process
+ * (measured from /proc while the upgrade runs), `skewless upgrade --detach` with the batch layout,
+ * then the workflow's result. Wall time runs from the command to the workflow's end.
+ */
+
+export interface SkewlessOutcome {
+  wallSeconds: number;
+  worker: { peakRssMiB: number; cpuSeconds: number };
+  events: { parent: number; parentRuns: number; parentLargestRun: number; nodeWorkflows: number; nodeWorkflowEvents: number };
+  runs: RunHistory[];
+}
+
+export interface SkewlessRunOptions {
+  sim: Simulation;
+  temporal: DemoTemporal;
+  registry: ProcessRegistry;
+  cli: string;
+  logsDir: string;
+  to: string;
+  batchSize: number;
+  label: string;
+}
+
+export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcome> {
+  const cluster = o.sim.description.name;
+  const taskQueue = `bench-${o.label}-${process.pid}`;
+  const env = { ...process.env, TEMPORAL_ADDRESS: o.temporal.address, TEMPORAL_NAMESPACE: o.temporal.namespace, SKEWLESS_TASK_QUEUE: taskQueue };
+  let ready!: () => void;
+  const polling = new Promise<void>((res) => (ready = res));
+  const worker = o.registry.spawn(`worker-${o.label}`, process.execPath, [o.cli, 'worker', '--clusters-dir', o.sim.endpoints.clustersDir, '--task-queue', taskQueue], {
+    env, logFile: join(o.logsDir, `${o.label}.worker.log`), onErrLine: (line) => line.startsWith('skewless worker: task queue') && ready(),
+  });
+  const died = worker.exited.then((code) => {
+    throw new Error(`the worker exited (status ${code}); see ${join(o.logsDir, `${o.label}.worker.log`)}`);
+  });
+  died.catch(() => undefined);
+  try {
+    await Promise.race([polling, died]);
+    const stats = sampleProcess(worker.pid);
+    const started = Date.now();
+    const args = ['upgrade', '--cluster', cluster, '--to', o.to, '--canary', '1', '--batch-size', String(o.batchSize), '--max-unavailable', String(o.batchSize),
+      '--detach'];
+    const cli = o.registry.spawn(`upgrade-${o.label}`, process.execPath, [o.cli, ...args], { env, logFile: join(o.logsDir, `${o.label}.cli.log`) });
+    const code = await cli.exited;
+    if (code !== 0) throw new Error(`skewless ${args.join(' ')} exited ${code}; see ${join(o.logsDir, `${o.label}.cli.log`)}`);
+    const client = new Client({ connection: o.temporal.connection, namespace: o.temporal.namespace });
+    await Promise.race([client.workflow.getHandle(`upgrade/${cluster}`).result(), died]);
+    const wallSeconds = (Date.now() - started) / 1000;
+    const worker_ = stats.stop();
+    const history = await fetchUpgradeRuns(client, cluster);
+    const count = (runs: RunHistory[]) => runs.reduce((n, r) => n + r.events.length, 0);
+    return {
+      wallSeconds,
+      worker: worker_,
+      events: {
+        parent: count(history.parent),
+        parentRuns: history.parent.length,
+        parentLargestRun: Math.max(...history.parent.map((r) => r.events.length)),
+        nodeWorkflows: history.children.length,
+        nodeWorkflowEvents: count(history.children),
+      },
+      runs: [...history.parent, ...history.children],
+    };
+  } finally {
+    await o.registry.stop(worker, 10_000);
+  }
+}
