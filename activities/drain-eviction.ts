@@ -32,6 +32,12 @@ export async function isPodGone(kube: KubeApi, pod: PodRef): Promise<boolean> {
   }
 }
 
+/** UIDs of the pods on `node` now (terminating ones included). */
+export async function podUidsOnNode(kube: KubeApi, node: string): Promise<Set<string>> {
+  const { items } = await kubeCall(`list pods on ${node}`, () => kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` }));
+  return new Set(items.map((p) => p.metadata?.uid as string));
+}
+
 /**
  * One eviction request through the Eviction API (policy/v1), so PDBs are honoured. The UID
  * precondition means a replacement pod of the same name (a StatefulSet's db-0) is never evicted

@@ -64,8 +64,9 @@ export const runId = (r: BenchRun) => `${r.size.id}-${r.hops}hop-${r.tool === 'b
 
 /**
  * The simulated cluster of a size, as a description (sim/description.ts): Deployments of one
- * replica per worker, `podsPerWorker` of them, each behind a PDB allowing 10% unavailable, and a
- * DaemonSet (which drains ignore).
+ * replica per worker, `podsPerWorker` of them, each behind a PDB allowing as many unavailable as the
+ * batched run drains nodes at once (10% of the workers, at least 2), and a DaemonSet (which drains
+ * ignore). The budgets are sized for the batch, as an operator sizes the batch for the budgets.
  */
 export function descriptionYaml(size: ClusterSize, cluster: string): string {
   const replicas = size.workers;
@@ -80,7 +81,7 @@ export function descriptionYaml(size: ClusterSize, cluster: string): string {
     `  - {name: cp, role: control-plane, count: ${size.controlPlanes}}`,
     `  - {name: worker, role: worker, count: ${size.workers}}`,
     'workloads:',
-    ...Array.from({ length: size.podsPerWorker }, (_, i) => `  - {kind: Deployment, name: app-${i + 1}, replicas: ${replicas}, pdb: {maxUnavailable: 10%}}`),
+    ...Array.from({ length: size.podsPerWorker }, (_, i) => `  - {kind: Deployment, name: app-${i + 1}, replicas: ${replicas}, pdb: {maxUnavailable: ${batchOf(size.workers)}}}`),
     '  - {kind: DaemonSet, name: node-exporter, namespace: monitoring}',
     '',
   ].join('\n');

@@ -7,7 +7,7 @@ import { createNodeActivities } from '../activities/node-activities.js';
 import type { SimBinaries } from '../sim/cluster/binaries.js';
 import { waitFor } from '../sim/cluster/wait-for.js';
 import type { Simulation } from '../sim/simulation.js';
-import { TERMINATION_GRACE_SECONDS, type ClusterSize } from './cases.js';
+import { TERMINATION_GRACE_SECONDS } from './cases.js';
 
 /**
  * Evictions per second in the drain of one full node: 110 pods (a kubelet's default maximum), one
@@ -17,7 +17,6 @@ import { TERMINATION_GRACE_SECONDS, type ClusterSize } from './cases.js';
  */
 
 export const DRAIN_NODE = 'worker-1';
-export const DRAIN_SIZE: ClusterSize = { id: 'drain-110', controlPlanes: 1, workers: 1, podsPerWorker: 0 };
 
 /** The drain bench's cluster: one worker full to 110 pods (109 of a Deployment with no PDB, and kube-proxy). */
 export function drainDescriptionYaml(cluster: string, pods: number): string {

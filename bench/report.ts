@@ -69,7 +69,8 @@ const r3 = (n: number) => Math.round(n * 1000) / 1000;
 
 export function runResult(o: Omit<RunResult, 'ratioToLowerBound' | 'overheadPerNodeSeconds'>): RunResult {
   const nodes = o.controlPlanes + o.workers;
-  return { ...o, wallSeconds: r2(o.wallSeconds), ratioToLowerBound: r3(o.wallSeconds / o.lowerBoundSeconds), overheadPerNodeSeconds: r3((o.wallSeconds - o.lowerBoundSeconds) / (nodes * o.hops)) };
+  const wall = r2(o.wallSeconds);
+  return { ...o, wallSeconds: wall, ratioToLowerBound: r3(wall / o.lowerBoundSeconds), overheadPerNodeSeconds: r3((wall - o.lowerBoundSeconds) / (nodes * o.hops)) };
 }
 
 export function comparisons(runs: RunResult[]): Comparison[] {
@@ -117,7 +118,7 @@ export function markdown(result: BenchResult): string {
     '',
     `Machine: ${result.machine.cpus} CPUs, Node ${result.machine.node}, ${result.machine.platform}. Simulated latencies: ${lat}; pod termination grace ${result.simulated.terminationGraceSeconds} s. From ${result.simulated.from} to ${result.simulated.hops.join(' → ')}.`,
     '',
-    '| run | tool | batch | wall s | lower bound s (nominal) | × bound | overhead s/node | parent events (runs) | events/node | worker MiB | worker CPU s |',
+    '| run | tool | batch | wall s | lower bound s (nominal) | × bound | overhead s per node·hop | parent events (runs) | events/node | worker MiB | worker CPU s |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...result.runs.map((r) => `| ${r.id} | ${r.tool} | ${r.batchSize} | ${r.wallSeconds} | ${r.lowerBoundSeconds} (${r.nominalLowerBoundSeconds}) | ${r.ratioToLowerBound} | ${r.overheadPerNodeSeconds} | ${r.events ? `${r.events.parent} (${r.events.parentRuns})` : '–'} | ${cell(r.events?.perNode)} | ${cell(r.worker?.peakRssMiB)} | ${cell(r.worker?.cpuSeconds)} |`),
     '',

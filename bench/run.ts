@@ -32,10 +32,11 @@ export const benchHelp = `Usage: npm run bench -- [--sizes 10x20,100x20] [--hops
                        [--with-1000] [--no-drain] [--quick] [--out DIR]
 
 Runs each size × hop count × tool on a fresh simulated cluster (1 control plane, N workers, 20 or
-10 pods a worker behind PDBs allowing 10% unavailable), the baseline being bench/baseline.sh (kubectl
+10 pods a worker behind PDBs allowing a batch unavailable), the baseline being bench/baseline.sh (kubectl
 drain and OpenSSH, node by node), skewless once node by node and once in batches of 10% of the
-workers; then a drain of one node with 110 pods by each. --with-1000 adds 1,000 workers × 10 pods
-(skewless batched only unless --tools says otherwise: the sequential runs take hours there).
+workers (at least 2); then a drain of one node with 110 pods by each. Unless --tools is given, the
+sequential runs at 100 workers go one hop only (each takes over ten minutes a hop). --with-1000 adds
+1,000 workers × 10 pods, one hop, skewless batched only (the sequential runs would take hours).
 --quick: one 3-worker cluster, one hop, every tool, a 30-pod drain (the test suite's shape check).
 Results: DIR/bench.json, DIR/bench.md, DIR/<run>.svg (default bench/results).`;
 
@@ -79,6 +80,17 @@ function options(argv: string[]): Options | undefined {
   return { sizes, hops: hops as (1 | 2)[], tools: tools as Options['tools'], drainPods: values['no-drain'] ? 0 : 110, out, toolsGiven: Boolean(values.tools) };
 }
 
+/**
+ * What runs where unless --tools says otherwise: everything at 10 workers; at 100 the sequential runs
+ * (each over ten minutes a hop) only for one hop; at 1,000 skewless batched only, one hop.
+ */
+function toolsFor(size: ClusterSize, hops: 1 | 2, o: Options): Options['tools'] {
+  if (o.toolsGiven) return o.tools;
+  if (size.workers >= 1000) return hops === 1 ? ['skewless-batched'] : [];
+  if (size.workers >= 100 && hops === 2) return o.tools.filter((t) => t === 'skewless-batched');
+  return o.tools;
+}
+
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
 async function main(): Promise<number> {
@@ -112,7 +124,7 @@ async function main(): Promise<number> {
   });
   const runs: RunResult[] = [];
   try {
-    const plan: BenchRun[] = o.sizes.flatMap((size) => o.hops.flatMap((hops) => runsOf(size, hops, size.workers >= 1000 && !o.toolsGiven ? ['skewless-batched'] : o.tools)));
+    const plan: BenchRun[] = o.sizes.flatMap((size) => o.hops.flatMap((hops) => runsOf(size, hops, toolsFor(size, hops, o))));
     for (const [i, run] of plan.entries()) {
       const id = runId(run);
       const cluster = `b${i + 1}-${run.tool === 'baseline' ? 'base' : `sk${run.batchSize}`}`;

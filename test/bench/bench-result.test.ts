@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, describe, it } from 'node:test';
+import { RESULT_SCHEMA, type BenchResult } from '../../bench/report.js';
+
+/**
+ * `npm run bench -- --quick`: one 3-worker cluster, one hop, every tool, and a 30-pod drain, on the
+ * real simulation, dev server, worker, kubectl and OpenSSH. Checks that the result is well formed
+ * and complete, never how fast anything was (timings are for the benchmark, not for a test).
+ */
+
+const RUN = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
+const out = mkdtempSync(join(tmpdir(), 'skewless-bench-test-'));
+after(() => rmSync(out, { recursive: true, force: true }));
+
+function bench(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [RUN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (code) => resolve({ code: code ?? 1, stdout, stderr }));
+  });
+}
+
+const positive = (n: unknown, what: string) => assert.ok(typeof n === 'number' && Number.isFinite(n) && n > 0, `${what}: ${String(n)}`);
+
+describe('npm run bench (the suite\'s small version)', () => {
+  it('refuses bad input in one line, exit 2, starting nothing', async () => {
+    const r = await bench(['--sizes', '7x7', '--out', join(out, 'never')]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr.trim(), /^bench: --sizes: unknown size "7x7"/);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+    assert.ok(!existsSync(join(out, 'never')));
+  });
+
+  it('--quick writes a well-formed JSON result, the Markdown table and a timeline per run', { timeout: 900_000 }, async () => {
+    const r = await bench(['--quick', '--out', out]);
+    assert.equal(r.code, 0, r.stderr.split('\n').slice(-15).join('\n'));
+    const result = JSON.parse(readFileSync(join(out, 'bench.json'), 'utf8')) as BenchResult;
+    assert.equal(result.schema, RESULT_SCHEMA);
+    assert.ok(Date.parse(result.finishedAt) >= Date.parse(result.startedAt));
+    for (const [k, v] of Object.entries(result.simulated.latenciesMs)) positive(v, `latency ${k}`);
+    assert.deepEqual(result.runs.map((x) => `${x.tool}/${x.batchSize}`), ['baseline/1', 'skewless/1', 'skewless/2']);
+    for (const run of result.runs) {
+      positive(run.wallSeconds, `${run.id} wall`);
+      positive(run.lowerBoundSeconds, `${run.id} bound`);
+      positive(run.nominalLowerBoundSeconds, `${run.id} nominal bound`);
+      assert.equal(run.ratioToLowerBound, Math.round((run.wallSeconds / run.lowerBoundSeconds) * 1000) / 1000);
+      assert.equal(run.workers, 3);
+      assert.equal(run.pods, 12);
+      const svg = readFileSync(join(out, run.timeline as string), 'utf8');
+      assert.match(svg, /^<svg[\s>]/);
+      for (const node of ['cp-1', 'worker-1', 'worker-2', 'worker-3']) assert.ok(svg.includes(`>${node}<`), `${run.id}: lane ${node}`);
+      if (run.tool === 'skewless') {
+        positive(run.events?.parent, `${run.id} parent events`);
+        positive(run.events?.nodeWorkflowEvents, `${run.id} node workflow events`);
+        assert.equal(run.events?.nodeWorkflows, 5, `${run.id}: a node workflow per node and one for the control plane's kubeadm step`);
+        positive(run.worker?.peakRssMiB, `${run.id} worker RSS`);
+        assert.ok((run.worker?.cpuSeconds ?? -1) >= 0);
+      } else {
+        assert.equal(run.events, undefined);
+      }
+    }
+    assert.equal(result.comparisons.length, 1);
+    const c = result.comparisons[0];
+    assert.equal(c?.sequentialRatio, Math.round(((c?.skewlessSequentialSeconds ?? 0) / (c?.baselineSeconds ?? 1)) * 1000) / 1000);
+    assert.equal(c?.batchSize, 2);
+    assert.deepEqual(result.drain?.measurements.map((m) => m.tool).sort(), ['kubectl', 'kubectl', 'skewless', 'skewless']);
+    for (const m of result.drain?.measurements ?? []) {
+      assert.equal(m.evicted, 29);
+      positive(m.evictionsPerSecond, `${m.tool} evictions/s`);
+    }
+    assert.equal(result.goals.length, 6);
+    for (const g of result.goals) assert.ok(g.met === null || typeof g.met === 'boolean', g.goal);
+    const md = readFileSync(join(out, 'bench.md'), 'utf8');
+    assert.equal(r.stdout, md, 'the table is printed as written');
+    for (const run of result.runs) assert.ok(md.includes(`| ${run.id} |`), run.id);
+    assert.match(md, /\| goal \| measured \| met \|/);
+  });
+});
