@@ -22,6 +22,7 @@ COPY tooling ./tooling
 COPY test ./test
 COPY demo ./demo
 COPY sim ./sim
+COPY bench ./bench
 RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime

@@ -231,6 +231,7 @@ export function createDrainActivities(deps: { clusters: ClusterResolver }) {
         stop.abort(err);
         throw err;
       });
+      gone$.catch(() => undefined); // awaited below; not an unhandled rejection while the evictions fail first
       try {
         try {
           await inPool(work, PARALLEL_EVICTIONS, stop, ({ pod, evict }) => drainOne(pod, evict));
