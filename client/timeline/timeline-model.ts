@@ -1,3 +1,4 @@
+import { compareNatural } from '../../rules/natural-order.js';
 /**
  * The timeline picture's model: lanes (the cluster, then each node) and one bar per step, in epoch
  * milliseconds. Pure and tool-neutral: `timeline-from-runs.ts` builds one from skewless's Temporal
@@ -44,31 +45,8 @@ export interface Timeline {
 /** The lane of steps that act on no one node (inventory, stage labels, workload checks). */
 export const CLUSTER_LANE = 'cluster';
 
-/**
- * Natural order of node names: runs of digits compare as numbers, so worker-2 < worker-10. The
- * rest compares by UTF-16 code unit, not by locale, so the order is the same on every machine.
- */
-export function compareNodeNames(a: string, b: string): number {
-  const pa = a.match(/\d+|\D+/g) ?? [];
-  const pb = b.match(/\d+|\D+/g) ?? [];
-  for (let i = 0; i < Math.min(pa.length, pb.length); i++) {
-    const x = pa[i] as string;
-    const y = pb[i] as string;
-    if (x === y) continue;
-    const dx = /^\d/.test(x);
-    const dy = /^\d/.test(y);
-    if (dx && dy) {
-      // As numbers without parsing (any length): fewer significant digits is smaller; then digit by digit; then fewer leading zeros first.
-      const sx = x.replace(/^0+/, '');
-      const sy = y.replace(/^0+/, '');
-      if (sx.length !== sy.length) return sx.length - sy.length;
-      if (sx !== sy) return sx < sy ? -1 : 1;
-      return x.length - y.length;
-    }
-    return x < y ? -1 : 1;
-  }
-  return pa.length - pb.length;
-}
+/** Natural order of node names (worker-2 before worker-10), the order the rollout plan uses. */
+export const compareNodeNames = compareNatural;
 
 /** The first start and the last end of the bars ({0, 0} for none). A loop, not Math.min(...): tens of thousands of bars would overflow the argument list. */
 export function timelineSpanMs(bars: readonly TimelineBar[]): { startMs: number; endMs: number } {

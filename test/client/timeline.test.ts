@@ -227,8 +227,9 @@ describe('renderTimelineSvg', () => {
     assert.ok(named.includes('worker-1'));
   });
 
-  it('orders node names naturally and the same everywhere', () => {
+  it('orders node names naturally and the same everywhere, as the rollout plan does', () => {
     const names = ['worker-10', 'cp-2', 'worker-2', 'worker-1', 'cp-10', 'Worker-3', 'worker-02', 'w', 'worker-1a'];
-    assert.deepEqual([...names].sort(compareNodeNames), ['Worker-3', 'cp-2', 'cp-10', 'w', 'worker-1', 'worker-1a', 'worker-2', 'worker-02', 'worker-10']);
+    // Equal numbers written differently (02, 2) fall back to code-point order: rules/natural-order.ts.
+    assert.deepEqual([...names].sort(compareNodeNames), ['Worker-3', 'cp-2', 'cp-10', 'w', 'worker-1', 'worker-1a', 'worker-02', 'worker-2', 'worker-10']);
   });
 });
