@@ -30,6 +30,8 @@ export interface RunResult {
   events?: { parent: number; parentRuns: number; parentLargestRun: number; nodeWorkflows: number; nodeWorkflowEvents: number; perNode: number };
   /** skewless only: the worker process while the upgrade ran. */
   worker?: { peakRssMiB: number; cpuSeconds: number };
+  /** skewless only: nodes that waited for an operator and were answered with retry by the bench (`node: why`). */
+  operatorRetries?: string[];
   timeline?: string;
 }
 
@@ -61,6 +63,8 @@ export interface BenchResult {
   runs: RunResult[];
   comparisons: Comparison[];
   drain?: { pods: number; measurements: DrainMeasurement[]; skewlessEvictionsPerSecond: number; kubectlEvictionsPerSecond: number };
+  /** Runs that did not finish (the rest of the bench went on): why. */
+  failures: { id: string; error: string }[];
   goals: Goal[];
 }
 
@@ -127,6 +131,10 @@ export function markdown(result: BenchResult): string {
     ...result.comparisons.map((c) => `| ${c.size} | ${c.hops} | ${cell(c.baselineSeconds)} | ${cell(c.skewlessSequentialSeconds)} | ${cell(c.sequentialRatio)} | ${cell(c.batchSize)} | ${cell(c.skewlessBatchedSeconds)} | ${cell(c.batchedSpeedup)} |`),
     '',
   ];
+  for (const r of result.runs.filter((x) => x.operatorRetries?.length)) {
+    lines.push(`${r.id}: ${r.operatorRetries?.length} node(s) waited for an operator and the bench answered retry (e.g. ${r.operatorRetries?.[0]}).`, '');
+  }
+  for (const f of result.failures) lines.push(`${f.id}: did not finish: ${f.error}`, '');
   if (result.drain) {
     lines.push(`Drain of one node with ${result.drain.pods} pods: skewless ${result.drain.skewlessEvictionsPerSecond} evictions/s, kubectl drain ${result.drain.kubectlEvictionsPerSecond} evictions/s (best of ${result.drain.measurements.length / 2} rounds each: ${result.drain.measurements.map((m) => `${m.tool} ${m.seconds} s`).join(', ')}).`, '');
   }

@@ -123,16 +123,34 @@ async function main(): Promise<number> {
     address: `127.0.0.1:${port}`, namespace: 'default', uiPort: await freePort(), stateDir: work, registry, say: log, signal: new AbortController().signal,
   });
   const runs: RunResult[] = [];
+  const failures: BenchResult['failures'] = [];
+  let drain: BenchResult['drain'];
+  /** Written after every run, so that an interrupted bench keeps what it measured. */
+  const save = (): string => {
+    const cmp = comparisons(runs);
+    const result: BenchResult = {
+      schema: RESULT_SCHEMA, startedAt, finishedAt: new Date().toISOString(),
+      machine: { cpus: cpus().length, node: process.version, platform: `${process.platform} ${process.arch}` },
+      simulated: { latenciesMs: LATENCIES_MS, terminationGraceSeconds: TERMINATION_GRACE_SECONDS, from: FROM, hops: [...HOPS] },
+      runs, comparisons: cmp, ...(drain ? { drain } : {}), failures, goals: goals(runs, cmp, drain),
+    };
+    writeFileSync(join(o.out, 'bench.json'), `${JSON.stringify(result, null, 2)}\n`);
+    const md = markdown(result);
+    writeFileSync(join(o.out, 'bench.md'), md);
+    return md;
+  };
   try {
     const plan: BenchRun[] = o.sizes.flatMap((size) => o.hops.flatMap((hops) => runsOf(size, hops, toolsFor(size, hops, o))));
     for (const [i, run] of plan.entries()) {
       const id = runId(run);
       const cluster = `b${i + 1}-${run.tool === 'baseline' ? 'base' : `sk${run.batchSize}`}`;
       log(`${i + 1}/${plan.length} ${id}: starting a fresh cluster (${run.size.controlPlanes} + ${run.size.workers} nodes, ${run.size.workers * run.size.podsPerWorker} pods)`);
-      const world = await freshCluster(run.size, cluster, work, binaries);
-      const versions = HOPS.slice(0, run.hops);
-      const target = versions.at(-1) as string;
+      let world: Awaited<ReturnType<typeof freshCluster>> | undefined;
       try {
+        world = await freshCluster(run.size, cluster, work, binaries);
+        const sim = world.sim;
+        const versions = HOPS.slice(0, run.hops);
+        const target = versions.at(-1) as string;
         const base = {
           id, size: run.size.id, controlPlanes: run.size.controlPlanes, workers: run.size.workers, pods: run.size.workers * run.size.podsPerWorker,
           hops: run.hops, tool: run.tool, batchSize: run.batchSize, simUpSeconds: Math.round(world.upSeconds * 10) / 10,
@@ -141,32 +159,36 @@ async function main(): Promise<number> {
         /** The bound from this run's own host command log (after the run). */
         const measuredBound = () => measuredLowerBoundSeconds({
           hops: run.hops, batchSize: run.batchSize,
-          controlPlanes: world.sim.description.nodes.filter((n) => n.role === 'control-plane').map((n) => n.name),
-          workers: world.sim.description.nodes.filter((n) => n.role === 'worker').map((n) => n.name),
-          hostWaits: (node) => hostWaitSeconds(world.sim.hosts.commandLog(node)),
+          controlPlanes: sim.description.nodes.filter((n) => n.role === 'control-plane').map((n) => n.name),
+          workers: sim.description.nodes.filter((n) => n.role === 'worker').map((n) => n.name),
+          hostWaits: (node) => hostWaitSeconds(sim.hosts.commandLog(node)),
         });
         const svg = `${id}.svg`;
         if (run.tool === 'baseline') {
-          const b = await runBaseline({ sim: world.sim, binaries, registry, logsDir, versions: [...versions], label: id });
-          await assertUpgraded(world.sim, target, id);
+          const b = await runBaseline({ sim, binaries, registry, logsDir, versions: [...versions], label: id });
+          await assertUpgraded(sim, target, id);
           const lanes = [...new Set(b.bars.map((x) => x.lane))];
           writeFileSync(join(o.out, svg), renderTimelineSvg({ title: `${id}: bench/baseline.sh (kubectl drain + ssh)`, lanes, bars: b.bars }));
           runs.push(runResult({ ...base, lowerBoundSeconds: measuredBound(), wallSeconds: b.wallSeconds, timeline: svg }));
         } else {
-          const s = await runSkewless({ sim: world.sim, temporal, registry, cli: CLI, logsDir, to: target, batchSize: run.batchSize, label: id });
-          await assertUpgraded(world.sim, target, id);
+          const s = await runSkewless({ sim, temporal, registry, cli: CLI, logsDir, to: target, batchSize: run.batchSize, label: id });
+          await assertUpgraded(sim, target, id);
           writeFileSync(join(o.out, svg), renderTimelineSvg(timelineFromRuns(s.runs, `${id}: skewless upgrade --batch-size ${run.batchSize}`)));
           const nodes = run.size.controlPlanes + run.size.workers;
-          runs.push(runResult({ ...base, lowerBoundSeconds: measuredBound(), wallSeconds: s.wallSeconds, worker: s.worker, timeline: svg,
+          runs.push(runResult({ ...base, lowerBoundSeconds: measuredBound(), wallSeconds: s.wallSeconds, worker: s.worker, timeline: svg, operatorRetries: s.retries,
             events: { ...s.events, perNode: Math.round(((s.events.parent + s.events.nodeWorkflowEvents) / nodes / run.hops) * 10) / 10 } }));
         }
         const last = runs.at(-1) as RunResult;
         log(`${id}: ${last.wallSeconds} s (lower bound ${last.lowerBoundSeconds} s, ${last.ratioToLowerBound}×)`);
+      } catch (err) {
+        // One run that does not finish costs its row, not the others' numbers.
+        failures.push({ id, error: (err as Error).message.split('\n')[0] ?? String(err) });
+        log(`${id}: did not finish: ${failures.at(-1)?.error}`);
       } finally {
-        await world.close();
+        await world?.close().catch(() => undefined);
+        save();
       }
     }
-    let drain: BenchResult['drain'];
     if (o.drainPods > 0) {
       log(`drain of one node with ${o.drainPods} pods: skewless and kubectl, alternating`);
       const stateDir = join(work, 'drain');
@@ -180,19 +202,9 @@ async function main(): Promise<number> {
         await sim.stop();
       }
     }
-    const cmp = comparisons(runs);
-    const result: BenchResult = {
-      schema: RESULT_SCHEMA, startedAt, finishedAt: new Date().toISOString(),
-      machine: { cpus: cpus().length, node: process.version, platform: `${process.platform} ${process.arch}` },
-      simulated: { latenciesMs: LATENCIES_MS, terminationGraceSeconds: TERMINATION_GRACE_SECONDS, from: FROM, hops: [...HOPS] },
-      runs, comparisons: cmp, ...(drain ? { drain } : {}), goals: goals(runs, cmp, drain),
-    };
-    writeFileSync(join(o.out, 'bench.json'), `${JSON.stringify(result, null, 2)}\n`);
-    const md = markdown(result);
-    writeFileSync(join(o.out, 'bench.md'), md);
-    process.stdout.write(md);
+    process.stdout.write(save());
     log(`results: ${join(o.out, 'bench.json')}, ${join(o.out, 'bench.md')}`);
-    return 0;
+    return failures.length ? 1 : 0;
   } finally {
     await temporal.connection.close().catch(() => undefined);
     if (temporal.server) await registry.stop(temporal.server, 10_000);

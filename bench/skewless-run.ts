@@ -5,6 +5,7 @@ import { fetchUpgradeRuns } from '../client/commands/history.js';
 import type { ProcessRegistry } from '../demo/processes.js';
 import type { DemoTemporal } from '../demo/temporal-server.js';
 import type { Simulation } from '../sim/simulation.js';
+import { resolveDrainUpdate, statusQuery } from '../workflows/upgrade-messages.js';
 import { sampleProcess } from './process-stats.js';
 
 /**
@@ -17,7 +18,33 @@ export interface SkewlessOutcome {
   wallSeconds: number;
   worker: { peakRssMiB: number; cpuSeconds: number };
   events: { parent: number; parentRuns: number; parentLargestRun: number; nodeWorkflows: number; nodeWorkflowEvents: number };
+  /** Blocked nodes the bench answered with retry (it has no operator): `node: why`. */
+  retries: string[];
   runs: RunHistory[];
+}
+
+const BENCH_OPERATOR = 'skewless-bench';
+
+/**
+ * The bench has no operator: a node that waits for one (a drain past its timeout, a step that failed
+ * once its retries were spent, e.g. pods the simulated kubelet was slow to start at 1,000 nodes) is
+ * answered with retry, every answer recorded in the result.
+ */
+async function retryBlocked(client: Client, workflowId: string, until: Promise<unknown>): Promise<string[]> {
+  const handle = client.workflow.getHandle(workflowId);
+  const retries: string[] = [];
+  let done = false;
+  void until.finally(() => (done = true)).catch(() => undefined);
+  while (!done) {
+    const s = await handle.query(statusQuery).catch(() => undefined);
+    for (const [node, n] of Object.entries(s?.nodes ?? {})) {
+      if (n.phase !== 'blocked' || !n.blocked) continue;
+      retries.push(`${node}: ${n.blocked.message.split('\n')[0]?.slice(0, 160)}`);
+      await handle.executeUpdate(resolveDrainUpdate, { args: [{ node, action: 'retry', by: BENCH_OPERATOR, comment: 'no operator in the benchmark' }] }).catch(() => undefined);
+    }
+    await Promise.race([until.catch(() => undefined), new Promise((r) => setTimeout(r, 2_000))]);
+  }
+  return retries;
 }
 
 export interface SkewlessRunOptions {
@@ -54,7 +81,9 @@ export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcom
     const code = await cli.exited;
     if (code !== 0) throw new Error(`skewless ${args.join(' ')} exited ${code}; see ${join(o.logsDir, `${o.label}.cli.log`)}`);
     const client = new Client({ connection: o.temporal.connection, namespace: o.temporal.namespace });
-    await Promise.race([client.workflow.getHandle(`upgrade/${cluster}`).result(), died]);
+    const result = Promise.race([client.workflow.getHandle(`upgrade/${cluster}`).result(), died]);
+    const retries = await retryBlocked(client, `upgrade/${cluster}`, result);
+    await result;
     const wallSeconds = (Date.now() - started) / 1000;
     const worker_ = stats.stop();
     const history = await fetchUpgradeRuns(client, cluster);
@@ -69,6 +98,7 @@ export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcom
         nodeWorkflows: history.children.length,
         nodeWorkflowEvents: count(history.children),
       },
+      retries,
       runs: [...history.parent, ...history.children],
     };
   } finally {

@@ -76,6 +76,7 @@ describe('npm run bench (the suite\'s small version)', () => {
       assert.equal(m.evicted, 29);
       positive(m.evictionsPerSecond, `${m.tool} evictions/s`);
     }
+    assert.deepEqual(result.failures, []);
     assert.equal(result.goals.length, 6);
     for (const g of result.goals) assert.ok(g.met === null || typeof g.met === 'boolean', g.goal);
     const md = readFileSync(join(out, 'bench.md'), 'utf8');
