@@ -8,11 +8,9 @@ import { renderTimelineSvg } from '../client/timeline/timeline-svg.js';
 import { ProcessRegistry } from '../demo/processes.js';
 import { ensureTemporal } from '../demo/temporal-server.js';
 import { ensureSimBinaries } from '../sim/cluster/binaries.js';
-import { parseDescription } from '../sim/description.js';
 import { freePort } from '../sim/free-port.js';
-import { startSimulation } from '../sim/simulation.js';
 import { runBaseline } from './baseline-run.js';
-import { FROM, HOPS, LATENCIES_MS, QUICK_SIZE, runId, runsOf, SIZES, TERMINATION_GRACE_SECONDS, type BenchRun, type ClusterSize } from './cases.js';
+import { descriptionYaml, FROM, HOPS, LATENCIES_MS, QUICK_SIZE, runId, runsOf, SIZES, TERMINATION_GRACE_SECONDS, type BenchRun, type ClusterSize } from './cases.js';
 import { drainBench, drainDescriptionYaml } from './drain-bench.js';
 import { hostWaitSeconds, measuredLowerBoundSeconds, nominalLowerBoundSeconds } from './lower-bound.js';
 import { comparisons, goals, markdown, RESULT_SCHEMA, runResult, type BenchResult, type RunResult } from './report.js';
@@ -147,7 +145,7 @@ async function main(): Promise<number> {
       log(`${i + 1}/${plan.length} ${id}: starting a fresh cluster (${run.size.controlPlanes} + ${run.size.workers} nodes, ${run.size.workers * run.size.podsPerWorker} pods)`);
       let world: Awaited<ReturnType<typeof freshCluster>> | undefined;
       try {
-        world = await freshCluster(run.size, cluster, work, binaries);
+        world = await freshCluster(descriptionYaml(run.size, cluster), cluster, work, binaries);
         const sim = world.sim;
         const versions = HOPS.slice(0, run.hops);
         const target = versions.at(-1) as string;
@@ -191,15 +189,14 @@ async function main(): Promise<number> {
     }
     if (o.drainPods > 0) {
       log(`drain of one node with ${o.drainPods} pods: skewless and kubectl, alternating`);
-      const stateDir = join(work, 'drain');
-      const sim = await startSimulation(parseDescription(drainDescriptionYaml('drain', o.drainPods)), { stateDir, binaries, timeoutMs: 600_000 });
+      const world = await freshCluster(drainDescriptionYaml('drain', o.drainPods), 'drain', work, binaries);
       try {
-        const measurements = await drainBench(sim, binaries);
+        const measurements = await drainBench(world.sim, binaries);
         const best = (tool: string) => Math.max(...measurements.filter((m) => m.tool === tool).map((m) => m.evictionsPerSecond));
         drain = { pods: o.drainPods, measurements, skewlessEvictionsPerSecond: best('skewless'), kubectlEvictionsPerSecond: best('kubectl') };
         log(`drain: skewless ${drain.skewlessEvictionsPerSecond}/s, kubectl ${drain.kubectlEvictionsPerSecond}/s`);
       } finally {
-        await sim.stop();
+        await world.close();
       }
     }
     process.stdout.write(save());

@@ -85,12 +85,12 @@ export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcom
     const retries = await retryBlocked(client, `upgrade/${cluster}`, result);
     await result;
     const wallSeconds = (Date.now() - started) / 1000;
-    const worker_ = stats.stop();
+    const usage = stats.stop();
     const history = await fetchUpgradeRuns(client, cluster);
     const count = (runs: RunHistory[]) => runs.reduce((n, r) => n + r.events.length, 0);
     return {
       wallSeconds,
-      worker: worker_,
+      worker: usage,
       events: {
         parent: count(history.parent),
         parentRuns: history.parent.length,

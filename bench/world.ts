@@ -3,15 +3,14 @@ import { join } from 'node:path';
 import type { SimBinaries } from '../sim/cluster/binaries.js';
 import { parseDescription } from '../sim/description.js';
 import { startSimulation, type Simulation } from '../sim/simulation.js';
-import { descriptionYaml, type ClusterSize } from './cases.js';
 
-/** A fresh simulated cluster of `size` for one run: its own state folder, stopped and removed by `close`. */
-export async function freshCluster(size: ClusterSize, cluster: string, dir: string, binaries: SimBinaries): Promise<{ sim: Simulation; upSeconds: number; close(): Promise<void> }> {
+/** A fresh simulated cluster from a description for one run: its own state folder, stopped and removed by `close`. */
+export async function freshCluster(yaml: string, cluster: string, dir: string, binaries: SimBinaries): Promise<{ sim: Simulation; upSeconds: number; close(): Promise<void> }> {
   const stateDir = join(dir, cluster);
   rmSync(stateDir, { recursive: true, force: true });
   mkdirSync(stateDir, { recursive: true });
   const started = Date.now();
-  const sim = await startSimulation(parseDescription(descriptionYaml(size, cluster)), { stateDir, binaries, timeoutMs: 1_800_000 });
+  const sim = await startSimulation(parseDescription(yaml), { stateDir, binaries, timeoutMs: 1_800_000 });
   return {
     sim,
     upSeconds: (Date.now() - started) / 1000,
@@ -20,12 +19,6 @@ export async function freshCluster(size: ClusterSize, cluster: string, dir: stri
       rmSync(stateDir, { recursive: true, force: true });
     },
   };
-}
-
-/** Every node's kubelet version, as the API reports it (the check that a run really upgraded). */
-export async function kubeletVersions(sim: Simulation): Promise<Record<string, string>> {
-  const nodes = await sim.kube.core.listNode();
-  return Object.fromEntries(nodes.items.map((n) => [n.metadata?.name ?? '?', (n.status?.nodeInfo?.kubeletVersion ?? '?').replace(/^v/, '')]));
 }
 
 /** Fails unless every node reports `version` and none is left cordoned. */
