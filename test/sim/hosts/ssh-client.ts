@@ -32,7 +32,9 @@ export function connect(sim: HostSimulator, host: string, timeoutMs = 5000): Pro
   return new Promise((resolve, reject) => {
     const client = new Client();
     client.once('ready', () => resolve(client));
-    client.once('error', reject);
+    // Persistent, like the product's: after a refused host key the server may reset the socket, and a second
+    // 'error' with no listener would be an uncaught exception after the test ended (a CI failure, 2026-11-30).
+    client.on('error', reject);
     client.connect({
       host: '127.0.0.1', port, username: sim.user, privateKey: readFileSync(sim.clientKeyPath), readyTimeout: timeoutMs,
       hostVerifier: (key: Buffer) => known !== undefined && key.equals(publicKeyBlob(known)),
