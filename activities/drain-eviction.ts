@@ -64,10 +64,17 @@ export async function evictPod(kube: KubeApi, pod: PodRef, gracePeriodSeconds?: 
   }
 }
 
-/** Names of the PDBs in the pod's namespace whose selector matches its labels. */
-export async function pdbsCovering(kube: KubeApi, namespace: string, labels: Record<string, string>): Promise<string[]> {
+/** The PDBs of a namespace, as name and selector: what the drain matches its pods against. */
+export type PdbSelectors = { name: string; selector: Parameters<typeof selectorMatches>[0] }[];
+
+export async function pdbsIn(kube: KubeApi, namespace: string): Promise<PdbSelectors> {
   const { items } = await kubeCall(`list PodDisruptionBudgets in ${namespace}`, () => kube.policy.listNamespacedPodDisruptionBudget({ namespace }));
-  return items.filter((p) => selectorMatches(p.spec?.selector, labels)).map((p) => p.metadata?.name as string).sort();
+  return items.map((p) => ({ name: p.metadata?.name as string, selector: p.spec?.selector }));
+}
+
+/** Names of the PDBs whose selector matches the labels, sorted. */
+export function pdbsCovering(pdbs: PdbSelectors, labels: Record<string, string>): string[] {
+  return pdbs.filter((p) => selectorMatches(p.selector, labels)).map((p) => p.name).sort();
 }
 
 /** Network-level failures of a request: the API server restarting, a load balancer failing over. */

@@ -3,9 +3,10 @@ import { describeDrainBlockers, type DrainOptions, type DrainPlan, type PodRef }
 import type { ClusterConfig } from './cluster-config.js';
 import type { ClusterResolver } from './cluster-access.js';
 import { drainContext, pause, throwIfCancelled } from './drain-context.js';
-import { evictPod, isTransientApiError, pdbsCovering, podUidsOnNode } from './drain-eviction.js';
+import { evictPod, isTransientApiError, pdbsCovering, pdbsIn, podUidsOnNode, type PdbSelectors } from './drain-eviction.js';
 import { readNodeDrainState } from './drain-facts.js';
 import { ErrorType, httpStatus } from './errors.js';
+import { PdbGate, pdbGateKey } from './pdb-gate.js';
 
 export interface PlanDrainInput {
   cluster: string;
@@ -67,6 +68,8 @@ const AFTER_OUTAGE_MS = 30_000;
 const isAuthRefusal = (err: unknown): boolean =>
   (err as { type?: unknown })?.type === ErrorType.Forbidden || [401, 403].includes(httpStatus(err) ?? 0);
 const key = (p: PodRef) => `${p.namespace}/${p.name}`;
+/** Shared by every drain of this worker: evictions under one PDB go to the API server one at a time. */
+const pdbGate = new PdbGate();
 
 function options(config: ClusterConfig, force: unknown): DrainOptions {
   if (force !== undefined && (!Array.isArray(force) || !force.every((f) => typeof f === 'string' && f !== ''))) {
@@ -209,16 +212,24 @@ export function createDrainActivities(deps: { clusters: ClusterResolver }) {
           await pause(GONE_POLL_MS, stop.signal);
         }
       };
+      // Which PDBs cover each pod, read once per namespace before the first eviction: the gate needs it
+      // for every request, and a refusal names them.
+      const pdbLists = new Map<string, Promise<PdbSelectors>>();
+      const coveringOf = async (pod: PodRef): Promise<string[]> => {
+        let list = pdbLists.get(pod.namespace);
+        if (!list) pdbLists.set(pod.namespace, (list = api(() => pdbsIn(kube, pod.namespace))));
+        return pdbsCovering(await list, labels.get(pod.uid) ?? {});
+      };
       const drainOne = async (pod: PodRef, evict: boolean): Promise<void> => {
+        const pdbs = evict ? await coveringOf(pod) : [];
+        const gateKey = pdbGateKey(input.cluster, pod.namespace, pdbs);
         for (let attempt = 0; evict; attempt++) {
           throwIfCancelled(stop.signal);
           if (Date.now() >= deadline) return; // reported below, with the PDBs that refused
-          const outcome = await api(() => evictPod(kube, pod, config.drain.gracePeriodSeconds));
+          const outcome = await api(() => pdbGate.run(gateKey, () => evictPod(kube, pod, config.drain.gracePeriodSeconds)));
           if (outcome.kind === 'gone') return leave(pod);
           if (outcome.kind === 'accepted') break;
           if (outcome.byBudget) ctx.evictionRefused(input.cluster);
-          // Which PDBs cover the pod does not change while it waits: list them once, not on every 429.
-          const pdbs = blockedBy.get(key(pod))?.pdbs ?? (await api(() => pdbsCovering(kube, pod.namespace, labels.get(pod.uid) ?? {})));
           blockedBy.set(key(pod), { pdbs, message: outcome.message });
           beat();
           await pause(Math.min(BUDGET_RETRY_MS[Math.min(attempt, BUDGET_RETRY_MS.length - 1)] as number, Math.max(0, deadline - Date.now())), stop.signal);
