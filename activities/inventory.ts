@@ -21,10 +21,13 @@ export interface ControlPlaneVersions {
   scheduler?: string;
 }
 
-/** A PDB as the inventory reports it: its facts (without the selector) and the live pods it covers. */
+/**
+ * A PDB as the inventory reports it: its facts (without the selector) and how many live pods it
+ * covers. A count, not the pods: the inventory is an activity result in the upgrade's history, and
+ * at 1,000 nodes × 10 pods the list alone made it 1.1 MB of a payload Temporal caps at 2 MB.
+ */
 export interface PdbInventory extends Omit<PdbSpecFacts, 'selector'> {
-  /** The live pods its selector covers, and where they run. */
-  pods: { name: string; node?: string }[];
+  coveredPods: number;
 }
 
 /** What `takeInventory` returns: plain JSON, no secrets. */
@@ -108,9 +111,7 @@ function pdbInventory(pdbs: PdbSpecFacts[], pods: PodFacts[]): PdbInventory[] {
   }
   return pdbs.map(({ selector, ...facts }) => ({
     ...facts,
-    pods: (byNamespace.get(facts.namespace) ?? [])
-      .filter((p) => selectorMatches(selector, p.labels))
-      .map((p) => ({ name: p.name, ...(p.node ? { node: p.node } : {}) })),
+    coveredPods: (byNamespace.get(facts.namespace) ?? []).filter((p) => selectorMatches(selector, p.labels)).length,
   }));
 }
 
@@ -164,7 +165,7 @@ export function createInventoryActivities(deps: InventoryDeps) {
         controlPlane,
         kubeProxies,
         pdbs,
-        pdbFindings: auditPdbs(pdbs.map((p) => ({ ...p, coveredPods: p.pods.length }))),
+        pdbFindings: auditPdbs(pdbs),
         skew: {
           apiservers: pick('apiserver'),
           controllerManagers: pick('controllerManager'),

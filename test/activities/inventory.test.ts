@@ -69,11 +69,9 @@ describe('takeInventory against the simulated cluster', () => {
     assert.equal(web?.minAvailable, 3);
     assert.equal(web?.disruptionsAllowed, 0);
     assert.equal(web?.expectedPods, 3);
-    assert.equal(web?.pods.length, 3);
-    assert.ok(web?.pods.every((p) => p.name.startsWith('web-') && p.node?.startsWith('worker-')), JSON.stringify(web?.pods));
+    assert.equal(web?.coveredPods, 3);
     assert.equal(api?.disruptionsAllowed, 1);
-    assert.equal(api?.pods.length, 2);
-    assert.ok(api?.pods.every((p) => p.name.startsWith('api-')));
+    assert.equal(api?.coveredPods, 2);
 
     assert.deepEqual(inv.pdbFindings.map((f) => `${f.severity} ${f.namespace}/${f.name} ${f.ruleId}`), ['error default/web min-available-all']);
     assert.match(inv.pdbFindings[0]?.message ?? '', /minAvailable 3 is at least the 3 pod\(s\).*scale the workload above 3/);
