@@ -1,10 +1,9 @@
-import { fileURLToPath } from 'node:url';
 import type { DataConverter } from '@temporalio/common';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
+import { prebuiltBundle, workflowsPath } from './workflow-bundle.js';
 
-/** The workflows' entry point, compiled next to this file. */
-export const workflowsPath = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
+export { workflowsPath };
 
 export interface SkewlessWorkerOptions {
   connection: NativeConnection;
@@ -38,6 +37,13 @@ export const SHUTDOWN_GRACE_SECONDS = 30;
  */
 const HEARTBEAT_EVERY = '5 seconds';
 
+/** A bundle the caller built, else the build's (when no plugin changes what is bundled), else bundle now. */
+function workflowCode(options: SkewlessWorkerOptions): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+  if (options.workflowBundle) return { workflowBundle: options.workflowBundle };
+  const prebuilt = options.plugins?.length ? undefined : prebuiltBundle();
+  return prebuilt ? { workflowBundle: prebuilt } : { workflowsPath };
+}
+
 export async function createSkewlessWorker(options: SkewlessWorkerOptions): Promise<Worker> {
   return Worker.create({
     connection: options.connection,
@@ -45,7 +51,7 @@ export async function createSkewlessWorker(options: SkewlessWorkerOptions): Prom
     taskQueue: options.taskQueue,
     maxHeartbeatThrottleInterval: HEARTBEAT_EVERY,
     activities: createActivities(options.deps),
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
+    ...workflowCode(options),
     ...(options.maxCachedWorkflows === undefined ? {} : { maxCachedWorkflows: options.maxCachedWorkflows }),
     ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
     ...(options.plugins?.length ? { plugins: options.plugins } : {}),
