@@ -1,8 +1,10 @@
 import { createServer } from 'node:net';
+import { readFile } from 'node:fs/promises';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { ensureTemporalBinary } from '../../tooling/temporal-binary.js';
 import { workflowsPath } from '../../worker/create-worker.js';
+import { prebuiltBundle } from '../../worker/workflow-bundle.js';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
 import { archiveHistories, archiveLabel } from './history-archive.js';
 
@@ -80,9 +82,15 @@ export async function startDevServerWithUi(options: { archive?: boolean } = {}):
 
 let bundle: Promise<WorkflowBundle> | undefined;
 
-/** The workflow bundle, built once per test process and shared by its workers. */
+/**
+ * The workflow bundle the build wrote (as `skewless worker` loads it), or one built once per test
+ * process when it is stale or missing; shared by the process's workers.
+ */
 export function workflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflowCode({ workflowsPath, logger: quietLogger });
+  const prebuilt = prebuiltBundle();
+  bundle ??= prebuilt && 'codePath' in prebuilt
+    ? readFile(prebuilt.codePath, 'utf8').then((code) => ({ code }))
+    : bundleWorkflowCode({ workflowsPath, logger: quietLogger });
   return bundle;
 }
 
