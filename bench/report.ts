@@ -1,5 +1,6 @@
 import type { LATENCIES_MS } from './cases.js';
 import type { DrainMeasurement } from './drain-bench.js';
+import type { NodeBreakdown } from './node-breakdown.js';
 
 /**
  * The benchmark's result: every run's numbers, the side-by-side comparisons of one size and hop
@@ -32,6 +33,8 @@ export interface RunResult {
   worker?: { peakRssMiB: number; cpuSeconds: number };
   /** skewless only: nodes that waited for an operator and were answered with retry by the bench (`node: why`). */
   operatorRetries?: string[];
+  /** skewless only: where a node's time went (bench/node-breakdown.ts). */
+  nodes?: NodeBreakdown;
   timeline?: string;
 }
 
@@ -135,6 +138,16 @@ export function markdown(result: BenchResult): string {
     lines.push(`${r.id}: ${r.operatorRetries?.length} node(s) waited for an operator and the bench answered retry (e.g. ${r.operatorRetries?.[0]}).`, '');
   }
   for (const f of result.failures) lines.push(`${f.id}: did not finish: ${f.error}`, '');
+  const broken = result.runs.filter((r) => r.nodes?.nodeWorkflows);
+  if (broken.length) {
+    lines.push('Where a node workflow\'s time went (means per node workflow: its span; activities waiting in the task queue; no step in flight, i.e. workflow tasks deciding the next step):', '',
+      '| run | node workflows | span s | in queue s | between steps s | slowest steps (mean run ms) |', '|---|---:|---:|---:|---:|---|',
+      ...broken.map((r) => {
+        const b = r.nodes as NodeBreakdown;
+        const top = Object.entries(b.activities).sort(([, x], [, y]) => y.runMs - x.runMs).slice(0, 4).map(([k, v]) => `${k} ${v.runMs}`).join(', ');
+        return `| ${r.id} | ${b.nodeWorkflows} | ${b.perNode.spanSeconds} | ${b.perNode.queueSeconds} | ${b.perNode.betweenStepsSeconds} | ${top} |`;
+      }), '');
+  }
   if (result.drain) {
     lines.push(`Drain of one node with ${result.drain.pods} pods: skewless ${result.drain.skewlessEvictionsPerSecond} evictions/s, kubectl drain ${result.drain.kubectlEvictionsPerSecond} evictions/s (best of ${result.drain.measurements.length / 2} rounds each: ${result.drain.measurements.map((m) => `${m.tool} ${m.seconds} s`).join(', ')}).`, '');
   }

@@ -14,6 +14,7 @@ import { descriptionYaml, FROM, HOPS, LATENCIES_MS, QUICK_SIZE, runId, runsOf, S
 import { drainBench, drainDescriptionYaml } from './drain-bench.js';
 import { hostWaitSeconds, measuredLowerBoundSeconds, nominalLowerBoundSeconds } from './lower-bound.js';
 import { comparisons, goals, markdown, RESULT_SCHEMA, runResult, type BenchResult, type RunResult } from './report.js';
+import { nodeBreakdown } from './node-breakdown.js';
 import { runSkewless } from './skewless-run.js';
 import { assertUpgraded, freshCluster } from './world.js';
 
@@ -173,7 +174,7 @@ async function main(): Promise<number> {
           await assertUpgraded(sim, target, id);
           writeFileSync(join(o.out, svg), renderTimelineSvg(timelineFromRuns(s.runs, `${id}: skewless upgrade --batch-size ${run.batchSize}`)));
           const nodes = run.size.controlPlanes + run.size.workers;
-          runs.push(runResult({ ...base, lowerBoundSeconds: measuredBound(), wallSeconds: s.wallSeconds, worker: s.worker, timeline: svg, operatorRetries: s.retries,
+          runs.push(runResult({ ...base, lowerBoundSeconds: measuredBound(), wallSeconds: s.wallSeconds, worker: s.worker, timeline: svg, operatorRetries: s.retries, nodes: nodeBreakdown(s.runs),
             events: { ...s.events, perNode: Math.round(((s.events.parent + s.events.nodeWorkflowEvents) / nodes / run.hops) * 10) / 10 } }));
         }
         const last = runs.at(-1) as RunResult;

@@ -1,0 +1,74 @@
+import { tsToMs, type RunHistory } from '../client/audit-trail.js';
+
+/**
+ * Where a node's time went in a skewless run, from its node workflows' histories: each activity's
+ * wait in the task queue (scheduled → started) and its run (started → closed), and the time between
+ * activities (a step's close → the next one's scheduling: the workflow task that decides it), plus
+ * the node workflow's start → first step and last step → end. The benchmark's overhead per node is
+ * mostly in these numbers, not in the simulated waits.
+ */
+export interface NodeBreakdown {
+  nodeWorkflows: number;
+  /** Per activity type: how many ran, mean ms in the queue, mean ms running. */
+  activities: Record<string, { count: number; queueMs: number; runMs: number }>;
+  /** Mean per node workflow, seconds: its whole span, in queues, between steps. */
+  perNode: { spanSeconds: number; queueSeconds: number; betweenStepsSeconds: number };
+}
+
+const round = (n: number, digits = 1) => Number(n.toFixed(digits));
+
+export function nodeBreakdown(runs: RunHistory[]): NodeBreakdown {
+  const acc = new Map<string, { count: number; queue: number; run: number }>();
+  let nodeWorkflows = 0;
+  let span = 0;
+  let queued = 0;
+  let between = 0;
+  for (const run of runs) {
+    const started = run.events[0]?.workflowExecutionStartedEventAttributes;
+    if (started?.workflowType?.name !== 'nodeUpgradeWorkflow' || run.events.length < 2) continue;
+    nodeWorkflows++;
+    const t0 = tsToMs(run.events[0]?.eventTime);
+    const end = tsToMs(run.events.at(-1)?.eventTime);
+    span += end - t0;
+    const scheduled = new Map<string, { name: string; at: number; startedAt?: number }>();
+    let free = t0; // when the workflow last had no step in flight
+    let inFlight = 0;
+    for (const e of run.events) {
+      const at = tsToMs(e.eventTime);
+      const s = e.activityTaskScheduledEventAttributes;
+      if (s) {
+        if (inFlight++ === 0) between += at - free;
+        scheduled.set(String(e.eventId), { name: s.activityType?.name ?? '?', at });
+        continue;
+      }
+      const st = e.activityTaskStartedEventAttributes;
+      if (st) {
+        const open = scheduled.get(String(st.scheduledEventId));
+        if (open) {
+          open.startedAt = at;
+          queued += at - open.at;
+        }
+        continue;
+      }
+      const closed = e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes ?? e.activityTaskCanceledEventAttributes;
+      if (!closed) continue;
+      const open = scheduled.get(String(closed.scheduledEventId));
+      if (!open) continue;
+      scheduled.delete(String(closed.scheduledEventId));
+      const a = acc.get(open.name) ?? { count: 0, queue: 0, run: 0 };
+      a.count++;
+      a.queue += (open.startedAt ?? at) - open.at;
+      a.run += at - (open.startedAt ?? at);
+      acc.set(open.name, a);
+      if (--inFlight === 0) free = at;
+    }
+    if (inFlight === 0) between += end - free;
+  }
+  const n = Math.max(nodeWorkflows, 1);
+  return {
+    nodeWorkflows,
+    activities: Object.fromEntries([...acc.entries()].sort(([x], [y]) => x.localeCompare(y))
+      .map(([name, a]) => [name, { count: a.count, queueMs: round(a.queue / a.count), runMs: round(a.run / a.count) }])),
+    perNode: { spanSeconds: round(span / n / 1000, 3), queueSeconds: round(queued / n / 1000, 3), betweenStepsSeconds: round(between / n / 1000, 3) },
+  };
+}
