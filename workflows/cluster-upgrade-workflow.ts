@@ -1,5 +1,5 @@
 import {
-  ApplicationFailure, condition, continueAsNew, executeChild, patched, upsertSearchAttributes, workflowInfo, allHandlersFinished,
+  ApplicationFailure, condition, ContinueAsNew, continueAsNew, executeChild, patched, upsertSearchAttributes, workflowInfo, allHandlersFinished,
 } from '@temporalio/workflow';
 import {
   buildRunbook, checkRunbook, checkSkew, describeTarget, planUpgrade, withoutNodes, type MaintenanceWindow, type RolloutPlan, type UpgradePlan, type UpgradePolicy,
@@ -225,6 +225,8 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       if (h + 1 < plan.hops.length) await continueIfLong({ hop: h + 1, phase: -1 });
     }
   } catch (err) {
+    // continueAsNew() unwinds through here as an exception: the upgrade goes on in its next run.
+    if (err instanceof ContinueAsNew && patched(PATCH.continueWithoutCompensation)) throw err;
     await compensate(cluster, owner, Object.keys(plan.rollout.stageLabels), status);
     setPhase('failed');
     throw err;

@@ -45,6 +45,10 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
     assert.deepEqual(c.calls.filter(([n]) => n === 'kubeadmUpgradeApply').map(([, i]) => i.version), ['1.33.7', '1.34.2'], 'no step repeated by a new run');
     assert.equal(c.calls.filter(([n]) => n === 'snapshotEtcd').length, 2);
     assert.equal(c.calls.filter(([n]) => n === 'takeInventory').length, 4, 'plan + one per hop start after a new run + one per post-hop check');
+    // A new run is not an ending: nothing is undone on the way (it uncordoned every node and cleared the labels).
+    assert.equal(c.calls.filter(([n]) => n === 'clearStageLabels').length, 1, 'the stage labels are cleared once, at the end');
+    assert.equal(c.calls.filter(([n]) => n === 'uncordonNode').length, 6, "each node's own uncordon, once a hop");
+    assert.ok(!status.events.some((e) => e.startsWith('compensation')), status.events.join('\n'));
     assert.deepEqual(c.state.kubelet, { cp1: '1.34.2', w1: '1.34.2', w2: '1.34.2' });
     assert.ok(status.events.includes('hop 1.33.7 done'), 'events of earlier runs are kept');
     assert.deepEqual(Object.fromEntries(Object.entries(status.nodes).map(([n, s]) => [n, `${s.from}→${s.version}`])), { cp1: '1.32.4→1.34.2', w1: '1.32.4→1.34.2', w2: '1.32.4→1.34.2' });
