@@ -226,7 +226,11 @@ export function createDrainActivities(deps: { clusters: ClusterResolver }) {
         for (let attempt = 0; evict; attempt++) {
           throwIfCancelled(stop.signal);
           if (Date.now() >= deadline) return; // reported below, with the PDBs that refused
-          const outcome = await api(() => pdbGate.run(gateKey, () => evictPod(kube, pod, config.drain.gracePeriodSeconds)));
+          // Cancelled while queued behind the PDB's other evictions: send nothing.
+          const outcome = await api(() => pdbGate.run(gateKey, () => {
+            throwIfCancelled(stop.signal);
+            return evictPod(kube, pod, config.drain.gracePeriodSeconds);
+          }));
           if (outcome.kind === 'gone') return leave(pod);
           if (outcome.kind === 'accepted') break;
           if (outcome.byBudget) ctx.evictionRefused(input.cluster);
