@@ -35,6 +35,7 @@ COPY --from=build /src/dist/rules ./dist/rules
 COPY --from=build /src/dist/workflows ./dist/workflows
 COPY --from=build /src/dist/activities ./dist/activities
 COPY --from=build /src/dist/worker ./dist/worker
+COPY --from=build /src/dist/workflow-bundle.js ./dist/workflow-bundle.js
 COPY --from=build /src/dist/client ./dist/client
 COPY --from=build /src/dist/tooling ./dist/tooling
 # `skewless` on the PATH too (docker compose exec worker skewless status NAME).
