@@ -271,14 +271,14 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
     // eviction's own error handling, an apps list, the raw /readyz request).
     const role = manifest.find((o) => o.kind === 'ClusterRole');
     assert.ok(role?.kind === 'ClusterRole' && role.rules);
-    const drop: Record<string, string[]> = { 'nodes': ['patch'], 'pods/eviction': ['create'], 'poddisruptionbudgets': ['list'], 'deployments': ['list'], '/readyz': ['get'] };
-    const rules = role.rules.flatMap((r) => {
+    const without = (drop: Record<string, string[]>) => role.rules!.flatMap((r) => {
       const keep = (name: string) => !(drop[name] ?? []).some((v) => r.verbs.includes(v));
       const resources = r.resources?.filter(keep);
       const urls = r.nonResourceURLs?.filter(keep);
       if ((r.resources && resources?.length === 0) || (r.nonResourceURLs && urls?.length === 0)) return [];
       return [{ ...r, ...(resources ? { resources } : {}), ...(urls ? { nonResourceURLs: urls } : {}) }];
     });
+    const rules = without({ 'nodes': ['patch'], 'pods/eviction': ['create'], 'poddisruptionbudgets': ['list'], 'deployments': ['list'], '/readyz': ['get'] });
     assert.ok(rules.length < role.rules.length, 'some rules were dropped');
     await tc.kube.rbac.replaceClusterRole({ name: role.metadata?.name as string, body: { ...role, rules } });
     try {
@@ -293,7 +293,8 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
       }, 30_000, 250);
       const cases: [string, () => Promise<unknown>, RegExp][] = [
         ['cordonNode', () => Promise.reject(cordon), /^cordon worker-1: HTTP 403: .*User "skewless-worker" cannot patch resource "nodes" in API group ""/],
-        ['drainNode', () => acts.drainNode({ cluster, node: 'worker-2', timeoutSeconds: 30 }), /^evict pod default\/web-\S+: HTTP 403: .*cannot create resource "pods\/eviction" in API group "" in the namespace "default"/],
+        // The drain reads the PDBs of the pods it evicts first (one eviction at a time per PDB).
+        ['drainNode', () => acts.drainNode({ cluster, node: 'worker-2', timeoutSeconds: 30 }), /^list PodDisruptionBudgets in default: HTTP 403: .*cannot list resource "poddisruptionbudgets" in API group "policy" in the namespace "default"/],
         ['takeInventory', () => acts.takeInventory({ cluster }), /^list PodDisruptionBudgets: HTTP 403: .*cannot list resource "poddisruptionbudgets" in API group "policy" at the cluster scope/],
         ['checkWorkloads', () => acts.checkWorkloads({ cluster, waitSeconds: 30 }), /^list Deployments in all namespaces: HTTP 403: .*cannot list resource "deployments" in API group "apps"/],
         ['checkApiserver', () => acts.checkApiserver({ cluster, waitSeconds: 30 }), /^GET \/readyz\?verbose: HTTP 403: .*cannot get path "\/readyz"/],
@@ -303,6 +304,15 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
         assert.equal(err.nonRetryable, true, name);
         assert.match(err.message, message, name);
       }
+      // The eviction's own 403 handling: the PDBs readable again, evictions still refused.
+      await tc.kube.rbac.replaceClusterRole({ name: role.metadata?.name as string, body: { ...role, rules: without({ 'pods/eviction': ['create'] }) } });
+      let evict: ApplicationFailure | undefined;
+      await waitFor('PodDisruptionBudgets readable again', async () => {
+        evict = await failsWith(acts.drainNode({ cluster, node: 'worker-2', timeoutSeconds: 30 }), 'Forbidden');
+        return !/PodDisruptionBudgets/.test(evict.message);
+      }, 30_000, 250);
+      assert.equal(evict?.nonRetryable, true);
+      assert.match(evict?.message ?? '', /^evict pod default\/web-\S+: HTTP 403: .*cannot create resource "pods\/eviction" in API group "" in the namespace "default"/);
     } finally {
       await applyRbacManifest(tc.kube, manifest);
       await tc.kube.core.patchNode({ name: 'worker-2', body: { spec: { unschedulable: false } } }, mergePatch);
