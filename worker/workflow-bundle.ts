@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
+import { bundleWorkflowCode } from '@temporalio/worker';
 
 /**
  * The workflow bundle, built once by `npm run build` (Temporal's advice for production workers):
@@ -22,7 +22,7 @@ const newestJs = (dir: string): number =>
   }, 0);
 
 /** The prebuilt bundle, unless it is missing or older than a compiled workflow (a `tsc` after the build). */
-export function prebuiltBundle(): WorkflowBundleOption | undefined {
+export function prebuiltBundle(): { codePath: string } | undefined {
   if (!existsSync(prebuiltBundlePath)) return undefined;
   const built = statSync(prebuiltBundlePath).mtimeMs;
   return SOURCES.every((d) => !existsSync(d) || newestJs(d) <= built) ? { codePath: prebuiltBundlePath } : undefined;
@@ -32,5 +32,5 @@ export async function writeWorkflowBundle(): Promise<number> {
   const quiet = () => undefined;
   const { code } = await bundleWorkflowCode({ workflowsPath, logger: { log: quiet, trace: quiet, debug: quiet, info: quiet, warn: (m) => console.warn(m), error: (m) => console.error(m) } });
   writeFileSync(prebuiltBundlePath, code);
-  return code.length;
+  return Buffer.byteLength(code);
 }

@@ -88,7 +88,7 @@ let bundle: Promise<WorkflowBundle> | undefined;
  */
 export function workflowBundle(): Promise<WorkflowBundle> {
   const prebuilt = prebuiltBundle();
-  bundle ??= prebuilt && 'codePath' in prebuilt
+  bundle ??= prebuilt
     ? readFile(prebuilt.codePath, 'utf8').then((code) => ({ code }))
     : bundleWorkflowCode({ workflowsPath, logger: quietLogger });
   return bundle;
