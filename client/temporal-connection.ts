@@ -1,4 +1,5 @@
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import type { Client, Connection } from '@temporalio/client';
+import { isClientError, loadTemporalClient } from './temporal-sdk.js';
 import { CONNECTION_FLAGS, connectionOptions, connectionSettings, redactSecrets, UnreachableError, type ConnectionFlags } from '../worker/config.js';
 import { payloadCodec } from '../worker/payload-codec.js';
 import { bluegreenWorkflowId } from '../workflows/bluegreen-messages.js';
@@ -22,6 +23,7 @@ export async function connectClient(values: ConnectionFlags): Promise<{ client: 
   if (settings.apiKey) registerSecret(settings.apiKey);
   const options = connectionOptions(settings);
   const codec = payloadCodec(settings);
+  const { Client, Connection } = await loadTemporalClient();
   let connection: Connection;
   try {
     connection = await Connection.connect({ ...options, connectTimeout: 5000 });
@@ -61,7 +63,7 @@ export async function refuseWhileAnotherRolloutRuns(client: Client, cluster: str
     if (kind === self) continue;
     const id = idOf(kind, cluster);
     const running = await client.workflow.getHandle(id).describe().then((d) => d.status.name === 'RUNNING', (err: unknown) => {
-      if (err instanceof WorkflowNotFoundError) return false;
+      if (isClientError(err, 'WorkflowNotFoundError')) return false;
       throw err;
     });
     if (running) throw new UsageError(`${ROLLOUT_NOUNS[kind].noun} of ${cluster} is running (${id}); ${verb} once it ends: "${ROLLOUT_NOUNS[kind].follow(cluster)}"`);
@@ -106,7 +108,7 @@ export async function rolloutWorkflowId(
       const d = await client.workflow.getHandle(ROLLOUT_WORKFLOWS[k](cluster)).describe();
       found.push({ kind: k, running: d.status.name === 'RUNNING', start: d.startTime.getTime() });
     } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) throw err;
+      if (!(isClientError(err, 'WorkflowNotFoundError'))) throw err;
     }
   }
   const pick = found.find((f) => f.running) ?? [...found].sort((a, b) => b.start - a.start)[0];

@@ -1,4 +1,6 @@
-import { ApplicationFailure, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { WorkflowFailedError, WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { isClientError } from './temporal-sdk.js';
 import { EXIT, type CommandIo } from './cli-support.js';
 import { printRecord } from './output.js';
 
@@ -46,7 +48,7 @@ export async function reportRunEnding(handle: WorkflowHandle, cluster: string, w
     else io.out(`${cluster}: ${result.outcome ?? result.phase}`);
     return exit;
   } catch (err) {
-    if (!(err instanceof WorkflowFailedError)) throw err;
+    if (!(isClientError(err, 'WorkflowFailedError'))) throw err;
     // The root cause (not "Activity task failed"), on stderr; exit 2 when the request itself was wrong.
     const failure = summarizeWorkflowFailure(err);
     if (json) printRecord(io, 'failed', cluster, { exit: failure.exit, message: failure.message, ...(failure.type ? { failureType: failure.type } : {}) });

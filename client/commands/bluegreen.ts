@@ -1,4 +1,4 @@
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { normalizeVersion } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { bluegreenWorkflowId, NO_ROLLBACK, REMOVAL_GATE, type BlueGreenInput, type BlueGreenPolicy } from '../../workflows/bluegreen-messages.js';

@@ -1,4 +1,6 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { isClientError } from '../temporal-sdk.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { approveClusterUpdate, fleetStatusQuery, resolveClusterUpdate, type FleetStatus } from '../../workflows/fleet-messages.js';
 import { fleetUpgradeWorkflow } from '../../workflows/fleet-upgrade-workflow.js';
@@ -85,7 +87,7 @@ async function watchFleet(client: Client, name: string, io: CommandIo, output: O
       try {
         description = await handle.describe();
       } catch (err) {
-        if (err instanceof WorkflowNotFoundError) throw new UsageError(`no fleet ${name} found`);
+        if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(`no fleet ${name} found`);
         throw err;
       }
       const s = await handle.query(fleetStatusQuery).catch(() => undefined);
@@ -112,7 +114,7 @@ async function watchFleet(client: Client, name: string, io: CommandIo, output: O
           else io.out(`fleet ${name}: ${result.outcome ?? result.phase}`);
           return exit;
         } catch (err) {
-          if (!(err instanceof WorkflowFailedError)) throw err;
+          if (!(isClientError(err, 'WorkflowFailedError'))) throw err;
           const failure = summarizeWorkflowFailure(err);
           if (json) record('failed', { exit: failure.exit, message: failure.message });
           io.err(`skewless: fleet ${name} failed: ${failure.message}`);
@@ -215,8 +217,8 @@ export async function fleetCommand(args: string[], io: CommandIo): Promise<numbe
     else io.out(`${verb} sent to fleet/${name}`);
     return EXIT.ok;
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running fleet ${name}`);
-    if (err instanceof WorkflowUpdateFailedError) throw new UsageError(`refused: ${err.cause?.message ?? err.message}`);
+    if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(`no running fleet ${name}`);
+    if (isClientError(err, 'WorkflowUpdateFailedError')) throw new UsageError(`refused: ${err.cause?.message ?? err.message}`);
     throw err;
   } finally {
     await close();

@@ -1,6 +1,7 @@
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { isClientError } from '../temporal-sdk.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { decodeEncryptedPayloads } from '../../worker/payload-codec.js';
 import { auditTrail, trailToText, type RunHistory } from '../audit-trail.js';
@@ -41,7 +42,7 @@ async function fetchRun(client: Client, workflowId: string, runId: string): Prom
 }
 
 /** A run Temporal no longer has: closed runs are deleted after the namespace's retention period. */
-const isNotFound = (err: unknown) => err instanceof WorkflowNotFoundError || (err as { code?: number })?.code === 5; // gRPC NOT_FOUND
+const isNotFound = (err: unknown) => isClientError(err, 'WorkflowNotFoundError') || (err as { code?: number })?.code === 5; // gRPC NOT_FOUND
 
 /**
  * The parent's runs, oldest first: from the latest, back along continuedExecutionRunId. An upgrade
@@ -129,7 +130,7 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
     try {
       runs = await fetchUpgradeRuns(client, cluster, workflowId);
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no ${({ upgrade: 'upgrade', maintain: 'maintenance', restore: 'restore', bluegreen: 'blue/green run' } as const)[found]} of ${cluster} found`);
+      if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(`no ${({ upgrade: 'upgrade', maintain: 'maintenance', restore: 'restore', bluegreen: 'blue/green run' } as const)[found]} of ${cluster} found`);
       throw err;
     }
     const entries = auditTrail([...runs.parent, ...runs.children]);

@@ -1,4 +1,4 @@
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { maintainWorkflow, type MaintainInput, type MaintenancePolicy } from '../../workflows/maintain-workflow.js';
 import { EXIT, intOption, parseOptions, UsageError, type CommandIo } from '../cli-support.js';

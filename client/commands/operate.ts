@@ -1,4 +1,5 @@
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
+import { isClientError } from '../temporal-sdk.js';
 import {
   abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery, type HaltState, type NodeState, type UpgradeResolution, type UpgradeStatus,
 } from '../../workflows/upgrade-messages.js';
@@ -162,8 +163,8 @@ export function operateCommand(verb: Verb) {
       }
       return EXIT.ok;
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running ${RUN_NOUN[run.kind]} of ${cluster}`);
-      if (err instanceof WorkflowUpdateFailedError) throw new UsageError(`refused: ${err.cause?.message ?? err.message}`);
+      if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(`no running ${RUN_NOUN[run.kind]} of ${cluster}`);
+      if (isClientError(err, 'WorkflowUpdateFailedError')) throw new UsageError(`refused: ${err.cause?.message ?? err.message}`);
       throw err;
     } finally {
       await close();

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { WorkflowFailedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { isClientError } from '../temporal-sdk.js';
 import { parseTarget, planUpgrade, type ClusterInventory, type RolloutPolicy, type UpgradePlan } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { planClusterWorkflow, type PlanClusterResult } from '../../workflows/plan-cluster-workflow.js';
@@ -117,7 +118,7 @@ async function planThroughWorker(client: Client, io: CommandIo, taskQueue: strin
         args: [input],
       }));
   } catch (err) {
-    if (!(err instanceof WorkflowFailedError)) throw err;
+    if (!(isClientError(err, 'WorkflowFailedError'))) throw err;
     const failure = summarizeWorkflowFailure(err);
     const message = `plan of ${input.cluster} failed: ${failure.message}`;
     if (failure.exit === EXIT.invalid) throw new UsageError(message);

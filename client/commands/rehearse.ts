@@ -1,6 +1,8 @@
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { isClientError } from '../temporal-sdk.js';
 import { parse as parseYaml } from 'yaml';
 import { auditPdbs, parseTarget, parseVersion, planUpgrade, type ClusterInventory } from '../../rules/index.js';
 import { readSimInventory, readVersionHistory } from '../../sim/cluster/version-recorder.js';
@@ -13,7 +15,7 @@ import { POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js
 import { rehearseUpgrade } from '../rehearse/auto-operator.js';
 import { blocksOf, finalVersions, reportText, skewOfHistory, type RehearsalReport } from '../rehearse/report.js';
 import { twinTimings } from '../rehearse/timings.js';
-import { startTwin, type Twin } from '../rehearse/twin.js';
+import type { Twin } from '../rehearse/twin.js';
 import { DEFAULT_LATENCIES, descriptionYaml, LATENCY_KEYS, twinDescription, TwinInputError } from '../rehearse/twin-description.js';
 import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
@@ -121,7 +123,7 @@ async function readThroughWorker(client: Client, io: CommandIo, taskQueue: strin
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw new UsageError(`a rehearsal of ${cluster} is already reading it (${rehearseWorkflowId(cluster)})`);
-    if (!(err instanceof WorkflowFailedError)) throw err;
+    if (!(isClientError(err, 'WorkflowFailedError'))) throw err;
     const failure = summarizeWorkflowFailure(err);
     const message = `reading ${cluster} for the rehearsal failed: ${failure.message}`;
     if (failure.exit === EXIT.invalid) throw new UsageError(message);
@@ -212,7 +214,8 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
   try {
     const aborted = new Promise<never>((_, reject) => interrupted.signal.addEventListener('abort', () => reject(interrupted.signal.reason as Error), { once: true }));
     aborted.catch(() => undefined);
-    starting = startTwin(description, { signal: interrupted.signal, say });
+    // Loaded here: the twin brings the simulation and a worker, 1.5 s of imports every other command skips.
+    starting = import('../rehearse/twin.js').then(({ startTwin }) => startTwin(description, { signal: interrupted.signal, say }));
     starting.catch(() => undefined); // awaited here, or on interruption below
     twin = await Promise.race([starting, aborted]);
     say(`upgrading the twin to ${to}`);

@@ -1,4 +1,6 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { isClientError } from '../temporal-sdk.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { restoreStatusQuery, restoreWorkflowId, type RestoreInput, type RestoreStatus } from '../../workflows/restore-messages.js';
 import { restoreWorkflow } from '../../workflows/restore-workflow.js';
@@ -121,7 +123,7 @@ export async function watchRestore(client: Client, cluster: string, io: CommandI
   try {
     for (;;) {
       const description = await handle.describe().catch((err: unknown) => {
-        if (err instanceof WorkflowNotFoundError) throw new UsageError(`no restore of ${cluster} found`);
+        if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(`no restore of ${cluster} found`);
         throw err;
       });
       const s = await handle.query(restoreStatusQuery).catch(() => undefined);

@@ -1,6 +1,5 @@
-import {
-  ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowNotFoundError, type Client, type ScheduleDescription, type ScheduleSummary,
-} from '@temporalio/client';
+import type { Client, ScheduleDescription, ScheduleSummary } from '@temporalio/client';
+import { isClientError } from '../temporal-sdk.js';
 import { parseTarget } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { scheduledUpgradeWorkflow, type ScheduledUpgradeResult } from '../../workflows/scheduled-upgrade-workflow.js';
@@ -109,12 +108,12 @@ export async function scheduleCommand(args: string[], io: CommandIo): Promise<nu
             args: [{ cluster, to, policy, schedule: id }],
             staticSummary: `scheduled upgrade of ${cluster} to ${to}`,
           },
-          policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: CATCHUP_WINDOW, pauseOnFailure: false },
+          policies: { overlap: 'SKIP', catchupWindow: CATCHUP_WINDOW, pauseOnFailure: false },
           state: { paused: values.paused ?? false, note: values.note ?? `created by ${who()}` },
           memo: memo as Record<string, unknown>,
         });
       } catch (err) {
-        if (err instanceof ScheduleAlreadyRunning) throw new UsageError(`schedule ${id} already exists; delete it first or pick another NAME`);
+        if (isClientError(err, 'ScheduleAlreadyRunning')) throw new UsageError(`schedule ${id} already exists; delete it first or pick another NAME`);
         throw refused(err);
       }
       const d = await client.schedule.getHandle(id).describe();
@@ -155,13 +154,13 @@ export async function scheduleCommand(args: string[], io: CommandIo): Promise<nu
       else if (verb === 'unpause') await handle.unpause(note);
       else if (verb === 'delete') await handle.delete();
       // The override defaults to ALLOW_ALL: a trigger obeys the same rule as the schedule's own times.
-      else await handle.trigger(ScheduleOverlapPolicy.SKIP);
+      else await handle.trigger('SKIP');
       const done = { pause: 'paused', unpause: 'unpaused', delete: 'deleted', trigger: 'triggered' }[verb];
       if (output === 'json') io.out(JSON.stringify({ scheduleId: id, action: done, ...(verb === 'pause' || verb === 'unpause' ? { note } : {}) }));
       else io.out(`schedule ${id} ${done}${verb === 'pause' || verb === 'unpause' ? `: ${note}` : ''}`);
       return EXIT.ok;
     } catch (err) {
-      if (err instanceof ScheduleNotFoundError) throw new UsageError(`no schedule ${id}`);
+      if (isClientError(err, 'ScheduleNotFoundError')) throw new UsageError(`no schedule ${id}`);
       throw refused(err);
     }
   });
@@ -224,7 +223,7 @@ async function recentRuns(client: Client, d: ScheduleDescription): Promise<Recen
         Object.assign(run, { outcome: result.outcome, message: result.message });
       }
     } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) run.message = (err as Error).message.split('\n')[0] ?? '';
+      if (!(isClientError(err, 'WorkflowNotFoundError'))) run.message = (err as Error).message.split('\n')[0] ?? '';
     }
     return run;
   }));

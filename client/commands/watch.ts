@@ -1,4 +1,5 @@
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { isClientError } from '../temporal-sdk.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { blockText, haltLines, resolveHint } from '../block-text.js';
@@ -126,7 +127,7 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
       try {
         description = await handle.describe();
       } catch (err) {
-        if (err instanceof WorkflowNotFoundError) throw new UsageError(`no ${what} of ${cluster} found`);
+        if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(`no ${what} of ${cluster} found`);
         throw err;
       }
       const status = await handle.query(statusQuery).catch(() => undefined);

@@ -1,4 +1,5 @@
-import { WorkflowFailedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { isClientError } from '../temporal-sdk.js';
 import { clusterUpgradeWorkflow, type UpgradePolicy } from '../../workflows/cluster-upgrade-workflow.js';
 import { approveUpdate, resolveDrainUpdate, statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
@@ -98,7 +99,7 @@ export async function rehearseUpgrade(
     status = await result;
     if (status.phase !== 'done') failure = status.outcome ?? status.phase;
   } catch (err) {
-    failure = err instanceof WorkflowFailedError ? summarizeWorkflowFailure(err).message : (err as Error).message;
+    failure = isClientError(err, 'WorkflowFailedError') ? summarizeWorkflowFailure(err).message : (err as Error).message;
     status = await handle.query(statusQuery);
   }
   return { status, ...(failure ? { failure } : {}), blocks, approvals, workflowId, startedAt, endedAt: Date.now() };

@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import type { Client, Connection } from '@temporalio/client';
+import { loadTemporalClient } from '../temporal-sdk.js';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { ensureSimBinaries } from '../../sim/cluster/binaries.js';
@@ -38,6 +39,7 @@ async function waitForServer(address: string, server: ChildProcess, signal: Abor
     if (signal.aborted) throw signal.reason;
     if (exited) throw new Error('the twin\'s Temporal dev server exited at start');
     try {
+      const { Connection } = await loadTemporalClient();
       const connection = await Connection.connect({ address, connectTimeout: 1000 });
       await connection.workflowService.getSystemInfo({});
       return connection;
@@ -118,6 +120,7 @@ export async function startTwin(description: SimDescription, o: { signal: AbortS
       connection: native, namespace: 'default', taskQueue: TASK_QUEUE, deps: { clusters: createClusterResolver(sim.endpoints.clustersDir) }, shutdownGraceTime: '2 seconds',
     });
     running = worker.run();
+    const { Client } = await loadTemporalClient();
     const client = new Client({ connection, namespace: 'default' });
     const twinSim = sim;
     return { sim: twinSim, client, taskQueue: TASK_QUEUE, stateDir, stop };
