@@ -32,7 +32,7 @@ async function tryConnect(address: string, timeoutMs: number): Promise<Connectio
 }
 
 /** Registers skewless's search attributes on a reused server that lacks them (a plain `temporal server start-dev`). */
-async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
+export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
   const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
   const missing = ALL_SEARCH_ATTRIBUTES.filter((a) => customAttributes?.[a.name] === undefined);
   if (missing.length === 0) return [];

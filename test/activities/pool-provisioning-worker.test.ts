@@ -61,7 +61,7 @@ pools:
 
   const run = async (name: string, input: unknown, clusters: ClusterResolver = createClusterResolver(tc.clustersDir)) => {
     const taskQueue = uniqueTaskQueue('bgworker');
-    const worker = await createSkewlessWorker({ connection: env.nativeConnection, namespace: 'default', taskQueue, workflowBundle: bundle, deps: { clusters } });
+    const worker = await createSkewlessWorker({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: bundle, deps: { clusters } });
     const workflowId = `bg/${taskQueue}`;
     try {
       return await worker.runUntil(env.client.workflow.execute('runActivityWorkflow', { taskQueue, workflowId, args: [name, input] }));

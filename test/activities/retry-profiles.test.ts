@@ -39,7 +39,7 @@ nodes:
   const run = async (name: string, input: unknown) => {
     const taskQueue = uniqueTaskQueue('retries');
     const worker = await createSkewlessWorker({
-      connection: env.nativeConnection, namespace: 'default', taskQueue, workflowBundle: bundle,
+      connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: bundle,
       deps: { clusters: createClusterResolver(tc.clustersDir) },
     });
     return worker.runUntil(env.client.workflow.execute('runActivityWorkflow', { taskQueue, workflowId: `retry/${taskQueue}`, args: [name, input] }));

@@ -5,7 +5,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { BLUE, GREEN, mockBlueGreenCluster } from '../helpers/bluegreen-mocks.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, workflowBundle, temporalVars } from '../helpers/temporal-env.js';
 
 type Rec = Record<string, unknown> & { type: string };
 const records = (stdout: string): Rec[] => stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Rec);
@@ -48,7 +48,7 @@ describe('skewless bluegreen and the operator commands on bluegreen/NAME (mocked
   }) as never;
   before(async () => {
     env = await startDevServer();
-    worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await workflowBundle(), activities: m.acts });
+    worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: await workflowBundle(), activities: m.acts });
     running = worker.run();
   });
   after(async () => {
@@ -58,7 +58,7 @@ describe('skewless bluegreen and the operator commands on bluegreen/NAME (mocked
     await running;
     await env?.teardown();
   });
-  const cliEnv = () => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
+  const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
   const cli = (...args: string[]) => cliAsync(args, cliEnv());
   const start = ['bluegreen', '--cluster', 'lab', '--from', 'blue', '--to-pool', 'green', '--to', '1.34.2', '--batch-size', '2'];
 

@@ -12,7 +12,7 @@ import { simWorker } from '../helpers/workers.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { repoRoot, writeFiles } from '../helpers/run-cli.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 
 const REPOSITORY = ['1.32.4', '1.33.0', '1.33.7'];
 // "solo" has one replica and a PDB that allows no disruption: an upgrade refuses to start unless
@@ -64,7 +64,7 @@ describe('plan --cluster, worker and history on a live (simulated) cluster', () 
 
   const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TEMPORAL_') && !k.startsWith('SKEWLESS_')));
   const start = (args: string[]) => {
-    const child = spawn(process.execPath, [join(repoRoot, 'bin', 'skewless.js'), ...args], { env: { ...cleanEnv(), TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue } });
+    const child = spawn(process.execPath, [join(repoRoot, 'bin', 'skewless.js'), ...args], { env: { ...cleanEnv(), ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue } });
     spawned.push(child);
     return child;
   };
@@ -123,7 +123,7 @@ describe('plan --cluster, worker and history on a live (simulated) cluster', () 
     child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     await until('the worker to start', async () => (stderr.includes('skewless worker: task queue') ? true : undefined), 30_000);
-    assert.match(stderr, new RegExp(`task queue ${queue} on ${env.address}, namespace default, no TLS; clusters lab from ${tc.clustersDir}`));
+    assert.match(stderr, new RegExp(`task queue ${queue} on ${env.address}, namespace ${env.namespace ?? 'default'}, no TLS; clusters lab from ${tc.clustersDir}`));
 
     const plan = await cli(['plan', '--cluster', 'lab', '--to', '1.33', '--acknowledge', 'default/solo', '--task-queue', queue, '--output', 'json']);
     assert.equal(plan.status, 0, plan.stderr);

@@ -5,7 +5,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { mockMaintenanceCluster } from '../helpers/maintenance-mocks.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, workflowBundle, temporalVars } from '../helpers/temporal-env.js';
 
 type Rec = Record<string, unknown> & { type: string };
 const records = (stdout: string): Rec[] => stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Rec);
@@ -39,7 +39,7 @@ describe('skewless maintain and the operator commands on maintain/NAME (mocked a
   });
   before(async () => {
     env = await startDevServer();
-    worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await workflowBundle(), activities: m.acts });
+    worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: await workflowBundle(), activities: m.acts });
     running = worker.run();
   });
   after(async () => {
@@ -48,7 +48,7 @@ describe('skewless maintain and the operator commands on maintain/NAME (mocked a
     await running;
     await env?.teardown();
   });
-  const cliEnv = () => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
+  const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
   const cli = (...args: string[]) => cliAsync(args, cliEnv());
 
   it('follows in NDJSON; status, approve and resolve find the run without --workflow; the hints name it', async () => {

@@ -10,7 +10,7 @@ import { fakeCluster } from '../helpers/fake-cluster.js';
 import { repoRoot } from '../helpers/run-cli.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
-import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, workflowBundle, temporalVars } from '../helpers/temporal-env.js';
 
 type Rec = Record<string, unknown> & { type: string };
 
@@ -45,7 +45,7 @@ describe('--output json against the dev server: NDJSON while following, what ope
   before(async () => {
     env = await startDevServer();
     for (const [taskQueue, cluster] of [[queues.lab, fakeCluster({ blockDrainOf: 'w2' })], [queues.other, fakeCluster()]] as const) {
-      const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await workflowBundle(), activities: cluster.acts });
+      const worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: await workflowBundle(), activities: cluster.acts });
       workers.push({ worker, running: worker.run() });
     }
   });
@@ -56,7 +56,7 @@ describe('--output json against the dev server: NDJSON while following, what ope
     await env?.teardown();
   });
 
-  const cliEnv = (queue = queues.lab) => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: queue });
+  const cliEnv = (queue = queues.lab) => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: queue });
   // Asynchronous on purpose: the workers run in this process, and a blocking spawn would starve them.
   const cli = (args: string[], queue?: string) => cliAsync(args, cliEnv(queue));
   const json = async (args: string[], queue?: string) => {

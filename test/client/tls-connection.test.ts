@@ -77,7 +77,7 @@ describe('TLS: the CLI and the worker through a mutual-TLS front of the dev serv
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       child.on('close', (status) => resolve({ status, stderr }));
     });
-  const tlsEnv = () => ({ TEMPORAL_ADDRESS: address, TEMPORAL_TLS_CA: pki.ca, TEMPORAL_TLS_CERT: pki.clientCert, TEMPORAL_TLS_KEY: pki.clientKey, TEMPORAL_TLS_SERVER_NAME: 'temporal.test' });
+  const tlsEnv = () => ({ TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: env.namespace ?? 'default', TEMPORAL_TLS_CA: pki.ca, TEMPORAL_TLS_CERT: pki.clientCert, TEMPORAL_TLS_KEY: pki.clientKey, TEMPORAL_TLS_SERVER_NAME: 'temporal.test' });
 
   it('connects with the CA, client certificate and server name from flags or from the environment', async () => {
     const flags = await cli(['history', 'nope', '--address', address, '--tls-ca-path', pki.ca, '--tls-cert-path', pki.clientCert, '--tls-key-path', pki.clientKey, '--tls-server-name', 'temporal.test']);

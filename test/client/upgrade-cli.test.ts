@@ -6,7 +6,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { fakeCluster } from '../helpers/fake-cluster.js';
 import { repoRoot } from '../helpers/run-cli.js';
-import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, workflowBundle, temporalVars } from '../helpers/temporal-env.js';
 
 /** The operator's CLI against the real dev server, with a worker on mocked activities. */
 describe('skewless upgrade / watch / status / resolve', () => {
@@ -17,7 +17,7 @@ describe('skewless upgrade / watch / status / resolve', () => {
   const cluster = fakeCluster({ blockDrainOf: 'w2' });
   before(async () => {
     env = await startDevServer();
-    worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await workflowBundle(), activities: cluster.acts });
+    worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: await workflowBundle(), activities: cluster.acts });
     running = worker.run();
   });
   after(async () => {
@@ -26,7 +26,7 @@ describe('skewless upgrade / watch / status / resolve', () => {
     await env?.teardown();
   });
 
-  const cliEnv = () => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue });
+  const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue });
   // Asynchronous on purpose: the worker runs in this process, and a blocking spawn would starve it.
   const cli = (args: string[]) =>
     new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {

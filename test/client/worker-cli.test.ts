@@ -10,7 +10,7 @@ import { toolchainSmokeWorkflow } from '../../workflows/index.js';
 import { freePort } from '../../sim/free-port.js';
 import { repoRoot } from '../helpers/run-cli.js';
 import { freshPrivateKey } from '../helpers/ssh-key.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 
 const oneLine = (stderr: string, message: RegExp) => {
   assert.equal(stderr.trim().split('\n').length, 1, stderr);
@@ -53,7 +53,7 @@ describe('connection options against the real dev server (TLS off)', () => {
     // "no upgrade of nope" can only come back from the server: the connection worked.
     for (const [args, vars] of [
       [['--address', env.address], {}],
-      [['--tls=false'], { TEMPORAL_ADDRESS: env.address, TEMPORAL_TLS: 'false' }],
+      [['--tls=false'], { ...temporalVars(env), TEMPORAL_TLS: 'false' }],
       [['--address', env.address, '--namespace', 'default'], { TEMPORAL_ADDRESS: '127.0.0.1:1', TEMPORAL_NAMESPACE: 'nowhere' }],
       [['--tls=false', '--address', env.address], { TEMPORAL_API_KEY: 'dev-key-123' }],
     ] as [string[], NodeJS.ProcessEnv][]) {
@@ -88,7 +88,7 @@ describe('connection options against the real dev server (TLS off)', () => {
     ];
     for (const [args, vars, message] of cases) {
       for (const command of [['status', 'lab'], ['history', 'lab'], ['plan', '--cluster', 'lab', '--to', '1.33']]) {
-        const r = cli([...command, ...args], { TEMPORAL_ADDRESS: env.address, ...vars });
+        const r = cli([...command, ...args], { ...temporalVars(env), ...vars });
         assert.equal(r.code, 2, `${command[0]}: ${r.stderr}`);
         oneLine(r.stderr, message);
       }
@@ -133,14 +133,14 @@ describe('skewless worker', () => {
   it('runs workflows from its task queue until SIGTERM, then stops gracefully with exit 0', async () => {
     const taskQueue = uniqueTaskQueue('worker-cli');
     const child = spawn(process.execPath, [join(repoRoot, 'bin', 'skewless.js'), 'worker', '--clusters-dir', clustersDir(), '--task-queue', taskQueue], {
-      env: { ...cleanEnv(), TEMPORAL_ADDRESS: env.address },
+      env: { ...cleanEnv(), ...temporalVars(env) },
     });
     children.push(child);
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     for (let i = 0; i < 300 && !stderr.includes('skewless worker: task queue'); i++) await new Promise((r) => setTimeout(r, 100));
-    assert.match(stderr, new RegExp(`skewless worker: task queue ${taskQueue} on ${env.address}, namespace default, no TLS; clusters lab from `));
+    assert.match(stderr, new RegExp(`skewless worker: task queue ${taskQueue} on ${env.address}, namespace ${env.namespace ?? 'default'}, no TLS; clusters lab from `));
 
     const handle = await env.client.workflow.start(toolchainSmokeWorkflow, {
       taskQueue, workflowId: `smoke/${taskQueue}`, args: [{ from: '1.32.4', to: '1.34', available: ['1.32.4', '1.33.7', '1.34.2'] }],

@@ -9,7 +9,7 @@ import { SHUTDOWN_GRACE_SECONDS } from '../../worker/create-worker.js';
 import { planClusterWorkflow } from '../../workflows/index.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 
 const DESCRIPTION = `
 name: stoptest
@@ -49,7 +49,7 @@ describe('skewless worker on SIGTERM', () => {
   it(`lets the activity in flight finish (within ${SHUTDOWN_GRACE_SECONDS} s) before exiting 0`, async () => {
     const taskQueue = uniqueTaskQueue('worker-shutdown');
     tc.sim.hosts.setFault('cp', { kind: 'slow', command: 'apt-cache madison', ms: MADISON_MS });
-    worker = spawnCli(['worker', '--clusters-dir', tc.clustersDir, '--task-queue', taskQueue], { ...cleanEnv(), TEMPORAL_ADDRESS: env.address });
+    worker = spawnCli(['worker', '--clusters-dir', tc.clustersDir, '--task-queue', taskQueue], { ...cleanEnv(), ...temporalVars(env) });
     const running = worker;
     await waitFor('the worker to poll', () => (running.stderr().includes('skewless worker: task queue') ? true : undefined));
 

@@ -11,7 +11,7 @@ import type { CliResult } from '../helpers/run-cli.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { BROKEN_CONFIGS, cliCases, noUpgradeCases, workerCases, workerStartCases, type BadInput, type CaseContext } from './bad-input-cases.js';
 
 // The repository offers a patch of the cluster's minor (a valid target) and 1.34 without any 1.33.
@@ -57,8 +57,8 @@ describe('e2e: bad input gets one line, a non-zero exit and no write to the clus
   const running: RunningCli[] = [];
 
   const cliEnv = (): NodeJS.ProcessEnv => {
-    const e: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' };
-    for (const name of Object.keys(e)) if (name.startsWith('TEMPORAL_') && name !== 'TEMPORAL_ADDRESS') delete e[name];
+    const e: NodeJS.ProcessEnv = { ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' };
+    for (const name of Object.keys(e)) if (name.startsWith('TEMPORAL_') && name !== 'TEMPORAL_ADDRESS' && name !== 'TEMPORAL_NAMESPACE') delete e[name];
     return e;
   };
   /** The CLI, asynchronously, killed if it outlives `timeoutMs` (a hang is a failure, not a stuck suite). */

@@ -8,7 +8,7 @@ import { waitFor } from '../../sim/cluster/wait-for.js';
 import type { BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { judgeSimulation } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
 
@@ -46,7 +46,7 @@ describe('e2e: skewless bluegreen replaces a 4-node pool at 1.33 with a 4-node p
   let running: Promise<void>;
   let sampler: AvailabilitySampler | undefined;
   const taskQueue = uniqueTaskQueue('bluegreen');
-  const cli = (...args: string[]) => cliAsync(args, { ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
+  const cli = (...args: string[]) => cliAsync(args, { ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
   const nodes = async () => (await tc.kube.core.listNode()).items;
   const status = async () => {
     const r = await cli('status', 'bg', '--workflow', 'bluegreen', '--output', 'json');

@@ -11,7 +11,7 @@ import { waitFor } from '../../sim/cluster/wait-for.js';
 import { fleetStatusQuery, type FleetStatus } from '../../workflows/fleet-messages.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 
 /**
@@ -50,7 +50,7 @@ describe('e2e: a fleet of an admin and two user clusters on three simulations', 
   let running: Promise<void> | undefined;
   let dir: string;
   const taskQueue = uniqueTaskQueue('fleet-e2e');
-  const cliEnv = () => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, USER: 'erin' });
+  const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'erin' });
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'skewless-fleet-'));

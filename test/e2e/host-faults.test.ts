@@ -11,7 +11,7 @@ import type { UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { judgeSimulation, nodeLines } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
 
@@ -50,7 +50,7 @@ describe('e2e: host and cluster faults wait for the operator', () => {
   let watch: RunningCli | undefined;
   let handle: WorkflowHandle<typeof clusterUpgradeWorkflow>;
   const taskQueue = uniqueTaskQueue('hostfaults');
-  const cliEnv = () => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, USER: 'olga' });
+  const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'olga' });
   const cli = (...args: string[]) => cliAsync(args, cliEnv());
   const child = (node: string) => env.client.workflow.getHandle(`upgrade/hf/${HOP}/${node}`);
   const until = (what: string, check: (s: UpgradeStatus) => boolean) => untilStatus(handle, what, check, 240_000);

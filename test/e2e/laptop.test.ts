@@ -9,7 +9,7 @@ import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-message
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 import { nodeLines } from '../helpers/upgrade-evidence.js';
 
@@ -43,7 +43,7 @@ describe('e2e: the operator\'s laptop dies mid-upgrade and a gate is approved fr
   let handle: WorkflowHandle<typeof clusterUpgradeWorkflow>;
   let firstRunId: string | undefined;
   const taskQueue = uniqueTaskQueue('laptop');
-  const cliEnv = (user: string) => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, USER: user });
+  const cliEnv = (user: string) => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: user });
   const chainOf = async () => (await env.client.workflow.getHandle('upgrade/lap').describe()).raw.workflowExecutionInfo?.firstRunId ?? undefined;
   const until = (what: string, check: (s: UpgradeStatus) => boolean) => untilStatus(handle, what, check, 180_000);
 

@@ -10,7 +10,7 @@ import { clusterWrites } from '../helpers/cluster-writes.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync } from '../helpers/spawn-cli.js';
 import { sshExec } from '../helpers/ssh-exec.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 
 // Five workers in pool blue; worker-3 runs a pod no controller manages.
@@ -41,7 +41,7 @@ describe('e2e: skewless maintain reboots 5 nodes in batches of 2', () => {
   let worker: Worker;
   let running: Promise<void>;
   const taskQueue = uniqueTaskQueue('maintain');
-  const cli = (...args: string[]) => cliAsync(args, { ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
+  const cli = (...args: string[]) => cliAsync(args, { ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
   const bootId = async (host: string) => (await sshExec(tc.sim.endpoints, host, 'cat /proc/sys/kernel/random/boot_id')).stdout.trim();
 
   before(async () => {

@@ -13,7 +13,7 @@ import { nodeStatusQuery } from '../../workflows/node-messages.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { judgeSimulation, nodeLines } from '../helpers/upgrade-evidence.js';
 
 const LAB = `
@@ -51,7 +51,7 @@ describe('e2e: operating an upgrade with the skewless CLI', () => {
   /** The first run of the upgrade: every later run (continue-as-new between worker phases) is in its chain. */
   let runId: string;
   const taskQueue = uniqueTaskQueue('operator');
-  const cliEnv = () => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
+  const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
   const cli = (...args: string[]) => cliAsync(args, cliEnv());
   const status = () => handle.query(statusQuery);
   const chainOf = async () => (await env.client.workflow.getHandle('upgrade/op').describe()).raw.workflowExecutionInfo?.firstRunId;

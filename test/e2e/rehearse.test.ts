@@ -11,7 +11,7 @@ import { readDescription } from '../../sim/description.js';
 import { clusterWrites } from '../helpers/cluster-writes.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 
 // The "live" cluster: web's PDB (minAvailable = replicas) allows no eviction, so a drain of a node
@@ -44,7 +44,7 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
   let bareNode = '';
   const dir = mkdtempSync(join(tmpdir(), 'skewless-rehearse-test-'));
   const taskQueue = uniqueTaskQueue('rehearse');
-  const cliEnv = () => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue });
+  const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue });
   const cli = (...args: string[]) => cliAsync(args, cliEnv());
   const latencies = join(dir, 'latencies.yaml');
   writeFileSync(latencies, 'aptInstall: 200\nkubeletRestart: 200\nkubeadmApply: 500\nkubeadmNode: 200\netcdSnapshot: 100\n');

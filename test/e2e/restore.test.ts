@@ -11,7 +11,7 @@ import { hostDir } from '../../sim/hosts/host-state.js';
 import { restoreStatusQuery, type RestoreStatus } from '../../workflows/restore-messages.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 
 /** One control plane (node `cp`) or three (`cp-1`..`cp-3`: the snapshot copied onto cp-2 and cp-3 by the restore). */
@@ -45,7 +45,7 @@ for (const controlPlanes of [1, 3]) describe(`e2e: skewless restore from the etc
   let running: Promise<void>;
   let snap: EtcdSnapshotResult;
   const taskQueue = uniqueTaskQueue('restore');
-  const cliEnv = () => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
+  const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
   const cli = (...args: string[]) => cliAsync(args, cliEnv());
   const hostLog = (node = first) => tc.sim.hosts.commandLog(node).map((e) => e.command);
   const configMap = (name: string) => tc.kube.core.readNamespacedConfigMap({ name, namespace: 'default' }).then(() => true, (e: { code?: number }) => {

@@ -1,30 +1,31 @@
 import { createServer } from 'node:net';
 import { readFile } from 'node:fs/promises';
+import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time.js';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { ensureTemporalBinary } from '../../tooling/temporal-binary.js';
 import { workflowsPath } from '../../worker/create-worker.js';
 import { prebuiltBundle } from '../../worker/workflow-bundle.js';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
+import { ensureSearchAttributes } from '../../demo/temporal-server.js';
 import { archiveHistories, archiveLabel } from './history-archive.js';
 
 /**
- * The real Temporal dev server (the binary built from the Go module proxy), started by the test
- * that needs it and stopped by that test. It registers skewless's search attributes.
- * Its teardown first archives every history it holds for the run's secret scan (when the run keeps
- * an archive: SKEWLESS_HISTORY_ARCHIVE); `archive: false` is for a test that plants secrets on purpose.
- * Headless (no Web UI) unless `uiPort` is given: see startDevServerWithUi.
+ * The real Temporal dev server (the binary built from the Go module proxy) for one test file, with
+ * skewless's search attributes registered.
+ *
+ * Under the tier runner (test/runner/run-tests.ts) one server serves a whole tier: SKEWLESS_TEST_TEMPORAL
+ * names its address, and each call here gets a namespace of its own on it, so test files running side by
+ * side never see each other's workflow ids, task queues or visibility listings. Run alone (no variable),
+ * the file starts and stops a server of its own, as before. `uiPort` always starts an own server.
+ *
+ * Teardown first archives every history of the namespace (or server) for the run's secret scan (when the run
+ * keeps an archive: SKEWLESS_HISTORY_ARCHIVE); `archive: false` is for a test that plants secrets on purpose.
  */
 export async function startDevServer(options: { archive?: boolean; uiPort?: number } = {}): Promise<TestWorkflowEnvironment> {
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: {
-      executable: { type: 'existing-path', path: ensureTemporalBinary() },
-      ip: '127.0.0.1',
-      searchAttributes: ALL_SEARCH_ATTRIBUTES,
-      extraArgs: ['--log-level', 'error'],
-      ...(options.uiPort === undefined ? {} : { ui: true, uiPort: options.uiPort }),
-    },
-  });
+  const shared = process.env[SHARED_TEMPORAL_ENV];
+  const env = shared && options.uiPort === undefined ? await namespaceOnSharedServer(shared) : await startOwnServer(options.uiPort);
   if (options.archive === false) return env;
   const label = archiveLabel('dev-server');
   const teardown = env.teardown.bind(env);
@@ -41,6 +42,38 @@ export async function startDevServer(options: { archive?: boolean; uiPort?: numb
     }
   };
   return env;
+}
+
+/** The variable through which the tier runner hands its shared dev server's address to test files. */
+export const SHARED_TEMPORAL_ENV = 'SKEWLESS_TEST_TEMPORAL';
+
+function startOwnServer(uiPort: number | undefined): Promise<TestWorkflowEnvironment> {
+  return TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: { type: 'existing-path', path: ensureTemporalBinary() },
+      ip: '127.0.0.1',
+      searchAttributes: ALL_SEARCH_ATTRIBUTES,
+      extraArgs: ['--log-level', 'error'],
+      ...(uiPort === undefined ? {} : { ui: true, uiPort }),
+    },
+  });
+}
+
+let namespaces = 0;
+/**
+ * A fresh namespace on the tier's shared server, named after the test file. The dev server makes a
+ * registered namespace and its search attributes usable at once (measured: the first start 30 ms after).
+ */
+async function namespaceOnSharedServer(address: string): Promise<TestWorkflowEnvironment> {
+  const namespace = archiveLabel(`ns${++namespaces}`).slice(-200);
+  const connection = await Connection.connect({ address });
+  try {
+    await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+    await ensureSearchAttributes(connection, namespace);
+  } finally {
+    await connection.close();
+  }
+  return TestWorkflowEnvironment.createFromExistingServer({ address, namespace });
 }
 
 /** A TCP port free on 127.0.0.1 right now (the kernel's pick). */
@@ -106,3 +139,9 @@ const quietLogger = {
 let queue = 0;
 /** A task queue no other test uses. */
 export const uniqueTaskQueue = (name: string) => `test-${name}-${process.pid}-${++queue}`;
+
+/** What a spawned `skewless` (the CLI or a worker) needs to reach this environment: its address and namespace. */
+export const temporalVars = (env: TestWorkflowEnvironment): { TEMPORAL_ADDRESS: string; TEMPORAL_NAMESPACE: string } => ({
+  TEMPORAL_ADDRESS: env.address,
+  TEMPORAL_NAMESPACE: env.namespace ?? 'default',
+});

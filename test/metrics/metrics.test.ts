@@ -7,7 +7,7 @@ import { waitFor } from '../../sim/cluster/wait-for.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { nodeLines } from '../helpers/upgrade-evidence.js';
 import { has, scrape, startOtlpReceiver, total, type OtlpReceiver, type Sample } from './observability.js';
 
@@ -47,7 +47,7 @@ describe('metrics and traces of a demo-sized upgrade (worker process, real dev s
   let worker: RunningCli | undefined;
   let metrics: string;
   const taskQueue = uniqueTaskQueue('metrics');
-  const cliEnv = () => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
+  const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
   const cli = (...args: string[]) => cliAsync(args, cliEnv());
   /** What the test saw while the upgrade ran. */
   const seen = { blocks: 0, paymentsBlocks: 0, gaugeWhileBlocked: [] as number[], gateWaitedMs: 0, beforeUpgrade: [] as Sample[] };

@@ -11,7 +11,7 @@ import { proceedSmokeSignal } from '../../workflows/messages.js';
 import { toolchainSmokeWorkflow } from '../../workflows/index.js';
 import { freshPrivateKey } from '../helpers/ssh-key.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { scrape, startOtlpReceiver, type OtlpReceiver } from './observability.js';
 
 /** A clusters directory with one well-formed configuration (its files exist; nothing dials them). */
@@ -59,7 +59,7 @@ describe('skewless worker: tracing on and off, and bad observability settings', 
   /** A worker process on its own queue, and one smoke workflow run to its end on it. */
   const runSmoke = async (name: string, extraArgs: string[], extraEnv: NodeJS.ProcessEnv) => {
     const taskQueue = uniqueTaskQueue(name);
-    const worker = spawnCli(['worker', '--clusters-dir', dir, '--task-queue', taskQueue, ...extraArgs], { ...cleanEnv(), TEMPORAL_ADDRESS: env.address, ...extraEnv });
+    const worker = spawnCli(['worker', '--clusters-dir', dir, '--task-queue', taskQueue, ...extraArgs], { ...cleanEnv(), ...temporalVars(env), ...extraEnv });
     workers.push(worker);
     await waitFor('the worker polling', () => worker.stderr().includes('skewless worker: task queue'), 120_000, 100)
       .catch((err: Error) => { throw new Error(`${err.message}\n${worker.stderr()}`); });
@@ -104,7 +104,7 @@ describe('skewless worker: tracing on and off, and bad observability settings', 
   it('--metrics-address serves /metrics; bad settings are one line and exit 2, before connecting', async () => {
     const address = `127.0.0.1:${await freePort()}`;
     const taskQueue = uniqueTaskQueue('metrics-flag');
-    const worker = spawnCli(['worker', '--clusters-dir', dir, '--task-queue', taskQueue, '--metrics-address', address], { ...cleanEnv(), TEMPORAL_ADDRESS: env.address });
+    const worker = spawnCli(['worker', '--clusters-dir', dir, '--task-queue', taskQueue, '--metrics-address', address], { ...cleanEnv(), ...temporalVars(env) });
     workers.push(worker);
     await waitFor('the worker polling', () => worker.stderr().includes('skewless worker: task queue'), 120_000, 100);
     assert.match(worker.stderr(), new RegExp(`metrics on http://${address.replace(/\./g, '\\.')}/metrics\n`));

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { runCli, type CliResult } from '../helpers/run-cli.js';
-import { startDevServer } from '../helpers/temporal-env.js';
+import { startDevServer, temporalVars } from '../helpers/temporal-env.js';
 
 /**
  * `skewless schedule` through the real executable against the real dev server. No worker runs
@@ -13,7 +13,7 @@ describe('skewless schedule: create, list, describe, pause, unpause, delete thro
   let env: TestWorkflowEnvironment;
   const cli = (...args: string[]): CliResult & { detail: string } => {
     const saved = process.env;
-    process.env = { ...saved, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: 'schedule-cli', USER: 'dana' };
+    process.env = { ...saved, ...temporalVars(env), SKEWLESS_TASK_QUEUE: 'schedule-cli', USER: 'dana' };
     try {
       const r = runCli(args);
       return { ...r, detail: `skewless ${args.join(' ')}: exit ${r.code}\n--- stdout\n${r.stdout}--- stderr\n${r.stderr}` };

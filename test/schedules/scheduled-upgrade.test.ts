@@ -8,7 +8,7 @@ import type { ScheduledUpgradeResult } from '../../workflows/scheduled-upgrade-w
 import { cliAsync } from '../helpers/spawn-cli.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { untilStatus } from '../helpers/status-polling.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 import { failureChain } from '../helpers/upgrade-evidence.js';
 
@@ -37,7 +37,7 @@ describe('schedules: a Temporal Schedule starts upgrades, one per cluster at a t
   let worker: Worker;
   let running: Promise<void>;
   const taskQueue = uniqueTaskQueue('schedules');
-  const cliEnv = () => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
+  const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
   const cli = async (...args: string[]) => {
     const r = await cliAsync(args, cliEnv());
     return { ...r, detail: `skewless ${args.join(' ')}: exit ${r.code}\n--- stdout\n${r.stdout}--- stderr\n${r.stderr}` };

@@ -17,7 +17,7 @@ import { archiveHistories, readArchivedHistories } from '../helpers/history-arch
 import { scanHistory } from '../helpers/secret-scan.js';
 import { spawnCli } from '../helpers/spawn-cli.js';
 import { freshPrivateKey } from '../helpers/ssh-key.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { PATCH } from '../../workflows/patches.js';
 
 /**
@@ -127,7 +127,7 @@ describe('an upgrade with encrypted payloads on the real dev server', () => {
     // An encrypting worker's bundle carries the failure converter that moves messages into payloads.
     const workflowBundle = await bundleWorkflowCode({ workflowsPath, failureConverterPath, logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m) => console.error(m) } });
     worker = await Worker.create({
-      connection: env.nativeConnection, taskQueue, workflowBundle, activities: fakeCluster({ blockDrainOf: 'w2' }).acts,
+      connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle, activities: fakeCluster({ blockDrainOf: 'w2' }).acts,
       dataConverter: workerDataConverter(payloadCodec({ payloadKeyFile: { value: keyFile, source: 'test' } })),
     });
     running = worker.run();
@@ -142,7 +142,7 @@ describe('an upgrade with encrypted payloads on the real dev server', () => {
   const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TEMPORAL_') && !k.startsWith('SKEWLESS_')));
   // Asynchronous: the worker runs in this process.
   const cli = async (args: string[], withKey: string | null = keyFile) => {
-    const r = await spawnCli(args, { ...cleanEnv(), TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, ...(withKey ? { SKEWLESS_PAYLOAD_KEY_FILE: withKey } : {}) }).exited;
+    const r = await spawnCli(args, { ...cleanEnv(), ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, ...(withKey ? { SKEWLESS_PAYLOAD_KEY_FILE: withKey } : {}) }).exited;
     outputs.push(r.stdout, r.stderr);
     return r;
   };
@@ -174,7 +174,7 @@ describe('an upgrade with encrypted payloads on the real dev server', () => {
 
     // What the server holds, read without the codec.
     const raw = join(dir, 'raw');
-    const archived = await archiveHistories(env.client, 'codec-raw', { dir: raw });
+    const archived = await archiveHistories(env.client, 'codec-raw', { dir: raw, namespace: env.namespace ?? 'default' });
     assert.ok(archived.histories >= 3, `${archived.histories} histories (the upgrade and its node workflows)`);
     let encrypted = 0;
     for (const h of readArchivedHistories(raw)) {
@@ -228,7 +228,7 @@ describe('an upgrade with encrypted payloads on the real dev server', () => {
     writeFileSync(join(dir, 'id_ed25519'), freshPrivateKey(), { mode: 0o600 }); // the worker parses the key at start-up
     writeFileSync(join(clusters, 'lab.yaml'), ['name: lab', `kubeconfig: ${dir}/kubeconfig`, 'ssh:', '  user: skewless', `  privateKeyPath: ${dir}/id_ed25519`,
       `  knownHostsPath: ${dir}/known_hosts`, 'snapshots:', `  dir: ${dir}/snapshots`, ''].join('\n'));
-    const w = spawnCli(['worker', '--clusters-dir', clusters, '--task-queue', uniqueTaskQueue('codec-worker'), '--payload-key-file', keyFile], { ...cleanEnv(), TEMPORAL_ADDRESS: env.address });
+    const w = spawnCli(['worker', '--clusters-dir', clusters, '--task-queue', uniqueTaskQueue('codec-worker'), '--payload-key-file', keyFile], { ...cleanEnv(), ...temporalVars(env) });
     for (let i = 0; i < 300 && !w.stderr().includes('skewless worker: task queue'); i++) await new Promise((r) => setTimeout(r, 100));
     w.child.kill('SIGTERM');
     const done = await w.exited;

@@ -208,7 +208,7 @@ describe('archive → scan on the real dev server', () => {
         taskQueue, workflowId: `leak-failed/${taskQueue}`, args: [{ from: '-----BEGIN OPENSSH PRIVATE KEY-----', to: '1.33', available: [] }],
       });
       await assert.rejects(failed, WorkflowFailedError);
-      const result = await archiveHistories(env.client, 'planted', { dir: archive });
+      const result = await archiveHistories(env.client, 'planted', { dir: archive, namespace: env.namespace ?? 'default' });
       assert.equal(result.histories, 2);
       const worldKnown = new Map(known);
       return [...readArchivedHistories(archive)].flatMap((h) => scanHistory(h, worldKnown).findings);

@@ -11,7 +11,7 @@ import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-message
 import { repoRoot } from '../helpers/run-cli.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync } from '../helpers/spawn-cli.js';
-import { startDevServerWithUi, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServerWithUi, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 
 const CLUSTER = 'audit';
@@ -54,7 +54,7 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
   let browser: Browser | undefined;
   let page: Page;
   const taskQueue = uniqueTaskQueue('ui');
-  const cliEnv = () => ({ ...process.env, TEMPORAL_ADDRESS: env.address, SKEWLESS_TASK_QUEUE: taskQueue, USER: 'ci' });
+  const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'ci' });
   const cli = (...args: string[]) => cliAsync(args, cliEnv());
   /** What the run did, for the assertions on what the UI and `history` show. */
   let finalStatus: UpgradeStatus;

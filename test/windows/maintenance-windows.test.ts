@@ -15,7 +15,7 @@ import { clusterWrites, isReadOnlyHostCommand, type ClusterWrites, type WritesMa
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { failureChain } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
 import { startedAt, windowBetween, windowsYaml } from './window-clock.js';
@@ -62,8 +62,8 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
   });
 
   const cliEnv = (): NodeJS.ProcessEnv => {
-    const e: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: env.address };
-    for (const name of Object.keys(e)) if (name.startsWith('TEMPORAL_') && name !== 'TEMPORAL_ADDRESS') delete e[name];
+    const e: NodeJS.ProcessEnv = { ...process.env, ...temporalVars(env) };
+    for (const name of Object.keys(e)) if (name.startsWith('TEMPORAL_') && name !== 'TEMPORAL_ADDRESS' && name !== 'TEMPORAL_NAMESPACE') delete e[name];
     return e;
   };
 

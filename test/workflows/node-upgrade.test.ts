@@ -57,7 +57,7 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
   async function withWorker<T>(acts: Partial<Activities>, body: (taskQueue: string) => Promise<T>): Promise<T> {
     const taskQueue = uniqueTaskQueue('node');
     // maxCachedWorkflows 0: every task replays the history, so these runs also prove replay safety.
-    const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await workflowBundle(), activities: acts, maxCachedWorkflows: 0 });
+    const worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: await workflowBundle(), activities: acts, maxCachedWorkflows: 0 });
     return worker.runUntil(body(taskQueue));
   }
 
