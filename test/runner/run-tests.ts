@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ARCHIVE_ENV } from '../helpers/history-archive.js';
 import { SHARED_TEMPORAL_ENV } from '../helpers/temporal-env.js';
@@ -164,6 +164,12 @@ async function main(): Promise<number> {
   }
   if (whole) results.push(await runNodeTest('finally', [...FINALLY], 1, env));
   const total = printSummary(results);
+  // Every file's time, for whoever orders the tiers (tiers.ts lists the slowest first) or reads a slow run.
+  const timesOut = join(root, '.skewless', 'test-times.json');
+  mkdirSync(dirname(timesOut), { recursive: true });
+  const filesOf = (r: TierResult) => Object.fromEntries(Object.entries(r.fileMs).sort(([, a], [, b]) => b - a).map(([f, ms]) => [relative(root, f), Math.round(ms)]));
+  writeFileSync(timesOut, `${JSON.stringify(Object.fromEntries(results.map((r) => [r.name, { wallMs: r.wallMs, files: filesOf(r) }])), null, 1)}\n`);
+  console.log(`# every file's time: ${relative(root, timesOut)}`);
   console.log(`# all tiers: ${seconds(Date.now() - started)} wall`);
   console.log(`total: ${total.pass} passed, ${total.fail + total.cancelled} failed, ${total.skipped} skipped`);
   const failed = total.fail + total.cancelled > 0 || results.some((r) => r.exitCode !== 0) || results.length === 0;
