@@ -71,7 +71,7 @@ export const TIERS: Record<TierName, Tier> = {
   },
   integration: {
     temporal: true,
-    concurrency: 2,
+    concurrency: 3,
     files: [
       // the slowest first (measured), so that no long file ends the tier alone
       'test/workflows/fleet-upgrade.test.ts',
@@ -133,7 +133,7 @@ export const TIERS: Record<TierName, Tier> = {
   },
   e2e: {
     temporal: true,
-    concurrency: 2,
+    concurrency: 3,
     files: [
       // the slowest first (measured), so that no long file ends the tier alone
       'test/faults/worker-kill.test.ts',
