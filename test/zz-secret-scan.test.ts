@@ -6,7 +6,7 @@ import { ARCHIVE_ENV, archiveDir, readArchivedHistories, readWorldSecrets } from
 import { describeFinding, scanHistory, type Finding } from './helpers/secret-scan.js';
 
 /**
- * Runs last (the suite runs files in sorted path order): scans every event of every workflow history
+ * Runs last (the runner runs it after every tier: test/runner/tiers.ts FINALLY): scans every event of every workflow history
  * the suite produced, archived by each Temporal server before it stopped (SKEWLESS_HISTORY_ARCHIVE,
  * set by `npm test`), for private-key material, kubeconfig secrets and the test worlds' actual keys.
  * A run that archived too little fails too, so the scan cannot pass by scanning nothing.
