@@ -1,47 +1,55 @@
 import { EXIT, processIo, runCommand, UsageError, type CommandIo } from './cli-support.js';
-import { bluegreenCommand, bluegreenHelp } from './commands/bluegreen.js';
-import { devServerCommand, devServerHelp } from './commands/dev-server.js';
-import { fleetCommand, fleetHelp } from './commands/fleet.js';
-import { historyCommand, historyHelp } from './commands/history.js';
-import { maintainCommand, maintainHelp } from './commands/maintain.js';
-import { operateCommand, operateHelp } from './commands/operate.js';
-import { rehearseCommand, rehearseHelp } from './commands/rehearse.js';
-import { restoreCommand, restoreHelp } from './commands/restore.js';
-import { upgradeCommand, upgradeHelp } from './commands/upgrade.js';
-import { watchCommand, watchHelp } from './commands/watch.js';
-import { pathCommand, pathHelp } from './commands/path.js';
-import { planCommand, planHelp } from './commands/plan.js';
-import { scheduleCommand, scheduleHelp } from './commands/schedule.js';
-import { skewCheckCommand, skewCheckHelp } from './commands/skew-check.js';
-import { workerCommand, workerHelp } from './commands/worker.js';
 
 /**
- * A command. Every command that prints data takes --output json|text (tests hold every entry to it);
+ * A command, loaded only when it runs: a spawn of `skewless plan` should not pay for the
+ * Temporal SDK and the workflow code that `upgrade` and `worker` need (0.2 s per CLI call).
+ * Every command that prints data takes --output json|text (tests hold every entry to it);
  * `service` marks the long-running services (worker, dev-server): they print no data, only a log on stderr.
  */
-type Command = { run: (args: string[], io: CommandIo) => Promise<number>; help: string; summary: string; service?: true };
+type Command = { load: () => Promise<LoadedCommand>; summary: string; service?: true };
+export type LoadedCommand = { run: (args: string[], io: CommandIo) => Promise<number>; help: string };
 
 export const COMMANDS: Record<string, Command> = {
-  'skew-check': { run: skewCheckCommand, help: skewCheckHelp, summary: 'judge component versions against the skew policy' },
-  path: { run: pathCommand, help: pathHelp, summary: 'the upgrade hops from one version to another' },
-  plan: { run: planCommand, help: planHelp, summary: 'the whole upgrade runbook, checked step by step (from files or a live cluster)' },
-  upgrade: { run: upgradeCommand, help: upgradeHelp, summary: 'start the durable upgrade of a cluster and watch it' },
-  maintain: { run: maintainCommand, help: maintainHelp, summary: 'OS maintenance of nodes: drain, OS upgrade command, reboot, uncordon, in batches' },
-  bluegreen: { run: bluegreenCommand, help: bluegreenHelp, summary: 'replace a node pool by a new one at a version (blue/green); rollback until removal' },
-  watch: { run: watchCommand, help: watchHelp, summary: 're-attach to a running upgrade (or maintenance, or blue/green run)' },
-  status: { run: operateCommand('status'), help: operateHelp.status, summary: 'where an upgrade is, node by node' },
-  approve: { run: operateCommand('approve'), help: operateHelp.approve, summary: 'approve a waiting gate' },
-  resolve: { run: operateCommand('resolve'), help: operateHelp.resolve, summary: 'resolve a blocked drain' },
-  pause: { run: operateCommand('pause'), help: operateHelp.pause, summary: 'start no new node' },
-  resume: { run: operateCommand('resume'), help: operateHelp.resume, summary: 'go on after a pause' },
-  abort: { run: operateCommand('abort'), help: operateHelp.abort, summary: 'stop and compensate (no downgrade)' },
-  schedule: { run: scheduleCommand, help: scheduleHelp, summary: 'upgrades started by a Temporal Schedule: create, list, describe, pause, unpause, delete, trigger' },
-  fleet: { run: fleetCommand, help: fleetHelp, summary: 'upgrade a fleet of clusters in order (admin first), stopping the line on a blocked one' },
-  restore: { run: restoreCommand, help: restoreHelp, summary: 'restore the control plane from an etcd snapshot (destructive; approval first)' },
-  rehearse: { run: rehearseCommand, help: rehearseHelp, summary: 'rehearse an upgrade on a simulated twin of the cluster: blocked drains, timings, skew' },
-  history: { run: historyCommand, help: historyHelp, summary: 'the audit trail of an upgrade: steps, approvals, resolutions, snapshots' },
-  worker: { run: workerCommand, help: workerHelp, summary: 'run the worker with a directory of cluster configurations', service: true },
-  'dev-server': { run: devServerCommand, help: devServerHelp, summary: 'start the Temporal dev server with its UI', service: true },
+  'skew-check': { load: () => import('./commands/skew-check.js').then((m) => ({ run: m.skewCheckCommand, help: m.skewCheckHelp })),
+    summary: 'judge component versions against the skew policy' },
+  path: { load: () => import('./commands/path.js').then((m) => ({ run: m.pathCommand, help: m.pathHelp })),
+    summary: 'the upgrade hops from one version to another' },
+  plan: { load: () => import('./commands/plan.js').then((m) => ({ run: m.planCommand, help: m.planHelp })),
+    summary: 'the whole upgrade runbook, checked step by step (from files or a live cluster)' },
+  upgrade: { load: () => import('./commands/upgrade.js').then((m) => ({ run: m.upgradeCommand, help: m.upgradeHelp })),
+    summary: 'start the durable upgrade of a cluster and watch it' },
+  maintain: { load: () => import('./commands/maintain.js').then((m) => ({ run: m.maintainCommand, help: m.maintainHelp })),
+    summary: 'OS maintenance of nodes: drain, OS upgrade command, reboot, uncordon, in batches' },
+  bluegreen: { load: () => import('./commands/bluegreen.js').then((m) => ({ run: m.bluegreenCommand, help: m.bluegreenHelp })),
+    summary: 'replace a node pool by a new one at a version (blue/green); rollback until removal' },
+  watch: { load: () => import('./commands/watch.js').then((m) => ({ run: m.watchCommand, help: m.watchHelp })),
+    summary: 're-attach to a running upgrade (or maintenance, or blue/green run)' },
+  status: { load: () => import('./commands/operate.js').then((m) => ({ run: m.operateCommand('status'), help: m.operateHelp.status })),
+    summary: 'where an upgrade is, node by node' },
+  approve: { load: () => import('./commands/operate.js').then((m) => ({ run: m.operateCommand('approve'), help: m.operateHelp.approve })),
+    summary: 'approve a waiting gate' },
+  resolve: { load: () => import('./commands/operate.js').then((m) => ({ run: m.operateCommand('resolve'), help: m.operateHelp.resolve })),
+    summary: 'resolve a blocked drain' },
+  pause: { load: () => import('./commands/operate.js').then((m) => ({ run: m.operateCommand('pause'), help: m.operateHelp.pause })),
+    summary: 'start no new node' },
+  resume: { load: () => import('./commands/operate.js').then((m) => ({ run: m.operateCommand('resume'), help: m.operateHelp.resume })),
+    summary: 'go on after a pause' },
+  abort: { load: () => import('./commands/operate.js').then((m) => ({ run: m.operateCommand('abort'), help: m.operateHelp.abort })),
+    summary: 'stop and compensate (no downgrade)' },
+  schedule: { load: () => import('./commands/schedule.js').then((m) => ({ run: m.scheduleCommand, help: m.scheduleHelp })),
+    summary: 'upgrades started by a Temporal Schedule: create, list, describe, pause, unpause, delete, trigger' },
+  fleet: { load: () => import('./commands/fleet.js').then((m) => ({ run: m.fleetCommand, help: m.fleetHelp })),
+    summary: 'upgrade a fleet of clusters in order (admin first), stopping the line on a blocked one' },
+  restore: { load: () => import('./commands/restore.js').then((m) => ({ run: m.restoreCommand, help: m.restoreHelp })),
+    summary: 'restore the control plane from an etcd snapshot (destructive; approval first)' },
+  rehearse: { load: () => import('./commands/rehearse.js').then((m) => ({ run: m.rehearseCommand, help: m.rehearseHelp })),
+    summary: 'rehearse an upgrade on a simulated twin of the cluster: blocked drains, timings, skew' },
+  history: { load: () => import('./commands/history.js').then((m) => ({ run: m.historyCommand, help: m.historyHelp })),
+    summary: 'the audit trail of an upgrade: steps, approvals, resolutions, snapshots' },
+  worker: { load: () => import('./commands/worker.js').then((m) => ({ run: m.workerCommand, help: m.workerHelp })),
+    summary: 'run the worker with a directory of cluster configurations', service: true },
+  'dev-server': { load: () => import('./commands/dev-server.js').then((m) => ({ run: m.devServerCommand, help: m.devServerHelp })),
+    summary: 'start the Temporal dev server with its UI', service: true },
 };
 
 export const mainHelp = `Usage: skewless COMMAND [OPTIONS]
@@ -68,6 +76,6 @@ export async function main(argv: string[], io: CommandIo = processIo): Promise<n
   return runCommand(io, () => {
     const command = COMMANDS[name];
     if (!command) throw new UsageError(`unknown command "${name}"; run "skewless --help" for the list`);
-    return command.run(args, io);
+    return command.load().then(({ run }) => run(args, io));
   });
 }

@@ -205,18 +205,18 @@ describe('skewless help', () => {
 describe('--output on every command', () => {
   for (const [name, command] of Object.entries(COMMANDS)) {
     if (command.service) {
-      it(`${name} is a service: no --output (exit 2, one line), and its help says so`, () => {
+      it(`${name} is a service: no --output (exit 2, one line), and its help says so`, async () => {
         const r = runCli([name, '--output', 'json']);
         assert.equal(r.code, 2, r.stdout + r.stderr);
         assert.equal(r.stdout, '');
         oneLineError(r.stderr);
         assert.match(r.stderr, /Unknown option '--output'/);
-        assert.match(command.help, /no data on stdout|takes no --output/);
+        assert.match((await command.load()).help, /no data on stdout|takes no --output/);
       });
       continue;
     }
-    it(`${name} takes --output json|text and refuses --output yaml with exit 2 and one line`, () => {
-      assert.match(command.help, /--output json\|text/, `${name}'s usage names --output`);
+    it(`${name} takes --output json|text and refuses --output yaml with exit 2 and one line`, async () => {
+      assert.match((await command.load()).help, /--output json\|text/, `${name}'s usage names --output`);
       const help = runCli([name, '--help', '--output', 'json']);
       assert.equal(help.code, 0, `${name} knows --output: ${help.stderr}`);
       const r = runCli([name, '--output', 'yaml']);
