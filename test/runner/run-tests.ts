@@ -32,6 +32,8 @@ interface TierResult {
   counts: Counts;
   exitCode: number;
   wallMs: number;
+  /** CPU of the tier's processes (undefined where /proc is not there). */
+  cpuMs?: number;
   fileMs: Record<string, number>;
 }
 
@@ -76,6 +78,7 @@ async function runNodeTest(name: string, files: string[], concurrency: number, e
     ...files.map(compiled),
   ];
   const started = Date.now();
+  const cpuBefore = childrenCpuMs();
   // Its own process group, so an interrupted run takes every test file's process with it.
   const child = spawn(process.execPath, args, { cwd: root, env: { ...env, SKEWLESS_FILE_TIMES_OUT: timesFile }, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
   current = { kill: () => child.pid && process.kill(-child.pid, 'SIGTERM') };
@@ -92,7 +95,23 @@ async function runNodeTest(name: string, files: string[], concurrency: number, e
   current = undefined;
   const fileMs = existsSync(timesFile) ? (JSON.parse(readFileSync(timesFile, 'utf8')) as Record<string, number>) : {};
   rmSync(timesDir, { recursive: true, force: true });
-  return { name, counts: parseCounts(summary), exitCode, wallMs: Date.now() - started, fileMs };
+  const cpuMs = cpuBefore === undefined ? undefined : (childrenCpuMs() ?? cpuBefore) - cpuBefore;
+  return { name, counts: parseCounts(summary), exitCode, wallMs: Date.now() - started, cpuMs, fileMs };
+}
+
+/**
+ * CPU time of this process's finished children and what they waited for (Linux: cutime + cstime of
+ * /proc/self/stat), to say how many of the cores a tier used: the measure its concurrency is set by.
+ */
+function childrenCpuMs(): number | undefined {
+  try {
+    // Fields after the command's closing parenthesis; cutime and cstime are the 16th and 17th of the line.
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]?.split(' ') ?? [];
+    const ticks = Number(fields[13]) + Number(fields[14]);
+    return Number.isFinite(ticks) ? ticks * 10 : undefined; // USER_HZ is 100 on Linux
+  } catch {
+    return undefined;
+  }
 }
 
 function selectFiles(files: readonly string[], only: string[]): string[] {
@@ -122,7 +141,7 @@ function printSummary(results: TierResult[]): Counts {
   for (const r of results) {
     for (const key of Object.keys(total) as (keyof Counts)[]) total[key] += r.counts[key];
     const c = r.counts;
-    console.log(`# ${r.name.padEnd(12)} ${String(c.tests).padStart(5)} tests  ${String(c.pass).padStart(5)} pass  ${String(c.fail).padStart(3)} fail  ${String(c.skipped).padStart(3)} skipped  ${seconds(r.wallMs).padStart(9)} wall${r.exitCode === 0 ? '' : `  (node --test exited ${r.exitCode})`}`);
+    console.log(`# ${r.name.padEnd(12)} ${String(c.tests).padStart(5)} tests  ${String(c.pass).padStart(5)} pass  ${String(c.fail).padStart(3)} fail  ${String(c.skipped).padStart(3)} skipped  ${seconds(r.wallMs).padStart(9)} wall${r.cpuMs === undefined ? '' : `  ${(r.cpuMs / r.wallMs).toFixed(2)} cores`}${r.exitCode === 0 ? '' : `  (node --test exited ${r.exitCode})`}`);
   }
   const slowest = results.flatMap((r) => Object.entries(r.fileMs).map(([file, ms]) => ({ file: relative(root, file), ms, tier: r.name }))).sort((a, b) => b.ms - a.ms).slice(0, 10);
   if (slowest.length) {
