@@ -135,7 +135,7 @@ export const TIERS: Record<TierName, Tier> = {
   },
   e2e: {
     temporal: true,
-    concurrency: 3,
+    concurrency: 4,
     files: [
       // the slowest first (measured), so that no long file ends the tier alone
       'test/faults/worker-kill.test.ts',
