@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { parseVersion } from '../rules/index.js';
+import { REPOSITORY_LAYOUTS, type RepositoryLayout } from './hosts/apt-archive.js';
 import { validateFault, type Fault } from './hosts/faults.js';
 
 /**
@@ -22,7 +23,7 @@ export interface SimNode {
   labels: Record<string, string>;
   latencies: Latencies;
   faults: Fault[];
-  /** Versions the host's package repository offers. */
+  /** Versions the package archive has for this host (pkgs.k8s.io, simulated). */
   repository: string[];
 }
 
@@ -51,6 +52,11 @@ export interface SimDescription {
   workloads: WorkloadSpec[];
   ssh: { user: string };
   rebootSeconds: number;
+  /**
+   * How the hosts' kubernetes.list names the archive: `per-minor` (default), one minor at a time as
+   * kubernetes.io's install guide writes it; `local-mirror`, a site mirror offering every minor at once.
+   */
+  packageRepository: RepositoryLayout;
   /**
    * When set, the workloads' pods get this termination grace and the simulated kubelet keeps a
    * terminating pod until it is over, so a drain waits as on a real node (the benchmark sets 1).
@@ -129,6 +135,12 @@ function faults(value: unknown, where: string): Fault[] {
     }
     return raw as unknown as Fault;
   });
+}
+
+function layout(value: unknown): RepositoryLayout {
+  if (value === undefined) return 'per-minor';
+  if (!(REPOSITORY_LAYOUTS as readonly unknown[]).includes(value)) throw new DescriptionError(`packageRepository must be ${REPOSITORY_LAYOUTS.join(' or ')}`);
+  return value as RepositoryLayout;
 }
 
 export function parseDescription(text: string, source = 'description'): SimDescription {
@@ -225,6 +237,7 @@ export function parseDescription(text: string, source = 'description'): SimDescr
     workloads,
     ssh: { user: ssh.user === undefined ? 'skewless' : name(ssh.user, 'ssh.user') },
     rebootSeconds: raw.rebootSeconds === undefined ? 3 : count(raw.rebootSeconds, 'rebootSeconds', 0),
+    packageRepository: layout(raw.packageRepository),
     ...(raw.terminationGraceSeconds === undefined ? {} : { terminationGraceSeconds: count(raw.terminationGraceSeconds, 'terminationGraceSeconds', 0) }),
     pools,
   };

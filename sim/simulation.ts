@@ -136,6 +136,7 @@ export async function startSimulation(description: SimDescription, options: Simu
         name: n.name,
         role: n.role,
         repository: n.repository,
+        packageRepository: description.packageRepository,
         installed: { kubeadm: n.kubelet, kubelet: n.kubelet, kubectl: n.kubelet },
         latencies: n.latencies,
         faults: n.faults,

@@ -156,7 +156,9 @@ export function twinDescription(cluster: string, read: { facts: RehearsalFacts; 
 
   return {
     // No node pools: blue/green is not rehearsed (yet); the simulation reads an absent `pools` as none.
-    description: { name: cluster, version, nodes, workloads, ssh: { user: options.sshUser ?? 'skewless' }, rebootSeconds: options.rebootSeconds ?? 3, pools: {} },
+    description: { name: cluster, version, nodes, workloads, ssh: { user: options.sshUser ?? 'skewless' }, rebootSeconds: options.rebootSeconds ?? 3,
+      // One minor per host, as the install guide sets nodes up: the rehearsal meets the repository switch of each hop.
+      packageRepository: 'per-minor', pools: {} },
     names,
     notModelled,
   };
@@ -169,6 +171,7 @@ export function descriptionYaml(d: SimDescription): string {
     version: d.version,
     ssh: d.ssh,
     rebootSeconds: d.rebootSeconds,
+    packageRepository: d.packageRepository,
     nodes: d.nodes.map((n) => ({
       name: n.name, role: n.role, kubelet: n.kubelet, ...(n.components ? { components: n.components } : {}),
       ...(Object.keys(n.labels).length ? { labels: n.labels } : {}), latencies: n.latencies, repository: n.repository,

@@ -12,7 +12,7 @@ export type LatencyKind = 'aptInstall' | 'kubeletRestart' | 'kubeadmApply' | 'ku
 export type Latencies = Partial<Record<LatencyKind, number>>;
 
 export interface MachineConfig {
-  /** Kubernetes versions the host's package repository offers (`1.33.7`). */
+  /** Kubernetes versions the package archive (pkgs.k8s.io, simulated) has (`1.33.7`); what a host offers is its sources' share. */
   repository: readonly string[];
   latencies: Latencies;
   user: string;
@@ -146,6 +146,12 @@ export class HostMachine {
     const st = statSync(this.hostPath(path), { throwIfNoEntry: false });
     if (!st || st.isDirectory()) return true;
     return (st.mode & 0o004) !== 0 || (this.ownerOf(path) === this.config.user && (st.mode & 0o400) !== 0);
+  }
+
+  /** Where the login user may write without root: /tmp and the home directory, as on a real host. */
+  mayWrite(path: string, asRoot: boolean): boolean {
+    const abs = posix.normalize(path.startsWith('/') ? path : posix.join(this.home, path));
+    return asRoot || abs === '/tmp' || abs.startsWith('/tmp/') || abs === this.home || abs.startsWith(`${this.home}/`);
   }
 
   /** A path on the host (absolute, or relative to the user's home) inside the host root. */

@@ -2,6 +2,7 @@
 // node has, so commands that read them (`cat /etc/os-release`, etcdctl's TLS files) behave.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { archiveOffers, KEYRING, KUBERNETES_LIST, listsFileName, packagesIndex, parseSources, sourcesFileFor, type RepositoryLayout } from './apt-archive.js';
 import { HostStore, PACKAGES, toPackageVersion, type HostRole, type PackageName } from './host-state.js';
 
 export interface SeedSpec {
@@ -13,6 +14,25 @@ export interface SeedSpec {
   held?: readonly PackageName[];
   /** The node's (modelled) address, in a control plane's etcd manifest. */
   address?: string;
+  /** Versions the Kubernetes package archive has (`1.33.7`). */
+  repository: readonly string[];
+  /** How the host's kubernetes.list names the archive: one minor (the install guide's), or a site mirror. */
+  packageRepository?: RepositoryLayout;
+}
+
+/**
+ * The apt side of the install guide on a new host: the keyring, kubernetes.list for the minor of
+ * its packages (or the site mirror), and the lists its last `apt-get update` fetched.
+ */
+function aptFiles(spec: SeedSpec): Record<string, string> {
+  const list = sourcesFileFor(spec.packageRepository ?? 'per-minor', spec.installed.kubeadm);
+  const files: Record<string, string> = { [KEYRING]: '# placeholder for the pkgs.k8s.io signing key (simulated host)\n', [KUBERNETES_LIST]: list };
+  const sources = parseSources(KUBERNETES_LIST, list);
+  for (const entry of typeof sources === 'string' ? [] : sources) {
+    const versions = archiveOffers(spec.repository, entry.uri);
+    if (versions) files[`/var/lib/apt/lists/${listsFileName(entry)}`] = packagesIndex(versions);
+  }
+  return files;
 }
 
 const OS_RELEASE = `PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
@@ -97,7 +117,7 @@ export function seedHost(stateDir: string, spec: SeedSpec, user: string): HostSt
     kubelet: { active: true, version: spec.installed.kubelet.replace(/^v/, ''), startingVersion: null, unitPackage: packages.kubelet },
     nodeConfigVersion: null,
   });
-  const files: Record<string, string> = { '/etc/os-release': OS_RELEASE, '/etc/hostname': `${spec.name}\n` };
+  const files: Record<string, string> = { '/etc/os-release': OS_RELEASE, '/etc/hostname': `${spec.name}\n`, ...aptFiles(spec) };
   if (spec.role === 'control-plane') {
     for (const f of CONTROL_PLANE_FILES) files[f] = `# placeholder for ${f} (simulated host)\n`;
     files['/etc/kubernetes/manifests/etcd.yaml'] = etcdManifest(spec.name, spec.address ?? '10.0.0.11');

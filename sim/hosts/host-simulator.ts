@@ -13,12 +13,15 @@ import { seedHost } from './host-seed.js';
 import { hostDir, HostStore, type CommandLogEntry, type HostRole, type HostState, type PackageName } from './host-state.js';
 import { listenOnFreePort } from './ports.js';
 import { serveSftp } from './sftp-server.js';
+import type { RepositoryLayout } from './apt-archive.js';
 
 export interface HostSpec {
   name: string;
   role: HostRole;
-  /** Kubernetes versions the host's package repository offers (`1.33.7` → package `1.33.7-1.1`). */
+  /** Kubernetes versions the package archive has (`1.33.7` → package `1.33.7-1.1`). */
   repository: string[];
+  /** How a new host's kubernetes.list names the archive (default: one minor, as the install guide does). */
+  packageRepository?: RepositoryLayout;
   /** Seeds a host the state dir does not know yet: Kubernetes versions of the three packages. */
   installed: Record<PackageName, string>;
   /** Seeds the apt holds of a new host (default: all three, as kubeadm's install guide does). */

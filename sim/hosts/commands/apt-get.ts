@@ -5,8 +5,9 @@
 // (a rebootDuring fault) leaves the packages unpacked and dpkg interrupted.
 import { configurePackages, unpackPackages, type PackageChange } from '../dpkg-database.js';
 import { sleep } from '../host-machine.js';
-import { isPackageName, toKubernetesVersion, type PackageName } from '../host-state.js';
-import { candidateVersion, comparePackageVersions, repositoryUrl, repositoryUrls, resolveVersion } from './apt-repository.js';
+import { isPackageName, type PackageName } from '../host-state.js';
+import { sourceLabel } from '../apt-archive.js';
+import { addAptOption, aptDirs, candidateVersion, comparePackageVersions, offers, readSources, resolveVersion, updateLists } from './apt-repository.js';
 import { CRASH, fail, print, type CommandContext, type CommandOutcome } from './command.js';
 
 interface Options {
@@ -15,6 +16,8 @@ interface Options {
   allowDowngrades: boolean;
   /** Seconds to wait for the dpkg lock (`-o DPkg::Lock::Timeout=N`; apt's keys ignore case). */
   lockTimeout: number;
+  /** Every `-o Key=Value` (keys lower-cased): the Dir::… of a probe, Dpkg::Options, the lock timeout. */
+  config: Map<string, string>;
   words: string[];
 }
 
@@ -22,10 +25,11 @@ interface Options {
 const locked = new WeakSet<object>();
 
 function parseOptions(args: readonly string[]): Options | string {
-  const o: Options = { yes: false, allowHeld: false, allowDowngrades: false, lockTimeout: 0, words: [] };
+  const o: Options = { yes: false, allowHeld: false, allowDowngrades: false, lockTimeout: 0, config: new Map(), words: [] };
   const option = (setting: string | undefined): void => {
-    const m = /^dpkg::lock::timeout=(\d+)$/i.exec(setting ?? '');
-    if (m) o.lockTimeout = Number(m[1]);
+    if (!addAptOption(o.config, setting)) return;
+    const timeout = o.config.get('dpkg::lock::timeout');
+    if (timeout !== undefined && /^\d+$/.test(timeout)) o.lockTimeout = Number(timeout);
   };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
@@ -33,7 +37,7 @@ function parseOptions(args: readonly string[]): Options | string {
     else if (a === '--allow-change-held-packages') o.allowHeld = true;
     else if (a === '--allow-downgrades') o.allowDowngrades = true;
     else if (a === '-q' || a === '-qq' || a === '--quiet' || a === '--no-install-recommends') continue;
-    else if (a === '-o' || a === '--option') option(args[++i]); // others (`Dpkg::Options::=--force-confold`): accepted, no effect here
+    else if (a === '-o' || a === '--option') option(args[++i]); // `Dpkg::Options::=--force-confold`: accepted, no effect here
     else if (a.startsWith('-o')) option(a.slice(2));
     else if (/^-[qy]+$/.test(a)) o.yes ||= a.includes('y');
     else if (a.startsWith('-')) return `E: Command line option '${a}' is not understood in combination with the other options.`;
@@ -50,8 +54,10 @@ export async function aptGet(ctx: CommandContext): Promise<CommandOutcome> {
   const upgradeAll = verb === 'upgrade' || verb === 'dist-upgrade' || verb === 'full-upgrade';
   if (verb !== 'update' && verb !== 'install' && !upgradeAll) return fail(ctx, `E: Invalid operation ${verb}`, 100);
   if (upgradeAll && packages.length > 0) return fail(ctx, `E: The ${verb} command takes no arguments`, 100);
-  if (!ctx.root) {
-    const lock = verb === 'update' ? '/var/lib/apt/lists/lock' : '/var/lib/dpkg/lock-frontend';
+  const dirs = aptDirs(options.config);
+  // An update into a lists directory of the user's own (a probe) needs no root; everything else does.
+  if (!ctx.root && !(verb === 'update' && ctx.machine.mayWrite(dirs.lists, false))) {
+    const lock = verb === 'update' ? `${dirs.lists}/lock` : '/var/lib/dpkg/lock-frontend';
     return fail(ctx, `E: Could not open lock file ${lock} - open (13: Permission denied)\nE: Unable to lock directory ${lock.replace(/\/[^/]+$/, '/')}`, 100);
   }
   if (locked.has(ctx.machine) && !(await lockFreed(ctx, options.lockTimeout))) {
@@ -60,9 +66,11 @@ export async function aptGet(ctx: CommandContext): Promise<CommandOutcome> {
   if (verb === 'update') {
     // A reboot cuts an update before it changed anything the simulation keeps.
     if (ctx.rebootMidway) return CRASH;
-    print(ctx, 'Hit:1 http://packages.sim.invalid/debian bookworm InRelease',
-      ...repositoryUrls(ctx.machine).map((url, i) => `Hit:${i + 2} ${url}  InRelease`), 'Reading package lists...');
-    return 0;
+    const sources = readSources(ctx.machine, dirs, ctx.root);
+    if (typeof sources === 'string') return fail(ctx, sources, 100);
+    const { lines, errors } = updateLists(ctx.machine, dirs, sources);
+    print(ctx, ...lines);
+    return errors.length ? fail(ctx, errors.join('\n'), 100) : 0;
   }
   // apt checks dpkg's journal before anything else when it takes the system lock.
   if (ctx.machine.state.unconfigured?.length) {
@@ -82,7 +90,7 @@ export async function aptGet(ctx: CommandContext): Promise<CommandOutcome> {
 function upgradable(ctx: CommandContext): string[] {
   const { machine } = ctx;
   const names = (Object.keys(machine.state.packages) as PackageName[]).sort();
-  const newer = names.filter((p) => comparePackageVersions(candidateVersion(machine, machine.state.packages[p]), machine.state.packages[p]) > 0);
+  const newer = names.filter((p) => comparePackageVersions(candidateVersion(machine, p, machine.state.packages[p]), machine.state.packages[p]) > 0);
   const kept = newer.filter((p) => machine.state.holds.includes(p));
   if (kept.length) print(ctx, 'The following packages have been kept back:', `  ${kept.join(' ')}`);
   return newer.filter((p) => !kept.includes(p));
@@ -107,7 +115,7 @@ async function install(ctx: CommandContext, options: Options, args: string[]): P
     const [name = '', version] = arg.split('=', 2);
     if (!isPackageName(name)) return fail(ctx, `E: Unable to locate package ${name}`, 100);
     const installed = machine.state.packages[name];
-    const to = version === undefined ? candidateVersion(machine, installed) : resolveVersion(machine, version) ?? (version === installed ? installed : undefined);
+    const to = version === undefined ? candidateVersion(machine, name, installed) : resolveVersion(machine, name, version) ?? (version === installed ? installed : undefined);
     if (to === undefined) return fail(ctx, `E: Version '${version}' for '${name}' was not found`, 100);
     wanted.set(name, to);
   }
@@ -142,7 +150,11 @@ async function install(ctx: CommandContext, options: Options, args: string[]): P
     locked.delete(machine);
   }
   if (changes.length === 0) return 0;
-  changes.forEach((c, i) => print(ctx, `Get:${i + 1} ${repositoryUrl(toKubernetesVersion(c.to))}  ${c.pkg} ${c.to} [11.2 MB]`));
+  const sources = readSources(machine, aptDirs(new Map()), true);
+  changes.forEach((c, i) => {
+    const from = typeof sources === 'string' ? undefined : offers(machine, aptDirs(new Map()), sources, c.pkg).find((o) => o.version === c.to)?.entry;
+    print(ctx, `Get:${i + 1} ${from ? sourceLabel(from) : ''}${c.pkg} ${c.to} [11.2 MB]`);
+  });
   print(ctx, `Fetched ${(11.2 * changes.length).toFixed(1)} MB in 0s (60.0 MB/s)`, '(Reading database ... 31245 files and directories currently installed.)');
   for (const c of changes) {
     print(ctx, `Preparing to unpack .../${c.pkg}_${c.to}_amd64.deb ...`, `Unpacking ${c.pkg} (${c.to}) over (${c.from}) ...`);

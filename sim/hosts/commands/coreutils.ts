@@ -8,10 +8,7 @@ import { posix } from 'node:path';
 import { fail, print, type CommandContext, type CommandOutcome } from './command.js';
 
 /** Where a non-root user may write on the simulated host. */
-function writable(ctx: CommandContext, path: string): boolean {
-  const abs = posix.normalize(path.startsWith('/') ? path : posix.join(ctx.machine.home, path));
-  return ctx.root || abs === '/tmp' || abs.startsWith('/tmp/') || abs === ctx.machine.home || abs.startsWith(`${ctx.machine.home}/`);
-}
+const writable = (ctx: CommandContext, path: string): boolean => ctx.machine.mayWrite(path, ctx.root);
 
 function statOf(file: string): ReturnType<typeof statSync> | undefined {
   return statSync(file, { throwIfNoEntry: false });
@@ -113,17 +110,18 @@ export async function mkdir(ctx: CommandContext): Promise<CommandOutcome> {
 
 export async function rm(ctx: CommandContext): Promise<CommandOutcome> {
   const flags = ctx.argv.slice(1).filter((a) => a.startsWith('-')).join('');
-  if (/[rR]/.test(flags)) return fail(ctx, 'sim: rm -r is not simulated', 2);
+  const recursive = /[rR]/.test(flags);
   const force = flags.includes('f');
   let code = 0;
   for (const p of ctx.argv.slice(1).filter((a) => !a.startsWith('-'))) {
     const file = ctx.machine.hostPath(p);
     const st = statOf(file);
     if (!st) code = force ? code : fail(ctx, `rm: cannot remove '${p}': No such file or directory`, 1);
-    else if (st.isDirectory()) code = fail(ctx, `rm: cannot remove '${p}': Is a directory`, 1);
+    else if (st.isDirectory() && !recursive) code = fail(ctx, `rm: cannot remove '${p}': Is a directory`, 1);
     else if (!writable(ctx, p)) code = fail(ctx, `rm: cannot remove '${p}': Permission denied`, 1);
+    else if (st.isDirectory() && ['/', '/etc', '/var', '/usr', '/home', '/tmp'].includes(p.replace(/\/+$/, '') || '/')) code = fail(ctx, `sim: rm -r ${p} is not simulated`, 2);
     else {
-      rmSync(file);
+      rmSync(file, { recursive });
       ctx.machine.setOwner(p, 'root');
     }
   }

@@ -9,6 +9,7 @@ import { kubeadm } from './kubeadm.js';
 import { kubectl, kubelet } from './kubelet.js';
 import { dpkg } from './dpkg.js';
 import { pgrep } from './pgrep.js';
+import { sed } from './sed.js';
 import { reboot, systemctl } from './systemd.js';
 
 export const COMMANDS: ReadonlyMap<string, CommandHandler> = new Map<string, CommandHandler>([
@@ -17,7 +18,7 @@ export const COMMANDS: ReadonlyMap<string, CommandHandler> = new Map<string, Com
   ['systemctl', systemctl], ['reboot', reboot], ['shutdown', reboot],
   ['etcdctl', etcdctl], ['etcdutl', etcdutl],
   ['true', trueCommand], ['false', falseCommand], ['echo', echo], ['hostname', hostname], ['cat', cat], ['test', test],
-  ['sha256sum', sha256sum], ['stat', stat], ['mkdir', mkdir], ['rm', rm], ['chown', chown], ['mv', mv], ['pgrep', pgrep],
+  ['sha256sum', sha256sum], ['stat', stat], ['mkdir', mkdir], ['rm', rm], ['chown', chown], ['mv', mv], ['pgrep', pgrep], ['sed', sed],
 ]);
 
 /** Tools that model where a reboot cuts them (ctx.rebootMidway); for the others it comes before they start. */

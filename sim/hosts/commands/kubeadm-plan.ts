@@ -2,7 +2,7 @@
 // node, so the kubelet and control-plane rows name this node alone.
 import semver from 'semver';
 import type { HostMachine } from '../host-machine.js';
-import { offeredVersions } from './apt-repository.js';
+import { releasedVersions } from './apt-repository.js';
 import { toKubernetesVersion } from '../host-state.js';
 import { v } from './kubeadm-policy.js';
 
@@ -16,7 +16,7 @@ function table(rows: string[][]): string {
 
 export async function renderPlan(machine: HostMachine, cluster: semver.SemVer, kubeadm: semver.SemVer, target: semver.SemVer): Promise<string> {
   const node = machine.name;
-  const latestInSeries = offeredVersions(machine)
+  const latestInSeries = releasedVersions(machine)
     .map(toKubernetesVersion)
     .filter((ver) => semver.valid(ver) && semver.major(ver) === cluster.major && semver.minor(ver) === cluster.minor)[0] ?? cluster.version;
   const head = [

@@ -89,8 +89,13 @@ export function tcpProbe(port: number): Promise<string> {
 
 export const REPOSITORY = ['1.32.4', '1.33.0', '1.33.7', '1.34.2'];
 
+/**
+ * A host at 1.32.4. Its repository is a site mirror offering every minor (the local-mirror variant):
+ * these tests are about the other tools (faults, hangups, kubeadm, the kubelet), which install
+ * across minors freely. apt-repository.test.ts meets the default, the install guide's one minor.
+ */
 export function hostSpec(name: string, role: HostSpec['role'], overrides: Partial<HostSpec> = {}): HostSpec {
-  return { name, role, repository: REPOSITORY, installed: { kubeadm: '1.32.4', kubelet: '1.32.4', kubectl: '1.32.4' }, ...overrides };
+  return { name, role, repository: REPOSITORY, packageRepository: 'local-mirror', installed: { kubeadm: '1.32.4', kubelet: '1.32.4', kubectl: '1.32.4' }, ...overrides };
 }
 
 export const tempStateDir = (): string => mkdtempSync(join(tmpdir(), 'skewless-hosts-'));
