@@ -30,8 +30,12 @@ export const ErrorType = {
   HostCommandTransient: 'HostCommandTransient',
   /** A host command ran past its timeout and was abandoned. */
   HostCommandTimedOut: 'HostCommandTimedOut',
-  /** The package repository does not offer the version asked for. */
+  /** The package repository does not offer the version asked for (nor, for a next minor, does its mirror). */
   VersionNotAvailable: 'VersionNotAvailable',
+  /** A node's package repository file is not the install guide's layout, and does not offer what the hop needs: the operator's to change. */
+  RepositoryLayoutUnknown: 'RepositoryLayoutUnknown',
+  /** The SSH user may not read a node's package repository file. */
+  RepositoryUnreadable: 'RepositoryUnreadable',
   /** A drain could not finish before its timeout; details list pods and PDBs in the way. */
   DrainBlocked: 'DrainBlocked',
   /** A drain would delete something that cannot come back (unmanaged pod, emptyDir data) without consent. */

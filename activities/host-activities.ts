@@ -3,11 +3,13 @@
 import type { ClusterResolver } from './cluster-access.js';
 import { kubeadmUpgradeApply, kubeadmUpgradeNode, kubeadmUpgradePlan } from './host-kubeadm.js';
 import { rebootNode, restartKubelet } from './host-kubelet.js';
-import { availableVersions, installPackages, type KubePackage } from './host-packages.js';
+import { installPackages, type KubePackage } from './host-packages.js';
+import { availableVersions, pointPackageRepository } from './package-repository.js';
 
 export type { KubeadmStepResult, KubeadmUpgradePlanResult } from './host-kubeadm.js';
 export type { RebootNodeResult, RestartKubeletResult } from './host-kubelet.js';
 export type { InstallPackagesResult, KubePackage } from './host-packages.js';
+export type { PointRepositoryResult } from './package-repository.js';
 
 export interface NodeInput {
   cluster: string;
@@ -22,8 +24,14 @@ export interface NodeVersionInput extends NodeInput {
 export function createHostActivities(deps: { clusters: ClusterResolver }) {
   const access = (cluster: string) => deps.clusters(cluster);
   return {
-    /** Kubernetes versions the node's apt repository offers for kubeadm, newest first. */
-    availableVersions: async (input: NodeInput) => availableVersions(access(input.cluster), input),
+    /**
+     * Kubernetes versions the node can install, newest first: its repository's, and the next minors'
+     * (looked at without changing the node). `to`, the target when known, names a repository file
+     * that cannot offer it in the failure.
+     */
+    availableVersions: async (input: NodeInput & { to?: string }) => availableVersions(access(input.cluster), input),
+    /** The node's repository file pointed at the version's minor (the first step of a hop on a node), lists refreshed. */
+    pointPackageRepository: async (input: NodeVersionInput) => pointPackageRepository(access(input.cluster), input),
     /** Exact package versions with holds; nothing changes when already there; never a downgrade. */
     installPackages: async (input: NodeVersionInput & { packages: KubePackage[] }) => installPackages(access(input.cluster), input),
     /** `kubeadm upgrade plan v<version>`, parsed. */

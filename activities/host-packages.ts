@@ -43,13 +43,6 @@ async function madison(access: ClusterAccess, node: string, packages: readonly s
   return parseMadison(r.stdout);
 }
 
-/** Kubernetes versions the node's repository offers for kubeadm, newest first (`1.34.2`). */
-export async function availableVersions(access: ClusterAccess, input: { node: string }): Promise<string[]> {
-  const node = checkNode(input.node);
-  const entries = await madison(access, node, ['kubeadm'], hostActivityScope().signal);
-  return [...new Set(entries.map((e) => e.version))];
-}
-
 function checkPackages(packages: unknown): KubePackage[] {
   if (!Array.isArray(packages) || packages.length === 0) throw invalid('packages must be a non-empty list of kubeadm, kubelet, kubectl');
   for (const p of packages) if (!(KUBE_PACKAGES as readonly unknown[]).includes(p)) throw invalid(`unknown package ${JSON.stringify(p)} (kubeadm, kubelet or kubectl)`);

@@ -50,7 +50,9 @@ install_packages() { # NODE VERSION PACKAGE...
   shift 2
   local pins=()
   for p in "$@"; do pins+=("$p='$version-*'"); done
-  on "$node" "sudo apt-mark unhold $* && sudo apt-get update -q && sudo apt-get install -y ${pins[*]} && sudo apt-mark hold $*"
+  # kubernetes.io's "Changing the package repository": the node's one-minor file pointed at the hop's minor.
+  local repo="sudo sed -i 's,/core:/stable:/v[0-9.]*/,/core:/stable:/v${version%.*}/,g' /etc/apt/sources.list.d/kubernetes.list"
+  on "$node" "$repo && sudo apt-mark unhold $* && sudo apt-get update -q && sudo apt-get install -y ${pins[*]} && sudo apt-mark hold $*"
 }
 
 drain() { "$KUBECTL" drain "$1" --ignore-daemonsets --delete-emptydir-data >/dev/null 2>&1; }

@@ -41,6 +41,12 @@ export interface RunbookStep {
   detail: string;
 }
 
+/**
+ * The first package step of a node in a hop: its repository file (kubernetes.io's layout, one minor
+ * per file) pointed at the hop's minor and the lists refreshed, as the upgrade guide's first step.
+ */
+const toHopRepository = (hop: string): string => `point kubernetes.list at v${hop.split('.').slice(0, 2).join('.')} && apt-get update && `;
+
 function nodeSteps(hop: string, stage: string, node: string, worker: boolean): RunbookStep[] {
   const v = hop;
   const steps: RunbookStep[] = [
@@ -48,8 +54,8 @@ function nodeSteps(hop: string, stage: string, node: string, worker: boolean): R
     { hop, stage, action: 'drain', node, detail: `drain ${node} through the Eviction API (PodDisruptionBudgets honoured, DaemonSet pods left)` },
   ];
   if (worker) {
-    steps.push({ hop, stage, action: 'upgrade-node', node, command: `apt-get install kubeadm=${v}-* && kubeadm upgrade node`,
-      detail: `kubeadm ${v} on ${node}, then kubeadm upgrade node (kubelet configuration)` });
+    steps.push({ hop, stage, action: 'upgrade-node', node, command: `${toHopRepository(v)}apt-get install kubeadm=${v}-* && kubeadm upgrade node`,
+      detail: `package repository of ${node} at the hop's minor, kubeadm ${v}, then kubeadm upgrade node (kubelet configuration)` });
   }
   steps.push(
     { hop, stage, action: 'upgrade-kubelet', node,
@@ -70,8 +76,8 @@ export function buildRunbook(hops: readonly string[], rollout: RolloutPlan): Run
         command: 'etcdctl snapshot save … && etcdctl snapshot status …',
         detail: `etcd snapshot on ${first}, verified and copied off the node` },
       // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
-      { hop, stage: 'hop', action: 'preflight', node: first, command: `apt-get install kubeadm=${hop}-* && kubeadm upgrade plan v${hop}`,
-        detail: `pre-flight: skew now and for every step, PDB audit, all nodes Ready, kubeadm ${hop} and kubeadm upgrade plan on ${first}` },
+      { hop, stage: 'hop', action: 'preflight', node: first, command: `${toHopRepository(hop)}apt-get install kubeadm=${hop}-* && kubeadm upgrade plan v${hop}`,
+        detail: `pre-flight: skew now and for every step, PDB audit, all nodes Ready, package repository of ${first} at the hop's minor, kubeadm ${hop} and kubeadm upgrade plan on ${first}` },
       { hop, stage: 'hop', action: 'label', detail: `label nodes with their stage (${Object.keys(rollout.stageLabels).length} nodes)` },
     );
     rollout.controlPlanes.forEach((node, i) => {
@@ -79,7 +85,7 @@ export function buildRunbook(hops: readonly string[], rollout: RolloutPlan): Run
       const isLast = i === rollout.controlPlanes.length - 1;
       steps.push(
         { hop, stage: 'control-plane', action: 'upgrade-control-plane', node, addons: isLast,
-          command: `apt-get install kubeadm=${hop}-* && ` + (isFirst ? `kubeadm upgrade apply v${hop} --yes` : 'kubeadm upgrade node'),
+          command: `${toHopRepository(hop)}apt-get install kubeadm=${hop}-* && ` + (isFirst ? `kubeadm upgrade apply v${hop} --yes` : 'kubeadm upgrade node'),
           detail: `control-plane components of ${node} to v${hop}` + (isLast ? ', then kubeadm addons (kube-proxy)' : '') },
         { hop, stage: 'control-plane', action: 'verify', node, detail: `control-plane health on ${node}: /readyz, mirror pods at v${hop}` },
       );

@@ -17,7 +17,7 @@ import type { Activities } from '../activities/index.js';
 const WORKER_LOST = '20 seconds';
 
 /** Failure types no retry can fix, for every profile. */
-const NEVER_RETRY = ['Forbidden', 'Invalid', 'ClusterConfigInvalid', 'HostKeyMismatch', 'VersionNotAvailable', 'DrainRefused', 'VerificationFailed', 'SnapshotMissing', 'StaticPodsRunning'];
+const NEVER_RETRY = ['Forbidden', 'Invalid', 'ClusterConfigInvalid', 'HostKeyMismatch', 'VersionNotAvailable', 'DrainRefused', 'VerificationFailed', 'SnapshotMissing', 'StaticPodsRunning', 'RepositoryLayoutUnknown', 'RepositoryUnreadable'];
 
 /** Short, read-only calls that answer in seconds. */
 export const quickRead: ActivityOptions = {
@@ -132,6 +132,7 @@ export const PROFILE_OF = {
   takeInventory: kubeRead,
   planDrain: kubeRead,
   availableVersions: hostCommand,
+  pointPackageRepository: hostCommand,
   kubeadmUpgradePlan: hostCommand,
   checkApiserver: healthCheck,
   checkControlPlane: healthCheck,

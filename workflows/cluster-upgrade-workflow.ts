@@ -131,7 +131,8 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     const inventory = await a.takeInventory({ cluster });
     live = inventory;
     windows = inventory.maintenanceWindows ?? [];
-    const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '' });
+    // `to` only names a repository file that cannot offer the target in the failure (an argument: replay-safe).
+    const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '', to: input.to });
     let full: UpgradePlan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: input.to, available, policy }));
     if (input.controlPlaneOnly) {
       // Every step judged again without the workers' steps: they stay at their version through the hops.
@@ -190,6 +191,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
         status.snapshots.push({ hop, remotePath: snap.remotePath, localPath: snap.localPath, sizeBytes: snap.sizeBytes, sha256: snap.sha256, revision: snap.revision });
         setPhase('preflight');
         // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
+        if (patched(PATCH.hopRepository)) await a.pointPackageRepository({ cluster, node: first, version: hop });
         await a.installPackages({ cluster, node: first, version: hop, packages: ['kubeadm'] });
         await a.kubeadmUpgradePlan({ cluster, node: first, version: hop });
         await a.setStageLabels({ cluster, labels: rollout.stageLabels, owner });

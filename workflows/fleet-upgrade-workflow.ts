@@ -152,7 +152,7 @@ export async function fleetUpgradeWorkflow(input: FleetInput): Promise<FleetStat
         // Planned here first, as a schedule does: a cluster already where its target points is done
         // (nothing to do), not a failed upgrade; and the upgrade goes to the exact version planned now.
         const inventory = await a.takeInventory({ cluster: c.cluster });
-        const available = await a.availableVersions({ cluster: c.cluster, node: inventory.skew.apiservers[0]?.node ?? '' });
+        const available = await a.availableVersions({ cluster: c.cluster, node: inventory.skew.apiservers[0]?.node ?? '', to: c.to });
         const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: c.to, available, policy }));
         const version = plan.hops.at(-1);
         if (version === undefined) {

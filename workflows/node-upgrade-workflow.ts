@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, condition, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, condition, getExternalWorkflowHandle, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { activitiesWithin } from './activities-proxy.js';
 import { countNodeUpgraded, recordDrainSeconds } from './metrics.js';
@@ -6,6 +6,7 @@ import { drainResolutionSignal, nodeStatusQuery, type DrainBlock, type DrainReso
 import { stepBlockOf } from './step-block.js';
 import { SUMMARY_OF } from './step-summary.js';
 import { nodeBlockedSignal } from './upgrade-messages.js';
+import { PATCH } from './patches.js';
 
 export interface NodeUpgradeInput {
   cluster: string;
@@ -132,6 +133,7 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
     if (input.step === 'control-plane') {
       // Never skippable: an apiserver left behind would hold back every kubelet of the hop.
       status.phase = 'upgrading-control-plane';
+      if (patched(PATCH.hopRepository)) await step('pointPackageRepository', { cluster, node, version });
       await step('installPackages', { cluster, node, version, packages: ['kubeadm'] });
       if (input.first) await step('kubeadmUpgradeApply', { cluster, node, version });
       else await step('kubeadmUpgradeNode', { cluster, node, version });
@@ -185,6 +187,7 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
       return result('done');
     }
     if (input.role === 'worker') {
+      if (patched(PATCH.hopRepository)) await step('pointPackageRepository', { cluster, node, version }, true);
       await step('installPackages', { cluster, node, version, packages: ['kubeadm'] }, true);
       await step('kubeadmUpgradeNode', { cluster, node, version });
     }

@@ -16,4 +16,9 @@ export const PATCH = {
    * and cleared the stage labels (1,000 activities at 1,000 nodes, found by bench/).
    */
   continueWithoutCompensation: 'continue-without-compensation',
+  /**
+   * Each node's package repository is pointed at the hop's minor before its first package of the hop
+   * (pointPackageRepository): nodes set up by kubernetes.io's guide offer one minor at a time.
+   */
+  hopRepository: 'hop-repository',
 } as const;

@@ -61,7 +61,7 @@ export async function scheduledUpgradeWorkflow(input: ScheduledUpgradeInput): Pr
   if (running.running) return end('skipped', `skipped: ${running.workflowId ?? upgradeId} already running`);
 
   const inventory = await a.takeInventory({ cluster });
-  const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '' });
+  const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '', to });
   const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to, available, policy }));
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.fromVersion, value: plan.from }]);
   const version = plan.hops.at(-1);

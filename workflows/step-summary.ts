@@ -30,6 +30,7 @@ export const SUMMARY_OF: Summaries = {
   setStageLabels: (i) => `label ${Object.keys(i.labels).length} nodes with their stage`,
   clearStageLabels: () => 'clear stage labels',
   drainNode: (i) => `drain ${i.node}${i.force?.length ? ` forcing ${i.force.join(', ')}` : ''}`,
+  pointPackageRepository: (i) => `point the package repository of ${i.node} at ${v(i.version).replace(/^(v\d+\.\d+).*/, '$1')}`,
   installPackages: (i) => `install ${i.packages.join(', ')} ${v(i.version)} on ${i.node}`,
   kubeadmUpgradeApply: (i) => `kubeadm upgrade apply ${v(i.version)} on ${i.node}`,
   kubeadmUpgradeNode: (i) => `kubeadm upgrade node on ${i.node} (${v(i.version)})`,

@@ -14,6 +14,8 @@ const DESCRIPTION = `
 name: overlap
 version: 1.32.4
 repository: [1.32.4, 1.33.7]
+# A site mirror with every minor: installPackages under faults; the per-minor switch is package-repository.test.ts's.
+packageRepository: local-mirror
 latencies: {kubeadmApply: 2500, aptInstall: 2500}
 nodes:
   - {name: cp, role: control-plane}

@@ -13,6 +13,8 @@ const DESCRIPTION = `
 name: pkgfaults
 version: 1.32.4
 repository: [1.32.4, 1.33.7]
+# A site mirror with every minor: installPackages under faults; the per-minor switch is package-repository.test.ts's.
+packageRepository: local-mirror
 rebootSeconds: 1
 nodes:
   - {name: cp, role: control-plane}

@@ -144,7 +144,7 @@ describe('skewless plan', () => {
     assert.match(r.stdout, /^Upgrade 1\.32\.4 → 1\.34: 2 hops \(1\.33\.7 → 1\.34\.2\)/);
     assert.match(r.stdout, /Hop 1\/2: 1\.32\.4 → 1\.33\.7\n +1\. \[hop\] etcd snapshot on cp1/);
     assert.match(r.stdout, /Hop 2\/2: 1\.33\.7 → 1\.34\.2/);
-    assert.match(r.stdout, /\$ apt-get install kubeadm=1\.34\.2-\* && kubeadm upgrade apply v1\.34\.2 --yes/);
+    assert.match(r.stdout, /\$ point kubernetes\.list at v1\.34 && apt-get update && apt-get install kubeadm=1\.34\.2-\* && kubeadm upgrade apply v1\.34\.2 --yes/);
   });
 
   it('exits 1 and names the step when the plan would break the skew policy', () => {

@@ -154,17 +154,18 @@ describe('e2e: host and cluster faults wait for the operator', () => {
   it('a host refusing SSH past the retry budget is reported blocked; retry once it listens again', async () => {
     const s = await until('worker-2 blocked', (st) => st.nodes['worker-2']?.phase === 'blocked');
     const block = s.nodes['worker-2']?.blocked as StepBlock;
-    assert.deepEqual([block.step, block.failure, block.gaveUp], ['installPackages', 'HostUnreachable', 'retries spent']);
+    // The node's first host step of the hop: its package repository pointed at the hop's minor.
+    assert.deepEqual([block.step, block.failure, block.gaveUp], ['pointPackageRepository', 'HostUnreachable', 'retries spent']);
     assert.match(block.message, /^host worker-2 unreachable: /);
     assert.deepEqual(block.actions, ['retry', 'skip', 'abort'], 'nothing moved on the host yet: skip is offered');
     // 6 s of backoff on a host command: attempts after 0, 2 and 6 s.
-    assert.deepEqual(await attemptsOf('worker-2', 'installPackages'), [3]);
+    assert.deepEqual(await attemptsOf('worker-2', 'pointPackageRepository'), [3]);
     await assert.rejects(child('worker-3').describe(), WorkflowNotFoundError, 'batch-2 waits');
 
     tc.sim.hosts.clearFaults('worker-2'); // sshd listens again
     const retry = await cli('resolve', 'hf', '--node', 'worker-2', '--action', 'retry');
     assert.equal(retry.code, 0, retry.stderr);
-    assert.equal(retry.stdout, 'installPackages of worker-2: retry\n');
+    assert.equal(retry.stdout, 'pointPackageRepository of worker-2: retry\n');
     await until('worker-2 done', (st) => st.nodes['worker-2']?.phase === 'done');
   });
 
@@ -172,10 +173,10 @@ describe('e2e: host and cluster faults wait for the operator', () => {
     const s = await until('worker-3 blocked', (st) => st.nodes['worker-3']?.phase === 'blocked');
     const block = s.nodes['worker-3']?.blocked as StepBlock;
     const seen = tc.sim.hosts.hosts.find((h) => h.name === 'worker-3')?.hostKeyFingerprint as string;
-    assert.deepEqual([block.step, block.failure, block.gaveUp], ['installPackages', 'HostKeyMismatch', 'not retryable']);
+    assert.deepEqual([block.step, block.failure, block.gaveUp], ['pointPackageRepository', 'HostKeyMismatch', 'not retryable']);
     assert.ok(block.message.includes(`presented host key ${seen}`), block.message);
     await new Promise((r) => setTimeout(r, 3000));
-    assert.deepEqual(await attemptsOf('worker-3', 'installPackages'), [1], 'one attempt: never retried silently');
+    assert.deepEqual(await attemptsOf('worker-3', 'pointPackageRepository'), [1], 'one attempt: never retried silently');
     assert.equal((await child('worker-3').query(nodeStatusQuery)).phase, 'blocked');
 
     tc.sim.hosts.trustHostKey('worker-3'); // the operator checked the new key and put it in known_hosts
@@ -198,8 +199,8 @@ describe('e2e: host and cluster faults wait for the operator', () => {
     // Every failed step and the halt are in the run's events, with their messages: watch prints them whenever it attaches.
     assert.match(out, /^ {2}worker-1 blocked: restart kubelet on worker-1 at v1\.33\.7 failed \(NodeNotReady, not retryable\): worker-1 was not Ready/m);
     assert.match(out, /^ {2}halted after canary: 1 workload\(s\) unhealthy: Deployment default\/web/m);
-    assert.match(out, /^ {2}worker-2 blocked: install kubeadm v1\.33\.7 on worker-2 failed \(HostUnreachable, retries spent\): host worker-2 unreachable/m);
-    assert.match(out, /^ {2}worker-3 blocked: install kubeadm v1\.33\.7 on worker-3 failed \(HostKeyMismatch, not retryable\): .*presented host key SHA256:/m);
+    assert.match(out, /^ {2}worker-2 blocked: point the package repository of worker-2 at v1\.33 failed \(HostUnreachable, retries spent\): host worker-2 unreachable/m);
+    assert.match(out, /^ {2}worker-3 blocked: point the package repository of worker-3 at v1\.33 failed \(HostKeyMismatch, not retryable\): .*presented host key SHA256:/m);
     // While a block lasts (worker-1's and the halt's last tens of seconds), watch says how to answer it.
     assert.match(out, /^ {2}BLOCKED worker-1: restart kubelet on worker-1 at v1\.33\.7 failed \(NodeNotReady, not retryable\)\n {4}resolve with: skewless resolve hf --node worker-1 --action retry\|abort\n/m);
     assert.match(out, /^ {2}HALTED after canary of hop 1\.33\.7: workload check failed \(Unhealthy\)\n {4}Deployment default\/web: .*\n {4}resolve with: skewless resolve hf --action retry\|abort\n/m);
@@ -207,8 +208,8 @@ describe('e2e: host and cluster faults wait for the operator', () => {
 
     const history = await cli('history', 'hf');
     assert.equal(history.code, 0, history.stderr);
-    assert.match(history.stdout, /worker-3 +blocked: installPackages failed \(HostKeyMismatch\): host worker-3/);
-    assert.match(history.stdout, /worker-3 +failed step installPackages of worker-3 resolved by olga: retry \("host reinstalled, key verified"\)/);
+    assert.match(history.stdout, /worker-3 +blocked: pointPackageRepository failed \(HostKeyMismatch\): host worker-3/);
+    assert.match(history.stdout, /worker-3 +failed step pointPackageRepository of worker-3 resolved by olga: retry \("host reinstalled, key verified"\)/);
     assert.match(history.stdout, /- +halted rollout resolved by olga: retry \("nodeSelector reverted"\)/);
   });
 });

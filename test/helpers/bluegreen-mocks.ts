@@ -3,7 +3,7 @@ import type { Activities } from '../../activities/index.js';
 
 export type Call = [string, Record<string, unknown>];
 /** Activities that change the cluster: none may run before the pre-flight checks passed. */
-export const BLUEGREEN_WRITES = ['setStageLabels', 'cordonNode', 'drainNode', 'uncordonNode', 'createPoolMachines', 'deletePoolMachines', 'installPackages',
+export const BLUEGREEN_WRITES = ['setStageLabels', 'cordonNode', 'drainNode', 'uncordonNode', 'createPoolMachines', 'deletePoolMachines', 'pointPackageRepository', 'installPackages',
   'kubeadmUpgradeApply', 'kubeadmUpgradeNode', 'restartKubelet', 'snapshotEtcd', 'clearStageLabels'];
 export const BLUE = ['blue-1', 'blue-2', 'blue-3', 'blue-4'];
 export const GREEN = ['green-1', 'green-2', 'green-3', 'green-4'];
@@ -46,6 +46,7 @@ export function mockBlueGreenCluster(options: { version?: string; override?: Rec
     availableVersions: () => ['1.34.2', '1.33.7'],
     snapshotEtcd: (i) => ({ remotePath: `/snap-${String(i.hop)}.db`, localPath: `/backups/snap-${String(i.hop)}.db`, sizeBytes: 1, sha256: 'ab'.repeat(32), revision: 7, totalKeys: 1 }),
     kubeadmUpgradePlan: () => ({}),
+    pointPackageRepository: () => ({}),
     installPackages: () => ({}),
     kubeadmUpgradeApply: (i) => { apiserver[i.node as string] = i.version as string; return {}; },
     kubeadmUpgradeNode: () => ({}),

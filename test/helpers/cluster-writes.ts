@@ -11,12 +11,20 @@ import type { Simulation } from '../../sim/simulation.js';
  * always as the unprivileged SSH user. skewless takes root (`sudo -n`) only to change something, so
  * every other command counts as a change: package installs and holds, kubeadm (even `upgrade plan`,
  * which never runs before the kubeadm package is installed), etcdctl snapshot (writes a file on the
- * node), systemctl, reboot, mkdir.
+ * node), systemctl, reboot, mkdir. The look at the next minors' repositories (package-repository.ts)
+ * works in a directory of its own under /tmp, as the SSH user, and leaves nothing: a read.
  */
+const PROBE_DIR = '/tmp/skewless-apt-probe-[0-9a-f-]{36}';
+const PROBE_APT = `-o Dir::Etc::SourceList=${PROBE_DIR}/sources\\.list -o Dir::Etc::SourceParts=- -o Dir::State::Lists=${PROBE_DIR}/lists -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=`;
 export const READ_ONLY_HOST_COMMANDS: readonly RegExp[] = [
   /^apt-cache (madison|policy)( (kubeadm|kubelet|kubectl))+$/,
   /^apt-mark showhold$/,
   /^kubelet --version$/,
+  /^cat \/etc\/apt\/sources\.list\.d\/kubernetes\.list$/,
+  new RegExp(`^mkdir -p ${PROBE_DIR}/lists$`),
+  new RegExp(`^DEBIAN_FRONTEND=noninteractive apt-get update -q ${PROBE_APT}$`),
+  new RegExp(`^apt-cache ${PROBE_APT} madison kubeadm$`),
+  new RegExp(`^rm -rf ${PROBE_DIR}$`),
 ];
 
 export const isReadOnlyHostCommand = (command: string): boolean => READ_ONLY_HOST_COMMANDS.some((re) => re.test(command));

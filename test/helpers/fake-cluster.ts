@@ -29,6 +29,7 @@ export function fakeCluster(options: { blockDrainOf?: string; pdbFinding?: boole
     kubeadmUpgradePlan: async (i: Record<string, unknown>) => (rec('kubeadmUpgradePlan', i), {}),
     setStageLabels: async (i: Record<string, unknown>) => (rec('setStageLabels', i), { changed: [], unchanged: [] }),
     clearStageLabels: async (i: Record<string, unknown>) => (rec('clearStageLabels', i), { cleared: [] }),
+    pointPackageRepository: async (i: { node: string; version: string }) => (rec('pointPackageRepository', i), { node: i.node, file: '/etc/apt/sources.list.d/kubernetes.list', minor: i.version.split('.').slice(0, 2).join('.'), changed: true }),
     installPackages: async (i: Record<string, unknown>) => (rec('installPackages', i), {}),
     kubeadmUpgradeApply: async (i: { node: string; version: string }) => (rec('kubeadmUpgradeApply', i), (state.apiserver[i.node] = i.version), {}),
     kubeadmUpgradeNode: async (i: { node: string; version: string }) => (rec('kubeadmUpgradeNode', i), state.apiserver[i.node] && (state.apiserver[i.node] = i.version), {}),

@@ -12,7 +12,8 @@ import { checkRestoreSnapshot, placeSnapshot, planRestore, restoreEtcdMember, st
 import { snapshotEtcd } from '../../activities/etcd-snapshot.js';
 import { kubeadmUpgradeApply, kubeadmUpgradeNode, kubeadmUpgradePlan } from '../../activities/host-kubeadm.js';
 import { rebootNode, restartKubelet } from '../../activities/host-kubelet.js';
-import { availableVersions, installPackages } from '../../activities/host-packages.js';
+import { installPackages } from '../../activities/host-packages.js';
+import { availableVersions, pointPackageRepository } from '../../activities/package-repository.js';
 import type { KubeApi } from '../../activities/kube-api.js';
 import { commandLine } from '../../activities/shell-words.js';
 import { createSshShell } from '../../activities/ssh-shell.js';
@@ -102,7 +103,7 @@ interface World {
 function fakeWorld(o: { from: string; target: string; clusterAt: string; snapshots: string; madisonExtra?: string }): World {
   const execs: Recorded[] = [];
   let kube = 0;
-  const s = { applied: false, restarted: false, rebooted: false, clusterAt: o.clusterAt };
+  const s = { applied: false, restarted: false, rebooted: false, clusterAt: o.clusterAt, repoMinor: o.from.split('.').slice(0, 2).join('.'), probes: 0 };
   const snapshot = Buffer.from('etcd snapshot bytes');
   const sum = createHash('sha256').update(snapshot).digest('hex');
   const shell: RemoteShell = {
@@ -111,8 +112,15 @@ function fakeWorld(o: { from: string; target: string; clusterAt: string; snapsho
       const ok = (stdout = ''): ExecResult => ({ exitCode: 0, stdout, stderr: '' });
       const [cmd, a1, a2] = argv;
       const pkgs = argv.slice(2).filter((w) => !w.startsWith('-'));
-      if (cmd === 'apt-cache' && a1 === 'madison') return ok(`${pkgs.map((p) => `   ${p} | ${o.target}-1.1 | https://pkgs.k8s.io/core:/stable:/v1.33/deb  Packages`).join('\n')}\n${o.madisonExtra ?? ''}`);
+      if (cmd === 'apt-cache' && argv.includes('madison')) return ok(`${argv.slice(argv.indexOf('madison') + 1).map((p) => `   ${p} | ${o.target}-1.1 | https://pkgs.k8s.io/core:/stable:/v1.33/deb  Packages`).join('\n')}\n${o.madisonExtra ?? ''}`);
       if (cmd === 'apt-cache' && a1 === 'policy') return ok(pkgs.map((p) => `${p}:\n  Installed: ${o.from}-1.1\n  Candidate: ${o.target}-1.1\n`).join(''));
+      // kubernetes.list as the install guide writes it; `sed -i` points it at another minor.
+      if (cmd === 'cat' && a1 === '/etc/apt/sources.list.d/kubernetes.list') return ok(`deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] https://pkgs.k8s.io/core:/stable:/v${s.repoMinor}/deb/ /\n`);
+      // The look ahead at the next minors: the mirror has the first one, the one after answers 404.
+      if (cmd === 'apt-get' && a1 === 'update' && argv.some((w) => w.startsWith('Dir::Etc::SourceList=')) && ++s.probes > 1) {
+        return { exitCode: 100, stdout: 'Err:2 https://pkgs.k8s.io/core:/stable:/v1.35/deb  Release\n  404  Not Found\n', stderr: "E: The repository 'https://pkgs.k8s.io/core:/stable:/v1.35/deb  Release' does not have a Release file.\n" };
+      }
+      if (cmd === 'sed') s.repoMinor = /\/v([\d.]+)\/,g$/.exec(a2 ?? '')?.[1] ?? s.repoMinor;
       if (cmd === 'pgrep') return { exitCode: 1, stdout: '', stderr: '' }; // as pgrep says "no such process": the host is quiet
       if (cmd === 'apt-mark' && a1 === 'showhold') return ok('kubeadm\nkubelet\nkubectl\n');
       if (cmd === 'kubelet' && a1 === '--version') return ok(`Kubernetes v${o.target}\n`);
@@ -184,6 +192,7 @@ const RESTORE = {
 };
 const TARGETS: Target[] = [
   { name: 'availableVersions', valid: { node: 'cp-1' }, fields: ['node'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => availableVersions(a, any(i)) },
+  { name: 'pointPackageRepository', valid: { node: 'worker-1', version: '1.33.7' }, fields: ['node', 'version'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => pointPackageRepository(a, any(i)) },
   { name: 'installPackages', valid: { node: 'worker-1', version: '1.33.7', packages: ['kubeadm', 'kubelet', 'kubectl'] }, fields: ['node', 'version', 'packages', 'packages[]'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => installPackages(a, any(i)) },
   { name: 'kubeadmUpgradePlan', valid: { node: 'cp-1', version: '1.33.7' }, fields: ['node', 'version'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => kubeadmUpgradePlan(a, any(i)) },
   { name: 'kubeadmUpgradeApply', valid: { node: 'cp-1', version: '1.33.7' }, fields: ['node', 'version'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => kubeadmUpgradeApply(a, any(i)) },
@@ -349,7 +358,8 @@ describe('command builders under hostile input (seeded fuzz)', () => {
 
   it('every command an accepted input built reaches a real /bin/sh as exactly its argv', () => {
     assert.ok(accepted.length > 1000, `${accepted.length} commands recorded`);
-    const runs = accepted.map(asRun);
+    // Each distinct command line once: most valid-input cases build the same lines again.
+    const runs = [...new Map(accepted.map(asRun).map((x) => [x.line, x])).values()];
     const seen = throughShell(runs.map((x) => x.line), new Set(['sudo', ...accepted.map((c) => programName(c.argv[0] as string))]));
     assert.equal(seen.length, runs.length, 'one program run per command line');
     runs.forEach((x, i) => assert.deepEqual(seen[i], x.expect, x.line));

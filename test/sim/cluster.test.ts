@@ -129,7 +129,9 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
   it('kubeadm upgrade apply over SSH refuses to skip a minor, then moves the mirror pods; upgrade node on the last control plane moves kube-proxy', async () => {
     const image = async (component: string, node: string) =>
       (await sim.kube.core.readNamespacedPod({ name: `${component}-${node}`, namespace: 'kube-system' })).spec?.containers[0]?.image;
-    const kubeadmTo = (v: string) => `sudo apt-mark unhold kubeadm && sudo apt-get install -y --allow-downgrades kubeadm=${v}-1.1 && sudo apt-mark hold kubeadm`;
+    // As an operator does it: the node's one-minor repository pointed at the version's minor first.
+    const repoTo = (v: string) => `sudo sed -i 's,/core:/stable:/v[0-9.]*/,/core:/stable:/v${v.split('.').slice(0, 2).join('.')}/,g' /etc/apt/sources.list.d/kubernetes.list && sudo apt-get update -q`;
+    const kubeadmTo = (v: string) => `${repoTo(v)} && sudo apt-mark unhold kubeadm && sudo apt-get install -y --allow-downgrades kubeadm=${v}-1.1 && sudo apt-mark hold kubeadm`;
 
     assert.equal((await sshExec(sim.endpoints, 'cp-1', kubeadmTo('1.34.2'))).code, 0);
     const skip = await sshExec(sim.endpoints, 'cp-1', 'sudo kubeadm upgrade apply v1.34.2 --yes');

@@ -170,6 +170,7 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
 
     // Control plane: packages, etcd snapshot, kubeadm upgrade apply, kubelet.
     assert.deepEqual((await acts.availableVersions({ cluster, node: 'cp-1' }))[0], V);
+    await acts.pointPackageRepository({ cluster, node: 'cp-1', version: V });
     await acts.installPackages({ cluster, node: 'cp-1', version: V, packages: ['kubeadm'] });
     await acts.kubeadmUpgradePlan({ cluster, node: 'cp-1', version: V });
     await acts.snapshotEtcd({ cluster, node: 'cp-1', hop: V });
@@ -194,6 +195,7 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
     // The forced bare pod went in the first attempt (no PDB covers it), for good.
     assert.equal(await tc.kube.core.readNamespacedPod({ name: 'lonely', namespace: 'default' }).then(() => 200, statusOf), 404);
     await acts.checkPodsOnNode({ cluster, node: 'worker-1', require: true });
+    await acts.pointPackageRepository({ cluster, node: 'worker-1', version: V });
     await acts.installPackages({ cluster, node: 'worker-1', version: V, packages: ['kubeadm'] });
     assert.equal((await acts.kubeadmUpgradeNode({ cluster, node: 'worker-1', version: V })).ran, true);
     await acts.installPackages({ cluster, node: 'worker-1', version: V, packages: ['kubelet', 'kubectl'] });

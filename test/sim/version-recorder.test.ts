@@ -40,8 +40,9 @@ describe('the version history of a simulated cluster', () => {
     const r = await sshExec(tc.sim.endpoints, node, command);
     assert.equal(r.code, 0, `${node}: ${command}\n${r.stdout}${r.stderr}`);
   };
+  // As an operator does it: the node's one-minor repository pointed at the version's minor, then the package.
   const install = (node: string, pkg: string, v: string) =>
-    ssh(node, `sudo apt-mark unhold ${pkg} && sudo apt-get install -y ${pkg}=${v}-1.1 && sudo apt-mark hold ${pkg}`);
+    ssh(node, `sudo sed -i 's,/core:/stable:/v[0-9.]*/,/core:/stable:/v${v.split('.').slice(0, 2).join('.')}/,g' /etc/apt/sources.list.d/kubernetes.list && sudo apt-get update -q && sudo apt-mark unhold ${pkg} && sudo apt-get install -y ${pkg}=${v}-1.1 && sudo apt-mark hold ${pkg}`);
 
   it('starts with the initial state read through the API', async () => {
     assert.equal(tc.sim.versionHistoryPath, join(tc.sim.stateDir, 'version-history.jsonl'));

@@ -124,7 +124,7 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
     assert.ok(childSummaries.includes('w1: drain, kubelet v1.33.7, uncordon'), JSON.stringify(childSummaries));
     const child = await env.client.workflow.getHandle(`${workflowId}/1.33.7/w1`).fetchHistory();
     const childSteps = (child.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes).map((e) => decode(e.userMetadata?.summary));
-    assert.deepEqual(childSteps.slice(0, 3), ['cordon w1', 'drain w1', 'install kubeadm v1.33.7 on w1']);
+    assert.deepEqual(childSteps.slice(0, 4), ['cordon w1', 'drain w1', 'point the package repository of w1 at v1.33', 'install kubeadm v1.33.7 on w1']);
 
     const description = await env.client.workflow.getHandle(workflowId).describe();
     assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.fromVersion), '1.32.4');

@@ -35,7 +35,7 @@ function mockActivities(calls: Call[], drains: ('ok' | 'blocked' | 'refused')[] 
       }
       return { node: 'w1', gone: [], skipped: [], warnings: [], resumed: false };
     }) as unknown as Activities['drainNode'],
-    ...Object.fromEntries(['installPackages', 'kubeadmUpgradeApply', 'kubeadmUpgradeNode', 'restartKubelet', 'checkNodeReady', 'uncordonNode', 'checkPodsOnNode', 'checkControlPlane']
+    ...Object.fromEntries(['pointPackageRepository', 'installPackages', 'kubeadmUpgradeApply', 'kubeadmUpgradeNode', 'restartKubelet', 'checkNodeReady', 'uncordonNode', 'checkPodsOnNode', 'checkControlPlane']
       .map((n) => [n, record(n)])),
   } as Partial<Activities>;
 }
@@ -67,10 +67,11 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
       env.client.workflow.execute(nodeUpgradeWorkflow, { taskQueue, workflowId: `node/${taskQueue}`, args: [base] }));
     assert.equal(result.outcome, 'done');
     assert.deepEqual(calls.map(([n]) => n), [
-      'cordonNode', 'drainNode', 'installPackages', 'kubeadmUpgradeNode', 'installPackages', 'restartKubelet', 'checkNodeReady', 'uncordonNode', 'checkPodsOnNode',
+      'cordonNode', 'drainNode', 'pointPackageRepository', 'installPackages', 'kubeadmUpgradeNode', 'installPackages', 'restartKubelet', 'checkNodeReady', 'uncordonNode', 'checkPodsOnNode',
     ]);
-    assert.deepEqual(calls[2]?.[1].packages, ['kubeadm']);
-    assert.deepEqual(calls[4]?.[1].packages, ['kubelet', 'kubectl']);
+    assert.deepEqual(calls[2]?.[1], { cluster: 'lab', node: 'w1', version: '1.33.7' }, 'the repository at the hop\'s minor before the first package');
+    assert.deepEqual(calls[3]?.[1].packages, ['kubeadm']);
+    assert.deepEqual(calls[5]?.[1].packages, ['kubelet', 'kubectl']);
     assert.equal(calls[0]?.[1].owner, 'upgrade/lab');
   });
 
@@ -81,7 +82,8 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
       await env.client.workflow.execute(nodeUpgradeWorkflow, { taskQueue, workflowId: `cp2/${taskQueue}`, args: [{ ...base, node: 'cp2', role: 'control-plane', step: 'control-plane' }] });
     });
     assert.deepEqual(calls.map(([n, i]) => `${n}:${i.node}`), [
-      'installPackages:cp1', 'kubeadmUpgradeApply:cp1', 'checkControlPlane:cp1', 'installPackages:cp2', 'kubeadmUpgradeNode:cp2', 'checkControlPlane:cp2',
+      'pointPackageRepository:cp1', 'installPackages:cp1', 'kubeadmUpgradeApply:cp1', 'checkControlPlane:cp1',
+      'pointPackageRepository:cp2', 'installPackages:cp2', 'kubeadmUpgradeNode:cp2', 'checkControlPlane:cp2',
     ]);
   });
 

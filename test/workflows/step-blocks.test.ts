@@ -19,7 +19,7 @@ type Acts = Partial<Activities>;
 
 /** Every node activity succeeds and is recorded, except where `override` says otherwise. */
 function nodeActivities(calls: Call[], override: Record<string, (input: Record<string, unknown>) => unknown> = {}): Acts {
-  const names = ['cordonNode', 'drainNode', 'installPackages', 'kubeadmUpgradeApply', 'kubeadmUpgradeNode', 'restartKubelet', 'checkNodeReady', 'uncordonNode', 'checkPodsOnNode', 'checkControlPlane'];
+  const names = ['cordonNode', 'drainNode', 'pointPackageRepository', 'installPackages', 'kubeadmUpgradeApply', 'kubeadmUpgradeNode', 'restartKubelet', 'checkNodeReady', 'uncordonNode', 'checkPodsOnNode', 'checkControlPlane'];
   return Object.fromEntries(names.map((name) => [name, async (input: Record<string, unknown>) => {
     calls.push([name, input]);
     if (override[name]) return override[name](input);
@@ -70,7 +70,7 @@ describe('a node step that fails for good waits for the operator (mocked activit
       return handle.result();
     });
     assert.equal(result.outcome, 'done');
-    assert.deepEqual(calls.map(([n]) => n), ['cordonNode', 'drainNode', 'installPackages', 'installPackages', 'installPackages',
+    assert.deepEqual(calls.map(([n]) => n), ['cordonNode', 'drainNode', 'pointPackageRepository', 'installPackages', 'installPackages', 'installPackages',
       'kubeadmUpgradeNode', 'installPackages', 'restartKubelet', 'checkNodeReady', 'uncordonNode', 'checkPodsOnNode']);
     assert.deepEqual(result.resolutions, [{ action: 'retry', by: 'ops', comment: 'host is back' }]);
   });
@@ -107,7 +107,7 @@ describe('a node step that fails for good waits for the operator (mocked activit
     });
     assert.equal(result.outcome, 'skipped');
     assert.equal(result.cordonedByUs, true);
-    assert.deepEqual(calls.map(([n]) => n), ['cordonNode', 'drainNode', 'installPackages']);
+    assert.deepEqual(calls.map(([n]) => n), ['cordonNode', 'drainNode', 'pointPackageRepository', 'installPackages']);
   });
 
   it('a node not Ready after the kubelet restart waits; retry once it recovers goes on from that step', async () => {

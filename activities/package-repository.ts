@@ -1,0 +1,187 @@
+// A node's Kubernetes package repository, one minor at a time as kubernetes.io's guide sets it up:
+// what the next minors offer, learned without changing the node (apt with a temporary source list
+// and lists directory, as the SSH user), and the switch of the file to a hop's minor (`sed -i`, as
+// the upgrade guide does), then `apt-get update`. A file of another layout is never rewritten.
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/activity';
+import { compareVersions, minorOf, parseTarget, parseVersion } from '../rules/index.js';
+import type { ClusterAccess, ExecResult } from './cluster-access.js';
+import { ErrorType } from './errors.js';
+import { hostActivityScope } from './host-activity-context.js';
+import { checkNode, checkVersion, commandFailed, run, stderrTail } from './host-commands.js';
+import { parseMadison } from './parsers/madison.js';
+import {
+  APT_KUBERNETES_LIST, maskUrlCredentials, minorOfVersion, nextMinor, parseAptKubernetesList, sedMinorExpression, withMinor, type RepositoryFile,
+} from './parsers/kubernetes-repository.js';
+
+const APT_ENV = { DEBIAN_FRONTEND: 'noninteractive' };
+const LOCK_WAIT = ['-o', 'DPkg::Lock::Timeout=120'];
+/** How many minors past the configured one a look ahead probes at most (pkgs.k8s.io adds one every four months). */
+const MINORS_AHEAD = 4;
+
+const failure = (type: string, message: string): ApplicationFailure => ApplicationFailure.create({ type, message, nonRetryable: true });
+
+const readMs = (access: ClusterAccess) => access.config.timeouts.commandSeconds * 1000;
+const installMs = (access: ClusterAccess) => access.config.timeouts.packageInstallSeconds * 1000;
+
+export interface RepositoryState {
+  file: string;
+  /** The file's text; undefined: there is no such file. */
+  text?: string;
+  parsed?: RepositoryFile;
+}
+
+/** Reads kubernetes.list as the SSH user; a file that user may not read stops here with its path. */
+export async function readRepository(access: ClusterAccess, node: string, signal?: AbortSignal): Promise<RepositoryState> {
+  const file = APT_KUBERNETES_LIST;
+  const argv = ['cat', file];
+  const r = await access.shell.exec(node, argv, { timeoutMs: readMs(access), signal });
+  if (r.exitCode === 0) return { file, text: r.stdout, parsed: parseAptKubernetesList(r.stdout) };
+  if (/No such file or directory/.test(r.stderr)) return { file };
+  if (/Permission denied/.test(r.stderr)) {
+    throw failure(ErrorType.RepositoryUnreadable,
+      `cannot read ${file} on ${node} as ${access.config.ssh.user}: Permission denied (skewless reads it to learn and switch the node's Kubernetes minor; the install guide leaves it mode 0644)`);
+  }
+  throw commandFailed(node, argv, r);
+}
+
+/** `apt-get update` met a 404 for the repository: the mirror has no such minor. */
+const isNotFound = (r: ExecResult): boolean => /404\s+Not Found|does not have a Release file/.test(`${r.stdout}\n${r.stderr}`);
+
+/** Package versions a madison listing offers for kubeadm, as Kubernetes versions. */
+const kubeadmVersions = (madison: string): string[] => [...new Set(parseMadison(madison).filter((e) => e.package === 'kubeadm').map((e) => e.version))];
+
+/**
+ * What the repository of `minor` offers, asked without touching the node's own apt state: a source
+ * list of the one line (the node's, at that minor) and a lists directory, both under /tmp, for an
+ * `apt-get update` and `apt-cache madison` run as the SSH user. undefined: the mirror has no such minor.
+ */
+async function probeMinor(access: ClusterAccess, node: string, text: string, minor: string, signal?: AbortSignal): Promise<string[] | undefined> {
+  const upload = access.shell.upload?.bind(access.shell);
+  if (!upload) return undefined;
+  const dir = `/tmp/skewless-apt-probe-${randomUUID()}`;
+  const local = mkdtempSync(join(tmpdir(), 'skewless-apt-probe-'));
+  const apt = ['-o', `Dir::Etc::SourceList=${dir}/sources.list`, '-o', 'Dir::Etc::SourceParts=-', '-o', `Dir::State::Lists=${dir}/lists`,
+    '-o', 'Dir::Cache::pkgcache=', '-o', 'Dir::Cache::srcpkgcache='];
+  try {
+    await run(access, node, ['mkdir', '-p', `${dir}/lists`], { timeoutMs: readMs(access), signal });
+    writeFileSync(join(local, 'sources.list'), withMinor(text, minor));
+    await upload(node, join(local, 'sources.list'), `${dir}/sources.list`, { timeoutMs: readMs(access), ...(signal ? { signal } : {}) });
+    const update = ['apt-get', 'update', '-q', ...apt];
+    const r = await access.shell.exec(node, update, { timeoutMs: installMs(access), env: APT_ENV, signal });
+    if (r.exitCode !== 0) {
+      // The mirror answers 404 for a minor it does not have (yet): the look ahead ends there.
+      if (isNotFound(r)) return undefined;
+      throw commandFailed(node, update, r);
+    }
+    return kubeadmVersions((await run(access, node, ['apt-cache', ...apt, 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout);
+  } finally {
+    rmSync(local, { recursive: true, force: true });
+    await access.shell.exec(node, ['rm', '-rf', dir], { timeoutMs: readMs(access), signal }).catch(() => undefined);
+  }
+}
+
+/**
+ * Kubernetes versions the node can install, newest first: what its configured repository offers,
+ * and for the install guide's layout what each next minor's repository offers, until the mirror has
+ * no more. `to` (the target asked, when known): a file of another layout that cannot offer it fails
+ * here, naming the file, instead of as "the repository offers no 1.33" later.
+ */
+export async function availableVersions(access: ClusterAccess, input: { node: string; to?: string }): Promise<string[]> {
+  const node = checkNode(input.node);
+  const { signal } = hostActivityScope();
+  const repo = await readRepository(access, node, signal);
+  const offered = kubeadmVersions((await run(access, node, ['apt-cache', 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout);
+  if (repo.parsed?.layout === 'per-minor' && repo.text !== undefined) {
+    let minor = repo.parsed.minor;
+    for (let i = 0; i < MINORS_AHEAD; i++) {
+      minor = nextMinor(minor);
+      const more = await probeMinor(access, node, repo.text, minor, signal);
+      if (!more?.length) break;
+      offered.push(...more.filter((v) => !offered.includes(v)));
+    }
+  } else if (input.to !== undefined) {
+    const wanted = targetMinor(input.to, offered);
+    if (wanted && !offered.some((v) => minorOfVersion(v) === wanted)) throw layoutRefusal(node, repo, wanted);
+  }
+  return offered.sort(compareNewestFirst);
+}
+
+/** The minor a target needs, where it names one beyond what is offered (an exact version, a minor, next-minor). */
+function targetMinor(to: string, offered: readonly string[]): string | undefined {
+  try {
+    const target = parseTarget(to);
+    if (target.kind === 'exact') return minorOf(target.version);
+    if (target.kind === 'minor') return target.minor.text;
+    if (target.expression === 'next-minor') {
+      const newest = [...offered].sort(compareNewestFirst)[0];
+      return newest ? nextMinor(minorOfVersion(newest)) : undefined;
+    }
+  } catch {
+    // A bad target is the rules' to report, with their message.
+  }
+  return undefined;
+}
+
+const compareNewestFirst = (a: string, b: string): number => compareVersions(parseVersion(b), parseVersion(a));
+
+function layoutRefusal(node: string, repo: RepositoryState, minor: string): ApplicationFailure {
+  const why = repo.text === undefined ? 'there is no such file' : repo.parsed?.layout === 'unrecognised' ? repo.parsed.why : 'it is not the install guide\'s layout';
+  return failure(ErrorType.RepositoryLayoutUnknown,
+    `${node}: ${repo.file} offers no ${minor}.x and skewless does not rewrite it: ${why}; point it at v${minor} yourself (kubernetes.io: "Changing the package repository"), then retry`);
+}
+
+export interface PointRepositoryResult {
+  node: string;
+  file: string;
+  minor: string;
+  /** The file was rewritten by this call (false: it named the minor already, or offers the version as it is). */
+  changed: boolean;
+  /** Its line before, credentials masked: what an abort or a failed hop can tell the operator it was. */
+  previous?: string;
+}
+
+/**
+ * Points the node's repository at the minor of `version`, as the first step of a hop on that node:
+ * nothing to do when it names that minor already or (another layout) offers the version as it is;
+ * otherwise the guide's file is rewritten with `sed -i`, read back, and the lists refreshed. A minor
+ * the mirror lacks (the update's 404) puts the file back as it was: nothing is installed from it.
+ */
+export async function pointPackageRepository(access: ClusterAccess, input: { node: string; version: string }): Promise<PointRepositoryResult> {
+  const node = checkNode(input.node);
+  const version = checkVersion(input.version);
+  const minor = minorOfVersion(version);
+  const { signal } = hostActivityScope();
+  const repo = await readRepository(access, node, signal);
+  const done = (changed: boolean, previous?: string): PointRepositoryResult => ({ node, file: repo.file, minor, changed, ...(previous ? { previous } : {}) });
+  if (repo.parsed?.layout !== 'per-minor' || repo.text === undefined) {
+    const offered = kubeadmVersions((await run(access, node, ['apt-cache', 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout);
+    if (offered.includes(version)) return done(false);
+    throw layoutRefusal(node, repo, minor);
+  }
+  const from = repo.parsed.minor;
+  if (from === minor) return done(false);
+  const root = { timeoutMs: readMs(access), sudo: true, signal };
+  const switchTo = async (to: string): Promise<void> => {
+    const edit = ['sed', '-i', sedMinorExpression(to === minor ? from : minor, to), repo.file];
+    await run(access, node, edit, root);
+    const after = await readRepository(access, node, signal);
+    if (after.text !== withMinor(repo.text as string, to)) {
+      throw failure(ErrorType.VerificationFailed, `${node}: ${repo.file} does not read as expected after ${edit.join(' ')}: ${maskUrlCredentials(stderrTail(after.text ?? '(gone)', 3, 300))}`);
+    }
+  };
+  const update = ['apt-get', 'update', '-q', ...LOCK_WAIT];
+  const refresh = () => access.shell.exec(node, update, { ...root, timeoutMs: installMs(access), env: APT_ENV });
+  await switchTo(minor);
+  const r = await refresh();
+  if (r.exitCode !== 0 && isNotFound(r)) {
+    await switchTo(from);
+    await refresh();
+    throw failure(ErrorType.VersionNotAvailable, `${node}: the mirror of ${repo.file} has no v${minor} repository (404): the file was put back to v${from}, nothing installed`);
+  }
+  if (r.exitCode !== 0) throw commandFailed(node, update, r);
+  return done(true, repo.parsed.line);
+}
