@@ -3,7 +3,6 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createRestoreActivities, type RestorePlan } from '../../activities/etcd-restore.js';
 import { createEtcdActivities, type EtcdSnapshotResult } from '../../activities/etcd-snapshot.js';
@@ -11,6 +10,7 @@ import { createClusterResolver } from '../../activities/ssh-shell.js';
 import { ensureSimBinaries } from '../../sim/cluster/binaries.js';
 import { hostDir } from '../../sim/hosts/host-state.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { failsWith } from '../helpers/failures.js';
 
 const DESCRIPTION = `
 name: rst3
@@ -22,13 +22,6 @@ nodes:
 `;
 const cluster = 'rst3';
 const CPS = ['cp-1', 'cp-2', 'cp-3'];
-
-async function failsWith(p: Promise<unknown>, type: string): Promise<ApplicationFailure> {
-  const err = await p.then(() => assert.fail(`expected ${type}`), (e: unknown) => e);
-  assert.ok(err instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(err)}`);
-  assert.equal(err.type, type, err.message);
-  return err;
-}
 
 /**
  * The restore's activities, one step at a time, on a simulated stacked-etcd control plane of three

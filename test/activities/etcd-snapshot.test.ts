@@ -9,6 +9,7 @@ import { createEtcdActivities } from '../../activities/etcd-snapshot.js';
 import { parseSnapshotStatus } from '../../activities/parsers/snapshot-status.js';
 import { createClusterResolver } from '../../activities/ssh-shell.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { failsWith } from '../helpers/failures.js';
 
 const DESCRIPTION = `
 name: etcdtest
@@ -20,13 +21,6 @@ nodes:
 `;
 const cluster = 'etcdtest';
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
-
-async function failsWith(p: Promise<unknown>, type: string): Promise<ApplicationFailure> {
-  const err = await p.then(() => assert.fail(`expected ${type}`), (e: unknown) => e);
-  assert.ok(err instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(err)}`);
-  assert.equal(err.type, type, err.message);
-  return err;
-}
 
 describe('snapshotEtcd against the simulated control plane (real etcdctl/etcdutl, real etcd, SFTP)', () => {
   let tc: TestCluster;

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createHostActivities } from '../../activities/host-activities.js';
 import { createClusterResolver } from '../../activities/ssh-shell.js';
 import { hostCommands, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { failsWith } from '../helpers/failures.js';
 
 // The hosts' site mirror offers every minor (the local-mirror variant): these are the package and
 // kubeadm steps; the install guide's one-minor file and its switch are package-repository.test.ts's.
@@ -21,13 +21,6 @@ nodes:
   - {name: slow, role: worker, latencies: {kubeletRestart: 4000}}
 `;
 const cluster = 'hosttest';
-
-async function failsWith(p: Promise<unknown>, type: string): Promise<ApplicationFailure> {
-  const err = await p.then(() => assert.fail(`expected ${type}`), (e: unknown) => e);
-  assert.ok(err instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(err)}`);
-  assert.equal(err.type, type, err.message);
-  return err;
-}
 
 describe('host activities against the simulated cluster (real SSH hosts, real API)', () => {
   let tc: TestCluster;

@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ApplicationFailure } from '@temporalio/common';
+import { type ApplicationFailure } from '@temporalio/common';
 import { createHostActivities } from '../../activities/host-activities.js';
 import { createClusterResolver } from '../../activities/ssh-shell.js';
 import { hostCommands, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { failsWith as failsWithType } from '../helpers/failures.js';
 
 // The archive has 1.32, 1.33 and 1.34; every host starts at 1.32 with the install guide's one-minor file.
 const DESCRIPTION = `
@@ -20,10 +21,9 @@ const cluster = 'repotest';
 const LIST = '/etc/apt/sources.list.d/kubernetes.list';
 const guideLine = (minor: string) => `deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] https://pkgs.k8s.io/core:/stable:/v${minor}/deb/ /\n`;
 
+/** The typed failure, and never retried: the operator's to fix. */
 async function failsWith(p: Promise<unknown>, type: string): Promise<ApplicationFailure> {
-  const err = await p.then(() => assert.fail(`expected ${type}`), (e: unknown) => e);
-  assert.ok(err instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(err)}`);
-  assert.equal(err.type, type, err.message);
+  const err = await failsWithType(p, type);
   assert.equal(err.nonRetryable, true, 'the operator\'s to fix: no retry');
   return err;
 }

@@ -10,18 +10,12 @@ import { hostKeyPolicy, hostsFieldMatches, keyAccepted } from '../../activities/
 import { commandLine, quoteWord } from '../../activities/shell-words.js';
 import { createClusterResolver, createSshShell, defaultAddressResolver } from '../../activities/ssh-shell.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { failsWith } from '../helpers/failures.js';
 
 const NASTY = ['plain', 'two words', "it's", 'semi;colon', '$(touch /tmp/pwned)', '`id`', '$HOME', '*', '?', '[a]', '~', '#hash', 'a&&b', 'x|y',
   'new\nline', 'back\\slash', '"double"', "''", '', 'A=b', '=lead', '--flag=x y', 'ünïcødé', '\t tab', '{a,b}', '!bang', "'\\''"];
 
 /** Asserts a promise fails with an ApplicationFailure of `type`; returns it. */
-async function failsWith(p: Promise<unknown>, type: string): Promise<ApplicationFailure> {
-  const err = await p.then(() => assert.fail(`expected ${type}`), (e: unknown) => e);
-  assert.ok(err instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(err)}`);
-  assert.equal(err.type, type, err.message);
-  return err;
-}
-
 describe('shell-words: quoting argv for a POSIX shell', () => {
   it('round-trips nasty words through a real /bin/sh as literal arguments', () => {
     const line = `printf '%s\\0' ${NASTY.map(quoteWord).join(' ')}`;

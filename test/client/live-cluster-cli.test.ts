@@ -13,6 +13,7 @@ import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-message
 import { repoRoot, writeFiles } from '../helpers/run-cli.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { startTogether } from '../helpers/start-together.js';
 
 const REPOSITORY = ['1.32.4', '1.33.0', '1.33.7'];
 // "solo" has one replica and a PDB that allows no disruption: an upgrade refuses to start unless
@@ -50,7 +51,7 @@ describe('plan --cluster, worker and history on a live (simulated) cluster', () 
   const taskQueue = uniqueTaskQueue('live-cli');
   const spawned: ChildProcess[] = [];
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
   });

@@ -11,6 +11,7 @@ import { cliAsync } from '../helpers/spawn-cli.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { judgeSimulation } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
+import { startTogether } from '../helpers/start-together.js';
 
 // A control plane and a blue pool of four workers at 1.33; the repository offers 1.34.2.
 const LAB = `
@@ -73,7 +74,7 @@ describe('e2e: skewless bluegreen replaces a 4-node pool at 1.33 with a 4-node p
   };
 
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
     sampler = startAvailabilitySampler(tc.kube, { intervalMs: 250 });

@@ -13,6 +13,7 @@ import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
+import { startTogether } from '../helpers/start-together.js';
 
 /**
  * Issue 8's fleet: an admin cluster and two user clusters, three small simulations (1 control plane
@@ -54,7 +55,7 @@ describe('e2e: a fleet of an admin and two user clusters on three simulations', 
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'skewless-fleet-'));
-    const [e, ...clusters] = await Promise.all([
+    const [e, ...clusters] = await startTogether([
       startDevServer(),
       startTestCluster(sim('admin')),
       startTestCluster(sim('user-a', '  - {kind: Pod, name: pet, node: worker-1}')),

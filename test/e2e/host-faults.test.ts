@@ -14,6 +14,7 @@ import { untilStatus } from '../helpers/status-polling.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { judgeSimulation, nodeLines } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
+import { startTogether } from '../helpers/start-together.js';
 
 // worker-1's kubelet takes 45 s to come back after a restart, far past the upgrade's 15 s kubelet
 // timeout: to the workflow it is a node that does not come back Ready (until it does).
@@ -66,7 +67,7 @@ describe('e2e: host and cluster faults wait for the operator', () => {
   };
 
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
     // Armed before the run: nothing reaches a worker's host before that worker's turn.

@@ -12,6 +12,7 @@ import { cliAsync } from '../helpers/spawn-cli.js';
 import { sshExec } from '../helpers/ssh-exec.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
+import { startTogether } from '../helpers/start-together.js';
 
 // Five workers in pool blue; worker-3 runs a pod no controller manages.
 const LAB = `
@@ -45,7 +46,7 @@ describe('e2e: skewless maintain reboots 5 nodes in batches of 2', () => {
   const bootId = async (host: string) => (await sshExec(tc.sim.endpoints, host, 'cat /proc/sys/kernel/random/boot_id')).stdout.trim();
 
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
     appendFileSync(join(tc.clustersDir, 'mnt.yaml'), 'maintenance:\n  command: [apt-get, -y, dist-upgrade]\n  timeoutSeconds: 120\n');
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();

@@ -13,6 +13,7 @@ import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
+import { startTogether } from '../helpers/start-together.js';
 
 /** One control plane (node `cp`) or three (`cp-1`..`cp-3`: the snapshot copied onto cp-2 and cp-3 by the restore). */
 const lab = (name: string, controlPlanes: number) => `
@@ -55,7 +56,7 @@ for (const controlPlanes of [1, 3]) describe(`e2e: skewless restore from the etc
   const restoreStatus = () => env.client.workflow.getHandle(`restore/${cluster}`).query(restoreStatusQuery);
 
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(lab(cluster, controlPlanes))]);
+    [env, tc] = await startTogether([startDevServer(), startTestCluster(lab(cluster, controlPlanes))]);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
     snap = await createEtcdActivities({ clusters: createClusterResolver(tc.clustersDir) }).snapshotEtcd({ cluster, node: first, hop: '1.33.7' });

@@ -66,7 +66,9 @@ let namespaces = 0;
  */
 async function namespaceOnSharedServer(address: string): Promise<TestWorkflowEnvironment> {
   const namespace = archiveLabel(`ns${++namespaces}`).slice(-200);
-  const connection = await Connection.connect({ address });
+  // Patient: four test files start side by side with their simulations, and the shared server may be
+  // too busy to accept a connection within the client's default 10 s (seen once in three full runs).
+  const connection = await Connection.connect({ address, connectTimeout: '60 seconds' });
   try {
     await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
     await ensureSearchAttributes(connection, namespace);

@@ -13,6 +13,7 @@ import { freshPrivateKey } from '../helpers/ssh-key.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { scrape, startOtlpReceiver, type OtlpReceiver } from './observability.js';
+import { startTogether } from '../helpers/start-together.js';
 
 /** A clusters directory with one well-formed configuration (its files exist; nothing dials them). */
 function clustersDir(): string {
@@ -48,7 +49,7 @@ describe('skewless worker: tracing on and off, and bad observability settings', 
   const dir = clustersDir();
 
   before(async () => {
-    [env, otlp] = await Promise.all([startDevServer(), startOtlpReceiver()]);
+    [env, otlp] = await startTogether([startDevServer(), startOtlpReceiver()]);
   });
   after(async () => {
     for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');

@@ -68,6 +68,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/rules/upgrade-plan.test.ts',
       'test/rules/version.test.ts',
       'test/runner/tiers.test.ts',
+      'test/helpers/start-together.test.ts',
       'test/security/insecure-transport-lint.test.ts',
       'test/sim/hosts/command-line.test.ts',
       'test/windows/cluster-config.test.ts',

@@ -11,6 +11,7 @@ import { untilStatus } from '../helpers/status-polling.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 import { failureChain } from '../helpers/upgrade-evidence.js';
+import { startTogether } from '../helpers/start-together.js';
 
 const LAB = `
 name: sched
@@ -63,7 +64,7 @@ describe('schedules: a Temporal Schedule starts upgrades, one per cluster at a t
   const kubelets = async () => Object.fromEntries((await tc.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
 
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
   });

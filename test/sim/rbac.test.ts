@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { ApplicationFailure } from '@temporalio/common';
+import { type ApplicationFailure } from '@temporalio/common';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { createActivities, type Activities } from '../../activities/index.js';
 import { mergePatch } from '../../activities/kube-api.js';
@@ -14,6 +14,7 @@ import { applyRbacManifest, grantsOf, readRbacManifest, type Grant, type RbacObj
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { workloadObjects } from '../../sim/cluster/workload-objects.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { failsWith } from '../helpers/failures.js';
 
 const DESCRIPTION = `
 name: rbac
@@ -50,13 +51,6 @@ const describeGrant = (g: Grant) => g.nonResourceURL !== undefined ? `${g.verb} 
   : `${g.verb} ${g.apiGroup || 'core'}/${g.resource}${g.namespace ? ` in ${g.namespace}` : ''}${g.resourceNames ? ` ${g.resourceNames.join(',')}` : ''}`;
 const describeEvent = (e: AuditEvent) => `${e.verb} ${e.resource ? `${e.apiGroup || 'core'}/${e.resource}` : e.uri}${e.namespace ? ` in ${e.namespace}` : ''}${e.name ? ` ${e.name}` : ''} → ${e.code}`;
 const refused = (e: AuditEvent) => e.code === 401 || e.code === 403;
-
-async function failsWith(p: Promise<unknown>, type: string): Promise<ApplicationFailure> {
-  const err = await p.then(() => assert.fail(`expected ${type}`), (e: unknown) => e);
-  assert.ok(err instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(err)}`);
-  assert.equal(err.type, type, err.message);
-  return err;
-}
 
 describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, RBAC on, audit log)', () => {
   let tc: TestCluster;

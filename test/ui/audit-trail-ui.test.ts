@@ -13,6 +13,7 @@ import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync } from '../helpers/spawn-cli.js';
 import { startDevServerWithUi, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
+import { startTogether } from '../helpers/start-together.js';
 
 const CLUSTER = 'audit';
 const LAB = `
@@ -65,7 +66,7 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
   before(async () => {
     rmSync(SHOTS, { recursive: true, force: true });
     mkdirSync(SHOTS, { recursive: true });
-    [{ env, uiUrl }, tc] = await Promise.all([startDevServerWithUi(), startTestCluster(LAB)]);
+    [{ env, uiUrl }, tc] = await startTogether([startDevServerWithUi(), startTestCluster(LAB)]);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
   });

@@ -19,6 +19,7 @@ import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/tempor
 import { failureChain } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
 import { startedAt, windowBetween, windowsYaml } from './window-clock.js';
+import { startTogether } from '../helpers/start-together.js';
 
 const LAB = `
 name: win
@@ -51,7 +52,7 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
   let writes: ClusterWrites;
 
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
     configPath = join(tc.clustersDir, 'win.yaml');
     pristine = readFileSync(configPath, 'utf8');
     writes = clusterWrites(tc.sim, tc.workerKube);
