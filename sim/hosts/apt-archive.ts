@@ -10,6 +10,11 @@
 //   nothing new until the next update.
 // Not modelled: deb822 `.sources` files, /etc/apt/sources.list entries other than the file itself,
 // signatures (the keyring is a placeholder), architectures, suites with components.
+// Sources: kubernetes.io "Installing kubeadm" and "Upgrading kubeadm clusters" (the file, the line,
+// the sed of the minor); apt.conf(5) and sources.list(5) (Dir::Etc::SourceList/SourceParts,
+// Dir::State::Lists, the one-line format, flat repositories with suite "/"); apt's URItoFileName in
+// apt-pkg/contrib/strutl.cc (the lists file names) and its update messages (Err:/404, "does not have
+// a Release file", exit 100).
 import semver from 'semver';
 import { toKubernetesVersion, toPackageVersion } from './host-state.js';
 

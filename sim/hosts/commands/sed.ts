@@ -1,6 +1,7 @@
 // `sed -i 's#A#B#g' FILE`: the in-place substitution kubernetes.io's upgrade guide has operators make
 // to point a node's package repository at the next minor. Only `-i` with `s` commands is simulated
-// (any delimiter, flags `g`); the pattern is a POSIX basic regular expression, as GNU sed reads it.
+// (any delimiter, flags `g`); the pattern is a POSIX basic regular expression, as GNU sed reads it
+// (GNU sed manual, "The s Command" and "BRE syntax"): `\(` `\)` group, `+ ? ( ) { } |` are literal.
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { fail, type CommandContext, type CommandOutcome } from './command.js';
 
