@@ -13,9 +13,9 @@ import { comparePackageVersions, packageVersionFor, parseMadison, upstreamVersio
 export const KUBE_PACKAGES = ['kubeadm', 'kubelet', 'kubectl'] as const;
 export type KubePackage = (typeof KUBE_PACKAGES)[number];
 
-const APT_ENV = { DEBIAN_FRONTEND: 'noninteractive' };
+export const APT_ENV = { DEBIAN_FRONTEND: 'noninteractive' };
 /** apt ≥ 1.9.11 waits this long for the dpkg lock (unattended-upgrades often holds it) instead of failing at once. */
-const LOCK_WAIT = ['-o', 'DPkg::Lock::Timeout=120'];
+export const LOCK_WAIT = ['-o', 'DPkg::Lock::Timeout=120'];
 /** What apt-get says when dpkg's journal was left open: a crash or a reboot in the middle of an install. */
 const DPKG_INTERRUPTED = /dpkg was interrupted, you must manually run '(?:sudo )?dpkg --configure -a'/;
 

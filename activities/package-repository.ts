@@ -12,13 +12,12 @@ import type { ClusterAccess, ExecResult } from './cluster-access.js';
 import { ErrorType } from './errors.js';
 import { hostActivityScope } from './host-activity-context.js';
 import { checkNode, checkVersion, commandFailed, run, stderrTail } from './host-commands.js';
+import { APT_ENV, LOCK_WAIT } from './host-packages.js';
 import { parseMadison } from './parsers/madison.js';
 import {
   APT_KUBERNETES_LIST, maskUrlCredentials, minorOfVersion, nextMinor, parseAptKubernetesList, sedMinorExpression, withMinor, type RepositoryFile,
 } from './parsers/kubernetes-repository.js';
 
-const APT_ENV = { DEBIAN_FRONTEND: 'noninteractive' };
-const LOCK_WAIT = ['-o', 'DPkg::Lock::Timeout=120'];
 /** How many minors past the configured one a look ahead probes at most (pkgs.k8s.io adds one every four months). */
 const MINORS_AHEAD = 4;
 
@@ -53,6 +52,10 @@ const isNotFound = (r: ExecResult): boolean => /404\s+Not Found|does not have a 
 
 /** Package versions a madison listing offers for kubeadm, as Kubernetes versions. */
 const kubeadmVersions = (madison: string): string[] => [...new Set(parseMadison(madison).filter((e) => e.package === 'kubeadm').map((e) => e.version))];
+
+/** What the node's own repository offers for kubeadm, as its configuration and lists stand. */
+const offeredHere = async (access: ClusterAccess, node: string, signal?: AbortSignal): Promise<string[]> =>
+  kubeadmVersions((await run(access, node, ['apt-cache', 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout);
 
 /**
  * What the repository of `minor` offers, asked without touching the node's own apt state: a source
@@ -94,7 +97,7 @@ export async function availableVersions(access: ClusterAccess, input: { node: st
   const node = checkNode(input.node);
   const { signal } = hostActivityScope();
   const repo = await readRepository(access, node, signal);
-  const offered = kubeadmVersions((await run(access, node, ['apt-cache', 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout);
+  const offered = await offeredHere(access, node, signal);
   if (repo.parsed?.layout === 'per-minor' && repo.text !== undefined) {
     let minor = repo.parsed.minor;
     for (let i = 0; i < MINORS_AHEAD; i++) {
@@ -158,7 +161,7 @@ export async function pointPackageRepository(access: ClusterAccess, input: { nod
   const repo = await readRepository(access, node, signal);
   const done = (changed: boolean, previous?: string): PointRepositoryResult => ({ node, file: repo.file, minor, changed, ...(previous ? { previous } : {}) });
   if (repo.parsed?.layout !== 'per-minor' || repo.text === undefined) {
-    const offered = kubeadmVersions((await run(access, node, ['apt-cache', 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout);
+    const offered = await offeredHere(access, node, signal);
     if (offered.includes(version)) return done(false);
     throw layoutRefusal(node, repo, minor);
   }
