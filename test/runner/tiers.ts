@@ -44,6 +44,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/maintenance-config.test.ts',
       'test/activities/parsers.test.ts',
       'test/activities/kubernetes-repository-parser.test.ts',
+      'test/sim/free-port.test.ts',
       'test/activities/pool-config.test.ts',
       'test/bench/lower-bound.test.ts',
       'test/bench/node-breakdown.test.ts',
