@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { parseVersion } from '../rules/index.js';
 import { REPOSITORY_LAYOUTS, type RepositoryLayout } from './hosts/apt-archive.js';
+import { PACKAGE_MANAGERS, type PackageManager } from './hosts/rpm-archive.js';
 import { validateFault, type Fault } from './hosts/faults.js';
 
 /**
@@ -57,6 +58,8 @@ export interface SimDescription {
    * kubernetes.io's install guide writes it; `local-mirror`, a site mirror offering every minor at once.
    */
   packageRepository: RepositoryLayout;
+  /** The hosts' package tools: `apt` (Debian, default) or `dnf` (the RHEL family, kubernetes.repo). */
+  packageManager: PackageManager;
   /**
    * When set, the workloads' pods get this termination grace and the simulated kubelet keeps a
    * terminating pod until it is over, so a drain waits as on a real node (the benchmark sets 1).
@@ -135,6 +138,12 @@ function faults(value: unknown, where: string): Fault[] {
     }
     return raw as unknown as Fault;
   });
+}
+
+function packageManager(value: unknown): PackageManager {
+  if (value === undefined) return 'apt';
+  if (!(PACKAGE_MANAGERS as readonly unknown[]).includes(value)) throw new DescriptionError(`packageManager must be ${PACKAGE_MANAGERS.join(' or ')}`);
+  return value as PackageManager;
 }
 
 function layout(value: unknown): RepositoryLayout {
@@ -238,6 +247,7 @@ export function parseDescription(text: string, source = 'description'): SimDescr
     ssh: { user: ssh.user === undefined ? 'skewless' : name(ssh.user, 'ssh.user') },
     rebootSeconds: raw.rebootSeconds === undefined ? 3 : count(raw.rebootSeconds, 'rebootSeconds', 0),
     packageRepository: layout(raw.packageRepository),
+    packageManager: packageManager(raw.packageManager),
     ...(raw.terminationGraceSeconds === undefined ? {} : { terminationGraceSeconds: count(raw.terminationGraceSeconds, 'terminationGraceSeconds', 0) }),
     pools,
   };

@@ -128,7 +128,7 @@ export async function startMachineApi(options: MachineApiOptions): Promise<SimMa
       throw new MachineError(400, `version ${version} is not in the simulation's package repository (${workerTemplate.repository.join(', ')})`);
     }
     const host = present ?? await hosts.addHost({
-      name: spec.name, role: 'worker', repository: workerTemplate.repository, packageRepository: description.packageRepository,
+      name: spec.name, role: 'worker', repository: workerTemplate.repository, packageRepository: description.packageRepository, packageManager: description.packageManager,
       installed: { kubeadm: version, kubelet: version, kubectl: version }, latencies: workerTemplate.latencies,
     });
     // The machine boots, then its kubelet registers the Node (kwok makes it Ready).

@@ -11,6 +11,7 @@ import { applyRbacManifest, RBAC_MANIFEST_PATH, readRbacManifest, subjectsOf } f
 import { recordVersions } from './cluster/version-recorder.js';
 import type { SimDescription } from './description.js';
 import { startHostSimulator } from './hosts/host-simulator.js';
+import type { PackageManager } from './hosts/rpm-archive.js';
 import { hostDir } from './hosts/host-state.js';
 import { staticPodModel } from './cluster/static-pods.js';
 import { startMachineApi, type SimMachines } from './machine-api.js';
@@ -63,12 +64,13 @@ export interface SimulationOptions {
 }
 
 /** The cluster configuration a worker reads for this simulation (activities/cluster-config.ts). */
-function writeClusterConfig(e: SimulationEndpoints, snapshotsDir: string, pools: Record<string, string>): void {
+function writeClusterConfig(e: SimulationEndpoints, snapshotsDir: string, pools: Record<string, string>, packageManager: PackageManager): void {
   mkdirSync(e.clustersDir, { recursive: true });
   mkdirSync(snapshotsDir, { recursive: true });
   const lines = [
     `name: ${e.cluster}`,
     `kubeconfig: ${e.kubeconfig}`,
+    `packageManager: ${packageManager}`,
     'ssh:',
     `  user: ${e.ssh.user}`,
     `  privateKeyPath: ${e.ssh.privateKeyPath}`,
@@ -137,6 +139,7 @@ export async function startSimulation(description: SimDescription, options: Simu
         role: n.role,
         repository: n.repository,
         packageRepository: description.packageRepository,
+        packageManager: description.packageManager,
         installed: { kubeadm: n.kubelet, kubelet: n.kubelet, kubectl: n.kubelet },
         latencies: n.latencies,
         faults: n.faults,
@@ -169,7 +172,7 @@ export async function startSimulation(description: SimDescription, options: Simu
       machineApi: { endpoint: machines.endpoint, tokenFile: machines.tokenFile },
     };
     writeFileSync(join(stateDir, 'simulation.json'), JSON.stringify(endpoints, null, 2));
-    writeClusterConfig(endpoints, join(stateDir, 'snapshots'), description.pools ?? {});
+    writeClusterConfig(endpoints, join(stateDir, 'snapshots'), description.pools ?? {}, description.packageManager);
     const api = machines;
     return {
       description,

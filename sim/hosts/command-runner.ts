@@ -110,7 +110,7 @@ async function runStep(machine: HostMachine, command: SimpleCommand, io: ExecIo)
     io.err(fault.fail.stderr.endsWith('\n') ? fault.fail.stderr : `${fault.fail.stderr}\n`);
     return fault.fail.exitCode;
   }
-  const found = lookupCommand(name);
+  const found = lookupCommand(name, machine.config.packageManager);
   if (!found) {
     io.err(`bash: line 1: ${name}: command not found\n`);
     return 127;

@@ -6,6 +6,7 @@ import { dirname, posix } from 'node:path';
 import type { ClusterEffects, EtcdTools, StaticPodHooks } from './cluster-effects.js';
 import { CommandFaults } from './faults.js';
 import { toKubernetesVersion, type HostState, type HostStore } from './host-state.js';
+import type { PackageManager } from './rpm-archive.js';
 
 export type LatencyKind = 'aptInstall' | 'kubeletRestart' | 'kubeadmApply' | 'kubeadmNode' | 'etcdSnapshot' | 'reboot';
 /** Milliseconds per kind of command; 0 when absent. */
@@ -14,6 +15,8 @@ export type Latencies = Partial<Record<LatencyKind, number>>;
 export interface MachineConfig {
   /** Kubernetes versions the package archive (pkgs.k8s.io, simulated) has (`1.33.7`); what a host offers is its sources' share. */
   repository: readonly string[];
+  /** apt (Debian, the default) or dnf (the RHEL family): which package tools the host has. */
+  packageManager?: PackageManager;
   latencies: Latencies;
   user: string;
   effects: ClusterEffects;

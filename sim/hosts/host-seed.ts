@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { archiveOffers, KEYRING, KUBERNETES_LIST, listsFileName, packagesIndex, parseSources, sourcesFileFor, type RepositoryLayout } from './apt-archive.js';
 import { HostStore, PACKAGES, toPackageVersion, type HostRole, type PackageName } from './host-state.js';
+import { KUBERNETES_REPO, repoFileFor, toRpmVersion, type PackageManager } from './rpm-archive.js';
 
 export interface SeedSpec {
   name: string;
@@ -18,6 +19,8 @@ export interface SeedSpec {
   repository: readonly string[];
   /** How the host's kubernetes.list names the archive: one minor (the install guide's), or a site mirror. */
   packageRepository?: RepositoryLayout;
+  /** apt (the default) or dnf: which of the install guide's repository files the host has. */
+  packageManager?: PackageManager;
 }
 
 /**
@@ -34,6 +37,18 @@ function aptFiles(spec: SeedSpec): Record<string, string> {
   }
   return files;
 }
+
+/** The dnf side of the install guide: kubernetes.repo for the minor of its packages (dnf fetches metadata itself). */
+const dnfFiles = (spec: SeedSpec): Record<string, string> => ({ [KUBERNETES_REPO]: repoFileFor(spec.packageRepository ?? 'per-minor', spec.installed.kubeadm) });
+
+const ROCKY_RELEASE = `NAME="Rocky Linux"
+VERSION="9.5 (Blue Onyx)"
+ID="rocky"
+ID_LIKE="rhel centos fedora"
+VERSION_ID="9.5"
+PLATFORM_ID="platform:el9"
+PRETTY_NAME="Rocky Linux 9.5 (Blue Onyx)"
+`;
 
 const OS_RELEASE = `PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
 NAME="Debian GNU/Linux"
@@ -106,18 +121,23 @@ const componentManifest = (component: string): string =>
 
 export function seedHost(stateDir: string, spec: SeedSpec, user: string): HostStore {
   for (const p of PACKAGES) if (!spec.installed[p]) throw new Error(`sim: host ${spec.name}: installed.${p} is missing`);
-  const packages = { kubeadm: toPackageVersion(spec.installed.kubeadm), kubelet: toPackageVersion(spec.installed.kubelet), kubectl: toPackageVersion(spec.installed.kubectl) };
+  const dnf = spec.packageManager === 'dnf';
+  const packageVersion = dnf ? toRpmVersion : toPackageVersion;
+  const packages = { kubeadm: packageVersion(spec.installed.kubeadm), kubelet: packageVersion(spec.installed.kubelet), kubectl: packageVersion(spec.installed.kubectl) };
   const store = HostStore.create(stateDir, {
     schema: 1,
     name: spec.name,
     role: spec.role,
     port: 0,
     packages,
-    holds: PACKAGES.filter((p) => (spec.held ?? PACKAGES).includes(p)),
+    // dnf hosts hold by the repository's exclude= line, not by apt-mark.
+    holds: dnf ? [] : PACKAGES.filter((p) => (spec.held ?? PACKAGES).includes(p)),
     kubelet: { active: true, version: spec.installed.kubelet.replace(/^v/, ''), startingVersion: null, unitPackage: packages.kubelet },
     nodeConfigVersion: null,
   });
-  const files: Record<string, string> = { '/etc/os-release': OS_RELEASE, '/etc/hostname': `${spec.name}\n`, ...aptFiles(spec) };
+  const files: Record<string, string> = dnf
+    ? { '/etc/os-release': ROCKY_RELEASE, '/etc/hostname': `${spec.name}\n`, ...dnfFiles(spec) }
+    : { '/etc/os-release': OS_RELEASE, '/etc/hostname': `${spec.name}\n`, ...aptFiles(spec) };
   if (spec.role === 'control-plane') {
     for (const f of CONTROL_PLANE_FILES) files[f] = `# placeholder for ${f} (simulated host)\n`;
     files['/etc/kubernetes/manifests/etcd.yaml'] = etcdManifest(spec.name, spec.address ?? '10.0.0.11');

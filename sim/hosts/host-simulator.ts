@@ -14,6 +14,7 @@ import { hostDir, HostStore, type CommandLogEntry, type HostRole, type HostState
 import { listenOnFreePort } from './ports.js';
 import { serveSftp } from './sftp-server.js';
 import type { RepositoryLayout } from './apt-archive.js';
+import type { PackageManager } from './rpm-archive.js';
 
 export interface HostSpec {
   name: string;
@@ -22,6 +23,8 @@ export interface HostSpec {
   repository: string[];
   /** How a new host's kubernetes.list names the archive (default: one minor, as the install guide does). */
   packageRepository?: RepositoryLayout;
+  /** The host's package tools: apt (Debian, the default) or dnf (the RHEL family, kubernetes.repo). */
+  packageManager?: PackageManager;
   /** Seeds a host the state dir does not know yet: Kubernetes versions of the three packages. */
   installed: Record<PackageName, string>;
   /** Seeds the apt holds of a new host (default: all three, as kubeadm's install guide does). */
@@ -125,7 +128,7 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
     const store = existing ?? seedHost(stateDir, { ...spec, address: addressOf(spec) }, user);
     const keys = ensureHostKey(store.dir, spec.name);
     const machine = new HostMachine(store, {
-      repository: spec.repository, latencies: spec.latencies ?? {}, user, effects, etcd: options.etcd, ...(options.staticPods ? { staticPods: options.staticPods } : {}),
+      repository: spec.repository, packageManager: spec.packageManager ?? 'apt', latencies: spec.latencies ?? {}, user, effects, etcd: options.etcd, ...(options.staticPods ? { staticPods: options.staticPods } : {}),
       rebootMs: (options.rebootSeconds ?? 1) * 1000, requireSudo: options.requireSudo ?? true, onError,
     });
     const endpoint = new HostEndpoint({

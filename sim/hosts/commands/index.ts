@@ -3,10 +3,12 @@ import { aptCache } from './apt-cache.js';
 import { aptGet } from './apt-get.js';
 import { aptMark } from './apt-mark.js';
 import type { CommandHandler } from './command.js';
+import type { PackageManager } from '../rpm-archive.js';
 import { cat, chown, echo, falseCommand, hostname, mkdir, mv, rm, sha256sum, stat, test, trueCommand } from './coreutils.js';
 import { etcdctl, etcdutl } from './etcd.js';
 import { kubeadm } from './kubeadm.js';
 import { kubectl, kubelet } from './kubelet.js';
+import { dnf, rpm } from './dnf.js';
 import { dpkg } from './dpkg.js';
 import { pgrep } from './pgrep.js';
 import { sed } from './sed.js';
@@ -14,6 +16,7 @@ import { reboot, systemctl } from './systemd.js';
 
 export const COMMANDS: ReadonlyMap<string, CommandHandler> = new Map<string, CommandHandler>([
   ['apt-get', aptGet], ['apt-mark', aptMark], ['apt-cache', aptCache], ['dpkg', dpkg],
+  ['dnf', dnf], ['yum', dnf], ['rpm', rpm],
   ['kubeadm', kubeadm], ['kubelet', kubelet], ['kubectl', kubectl],
   ['systemctl', systemctl], ['reboot', reboot], ['shutdown', reboot],
   ['etcdctl', etcdctl], ['etcdutl', etcdutl],
@@ -26,10 +29,15 @@ export const REBOOTS_MIDWAY: ReadonlySet<CommandHandler> = new Set([aptGet]);
 
 const BIN_DIRS = ['/usr/bin/', '/usr/sbin/', '/bin/', '/sbin/', '/usr/local/bin/'];
 
+/** The package tools of one family: a Debian host has no dnf, a RHEL-family host no apt. */
+const PACKAGE_TOOLS: Record<PackageManager, readonly string[]> = { apt: ['apt-get', 'apt-mark', 'apt-cache', 'dpkg'], dnf: ['dnf', 'yum', 'rpm'] };
+const OTHER_FAMILY: Record<PackageManager, ReadonlySet<string>> = { apt: new Set(PACKAGE_TOOLS.dnf), dnf: new Set(PACKAGE_TOOLS.apt) };
+
 /** The tool for argv[0]: a bare name, or one of the usual bin directories (`/usr/bin/kubeadm`). */
-export function lookupCommand(name: string): { name: string; handler: CommandHandler } | undefined {
+export function lookupCommand(name: string, packageManager: PackageManager = 'apt'): { name: string; handler: CommandHandler } | undefined {
   const dir = BIN_DIRS.find((d) => name.startsWith(d));
   const base = dir ? name.slice(dir.length) : name;
+  if (OTHER_FAMILY[packageManager].has(base)) return undefined;
   const handler = COMMANDS.get(base);
   return handler ? { name: base, handler } : undefined;
 }
