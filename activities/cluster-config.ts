@@ -3,13 +3,15 @@ import { isAbsolute, join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import ssh2 from 'ssh2';
 import { parse as parseYaml } from 'yaml';
-import { parseMaintenanceWindows, RuleError, type MaintenanceWindow } from '../rules/index.js';
+import { PACKAGE_MANAGERS, parseMaintenanceWindows, RuleError, type MaintenanceWindow, type PackageManager } from '../rules/index.js';
 import { ErrorType } from './errors.js';
 
 /**
  * A cluster's configuration, read by the worker only (it names credentials' paths), found by
  * cluster name in the worker's clusters directory: <dir>/<name>.yaml. Workflows pass the name.
  */
+export { PACKAGE_MANAGERS, type PackageManager } from '../rules/index.js';
+
 export interface ClusterConfig {
   name: string;
   kubeconfig: string;
@@ -25,7 +27,8 @@ export interface ClusterConfig {
   };
   /** Per-node address overrides; default: the node's InternalIP and ssh.port. */
   nodes: Record<string, { address?: string; port?: number }>;
-  packageManager: 'apt';
+  /** apt (Debian and Ubuntu: kubernetes.list, apt-mark holds) or dnf (the RHEL family: kubernetes.repo, its exclude= as the hold). */
+  packageManager: PackageManager;
   etcd: {
     endpoint: string;
     caCert: string;
@@ -237,7 +240,9 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
   onlyKnownKeys(file, snapshots, KNOWN_KEYS.snapshots, 'snapshots');
   const pki = '/etc/kubernetes/pki/etcd';
   const packageManager = str(raw.packageManager, 'packageManager', 'apt');
-  if (packageManager !== 'apt') throw invalid(file, `packageManager ${JSON.stringify(packageManager)} is not supported yet (apt)`);
+  if (!(PACKAGE_MANAGERS as readonly string[]).includes(packageManager)) {
+    throw invalid(file, `packageManager ${JSON.stringify(packageManager)} is not supported (${PACKAGE_MANAGERS.join(' or ')})`);
+  }
 
   const nodes: ClusterConfig['nodes'] = {};
   for (const [node, value] of Object.entries(obj(raw.nodes, 'nodes'))) {
@@ -292,7 +297,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
       connectTimeoutSeconds: int(ssh.connectTimeoutSeconds, 'ssh.connectTimeoutSeconds', 10, 1, 300),
     },
     nodes,
-    packageManager: 'apt',
+    packageManager: packageManager as PackageManager,
     etcd: {
       endpoint: str(etcd.endpoint, 'etcd.endpoint', 'https://127.0.0.1:2379'),
       caCert: path(etcd.caCert, 'etcd.caCert', `${pki}/ca.crt`),

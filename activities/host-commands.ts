@@ -7,6 +7,7 @@ import { ErrorType, kubeCall } from './errors.js';
 import { heartbeatWhile, hostActivityScope, pause, type HostActivityScope } from './host-activity-context.js';
 import { NODE_NAME } from './host-address.js';
 import { isTransientFailure } from './host-transient.js';
+import { maskUrlCredentials } from './parsers/kubernetes-repository.js';
 
 export const invalid = (message: string): ApplicationFailure => ApplicationFailure.create({ type: ErrorType.Invalid, message, nonRetryable: true });
 
@@ -42,13 +43,14 @@ export function stderrTail(stderr: string, lines = 8, chars = 800): string {
 
 /** HostCommandFailed (not retried: the operator decides), or HostCommandTransient when the output names a passing cause. */
 export function commandFailed(node: string, argv: readonly string[], result: ExecResult, what?: string): ApplicationFailure {
-  const tail = stderrTail(result.stderr || result.stdout);
+  // A mirror's URL may carry a user and password (apt and dnf print URLs in their errors): never into history.
+  const tail = maskUrlCredentials(stderrTail(result.stderr || result.stdout));
   const transient = isTransientFailure(argv, result);
   return ApplicationFailure.create({
     type: transient ? ErrorType.HostCommandTransient : ErrorType.HostCommandFailed,
     nonRetryable: !transient,
-    message: `${what ?? `'${argv.join(' ')}'`} on ${node} exited ${result.exitCode}${tail ? `: ${tail.split('\n').at(-1)}` : ''}`,
-    details: [{ node, command: argv.join(' '), exitCode: result.exitCode, stderrTail: tail }],
+    message: `${what ?? `'${maskUrlCredentials(argv.join(' '))}'`} on ${node} exited ${result.exitCode}${tail ? `: ${tail.split('\n').at(-1)}` : ''}`,
+    details: [{ node, command: maskUrlCredentials(argv.join(' ')), exitCode: result.exitCode, stderrTail: tail }],
   });
 }
 

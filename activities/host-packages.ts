@@ -1,139 +1,17 @@
-// Kubernetes packages on a node through apt: what the repository offers, and installing an exact
-// version of kubeadm/kubelet/kubectl with holds, never a downgrade, nothing run when already there.
-// A host that went down in the middle of an install is repaired first (dpkg --configure -a).
-import { ApplicationFailure } from '@temporalio/activity';
+// The Kubernetes packages of a node at an exact version, through the node's own package tools
+// (the cluster configuration's `packageManager`): apt and its holds, or dnf and kubernetes.repo's
+// exclude= line. Both never downgrade and run nothing when the packages are there already.
 import type { ClusterAccess } from './cluster-access.js';
-import { ErrorType } from './errors.js';
-import { heartbeatWhile, hostActivityScope, type HostActivityScope } from './host-activity-context.js';
-import { awaitQuietHost, checkNode, checkVersion, commandFailed, invalid, run } from './host-commands.js';
-import { parseAptPolicy } from './parsers/apt-policy.js';
-import { parseDpkgAudit } from './parsers/dpkg-audit.js';
-import { comparePackageVersions, packageVersionFor, parseMadison, upstreamVersion, type MadisonEntry } from './parsers/madison.js';
+import { checkNode, checkVersion } from './host-commands.js';
+import { checkPackages, type InstallPackagesResult, type KubePackage } from './kube-packages.js';
+import { installWithApt } from './package-install-apt.js';
+import { installWithDnf } from './package-install-dnf.js';
 
-export const KUBE_PACKAGES = ['kubeadm', 'kubelet', 'kubectl'] as const;
-export type KubePackage = (typeof KUBE_PACKAGES)[number];
-
-export const APT_ENV = { DEBIAN_FRONTEND: 'noninteractive' };
-/** apt ≥ 1.9.11 waits this long for the dpkg lock (unattended-upgrades often holds it) instead of failing at once. */
-export const LOCK_WAIT = ['-o', 'DPkg::Lock::Timeout=120'];
-/** What apt-get says when dpkg's journal was left open: a crash or a reboot in the middle of an install. */
-const DPKG_INTERRUPTED = /dpkg was interrupted, you must manually run '(?:sudo )?dpkg --configure -a'/;
-
-/** Timeouts of quick reads and of package changes, from the cluster configuration (`timeouts:`). */
-function timeouts(access: ClusterAccess): { readMs: number; installMs: number } {
-  const t = access.config.timeouts;
-  return { readMs: t.commandSeconds * 1000, installMs: t.packageInstallSeconds * 1000 };
-}
-
-export interface InstallPackagesResult {
-  node: string;
-  version: string;
-  /** Packages this call changed (empty: all were at the version already). */
-  installed: KubePackage[];
-  /** Packages this call put back on hold. */
-  held: KubePackage[];
-  /** Packages of the call that dpkg had unpacked but not configured (the host went down mid-install), configured by this call. */
-  configured: KubePackage[];
-  /** Debian versions after the call, `kubeadm` → `1.33.7-1.1`. */
-  packageVersions: Partial<Record<KubePackage, string>>;
-}
-
-async function madison(access: ClusterAccess, node: string, packages: readonly string[], signal?: AbortSignal): Promise<MadisonEntry[]> {
-  const r = await run(access, node, ['apt-cache', 'madison', ...packages], { timeoutMs: timeouts(access).readMs, signal });
-  return parseMadison(r.stdout);
-}
-
-function checkPackages(packages: unknown): KubePackage[] {
-  if (!Array.isArray(packages) || packages.length === 0) throw invalid('packages must be a non-empty list of kubeadm, kubelet, kubectl');
-  for (const p of packages) if (!(KUBE_PACKAGES as readonly unknown[]).includes(p)) throw invalid(`unknown package ${JSON.stringify(p)} (kubeadm, kubelet or kubectl)`);
-  return KUBE_PACKAGES.filter((p) => packages.includes(p));
-}
-
-/** `dpkg --audit`: the packages dpkg left unpacked or half done. Exit 1 is how newer dpkg says it found some. */
-async function auditDpkg(access: ClusterAccess, node: string, signal?: AbortSignal): Promise<string[]> {
-  const argv = ['dpkg', '--audit'];
-  const r = await access.shell.exec(node, argv, { timeoutMs: timeouts(access).readMs, signal });
-  if (r.exitCode !== 0 && r.exitCode !== 1) throw commandFailed(node, argv, r);
-  return parseDpkgAudit(r.stdout).packages;
-}
-
-/** `dpkg --configure -a`, as apt asks after an interrupted install; runs the packages' scripts, so heartbeated. */
-async function configurePending(access: ClusterAccess, node: string, scope: HostActivityScope): Promise<void> {
-  await run(access, node, ['dpkg', '--configure', '-a'], { timeoutMs: timeouts(access).installMs, sudo: true, env: APT_ENV, signal: scope.signal });
-}
+export { KUBE_PACKAGES, type InstallPackagesResult, type KubePackage } from './kube-packages.js';
 
 export async function installPackages(access: ClusterAccess, input: { node: string; version: string; packages: KubePackage[] }): Promise<InstallPackagesResult> {
   const node = checkNode(input.node);
   const version = checkVersion(input.version);
   const packages = checkPackages(input.packages);
-  const scope = hostActivityScope();
-  const { signal } = scope;
-  const { readMs, installMs } = timeouts(access);
-  const read = { timeoutMs: readMs, signal };
-
-  // An install an earlier attempt left running (its worker died; without a terminal nothing stops
-  // it) ends first: its half-done dpkg state is not an interrupted install, and what it installs is
-  // then seen as installed instead of installed a second time.
-  await awaitQuietHost(access, node, ['apt-get', 'dpkg'], installMs, scope);
-  // A host that went down in the middle of an install has our packages unpacked (apt-cache already
-  // reports the new version) but not configured: finish that first, so it is never taken for done.
-  // Other packages' leftovers are not ours to touch unless apt-get refuses to install because of them.
-  const unfinished = await auditDpkg(access, node, signal);
-  const configured = packages.filter((p) => unfinished.includes(p));
-  if (configured.length) await configurePending(access, node, scope);
-
-  const policy = parseAptPolicy((await run(access, node, ['apt-cache', 'policy', ...packages], read)).stdout);
-  const current: Partial<Record<KubePackage, string>> = {};
-  const pending: KubePackage[] = [];
-  for (const p of packages) {
-    const installed = policy[p]?.installed ?? undefined;
-    if (installed) current[p] = installed;
-    const at = installed ? upstreamVersion(installed) : undefined;
-    if (at === version) continue;
-    if (installed && at && comparePackageVersions(installed, `${version}-0`) > 0) {
-      throw invalid(`refusing to downgrade ${p} on ${node} from ${installed} to ${version}; going back means restoring the etcd snapshot`);
-    }
-    pending.push(p);
-  }
-
-  const targets: Partial<Record<KubePackage, string>> = {};
-  if (pending.length > 0) {
-    let offered = await madison(access, node, pending, signal);
-    if (pending.some((p) => !packageVersionFor(offered, p, version))) {
-      // The lists may predate the release: refresh once, then ask again.
-      await run(access, node, ['apt-get', 'update', '-q', ...LOCK_WAIT], { timeoutMs: installMs, sudo: true, env: APT_ENV, signal });
-      offered = await madison(access, node, pending, signal);
-    }
-    for (const p of pending) {
-      const exact = packageVersionFor(offered, p, version);
-      if (!exact) {
-        throw ApplicationFailure.create({ type: ErrorType.VersionNotAvailable, nonRetryable: true,
-          message: `the package repository of ${node} offers no ${p} ${version} (newest offered: ${offered.find((e) => e.package === p)?.packageVersion ?? 'none'})` });
-      }
-      targets[p] = exact;
-    }
-  }
-
-  const holds = new Set((await run(access, node, ['apt-mark', 'showhold'], read)).stdout.split('\n').map((l) => l.trim()));
-  const root = { sudo: true, env: APT_ENV, signal };
-  if (pending.length > 0) {
-    const toUnhold = pending.filter((p) => holds.has(p));
-    if (toUnhold.length) await run(access, node, ['apt-mark', 'unhold', ...toUnhold], { ...root, timeoutMs: readMs });
-    for (const p of toUnhold) holds.delete(p);
-    const argv = ['apt-get', 'install', '-y', '-q', ...LOCK_WAIT, '-o', 'Dpkg::Options::=--force-confold', ...pending.map((p) => `${p}=${targets[p]}`)];
-    const install = () => heartbeatWhile(scope, () => ({ node, step: 'apt-get install', packages: pending }),
-      access.shell.exec(node, argv, { ...root, timeoutMs: installMs }));
-    let result = await install();
-    if (result.exitCode !== 0 && DPKG_INTERRUPTED.test(result.stderr)) {
-      // Someone else's install was cut short (the audit above found none of ours): repair as apt asks, once.
-      await configurePending(access, node, scope);
-      result = await install();
-    }
-    if (result.exitCode !== 0) throw commandFailed(node, argv, result);
-    Object.assign(current, targets);
-  }
-  // Holds last: a crash between install and hold is repaired by the next attempt, which installs nothing.
-  const toHold = packages.filter((p) => !holds.has(p));
-  if (toHold.length) await run(access, node, ['apt-mark', 'hold', ...toHold], { ...root, timeoutMs: readMs });
-  return { node, version, installed: pending, held: toHold, configured, packageVersions: current };
+  return access.config.packageManager === 'dnf' ? installWithDnf(access, node, version, packages) : installWithApt(access, node, version, packages);
 }

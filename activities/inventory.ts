@@ -1,7 +1,7 @@
 import { parse as parseYaml } from 'yaml';
 import {
   auditPdbs, compareNatural, selectorMatches,
-  type ClusterInventory, type ComponentVersion, type MaintenanceWindow, type PdbFinding, type PlanNode, STAGE_LABEL,
+  type ClusterInventory, type ComponentVersion, type MaintenanceWindow, type PackageManager, type PdbFinding, type PlanNode, STAGE_LABEL,
 } from '../rules/index.js';
 import type { ClusterResolver } from './cluster-access.js';
 import { httpStatus, kubeCall } from './errors.js';
@@ -46,6 +46,8 @@ export interface Inventory {
   problems: string[];
   /** The cluster's maintenance windows from its configuration (policy, no secret); absent: none. */
   maintenanceWindows?: MaintenanceWindow[];
+  /** The nodes' package tools (the configuration's packageManager), for the commands a plan shows. */
+  packageManager?: PackageManager;
 }
 
 export interface InventoryDeps {
@@ -176,6 +178,7 @@ export function createInventoryActivities(deps: InventoryDeps) {
         },
         problems,
         ...(config.maintenanceWindows?.length ? { maintenanceWindows: config.maintenanceWindows } : {}),
+        packageManager: config.packageManager,
       };
     },
   };

@@ -1,7 +1,8 @@
 // A node's Kubernetes package repository, one minor at a time as kubernetes.io's guide sets it up:
 // what the next minors offer, learned without changing the node (apt with a temporary source list
-// and lists directory, as the SSH user), and the switch of the file to a hop's minor (`sed -i`, as
-// the upgrade guide does), then `apt-get update`. A file of another layout is never rewritten.
+// and lists directory; dnf with a temporary repository directory; both as the SSH user), and the
+// switch of the file to a hop's minor (`sed -i`, as the upgrade guide does), then a refresh of the
+// metadata (`apt-get update`, `dnf makecache`). A file of another layout is never rewritten.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,13 +10,17 @@ import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import { compareVersions, minorOf, parseTarget, parseVersion } from '../rules/index.js';
 import type { ClusterAccess, ExecResult } from './cluster-access.js';
+import type { PackageManager } from './cluster-config.js';
 import { ErrorType } from './errors.js';
 import { hostActivityScope } from './host-activity-context.js';
 import { checkNode, checkVersion, commandFailed, run, stderrTail } from './host-commands.js';
-import { APT_ENV, LOCK_WAIT } from './host-packages.js';
+import { APT_ENV, LOCK_WAIT } from './package-install-apt.js';
+import { dnfOffered } from './package-install-dnf.js';
+import { parseDnfList } from './parsers/dnf-list.js';
 import { parseMadison } from './parsers/madison.js';
 import {
-  APT_KUBERNETES_LIST, maskUrlCredentials, minorOfVersion, nextMinor, parseAptKubernetesList, sedMinorExpression, withMinor, type RepositoryFile,
+  APT_KUBERNETES_LIST, DNF_KUBERNETES_REPO, DNF_REPO_ID, maskUrlCredentials, minorOfVersion, nextMinor, parseAptKubernetesList, parseDnfKubernetesRepo, sedMinorExpression, withMinor,
+  type RepositoryFile,
 } from './parsers/kubernetes-repository.js';
 
 /** How many minors past the configured one a look ahead probes at most (pkgs.k8s.io adds one every four months). */
@@ -33,12 +38,49 @@ export interface RepositoryState {
   parsed?: RepositoryFile;
 }
 
-/** Reads kubernetes.list as the SSH user; a file that user may not read stops here with its path. */
+/** The package tools of one family, as far as the repository file is concerned. */
+interface RepositoryTool {
+  /** The file kubernetes.io's install guide writes. */
+  file: string;
+  parse(text: string): RepositoryFile;
+  /** What the node's repository offers for kubeadm, as its configuration and metadata stand. */
+  offeredHere(access: ClusterAccess, node: string, signal?: AbortSignal): Promise<string[]>;
+  /** What the repository file `text` offers at `minor`, asked without touching the node's own state; undefined: 404. */
+  probe(access: ClusterAccess, node: string, text: string, minor: string, signal?: AbortSignal): Promise<string[] | undefined>;
+  /** Fetches the repository's metadata after the file changed (root). */
+  refresh: { argv: string[]; env?: Record<string, string> };
+}
+
+/** Package versions of a listing that offers kubeadm, as Kubernetes versions. */
+const kubeadmVersions = (entries: readonly { package: string; version: string }[]): string[] => [...new Set(entries.filter((e) => e.package === 'kubeadm').map((e) => e.version))];
+
+const TOOLS: Record<PackageManager, RepositoryTool> = {
+  apt: {
+    file: APT_KUBERNETES_LIST,
+    parse: parseAptKubernetesList,
+    offeredHere: async (access, node, signal) =>
+      kubeadmVersions(parseMadison((await run(access, node, ['apt-cache', 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout)),
+    probe: probeAptMinor,
+    refresh: { argv: ['apt-get', 'update', '-q', ...LOCK_WAIT], env: APT_ENV },
+  },
+  dnf: {
+    file: DNF_KUBERNETES_REPO,
+    parse: parseDnfKubernetesRepo,
+    offeredHere: async (access, node, signal) => kubeadmVersions(await dnfOffered(access, node, ['kubeadm'], { signal })),
+    probe: probeDnfMinor,
+    refresh: { argv: ['dnf', 'makecache', '-q', `--repo=${DNF_REPO_ID}`] },
+  },
+};
+
+const toolOf = (access: ClusterAccess): RepositoryTool => TOOLS[access.config.packageManager];
+
+/** Reads the node's repository file as the SSH user; a file that user may not read stops here with its path. */
 export async function readRepository(access: ClusterAccess, node: string, signal?: AbortSignal): Promise<RepositoryState> {
-  const file = APT_KUBERNETES_LIST;
+  const tool = toolOf(access);
+  const file = tool.file;
   const argv = ['cat', file];
   const r = await access.shell.exec(node, argv, { timeoutMs: readMs(access), signal });
-  if (r.exitCode === 0) return { file, text: r.stdout, parsed: parseAptKubernetesList(r.stdout) };
+  if (r.exitCode === 0) return { file, text: r.stdout, parsed: tool.parse(r.stdout) };
   if (/No such file or directory/.test(r.stderr)) return { file };
   if (/Permission denied/.test(r.stderr)) {
     throw failure(ErrorType.RepositoryUnreadable,
@@ -47,32 +89,38 @@ export async function readRepository(access: ClusterAccess, node: string, signal
   throw commandFailed(node, argv, r);
 }
 
-/** `apt-get update` met a 404 for the repository: the mirror has no such minor. */
-const isNotFound = (r: ExecResult): boolean => /404\s+Not Found|does not have a Release file/.test(`${r.stdout}\n${r.stderr}`);
-
-/** Package versions a madison listing offers for kubeadm, as Kubernetes versions. */
-const kubeadmVersions = (madison: string): string[] => [...new Set(parseMadison(madison).filter((e) => e.package === 'kubeadm').map((e) => e.version))];
-
-/** What the node's own repository offers for kubeadm, as its configuration and lists stand. */
-const offeredHere = async (access: ClusterAccess, node: string, signal?: AbortSignal): Promise<string[]> =>
-  kubeadmVersions((await run(access, node, ['apt-cache', 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout);
+/** apt's update or dnf's metadata download met a 404 for the repository: the mirror has no such minor. */
+const isNotFound = (r: ExecResult): boolean => /404\s+Not Found|does not have a Release file|Status code: 404 for/.test(`${r.stdout}\n${r.stderr}`);
 
 /**
- * What the repository of `minor` offers, asked without touching the node's own apt state: a source
- * list of the one line (the node's, at that minor) and a lists directory, both under /tmp, for an
- * `apt-get update` and `apt-cache madison` run as the SSH user. undefined: the mirror has no such minor.
+ * Runs a probe in a directory of its own under /tmp on the node, holding `name` (the repository
+ * file at the probed minor, uploaded over SFTP: a URL's credentials never go into a command line),
+ * and removes it afterwards. undefined: the node cannot take uploads, so nothing is probed.
  */
-async function probeMinor(access: ClusterAccess, node: string, text: string, minor: string, signal?: AbortSignal): Promise<string[] | undefined> {
+async function inProbeDir<T>(access: ClusterAccess, node: string, kind: string, name: string, text: string, probe: (dir: string) => Promise<T>, signal?: AbortSignal): Promise<T | undefined> {
   const upload = access.shell.upload?.bind(access.shell);
   if (!upload) return undefined;
-  const dir = `/tmp/skewless-apt-probe-${randomUUID()}`;
-  const local = mkdtempSync(join(tmpdir(), 'skewless-apt-probe-'));
-  const apt = ['-o', `Dir::Etc::SourceList=${dir}/sources.list`, '-o', 'Dir::Etc::SourceParts=-', '-o', `Dir::State::Lists=${dir}/lists`,
-    '-o', 'Dir::Cache::pkgcache=', '-o', 'Dir::Cache::srcpkgcache='];
+  const dir = `/tmp/skewless-${kind}-probe-${randomUUID()}`;
+  const local = mkdtempSync(join(tmpdir(), `skewless-${kind}-probe-`));
   try {
-    await run(access, node, ['mkdir', '-p', `${dir}/lists`], { timeoutMs: readMs(access), signal });
-    writeFileSync(join(local, 'sources.list'), withMinor(text, minor));
-    await upload(node, join(local, 'sources.list'), `${dir}/sources.list`, { timeoutMs: readMs(access), ...(signal ? { signal } : {}) });
+    await run(access, node, ['mkdir', '-p', kind === 'apt' ? `${dir}/lists` : dir], { timeoutMs: readMs(access), signal });
+    writeFileSync(join(local, name), text);
+    await upload(node, join(local, name), `${dir}/${name}`, { timeoutMs: readMs(access), ...(signal ? { signal } : {}) });
+    return await probe(dir);
+  } finally {
+    rmSync(local, { recursive: true, force: true });
+    await access.shell.exec(node, ['rm', '-rf', dir], { timeoutMs: readMs(access), signal }).catch(() => undefined);
+  }
+}
+
+/**
+ * apt: a source list of the one line (the node's, at `minor`) and a lists directory of the probe's
+ * own, for an `apt-get update` and `apt-cache madison` run as the SSH user.
+ */
+function probeAptMinor(access: ClusterAccess, node: string, text: string, minor: string, signal?: AbortSignal): Promise<string[] | undefined> {
+  return inProbeDir(access, node, 'apt', 'sources.list', withMinor(text, minor), async (dir) => {
+    const apt = ['-o', `Dir::Etc::SourceList=${dir}/sources.list`, '-o', 'Dir::Etc::SourceParts=-', '-o', `Dir::State::Lists=${dir}/lists`,
+      '-o', 'Dir::Cache::pkgcache=', '-o', 'Dir::Cache::srcpkgcache='];
     const update = ['apt-get', 'update', '-q', ...apt];
     const r = await access.shell.exec(node, update, { timeoutMs: installMs(access), env: APT_ENV, signal });
     if (r.exitCode !== 0) {
@@ -80,11 +128,25 @@ async function probeMinor(access: ClusterAccess, node: string, text: string, min
       if (isNotFound(r)) return undefined;
       throw commandFailed(node, update, r);
     }
-    return kubeadmVersions((await run(access, node, ['apt-cache', ...apt, 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout);
-  } finally {
-    rmSync(local, { recursive: true, force: true });
-    await access.shell.exec(node, ['rm', '-rf', dir], { timeoutMs: readMs(access), signal }).catch(() => undefined);
-  }
+    return kubeadmVersions(parseMadison((await run(access, node, ['apt-cache', ...apt, 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout));
+  }, signal);
+}
+
+/**
+ * dnf: kubernetes.repo at `minor` alone in a repository directory of the probe's own
+ * (`--setopt=reposdir=`), its exclusions lifted, listed by `dnf list --showduplicates` as the SSH
+ * user (dnf keeps a user's metadata cache apart from root's).
+ */
+function probeDnfMinor(access: ClusterAccess, node: string, text: string, minor: string, signal?: AbortSignal): Promise<string[] | undefined> {
+  return inProbeDir(access, node, 'dnf', 'kubernetes.repo', withMinor(text, minor), async (dir) => {
+    const list = ['dnf', 'list', '--showduplicates', '-q', '--disableexcludes=all', `--setopt=reposdir=${dir}`, 'kubeadm'];
+    const r = await access.shell.exec(node, list, { timeoutMs: installMs(access), signal });
+    if (r.exitCode !== 0) {
+      if (isNotFound(r)) return undefined;
+      throw commandFailed(node, list, r);
+    }
+    return kubeadmVersions(parseDnfList(r.stdout));
+  }, signal);
 }
 
 /**
@@ -96,13 +158,14 @@ async function probeMinor(access: ClusterAccess, node: string, text: string, min
 export async function availableVersions(access: ClusterAccess, input: { node: string; to?: string }): Promise<string[]> {
   const node = checkNode(input.node);
   const { signal } = hostActivityScope();
+  const tool = toolOf(access);
   const repo = await readRepository(access, node, signal);
-  const offered = await offeredHere(access, node, signal);
+  const offered = await tool.offeredHere(access, node, signal);
   if (repo.parsed?.layout === 'per-minor' && repo.text !== undefined) {
     let minor = repo.parsed.minor;
     for (let i = 0; i < MINORS_AHEAD; i++) {
       minor = nextMinor(minor);
-      const more = await probeMinor(access, node, repo.text, minor, signal);
+      const more = await tool.probe(access, node, repo.text, minor, signal);
       if (!more?.length) break;
       offered.push(...more.filter((v) => !offered.includes(v)));
     }
@@ -158,10 +221,11 @@ export async function pointPackageRepository(access: ClusterAccess, input: { nod
   const version = checkVersion(input.version);
   const minor = minorOfVersion(version);
   const { signal } = hostActivityScope();
+  const tool = toolOf(access);
   const repo = await readRepository(access, node, signal);
   const done = (changed: boolean, previous?: string): PointRepositoryResult => ({ node, file: repo.file, minor, changed, ...(previous ? { previous } : {}) });
   if (repo.parsed?.layout !== 'per-minor' || repo.text === undefined) {
-    const offered = await offeredHere(access, node, signal);
+    const offered = await tool.offeredHere(access, node, signal);
     if (offered.includes(version)) return done(false);
     throw layoutRefusal(node, repo, minor);
   }
@@ -176,8 +240,8 @@ export async function pointPackageRepository(access: ClusterAccess, input: { nod
       throw failure(ErrorType.VerificationFailed, `${node}: ${repo.file} does not read as expected after ${edit.join(' ')}: ${maskUrlCredentials(stderrTail(after.text ?? '(gone)', 3, 300))}`);
     }
   };
-  const update = ['apt-get', 'update', '-q', ...LOCK_WAIT];
-  const refresh = () => access.shell.exec(node, update, { ...root, timeoutMs: installMs(access), env: APT_ENV });
+  const update = tool.refresh.argv;
+  const refresh = () => access.shell.exec(node, update, { ...root, timeoutMs: installMs(access), ...(tool.refresh.env ? { env: tool.refresh.env } : {}) });
   await switchTo(minor);
   const r = await refresh();
   if (r.exitCode !== 0 && isNotFound(r)) {

@@ -11,6 +11,7 @@ export * from './natural-order.js';
 export * from './rollout-plan.js';
 export * from './cluster-inventory.js';
 export * from './upgrade-runbook.js';
+export * from './package-commands.js';
 export * from './runbook-check.js';
 export * from './upgrade-plan.js';
 export * from './drain-filters.js';

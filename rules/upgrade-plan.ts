@@ -1,5 +1,6 @@
 import { clusterVersion, inventoryNodes, normalizeInventory, type ClusterInventory } from './cluster-inventory.js';
 import { planHops } from './hop-plan.js';
+import type { PackageManager } from './package-commands.js';
 import { planRollout, type RolloutPlan, type RolloutPolicy } from './rollout-plan.js';
 import { checkRunbook, type RunbookCheck } from './runbook-check.js';
 import { resolveTarget, type ResolvedTarget } from './target-expression.js';
@@ -10,6 +11,8 @@ export interface UpgradePlanRequest {
   to: string;
   available: readonly string[];
   policy?: RolloutPolicy;
+  /** The nodes' package tools, for the commands the steps show (default apt). */
+  packageManager?: PackageManager;
 }
 
 export interface UpgradePlan {
@@ -30,6 +33,6 @@ export function planUpgrade(request: UpgradePlanRequest): UpgradePlan {
   const hops = planHops({ from, to: request.to, available: request.available });
   const target = resolveTarget(request.to, from, request.available);
   const rollout = planRollout(nodes, request.policy);
-  const steps = buildRunbook(hops, rollout);
+  const steps = buildRunbook(hops, rollout, request.packageManager);
   return { from, hops, target, rollout, steps, skew: checkRunbook(inventory, steps) };
 }

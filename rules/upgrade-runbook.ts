@@ -1,4 +1,5 @@
 import type { ClusterInventory } from './cluster-inventory.js';
+import { PACKAGE_COMMANDS, type PackageCommands, type PackageManager } from './package-commands.js';
 import type { RolloutPlan } from './rollout-plan.js';
 
 /**
@@ -43,23 +44,24 @@ export interface RunbookStep {
 
 /**
  * The first package step of a node in a hop: its repository file (kubernetes.io's layout, one minor
- * per file) pointed at the hop's minor and the lists refreshed, as the upgrade guide's first step.
+ * per file) pointed at the hop's minor and the metadata refreshed, as the upgrade guide's first
+ * step, then kubeadm of the hop.
  */
-const toHopRepository = (hop: string): string => `point kubernetes.list at v${hop.split('.').slice(0, 2).join('.')} && apt-get update && `;
+const newKubeadm = (tools: PackageCommands, hop: string): string => `${tools.pointRepository(hop)} && ${tools.install(hop, ['kubeadm'])}`;
 
-function nodeSteps(hop: string, stage: string, node: string, worker: boolean): RunbookStep[] {
+function nodeSteps(tools: PackageCommands, hop: string, stage: string, node: string, worker: boolean): RunbookStep[] {
   const v = hop;
   const steps: RunbookStep[] = [
     { hop, stage, action: 'cordon', node, detail: `cordon ${node} (mark unschedulable; pods keep running)` },
     { hop, stage, action: 'drain', node, detail: `drain ${node} through the Eviction API (PodDisruptionBudgets honoured, DaemonSet pods left)` },
   ];
   if (worker) {
-    steps.push({ hop, stage, action: 'upgrade-node', node, command: `${toHopRepository(v)}apt-get install kubeadm=${v}-* && kubeadm upgrade node`,
+    steps.push({ hop, stage, action: 'upgrade-node', node, command: `${newKubeadm(tools, v)} && kubeadm upgrade node`,
       detail: `package repository of ${node} at the hop's minor, kubeadm ${v}, then kubeadm upgrade node (kubelet configuration)` });
   }
   steps.push(
     { hop, stage, action: 'upgrade-kubelet', node,
-      command: `apt-get install kubelet=${v}-* kubectl=${v}-* && systemctl daemon-reload && systemctl restart kubelet`,
+      command: `${tools.install(v, ['kubelet', 'kubectl'])} && systemctl daemon-reload && systemctl restart kubelet`,
       detail: `kubelet and kubectl ${v} on ${node}, restart kubelet` },
     { hop, stage, action: 'wait-ready', node, detail: `wait until ${node} is Ready with kubelet v${v}` },
     { hop, stage, action: 'uncordon', node, detail: `uncordon ${node}` },
@@ -67,7 +69,8 @@ function nodeSteps(hop: string, stage: string, node: string, worker: boolean): R
   return steps;
 }
 
-export function buildRunbook(hops: readonly string[], rollout: RolloutPlan): RunbookStep[] {
+export function buildRunbook(hops: readonly string[], rollout: RolloutPlan, packageManager: PackageManager = 'apt'): RunbookStep[] {
+  const tools = PACKAGE_COMMANDS[packageManager];
   const steps: RunbookStep[] = [];
   const [first] = rollout.controlPlanes;
   for (const hop of hops) {
@@ -76,7 +79,7 @@ export function buildRunbook(hops: readonly string[], rollout: RolloutPlan): Run
         command: 'etcdctl snapshot save … && etcdctl snapshot status …',
         detail: `etcd snapshot on ${first}, verified and copied off the node` },
       // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
-      { hop, stage: 'hop', action: 'preflight', node: first, command: `${toHopRepository(hop)}apt-get install kubeadm=${hop}-* && kubeadm upgrade plan v${hop}`,
+      { hop, stage: 'hop', action: 'preflight', node: first, command: `${newKubeadm(tools, hop)} && kubeadm upgrade plan v${hop}`,
         detail: `pre-flight: skew now and for every step, PDB audit, all nodes Ready, package repository of ${first} at the hop's minor, kubeadm ${hop} and kubeadm upgrade plan on ${first}` },
       { hop, stage: 'hop', action: 'label', detail: `label nodes with their stage (${Object.keys(rollout.stageLabels).length} nodes)` },
     );
@@ -85,16 +88,16 @@ export function buildRunbook(hops: readonly string[], rollout: RolloutPlan): Run
       const isLast = i === rollout.controlPlanes.length - 1;
       steps.push(
         { hop, stage: 'control-plane', action: 'upgrade-control-plane', node, addons: isLast,
-          command: `${toHopRepository(hop)}apt-get install kubeadm=${hop}-* && ` + (isFirst ? `kubeadm upgrade apply v${hop} --yes` : 'kubeadm upgrade node'),
+          command: `${newKubeadm(tools, hop)} && ` + (isFirst ? `kubeadm upgrade apply v${hop} --yes` : 'kubeadm upgrade node'),
           detail: `control-plane components of ${node} to v${hop}` + (isLast ? ', then kubeadm addons (kube-proxy)' : '') },
         { hop, stage: 'control-plane', action: 'verify', node, detail: `control-plane health on ${node}: /readyz, mirror pods at v${hop}` },
       );
     });
-    for (const node of rollout.controlPlanes) steps.push(...nodeSteps(hop, 'control-plane', node, false));
+    for (const node of rollout.controlPlanes) steps.push(...nodeSteps(tools, hop, 'control-plane', node, false));
     steps.push({ hop, stage: 'control-plane', action: 'gate', detail: 'gate: approval before the workers (if the policy asks)' });
     for (const phase of rollout.phases) {
       if (phase.kind === 'control-plane') continue;
-      for (const node of phase.nodes) steps.push(...nodeSteps(hop, phase.stage, node, true));
+      for (const node of phase.nodes) steps.push(...nodeSteps(tools, hop, phase.stage, node, true));
       steps.push({ hop, stage: phase.stage, action: 'verify',
         detail: `verify workloads after ${phase.stage} (Deployments/StatefulSets available, DaemonSets rolled)` });
       if (phase.kind === 'canary') {

@@ -133,12 +133,12 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     windows = inventory.maintenanceWindows ?? [];
     // `to` only names a repository file that cannot offer the target in the failure (an argument: replay-safe).
     const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '', to: input.to });
-    let full: UpgradePlan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: input.to, available, policy }));
+    let full: UpgradePlan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: input.to, available, policy, packageManager: inventory.packageManager }));
     if (input.controlPlaneOnly) {
       // Every step judged again without the workers' steps: they stay at their version through the hops.
       const workers = Object.keys(full.rollout.stageLabels).filter((n) => !full.rollout.controlPlanes.includes(n));
       const rollout = withoutNodes(full.rollout, workers);
-      const steps = buildRunbook(full.hops, rollout);
+      const steps = buildRunbook(full.hops, rollout, inventory.packageManager);
       full = { ...full, rollout, steps, skew: checkRunbook(inventory.skew, steps) };
       note(`control planes only: the workers (${workers.join(', ') || 'none'}) keep their version`);
     }

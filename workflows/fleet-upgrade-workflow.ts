@@ -153,7 +153,7 @@ export async function fleetUpgradeWorkflow(input: FleetInput): Promise<FleetStat
         // (nothing to do), not a failed upgrade; and the upgrade goes to the exact version planned now.
         const inventory = await a.takeInventory({ cluster: c.cluster });
         const available = await a.availableVersions({ cluster: c.cluster, node: inventory.skew.apiservers[0]?.node ?? '', to: c.to });
-        const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: c.to, available, policy }));
+        const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: c.to, available, policy, packageManager: inventory.packageManager }));
         const version = plan.hops.at(-1);
         if (version === undefined) {
           const why = plan.target.nothingToDo ? describeTarget(plan.target) : `already at ${plan.from} (target ${c.to})`;

@@ -29,7 +29,7 @@ export async function planClusterWorkflow(input: PlanClusterInput): Promise<Plan
   const policy = input.policy ?? {};
   const inventory = await a.takeInventory({ cluster });
   const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '', to });
-  const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to, available, policy }));
+  const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to, available, policy, packageManager: inventory.packageManager }));
   // The same pre-flight refusals as the upgrade's start, reported instead of thrown.
   const refusals = preflightRefusals(inventory, policy.acknowledge, { from: plan.from, hops: plan.hops, to: describeTarget(plan.target) });
   return { plan, refusals, problems: inventory.problems };

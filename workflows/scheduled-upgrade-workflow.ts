@@ -62,7 +62,7 @@ export async function scheduledUpgradeWorkflow(input: ScheduledUpgradeInput): Pr
 
   const inventory = await a.takeInventory({ cluster });
   const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '', to });
-  const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to, available, policy }));
+  const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to, available, policy, packageManager: inventory.packageManager }));
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.fromVersion, value: plan.from }]);
   const version = plan.hops.at(-1);
   if (version === undefined) {

@@ -3,15 +3,21 @@
 // repository"). apt: /etc/apt/sources.list.d/kubernetes.list with the single line
 //   deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] https://pkgs.k8s.io/core:/stable:/v1.32/deb/ /
 // Another base URL (a site's proxy of pkgs.k8s.io) is recognised as long as the path keeps
-// `core:/stable:/v1.XX/deb/` and the flat suite `/`. Anything else is not ours to rewrite.
+// `core:/stable:/v1.XX/deb/` and the flat suite `/`. dnf (the RHEL family):
+// /etc/yum.repos.d/kubernetes.repo, one `[kubernetes]` section whose baseurl (and gpgkey) name
+// `core:/stable:/v1.XX/rpm/`, with `exclude=kubelet kubeadm kubectl …` as the guide's hold.
+// Anything else is not ours to rewrite.
 
 export const APT_KUBERNETES_LIST = '/etc/apt/sources.list.d/kubernetes.list';
+export const DNF_KUBERNETES_REPO = '/etc/yum.repos.d/kubernetes.repo';
+/** The repository id of the guide's kubernetes.repo: what `--disableexcludes=` names. */
+export const DNF_REPO_ID = 'kubernetes';
 
 /** The path segment of one minor's repository on pkgs.k8s.io and its proxies. */
 const MINOR_PATH = /\/core:\/stable:\/v(\d+)\.(\d+)\/(deb|rpm)\//;
 
 export type RepositoryFile =
-  | { layout: 'per-minor'; minor: string; /** The `deb …` line (credentials in its URL masked). */ line: string }
+  | { layout: 'per-minor'; minor: string; /** The `deb …` or `baseurl=…` line (credentials in its URL masked). */ line: string }
   | { layout: 'unrecognised'; why: string };
 
 /** `https://user:secret@host/…` → `https://***@host/…`: a URL may carry a mirror's credentials, history must not. */
@@ -34,6 +40,28 @@ export function parseAptKubernetesList(text: string): RepositoryFile {
   if (!minor || minor[3] !== 'deb') return { layout: 'unrecognised', why: `its URL names no core:/stable:/v1.XX/deb/ repository: ${maskUrlCredentials(url)}` };
   if (suite !== '/' || components) return { layout: 'unrecognised', why: `its source is not the flat suite "/" of pkgs.k8s.io: ${maskUrlCredentials(line)}` };
   return { layout: 'per-minor', minor: `${minor[1]}.${minor[2]}`, line: maskUrlCredentials(line) };
+}
+
+/** Reads kubernetes.repo: the guide's layout (one section, its baseurl at one minor) and that minor, or why not. */
+export function parseDnfKubernetesRepo(text: string): RepositoryFile {
+  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#') && !l.startsWith(';'));
+  const sections = lines.filter((l) => /^\[.*\]$/.test(l));
+  if (sections.length !== 1 || sections[0] !== `[${DNF_REPO_ID}]`) {
+    return { layout: 'unrecognised', why: `it has the section(s) ${sections.join(' ') || '(none)'}; the install guide's has exactly one, [${DNF_REPO_ID}]` };
+  }
+  const values = (key: string): string[] => lines.filter((l) => new RegExp(`^${key}\\s*=`).test(l)).map((l) => l.replace(/^[^=]*=\s*/, ''));
+  const [baseurl, ...more] = values('baseurl');
+  if (baseurl === undefined || more.length || /[\s,]/.test(baseurl)) return { layout: 'unrecognised', why: 'it does not name exactly one baseurl' };
+  const minor = MINOR_PATH.exec(baseurl.endsWith('/') ? baseurl : `${baseurl}/`);
+  if (!minor || minor[3] !== 'rpm') return { layout: 'unrecognised', why: `its baseurl names no core:/stable:/v1.XX/rpm/ repository: ${maskUrlCredentials(baseurl)}` };
+  const at = `${minor[1]}.${minor[2]}`;
+  for (const key of ['gpgkey', 'mirrorlist', 'metalink']) {
+    for (const value of values(key)) {
+      const other = MINOR_PATH.exec(value);
+      if (key !== 'gpgkey' || (other && `${other[1]}.${other[2]}` !== at)) return { layout: 'unrecognised', why: `its ${key} does not follow the baseurl's minor: ${maskUrlCredentials(value)}` };
+    }
+  }
+  return { layout: 'per-minor', minor: at, line: maskUrlCredentials(`baseurl=${baseurl}`) };
 }
 
 /** The file pointed at another minor: every `core:/stable:/v1.XX/` segment replaced, nothing else. */

@@ -95,6 +95,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/client/bluegreen-cli.test.ts',
       'test/activities/host-activities.test.ts',
       'test/activities/package-repository.test.ts',
+      'test/activities/package-repository-dnf.test.ts',
       // the rest
       'test/activities/drain-pdb-gate.test.ts',
       'test/activities/drain.test.ts',
@@ -166,6 +167,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/e2e/skip-abort.test.ts',
       'test/e2e/transient-faults.test.ts',
       'test/e2e/upgrade.test.ts',
+      'test/e2e/upgrade-dnf.test.ts',
       'test/metrics/metrics.test.ts',
       'test/schedules/scheduled-upgrade.test.ts',
     ],

@@ -25,13 +25,15 @@ interface Options {
   only: string[];
   enable: string[];
   disable: string[];
+  /** `--setopt=reposdir=DIR[,DIR]`: where the .repo files are read from instead of /etc/yum.repos.d. */
+  reposdir: string[];
   words: string[];
 }
 
 const SUPERUSER = 'Error: This command has to be run with superuser privileges (under the root user on most systems).';
 
 function parseOptions(args: readonly string[]): Options | string {
-  const o: Options = { yes: false, showDuplicates: false, disableExcludes: [], fromPath: [], only: [], enable: [], disable: [], words: [] };
+  const o: Options = { yes: false, showDuplicates: false, disableExcludes: [], fromPath: [], only: [], enable: [], disable: [], reposdir: [REPOS_DIR], words: [] };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     const [flag = '', inline] = a.startsWith('--') ? (a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined]) : [a, undefined];
@@ -44,7 +46,10 @@ function parseOptions(args: readonly string[]): Options | string {
     else if (flag === '--repo' || flag === '--repoid') o.only.push(...list());
     else if (flag === '--enablerepo') o.enable.push(...list());
     else if (flag === '--disablerepo') o.disable.push(...list());
-    else if (flag === '--setopt') value(); // accepted, no effect in the model
+    else if (flag === '--setopt') {
+      const setting = /^reposdir=(.*)$/.exec(value() ?? '');
+      if (setting) o.reposdir = (setting[1] ?? '').split(',').filter(Boolean); // other settings: accepted, no effect in the model
+    }
     else if (flag === '--repofrompath') {
       const spec = value() ?? '';
       const comma = spec.indexOf(',');
@@ -60,10 +65,11 @@ function parseOptions(args: readonly string[]): Options | string {
 function repositories(ctx: CommandContext, o: Options): RepoSection[] | string {
   const { machine } = ctx;
   const sections: RepoSection[] = [];
-  const dir = machine.hostPath(REPOS_DIR);
-  const names = statSync(dir, { throwIfNoEntry: false })?.isDirectory() ? readdirSync(dir).filter((n) => n.endsWith('.repo')).sort() : [];
-  for (const name of names) {
-    const file = posix.join(REPOS_DIR, name);
+  const files = o.reposdir.flatMap((dir) => {
+    const at = machine.hostPath(dir);
+    return statSync(at, { throwIfNoEntry: false })?.isDirectory() ? readdirSync(at).filter((n) => n.endsWith('.repo')).sort().map((n) => posix.join(dir, n)) : [];
+  });
+  for (const file of files) {
     if (!machine.mayRead(file, ctx.root)) return `Error: Cannot read repository file ${file}: [Errno 13] Permission denied: '${file}'`;
     const parsed = parseRepoFile(file, readFileSync(machine.hostPath(file), 'utf8'));
     if (typeof parsed === 'string') return parsed;

@@ -1,0 +1,51 @@
+// What installing the Kubernetes packages means on any node, whichever package tools it has: the
+// three packages, the input checks, the result, the timeouts, the refusal to go back a version.
+import type { ClusterAccess } from './cluster-access.js';
+import { invalid } from './host-commands.js';
+import { comparePackageVersions, upstreamVersion } from './parsers/madison.js';
+
+export const KUBE_PACKAGES = ['kubeadm', 'kubelet', 'kubectl'] as const;
+export type KubePackage = (typeof KUBE_PACKAGES)[number];
+
+export interface InstallPackagesResult {
+  node: string;
+  version: string;
+  /** Packages this call changed (empty: all were at the version already). */
+  installed: KubePackage[];
+  /** Packages this call put back on hold (apt-mark; dnf holds by kubernetes.repo's exclude= line, so none). */
+  held: KubePackage[];
+  /** Packages of the call that dpkg had unpacked but not configured (the host went down mid-install), configured by this call. */
+  configured: KubePackage[];
+  /** Package versions after the call, `kubeadm` → `1.33.7-1.1` (apt) or `1.33.7-150500.1.1` (dnf). */
+  packageVersions: Partial<Record<KubePackage, string>>;
+}
+
+/** Timeouts of quick reads and of package changes, from the cluster configuration (`timeouts:`). */
+export function packageTimeouts(access: ClusterAccess): { readMs: number; installMs: number } {
+  const t = access.config.timeouts;
+  return { readMs: t.commandSeconds * 1000, installMs: t.packageInstallSeconds * 1000 };
+}
+
+export function checkPackages(packages: unknown): KubePackage[] {
+  if (!Array.isArray(packages) || packages.length === 0) throw invalid('packages must be a non-empty list of kubeadm, kubelet, kubectl');
+  for (const p of packages) if (!(KUBE_PACKAGES as readonly unknown[]).includes(p)) throw invalid(`unknown package ${JSON.stringify(p)} (kubeadm, kubelet or kubectl)`);
+  return KUBE_PACKAGES.filter((p) => packages.includes(p));
+}
+
+/**
+ * The packages not at `version` yet, given what is installed; a package newer than `version` stops
+ * here: going back is the etcd snapshot's job, never the package manager's.
+ */
+export function pendingPackages(node: string, version: string, packages: readonly KubePackage[], installed: Partial<Record<KubePackage, string>>): KubePackage[] {
+  const pending: KubePackage[] = [];
+  for (const p of packages) {
+    const current = installed[p];
+    const at = current ? upstreamVersion(current) : undefined;
+    if (at === version) continue;
+    if (current && at && comparePackageVersions(current, `${version}-0`) > 0) {
+      throw invalid(`refusing to downgrade ${p} on ${node} from ${current} to ${version}; going back means restoring the etcd snapshot`);
+    }
+    pending.push(p);
+  }
+  return pending;
+}

@@ -1,0 +1,64 @@
+// Kubernetes packages on a RHEL-family node through dnf, as kubernetes.io's guide installs them:
+// kubernetes.repo excludes the packages (the guide's hold), so installs name the repository in
+// `--disableexcludes=kubernetes` and an exact version from `dnf list --showduplicates`; `rpm -q`
+// says what is installed. Never a downgrade (dnf would do one without asking), nothing run when
+// the packages are there already. An rpm transaction is not resumed like dpkg's: nothing to repair.
+import { ApplicationFailure } from '@temporalio/activity';
+import type { ClusterAccess } from './cluster-access.js';
+import { ErrorType } from './errors.js';
+import { heartbeatWhile, hostActivityScope } from './host-activity-context.js';
+import { awaitQuietHost, commandFailed, run } from './host-commands.js';
+import { packageTimeouts, pendingPackages, type InstallPackagesResult, type KubePackage } from './kube-packages.js';
+import { parseDnfList, parseRpmQuery, RPM_QUERY_FORMAT } from './parsers/dnf-list.js';
+import { DNF_REPO_ID } from './parsers/kubernetes-repository.js';
+import { packageVersionFor, type MadisonEntry } from './parsers/madison.js';
+
+/** Lifts kubernetes.repo's exclude= for this command only, as the guide's install line does. */
+export const DISABLE_EXCLUDES = `--disableexcludes=${DNF_REPO_ID}`;
+
+/** What `rpm -q` says is installed of `packages` (a package not installed is simply absent). */
+export async function rpmInstalled(access: ClusterAccess, node: string, packages: readonly string[], signal?: AbortSignal): Promise<Record<string, string>> {
+  const argv = ['rpm', '-q', '--qf', RPM_QUERY_FORMAT, ...packages];
+  const r = await access.shell.exec(node, argv, { timeoutMs: packageTimeouts(access).readMs, signal });
+  // rpm's exit code counts the packages not installed; only a failure to query is an error.
+  if (r.exitCode !== 0 && !/is not installed/.test(r.stdout)) throw commandFailed(node, argv, r);
+  return parseRpmQuery(r.stdout);
+}
+
+/** Every version of `packages` the node's enabled repositories offer, exclusions lifted, as the SSH user. */
+export async function dnfOffered(access: ClusterAccess, node: string, packages: readonly string[], options: { refresh?: boolean; signal?: AbortSignal } = {}): Promise<MadisonEntry[]> {
+  const argv = ['dnf', 'list', '--showduplicates', '-q', DISABLE_EXCLUDES, ...(options.refresh ? ['--refresh'] : []), ...packages];
+  return parseDnfList((await run(access, node, argv, { timeoutMs: packageTimeouts(access).installMs, signal: options.signal })).stdout);
+}
+
+/** installPackages on a dnf node (input checked by the caller). */
+export async function installWithDnf(access: ClusterAccess, node: string, version: string, packages: readonly KubePackage[]): Promise<InstallPackagesResult> {
+  const scope = hostActivityScope();
+  const { signal } = scope;
+  const { installMs } = packageTimeouts(access);
+  // A transaction an earlier attempt left running ends first; what it installed then counts as installed.
+  await awaitQuietHost(access, node, ['dnf', 'yum', 'rpm'], installMs, scope);
+  const installed = await rpmInstalled(access, node, packages, signal);
+  const current: Partial<Record<KubePackage, string>> = {};
+  for (const p of packages) if (installed[p]) current[p] = installed[p];
+  const pending = pendingPackages(node, version, packages, current);
+  if (pending.length > 0) {
+    let offered = await dnfOffered(access, node, pending, { signal });
+    // dnf's metadata may predate the release (metadata_expire): fetch it afresh once, then ask again.
+    if (pending.some((p) => !packageVersionFor(offered, p, version))) offered = await dnfOffered(access, node, pending, { refresh: true, signal });
+    const targets = pending.map((p) => {
+      const exact = packageVersionFor(offered, p, version);
+      if (!exact) {
+        throw ApplicationFailure.create({ type: ErrorType.VersionNotAvailable, nonRetryable: true,
+          message: `the package repository of ${node} offers no ${p} ${version} (newest offered: ${offered.find((e) => e.package === p)?.packageVersion ?? 'none'})` });
+      }
+      return [p, exact] as const;
+    });
+    const argv = ['dnf', 'install', '-y', '-q', DISABLE_EXCLUDES, ...targets.map(([p, v]) => `${p}-${v}`)];
+    const result = await heartbeatWhile(scope, () => ({ node, step: 'dnf install', packages: pending }),
+      access.shell.exec(node, argv, { sudo: true, timeoutMs: installMs, signal }));
+    if (result.exitCode !== 0) throw commandFailed(node, argv, result);
+    for (const [p, v] of targets) current[p] = v;
+  }
+  return { node, version, installed: pending, held: [], configured: [], packageVersions: current };
+}
