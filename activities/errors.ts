@@ -32,6 +32,11 @@ export const ErrorType = {
   HostCommandTimedOut: 'HostCommandTimedOut',
   /** The package repository does not offer the version asked for (nor, for a next minor, does its mirror). */
   VersionNotAvailable: 'VersionNotAvailable',
+  /**
+   * A minor the target needs has no repository on the node's mirror (its probe answered 404): the
+   * rules' own type for a release that is missing, so the CLI answers it as an invalid request.
+   */
+  MissingRelease: 'MissingRelease',
   /** A node's package repository file is not the install guide's layout, and does not offer what the hop needs: the operator's to change. */
   RepositoryLayoutUnknown: 'RepositoryLayoutUnknown',
   /** The SSH user may not read a node's package repository file. */

@@ -166,7 +166,10 @@ export async function availableVersions(access: ClusterAccess, input: { node: st
     for (let i = 0; i < MINORS_AHEAD; i++) {
       minor = nextMinor(minor);
       const more = await tool.probe(access, node, repo.text, minor, signal);
-      if (!more?.length) break;
+      if (!more?.length) {
+        if (input.to !== undefined) refuseMissingMinor(node, repo.file, repo.parsed.minor, minor, input.to);
+        break;
+      }
       offered.push(...more.filter((v) => !offered.includes(v)));
     }
   } else if (input.to !== undefined) {
@@ -174,6 +177,26 @@ export async function availableVersions(access: ClusterAccess, input: { node: st
     if (wanted && !offered.some((v) => minorOfVersion(v) === wanted)) throw layoutRefusal(node, repo, wanted);
   }
   return offered.sort(compareNewestFirst);
+}
+
+/**
+ * A target of an exact version or a minor at or past `missing`, the minor whose repository the
+ * mirror does not have (its probe's 404), cannot be reached: said here with the node and the file,
+ * as the rules would say it without them.
+ */
+function refuseMissingMinor(node: string, file: string, from: string, missing: string, to: string): void {
+  let wanted: string | undefined;
+  try {
+    const target = parseTarget(to);
+    wanted = target.kind === 'exact' ? minorOf(target.version) : target.kind === 'minor' ? target.minor.text : undefined;
+  } catch {
+    return; // a bad target is the rules' to report
+  }
+  const asVersion = (minor: string) => parseVersion(`${minor}.0`);
+  // Another major, or a minor before the missing one: the rules' to judge (across majors, never).
+  if (wanted === undefined || asVersion(wanted).major !== asVersion(from).major || compareVersions(asVersion(wanted), asVersion(missing)) < 0) return;
+  const skip = wanted === missing ? '' : `, and minors cannot be skipped (${from} → ${wanted})`;
+  throw failure(ErrorType.MissingRelease, `no ${missing}.x release is available: the mirror of ${file} on ${node} has no v${missing} repository (404)${skip}; nothing was installed`);
 }
 
 /** The minor a target needs, where it names one beyond what is offered (an exact version, a minor, next-minor). */

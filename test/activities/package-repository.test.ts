@@ -52,6 +52,16 @@ describe('the package repository of a node, as kubernetes.io sets it up (activit
     assert.deepEqual(tc.sim.hosts.state('cp-1').packages.kubeadm, '1.32.4-1.1');
   });
 
+  it('a target past the minor the mirror lacks: MissingRelease naming node, file and minor; a target before it is planned as usual', async () => {
+    assert.deepEqual(await acts.availableVersions({ cluster, node: 'cp-1', to: '1.34' }), ['1.34.2', '1.33.7', '1.32.9', '1.32.4']);
+    const next = await failsWith(acts.availableVersions({ cluster, node: 'cp-1', to: '1.35' }), 'MissingRelease');
+    assert.equal(next.message, `no 1.35.x release is available: the mirror of ${LIST} on cp-1 has no v1.35 repository (404); nothing was installed`);
+    const past = await failsWith(acts.availableVersions({ cluster, node: 'cp-1', to: '1.36.1' }), 'MissingRelease');
+    assert.equal(past.message, `no 1.35.x release is available: the mirror of ${LIST} on cp-1 has no v1.35 repository (404), and minors cannot be skipped (1.32 → 1.36); nothing was installed`);
+    assert.deepEqual(await acts.availableVersions({ cluster, node: 'cp-1', to: 'next-minor' }), ['1.34.2', '1.33.7', '1.32.9', '1.32.4'], 'an expression is the rules\' to resolve');
+    assert.equal((await acts.availableVersions({ cluster, node: 'cp-1', to: '2.0' })).length, 4, 'another major is the rules\' to refuse');
+  });
+
   it('pointPackageRepository switches the file to the hop\'s minor with sed -i, refreshes, and says what it was; again, it changes nothing', async () => {
     const first = await during('worker-1', () => acts.pointPackageRepository({ cluster, node: 'worker-1', version: '1.33.7' }));
     assert.deepEqual(first.result, { node: 'worker-1', file: LIST, minor: '1.33', changed: true, previous: guideLine('1.32').trimEnd() });

@@ -1,4 +1,7 @@
+import { appendFileSync, chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { mergePatch, type KubeClients } from '../../sim/cluster/kube-clients.js';
+
+const KUBERNETES_LIST = '/etc/apt/sources.list.d/kubernetes.list';
 
 /**
  * The bad-input table of test/e2e/bad-input.test.ts: what an operator (or a script) gets wrong, and
@@ -28,6 +31,8 @@ export interface CaseContext {
   badWorkerDirs: { missing: string; garbageKey: string; missingKnownHosts: string };
   taskQueue: string;
   address: string;
+  /** Where a file of a simulated host lives on this machine (`cp-1`, `/etc/…` → its path under the host's root). */
+  hostFile: (node: string, path: string) => string;
 }
 
 const upgrade = (cluster: string, to: string, ...more: string[]) => ['upgrade', '--cluster', cluster, '--to', to, ...more];
@@ -128,7 +133,7 @@ export function noUpgradeCases(): BadInput[] {
 }
 
 /** The worker refuses: the plan's rules on the live cluster, or the worker's lookup of the cluster. */
-export function workerCases({ cluster, kube }: CaseContext): BadInput[] {
+export function workerCases({ cluster, kube, hostFile }: CaseContext): BadInput[] {
   const failed = (name: string, to: string, exit: 1 | 2, stderr: RegExp, more: Partial<BadInput> = {}) =>
     ({ name, args: upgrade(cluster, to), exit, stderr, ...more });
   const kubelet = (node: string, version: string) => kube.core.patchNodeStatus({ name: node, body: { status: { nodeInfo: { kubeletVersion: version } } } }, mergePatch).then(() => undefined);
@@ -141,8 +146,20 @@ export function workerCases({ cluster, kube }: CaseContext): BadInput[] {
     { name: 'an unknown cluster, with plan --cluster', args: ['plan', '--cluster', 'nosuch', '--to', '1.32.6'], exit: 2, stderr: /^skewless: plan of nosuch failed: no configuration for cluster nosuch/ },
     failed('a downgrade', '1.31', 2, /^skewless: upgrade of bad failed: refusing to downgrade 1\.32\.4 → 1\.31: the control plane never goes back/),
     failed('a target already reached', '1.32.4', 1, /^skewless: upgrade of bad failed: refusing to start: nothing to upgrade: the control plane is already at 1\.32\.4 \(target 1\.32\.4\)$/),
-    failed('a target that skips a minor the repository has no package for', '1.34', 2, /^skewless: upgrade of bad failed: no 1\.33\.x release is available, and minors cannot be skipped \(1\.32\.4 → 1\.34\)$/),
-    failed('the same, exact', '1.34.2', 2, /no 1\.33\.x release is available, and minors cannot be skipped/),
+    failed('a target that skips a minor the repository has no package for', '1.34', 2,
+      /^skewless: upgrade of bad failed: no 1\.33\.x release is available: the mirror of \/etc\/apt\/sources\.list\.d\/kubernetes\.list on cp-1 has no v1\.33 repository \(404\), and minors cannot be skipped \(1\.32 → 1\.34\); nothing was installed$/),
+    failed('the next minor, which the mirror does not have', '1.33', 2,
+      /^skewless: upgrade of bad failed: no 1\.33\.x release is available: the mirror of \/etc\/apt\/sources\.list\.d\/kubernetes\.list on cp-1 has no v1\.33 repository \(404\); nothing was installed$/),
+    failed('a repository file of a layout skewless does not rewrite, which does not offer the target', '1.34', 1,
+      /^skewless: upgrade of bad failed: cp-1: \/etc\/apt\/sources\.list\.d\/kubernetes\.list offers no 1\.34\.x and skewless does not rewrite it: it has 2 source line\(s\); the install guide's has exactly one deb line; point it at v1\.34 yourself/, {
+        setup: async () => appendFileSync(hostFile('cp-1', KUBERNETES_LIST), 'deb https://mirror.example.invalid/debian bookworm main\n'),
+        cleanup: async () => writeFileSync(hostFile('cp-1', KUBERNETES_LIST), readFileSync(hostFile('cp-1', KUBERNETES_LIST), 'utf8').split('\n')[0] + '\n'),
+      }),
+    failed('a repository file the SSH user cannot read', '1.32.6', 1,
+      /^skewless: upgrade of bad failed: cannot read \/etc\/apt\/sources\.list\.d\/kubernetes\.list on cp-1 as skewless: Permission denied/, {
+        setup: async () => chmodSync(hostFile('cp-1', KUBERNETES_LIST), 0o600), cleanup: async () => chmodSync(hostFile('cp-1', KUBERNETES_LIST), 0o644),
+      }),
+    failed('the same, exact', '1.34.2', 2, /no 1\.33\.x release is available: .*, and minors cannot be skipped/),
     { name: 'the same, with plan --cluster', args: ['plan', '--cluster', cluster, '--to', '1.34'], exit: 2, stderr: /^skewless: plan of bad failed: no 1\.33\.x release is available/ },
     failed('a patch the repository does not offer', '1.32.5', 2, /^skewless: upgrade of bad failed: 1\.32\.5 is not among the available versions$/),
     failed('a pre-release the repository does not offer', '1.32.7-rc.0', 2, /1\.32\.7-rc\.0 is not among the available versions/),

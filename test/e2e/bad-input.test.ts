@@ -128,6 +128,7 @@ describe('e2e: bad input gets one line, a non-zero exit and no write to the clus
     };
     Object.assign(ctx, {
       cluster: 'bad', kube: tc.kube, someFile, taskQueue, address: env.address,
+      hostFile: (node: string, path: string) => join(tc.sim.stateDir, 'hosts', node, 'root', path),
       badWorkerDirs: {
         missing: join(scratch, 'no-such-dir'),
         garbageKey: badDir('garbage-key', good.replace(/privateKeyPath: .*/, `privateKeyPath: ${someFile}`)),
