@@ -12,8 +12,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-log() { echo "build-binaries: $*" >&2; }
-die() { echo "build-binaries: ERROR: $*" >&2; exit 1; }
+tag=build-binaries
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 
 command -v node >/dev/null || die "node is needed to read $here/versions.json"
 read_version() { node -p "require('$here/versions.json')['$1'] || ''"; }
@@ -59,7 +60,6 @@ if is_complete; then
 fi
 
 work=$(mktemp -d "$dir/.build.XXXXXX")
-ticker=0 builder=0
 cleanup() {
   local p
   for p in "$ticker" "$builder"; do
@@ -70,89 +70,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'die "interrupted"' INT TERM
 
-# run_step LABEL LOGFILE CMD...: runs CMD with its output in LOGFILE, prints a line every 30 s,
-# and on failure shows the end of the log and stops the script.
-run_step() {
-  local label=$1 logf=$2; shift 2
-  local t0 rc=0
-  t0=$(date +%s)
-  log "$label ..."
-  # 9>&-: children must not hold the lock after this script ends.
-  "$@" >"$logf" 2>&1 9>&- &
-  builder=$!
-  ( trap 'kill "$sp" 2>/dev/null; exit 0' TERM
-    while :; do
-      sleep 30 & sp=$!; wait "$sp"
-      log "$label: still running, $(( $(date +%s) - t0 ))s elapsed, $(grep -c . "$logf" || true) lines of go output (packages compiled / modules fetched)"
-    done ) 9>&- &
-  ticker=$!
-  wait "$builder" || rc=$?
-  builder=0
-  kill "$ticker" 2>/dev/null || true
-  wait "$ticker" 2>/dev/null || true
-  ticker=0
-  if (( rc != 0 )); then
-    tail -n 40 "$logf" >&2
-    die "$label failed (exit $rc; last lines of $logf above, the log is removed on exit)"
-  fi
-  log "$label done in $(( $(date +%s) - t0 ))s"
-}
-
-# mod_json MODULE@VERSION: `go mod download -json` (downloads it); json_field NAME picks one
-# field (GoMod, Dir, Info ...) of that JSON from stdin.
-mod_json() { (cd "$work" && go mod download -json "$@"); }
-json_field() { node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{const j=JSON.parse(s);if(j.Error){console.error(j.Error);process.exit(1)}console.log(j[process.argv[1]]||"")})' "$1"; }
-
 start_all=$(date +%s)
 log "building into $dir (versions: kubernetes $k8s, staging $staging, etcd $etcd, kwok $kwok; $(go version))"
 part_times=()
 
 # ---------------------------------------------------------------- Kubernetes
 t0=$(date +%s)
-k8s_info=$(mod_json "k8s.io/kubernetes@$k8s") ||
-  die "cannot download k8s.io/kubernetes@$k8s from the Go module proxy: $(sed -nE 's/.*"Error": "(.*)",?$/\1/p' <<<"$k8s_info")"
-k8s_gomod=$(json_field GoMod <<<"$k8s_info")
-k8s_info_file=$(json_field Info <<<"$k8s_info")
-k8s_time=$(json_field Time <"$k8s_info_file") # the tag's time, from the proxy's .info
-[[ $k8s_time =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T ]] || die "no tag time in $k8s_info_file"
-# Upstream's go.mod requires every staging module at v0.0.0 and replaces it with ./staging/src/...;
-# those replaces are ignored for a dependency, so the wrapper replaces each with its published tag.
-mapfile -t staging_mods < <(sed -nE 's#^[[:space:]]*(k8s\.io/[A-Za-z0-9._-]+)[[:space:]]+=>[[:space:]]+\./staging/src/.*#\1#p' "$k8s_gomod")
-(( ${#staging_mods[@]} >= 20 )) || die "found only ${#staging_mods[@]} staging replaces in $k8s_gomod; the go.mod layout changed"
-go_line=$(grep -m1 -E '^go [0-9.]+$' "$k8s_gomod") || die "no go line in $k8s_gomod"
-godebug_line=$(grep -m1 -E '^godebug ' "$k8s_gomod" || true)
-
-mkdir -p "$work/k8s"
-{
-  echo "module skewless.local/simcluster/k8sbuild"
-  echo
-  echo "$go_line"
-  if [[ -n $godebug_line ]]; then echo; echo "$godebug_line"; fi
-  echo
-  echo "require k8s.io/kubernetes $k8s"
-  echo
-  echo "replace ("
-  for m in "${staging_mods[@]}"; do printf '\t%s => %s %s\n' "$m" "$m" "$staging"; done
-  echo ")"
-  echo
-  echo "tool ("
-  for b in "${k8s_bins[@]}"; do printf '\tk8s.io/kubernetes/cmd/%s\n' "$b"; done
-  echo ")"
-} >"$work/k8s/go.mod"
-log "wrapper go.mod pins ${#staging_mods[@]} staging modules to $staging"
-cd "$work/k8s"
-run_step "k8s: go mod tidy (module download)" "$work/k8s-tidy.log" go mod tidy
-# Version ldflags as upstream's hack/lib/version.sh sets them, for both version packages.
-# buildDate is the tag's time (reproducible); the commit is unknown from the proxy, so left empty.
-ld="-s -w"
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ld+=" -X $p.gitVersion=$k8s -X $p.gitMajor=1 -X $p.gitMinor=$k8s_minor -X $p.gitTreeState=clean"
-  ld+=" -X $p.gitCommit= -X $p.buildDate=$k8s_time"
-done
-pkgs=()
-for b in "${k8s_bins[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
-run_step "k8s: go build ${k8s_bins[*]} (cold: about 5 min on 2 cores)" "$work/k8s-build.log" \
-  go build -v -trimpath -tags=notest,grpcnotrace -ldflags="$ld" -o "$bin/" "${pkgs[@]}"
+build_kubernetes "$k8s" "$bin" "${k8s_bins[@]}"
 got=$("$bin/kube-apiserver" --version) || die "$bin/kube-apiserver --version failed"
 [[ $got == "Kubernetes $k8s" ]] || die "kube-apiserver --version says '$got', expected 'Kubernetes $k8s'"
 part_times+=("k8s $(( $(date +%s) - t0 ))s")
