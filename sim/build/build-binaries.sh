@@ -49,26 +49,13 @@ export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 mkdir -p "$bin"
 
 # One builder per cache dir: a second run waits, then finds the stamp.
-exec 9>"$dir.lock"
-if ! flock -n 9; then
-  log "another build of $dir is running; waiting for it"
-  flock 9
-fi
+take_build_lock "$dir"
 if is_complete; then
   echo "$bin"
   exit 0
 fi
 
-work=$(mktemp -d "$dir/.build.XXXXXX")
-cleanup() {
-  local p
-  for p in "$ticker" "$builder"; do
-    if [[ $p != 0 ]]; then kill "$p" 2>/dev/null || true; fi
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'die "interrupted"' INT TERM
+make_work "$dir"
 
 start_all=$(date +%s)
 log "building into $dir (versions: kubernetes $k8s, staging $staging, etcd $etcd, kwok $kwok; $(go version))"

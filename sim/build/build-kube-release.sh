@@ -34,25 +34,12 @@ command -v go >/dev/null || die "go is not installed; it is needed once to build
 command -v node >/dev/null || die "node is needed to read the module proxy's answers"
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 mkdir -p "$dir"
-exec 9>"$dir.lock"
-if ! flock -n 9; then
-  log "another build of $dir is running; waiting for it"
-  flock 9
-fi
+take_build_lock "$dir"
 if is_complete; then
   echo "$bin"
   exit 0
 fi
-work=$(mktemp -d "$dir/.build.XXXXXX")
-cleanup() {
-  local p
-  for p in "$ticker" "$builder"; do
-    if [[ $p != 0 ]]; then kill "$p" 2>/dev/null || true; fi
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'die "interrupted"' INT TERM
+make_work "$dir"
 
 t0=$(date +%s)
 log "building Kubernetes $version (${cmds[*]}) into $bin with $(go version | cut -d' ' -f3)"

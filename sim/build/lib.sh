@@ -1,12 +1,33 @@
-# Shared by the build scripts of the simulated cluster (sourced, not run). The caller sets
-#   tag    a prefix for its log lines, e.g. "build-binaries"
-#   work   a scratch dir (removed by the caller), and traps its own cleanup
-# and may read builder/ticker (the pids run_step starts) in that cleanup. build_kubernetes changes
-# the working directory (to "$work" when it returns).
+# Shared by the build scripts of the simulated cluster (sourced, not run). The caller sets `tag`,
+# a prefix for its log lines (e.g. "build-binaries"), takes its lock (take_build_lock) and makes its
+# scratch dir (make_work). build_kubernetes changes the working directory ("$work" when it returns).
 
 log() { echo "$tag: $*" >&2; }
 die() { echo "$tag: ERROR: $*" >&2; exit 1; }
 ticker=0 builder=0
+
+# take_build_lock DIR: one builder per cache dir (fd 9 on DIR.lock); a second run waits for the first.
+take_build_lock() {
+  exec 9>"$1.lock"
+  if ! flock -n 9; then
+    log "another build of $1 is running; waiting for it"
+    flock 9
+  fi
+}
+
+# make_work DIR: $work, a scratch dir under DIR, removed on exit with run_step's children stopped.
+make_work() {
+  work=$(mktemp -d "$1/.build.XXXXXX")
+  trap cleanup_work EXIT
+  trap 'die "interrupted"' INT TERM
+}
+cleanup_work() {
+  local p
+  for p in "$ticker" "$builder"; do
+    if [[ $p != 0 ]]; then kill "$p" 2>/dev/null || true; fi
+  done
+  rm -rf "$work"
+}
 
 # run_step LABEL LOGFILE CMD...: runs CMD with its output in LOGFILE, prints a line every 30 s,
 # and on failure shows the end of the log and stops the script.
