@@ -123,6 +123,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/sim/hosts/apt.test.ts',
       'test/sim/hosts/apt-repository.test.ts',
       'test/sim/hosts/dnf-repository.test.ts',
+      'test/sim/tcp-balancer.test.ts',
       'test/sim/hosts/etcd.test.ts',
       'test/sim/hosts/faults.test.ts',
       'test/sim/hosts/hangup.test.ts',
