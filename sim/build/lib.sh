@@ -83,6 +83,24 @@ build_kubernetes() {
   local staging_mods
   mapfile -t staging_mods < <(sed -nE 's#^[[:space:]]*(k8s\.io/[A-Za-z0-9._-]+)[[:space:]]+=>[[:space:]]+\./staging/src/.*#\1#p' "$gomod")
   (( ${#staging_mods[@]} >= 20 )) || die "found only ${#staging_mods[@]} staging replaces in $gomod; the go.mod layout changed"
+  # The proxy may not serve every staging module at every patch (here k8s.io/endpointslice has no
+  # v0.32.13): such a module is pinned to its newest served patch of the same minor below, and said.
+  local -A pin=()
+  local mod versions v best patch=${staging##*.} minor_prefix=${staging%.*}.
+  for mod in "${staging_mods[@]}"; do
+    pin[$mod]=$staging
+    (cd "$work" && go mod download "$mod@$staging" >/dev/null 2>&1) && continue
+    versions=$(cd "$work" && go list -e -m -versions "$mod" 2>/dev/null)
+    best=""
+    for v in ${versions#* }; do
+      [[ $v == "$minor_prefix"* && ${v##*.} =~ ^[0-9]+$ ]] || continue
+      if (( ${v##*.} < patch )) && [[ -z $best || ${v##*.} -gt ${best##*.} ]]; then best=$v; fi
+    done
+    # None at all (e.g. k8s.io/sample-controller, which nothing built imports): left to the build.
+    [[ -n $best ]] || continue
+    log "k8s $k8s: the module proxy does not serve $mod $staging; using $best, its newest patch below"
+    pin[$mod]=$best
+  done
   go_line=$(grep -m1 -E '^go [0-9.]+$' "$gomod") || die "no go line in $gomod"
   godebug_line=$(grep -m1 -E '^godebug ' "$gomod" || true)
   local wdir="$work/k8s-$k8s" m b p
@@ -96,14 +114,14 @@ build_kubernetes() {
     echo "require k8s.io/kubernetes $k8s"
     echo
     echo "replace ("
-    for m in "${staging_mods[@]}"; do printf '\t%s => %s %s\n' "$m" "$m" "$staging"; done
+    for m in "${staging_mods[@]}"; do printf '\t%s => %s %s\n' "$m" "$m" "${pin[$m]}"; done
     echo ")"
     echo
     echo "tool ("
     for b in "${cmds[@]}"; do printf '\tk8s.io/kubernetes/cmd/%s\n' "$b"; done
     echo ")"
   } >"$wdir/go.mod"
-  log "k8s $k8s: wrapper go.mod pins ${#staging_mods[@]} staging modules to $staging"
+  log "k8s $k8s: wrapper go.mod pins ${#staging_mods[@]} staging modules to $staging (but for any said above)"
   cd "$wdir"
   run_step "k8s $k8s: go mod tidy (module download)" "$wdir/tidy.log" go mod tidy
   local ld="-s -w"
