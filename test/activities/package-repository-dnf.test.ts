@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createHostActivities } from '../../activities/host-activities.js';
 import { createClusterResolver } from '../../activities/ssh-shell.js';
 import { failsWith } from '../helpers/failures.js';
-import { hostCommands, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { asRoot, hostCommands, onHostPath, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 
 // RHEL-family hosts at 1.32 with the install guide's kubernetes.repo; the archive has 1.32, 1.33 and 1.34.
 const DESCRIPTION = `
@@ -32,10 +31,9 @@ describe('the package repository and packages of a RHEL-family node through dnf 
   });
   after(async () => tc?.stop());
 
-  const onHost = (node: string, path: string) => join(tc.sim.stateDir, 'hosts', node, 'root', path);
+  const onHost = (node: string, path: string) => onHostPath(tc, node, path);
   const repo = (node: string) => readFileSync(onHost(node, REPO), 'utf8');
   const { during } = hostCommands(() => tc);
-  const asRoot = (ran: string[]) => ran.filter((c) => c.startsWith('sudo '));
 
   it('availableVersions offers the next minors, each probed from a repository directory of its own as the SSH user', async () => {
     const { result, ran } = await during('cp-1', () => acts.availableVersions({ cluster, node: 'cp-1' }));

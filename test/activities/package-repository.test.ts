@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type ApplicationFailure } from '@temporalio/common';
 import { createHostActivities } from '../../activities/host-activities.js';
 import { createClusterResolver } from '../../activities/ssh-shell.js';
-import { hostCommands, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { asRoot, hostCommands, onHostPath, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { failsWith as failsWithType } from '../helpers/failures.js';
 
 // The archive has 1.32, 1.33 and 1.34; every host starts at 1.32 with the install guide's one-minor file.
@@ -37,10 +36,9 @@ describe('the package repository of a node, as kubernetes.io sets it up (activit
   });
   after(async () => tc?.stop());
 
-  const onHost = (node: string, path: string) => join(tc.sim.stateDir, 'hosts', node, 'root', path);
+  const onHost = (node: string, path: string) => onHostPath(tc, node, path);
   const list = (node: string) => readFileSync(onHost(node, LIST), 'utf8');
   const { during } = hostCommands(() => tc);
-  const asRoot = (ran: string[]) => ran.filter((c) => c.startsWith('sudo '));
 
   it('availableVersions offers the next minors too, asked as the SSH user without touching the node', async () => {
     const { result, ran } = await during('cp-1', () => acts.availableVersions({ cluster, node: 'cp-1' }));

@@ -53,3 +53,9 @@ export function hostCommands(tc: () => TestCluster) {
   };
   return { log, during };
 }
+
+/** A file of a simulated host, as a path on this machine (`/etc/…` under the host's root). */
+export const onHostPath = (tc: TestCluster, node: string, path: string): string => join(tc.sim.stateDir, 'hosts', node, 'root', path);
+
+/** The command lines of `ran` that went through sudo. */
+export const asRoot = (ran: readonly string[]): string[] => ran.filter((c) => c.startsWith('sudo '));
