@@ -2,7 +2,7 @@
 // Only names, counts, labels and versions leave it: never images, env, args, annotations, volumes'
 // contents, Secrets or ConfigMaps' data.
 import type { V1PodSpec } from '@kubernetes/client-node';
-import { compareNatural, selectorMatches, type LabelSelector, type NodeRole } from '../rules/index.js';
+import { compareNatural, selectorMatches, type LabelSelector, type NodeRole, type PackageManager } from '../rules/index.js';
 import type { ClusterResolver } from './cluster-access.js';
 import { httpStatus, kubeCall } from './errors.js';
 import {
@@ -63,6 +63,8 @@ export interface RehearsalFacts {
   otherPods: Record<string, number>;
   /** What could not be read as expected. */
   problems: string[];
+  /** The nodes' package tools (the configuration's packageManager): the twin's hosts get the same. */
+  packageManager?: PackageManager;
 }
 
 /** Labels the simulation sets itself, or that skewless writes during a run: not copied. */
@@ -82,7 +84,7 @@ export function createRehearsalActivities(deps: { clusters: ClusterResolver; pag
      * named here; nothing else of an object (images, env, args, annotations) leaves this function.
      */
     async describeClusterForRehearsal(input: { cluster: string }): Promise<RehearsalFacts> {
-      const { kube } = deps.clusters(input.cluster);
+      const { kube, config } = deps.clusters(input.cluster);
       const problems: string[] = [];
       const [nodes, pods, deployments, statefulSets, daemonSets, pdbs, clusterConfig] = await Promise.all([
         listAll('list nodes', async (p) => { const r = await kube.core.listNode(p); return { items: r.items, metadata: r.metadata }; }, limit),
@@ -190,6 +192,7 @@ export function createRehearsalActivities(deps: { clusters: ClusterResolver; pag
         barePods: barePods.sort(byNs),
         otherPods,
         problems,
+        packageManager: config.packageManager,
       };
     },
   };

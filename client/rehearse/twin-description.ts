@@ -2,7 +2,6 @@ import { stringify as stringifyYaml } from 'yaml';
 import { compareVersions, parseVersion } from '../../rules/index.js';
 import type { RehearsalFacts } from '../../activities/rehearsal.js';
 import type { Latencies, PdbSpec, SimDescription, SimNode, WorkloadSpec } from '../../sim/description.js';
-import type { PackageManager } from '../../sim/hosts/rpm-archive.js';
 
 /**
  * The pure converter of `skewless rehearse`: the facts read from the live cluster
@@ -23,8 +22,6 @@ export interface TwinOptions {
   latencies?: Latencies;
   sshUser?: string;
   rebootSeconds?: number;
-  /** The hosts' package tools (default apt). */
-  packageManager?: PackageManager;
   /** The versions every twin host's package repository offers; else the one read from the cluster. */
   repository?: string[];
 }
@@ -161,7 +158,7 @@ export function twinDescription(cluster: string, read: { facts: RehearsalFacts; 
     // No node pools: blue/green is not rehearsed (yet); the simulation reads an absent `pools` as none.
     description: { name: cluster, version, nodes, workloads, ssh: { user: options.sshUser ?? 'skewless' }, rebootSeconds: options.rebootSeconds ?? 3,
       // One minor per host, as the install guide sets nodes up: the rehearsal meets the repository switch of each hop.
-      packageRepository: 'per-minor', packageManager: options.packageManager ?? 'apt', pools: {} },
+      packageRepository: 'per-minor', packageManager: facts.packageManager ?? 'apt', pools: {} },
     names,
     notModelled,
   };

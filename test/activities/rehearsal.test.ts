@@ -60,6 +60,7 @@ describe('describeClusterForRehearsal against the simulated cluster', () => {
     assert.equal(facts.nodes[0]?.labels.zone, 'a');
     assert.equal(facts.nodes[1]?.labels.pool, 'blue');
     assert.deepEqual(facts.problems, []);
+    assert.equal(facts.packageManager, 'apt', 'the configuration\'s package tools, for the twin\'s hosts');
   });
 
   it('reads the workloads, their PDBs (matched by selector), the bare pod; the twin built from them is the original again', () => {

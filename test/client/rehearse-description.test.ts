@@ -40,6 +40,10 @@ describe('rehearse: the twin description from the facts read (pure)', () => {
     assert.deepEqual(d.nodes[1]?.repository, ['1.33.7', '1.34.2']);
     assert.deepEqual(d.nodes[1]?.latencies, { ...DEFAULT_LATENCIES, kubeadmApply: 100 });
     assert.deepEqual(names.nodes, { 'cp-1': 'cp-1', 'w-1': 'w-1', 'w-2': 'w-2' });
+    assert.equal(d.packageManager, 'apt', 'apt unless the facts say otherwise');
+    const rhel = twinDescription('prod', { facts: facts({ packageManager: 'dnf' }) }, { repository: ['1.33.7'] }).description;
+    assert.equal(rhel.packageManager, 'dnf', 'a dnf cluster\'s twin has dnf hosts (kubernetes.repo), so the rehearsal meets its repository switch');
+    assert.match(descriptionYaml(rhel), /^packageManager: dnf$/m);
   });
 
   it('puts each PDB on the workload it covers, named after the workload, and maps it back; leaves out kube-proxy (the simulation runs its own)', () => {
