@@ -8,6 +8,7 @@ import { CommandFaults } from './faults.js';
 import { toKubernetesVersion, type HostState, type HostStore } from './host-state.js';
 import type { PackageManager } from './rpm-archive.js';
 
+/** `aptInstall`: a package install's time, apt's or dnf's alike (the name predates dnf hosts). */
 export type LatencyKind = 'aptInstall' | 'kubeletRestart' | 'kubeadmApply' | 'kubeadmNode' | 'etcdSnapshot' | 'reboot';
 /** Milliseconds per kind of command; 0 when absent. */
 export type Latencies = Partial<Record<LatencyKind, number>>;

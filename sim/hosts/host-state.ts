@@ -23,7 +23,7 @@ export interface HostState {
   name: string;
   role: HostRole;
   port: number;
-  /** Debian package versions, `1.33.7-1.1`. */
+  /** Package versions in the host's format: Debian's `1.33.7-1.1` (apt hosts) or rpm's `1.33.7-150500.1.1` (dnf hosts). */
   packages: Record<PackageName, string>;
   holds: PackageName[];
   kubelet: KubeletState;
