@@ -14,6 +14,7 @@ import type { PackageManager } from './cluster-config.js';
 import { ErrorType } from './errors.js';
 import { hostActivityScope } from './host-activity-context.js';
 import { checkNode, checkVersion, commandFailed, run, stderrTail } from './host-commands.js';
+import { packageTimeouts } from './kube-packages.js';
 import { APT_ENV, LOCK_WAIT } from './package-install-apt.js';
 import { dnfOffered } from './package-install-dnf.js';
 import { parseDnfList } from './parsers/dnf-list.js';
@@ -28,8 +29,8 @@ const MINORS_AHEAD = 4;
 
 const failure = (type: string, message: string): ApplicationFailure => ApplicationFailure.create({ type, message, nonRetryable: true });
 
-const readMs = (access: ClusterAccess) => access.config.timeouts.commandSeconds * 1000;
-const installMs = (access: ClusterAccess) => access.config.timeouts.packageInstallSeconds * 1000;
+const readMs = (access: ClusterAccess) => packageTimeouts(access).readMs;
+const installMs = (access: ClusterAccess) => packageTimeouts(access).installMs;
 
 export interface RepositoryState {
   file: string;
@@ -97,13 +98,13 @@ const isNotFound = (r: ExecResult): boolean => /404\s+Not Found|does not have a 
  * file at the probed minor, uploaded over SFTP: a URL's credentials never go into a command line),
  * and removes it afterwards. undefined: the node cannot take uploads, so nothing is probed.
  */
-async function inProbeDir<T>(access: ClusterAccess, node: string, kind: string, name: string, text: string, probe: (dir: string) => Promise<T>, signal?: AbortSignal): Promise<T | undefined> {
+async function inProbeDir<T>(access: ClusterAccess, node: string, kind: string, name: string, text: string, probe: (dir: string) => Promise<T>, signal?: AbortSignal, subdir?: string): Promise<T | undefined> {
   const upload = access.shell.upload?.bind(access.shell);
   if (!upload) return undefined;
   const dir = `/tmp/skewless-${kind}-probe-${randomUUID()}`;
   const local = mkdtempSync(join(tmpdir(), `skewless-${kind}-probe-`));
   try {
-    await run(access, node, ['mkdir', '-p', kind === 'apt' ? `${dir}/lists` : dir], { timeoutMs: readMs(access), signal });
+    await run(access, node, ['mkdir', '-p', subdir ? `${dir}/${subdir}` : dir], { timeoutMs: readMs(access), signal });
     writeFileSync(join(local, name), text);
     await upload(node, join(local, name), `${dir}/${name}`, { timeoutMs: readMs(access), ...(signal ? { signal } : {}) });
     return await probe(dir);
@@ -129,7 +130,7 @@ function probeAptMinor(access: ClusterAccess, node: string, text: string, minor:
       throw commandFailed(node, update, r);
     }
     return kubeadmVersions(parseMadison((await run(access, node, ['apt-cache', ...apt, 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout));
-  }, signal);
+  }, signal, 'lists');
 }
 
 /**
@@ -185,13 +186,8 @@ export async function availableVersions(access: ClusterAccess, input: { node: st
  * as the rules would say it without them.
  */
 function refuseMissingMinor(node: string, file: string, from: string, missing: string, to: string): void {
-  let wanted: string | undefined;
-  try {
-    const target = parseTarget(to);
-    wanted = target.kind === 'exact' ? minorOf(target.version) : target.kind === 'minor' ? target.minor.text : undefined;
-  } catch {
-    return; // a bad target is the rules' to report
-  }
+  // Nothing offered: an expression (next-minor) names no minor here, only an exact version or a minor does.
+  const wanted = targetMinor(to, []);
   const asVersion = (minor: string) => parseVersion(`${minor}.0`);
   // Another major, or a minor before the missing one: the rules' to judge (across majors, never).
   if (wanted === undefined || asVersion(wanted).major !== asVersion(from).major || compareVersions(asVersion(wanted), asVersion(missing)) < 0) return;

@@ -133,7 +133,7 @@ export async function dnf(ctx: CommandContext): Promise<CommandOutcome> {
     return 0;
   }
   const usable = metadata.filter((a) => !a.excluded);
-  return verb === 'list' ? list(ctx, o, specs, usable) : install(ctx, specs, metadata, usable);
+  return verb === 'list' ? list(ctx, o, specs, usable) : install(ctx, o, specs, metadata, usable);
 }
 
 const nevra = (name: string, version: string): string => `${name}-${version}.${ARCH}`;
@@ -161,7 +161,7 @@ function matches(spec: string, a: { name: string; version: string }): boolean {
   return [a.name, `${a.name}-${version}`, full, `${full}.${ARCH}`].some((form) => globMatches(spec, form));
 }
 
-async function install(ctx: CommandContext, specs: readonly string[], all: readonly Available[], usable: readonly Available[]): Promise<CommandOutcome> {
+async function install(ctx: CommandContext, o: Options, specs: readonly string[], all: readonly Available[], usable: readonly Available[]): Promise<CommandOutcome> {
   const { machine } = ctx;
   if (specs.length === 0) return fail(ctx, 'Error: Need to pass a list of pkgs to install', 1);
   const wanted = new Map<PackageName, string>();
@@ -185,7 +185,7 @@ async function install(ctx: CommandContext, specs: readonly string[], all: reado
   const downgrades = changes.filter((c) => comparePackageVersions(c.to, c.from) < 0);
   if (upgrades.length) print(ctx, 'Upgrading:', ...upgrades.map((c) => ` ${c.pkg}  ${ARCH}  ${c.to}  kubernetes`));
   if (downgrades.length) print(ctx, 'Downgrading:', ...downgrades.map((c) => ` ${c.pkg}  ${ARCH}  ${c.to}  kubernetes`));
-  if (!ctx.argv.includes('-y') && !ctx.argv.includes('--assumeyes')) return fail(ctx, 'Is this ok [y/N]: Operation aborted.', 1);
+  if (!o.yes) return fail(ctx, 'Is this ok [y/N]: Operation aborted.', 1);
   // The rpm database lock: dnf waits for another transaction instead of failing.
   while (transacting.has(machine)) await sleep(100, ctx.signal);
   transacting.add(machine);
