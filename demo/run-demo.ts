@@ -162,7 +162,7 @@ async function run(r: Resources, t0: number): Promise<number> {
     address, namespace: config.namespace, ...(values['ui-port'] ? { uiPort: Number(values['ui-port']) } : {}), stateDir, registry, say, signal: interruption.signal,
   })));
   const sim = (r.sim = await race(r.simStarting));
-  for (const [name, p] of Object.entries(sim.controlPlane.processes)) if (p.pid) registry.record(`sim-${name}`, p.pid);
+  for (const [name, p] of Object.entries(sim.controlPlane.running())) if (p.pid) registry.record(`sim-${name}`, p.pid);
   registry.recordPort('kube-apiserver', Number(new URL(sim.server).port));
   registry.recordPort('etcd', Number(new URL(sim.etcdEndpoint).port));
   for (const h of sim.endpoints.ssh.hosts) registry.recordPort(`ssh-${h.name}`, h.port);
@@ -171,7 +171,7 @@ async function run(r: Resources, t0: number): Promise<number> {
   const clusterConfig = parseYaml(readFileSync(configFile, 'utf8')) as { drain?: Record<string, unknown> };
   clusterConfig.drain = { ...clusterConfig.drain, timeoutSeconds: DRAIN_TIMEOUT_SECONDS };
   writeFileSync(configFile, stringifyYaml(clusterConfig));
-  say(`[demo] cluster up: API ${sim.server}, ${sim.endpoints.ssh.hosts.length} SSH hosts; kube-apiserver pid ${sim.controlPlane.processes.apiserver.pid}`);
+  say(`[demo] cluster up: API ${sim.server}, ${sim.endpoints.ssh.hosts.length} SSH hosts; control plane ${sim.controlPlane.mode}: ${Object.entries(sim.controlPlane.running()).map(([n, p]) => `${n} pid ${p.pid}`).join(', ')}`);
   for (const w of description.workloads) {
     const pdb = w.pdb ? `, PDB ${Object.entries(w.pdb).map(([k, v]) => `${k} ${v}`).join('')}` : '';
     say(`[demo]   ${w.kind} ${w.namespace}/${w.name}${w.kind === 'DaemonSet' ? '' : ` × ${w.replicas}`}${pdb}`);

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { parseVersion } from '../rules/index.js';
+import { KUBE_RELEASES } from './cluster/kube-releases.js';
 import { REPOSITORY_LAYOUTS, type RepositoryLayout } from './hosts/apt-archive.js';
 import { PACKAGE_MANAGERS, type PackageManager } from './hosts/rpm-archive.js';
 import { validateFault, type Fault } from './hosts/faults.js';
@@ -61,6 +62,15 @@ export interface SimDescription {
   /** The hosts' package tools: `apt` (Debian, default) or `dnf` (the RHEL family, kubernetes.repo). */
   packageManager: PackageManager;
   /**
+   * How the control plane runs: `shared` (default), ONE kube-apiserver, controller-manager and
+   * scheduler (1.34) for every control-plane host, whatever version their manifests name (a model:
+   * cheap, for the many tests about the flows); `per-node`, each control-plane host runs its own
+   * three processes of the release its manifests name, behind one load-balanced endpoint, so /version
+   * and the HA skew in the middle of a hop are real. `per-node` needs every version the description
+   * names to be a built release (KUBE_RELEASES).
+   */
+  controlPlane: ControlPlaneMode;
+  /**
    * When set, the workloads' pods get this termination grace and the simulated kubelet keeps a
    * terminating pod until it is over, so a drain waits as on a real node (the benchmark sets 1).
    * Unset: grace 1, and pods go as soon as they are deleted.
@@ -72,6 +82,9 @@ export interface SimDescription {
    */
   pools?: Record<string, string>;
 }
+
+export const CONTROL_PLANE_MODES = ['shared', 'per-node'] as const;
+export type ControlPlaneMode = (typeof CONTROL_PLANE_MODES)[number];
 
 export class DescriptionError extends Error {
   override name = 'DescriptionError';
@@ -150,6 +163,26 @@ function layout(value: unknown): RepositoryLayout {
   if (value === undefined) return 'per-minor';
   if (!(REPOSITORY_LAYOUTS as readonly unknown[]).includes(value)) throw new DescriptionError(`packageRepository must be ${REPOSITORY_LAYOUTS.join(' or ')}`);
   return value as RepositoryLayout;
+}
+
+function controlPlaneMode(value: unknown): ControlPlaneMode {
+  if (value === undefined) return 'shared';
+  if (!(CONTROL_PLANE_MODES as readonly unknown[]).includes(value)) throw new DescriptionError(`controlPlane must be ${CONTROL_PLANE_MODES.join(' or ')}`);
+  return value as ControlPlaneMode;
+}
+
+/** A per-node control plane runs the real release of every version it may meet: each must be built. */
+function checkReleases(clusterVersion: string, nodes: readonly SimNode[]): void {
+  const named = new Map<string, string>([[clusterVersion, 'version']]);
+  for (const n of nodes) {
+    named.set(n.kubelet, named.get(n.kubelet) ?? `${n.name}'s kubelet`);
+    for (const v of [...Object.values(n.components ?? {}), ...n.repository]) named.set(v, named.get(v) ?? `${n.name}'s components or repository`);
+  }
+  for (const [v, where] of named) {
+    if (!KUBE_RELEASES.includes(v)) {
+      throw new DescriptionError(`controlPlane: per-node runs real releases only (${KUBE_RELEASES.join(', ')}); ${where} names ${v}`);
+    }
+  }
 }
 
 export function parseDescription(text: string, source = 'description'): SimDescription {
@@ -232,6 +265,9 @@ export function parseDescription(text: string, source = 'description'): SimDescr
     return spec;
   });
 
+  const mode = controlPlaneMode(raw.controlPlane);
+  if (mode === 'per-node') checkReleases(clusterVersion, nodes);
+
   const ssh = raw.ssh === undefined ? {} : obj(raw.ssh, 'ssh');
   const pools: Record<string, string> = {};
   for (const [pool, selector] of Object.entries(raw.pools === undefined ? {} : obj(raw.pools, 'pools'))) {
@@ -248,6 +284,7 @@ export function parseDescription(text: string, source = 'description'): SimDescr
     rebootSeconds: raw.rebootSeconds === undefined ? 3 : count(raw.rebootSeconds, 'rebootSeconds', 0),
     packageRepository: layout(raw.packageRepository),
     packageManager: packageManager(raw.packageManager),
+    controlPlane: mode,
     ...(raw.terminationGraceSeconds === undefined ? {} : { terminationGraceSeconds: count(raw.terminationGraceSeconds, 'terminationGraceSeconds', 0) }),
     pools,
   };

@@ -32,7 +32,7 @@ async function run(): Promise<void> {
   const started = Date.now();
   const sim = await startSimulation(parseDescription(yaml), { stateDir, timeoutMs: 1_800_000 });
   const upSeconds = (Date.now() - started) / 1000;
-  const components = Object.fromEntries(Object.entries(sim.controlPlane.processes).map(([name, p]) => [name, Math.round(rssKiB(p.pid) / 1024)]));
+  const components = Object.fromEntries(Object.entries(sim.controlPlane.running()).map(([name, p]) => [name, Math.round(rssKiB(p.pid) / 1024)]));
   const self = Math.round(rssKiB(process.pid) / 1024);
   const total = self + Object.values(components).reduce((a, b) => a + b, 0);
   console.log(JSON.stringify({ workers, controlPlanes: 3, pods, upSeconds, rssMiB: { total, hostsAndDriver: self, ...components } }));

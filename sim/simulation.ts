@@ -8,8 +8,9 @@ import { kubeEffects } from './cluster/kube-effects.js';
 import { WORKER_USER } from './cluster/pki.js';
 import { populateCluster } from './cluster/populate.js';
 import { applyRbacManifest, RBAC_MANIFEST_PATH, readRbacManifest, subjectsOf } from './cluster/rbac-manifest.js';
-import { recordVersions } from './cluster/version-recorder.js';
-import type { SimDescription } from './description.js';
+import { recordVersions, type LiveComponents } from './cluster/version-recorder.js';
+import type { SimDescription, SimNode } from './description.js';
+import { CONTROL_PLANE_MANIFESTS, type ControlPlaneManifest } from './hosts/static-pod-manifest.js';
 import { startHostSimulator } from './hosts/host-simulator.js';
 import type { PackageManager } from './hosts/rpm-archive.js';
 import { hostDir } from './hosts/host-state.js';
@@ -109,6 +110,25 @@ async function grantWorker(kube: KubeClients): Promise<void> {
   await applyRbacManifest(kube, manifest);
 }
 
+/** A per-node control plane's programs as they report their versions; the shared one's are read from its mirror pods. */
+function liveComponents(cp: ControlPlane): LiveComponents | undefined {
+  if (cp.mode !== 'per-node') return undefined;
+  return async () => {
+    const out: Awaited<ReturnType<LiveComponents>> = [];
+    for (const n of cp.nodes.values()) {
+      for (const component of CONTROL_PLANE_MANIFESTS) {
+        const version = await n.reportedVersion(component);
+        if (version) out.push({ node: n.node, component, version });
+      }
+    }
+    return out;
+  };
+}
+
+/** A described control plane's versions by the component its manifest runs. */
+const manifestVersions = (c: NonNullable<SimNode['components']>): Record<ControlPlaneManifest, string> =>
+  ({ 'kube-apiserver': c.apiserver, 'kube-controller-manager': c.controllerManager, 'kube-scheduler': c.scheduler });
+
 export async function startSimulation(description: SimDescription, options: SimulationOptions): Promise<Simulation> {
   const { stateDir } = options;
   mkdirSync(stateDir, { recursive: true });
@@ -117,16 +137,26 @@ export async function startSimulation(description: SimDescription, options: Simu
   const controlPlaneNodes = description.nodes.filter((n) => n.role === 'control-plane').map((n) => n.name);
   const primary = controlPlaneNodes[0];
   const etcdDataDir = primary === undefined ? undefined : join(hostDir(stateDir, primary), 'root', 'var', 'lib', 'etcd');
-  const controlPlane = await startControlPlane({ stateDir: join(stateDir, 'cluster'), binaries, clusterName: description.name, honourPodGrace: description.terminationGraceSeconds !== undefined, ...(etcdDataDir ? { etcdDataDir } : {}) });
+  const perNode = description.controlPlane === 'per-node'
+    ? description.nodes.flatMap((n) => n.components ? [{ node: n.name, versions: manifestVersions(n.components) }] : [])
+    : undefined;
+  const controlPlane = await startControlPlane({
+    stateDir: join(stateDir, 'cluster'), binaries, clusterName: description.name, honourPodGrace: description.terminationGraceSeconds !== undefined,
+    ...(etcdDataDir ? { etcdDataDir } : {}), ...(perNode ? { perNode } : {}),
+  });
   let hosts: HostSimulator | undefined;
   let machines: SimMachines | undefined;
   try {
     const kube = kubeClients(controlPlane.kubeconfig);
     await grantWorker(kube);
     await populateCluster(kube, description, options.timeoutMs);
-    const recorder = recordVersions(kubeEffects(kube), kube, stateDir);
+    const recorder = recordVersions(kubeEffects(kube), kube, stateDir, liveComponents(controlPlane));
     await recorder.record('initial');
-    const staticPods = staticPodModel(controlPlane, controlPlaneNodes, (err) => console.error(`[sim/static-pods] ${err.message}`));
+    const staticPods = staticPodModel(controlPlane, controlPlaneNodes, {
+      onError: (err) => console.error(`[sim/static-pods] ${err.message}`),
+      // Each restart at another version is a state of the cluster the skew policy must hold in.
+      onRestarted: (node, component, version) => void recorder.record(`static-pod ${node} ${component} ${version}`),
+    });
     hosts = await startHostSimulator({
       stateDir,
       staticPods,
@@ -141,6 +171,7 @@ export async function startSimulation(description: SimDescription, options: Simu
         packageRepository: description.packageRepository,
         packageManager: description.packageManager,
         installed: { kubeadm: n.kubelet, kubelet: n.kubelet, kubectl: n.kubelet },
+        ...(n.components ? { components: manifestVersions(n.components) } : {}),
         latencies: n.latencies,
         faults: n.faults,
       })),
@@ -185,7 +216,7 @@ export async function startSimulation(description: SimDescription, options: Simu
       hosts: running,
       versionHistoryPath: recorder.path,
       versionHistorySettled: recorder.settled,
-      auditEvents: () => readAuditEvents(controlPlane.auditLogPath),
+      auditEvents: () => readAuditEvents(controlPlane.auditLogPaths()),
       endpoints,
       machines: api,
       onEndpointsChanged(listener) {

@@ -158,7 +158,7 @@ export function twinDescription(cluster: string, read: { facts: RehearsalFacts; 
     // No node pools: blue/green is not rehearsed (yet); the simulation reads an absent `pools` as none.
     description: { name: cluster, version, nodes, workloads, ssh: { user: options.sshUser ?? 'skewless' }, rebootSeconds: options.rebootSeconds ?? 3,
       // One minor per host, as the install guide sets nodes up: the rehearsal meets the repository switch of each hop.
-      packageRepository: 'per-minor', packageManager: facts.packageManager ?? 'apt', pools: {} },
+      packageRepository: 'per-minor', packageManager: facts.packageManager ?? 'apt', controlPlane: 'shared', pools: {} },
     names,
     notModelled,
   };

@@ -28,8 +28,15 @@ interface RawEvent {
   stage?: string;
 }
 
-/** The events in the audit log (an apiserver that has not logged anything yet has no file). */
-export function readAuditEvents(path: string): AuditEvent[] {
+/**
+ * The events in the audit logs, in time order (one log per apiserver; an apiserver that has not
+ * logged anything yet has no file).
+ */
+export function readAuditEvents(paths: readonly string[]): AuditEvent[] {
+  return paths.flatMap(readAuditLog).sort((a, b) => a.time.localeCompare(b.time));
+}
+
+function readAuditLog(path: string): AuditEvent[] {
   if (!existsSync(path)) return [];
   const out: AuditEvent[] = [];
   for (const line of readFileSync(path, 'utf8').split('\n')) {

@@ -1,34 +1,59 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ControlPlaneManifest } from '../hosts/static-pod-manifest.js';
 import { freePort } from '../free-port.js';
 import type { SimBinaries } from './binaries.js';
+import { apiserverFlags, auditPolicy, controllerManagerFlags, schedulerFlags } from './component-flags.js';
 import { ManagedProcess } from './managed-process.js';
+import { NodeComponents } from './node-components.js';
 import { ensurePki, WORKER_USER, writeKubeconfig, type Pki } from './pki.js';
+import { startTcpBalancer, type TcpBalancer } from './tcp-balancer.js';
 import { httpGet, waitFor } from './wait-for.js';
 
 /**
  * The real Kubernetes control plane of the simulation, as plain processes on loopback:
  * etcd → kube-apiserver → kube-controller-manager + kube-scheduler → kwok (simulated kubelets).
+ * Two layouts (the description's `controlPlane`): `shared`, one set of processes for every
+ * control-plane host; `per-node`, each host's own set, of the release its manifests name, behind
+ * one load-balanced endpoint.
  */
-export interface ControlPlane {
+interface ControlPlaneBase {
   /** system:masters: the simulation's own components and the tests' manipulations. */
   kubeconfig: string;
   /** The skewless worker's identity (CN=skewless-worker): what RBAC grants it, nothing more. */
   workerKubeconfig: string;
-  /** JSON lines of the apiserver's audit log: every request of the worker's identity (auditEvents()). */
-  auditLogPath: string;
+  /** JSON lines of the apiservers' audit logs: every request of the worker's identity (auditEvents()). */
+  auditLogPaths(): string[];
   server: string;
   etcdEndpoint: string;
   pki: Pki;
-  processes: Record<'etcd' | 'apiserver' | 'controllerManager' | 'scheduler' | 'kwok', ManagedProcess>;
-  /** Stops the apiserver and starts it again (a control-plane fault). */
+  etcd: ManagedProcess;
+  kwok: ManagedProcess;
+  /** Every process running now, by a name that says what it is (memory reports, pid registries). */
+  running(): Record<string, ManagedProcess>;
+  /** Stops the apiserver(s) and starts them again (a control-plane fault). */
   restartApiserver(): Promise<void>;
   /** Waits until etcd answers /health (after a start by the static-pod model). */
   etcdHealthy(): Promise<void>;
-  /** Waits until the apiserver answers /readyz. */
-  apiserverReady(): Promise<void>;
   stop(): Promise<void>;
 }
+
+export interface SharedControlPlane extends ControlPlaneBase {
+  mode: 'shared';
+  processes: Record<'etcd' | 'apiserver' | 'controllerManager' | 'scheduler' | 'kwok', ManagedProcess>;
+  /** Waits until the apiserver answers /readyz. */
+  apiserverReady(): Promise<void>;
+}
+
+export interface PerNodeControlPlane extends ControlPlaneBase {
+  mode: 'per-node';
+  /** Each control-plane host's components, by node name. */
+  nodes: ReadonlyMap<string, NodeComponents>;
+  /** The endpoint in front of the apiservers: it sends new connections to those that run. */
+  balancer: TcpBalancer;
+}
+
+export type ControlPlane = SharedControlPlane | PerNodeControlPlane;
 
 export interface ControlPlaneOptions {
   stateDir: string;
@@ -45,79 +70,93 @@ export interface ControlPlaneOptions {
    * restore on the host (etcdutl into a fresh dir, swap) changes what the real etcd serves.
    */
   etcdDataDir?: string;
+  /** Set: a `per-node` control plane, each host starting at these versions (`1.32.13`). */
+  perNode?: { node: string; versions: Record<ControlPlaneManifest, string> }[];
 }
 
-const QPS = ['--kube-api-qps=500', '--kube-api-burst=1000'];
-
-export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
-  const { stateDir, binaries, clusterName } = options;
+/** etcd, the PKI and the audit policy: what both layouts share. */
+async function startEtcd(options: ControlPlaneOptions) {
+  const { stateDir, binaries } = options;
   const logs = join(stateDir, 'logs');
   const data = options.etcdDataDir ?? join(stateDir, 'etcd-data');
   mkdirSync(logs, { recursive: true });
   const pki = ensurePki(join(stateDir, 'pki'));
-  const [etcdPort, etcdPeer, apiPort, kcmPort, schedPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
-  const server = `https://127.0.0.1:${apiPort}`;
+  const [etcdPort, etcdPeer] = await Promise.all([freePort(), freePort()]);
   const etcdEndpoint = `http://127.0.0.1:${etcdPort}`;
-  const kubeconfig = join(stateDir, 'admin.kubeconfig');
-  writeKubeconfig(kubeconfig, server, pki, clusterName);
-  const workerKubeconfig = join(stateDir, 'worker.kubeconfig');
-  writeKubeconfig(workerKubeconfig, server, pki, clusterName, 'worker');
-  const auditLogPath = join(logs, 'audit.log');
-  const auditPolicy = join(stateDir, 'audit-policy.yaml');
-  writeFileSync(auditPolicy, AUDIT_POLICY);
-  const tls = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
-  const log = (name: string) => join(logs, `${name}.log`);
-
   const etcd = new ManagedProcess('etcd', binaries.bin('etcd'), [
     '--name=sim', `--data-dir=${data}`,
     `--listen-client-urls=${etcdEndpoint}`, `--advertise-client-urls=${etcdEndpoint}`,
     `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
     `--initial-cluster=sim=http://127.0.0.1:${etcdPeer}`,
     '--unsafe-no-fsync=true', '--auto-compaction-retention=1', '--quota-backend-bytes=2147483648', '--log-level=warn',
-  ], log('etcd'));
-  const apiserver = new ManagedProcess('kube-apiserver', binaries.bin('kube-apiserver'), [
-    `--etcd-servers=${etcdEndpoint}`,
-    '--bind-address=127.0.0.1', `--secure-port=${apiPort}`,
-    '--advertise-address=127.0.0.1', '--endpoint-reconciler-type=none',
-    `--tls-cert-file=${pki.adminCert}`, `--tls-private-key-file=${pki.adminKey}`, `--client-ca-file=${pki.caCert}`,
-    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-    `--service-account-key-file=${pki.saPub}`, `--service-account-signing-key-file=${pki.saKey}`,
-    '--service-cluster-ip-range=10.96.0.0/16',
-    '--authorization-mode=RBAC', '--allow-privileged=true',
-    // A simulation of many nodes: no client-side fairness queues in the way of a 1,000-node test.
-    '--enable-priority-and-fairness=false', '--max-requests-inflight=0', '--max-mutating-requests-inflight=0',
-    `--cert-dir=${join(stateDir, 'apiserver-certs')}`, '--v=1',
-    `--audit-policy-file=${auditPolicy}`, `--audit-log-path=${auditLogPath}`, '--audit-log-format=json', '--audit-log-mode=blocking',
-    '--audit-log-maxsize=0',
-  ], log('kube-apiserver'));
-  const controllerManager = new ManagedProcess('kube-controller-manager', binaries.bin('kube-controller-manager'), [
-    `--kubeconfig=${kubeconfig}`,
-    '--bind-address=127.0.0.1', `--secure-port=${kcmPort}`,
-    '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
-    '--leader-elect=false', "--controllers=*", '--use-service-account-credentials=false',
-    `--service-account-private-key-file=${pki.saKey}`, `--root-ca-file=${pki.caCert}`,
-    `--cluster-signing-cert-file=${pki.caCert}`, `--cluster-signing-key-file=${pki.caKey}`,
-    '--service-cluster-ip-range=10.96.0.0/16',
-    '--node-monitor-period=5s',
-    // Simulated NotReady comes from kwok's chaos stage at once; a long grace keeps a loaded machine's
-    // late lease renewals from flapping 1,000 nodes (kwok never marks such pods Ready again).
-    '--node-monitor-grace-period=5m', ...QPS, '--v=1',
-    // Otherwise the controller-manager creates /usr/libexec/kubernetes/... on the machine running the tests.
-    `--flex-volume-plugin-dir=${join(stateDir, 'flexvolume')}`,
-  ], log('kube-controller-manager'));
-  const scheduler = new ManagedProcess('kube-scheduler', binaries.bin('kube-scheduler'), [
-    `--kubeconfig=${kubeconfig}`,
-    '--bind-address=127.0.0.1', `--secure-port=${schedPort}`,
-    '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics', '--leader-elect=false', ...QPS, '--v=1',
-  ], log('kube-scheduler'));
+  ], join(logs, 'etcd.log'));
+  const etcdHealthy = () =>
+    waitFor('etcd /health', async () => {
+      etcd.assertAlive();
+      return (await httpGet(`${etcdEndpoint}/health`)).body.includes('"health":"true"');
+    });
+  const auditPolicyPath = join(stateDir, 'audit-policy.yaml');
+  writeFileSync(auditPolicyPath, auditPolicy(WORKER_USER));
+  etcd.start();
+  try {
+    await etcdHealthy();
+  } catch (err) {
+    await etcd.stop();
+    throw err;
+  }
+  return { logs, pki, etcd, etcdEndpoint, etcdHealthy, auditPolicyPath };
+}
+
+type Etcd = Awaited<ReturnType<typeof startEtcd>>;
+
+function kwokProcess(options: ControlPlaneOptions, kubeconfig: string, logs: string): ManagedProcess {
+  const { stateDir, binaries } = options;
   // kwok reads ~/.kwok/kwok.yaml when it exists: give it a HOME of its own.
   const kwokHome = join(stateDir, 'kwok-home');
   mkdirSync(kwokHome, { recursive: true });
-  const kwok = new ManagedProcess('kwok', binaries.bin('kwok'), [
+  return new ManagedProcess('kwok', binaries.bin('kwok'), [
     `--kubeconfig=${kubeconfig}`, `--config=${kwokStages(binaries.kwokStages, stateDir, options.honourPodGrace ?? false)}`,
     '--manage-all-nodes=false', '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
     '--node-lease-duration-seconds=40', '--cidr=10.244.0.0/16', '--node-ip=10.0.0.1',
-  ], log('kwok'), { ...process.env, HOME: kwokHome });
+  ], join(logs, 'kwok.log'), { ...process.env, HOME: kwokHome });
+}
+
+/** The admin's and the worker's kubeconfigs for `server`. */
+function writeKubeconfigs(options: ControlPlaneOptions, pki: Pki, server: string) {
+  const kubeconfig = join(options.stateDir, 'admin.kubeconfig');
+  writeKubeconfig(kubeconfig, server, pki, options.clusterName);
+  const workerKubeconfig = join(options.stateDir, 'worker.kubeconfig');
+  writeKubeconfig(workerKubeconfig, server, pki, options.clusterName, 'worker');
+  return { kubeconfig, workerKubeconfig };
+}
+
+export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
+  const etcd = await startEtcd(options);
+  try {
+    return options.perNode ? await startPerNode(options, etcd, options.perNode) : await startShared(options, etcd);
+  } catch (err) {
+    await etcd.etcd.stop();
+    throw err;
+  }
+}
+
+async function startShared(options: ControlPlaneOptions, e: Etcd): Promise<SharedControlPlane> {
+  const { stateDir, binaries } = options;
+  const { logs, pki, etcd, etcdEndpoint } = e;
+  const [apiPort, kcmPort, schedPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const server = `https://127.0.0.1:${apiPort}`;
+  const { kubeconfig, workerKubeconfig } = writeKubeconfigs(options, pki, server);
+  const auditLogPath = join(logs, 'audit.log');
+  const tls = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
+  const log = (name: string) => join(logs, `${name}.log`);
+
+  const apiserver = new ManagedProcess('kube-apiserver', binaries.bin('kube-apiserver'), apiserverFlags({
+    port: apiPort, etcdEndpoint, pki, certDir: join(stateDir, 'apiserver-certs'), auditPolicy: e.auditPolicyPath, auditLog: auditLogPath,
+  }), log('kube-apiserver'));
+  const controllerManager = new ManagedProcess('kube-controller-manager', binaries.bin('kube-controller-manager'),
+    controllerManagerFlags({ kubeconfig, port: kcmPort, pki, stateDir, several: false }), log('kube-controller-manager'));
+  const scheduler = new ManagedProcess('kube-scheduler', binaries.bin('kube-scheduler'), schedulerFlags({ kubeconfig, port: schedPort, several: false }), log('kube-scheduler'));
+  const kwok = kwokProcess(options, kubeconfig, logs);
 
   const processes = { etcd, apiserver, controllerManager, scheduler, kwok };
   const started: ManagedProcess[] = [];
@@ -135,15 +174,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       return (await httpGet(`${server}/readyz`, tls)).body === 'ok';
     }, 120_000);
 
-  const etcdHealthy = () =>
-    waitFor('etcd /health', async () => {
-      etcd.assertAlive();
-      return (await httpGet(`${etcdEndpoint}/health`)).body.includes('"health":"true"');
-    });
-
   try {
-    launch(etcd);
-    await etcdHealthy();
     launch(apiserver);
     await apiserverReady();
     launch(controllerManager);
@@ -165,39 +196,101 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   }
 
   return {
+    mode: 'shared',
     kubeconfig,
     workerKubeconfig,
-    auditLogPath,
+    auditLogPaths: () => [auditLogPath],
     server,
     etcdEndpoint,
     pki,
+    etcd,
+    kwok,
     processes,
+    running: () => Object.fromEntries(Object.entries(processes).filter(([, p]) => p.running)),
     async restartApiserver() {
       await apiserver.stop();
       apiserver.start();
       await apiserverReady();
     },
-    etcdHealthy,
+    etcdHealthy: e.etcdHealthy,
     apiserverReady,
     async stop() {
       await stop();
+      await etcd.stop();
       rmSync(join(stateDir, 'apiserver-certs'), { recursive: true, force: true });
     },
   };
 }
 
-/**
- * Every request of the worker's identity, once complete (Metadata: who, verb, resource, name, status;
- * never bodies). Nothing else is logged: the simulation's own components would drown it.
- */
-const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived, ResponseStarted]
-rules:
-- level: Metadata
-  users: [${WORKER_USER}]
-- level: None
-`;
+const COMPONENTS: readonly ControlPlaneManifest[] = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'];
+
+async function startPerNode(options: ControlPlaneOptions, e: Etcd, hosts: NonNullable<ControlPlaneOptions['perNode']>): Promise<PerNodeControlPlane> {
+  const { stateDir, clusterName } = options;
+  const { logs, pki, etcd, etcdEndpoint } = e;
+  const nodes = new Map<string, NodeComponents>();
+  for (const h of hosts) {
+    nodes.set(h.node, await NodeComponents.create({ node: h.node, stateDir, clusterName, pki, etcdEndpoint, auditPolicy: e.auditPolicyPath }));
+  }
+  const balancer = await startTcpBalancer([...nodes.values()].map((n) => n.apiserverPort));
+  const server = `https://127.0.0.1:${balancer.port}`;
+  const { kubeconfig, workerKubeconfig } = writeKubeconfigs(options, pki, server);
+  const kwok = kwokProcess(options, kubeconfig, logs);
+  const stopAll = async () => {
+    await kwok.stop();
+    for (const n of [...nodes.values()].reverse()) await n.stopAll();
+    await balancer.stop();
+  };
+  try {
+    // The apiservers one after another (two cores: side by side they only slow each other down),
+    // then the controller-managers and schedulers, which elect their leaders among themselves.
+    for (const h of hosts) await nodes.get(h.node)?.run('kube-apiserver', h.versions['kube-apiserver']);
+    for (const h of hosts) {
+      const n = nodes.get(h.node) as NodeComponents;
+      await Promise.all([n.run('kube-controller-manager', h.versions['kube-controller-manager']), n.run('kube-scheduler', h.versions['kube-scheduler'])]);
+    }
+    kwok.start();
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  return {
+    mode: 'per-node',
+    kubeconfig,
+    workerKubeconfig,
+    auditLogPaths: () => [...nodes.values()].map((n) => n.auditLog),
+    server,
+    etcdEndpoint,
+    pki,
+    etcd,
+    kwok,
+    nodes,
+    balancer,
+    running() {
+      const out: Record<string, ManagedProcess> = {};
+      if (etcd.running) out.etcd = etcd;
+      for (const n of nodes.values()) {
+        for (const c of COMPONENTS) {
+          const p = n.processOf(c);
+          if (p) out[`${n.node}/${c}`] = p;
+        }
+      }
+      if (kwok.running) out.kwok = kwok;
+      return out;
+    },
+    async restartApiserver() {
+      // Every host's: the whole endpoint goes away for a moment, as the shared one does.
+      const versions = [...nodes.values()].map((n) => [n, n.versionOf('kube-apiserver')] as const);
+      for (const [n] of versions) await n.stop('kube-apiserver');
+      for (const [n, v] of versions) if (v) await n.run('kube-apiserver', v);
+    },
+    etcdHealthy: e.etcdHealthy,
+    async stop() {
+      await stopAll();
+      await etcd.stop();
+      rmSync(join(stateDir, 'nodes'), { recursive: true, force: true });
+    },
+  };
+}
 
 /**
  * kwok's pod-delete stage deletes by name whatever carries a deletionTimestamp. A mirror pod deleted

@@ -1,5 +1,6 @@
-// The kubelet's static pods on the simulated control-plane hosts, mapped onto the ONE real control
-// plane the simulation runs (one etcd, one apiserver, one controller-manager, one scheduler).
+// The kubelet's static pods on the simulated control-plane hosts, mapped onto the real processes
+// the simulation runs: one etcd, and either ONE apiserver, controller-manager and scheduler for all
+// hosts (`shared`) or each host's own, at the version its manifests name (`per-node`).
 //
 // A kubeadm control plane runs etcd, kube-apiserver, kube-controller-manager and kube-scheduler as
 // static pods: the kubelet starts what /etc/kubernetes/manifests holds and stops what leaves it. An
@@ -12,12 +13,16 @@
 //   real etcd could never reach quorum with members that do not run, so the simulation starts it
 //   with --force-new-cluster (etcd's own way to bring one member up as a cluster of one): the data,
 //   revision included, is the restored one.
-// - kube-apiserver, kube-controller-manager, kube-scheduler: shared, like a load-balanced HA control
-//   plane: each real process runs while at least one control plane has its manifest in place.
+// - kube-apiserver, kube-controller-manager, kube-scheduler, `shared`: like a load-balanced HA control
+//   plane, each real process runs while at least one control plane has its manifest in place.
+//   `per-node`: each host's process runs while its manifest is in place, the release its image
+//   names; another image restarts it at that release (kubeadm's upgrade of the static pod).
 // The kubelet reacts after the command that moved a manifest (a real one polls every 20 s); stops
 // and starts are serialised, etcd before the apiserver, so they never overlap.
-import type { StaticPodHooks } from '../hosts/cluster-effects.js';
-import type { ControlPlane } from './control-plane.js';
+import type { ManifestSeen, StaticPodHooks } from '../hosts/cluster-effects.js';
+import { CONTROL_PLANE_MANIFESTS } from '../hosts/static-pod-manifest.js';
+import { versionOfImage } from './control-plane-pods.js';
+import type { ControlPlane, PerNodeControlPlane, SharedControlPlane } from './control-plane.js';
 import type { ManagedProcess } from './managed-process.js';
 
 export const STATIC_POD_MANIFESTS = {
@@ -30,20 +35,42 @@ export type StaticPodName = keyof typeof STATIC_POD_MANIFESTS;
 const NAMES = Object.keys(STATIC_POD_MANIFESTS) as StaticPodName[];
 
 
-export function staticPodModel(cp: ControlPlane, controlPlaneNodes: readonly string[], onError: (err: Error) => void): StaticPodHooks & { settled(): Promise<void> } {
+type StaticPodModel = StaticPodHooks & { settled(): Promise<void> };
+
+export interface StaticPodModelOptions {
+  onError: (err: Error) => void;
+  /** A per-node component now runs another version (kubeadm's upgrade of its static pod). */
+  onRestarted?: (node: string, component: string, version: string) => void;
+}
+
+export function staticPodModel(cp: ControlPlane, controlPlaneNodes: readonly string[], options: StaticPodModelOptions): StaticPodModel {
+  return cp.mode === 'shared' ? sharedModel(cp, controlPlaneNodes, options.onError) : perNodeModel(cp, controlPlaneNodes, options);
+}
+
+/** Runs `apply` after every change, one at a time; each change resolves once its apply is done. */
+function serialised(apply: () => Promise<void>, onError: (err: Error) => void) {
+  let queue: Promise<void> = Promise.resolve();
+  return {
+    next(): Promise<void> {
+      queue = queue.then(apply).catch((err: unknown) => onError(err instanceof Error ? err : new Error(String(err))));
+      return queue;
+    },
+    settled: () => queue,
+  };
+}
+
+function sharedModel(cp: SharedControlPlane, controlPlaneNodes: readonly string[], onError: (err: Error) => void): StaticPodModel {
   const primary = controlPlaneNodes[0];
   const everything = new Set<string>(Object.values(STATIC_POD_MANIFESTS));
   const present = new Map<string, Set<string>>(controlPlaneNodes.map((n) => [n, new Set(everything)]));
   const processOf: Record<StaticPodName, ManagedProcess> = {
-    etcd: cp.processes.etcd, 'kube-apiserver': cp.processes.apiserver,
+    etcd: cp.etcd, 'kube-apiserver': cp.processes.apiserver,
     'kube-controller-manager': cp.processes.controllerManager, 'kube-scheduler': cp.processes.scheduler,
   };
   /** Whether the real process of `name` should run, from every host's manifests. */
   const wanted = (name: StaticPodName): boolean => name === 'etcd'
     ? present.get(primary ?? '')?.has(STATIC_POD_MANIFESTS.etcd) ?? false
     : [...present.values()].some((m) => m.has(STATIC_POD_MANIFESTS[name]));
-  let queue: Promise<void> = Promise.resolve();
-
   const apply = async (): Promise<void> => {
     // Stops: the dependants first.
     for (const name of [...NAMES].reverse()) if (!wanted(name) && processOf[name].running) await processOf[name].stop();
@@ -61,11 +88,13 @@ export function staticPodModel(cp: ControlPlane, controlPlaneNodes: readonly str
     }
   };
 
+  const queue = serialised(apply, onError);
+
   return {
     changed(node, manifests) {
-      if (!present.has(node)) return;
-      present.set(node, new Set(manifests));
-      queue = queue.then(apply).catch((err: unknown) => onError(err instanceof Error ? err : new Error(String(err))));
+      if (!present.has(node)) return Promise.resolve();
+      present.set(node, new Set(manifests.map((m) => m.file)));
+      return queue.next();
     },
     running(node) {
       const m = present.get(node);
@@ -80,6 +109,63 @@ export function staticPodModel(cp: ControlPlane, controlPlaneNodes: readonly str
         return processOf[name].running && (hasManifest || stopping);
       });
     },
-    settled: () => queue,
+    settled: queue.settled,
+  };
+}
+
+function perNodeModel(cp: PerNodeControlPlane, controlPlaneNodes: readonly string[], { onError, onRestarted }: StaticPodModelOptions): StaticPodModel {
+  const primary = controlPlaneNodes[0];
+  /** Each host's manifests: file name → the version its image names. */
+  const present = new Map<string, Map<string, string | undefined>>();
+  for (const node of controlPlaneNodes) {
+    const n = cp.nodes.get(node);
+    present.set(node, new Map([[STATIC_POD_MANIFESTS.etcd, undefined], ...CONTROL_PLANE_MANIFESTS.map((c) => [STATIC_POD_MANIFESTS[c], n?.versionOf(c)] as const)]));
+  }
+  const etcdWanted = () => present.get(primary ?? '')?.has(STATIC_POD_MANIFESTS.etcd) ?? false;
+
+  const apply = async (): Promise<void> => {
+    for (const [node, manifests] of present) {
+      const n = cp.nodes.get(node);
+      if (!n) continue;
+      for (const c of [...CONTROL_PLANE_MANIFESTS].reverse()) if (!manifests.has(STATIC_POD_MANIFESTS[c])) await n.stop(c);
+    }
+    if (!etcdWanted() && cp.etcd.running) await cp.etcd.stop();
+    if (etcdWanted() && !cp.etcd.running) {
+      cp.etcd.start(['--force-new-cluster']);
+      await cp.etcdHealthy();
+    }
+    if (!cp.etcd.running) return;
+    for (const [node, manifests] of present) {
+      const n = cp.nodes.get(node);
+      if (!n) continue;
+      for (const c of CONTROL_PLANE_MANIFESTS) {
+        const file = STATIC_POD_MANIFESTS[c];
+        if (!manifests.has(file)) continue;
+        // The controller-manager and scheduler need their host's apiserver, as on a kubeadm node.
+        if (c !== 'kube-apiserver' && !n.versionOf('kube-apiserver')) continue;
+        const version = manifests.get(file);
+        if (version === undefined) throw new Error(`${node}: /etc/kubernetes/manifests/${file} names no image with a version`);
+        const before = n.versionOf(c);
+        await n.run(c, version);
+        if (before !== undefined && before !== version) onRestarted?.(node, c, version);
+      }
+    }
+  };
+  const queue = serialised(apply, onError);
+
+  return {
+    changed(node, manifests: readonly ManifestSeen[]) {
+      if (!present.has(node)) return Promise.resolve();
+      present.set(node, new Map(manifests.map((m) => [m.file, versionOfImage(m.image)])));
+      return queue.next();
+    },
+    running(node) {
+      if (!present.has(node)) return [];
+      const n = cp.nodes.get(node);
+      return NAMES.filter((name) => name === 'etcd'
+        ? (node === primary ? cp.etcd.running : present.get(node)?.has(STATIC_POD_MANIFESTS.etcd) ?? false)
+        : n?.versionOf(name) !== undefined);
+    },
+    settled: queue.settled,
   };
 }

@@ -31,21 +31,29 @@ const COMPONENT_KEYS = {
 
 const byNode = (a: ComponentVersion, b: ComponentVersion) => a.node.localeCompare(b.node);
 
+/** The control-plane programs that run, each with the version it reports itself (a per-node control plane). */
+export type LiveComponents = () => Promise<{ node: string; component: keyof typeof COMPONENT_KEYS; version: string }[]>;
+
 /**
- * The versions as the API shows them: kubelets from Node status, control-plane components from
- * their mirror pods' images, kube-proxy from its DaemonSet's image (on every node).
+ * The versions as the cluster shows them: kubelets from Node status, kube-proxy from its
+ * DaemonSet's image (on every node), control-plane components from the programs themselves when
+ * they run for real (`live`: /version, kubernetes_build_info), else from their mirror pods' images.
  */
-export async function readSimInventory(kube: KubeClients): Promise<SkewInventory> {
+export async function readSimInventory(kube: KubeClients, live?: LiveComponents): Promise<SkewInventory> {
   const [nodes, mirrors, proxy] = await Promise.all([
     kube.core.listNode(),
     kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane' }),
     kube.apps.readNamespacedDaemonSet({ name: 'kube-proxy', namespace: 'kube-system' }).catch(() => undefined),
   ]);
   const inventory: Required<Omit<SkewInventory, 'kubectl'>> = { apiservers: [], controllerManagers: [], schedulers: [], kubelets: [], kubeProxies: [] };
-  for (const pod of mirrors.items) {
-    const key = COMPONENT_KEYS[pod.metadata?.labels?.component as keyof typeof COMPONENT_KEYS];
-    const version = versionOfImage(pod.spec?.containers[0]?.image);
-    if (key && version && pod.spec?.nodeName) inventory[key].push({ node: pod.spec.nodeName, version });
+  if (live) {
+    for (const c of await live()) inventory[COMPONENT_KEYS[c.component]].push({ node: c.node, version: c.version });
+  } else {
+    for (const pod of mirrors.items) {
+      const key = COMPONENT_KEYS[pod.metadata?.labels?.component as keyof typeof COMPONENT_KEYS];
+      const version = versionOfImage(pod.spec?.containers[0]?.image);
+      if (key && version && pod.spec?.nodeName) inventory[key].push({ node: pod.spec.nodeName, version });
+    }
   }
   const proxyVersion = versionOfImage(proxy?.spec?.template.spec?.containers[0]?.image);
   for (const node of nodes.items) {
@@ -73,7 +81,7 @@ export interface VersionRecorder {
  * Recording never fails the effect (a host must behave as it would without the recorder): a state
  * that cannot be read is written as a line with `error`. Lines are written one at a time, in order.
  */
-export function recordVersions(inner: ClusterEffects, kube: KubeClients, stateDir: string): VersionRecorder {
+export function recordVersions(inner: ClusterEffects, kube: KubeClients, stateDir: string, live?: LiveComponents): VersionRecorder {
   const path = join(stateDir, VERSION_HISTORY_FILE);
   let queue: Promise<void> = Promise.resolve();
   const record = (cause: string): Promise<void> => {
@@ -81,7 +89,7 @@ export function recordVersions(inner: ClusterEffects, kube: KubeClients, stateDi
       const at = new Date().toISOString();
       let line: VersionRecord;
       try {
-        line = { at, cause, inventory: await readSimInventory(kube) };
+        line = { at, cause, inventory: await readSimInventory(kube, live) };
       } catch (err) {
         line = { at, cause, inventory: { apiservers: [] }, error: err instanceof Error ? err.message : String(err) };
       }

@@ -26,14 +26,24 @@ export interface EtcdTools {
   etcdutl: string;
 }
 
+/** A static-pod manifest in /etc/kubernetes/manifests: its file name and the image it names. */
+export interface ManifestSeen {
+  file: string;
+  /** `registry.k8s.io/kube-apiserver:v1.33.13`; undefined when the file names none. */
+  image?: string;
+}
+
 /**
  * The kubelet's static pods on control-plane hosts (sim/cluster/static-pods.ts): the host tells the
  * model which manifests /etc/kubernetes/manifests holds after a command changed it, and asks which
  * static pods run (for pgrep).
  */
 export interface StaticPodHooks {
-  /** The manifests (file names) now in /etc/kubernetes/manifests on `node`. */
-  changed(node: string, manifests: readonly string[]): void;
+  /**
+   * The manifests now in /etc/kubernetes/manifests on `node`; resolves once the static pods follow
+   * (a process stopped, or started and serving), as a kubelet's sync does.
+   */
+  changed(node: string, manifests: readonly ManifestSeen[]): Promise<void>;
   /** The static pods (`etcd`, `kube-apiserver`, ...) running on `node` now. */
   running(node: string): string[];
 }

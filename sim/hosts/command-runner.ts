@@ -87,7 +87,7 @@ async function run(machine: HostMachine, line: string, io: ExecIo): Promise<Exec
     } finally {
       exited();
       // The kubelet notices a static-pod manifest moved in or out (a control plane only).
-      machine.noticeManifests();
+      void machine.noticeManifests();
     }
     if (outcome === REBOOT) return { exitCode: null, reboot: true };
     if (outcome === CRASH) return { exitCode: null, reboot: true, crashed: true };

@@ -1,10 +1,11 @@
 // One simulated machine: its stored state plus what outlives a single command — the kubelet's
 // lifecycle (a restart returns at once, the node turns Ready later) and reboots.
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, posix } from 'node:path';
-import type { ClusterEffects, EtcdTools, StaticPodHooks } from './cluster-effects.js';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, posix } from 'node:path';
+import type { ClusterEffects, EtcdTools, ManifestSeen, StaticPodHooks } from './cluster-effects.js';
 import { CommandFaults } from './faults.js';
+import { imageOfManifest } from './static-pod-manifest.js';
 import { toKubernetesVersion, type HostState, type HostStore } from './host-state.js';
 import type { PackageManager } from './rpm-archive.js';
 
@@ -66,7 +67,7 @@ export class HostMachine {
   private shutDown = false;
   /** Bumped by every stop/start/reboot so a late answer from an older start changes nothing. */
   private generation = 0;
-  /** The static-pod manifests last seen in /etc/kubernetes/manifests (joined), undefined before the first look. */
+  /** The static-pod manifests last seen in /etc/kubernetes/manifests (as JSON), undefined before the first look. */
   private manifestsSeen: string | undefined;
 
   constructor(
@@ -189,18 +190,20 @@ export class HostMachine {
 
   /**
    * The kubelet's view of /etc/kubernetes/manifests: after a command, a control plane whose manifests
-   * changed tells the static-pod model, which stops or starts the processes. `always`: report even
-   * an unchanged dir (the first look of a new simulator process, which assumes every pod runs).
+   * changed (a file in or out, another image) tells the static-pod model, which stops or starts the
+   * processes; resolves once they follow. `always`: report even an unchanged dir (the first look of
+   * a new simulator process, which assumes every pod runs).
    */
-  noticeManifests(always = false): void {
+  noticeManifests(always = false): Promise<void> {
     const hooks = this.config.staticPods;
-    if (!hooks || this.state.role !== 'control-plane') return;
+    if (!hooks || this.state.role !== 'control-plane') return Promise.resolve();
     const dir = this.hostPath('/etc/kubernetes/manifests');
-    const manifests = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort() : [];
-    const seen = manifests.join(',');
-    if (seen === this.manifestsSeen && !always) return;
+    const manifests: ManifestSeen[] = (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort() : [])
+      .map((file) => ({ file, image: imageOfManifest(readFileSync(join(dir, file), 'utf8')) }));
+    const seen = JSON.stringify(manifests);
+    if (seen === this.manifestsSeen && !always) return Promise.resolve();
     this.manifestsSeen = seen;
-    hooks.changed(this.name, manifests);
+    return hooks.changed(this.name, manifests);
   }
 
   /** The static pods running on this host (`etcd`, `kube-apiserver`, ...), for pgrep. */
@@ -210,7 +213,7 @@ export class HostMachine {
 
   /** Finishes a kubelet start a previous simulator process left half done. */
   resume(): void {
-    this.noticeManifests(true);
+    void this.noticeManifests(true);
     if (this.state.kubelet.startingVersion !== null) this.startKubelet(0);
   }
 

@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { archiveOffers, KEYRING, KUBERNETES_LIST, listsFileName, packagesIndex, parseSources, sourcesFileFor, type RepositoryLayout } from './apt-archive.js';
 import { HostStore, PACKAGES, toPackageVersion, type HostRole, type PackageName } from './host-state.js';
+import { CONTROL_PLANE_MANIFESTS, type ControlPlaneManifest } from './static-pod-manifest.js';
 import { KUBERNETES_REPO, repoFileFor, toRpmVersion, type PackageManager } from './rpm-archive.js';
 
 export interface SeedSpec {
@@ -21,6 +22,8 @@ export interface SeedSpec {
   packageRepository?: RepositoryLayout;
   /** apt (the default) or dnf: which of the install guide's repository files the host has. */
   packageManager?: PackageManager;
+  /** A control plane's component versions (`1.32.13`), the images its manifests name; default: its kubeadm's. */
+  components?: Partial<Record<ControlPlaneManifest, string>>;
 }
 
 /**
@@ -115,9 +118,12 @@ ${flags.map((f) => `    - ${f}`).join('\n')}
 `;
 }
 
-/** The other control-plane manifests: their presence is what counts (the kubelet runs what is there). */
-const componentManifest = (component: string): string =>
-  `apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    component: ${component}\n    tier: control-plane\n  name: ${component}\n  namespace: kube-system\nspec:\n  containers:\n  - command:\n    - ${component}\n    name: ${component}\n  hostNetwork: true\n`;
+/**
+ * The other control-plane manifests: the kubelet runs what is there, at the version its image names
+ * (a per-node control plane runs that release; sim/cluster/static-pods.ts).
+ */
+const componentManifest = (component: string, version: string): string =>
+  `apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    component: ${component}\n    tier: control-plane\n  name: ${component}\n  namespace: kube-system\nspec:\n  containers:\n  - command:\n    - ${component}\n    image: registry.k8s.io/${component}:v${version}\n    name: ${component}\n  hostNetwork: true\n`;
 
 export function seedHost(stateDir: string, spec: SeedSpec, user: string): HostStore {
   for (const p of PACKAGES) if (!spec.installed[p]) throw new Error(`sim: host ${spec.name}: installed.${p} is missing`);
@@ -141,7 +147,7 @@ export function seedHost(stateDir: string, spec: SeedSpec, user: string): HostSt
   if (spec.role === 'control-plane') {
     for (const f of CONTROL_PLANE_FILES) files[f] = `# placeholder for ${f} (simulated host)\n`;
     files['/etc/kubernetes/manifests/etcd.yaml'] = etcdManifest(spec.name, spec.address ?? '10.0.0.11');
-    for (const c of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']) files[`/etc/kubernetes/manifests/${c}.yaml`] = componentManifest(c);
+    for (const c of CONTROL_PLANE_MANIFESTS) files[`/etc/kubernetes/manifests/${c}.yaml`] = componentManifest(c, spec.components?.[c] ?? spec.installed.kubeadm.replace(/^v/, ''));
   }
   for (const [path, content] of Object.entries(files)) {
     const file = store.hostPath(path);

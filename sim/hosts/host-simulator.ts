@@ -10,6 +10,7 @@ import { HostEndpoint } from './host-endpoint.js';
 import { ensureClientKey, ensureHostKey, fingerprint, keyWithoutComment, knownHostsName, readKnownHosts, rotateHostKey, writeKnownHosts } from './host-keys.js';
 import { asError, HostMachine, type Latencies } from './host-machine.js';
 import { seedHost } from './host-seed.js';
+import type { ControlPlaneManifest } from './static-pod-manifest.js';
 import { hostDir, HostStore, type CommandLogEntry, type HostRole, type HostState, type PackageName } from './host-state.js';
 import { listenOnFreePort } from './ports.js';
 import { serveSftp } from './sftp-server.js';
@@ -29,6 +30,8 @@ export interface HostSpec {
   installed: Record<PackageName, string>;
   /** Seeds the apt holds of a new host (default: all three, as kubeadm's install guide does). */
   held?: PackageName[];
+  /** Seeds a new control plane's manifests: its components' versions (default: its kubeadm's). */
+  components?: Partial<Record<ControlPlaneManifest, string>>;
   latencies?: Latencies;
   faults?: Fault[];
 }

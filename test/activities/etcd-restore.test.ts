@@ -80,7 +80,9 @@ describe('restore activities against the simulated control plane (3 members, rea
       const r = await run(() => acts.stopStaticPods({ cluster, node, timeoutSeconds: 60 }));
       assert.deepEqual(r.moved.sort(), ['etcd.yaml', 'kube-apiserver.yaml', 'kube-controller-manager.yaml', 'kube-scheduler.yaml']);
     }
-    const p = tc.sim.controlPlane.processes;
+    const cp = tc.sim.controlPlane;
+    assert.ok(cp.mode === 'shared', 'one shared control plane');
+    const p = cp.processes;
     assert.ok(!p.etcd.running && !p.apiserver.running && !p.controllerManager.running && !p.scheduler.running, 'the real control plane is down');
     assert.deepEqual(readdirSync(join(rootOf('cp-2'), 'etc/kubernetes/manifests')), []);
     // Again: converged, nothing to move.
@@ -107,7 +109,9 @@ describe('restore activities against the simulated control plane (3 members, rea
     const verified = await run(() => acts.verifyEtcdRestore({ cluster, node: 'cp-1', minRevision: snap.revision + plan.bumpRevision, timeoutSeconds: 120 }));
     assert.ok(verified.revision >= snap.revision + plan.bumpRevision, JSON.stringify(verified));
     assert.ok(verified.revision < snap.revision + plan.bumpRevision + 100_000, 'the restored revision, not an unrelated one');
-    await tc.sim.controlPlane.apiserverReady();
+    const cp = tc.sim.controlPlane;
+    assert.ok(cp.mode === 'shared', 'one shared control plane');
+    await cp.apiserverReady();
     assert.ok(etcdRevision() >= snap.revision + plan.bumpRevision, 'the real etcd serves the restored data');
     assert.equal(await configMap('after-snapshot'), false, 'written after the snapshot: gone');
     assert.ok((await tc.kube.core.listNode()).items.length === 4, 'the cluster\'s objects from before are there');

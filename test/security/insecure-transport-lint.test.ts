@@ -40,6 +40,7 @@ const SELF = 'test/security/insecure-transport-lint.test.ts';
 /** Allowed places outside the product: file, rule, and why it is safe there. */
 const ALLOWED: { file: string; rule: string; why: string }[] = [
   { file: 'sim/cluster/control-plane.ts', rule: 'TLS peer not verified (rejectUnauthorized false)', why: 'the sim polls its own controller-manager and scheduler /healthz on loopback, served with self-signed certificates' },
+  { file: 'sim/cluster/node-components.ts', rule: 'TLS peer not verified (rejectUnauthorized false)', why: 'the sim polls its own per-host controller-managers and schedulers (/healthz, /metrics) on loopback, served with self-signed certificates' },
   { file: 'test/sim/hosts/host-keys.test.ts', rule: 'hostVerifier that accepts any key', why: 'the test proves the sim host rejects a client key it does not authorize, whatever the host key' },
   { file: 'test/sim/hosts/host-keys.test.ts', rule: 'known_hosts file /dev/null', why: 'GlobalKnownHostsFile=/dev/null beside a pinned UserKnownHostsFile and StrictHostKeyChecking=yes: only the pinned file counts' },
   { file: 'test/sim/hosts/host-keys.test.ts', rule: 'known_hosts written (trust on first use)', why: 'the test swaps two hosts\' lines in the sim\'s known_hosts to prove the mismatch is refused' },

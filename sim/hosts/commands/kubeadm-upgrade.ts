@@ -1,7 +1,10 @@
 // `kubeadm upgrade plan|apply|node`: checked like kubeadm checks them (root, control plane, version
 // policy, --yes), and on success they move the simulated node through ClusterEffects.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import semver from 'semver';
 import { asError } from '../host-machine.js';
+import { CONTROL_PLANE_MANIFESTS, imageOfManifest, withImage } from '../static-pod-manifest.js';
 import { fail, print, type CommandContext, type CommandOutcome } from './command.js';
 import { flagOn, STACK_HINT, type KubeadmArgs } from './kubeadm.js';
 import { formatPolicyErrors, hasErrors, parseKubernetesVersion, v, versionPolicy } from './kubeadm-policy.js';
@@ -38,6 +41,30 @@ async function versions(ctx: CommandContext): Promise<{ cluster: semver.SemVer; 
   const kubeadm = parseKubernetesVersion(ctx.machine.installed('kubeadm'));
   if (!cluster || !kubeadm) return fail(ctx, `[upgrade/versions] FATAL: cannot parse versions (cluster "${clusterText}", kubeadm "${ctx.machine.installed('kubeadm')}")`, 1);
   return { cluster, kubeadm };
+}
+
+/** kubeadm's name for a backup dir: `kubeadm-backup-manifests-2026-12-02-01-02-03`. */
+const backupStamp = (d: Date) => d.toISOString().slice(0, 19).replace(/[T:]/g, '-');
+
+/**
+ * kubeadm's static-pod upgrade on this host: each component's manifest that names another version
+ * is backed up under /etc/kubernetes/tmp and rewritten with the new image; resolves once the
+ * kubelet (the static-pod model) runs what the manifests now name.
+ */
+async function upgradeManifests(ctx: CommandContext, version: string): Promise<void> {
+  const dir = ctx.machine.hostPath('/etc/kubernetes/manifests');
+  const backup = ctx.machine.hostPath(`/etc/kubernetes/tmp/kubeadm-backup-manifests-${backupStamp(new Date())}`);
+  for (const component of CONTROL_PLANE_MANIFESTS) {
+    const file = join(dir, `${component}.yaml`);
+    if (!existsSync(file)) continue;
+    const text = readFileSync(file, 'utf8');
+    const image = `registry.k8s.io/${component}:v${version}`;
+    if (imageOfManifest(text) === image) continue;
+    mkdirSync(backup, { recursive: true });
+    writeFileSync(join(backup, `${component}.yaml`), text);
+    writeFileSync(file, withImage(text, image));
+  }
+  await ctx.machine.noticeManifests();
 }
 
 export async function upgradePlan(ctx: CommandContext, args: KubeadmArgs, rest: string[]): Promise<CommandOutcome> {
@@ -81,6 +108,7 @@ export async function upgradeApply(ctx: CommandContext, args: KubeadmArgs, rest:
   }
   await ctx.machine.latency('kubeadmApply', ctx.signal);
   try {
+    await upgradeManifests(ctx, target.version);
     await ctx.machine.effects.upgradeControlPlane(ctx.machine.name, target.version, { recordClusterVersion: true });
   } catch (err) {
     return fail(ctx, `[upgrade/apply] FATAL: ${asError(err, 'couldn\'t complete the static pod upgrade').message}\n${STACK_HINT}`, 1);
@@ -118,6 +146,7 @@ export async function upgradeNode(ctx: CommandContext, args: KubeadmArgs, _rest:
   if (controlPlane) {
     print(ctx, `[upgrade/control-plane] Upgrading your Static Pod-hosted control plane instance to version "${v(cluster)}"...`);
     try {
+      await upgradeManifests(ctx, cluster.version);
       await ctx.machine.effects.upgradeControlPlane(ctx.machine.name, cluster.version, { recordClusterVersion: false });
     } catch (err) {
       return fail(ctx, `error execution phase control-plane: ${asError(err, 'couldn\'t complete the static pod upgrade').message}\n${STACK_HINT}`, 1);

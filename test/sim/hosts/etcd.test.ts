@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
-import type { EtcdTools } from '../../../sim/hosts/cluster-effects.js';
+import type { EtcdTools, ManifestSeen } from '../../../sim/hosts/cluster-effects.js';
 import { connect, run, startTestSim } from './ssh-client.js';
 
 /** The real etcd binaries the simulation builds, if they are there yet. */
@@ -120,9 +120,10 @@ describe('etcdctl and etcdutl on a simulated control plane', () => {
       const heard: [string, string[]][] = [];
       const runningPods = new Map<string, string[]>();
       const staticPods = {
-        changed: (node: string, manifests: readonly string[]) => {
-          heard.push([node, [...manifests]]);
-          runningPods.set(node, manifests.map((m) => m.replace(/\.yaml$/, '')));
+        changed: (node: string, manifests: readonly ManifestSeen[]) => {
+          heard.push([node, manifests.map((m) => m.file)]);
+          runningPods.set(node, manifests.map((m) => m.file.replace(/\.yaml$/, '')));
+          return Promise.resolve();
         },
         running: (node: string) => runningPods.get(node) ?? [],
       };

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Builds every release sim/build/kube-releases lists (build-kube-release.sh, cached: nothing to do
+# once built). Prints one bin dir per line on stdout, progress on stderr.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+grep -v '^\s*\(#\|$\)' "$here/kube-releases" | while read -r version; do
+  bash "$here/build-kube-release.sh" "$version"
+done

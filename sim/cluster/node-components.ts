@@ -1,0 +1,142 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ControlPlaneManifest } from '../hosts/static-pod-manifest.js';
+import { apiserverFlags, controllerManagerFlags, schedulerFlags } from './component-flags.js';
+import { freePort } from '../free-port.js';
+import { releaseProgram } from './kube-releases.js';
+import { ManagedProcess } from './managed-process.js';
+import { writeKubeconfig, type Pki } from './pki.js';
+import { httpGet, waitFor, type TlsOptions } from './wait-for.js';
+
+/**
+ * One control-plane host's own kube-apiserver, kube-controller-manager and kube-scheduler, each the
+ * real program of the release its static-pod manifest names (a `per-node` control plane): as on a
+ * kubeadm node, the controller-manager and scheduler talk to this host's apiserver, and the
+ * apiservers of all hosts share the one etcd.
+ */
+export interface NodeComponentsOptions {
+  node: string;
+  /** The control plane's state dir: logs/, and this host's files under nodes/<node>/. */
+  stateDir: string;
+  clusterName: string;
+  pki: Pki;
+  etcdEndpoint: string;
+  auditPolicy: string;
+}
+
+interface Running {
+  process: ManagedProcess;
+  version: string;
+}
+
+const BUILD_INFO = /^kubernetes_build_info\{[^}]*git_version="v([^"]+)"/m;
+
+export class NodeComponents {
+  private readonly running = new Map<ControlPlaneManifest, Running>();
+  private readonly tls: TlsOptions;
+
+  private constructor(
+    private readonly o: NodeComponentsOptions,
+    private readonly ports: Record<ControlPlaneManifest, number>,
+    private readonly kubeconfig: string,
+  ) {
+    this.tls = { ca: readFileSync(o.pki.caCert), cert: readFileSync(o.pki.adminCert), key: readFileSync(o.pki.adminKey) };
+  }
+
+  static async create(o: NodeComponentsOptions): Promise<NodeComponents> {
+    const [api, kcm, sched] = await Promise.all([freePort(), freePort(), freePort()]);
+    const kubeconfig = join(o.stateDir, `${o.node}.kubeconfig`);
+    // The host's controller-manager.conf and scheduler.conf name the local apiserver, as kubeadm writes them.
+    writeKubeconfig(kubeconfig, `https://127.0.0.1:${api}`, o.pki, o.clusterName);
+    return new NodeComponents(o, { 'kube-apiserver': api, 'kube-controller-manager': kcm, 'kube-scheduler': sched }, kubeconfig);
+  }
+
+  get node(): string {
+    return this.o.node;
+  }
+
+  /** The port of this host's apiserver (a backend of the load-balanced endpoint). */
+  get apiserverPort(): number {
+    return this.ports['kube-apiserver'];
+  }
+
+  get auditLog(): string {
+    return join(this.o.stateDir, 'logs', `audit-${this.o.node}.log`);
+  }
+
+  /** The version `component` runs at, undefined while it does not run. */
+  versionOf(component: ControlPlaneManifest): string | undefined {
+    const r = this.running.get(component);
+    return r?.process.running ? r.version : undefined;
+  }
+
+  /** The running process of `component`, if it runs. */
+  processOf(component: ControlPlaneManifest): ManagedProcess | undefined {
+    const p = this.running.get(component)?.process;
+    return p?.running ? p : undefined;
+  }
+
+  /** Runs `component` at `version` (a restart when it runs another), resolving once it serves. */
+  async run(component: ControlPlaneManifest, version: string): Promise<void> {
+    if (this.versionOf(component) === version) return;
+    await this.stop(component);
+    const process = new ManagedProcess(`${component} ${version} on ${this.o.node}`, releaseProgram(version, component), this.flags(component),
+      join(this.o.stateDir, 'logs', `${this.o.node}-${component}.log`));
+    this.running.set(component, { process, version });
+    process.start();
+    await waitFor(`${component} ${version} on ${this.o.node} serving`, async () => {
+      process.assertAlive();
+      return this.healthy(component);
+    }, 120_000);
+  }
+
+  async stop(component: ControlPlaneManifest): Promise<void> {
+    await this.running.get(component)?.process.stop();
+    this.running.delete(component);
+  }
+
+  async stopAll(): Promise<void> {
+    for (const c of ['kube-scheduler', 'kube-controller-manager', 'kube-apiserver'] as const) await this.stop(c);
+  }
+
+  /**
+   * The version the running program itself reports: the apiserver's /version, the others'
+   * kubernetes_build_info metric. Undefined when it does not answer.
+   */
+  async reportedVersion(component: ControlPlaneManifest): Promise<string | undefined> {
+    if (!this.versionOf(component)) return undefined;
+    try {
+      if (component === 'kube-apiserver') {
+        const { status, body } = await httpGet(`${this.url(component)}/version`, this.tls);
+        return status === 200 ? (JSON.parse(body) as { gitVersion?: string }).gitVersion?.replace(/^v/, '') : undefined;
+      }
+      const { status, body } = await httpGet(`${this.url(component)}/metrics`, { rejectUnauthorized: false });
+      return status === 200 ? BUILD_INFO.exec(body)?.[1] : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private url(component: ControlPlaneManifest): string {
+    return `https://127.0.0.1:${this.ports[component]}`;
+  }
+
+  private async healthy(component: ControlPlaneManifest): Promise<boolean> {
+    if (component === 'kube-apiserver') return (await httpGet(`${this.url(component)}/readyz`, this.tls)).body === 'ok';
+    return (await httpGet(`${this.url(component)}/healthz`, { rejectUnauthorized: false })).body === 'ok';
+  }
+
+  private flags(component: ControlPlaneManifest): string[] {
+    const { o, ports, kubeconfig } = this;
+    if (component === 'kube-apiserver') {
+      return apiserverFlags({
+        port: ports[component], etcdEndpoint: o.etcdEndpoint, pki: o.pki, certDir: join(o.stateDir, 'nodes', o.node, 'apiserver-certs'),
+        auditPolicy: o.auditPolicy, auditLog: this.auditLog,
+      });
+    }
+    if (component === 'kube-controller-manager') {
+      return controllerManagerFlags({ kubeconfig, port: ports[component], pki: o.pki, stateDir: join(o.stateDir, 'nodes', o.node), several: true });
+    }
+    return schedulerFlags({ kubeconfig, port: ports[component], several: true });
+  }
+}

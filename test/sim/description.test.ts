@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { KUBE_RELEASES } from '../../sim/cluster/kube-releases.js';
+import { DescriptionError, parseDescription } from '../../sim/description.js';
+import { imageOfManifest, withImage } from '../../sim/hosts/static-pod-manifest.js';
+
+const cluster = (extra: string, version = '1.32.13', repository = '[1.32.13, 1.33.13]') => `
+name: d
+version: ${version}
+repository: ${repository}
+${extra}
+nodes:
+  - {name: cp, role: control-plane, count: 2}
+  - {name: worker, role: worker}
+`;
+
+describe('the simulation description: how the control plane runs', () => {
+  it('lists the releases built for real, one per minor', () => {
+    assert.ok(KUBE_RELEASES.length >= 3, KUBE_RELEASES.join(', '));
+    const minors = KUBE_RELEASES.map((v) => v.split('.').slice(0, 2).join('.'));
+    assert.equal(new Set(minors).size, minors.length, 'one release per minor');
+    for (const v of KUBE_RELEASES) assert.match(v, /^1\.\d+\.\d+$/);
+  });
+
+  it('defaults to one shared set of programs, and takes per-node', () => {
+    assert.equal(parseDescription(cluster('')).controlPlane, 'shared');
+    const d = parseDescription(cluster('controlPlane: per-node'));
+    assert.equal(d.controlPlane, 'per-node');
+    assert.deepEqual(d.nodes.filter((n) => n.components).map((n) => n.components?.apiserver), ['1.32.13', '1.32.13']);
+  });
+
+  it('refuses a per-node control plane that names a version no release was built for, saying which', () => {
+    assert.throws(() => parseDescription(cluster('controlPlane: per-node', '1.32.4', '[1.32.4]')),
+      (err: Error) => err instanceof DescriptionError && /per-node runs real releases only \(.*1\.32\.13.*\); version names 1\.32\.4/.test(err.message));
+    assert.throws(() => parseDescription(cluster('controlPlane: per-node', '1.32.13', '[1.32.13, 1.33.7]')),
+      /cp-1's components or repository names 1\.33\.7/);
+    // The shared model runs any version (its one apiserver is 1.34 whatever the manifests say).
+    assert.equal(parseDescription(cluster('', '1.32.4', '[1.32.4, 1.33.7]')).version, '1.32.4');
+  });
+
+  it('refuses an unknown layout', () => {
+    assert.throws(() => parseDescription(cluster('controlPlane: real')), /controlPlane must be shared or per-node/);
+  });
+});
+
+describe('a static-pod manifest\'s image', () => {
+  const manifest = 'apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - command:\n    - kube-apiserver\n    image: registry.k8s.io/kube-apiserver:v1.32.13\n    name: kube-apiserver\n';
+
+  it('is read from the container, and rewritten in place leaving every other line alone', () => {
+    assert.equal(imageOfManifest(manifest), 'registry.k8s.io/kube-apiserver:v1.32.13');
+    const next = withImage(manifest, 'registry.k8s.io/kube-apiserver:v1.33.13');
+    assert.equal(imageOfManifest(next), 'registry.k8s.io/kube-apiserver:v1.33.13');
+    assert.equal(next.replace('v1.33.13', 'v1.32.13'), manifest);
+  });
+
+  it('is read when the image is the list item\'s first key, quoted, and absent when there is none', () => {
+    assert.equal(imageOfManifest('spec:\n  containers:\n  - image: "registry.k8s.io/etcd:3.5.24-0"\n'), 'registry.k8s.io/etcd:3.5.24-0');
+    assert.equal(imageOfManifest('spec:\n  containers: []\n'), undefined);
+    assert.equal(withImage('spec: {}\n', 'x'), 'spec: {}\n');
+  });
+});

@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { get } from 'node:https';
+import { after, before, describe, it } from 'node:test';
+import { waitFor } from '../../sim/cluster/wait-for.js';
+import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
+import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { sshExec } from '../helpers/ssh-exec.js';
+
+// Two control planes, each running its own real kube-apiserver, controller-manager and scheduler of
+// the release its manifests name (issue 18 part 3): what a manifest says is what runs.
+const DESCRIPTION = `
+name: pernode
+version: 1.32.13
+repository: [1.32.13, 1.33.13]
+controlPlane: per-node
+rebootSeconds: 1
+nodes:
+  - {name: cp, role: control-plane, count: 2}
+  - {name: worker, role: worker, count: 1}
+workloads:
+  - {kind: Deployment, name: web, replicas: 2}
+`;
+
+describe('a per-node control plane: each host runs the release its static-pod manifests name', () => {
+  let tc: TestCluster;
+  before(async () => {
+    tc = await startTestCluster(DESCRIPTION);
+  });
+  after(async () => {
+    await tc?.stop();
+  });
+
+  const cp = () => {
+    const c = tc.sim.controlPlane;
+    assert.ok(c.mode === 'per-node', 'a per-node control plane');
+    return c;
+  };
+  const tls = () => ({ ca: readFileSync(cp().pki.caCert), cert: readFileSync(cp().pki.adminCert), key: readFileSync(cp().pki.adminKey) });
+  /** What /version answers through the load-balanced endpoint, each time over a new connection. */
+  const versionsBehindEndpoint = async (tries = 8): Promise<Set<string>> => {
+    const seen = new Set<string>();
+    for (let i = 0; i < tries; i++) {
+      const body = await new Promise<string>((resolve, reject) => {
+        get(`${tc.sim.server}/version`, { ...tls(), agent: false }, (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve(text));
+        }).on('error', reject);
+      });
+      seen.add((JSON.parse(body) as { gitVersion: string }).gitVersion);
+    }
+    return seen;
+  };
+  const ssh = (node: string, command: string) => sshExec(tc.sim.endpoints, node, command);
+
+  it('starts every host\'s three programs at the described release, behind one endpoint', async () => {
+    const running = Object.keys(cp().running()).sort();
+    assert.deepEqual(running, ['cp-1/kube-apiserver', 'cp-1/kube-controller-manager', 'cp-1/kube-scheduler',
+      'cp-2/kube-apiserver', 'cp-2/kube-controller-manager', 'cp-2/kube-scheduler', 'etcd', 'kwok']);
+    for (const n of cp().nodes.values()) {
+      for (const c of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const) assert.equal(await n.reportedVersion(c), '1.32.13', `${n.node} ${c}`);
+    }
+    assert.deepEqual([...await versionsBehindEndpoint()], ['v1.32.13']);
+    // The cluster works through it: kwok's nodes are Ready, the scheduler placed the pods.
+    const pods = (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web' })).items;
+    assert.equal(pods.filter((p) => p.spec?.nodeName).length, 2);
+  });
+
+  it('restarts a host\'s apiserver at the release a rewritten manifest names; both versions then serve the same etcd', async () => {
+    const changed = await ssh('cp-1', 'sudo sed -i s/v1.32.13/v1.33.13/ /etc/kubernetes/manifests/kube-apiserver.yaml');
+    assert.equal(changed.code, 0, changed.stderr);
+    const cp1 = cp().nodes.get('cp-1');
+    assert.ok(cp1);
+    await waitFor('cp-1 kube-apiserver at 1.33.13', async () => (await cp1.reportedVersion('kube-apiserver')) === '1.33.13', 120_000, 250);
+    assert.equal(await cp1.reportedVersion('kube-controller-manager'), '1.32.13', 'only the changed manifest restarts');
+    await waitFor('both versions behind the endpoint', async () => (await versionsBehindEndpoint()).size === 2, 30_000, 250);
+    // A write through one version is read through the other: one etcd.
+    await tc.kube.core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'written-mid-hop' }, data: { a: '1' } } });
+    for (let i = 0; i < 4; i++) assert.equal((await tc.kube.core.readNamespacedConfigMap({ name: 'written-mid-hop', namespace: 'default' })).data?.a, '1');
+
+    // The restart is a recorded state, with each apiserver's own /version.
+    const cause = 'static-pod cp-1 kube-apiserver 1.33.13';
+    await waitFor(`a recorded "${cause}"`, async () => {
+      await tc.sim.versionHistorySettled();
+      return readVersionHistory(tc.sim.stateDir).some((r) => r.cause === cause);
+    }, 30_000, 250);
+    const restarted = readVersionHistory(tc.sim.stateDir).find((r) => r.cause === cause);
+    assert.deepEqual(restarted?.inventory.apiservers, [{ node: 'cp-1', version: '1.33.13' }, { node: 'cp-2', version: '1.32.13' }]);
+  });
+
+  it('stops a host\'s program when its manifest leaves the dir, and starts it again when it comes back', async () => {
+    const out = await ssh('cp-2', 'sudo mv /etc/kubernetes/manifests/kube-scheduler.yaml /tmp/kube-scheduler.yaml');
+    assert.equal(out.code, 0, out.stderr);
+    await waitFor('cp-2 scheduler stopped', () => !('cp-2/kube-scheduler' in cp().running()), 30_000, 100);
+    assert.equal((await ssh('cp-2', 'pgrep -x kube-scheduler')).code, 1);
+    const back = await ssh('cp-2', 'sudo mv /tmp/kube-scheduler.yaml /etc/kubernetes/manifests/kube-scheduler.yaml');
+    assert.equal(back.code, 0, back.stderr);
+    await waitFor('cp-2 scheduler back', async () => (await cp().nodes.get('cp-2')?.reportedVersion('kube-scheduler')) === '1.32.13', 60_000, 250);
+    assert.equal((await ssh('cp-2', 'pgrep -x kube-scheduler')).code, 0);
+  });
+});
