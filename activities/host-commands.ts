@@ -41,6 +41,14 @@ export function stderrTail(stderr: string, lines = 8, chars = 800): string {
   return tail.length > chars ? `…${tail.slice(-chars)}` : tail;
 }
 
+/** kubeadm (cobra) ends every error with this hint: the line before it is the tool's own reason. */
+const STACK_TRACE_HINT = /^To see the stack trace of this error execute with --v=5 or higher$/;
+
+/** The last line of `tail` that says something (not a tool's generic hint), for a one-line message. */
+export function reasonLine(tail: string): string | undefined {
+  return tail.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !STACK_TRACE_HINT.test(l)).at(-1);
+}
+
 /** HostCommandFailed (not retried: the operator decides), or HostCommandTransient when the output names a passing cause. */
 export function commandFailed(node: string, argv: readonly string[], result: ExecResult, what?: string): ApplicationFailure {
   // A mirror's URL may carry a user and password (apt and dnf print URLs in their errors): never into history.
@@ -49,7 +57,7 @@ export function commandFailed(node: string, argv: readonly string[], result: Exe
   return ApplicationFailure.create({
     type: transient ? ErrorType.HostCommandTransient : ErrorType.HostCommandFailed,
     nonRetryable: !transient,
-    message: `${what ?? `'${maskUrlCredentials(argv.join(' '))}'`} on ${node} exited ${result.exitCode}${tail ? `: ${tail.split('\n').at(-1)}` : ''}`,
+    message: `${what ?? `'${maskUrlCredentials(argv.join(' '))}'`} on ${node} exited ${result.exitCode}${reasonLine(tail) ? `: ${reasonLine(tail)}` : ''}`,
     details: [{ node, command: maskUrlCredentials(argv.join(' ')), exitCode: result.exitCode, stderrTail: tail }],
   });
 }

@@ -297,7 +297,11 @@ async function teardown(r: Resources, reason: string): Promise<void> {
   if (registry && r.upgrade) await registry.stop(r.upgrade, 5_000);
   if (registry && r.worker) await registry.stop(r.worker, 10_000);
   const sim = r.sim ?? (r.simStarting ? await withTimeout(r.simStarting.catch(() => undefined), 15_000, 'the simulation start') : undefined);
-  if (sim) await withTimeout(sim.stop(), 30_000, 'stopping the simulation');
+  if (sim) {
+    // A per-node control plane restarted its programs at each hop's release: record the ones running now too.
+    if (registry) for (const [name, p] of Object.entries(sim.controlPlane.running())) if (p.pid) registry.record(`sim-${name}-at-end`, p.pid);
+    await withTimeout(sim.stop(), 30_000, 'stopping the simulation');
+  }
   await r.temporal?.connection.close().catch(() => undefined);
   if (registry && r.temporal?.server) await registry.stop(r.temporal.server, 10_000);
   registry?.killAllNow();

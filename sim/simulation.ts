@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readAuditEvents, type AuditEvent } from './cluster/audit-log.js';
 import { ensureSimBinaries, type SimBinaries } from './cluster/binaries.js';
@@ -7,6 +7,7 @@ import { kubeClients, type KubeClients } from './cluster/kube-clients.js';
 import { kubeEffects } from './cluster/kube-effects.js';
 import { WORKER_USER } from './cluster/pki.js';
 import { populateCluster } from './cluster/populate.js';
+import { prepareRealKubeadmHosts, realKubeadm, type RealKubeadmHosts } from './cluster/real-kubeadm-hosts.js';
 import { applyRbacManifest, RBAC_MANIFEST_PATH, readRbacManifest, subjectsOf } from './cluster/rbac-manifest.js';
 import { recordVersions, type LiveComponents } from './cluster/version-recorder.js';
 import type { SimDescription, SimNode } from './description.js';
@@ -140,12 +141,15 @@ export async function startSimulation(description: SimDescription, options: Simu
   const perNode = description.controlPlane === 'per-node'
     ? description.nodes.flatMap((n) => n.components ? [{ node: n.name, versions: manifestVersions(n.components) }] : [])
     : undefined;
+  // kubeadm's files name this run's ports (the endpoint, each apiserver's): a per-node world starts afresh.
+  if (perNode && existsSync(join(stateDir, 'hosts'))) throw new Error(`${stateDir} holds hosts of an earlier run: a per-node simulation starts in an empty state dir`);
   const controlPlane = await startControlPlane({
     stateDir: join(stateDir, 'cluster'), binaries, clusterName: description.name, honourPodGrace: description.terminationGraceSeconds !== undefined,
     ...(etcdDataDir ? { etcdDataDir } : {}), ...(perNode ? { perNode } : {}),
   });
   let hosts: HostSimulator | undefined;
   let machines: SimMachines | undefined;
+  let kubeadmHosts: RealKubeadmHosts | undefined;
   try {
     const kube = kubeClients(controlPlane.kubeconfig);
     await grantWorker(kube);
@@ -156,10 +160,12 @@ export async function startSimulation(description: SimDescription, options: Simu
       onError: (err) => console.error(`[sim/static-pods] ${err.message}`),
       // Each restart at another version is a state of the cluster the skew policy must hold in.
       onRestarted: (node, component, version) => void recorder.record(`static-pod ${node} ${component} ${version}`),
+      kube,
     });
     hosts = await startHostSimulator({
       stateDir,
       staticPods,
+      ...(controlPlane.mode === 'per-node' ? { realKubeadm } : {}),
       user: description.ssh.user,
       rebootSeconds: description.rebootSeconds,
       effects: recorder.effects,
@@ -176,8 +182,11 @@ export async function startSimulation(description: SimDescription, options: Simu
         faults: n.faults,
       })),
     });
-    const clustersDir = join(stateDir, 'clusters');
     const running = hosts;
+    if (controlPlane.mode === 'per-node') {
+      kubeadmHosts = await prepareRealKubeadmHosts({ stateDir, description, controlPlane, noticeManifests: (h) => running.noticeManifests(h), kube });
+    }
+    const clustersDir = join(stateDir, 'clusters');
     const listeners = new Set<() => void>();
     const sshHosts = () => running.hosts.map((h) => ({ name: h.name, host: '127.0.0.1', port: h.port, hostKeyFingerprint: h.hostKeyFingerprint }));
     machines = await startMachineApi({
@@ -226,6 +235,7 @@ export async function startSimulation(description: SimDescription, options: Simu
       async stop() {
         await api.close();
         await running.stop();
+        await kubeadmHosts?.stop();
         await recorder.settled();
         await controlPlane.stop();
       },
@@ -233,6 +243,7 @@ export async function startSimulation(description: SimDescription, options: Simu
   } catch (err) {
     await machines?.close();
     await hosts?.stop();
+    await kubeadmHosts?.stop();
     await controlPlane.stop();
     throw err;
   }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds every release sim/build/kube-releases lists (build-kube-release.sh, cached: nothing to do
+# Builds every release sim/build/kube-releases lists (build-kube-release.sh) and cri-fake (cached: nothing to do
 # once built). Prints one bin dir per line on stdout, progress on stderr.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 grep -v '^\s*\(#\|$\)' "$here/kube-releases" | while read -r version; do
   bash "$here/build-kube-release.sh" "$version"
 done
+# The fake CRI socket the real kubeadm's preflight and image pulls talk to on a simulated control plane.
+bash "$here/build-cri-fake.sh"

@@ -16,6 +16,11 @@ export interface ApiserverFiles {
   certDir: string;
   auditPolicy: string;
   auditLog: string;
+  /**
+   * kubeadm's authorization: the Node authorizer beside RBAC, and NodeRestriction (a per-node
+   * control plane, where nodes' own credentials run the real `kubeadm upgrade node`).
+   */
+  nodeAuthorizer?: boolean;
 }
 
 export function apiserverFlags(f: ApiserverFiles): string[] {
@@ -27,7 +32,8 @@ export function apiserverFlags(f: ApiserverFiles): string[] {
     '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
     `--service-account-key-file=${f.pki.saPub}`, `--service-account-signing-key-file=${f.pki.saKey}`,
     '--service-cluster-ip-range=10.96.0.0/16',
-    '--authorization-mode=RBAC', '--allow-privileged=true',
+    ...(f.nodeAuthorizer ? ['--authorization-mode=Node,RBAC', '--enable-admission-plugins=NodeRestriction'] : ['--authorization-mode=RBAC']),
+    '--allow-privileged=true',
     // A simulation of many nodes: no client-side fairness queues in the way of a 1,000-node test.
     '--enable-priority-and-fairness=false', '--max-requests-inflight=0', '--max-mutating-requests-inflight=0',
     `--cert-dir=${f.certDir}`, '--v=1',

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 
 const releasesFile = fileURLToPath(new URL('../../../sim/build/kube-releases', import.meta.url));
 const buildScript = fileURLToPath(new URL('../../../sim/build/build-kube-release.sh', import.meta.url));
+const criFakeScript = fileURLToPath(new URL('../../../sim/build/build-cri-fake.sh', import.meta.url));
 
 /**
  * The Kubernetes releases a `controlPlane: per-node` simulation runs for real (sim/build/kube-releases):
@@ -37,3 +38,11 @@ export function ensureKubeRelease(version: string): string {
 }
 
 export const releaseProgram = (version: string, program: ReleaseProgram): string => `${ensureKubeRelease(version)}/${program}`;
+
+let criFake: string | undefined;
+
+/** The fake CRI server (sim/build/cri-fake) the real kubeadm's preflight and image pulls talk to, built on first use. */
+export function ensureCriFake(): string {
+  criFake ??= execFileSync('bash', [criFakeScript], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  return criFake;
+}

@@ -131,7 +131,7 @@ export class NodeComponents {
     if (component === 'kube-apiserver') {
       return apiserverFlags({
         port: ports[component], etcdEndpoint: o.etcdEndpoint, pki: o.pki, certDir: join(o.stateDir, 'nodes', o.node, 'apiserver-certs'),
-        auditPolicy: o.auditPolicy, auditLog: this.auditLog,
+        auditPolicy: o.auditPolicy, auditLog: this.auditLog, nodeAuthorizer: true,
       });
     }
     if (component === 'kube-controller-manager') {

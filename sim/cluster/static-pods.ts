@@ -22,6 +22,8 @@
 import type { ManifestSeen, StaticPodHooks } from '../hosts/cluster-effects.js';
 import { CONTROL_PLANE_MANIFESTS } from '../hosts/static-pod-manifest.js';
 import { versionOfImage } from './control-plane-pods.js';
+import type { KubeClients } from './kube-clients.js';
+import { deleteMirrorPod, manifestHash, mirrorPodOf, replaceMirrorPod } from './mirror-pods.js';
 import type { ControlPlane, PerNodeControlPlane, SharedControlPlane } from './control-plane.js';
 import type { ManagedProcess } from './managed-process.js';
 
@@ -41,6 +43,8 @@ export interface StaticPodModelOptions {
   onError: (err: Error) => void;
   /** A per-node component now runs another version (kubeadm's upgrade of its static pod). */
   onRestarted?: (node: string, component: string, version: string) => void;
+  /** A per-node control plane's mirror pods follow its hosts' manifests through these clients (the kubelet's part). */
+  kube?: KubeClients;
 }
 
 export function staticPodModel(cp: ControlPlane, controlPlaneNodes: readonly string[], options: StaticPodModelOptions): StaticPodModel {
@@ -113,15 +117,37 @@ function sharedModel(cp: SharedControlPlane, controlPlaneNodes: readonly string[
   };
 }
 
-function perNodeModel(cp: PerNodeControlPlane, controlPlaneNodes: readonly string[], { onError, onRestarted }: StaticPodModelOptions): StaticPodModel {
+function perNodeModel(cp: PerNodeControlPlane, controlPlaneNodes: readonly string[], { onError, onRestarted, kube }: StaticPodModelOptions): StaticPodModel {
   const primary = controlPlaneNodes[0];
-  /** Each host's manifests: file name → the version its image names. */
-  const present = new Map<string, Map<string, string | undefined>>();
+  /** Each host's manifests by file name; before the host's first report, what the processes run. */
+  const present = new Map<string, Map<string, { version: string | undefined; text?: string }>>();
   for (const node of controlPlaneNodes) {
     const n = cp.nodes.get(node);
-    present.set(node, new Map([[STATIC_POD_MANIFESTS.etcd, undefined], ...CONTROL_PLANE_MANIFESTS.map((c) => [STATIC_POD_MANIFESTS[c], n?.versionOf(c)] as const)]));
+    present.set(node, new Map([[STATIC_POD_MANIFESTS.etcd, { version: undefined }], ...CONTROL_PLANE_MANIFESTS.map((c) => [STATIC_POD_MANIFESTS[c], { version: n?.versionOf(c) }] as const)]));
   }
+  /** `node/file` → the hash of the manifest its mirror pod was made from. */
+  const mirrored = new Map<string, string>();
   const etcdWanted = () => present.get(primary ?? '')?.has(STATIC_POD_MANIFESTS.etcd) ?? false;
+
+  /** The kubelet's mirror pods follow the manifests: a new one for a changed file, none for a removed one. */
+  const syncMirrorPods = async (node: string, manifests: ReadonlyMap<string, { text?: string }>) => {
+    if (!kube) return;
+    for (const name of NAMES) {
+      const file = STATIC_POD_MANIFESTS[name];
+      const key = `${node}/${file}`;
+      const text = manifests.get(file)?.text;
+      if (text === undefined) {
+        if (!manifests.has(file) && mirrored.has(key)) {
+          await deleteMirrorPod(kube, `${name}-${node}`);
+          mirrored.delete(key);
+        }
+        continue;
+      }
+      if (mirrored.get(key) === manifestHash(text)) continue;
+      await replaceMirrorPod(kube, mirrorPodOf(text, await kube.core.readNode({ name: node }), cp.etcdEndpoint));
+      mirrored.set(key, manifestHash(text));
+    }
+  };
 
   const apply = async (): Promise<void> => {
     for (const [node, manifests] of present) {
@@ -143,12 +169,13 @@ function perNodeModel(cp: PerNodeControlPlane, controlPlaneNodes: readonly strin
         if (!manifests.has(file)) continue;
         // The controller-manager and scheduler need their host's apiserver, as on a kubeadm node.
         if (c !== 'kube-apiserver' && !n.versionOf('kube-apiserver')) continue;
-        const version = manifests.get(file);
+        const version = manifests.get(file)?.version;
         if (version === undefined) throw new Error(`${node}: /etc/kubernetes/manifests/${file} names no image with a version`);
         const before = n.versionOf(c);
         await n.run(c, version);
         if (before !== undefined && before !== version) onRestarted?.(node, c, version);
       }
+      await syncMirrorPods(node, manifests);
     }
   };
   const queue = serialised(apply, onError);
@@ -156,7 +183,7 @@ function perNodeModel(cp: PerNodeControlPlane, controlPlaneNodes: readonly strin
   return {
     changed(node, manifests: readonly ManifestSeen[]) {
       if (!present.has(node)) return Promise.resolve();
-      present.set(node, new Map(manifests.map((m) => [m.file, versionOfImage(m.image)])));
+      present.set(node, new Map(manifests.map((m) => [m.file, { version: versionOfImage(m.image), text: m.text }])));
       return queue.next();
     },
     running(node) {

@@ -31,6 +31,8 @@ export interface ManifestSeen {
   file: string;
   /** `registry.k8s.io/kube-apiserver:v1.33.13`; undefined when the file names none. */
   image?: string;
+  /** The whole file (a per-node control plane's mirror pods are made from it). */
+  text: string;
 }
 
 /**

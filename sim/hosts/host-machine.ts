@@ -25,6 +25,13 @@ export interface MachineConfig {
   etcd?: EtcdTools;
   /** The kubelet's static pods (control planes only): absent, manifests change nothing. */
   staticPods?: StaticPodHooks;
+  /**
+   * The real kubeadm of a package version (`1.33.13`), when the simulation runs it (a per-node
+   * control plane): then `kubeadm` runs that binary in the host's root view (commands/kubeadm-real.ts).
+   */
+  realKubeadm?: (version: string) => string | undefined;
+  /** Scratch space of the real programs' namespaces (root-view/). */
+  rootViewDir?: string;
   /** How long a reboot keeps the host unreachable when latencies.reboot is not set. */
   rebootMs: number;
   /** Whether commands that need root fail without `sudo`, as on a real host. */
@@ -199,7 +206,10 @@ export class HostMachine {
     if (!hooks || this.state.role !== 'control-plane') return Promise.resolve();
     const dir = this.hostPath('/etc/kubernetes/manifests');
     const manifests: ManifestSeen[] = (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort() : [])
-      .map((file) => ({ file, image: imageOfManifest(readFileSync(join(dir, file), 'utf8')) }));
+      .map((file) => {
+        const text = readFileSync(join(dir, file), 'utf8');
+        return { file, image: imageOfManifest(text), text };
+      });
     const seen = JSON.stringify(manifests);
     if (seen === this.manifestsSeen && !always) return Promise.resolve();
     this.manifestsSeen = seen;

@@ -17,6 +17,12 @@ import { serveSftp } from './sftp-server.js';
 import type { RepositoryLayout } from './apt-archive.js';
 import type { PackageManager } from './rpm-archive.js';
 
+/**
+ * A modelled address per control plane (the `index`th), for its etcd manifest's peer and client URLs
+ * and kubeadm's advertise address; never reached (everything listens on loopback).
+ */
+export const modelledAddress = (index: number): string => `10.0.0.${11 + Math.max(0, index)}`;
+
 export interface HostSpec {
   name: string;
   role: HostRole;
@@ -45,6 +51,8 @@ export interface HostSimulatorOptions {
   etcd?: EtcdTools;
   /** The kubelet's static pods on control planes (sim/cluster/static-pods.ts); absent: manifests change nothing. */
   staticPods?: StaticPodHooks;
+  /** The real kubeadm of a package version, when the simulation runs it (HostMachine's MachineConfig). */
+  realKubeadm?: (version: string) => string | undefined;
   /** Downtime of a reboot unless a host's latencies.reboot says otherwise (default 1). */
   rebootSeconds?: number;
   /** Commands that need root fail without `sudo` (default true). */
@@ -71,6 +79,8 @@ export interface HostSimulator {
   /** Removes command faults and ends a `refuse` early; a rotated key stays rotated. */
   clearFaults(host: string): void;
   commandLog(host: string): CommandLogEntry[];
+  /** Tells the kubelet model what the host's /etc/kubernetes/manifests holds now; resolves once the static pods follow. */
+  noticeManifests(host: string): Promise<void>;
   /** SSH connections the host accepted since the simulator started. */
   connectionsAccepted(host: string): number;
   state(host: string): HostState;
@@ -109,9 +119,8 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
   const clientKey = ensureClientKey(stateDir, user);
   const knownHostsPath = join(stateDir, 'known_hosts');
 
-  // A modelled address per control plane, for its etcd manifest's peer and client URLs.
   const controlPlanes = options.hosts.filter((h) => h.role === 'control-plane').map((h) => h.name);
-  const addressOf = (spec: HostSpec): string => `10.0.0.${11 + Math.max(0, controlPlanes.indexOf(spec.name))}`;
+  const addressOf = (spec: HostSpec): string => modelledAddress(controlPlanes.indexOf(spec.name));
   const running = new Map<string, Running>();
   const listeners = new Set<CommandObserver>();
   let hangup = options.hangup;
@@ -132,6 +141,7 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
     const keys = ensureHostKey(store.dir, spec.name);
     const machine = new HostMachine(store, {
       repository: spec.repository, packageManager: spec.packageManager ?? 'apt', latencies: spec.latencies ?? {}, user, effects, etcd: options.etcd, ...(options.staticPods ? { staticPods: options.staticPods } : {}),
+      ...(options.realKubeadm ? { realKubeadm: options.realKubeadm, rootViewDir: join(stateDir, 'root-view') } : {}),
       rebootMs: (options.rebootSeconds ?? 1) * 1000, requireSudo: options.requireSudo ?? true, onError,
     });
     const endpoint = new HostEndpoint({
@@ -216,6 +226,7 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
       r.endpoint.bringOnline('refuse');
     },
     commandLog: (host) => get(host).machine.store.commandLog(),
+    noticeManifests: (host) => get(host).machine.noticeManifests(),
     connectionsAccepted: (host) => get(host).endpoint.accepted,
     state: (host) => structuredClone(get(host).machine.state),
     trustHostKey(host) {

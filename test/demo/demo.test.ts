@@ -146,7 +146,7 @@ describe('npm run demo (the README main command)', () => {
     assert.match(out, new RegExp(`^Temporal UI: http://localhost:${run.ports.ui}/namespaces/default/workflows/upgrade%2Fdemo/[0-9a-f-]{36}/history$`, 'm'));
     assert.match(out, /^wall time: \d+/m);
 
-    await assertNothingLeft(run, ['temporal-dev-server', 'worker', 'sim-etcd', 'sim-apiserver', 'sim-kwok', 'skewless-upgrade', 'skewless-resolve', 'skewless-approve']);
+    await assertNothingLeft(run, ['temporal-dev-server', 'worker', 'sim-etcd', 'sim-cp-1/kube-apiserver', 'sim-cp-3/kube-scheduler', 'sim-cp-1/kube-apiserver-at-end', 'sim-kwok', 'skewless-upgrade', 'skewless-resolve', 'skewless-approve']);
   });
 
   it('SIGINT mid-upgrade stops everything it started', { timeout: 300_000 }, async () => {
@@ -157,7 +157,7 @@ describe('npm run demo (the README main command)', () => {
     assert.equal(code, 130, run.stderr());
     assert.match(run.stderr(), /SIGINT: stopping everything the demo started/);
     assert.match(run.stderr(), /terminated the running upgrade workflow/);
-    await assertNothingLeft(run, ['temporal-dev-server', 'worker', 'sim-etcd', 'sim-apiserver', 'skewless-upgrade']);
+    await assertNothingLeft(run, ['temporal-dev-server', 'worker', 'sim-etcd', 'sim-cp-1/kube-apiserver', 'skewless-upgrade']);
   });
 
   it('a reader that goes away (npm run demo | head) stops everything too', { timeout: 300_000 }, async () => {

@@ -13,8 +13,11 @@ import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
 
 const LAB = `
 name: e2e
-version: 1.32.4
-repository: [1.32.4, 1.33.0, 1.33.7, 1.34.2]
+version: 1.32.13
+repository: [1.32.13, 1.33.13, 1.34.4]
+# Each control plane runs its own real kube-apiserver, controller-manager and scheduler of the
+# release its manifests name: the HA skew in the middle of a hop is real (sim/cluster/static-pods.ts).
+controlPlane: per-node
 rebootSeconds: 1
 nodes:
   - {name: cp, role: control-plane, count: 3}
@@ -61,17 +64,29 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
     // 8 kubelets × 2 hops + 3 control planes × 2 hops, after the initial state.
     assert.ok(verdict.states - 1 >= 8 * 2 + 3 * 2, `${verdict.states} states: ${history.map((h) => h.cause).join(', ')}`);
     for (const node of nodeNames) {
-      assert.deepEqual(verdict.versionsSeen[`kubelets ${node}`], ['1.32.4', '1.33.7', '1.34.2'], `${node}'s kubelet went through each minor`);
-      if (node.startsWith('cp-')) assert.deepEqual(verdict.versionsSeen[`apiservers ${node}`], ['1.32.4', '1.33.7', '1.34.2']);
+      assert.deepEqual(verdict.versionsSeen[`kubelets ${node}`], ['1.32.13', '1.33.13', '1.34.4'], `${node}'s kubelet went through each minor`);
+      if (node.startsWith('cp-')) assert.deepEqual(verdict.versionsSeen[`apiservers ${node}`], ['1.32.13', '1.33.13', '1.34.4']);
     }
-    assert.deepEqual(status.hops, ['1.33.7', '1.34.2']);
+    assert.deepEqual(status.hops, ['1.33.13', '1.34.4']);
+    // Mid-hop, apiservers of two minors served the one etcd at once, each reporting its own /version.
+    assert.ok(history.some((h) => new Set(h.inventory.apiservers?.map((a) => a.version)).size === 2), 'a recorded state with a real HA skew');
+    const cp = tc.sim.controlPlane;
+    assert.ok(cp.mode === 'per-node', 'each control plane runs its own programs');
+    for (const n of cp.nodes.values()) {
+      for (const c of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const) assert.equal(await n.reportedVersion(c), '1.34.4', `${n.node}'s ${c} runs 1.34.4`);
+    }
+    // The real kubeadm of each hop did its own work: CoreDNS and etcd as kubeadm 1.34 wants them.
+    const coredns = await tc.kube.apps.readNamespacedDeployment({ name: 'coredns', namespace: 'kube-system' });
+    assert.equal(coredns.spec?.template.spec?.containers[0]?.image, 'registry.k8s.io/coredns/coredns:v1.12.1');
+    const etcdPod = await tc.kube.core.readNamespacedPod({ name: 'etcd-cp-3', namespace: 'kube-system' });
+    assert.equal(etcdPod.spec?.containers[0]?.image, 'registry.k8s.io/etcd:3.6.5-0');
 
     const nodes = (await tc.kube.core.listNode()).items;
-    assert.ok(nodes.every((n) => n.status?.nodeInfo?.kubeletVersion === 'v1.34.2'), nodes.map((n) => `${n.metadata?.name} ${n.status?.nodeInfo?.kubeletVersion}`).join(', '));
+    assert.ok(nodes.every((n) => n.status?.nodeInfo?.kubeletVersion === 'v1.34.4'), nodes.map((n) => `${n.metadata?.name} ${n.status?.nodeInfo?.kubeletVersion}`).join(', '));
     assert.ok(nodes.every((n) => !n.spec?.unschedulable), 'no node left cordoned');
     assert.ok(nodes.every((n) => !n.metadata?.labels?.['skewless.io/stage']), 'no stage label left');
     const mirrors = (await tc.kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane,component!=etcd' })).items;
-    assert.ok(mirrors.every((p) => p.spec?.containers[0]?.image?.endsWith(':v1.34.2')), mirrors.map((p) => p.spec?.containers[0]?.image).join(', '));
+    assert.ok(mirrors.every((p) => p.spec?.containers[0]?.image?.endsWith(':v1.34.4')), mirrors.map((p) => p.spec?.containers[0]?.image).join(', '));
 
     const applies = tc.sim.hosts.commandLog('cp-1').filter((e) => /kubeadm upgrade apply/.test(e.command) && e.exitCode === 0).map((e) => e.command);
     assert.equal(applies.length, 2, applies.join('\n'));
@@ -80,7 +95,7 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
     // SKEWLESS_SAVE_HISTORIES=dir keeps this run's histories for the replay test (test/replay/histories).
     const dir = process.env.SKEWLESS_SAVE_HISTORIES;
     if (dir) {
-      for (const id of ['upgrade/e2e', 'upgrade/e2e/1.33.7/worker-3', 'upgrade/e2e/1.33.7/cp-1']) {
+      for (const id of ['upgrade/e2e', 'upgrade/e2e/1.33.13/worker-3', 'upgrade/e2e/1.33.13/cp-1']) {
         const history = await env.client.workflow.getHandle(id).fetchHistory();
         writeFileSync(`${dir}/${id.replace(/\//g, '_')}.json`, historyToJSON(history)); // the temporal CLI's JSON form
       }

@@ -4,6 +4,10 @@ import { get } from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
+import { createHostActivities } from '../../activities/host-activities.js';
+import { ErrorType } from '../../activities/errors.js';
+import { createClusterResolver } from '../../activities/ssh-shell.js';
+import { failsWith } from '../helpers/failures.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { sshExec } from '../helpers/ssh-exec.js';
 
@@ -12,7 +16,7 @@ import { sshExec } from '../helpers/ssh-exec.js';
 const DESCRIPTION = `
 name: pernode
 version: 1.32.13
-repository: [1.32.13, 1.33.13]
+repository: [1.32.13, 1.33.13, 1.34.4]
 controlPlane: per-node
 rebootSeconds: 1
 nodes:
@@ -67,6 +71,30 @@ describe('a per-node control plane: each host runs the release its static-pod ma
     assert.equal(pods.filter((p) => p.spec?.nodeName).length, 2);
   });
 
+  it('set its hosts up with the real kubeadm: kubeadm\'s manifests, ConfigMaps and mirror pods, the real binary on the host', async () => {
+    const version = await ssh('cp-2', 'sudo kubeadm version -o short');
+    assert.equal(version.stdout.trim(), 'v1.32.13', version.stderr);
+    const config = await tc.kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+    assert.match(config.data?.ClusterConfiguration ?? '', /kubernetesVersion: v1\.32\.13/);
+    assert.match(config.data?.ClusterConfiguration ?? '', new RegExp(`controlPlaneEndpoint: ${new URL(tc.sim.server).host.replace(/\./g, '\\.')}`));
+    await tc.kube.core.readNamespacedConfigMap({ name: 'kubelet-config', namespace: 'kube-system' });
+    // The mirror pods are the kubelet's copies of kubeadm's manifests.
+    const apiserver = await tc.kube.core.readNamespacedPod({ name: 'kube-apiserver-cp-2', namespace: 'kube-system' });
+    assert.equal(apiserver.spec?.containers[0]?.image, 'registry.k8s.io/kube-apiserver:v1.32.13');
+    assert.match(apiserver.metadata?.annotations?.['kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint'] ?? '', /^10\.0\.0\.12:\d+$/);
+    assert.match(apiserver.metadata?.annotations?.['kubernetes.io/config.hash'] ?? '', /^[0-9a-f]{32}$/);
+    const etcd = await tc.kube.core.readNamespacedPod({ name: 'etcd-cp-2', namespace: 'kube-system' });
+    assert.equal(etcd.metadata?.annotations?.['kubeadm.kubernetes.io/etcd.advertise-client-urls'], tc.sim.etcdEndpoint, 'every member points at the one real etcd');
+    // A worker has what `kubeadm join` leaves: its own node credentials.
+    const kubeletConf = await ssh('worker-1', 'sudo cat /etc/kubernetes/kubelet.conf');
+    assert.match(kubeletConf.stdout, /client-certificate-data: /);
+    // Without sudo the real kubeadm meets the host's permissions itself (plan reads admin.conf before
+    // any root check: the model said "[ERROR IsPrivilegedUser]" here).
+    const plan = await ssh('cp-1', 'kubeadm upgrade plan v1.33.13');
+    assert.notEqual(plan.code, 0);
+    assert.match(plan.stderr, /open \/etc\/kubernetes\/admin\.conf: permission denied/);
+  });
+
   it('restarts a host\'s apiserver at the release a rewritten manifest names; both versions then serve the same etcd', async () => {
     const changed = await ssh('cp-1', 'sudo sed -i s/v1.32.13/v1.33.13/ /etc/kubernetes/manifests/kube-apiserver.yaml');
     assert.equal(changed.code, 0, changed.stderr);
@@ -87,6 +115,23 @@ describe('a per-node control plane: each host runs the release its static-pod ma
     }, 30_000, 250);
     const restarted = readVersionHistory(tc.sim.stateDir).find((r) => r.cause === cause);
     assert.deepEqual(restarted?.inventory.apiservers, [{ node: 'cp-1', version: '1.33.13' }, { node: 'cp-2', version: '1.32.13' }]);
+  });
+
+  it('meets a refusal of the real kubeadm for real: kubeadm\'s own words in the failure, not retried, nothing changed', async () => {
+    const acts = createHostActivities({ clusters: createClusterResolver(tc.clustersDir) });
+    // An operator's slip on cp-2: its repository pointed two minors ahead, and that kubeadm installed.
+    const slip = await ssh('cp-2', "sudo sed -i 's|/v1.32/|/v1.34/|' /etc/apt/sources.list.d/kubernetes.list && sudo apt-get update -q");
+    assert.equal(slip.code, 0, slip.stderr);
+    await acts.installPackages({ cluster: 'pernode', node: 'cp-2', version: '1.34.4', packages: ['kubeadm'] });
+    const applies = () => tc.sim.hosts.commandLog('cp-2').filter((e) => e.command.includes('kubeadm upgrade apply'));
+    const err = await failsWith(acts.kubeadmUpgradeApply({ cluster: 'pernode', node: 'cp-2', version: '1.34.4' }), ErrorType.HostCommandFailed);
+    assert.equal(err.nonRetryable, true);
+    assert.match(err.message, /^'kubeadm upgrade apply v1\.34\.4 --yes' on cp-2 exited 1: .*(too high|only 1 minor|only supports)/);
+    assert.doesNotMatch(err.message, /stack trace/);
+    assert.equal(applies().length, 1);
+    assert.equal(await cp().nodes.get('cp-2')?.reportedVersion('kube-apiserver'), '1.32.13', 'nothing upgraded');
+    const config = await tc.kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+    assert.match(config.data?.ClusterConfiguration ?? '', /kubernetesVersion: v1\.32\.13/);
   });
 
   it('stops a host\'s program when its manifest leaves the dir, and starts it again when it comes back', async () => {

@@ -1,6 +1,8 @@
-// `kubeadm`: `version` reports the INSTALLED package (so upgrading the package is what changes it);
-// `upgrade plan|apply|node` live in kubeadm-upgrade.ts.
+// `kubeadm`, the model: `version` reports the INSTALLED package (so upgrading the package is what
+// changes it); `upgrade plan|apply|node` live in kubeadm-upgrade.ts. A per-node simulation runs the
+// real kubeadm instead (kubeadm-real.ts).
 import { fail, print, type CommandContext, type CommandOutcome } from './command.js';
+import { runRealKubeadm } from './kubeadm-real.js';
 import { upgradeApply, upgradeNode, upgradePlan } from './kubeadm-upgrade.js';
 
 export interface KubeadmArgs {
@@ -42,6 +44,8 @@ export const flagOn = (args: KubeadmArgs, name: string): boolean => {
 export const STACK_HINT = 'To see the stack trace of this error execute with --v=5 or higher';
 
 export async function kubeadm(ctx: CommandContext): Promise<CommandOutcome> {
+  const real = ctx.machine.config.realKubeadm?.(ctx.machine.installed('kubeadm'));
+  if (real) return runRealKubeadm(ctx, real);
   const parsed = parseKubeadmArgs(ctx.argv.slice(1));
   if (typeof parsed === 'string') return fail(ctx, `${parsed}\n${STACK_HINT}`, 1);
   const [command, sub, ...rest] = parsed.positional;
