@@ -2,6 +2,7 @@ import type { ClusterEffects } from '../hosts/cluster-effects.js';
 import { CONTROL_PLANE_COMPONENTS, componentImage, mirrorPod, versionOfImage } from './control-plane-pods.js';
 import { mergePatch, statusOf, strategicMergePatch, type KubeClients } from './kube-clients.js';
 import { versionInClusterConfiguration } from './workload-objects.js';
+import { replaceMirrorPod } from './mirror-pods.js';
 import { waitFor } from './wait-for.js';
 
 /** kwok's chaos stage: while a node carries this label, kwok reports it NotReady. */
@@ -76,24 +77,12 @@ export function kubeEffects(kube: KubeClients): ClusterEffects {
       // The kubelet replaces a static pod whose manifest changed: a new mirror pod, a new UID.
       const nodeObject = await kube.core.readNode({ name: node });
       for (const component of CONTROL_PLANE_COMPONENTS) {
-        const name = `${component}-${node}`;
-        try {
-          const current = await kube.core.readNamespacedPod({ name, namespace: 'kube-system' });
-          if (current.spec?.containers[0]?.image === componentImage(component, version)) continue;
-          await kube.core.deleteNamespacedPod({ name, namespace: 'kube-system', gracePeriodSeconds: 0 });
-          await waitFor(`old ${name} gone`, async () => {
-            try {
-              await kube.core.readNamespacedPod({ name, namespace: 'kube-system' });
-              return false;
-            } catch (err) {
-              if (statusOf(err) === 404) return true;
-              throw err;
-            }
-          }, 30_000, 100);
-        } catch (err) {
-          if (statusOf(err) !== 404) throw err;
-        }
-        await kube.core.createNamespacedPod({ namespace: 'kube-system', body: mirrorPod(nodeObject, component, version) });
+        const current = await kube.core.readNamespacedPod({ name: `${component}-${node}`, namespace: 'kube-system' }).catch((err: unknown) => {
+          if (statusOf(err) === 404) return undefined;
+          throw err;
+        });
+        if (current?.spec?.containers[0]?.image === componentImage(component, version)) continue;
+        await replaceMirrorPod(kube, mirrorPod(nodeObject, component, version));
       }
       // kubeadm ≥ 1.28 moves the addons once every control plane runs the new version.
       const { items } = await kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'component=kube-apiserver' });
