@@ -237,7 +237,7 @@ async function startPerNode(options: ControlPlaneOptions, e: Etcd, hosts: NonNul
   const kwok = kwokProcess(options, kubeconfig, logs);
   const stopAll = async () => {
     await kwok.stop();
-    for (const n of [...nodes.values()].reverse()) await n.stopAll();
+    await Promise.all([...nodes.values()].map((n) => n.stopAll()));
     await balancer.stop();
   };
   try {

@@ -29,6 +29,8 @@ interface Running {
   version: string;
 }
 
+const STOP_GRACE_MS = 1000;
+
 const BUILD_INFO = /^kubernetes_build_info\{[^}]*git_version="v([^"]+)"/m;
 
 export class NodeComponents {
@@ -90,8 +92,13 @@ export class NodeComponents {
     }, 120_000);
   }
 
+  /**
+   * Stops `component` as a kubelet kills a static pod whose manifest changed, with a short grace:
+   * kube-apiserver 1.32 and 1.33 stop serving at SIGTERM at once but take 15 s more to exit, and
+   * every hop restarts each host's apiserver.
+   */
   async stop(component: ControlPlaneManifest): Promise<void> {
-    await this.running.get(component)?.process.stop();
+    await this.running.get(component)?.process.stop(STOP_GRACE_MS);
     this.running.delete(component);
   }
 

@@ -150,10 +150,11 @@ export const TIERS: Record<TierName, Tier> = {
     concurrency: 4,
     files: [
       // the slowest first (measured), so that no long file ends the tier alone
-      'test/faults/worker-kill.test.ts',
-      'test/windows/maintenance-windows.test.ts',
-      'test/e2e/bad-input.test.ts',
       'test/demo/demo.test.ts',
+      'test/faults/worker-kill.test.ts',
+      'test/e2e/bad-input.test.ts',
+      'test/e2e/upgrade.test.ts',
+      'test/windows/maintenance-windows.test.ts',
       'test/bench/bench-result.test.ts',
       'test/e2e/rehearse.test.ts',
       'test/e2e/host-faults.test.ts',
@@ -169,7 +170,6 @@ export const TIERS: Record<TierName, Tier> = {
       'test/e2e/maintain.test.ts',
       'test/e2e/skip-abort.test.ts',
       'test/e2e/transient-faults.test.ts',
-      'test/e2e/upgrade.test.ts',
       'test/e2e/upgrade-dnf.test.ts',
       'test/metrics/metrics.test.ts',
       'test/schedules/scheduled-upgrade.test.ts',
