@@ -107,7 +107,8 @@ export function createNodeActivities(deps: { clusters: ClusterResolver }) {
     }),
 
     /** Puts each node's stage label (and this owner) on it; nodes already right are not written. */
-    async setStageLabels(input: { cluster: string; labels: Record<string, string>; owner: string }): Promise<StageLabelsResult> {
+    // Each pass re-lists and re-decides: a node written meanwhile (a kubelet's status, a controller) is a 409 to retry.
+    setStageLabels: (input: { cluster: string; labels: Record<string, string>; owner: string }): Promise<StageLabelsResult> => retryOnConflict(async () => {
       const owner = requireText(input.owner, 'owner');
       const kube = kubeOf(input.cluster);
       const wanted = Object.entries(input.labels ?? {}).sort(([a], [b]) => a.localeCompare(b));
@@ -127,10 +128,10 @@ export function createNodeActivities(deps: { clusters: ClusterResolver }) {
         result.changed.push(name);
       }
       return result;
-    },
+    }),
 
     /** Removes stage labels from the nodes this owner labelled; other owners' labels stay. */
-    async clearStageLabels(input: { cluster: string; owner: string }): Promise<{ cleared: string[] }> {
+    clearStageLabels: (input: { cluster: string; owner: string }): Promise<{ cleared: string[] }> => retryOnConflict(async () => {
       const owner = requireText(input.owner, 'owner');
       const kube = kubeOf(input.cluster);
       const { items } = await kubeCall('list staged nodes', () => kube.core.listNode({ labelSelector: STAGE_LABEL }));
@@ -142,7 +143,7 @@ export function createNodeActivities(deps: { clusters: ClusterResolver }) {
         cleared.push(name);
       }
       return { cleared: cleared.sort() };
-    },
+    }),
   };
 }
 

@@ -82,7 +82,10 @@ aborted.catch(() => undefined);
 /** Waits for `p` unless the demo is interrupted first. */
 const race = <T>(p: Promise<T>): Promise<T> => Promise.race([p, aborted]);
 
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129], ['SIGPIPE', 141]] as const) {
+// Not SIGPIPE: Node ignores it, and a handler would make every write to ANY closed socket or pipe (the
+// simulation's load balancer in front of an apiserver restarting mid-hop) look like a reader gone away.
+// A reader of our own output that goes away is the EPIPE below.
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
   process.on(signal, () => interrupt(signal, code));
 }
 for (const stream of [process.stdout, process.stderr]) {

@@ -6,11 +6,13 @@ import { createServer } from 'node:net';
  * A port the kernel hands out for `listen(0)` comes from the same range as the source ports of
  * outgoing connections, so in the seconds between picking it and spawning the server (an apiserver
  * starting first, other tests running beside) a client socket could take it and the server would
- * exit with "address already in use". Below the range only another listener can collide.
+ * exit with "address already in use". Below the range only another listener can collide. And below
+ * the simulated hosts' SSH ports (sim/hosts/ports.ts): a host that restarts takes its stored port
+ * again, which an apiserver of a test running beside must not have taken meanwhile.
  */
 export async function freePort(): Promise<number> {
   const [low, high] = belowEphemeralRange();
-  return (await freePortIn(low, high)) ?? listenAnywhere();
+  return (await freePortIn(low, Math.min(high, HOST_PORTS_LOW))) ?? listenAnywhere();
 }
 
 /** A random port of [low, high) that can be listened on now, or undefined after 50 tries. */
@@ -23,6 +25,8 @@ export async function freePortIn(low: number, high: number): Promise<number | un
 }
 
 const FALLBACK_EPHEMERAL_START = 32768;
+/** Where sim/hosts/ports.ts starts the hosts' SSH ports. */
+export const HOST_PORTS_LOW = 20_000;
 const LOWEST = 10_000;
 
 function belowEphemeralRange(): [number, number] {

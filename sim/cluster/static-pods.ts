@@ -17,8 +17,10 @@
 //   plane, each real process runs while at least one control plane has its manifest in place.
 //   `per-node`: each host's process runs while its manifest is in place, the release its image
 //   names; another image restarts it at that release (kubeadm's upgrade of the static pod).
-// The kubelet reacts after the command that moved a manifest (a real one polls every 20 s); stops
-// and starts are serialised, etcd before the apiserver, so they never overlap.
+//   Its mirror pods follow the manifests too, as the kubelet's do (mirror-pods.ts).
+// The kubelet reacts after the command that moved a manifest (a real one watches the dir and polls
+// every 20 s), and four times a second while the real kubeadm runs (hosts/commands/kubeadm-real.ts);
+// stops and starts are serialised, etcd before the apiserver, so they never overlap.
 import type { ManifestSeen, StaticPodHooks } from '../hosts/cluster-effects.js';
 import { CONTROL_PLANE_MANIFESTS } from '../hosts/static-pod-manifest.js';
 import { versionOfImage } from './control-plane-pods.js';

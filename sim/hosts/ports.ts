@@ -1,9 +1,11 @@
 // Ports for the SSH endpoints. New hosts get a random free port BELOW Linux's ephemeral range
 // (32768-60999), so the kernel never hands a stored host port to some outgoing connection while the
 // simulator is down, and a restart can take the same port again.
+import { HOST_PORTS_LOW } from '../free-port.js';
 import { sleep } from './host-machine.js';
 
-const LOW = 20000;
+// Above every other port the simulation listens on (sim/free-port.ts stays below LOW).
+const LOW = HOST_PORTS_LOW;
 const HIGH = 32000;
 
 const code = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | undefined)?.code;

@@ -2,14 +2,15 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { test } from 'node:test';
-import { freePort, freePortIn } from '../../sim/free-port.js';
+import { freePort, freePortIn, HOST_PORTS_LOW } from '../../sim/free-port.js';
 
 const ephemeralStart = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
 
-test('freePort picks ports below the ephemeral range, where client sockets cannot take them before the server starts', async () => {
+test('freePort picks ports below the ephemeral range, where client sockets cannot take them before the server starts, and below the hosts\' SSH ports', async () => {
   const ports = await Promise.all(Array.from({ length: 20 }, () => freePort()));
+  const high = Math.min(ephemeralStart, HOST_PORTS_LOW);
   for (const port of ports) {
-    assert.ok(port >= 10_000 && port < ephemeralStart, `${port} is outside [10000, ${ephemeralStart})`);
+    assert.ok(port >= 10_000 && port < high, `${port} is outside [10000, ${high})`);
   }
   assert.ok(new Set(ports).size > 1, 'ports are spread, not one fixed port');
 });

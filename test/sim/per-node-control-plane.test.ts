@@ -117,7 +117,7 @@ describe('a per-node control plane: each host runs the release its static-pod ma
     assert.deepEqual(restarted?.inventory.apiservers, [{ node: 'cp-1', version: '1.33.13' }, { node: 'cp-2', version: '1.32.13' }]);
   });
 
-  it('meets a refusal of the real kubeadm for real: kubeadm\'s own words in the failure, not retried, nothing changed', async () => {
+  it('meets a refusal of the real kubeadm for real: kubeadm\'s own words in the failure, not retried, nothing changed', async (t) => {
     const acts = createHostActivities({ clusters: createClusterResolver(tc.clustersDir) });
     // An operator's slip on cp-2: its repository pointed two minors ahead, and that kubeadm installed.
     const slip = await ssh('cp-2', "sudo sed -i 's|/v1.32/|/v1.34/|' /etc/apt/sources.list.d/kubernetes.list && sudo apt-get update -q");
@@ -128,6 +128,7 @@ describe('a per-node control plane: each host runs the release its static-pod ma
     assert.equal(err.nonRetryable, true);
     assert.match(err.message, /^'kubeadm upgrade apply v1\.34\.4 --yes' on cp-2 exited 1: .*(too high|only 1 minor|only supports)/);
     assert.doesNotMatch(err.message, /stack trace/);
+    t.diagnostic(err.message);
     assert.equal(applies().length, 1);
     assert.equal(await cp().nodes.get('cp-2')?.reportedVersion('kube-apiserver'), '1.32.13', 'nothing upgraded');
     const config = await tc.kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
