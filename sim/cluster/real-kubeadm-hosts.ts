@@ -7,10 +7,10 @@ import type { PerNodeControlPlane } from './control-plane.js';
 import { ensureCriFake, KUBE_RELEASES, releaseProgram } from './kube-releases.js';
 import { mergePatch, type KubeClients } from './kube-clients.js';
 import { CRI_SOCKET, kubeadmInit, type KubeadmHost } from './kubeadm-init.js';
-
-const CRI_SOCKET_ANNOTATION = 'kubeadm.alpha.kubernetes.io/cri-socket';
 import { ManagedProcess } from './managed-process.js';
 import { waitFor } from './wait-for.js';
+
+const CRI_SOCKET_ANNOTATION = 'kubeadm.alpha.kubernetes.io/cri-socket';
 
 /**
  * What the hosts of a per-node simulation need to run the real kubeadm (issue 18 part 2): a fake
@@ -39,9 +39,10 @@ export async function prepareRealKubeadmHosts(o: {
 
   const cris = controlPlanes.map((h) => {
     mkdirSync(join(h.root, 'run/containerd'), { recursive: true });
-    return { socket: join(h.root, 'run/containerd/containerd.sock'),
-      process: new ManagedProcess(`cri-fake on ${h.name}`, ensureCriFake(), ['--endpoint', `unix://${join(h.root, 'run/containerd/containerd.sock')}`],
-        join(o.stateDir, 'cluster', 'logs', `${h.name}-cri-fake.log`)) };
+    // CRI_SOCKET's path, under the host's root: what kubeadm dials inside the root view.
+    const socket = join(h.root, new URL(CRI_SOCKET).pathname);
+    const log = join(o.stateDir, 'cluster', 'logs', `${h.name}-cri-fake.log`);
+    return { socket, process: new ManagedProcess(`cri-fake on ${h.name}`, ensureCriFake(), ['--endpoint', `unix://${socket}`], log) };
   });
   const stop = async () => {
     for (const c of cris) await c.process.stop();

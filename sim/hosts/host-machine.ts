@@ -26,12 +26,11 @@ export interface MachineConfig {
   /** The kubelet's static pods (control planes only): absent, manifests change nothing. */
   staticPods?: StaticPodHooks;
   /**
-   * The real kubeadm of a package version (`1.33.13`), when the simulation runs it (a per-node
-   * control plane): then `kubeadm` runs that binary in the host's root view (commands/kubeadm-real.ts).
+   * Set when the simulation runs the real kubeadm (a per-node control plane): `binary` of a package
+   * version (`1.33.13`) runs in the host's root view (commands/kubeadm-real.ts), the namespaces'
+   * throw-away overlays under `scratchDir`.
    */
-  realKubeadm?: (version: string) => string | undefined;
-  /** Scratch space of the real programs' namespaces (root-view/). */
-  rootViewDir?: string;
+  realKubeadm?: { binary: (version: string) => string | undefined; scratchDir: string };
   /** How long a reboot keeps the host unreachable when latencies.reboot is not set. */
   rebootMs: number;
   /** Whether commands that need root fail without `sudo`, as on a real host. */

@@ -141,7 +141,7 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
     const keys = ensureHostKey(store.dir, spec.name);
     const machine = new HostMachine(store, {
       repository: spec.repository, packageManager: spec.packageManager ?? 'apt', latencies: spec.latencies ?? {}, user, effects, etcd: options.etcd, ...(options.staticPods ? { staticPods: options.staticPods } : {}),
-      ...(options.realKubeadm ? { realKubeadm: options.realKubeadm, rootViewDir: join(stateDir, 'root-view') } : {}),
+      ...(options.realKubeadm ? { realKubeadm: { binary: options.realKubeadm, scratchDir: join(stateDir, 'root-view') } } : {}),
       rebootMs: (options.rebootSeconds ?? 1) * 1000, requireSudo: options.requireSudo ?? true, onError,
     });
     const endpoint = new HostEndpoint({

@@ -8,9 +8,8 @@ import type { CommandContext, CommandOutcome } from './command.js';
 
 const MANIFEST_POLL_MS = 250;
 
-export async function runRealKubeadm(ctx: CommandContext, binary: string): Promise<CommandOutcome> {
+export async function runRealKubeadm(ctx: CommandContext, binary: string, scratch: string): Promise<CommandOutcome> {
   const m = ctx.machine;
-  const scratch = m.config.rootViewDir ?? join(m.store.dir, '..', '..', 'root-view');
   let running = true;
   const watching = (async () => {
     while (running) {

@@ -44,8 +44,9 @@ export const flagOn = (args: KubeadmArgs, name: string): boolean => {
 export const STACK_HINT = 'To see the stack trace of this error execute with --v=5 or higher';
 
 export async function kubeadm(ctx: CommandContext): Promise<CommandOutcome> {
-  const real = ctx.machine.config.realKubeadm?.(ctx.machine.installed('kubeadm'));
-  if (real) return runRealKubeadm(ctx, real);
+  const real = ctx.machine.config.realKubeadm;
+  const binary = real?.binary(ctx.machine.installed('kubeadm'));
+  if (real && binary) return runRealKubeadm(ctx, binary, real.scratchDir);
   const parsed = parseKubeadmArgs(ctx.argv.slice(1));
   if (typeof parsed === 'string') return fail(ctx, `${parsed}\n${STACK_HINT}`, 1);
   const [command, sub, ...rest] = parsed.positional;
