@@ -42,7 +42,8 @@ export type LiveComponents = () => Promise<{ node: string; component: keyof type
 export async function readSimInventory(kube: KubeClients, live?: LiveComponents): Promise<SkewInventory> {
   const [nodes, mirrors, proxy] = await Promise.all([
     kube.core.listNode(),
-    kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane' }),
+    // Programs that report their own versions: no mirror pods to read.
+    live ? { items: [] } : kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane' }),
     kube.apps.readNamespacedDaemonSet({ name: 'kube-proxy', namespace: 'kube-system' }).catch(() => undefined),
   ]);
   const inventory: Required<Omit<SkewInventory, 'kubectl'>> = { apiservers: [], controllerManagers: [], schedulers: [], kubelets: [], kubeProxies: [] };
