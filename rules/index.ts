@@ -19,3 +19,4 @@ export * from './label-selector.js';
 export * from './pdb-audit.js';
 export * from './maintenance-window.js';
 export * from './fleet-spec.js';
+export * from './hop-work.js';

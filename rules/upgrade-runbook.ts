@@ -1,4 +1,5 @@
 import type { ClusterInventory } from './cluster-inventory.js';
+import { fullHopWork, hopWork } from './hop-work.js';
 import { PACKAGE_COMMANDS, type PackageCommands, type PackageManager } from './package-commands.js';
 import type { RolloutPlan } from './rollout-plan.js';
 
@@ -39,6 +40,8 @@ export interface RunbookStep {
   command?: string;
   /** For upgrade-control-plane: the last control plane also moves the kubeadm addons (kube-proxy). */
   addons?: boolean;
+  /** For upgrade-control-plane: this one runs `kubeadm upgrade apply` (the others `kubeadm upgrade node`). */
+  apply?: boolean;
   detail: string;
 }
 
@@ -69,35 +72,44 @@ function nodeSteps(tools: PackageCommands, hop: string, stage: string, node: str
   return steps;
 }
 
-export function buildRunbook(hops: readonly string[], rollout: RolloutPlan, packageManager: PackageManager = 'apt'): RunbookStep[] {
+/**
+ * `from`: the versions before the first hop. With it, each hop leaves out what is already at its
+ * version (`hopWork`): a run that finishes nodes an earlier run left behind. Without it every node
+ * moves in every hop.
+ */
+export function buildRunbook(hops: readonly string[], rollout: RolloutPlan, packageManager: PackageManager = 'apt', from?: ClusterInventory): RunbookStep[] {
   const tools = PACKAGE_COMMANDS[packageManager];
   const steps: RunbookStep[] = [];
   const [first] = rollout.controlPlanes;
+  let state = from;
   for (const hop of hops) {
-    steps.push(
-      { hop, stage: 'hop', action: 'backup', node: first,
-        command: 'etcdctl snapshot save … && etcdctl snapshot status …',
-        detail: `etcd snapshot on ${first}, verified and copied off the node` },
+    const hopStart = steps.length;
+    const work = state ? hopWork(state, hop, rollout) : fullHopWork(hop, rollout);
+    const moves = new Set(work.kubelets);
+    steps.push({ hop, stage: 'hop', action: 'backup', node: first,
+      command: 'etcdctl snapshot save … && etcdctl snapshot status …',
+      detail: `etcd snapshot on ${first}, verified and copied off the node` });
+    if (work.controlPlanes.length > 0) {
       // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
-      { hop, stage: 'hop', action: 'preflight', node: first, command: `${newKubeadm(tools, hop)} && kubeadm upgrade plan v${hop}`,
-        detail: `pre-flight: skew now and for every step, PDB audit, all nodes Ready, package repository of ${first} at the hop's minor, kubeadm ${hop} and kubeadm upgrade plan on ${first}` },
-      { hop, stage: 'hop', action: 'label', detail: `label nodes with their stage (${Object.keys(rollout.stageLabels).length} nodes)` },
-    );
-    rollout.controlPlanes.forEach((node, i) => {
-      const isFirst = i === 0;
-      const isLast = i === rollout.controlPlanes.length - 1;
+      steps.push({ hop, stage: 'hop', action: 'preflight', node: first, command: `${newKubeadm(tools, hop)} && kubeadm upgrade plan v${hop}`,
+        detail: `pre-flight: skew now and for every step, PDB audit, all nodes Ready, package repository of ${first} at the hop's minor, kubeadm ${hop} and kubeadm upgrade plan on ${first}` });
+    }
+    steps.push({ hop, stage: 'hop', action: 'label', detail: `label nodes with their stage (${Object.keys(rollout.stageLabels).length} nodes)` });
+    work.controlPlanes.forEach((node, i) => {
+      const isFirst = i === 0 && work.apply;
+      const isLast = i === work.controlPlanes.length - 1;
       steps.push(
-        { hop, stage: 'control-plane', action: 'upgrade-control-plane', node, addons: isLast,
+        { hop, stage: 'control-plane', action: 'upgrade-control-plane', node, addons: isLast, ...(isFirst ? { apply: true } : {}),
           command: `${newKubeadm(tools, hop)} && ` + (isFirst ? `kubeadm upgrade apply v${hop} --yes` : 'kubeadm upgrade node'),
           detail: `control-plane components of ${node} to v${hop}` + (isLast ? ', then kubeadm addons (kube-proxy)' : '') },
         { hop, stage: 'control-plane', action: 'verify', node, detail: `control-plane health on ${node}: /readyz, mirror pods at v${hop}` },
       );
     });
-    for (const node of rollout.controlPlanes) steps.push(...nodeSteps(tools, hop, 'control-plane', node, false));
+    for (const node of rollout.controlPlanes.filter((n) => moves.has(n))) steps.push(...nodeSteps(tools, hop, 'control-plane', node, false));
     steps.push({ hop, stage: 'control-plane', action: 'gate', detail: 'gate: approval before the workers (if the policy asks)' });
     for (const phase of rollout.phases) {
-      if (phase.kind === 'control-plane') continue;
-      for (const node of phase.nodes) steps.push(...nodeSteps(tools, hop, phase.stage, node, true));
+      if (phase.kind === 'control-plane' || !phase.nodes.some((n) => moves.has(n))) continue;
+      for (const node of phase.nodes.filter((n) => moves.has(n))) steps.push(...nodeSteps(tools, hop, phase.stage, node, true));
       steps.push({ hop, stage: phase.stage, action: 'verify',
         detail: `verify workloads after ${phase.stage} (Deployments/StatefulSets available, DaemonSets rolled)` });
       if (phase.kind === 'canary') {
@@ -105,6 +117,7 @@ export function buildRunbook(hops: readonly string[], rollout: RolloutPlan, pack
       }
     }
     steps.push({ hop, stage: 'hop', action: 'verify', detail: `post-hop check: full skew check and workload health at v${hop}` });
+    if (state) state = steps.slice(hopStart).reduce(applyStep, state);
   }
   return steps;
 }
