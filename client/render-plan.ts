@@ -33,6 +33,12 @@ export function planToJson(plan: UpgradePlan, to: string) {
   };
 }
 
+/** The nodes a hop moves: a kubelet or a control plane's components. */
+function movingIn(plan: UpgradePlan, hop: string): string[] {
+  const moves = plan.steps.filter((s) => s.hop === hop && (s.action === 'upgrade-kubelet' || s.action === 'upgrade-control-plane'));
+  return [...new Set(moves.map((s) => s.node as string))];
+}
+
 function describeStep(step: RunbookStep | undefined): string {
   return step ? `${step.hop}: ${step.detail}` : '';
 }
@@ -43,11 +49,17 @@ export function planToText(plan: UpgradePlan, to: string): string {
   const { policy, phases } = plan.rollout;
   if (plan.hops.length === 0 && plan.target.nothingToDo) return `Nothing to do: ${describeTarget(plan.target)}.`;
   if (plan.hops.length === 0) return `Already at ${to} (cluster is at ${plan.from}): nothing to do.`;
-  lines.push(`Upgrade ${plan.from} → ${plan.target.to === to ? to : describeTarget(plan.target)}: ${plan.hops.length} hop${plan.hops.length === 1 ? '' : 's'} (${plan.hops.join(' → ')})`);
+  const finishing = plan.hops[0] === plan.from;
+  lines.push(finishing && plan.hops.length === 1
+    ? `Finish at ${plan.from}: the control plane is there, ${movingIn(plan, plan.from).join(', ')} below it (left behind by an earlier run)`
+    : `Upgrade ${plan.from} → ${plan.target.to === to ? to : describeTarget(plan.target)}: ${plan.hops.length} hop${plan.hops.length === 1 ? '' : 's'} (${plan.hops.join(' → ')})`);
   lines.push(`Rollout: canary ${policy.canary}, batches of ${policy.batchSize}, at most ${policy.maxUnavailable} worker(s) out at once; nodes labelled ${STAGE_LABEL}=<stage>`);
   for (const phase of phases) {
-    const first = phase.kind === 'control-plane' && phase.nodes[0] === plan.rollout.controlPlanes[0] ? ' (kubeadm upgrade apply)' : '';
-    lines.push(`  ${phase.stage.padEnd(14)} ${phase.nodes.join(' ')}${first}`);
+    const [node] = phase.nodes;
+    const role = phase.kind !== 'control-plane' ? ''
+      : plan.steps.some((s) => s.node === node && s.apply) ? ' (kubeadm upgrade apply)'
+        : plan.steps.some((s) => s.node === node && (s.action === 'upgrade-control-plane' || s.action === 'upgrade-kubelet')) ? '' : ` (already at ${plan.hops.at(-1) ?? plan.from})`;
+    lines.push(`  ${phase.stage.padEnd(14)} ${phase.nodes.join(' ')}${role}`);
   }
   if (plan.skew.compliant) {
     lines.push(`Skew policy: holds after every one of the ${plan.skew.checkedSteps} version changes below.`);
@@ -58,7 +70,7 @@ export function planToText(plan: UpgradePlan, to: string): string {
   }
   let from = plan.from;
   plan.hops.forEach((hop, h) => {
-    lines.push('', `Hop ${h + 1}/${plan.hops.length}: ${from} → ${hop}`);
+    lines.push('', from === hop ? `Hop ${h + 1}/${plan.hops.length}: ${hop}, only what is below it (${movingIn(plan, hop).join(', ')})` : `Hop ${h + 1}/${plan.hops.length}: ${from} → ${hop}`);
     let n = 0;
     for (const step of plan.steps.filter((s) => s.hop === hop)) {
       n++;

@@ -36,14 +36,14 @@ export function summarizeWorkflowFailure(err: WorkflowFailedError): FailureSumma
 }
 
 /**
- * How a followed run ended, once it is no longer running: its outcome (exit 0 when done, 1 when it
- * ended otherwise, e.g. aborted) or its failure's root cause on stderr (exit 1, or 2 when the request
+ * How a followed run ended, once it is no longer running: its outcome (exit 0 when done, 4 when done
+ * but nodes were left behind, 1 when it ended otherwise, e.g. aborted) or its failure's root cause on stderr (exit 1, or 2 when the request
  * itself was wrong); with `json`, the last NDJSON record (`result` or `failed`).
  */
 export async function reportRunEnding(handle: WorkflowHandle, cluster: string, what: string, io: CommandIo, json: boolean): Promise<number> {
   try {
-    const result = (await handle.result()) as { phase: string; outcome?: string };
-    const exit = result.phase === 'done' ? EXIT.ok : EXIT.notCompliant;
+    const result = (await handle.result()) as { phase: string; outcome?: string; leftBehind?: unknown[] };
+    const exit = result.phase !== 'done' ? EXIT.notCompliant : (result.leftBehind?.length ?? 0) > 0 ? EXIT.leftBehind : EXIT.ok;
     if (json) printRecord(io, 'result', cluster, { exit, outcome: result.outcome ?? result.phase, status: result });
     else io.out(`${cluster}: ${result.outcome ?? result.phase}`);
     return exit;

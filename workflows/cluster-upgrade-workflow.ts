@@ -2,7 +2,8 @@ import {
   ApplicationFailure, condition, ContinueAsNew, continueAsNew, executeChild, patched, upsertSearchAttributes, workflowInfo, allHandlersFinished,
 } from '@temporalio/workflow';
 import {
-  buildRunbook, checkRunbook, checkSkew, describeTarget, planUpgrade, withoutNodes, type MaintenanceWindow, type RolloutPlan, type UpgradePlan, type UpgradePolicy,
+  buildRunbook, checkRunbook, checkSkew, describeTarget, fullHopWork, hopWork, isBelowHop, planUpgrade, withoutNodes, type HopWork, type MaintenanceWindow, type RolloutPlan, type UpgradePlan,
+  type UpgradePolicy,
 } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { fleetReporter } from './fleet-report.js';
@@ -12,7 +13,7 @@ import { preflightRefusals } from './preflight.js';
 import { rolloutControls } from './rollout-controls.js';
 import { applyRule } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
-import { compensate, handBack, leftAs, skewFailure } from './upgrade-ending.js';
+import { compensate, doneOutcome, handBack, leftAs, nodesLeftBehind, skewFailure } from './upgrade-ending.js';
 import { statusQuery, type UpgradeStatus } from './upgrade-messages.js';
 import { waitForWindow, type WindowWaitContext } from './window-wait.js';
 
@@ -86,7 +87,11 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     state.phase = result.outcome === 'done' ? (step === 'control-plane' ? 'pending' : 'done') : result.outcome;
     state.finishedAt = nowIso();
     if (result.drainSeconds !== undefined) state.drainSeconds = (state.drainSeconds ?? 0) + result.drainSeconds;
-    if (result.outcome === 'done' && step === 'node') state.version = hop;
+    if (result.outcome === 'done' && step === 'node') {
+      state.version = hop;
+      // The run drained it but the cordon is someone else's: it stays cordoned, and the result says so.
+      if (finishing) state.cordonedBySomeoneElse = !result.cordonedByUs;
+    }
     delete state.blocked;
     reportToFleet();
     if (result.outcome === 'aborted') c.abort(`aborted at node ${node}`);
@@ -95,6 +100,14 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       note(`${node} skipped by the operator: stays cordoned at ${state.version ?? state.from ?? 'its old version'} until the run ends`);
     }
     return result;
+  };
+  /** A hop starts every node again: pending if it moves in the hop, done if it is already there. */
+  const startHop = (work: HopWork) => {
+    for (const [node, state] of Object.entries(status.nodes)) {
+      if (status.skipped.includes(node)) continue;
+      state.phase = work.kubelets.includes(node) || work.controlPlanes.includes(node) ? 'pending' : 'done';
+    }
+    updateMemo();
   };
   /** Between hops and worker phases no child runs and no gate waits: the next run can take over. */
   const continueIfLong = async (cursor: CarriedUpgrade['cursor']) => {
@@ -167,6 +180,9 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
 
   const [first] = plan.rollout.controlPlanes as [string];
   const cursor = input.carried?.cursor ?? { hop: 0, phase: -1 };
+  const finishing = patched(PATCH.finishLeftBehind);
+  /** A node's kubelet still to move in this hop: below it as this run knows it (its status, carried across continue-as-new). */
+  const kubeletMoves = (node: string) => !finishing || isBelowHop(status.nodes[node]?.version, hop);
   try {
     for (let h = cursor.hop; h < plan.hops.length && !c.aborted(); h++) {
       hop = plan.hops[h] as string;
@@ -183,25 +199,30 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
         if (waited > 0) live = undefined;
         // Every step of this hop judged on the cluster as it is now, skipped nodes included.
         live ??= await a.takeInventory({ cluster });
-        const check = checkRunbook(live.skew, buildRunbook([hop], rollout));
+        const check = checkRunbook(live.skew, buildRunbook([hop], rollout, undefined, finishing ? live.skew : undefined));
         if (!check.compliant) throw skewFailure(`refusing hop ${hop}`, check.failure);
+        // What an earlier run left behind is all this hop moves of a cluster already half-way through it.
+        const work: HopWork = finishing ? hopWork(live.skew, hop, rollout) : fullHopWork(hop, rollout);
         live = undefined;
+        if (finishing) startHop(work);
         setPhase('backup');
         const snap = await a.snapshotEtcd({ cluster, node: first, hop });
         status.snapshots.push({ hop, remotePath: snap.remotePath, localPath: snap.localPath, sizeBytes: snap.sizeBytes, sha256: snap.sha256, revision: snap.revision });
         setPhase('preflight');
-        // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
-        if (patched(PATCH.hopRepository)) await a.pointPackageRepository({ cluster, node: first, version: hop });
-        await a.installPackages({ cluster, node: first, version: hop, packages: ['kubeadm'] });
-        await a.kubeadmUpgradePlan({ cluster, node: first, version: hop });
+        if (work.controlPlanes.length > 0) {
+          // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
+          if (patched(PATCH.hopRepository)) await a.pointPackageRepository({ cluster, node: first, version: hop });
+          await a.installPackages({ cluster, node: first, version: hop, packages: ['kubeadm'] });
+          await a.kubeadmUpgradePlan({ cluster, node: first, version: hop });
+        }
         await a.setStageLabels({ cluster, labels: rollout.stageLabels, owner });
         setPhase('control-plane');
-        for (const [i, cp] of rollout.controlPlanes.entries()) {
+        for (const [i, cp] of work.controlPlanes.entries()) {
           await condition(() => c.aborted() !== undefined || !status.paused);
           if (c.aborted()) break;
-          await runNode(cp, 'control-plane', { first: i === 0 });
+          await runNode(cp, 'control-plane', { first: i === 0 && work.apply });
         }
-        for (const cp of rollout.controlPlanes) if (!c.aborted()) await c.window([cp], 1, (node) => runNode(node, 'node'));
+        for (const cp of rollout.controlPlanes.filter(kubeletMoves)) if (!c.aborted()) await c.window([cp], 1, (node) => runNode(node, 'node'));
         if (!c.aborted()) await gate(`workers-${hop}`, policy.approveWorkers ?? false);
         setPhase('workers');
       }
@@ -210,7 +231,9 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
         const phase = workerPhases[k] as (typeof workerPhases)[number];
         // Each phase starts inside a maintenance window; a phase in flight when it closes finishes its nodes.
         if (await waitForWindow(windowWait, phase.stage) === 'aborted') break;
-        await c.window(phase.nodes, phase.maxUnavailable, (node) => runNode(node, 'node'));
+        const nodes = phase.nodes.filter(kubeletMoves);
+        if (nodes.length === 0) continue; // every node of the phase is already at the hop: no verify, no gate
+        await c.window(nodes, phase.maxUnavailable, (node) => runNode(node, 'node'));
         if (c.aborted()) break;
         await c.verifyWorkloads(phase.stage, hop, policy.verifySeconds ?? 60);
         if (c.aborted()) break;
@@ -236,13 +259,18 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   if (c.aborted()) {
     await compensate(cluster, owner, Object.keys(plan.rollout.stageLabels), status);
     setPhase('aborted');
-    status.outcome = `${c.aborted()}; ${leftAs(status)}`;
+    status.outcome = `${c.aborted()}; ${leftAs(status)}${finishing ? `; finish with: skewless upgrade --cluster ${cluster} --to ${status.to}` : ''}`;
   } else {
     // Skipped nodes go back into service at their old version: no node stays cordoned by this run.
     await handBack(cluster, owner, status.skipped, status);
     await a.clearStageLabels({ cluster, owner });
     setPhase('done');
-    status.outcome = `upgraded to ${plan.hops.at(-1) ?? plan.from}${status.skipped.length ? `; ${leftAs(status)}` : ''}`;
+    if (finishing) {
+      status.leftBehind = nodesLeftBehind(status);
+      status.outcome = doneOutcome(status, plan.hops.at(-1) ?? plan.from, status.leftBehind);
+    } else {
+      status.outcome = `upgraded to ${plan.hops.at(-1) ?? plan.from}${status.skipped.length ? `; ${leftAs(status)}` : ''}`;
+    }
   }
   await condition(allHandlersFinished);
   return status;

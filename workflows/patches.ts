@@ -21,4 +21,10 @@ export const PATCH = {
    * (pointPackageRepository): nodes set up by kubernetes.io's guide offer one minor at a time.
    */
   hopRepository: 'hop-repository',
+  /**
+   * Each hop moves only what is below it (rules/hop-work.ts): the control planes whose components and
+   * the nodes whose kubelets an earlier run left behind, never draining a node already there; node
+   * phases start again at each hop, and nodes this run leaves behind are named in its result.
+   */
+  finishLeftBehind: 'finish-left-behind',
 } as const;

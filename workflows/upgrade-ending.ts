@@ -1,7 +1,7 @@
 import { ApplicationFailure, CancellationScope } from '@temporalio/workflow';
 import type { UpgradePlan } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
-import type { RolloutStatus, UpgradeStatus } from './upgrade-messages.js';
+import type { LeftBehind, RolloutStatus, UpgradeStatus } from './upgrade-messages.js';
 
 // How a cluster upgrade ends: the refusal it names, the sentence it leaves, and what it undoes.
 
@@ -22,6 +22,29 @@ export function leftAs(status: UpgradeStatus): string {
   const stuck = status.events.filter((e) => e.startsWith('compensation: uncordon ')).map((e) => e.split(' ')[2]);
   return `${versions}${status.skipped.length ? `; skipped: ${status.skipped.join(', ')}` : ''}; ${
     stuck.length ? `STILL CORDONED (uncordon failed): ${stuck.join(', ')}` : 'no node left cordoned by this run'}`;
+}
+
+/** The nodes a run leaves behind: skipped below the target, or moved but cordoned by someone else. */
+export function nodesLeftBehind(status: UpgradeStatus): LeftBehind[] {
+  return Object.entries(status.nodes).flatMap(([node, s]): LeftBehind[] => {
+    const at = s.version ?? s.from;
+    if (status.skipped.includes(node)) return [{ node, ...(at ? { version: at } : {}), why: 'skipped' }];
+    if (s.cordonedBySomeoneElse) return [{ node, ...(at ? { version: at } : {}), why: 'cordoned-by-someone-else' }];
+    return [];
+  });
+}
+
+/**
+ * The headline of a finished run: the version reached, then, if any, the nodes left behind and why,
+ * and the command that finishes the skipped ones (the same upgrade again moves only what is behind).
+ */
+export function doneOutcome(status: UpgradeStatus, reached: string, left: readonly LeftBehind[]): string {
+  if (left.length === 0) return `upgraded to ${reached}`;
+  const why = (l: LeftBehind) => l.why === 'skipped'
+    ? `${l.node} at ${l.version ?? 'its old version'} (skipped by the operator)`
+    : `${l.node} at ${l.version ?? '?'} left cordoned (cordoned by someone else before this run cordoned it)`;
+  const finish = left.some((l) => l.why === 'skipped') ? `; finish them with: skewless upgrade --cluster ${status.cluster} --to ${reached}` : '';
+  return `upgraded to ${reached} EXCEPT ${left.length} node${left.length > 1 ? 's' : ''} left behind: ${left.map(why).join(', ')}${finish}`;
 }
 
 export async function handBack(cluster: string, owner: string, nodes: string[], status: RolloutStatus): Promise<void> {

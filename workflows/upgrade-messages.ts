@@ -23,6 +23,19 @@ export interface NodeState {
   finishedAt?: string;
   /** Seconds from the start of its drain(s) to the node being empty, blocked time included. */
   drainSeconds?: number;
+  /** Someone else had cordoned the node before this run did: the run moved it and left the cordon theirs. */
+  cordonedBySomeoneElse?: boolean;
+}
+
+/**
+ * A node a finished run leaves out of where it should be: below the target (the operator skipped it),
+ * or at the target but out of service (cordoned by someone else, whose cordon the run never lifts).
+ */
+export interface LeftBehind {
+  node: string;
+  /** Its kubelet's version as the run leaves it. */
+  version?: string;
+  why: 'skipped' | 'cordoned-by-someone-else';
 }
 
 export interface GateState {
@@ -101,6 +114,8 @@ export interface UpgradeStatus extends RolloutStatus {
   snapshots: SnapshotRecord[];
   /** How many times this upgrade continued as new (history kept short for big clusters). */
   runs: number;
+  /** Set when the run ends: the nodes it leaves behind (`skewless upgrade` exits 4 when a done run has any). */
+  leftBehind?: LeftBehind[];
 }
 
 export interface Approval {

@@ -28,7 +28,11 @@ following the run, that object then one per line (NDJSON) for each change, as "s
 
 ${CONNECTION_HELP}
 
-Exit status: 0 upgraded (or started, with --detach); 1 failed, aborted, or refused by the cluster
+A cluster an earlier run left half-way (aborted after the control plane, a node skipped) is finished by
+the same command: with the control plane at the target, only the nodes below it move (see "skewless plan").
+
+Exit status: 0 upgraded (or started, with --detach); 4 upgraded but nodes left behind (skipped by the
+operator, or cordoned by someone else and left so), each named in the last line; 1 failed, aborted, or refused by the cluster
 as it is (skew, NotReady node, blocking PDB, nothing to upgrade); 2 invalid input (flags, version,
 unknown cluster or configuration, a target the repository does not offer or a downgrade) or an
 upgrade or OS maintenance (skewless maintain) of the cluster already running; 3 Temporal unreachable.`;

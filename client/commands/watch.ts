@@ -17,8 +17,9 @@ export const watchHelp = `Usage: skewless watch NAME [--workflow upgrade|maintai
 Follows the upgrade (or, with --workflow maintain|bluegreen or when that is what runs, the OS maintenance or the blue/green pool replacement) of cluster NAME: phase, per-node progress, blocked nodes and what blocks them
 (a drain, or a step that failed: the step, the failure and its message), a rollout halted on unhealthy
 workloads, gates waiting, each with the command that answers it. Re-attach at any time; exits with the
-upgrade's outcome (0 done; 1 failed, aborted or refused by the cluster as it is; 2 refused as an invalid
-request: unknown cluster or configuration, a version the cluster cannot go to).
+upgrade's outcome (0 done; 4 done but nodes left behind: skipped, or cordoned by someone else, named in
+the outcome; 1 failed, aborted or refused by the cluster as it is; 2 refused as an invalid request:
+unknown cluster or configuration, a version the cluster cannot go to).
 
 --output json prints one JSON object per line (NDJSON), each with "type", "cluster" and "at":
 "event" (the run's log), "progress" (phase, hop, nodes and node upgrades done of total, what it

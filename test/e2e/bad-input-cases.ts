@@ -145,7 +145,7 @@ export function workerCases({ cluster, kube, hostFile }: CaseContext): BadInput[
       stderr: /^skewless: blue\/green run of bad failed: cluster bad has no (pool purple|provisioning) in its configuration/ },
     { name: 'an unknown cluster, with plan --cluster', args: ['plan', '--cluster', 'nosuch', '--to', '1.32.6'], exit: 2, stderr: /^skewless: plan of nosuch failed: no configuration for cluster nosuch/ },
     failed('a downgrade', '1.31', 2, /^skewless: upgrade of bad failed: refusing to downgrade 1\.32\.4 → 1\.31: the control plane never goes back/),
-    failed('a target already reached', '1.32.4', 1, /^skewless: upgrade of bad failed: refusing to start: nothing to upgrade: the control plane is already at 1\.32\.4 \(target 1\.32\.4\)$/),
+    failed('a target already reached', '1.32.4', 1, /^skewless: upgrade of bad failed: refusing to start: nothing to upgrade: the control plane and every node are already at 1\.32\.4 \(target 1\.32\.4\)$/),
     failed('a target that skips a minor the repository has no package for', '1.34', 2,
       /^skewless: upgrade of bad failed: no 1\.33\.x release is available: the mirror of \/etc\/apt\/sources\.list\.d\/kubernetes\.list on cp-1 has no v1\.33 repository \(404\), and minors cannot be skipped \(1\.32 → 1\.34\); nothing was installed$/),
     failed('the next minor, which the mirror does not have', '1.33', 2,

@@ -68,7 +68,7 @@ describe('e2e: skip and abort leave the cluster as the workflow reports it', () 
     assert.deepEqual(reported, actual);
     assert.deepEqual(actual, { 'cp-1': '1.34.2', 'cp-2': '1.34.2', 'cp-3': '1.34.2', 'worker-1': '1.34.2', 'worker-2': '1.32.4', 'worker-3': '1.33.7' });
     for (const [node, version] of Object.entries(actual)) assert.match(status.outcome ?? '', new RegExp(`${node}[^;]* at ${version.replace(/\./g, '\\.')}|${node}, [^;]* at ${version.replace(/\./g, '\\.')}`));
-    assert.match(status.outcome ?? '', /^aborted by ops: change freeze; .*skipped: worker-2; no node left cordoned by this run$/);
+    assert.match(status.outcome ?? '', /^aborted by ops: change freeze; .*skipped: worker-2; no node left cordoned by this run; finish with: skewless upgrade --cluster skipabort --to 1\.34$/);
     assert.ok(nodes.every((n) => !n.spec?.unschedulable), `cordoned: ${nodes.filter((n) => n.spec?.unschedulable).map((n) => n.metadata?.name).join(', ')}`);
     assert.ok(nodes.every((n) => !n.metadata?.labels?.['skewless.io/stage']), 'no stage label left');
     assert.ok(nodes.every((n) => !Object.keys(n.metadata?.annotations ?? {}).some((k) => k.startsWith('skewless.io/'))), 'no ownership annotation left');

@@ -5,9 +5,18 @@ import type { Activities } from '../../activities/index.js';
  * A cluster that lives in memory: the mocked activities change its versions as the real ones would,
  * so the workflow's post-hop skew checks see the effect of its own steps.
  */
-export function fakeCluster(options: { blockDrainOf?: string; pdbFinding?: boolean } = {}) {
+/**
+ * `blockDrainAt`: block `blockDrainOf` only while its kubelet is at this version (a hop other than the first).
+ * `versions`: the starting versions of nodes, e.g. `{ 'apiserver cp2': '1.33.7', 'kubelet w1': '1.33.7' }`; `controlPlanes` adds cp2, cp3, ...
+ */
+export function fakeCluster(options: { blockDrainOf?: string; blockDrainAt?: string; pdbFinding?: boolean; controlPlanes?: number; versions?: Record<string, string> } = {}) {
   const v = '1.32.4';
-  const state = { apiserver: { cp1: v } as Record<string, string>, kubelet: { cp1: v, w1: v, w2: v } as Record<string, string> };
+  const cps = Array.from({ length: options.controlPlanes ?? 1 }, (_, i) => `cp${i + 1}`);
+  const at = (kind: string, node: string) => options.versions?.[`${kind} ${node}`] ?? v;
+  const state = {
+    apiserver: Object.fromEntries(cps.map((n) => [n, at('apiserver', n)])) as Record<string, string>,
+    kubelet: Object.fromEntries([...cps, 'w1', 'w2'].map((n) => [n, at('kubelet', n)])) as Record<string, string>,
+  };
   const calls: [string, Record<string, unknown>][] = [];
   const rec = (name: string, input: Record<string, unknown>) => calls.push([name, input]);
   const inventory = () => ({
@@ -18,7 +27,7 @@ export function fakeCluster(options: { blockDrainOf?: string; pdbFinding?: boole
       controllerManagers: Object.entries(state.apiserver).map(([node, version]) => ({ node, version })),
       schedulers: Object.entries(state.apiserver).map(([node, version]) => ({ node, version })),
       kubelets: Object.entries(state.kubelet).map(([node, version]) => ({ node, version })),
-      nodes: [{ name: 'cp1', role: 'control-plane' }, { name: 'w1', role: 'worker' }, { name: 'w2', role: 'worker' }],
+      nodes: [...cps.map((name) => ({ name, role: 'control-plane' })), { name: 'w1', role: 'worker' }, { name: 'w2', role: 'worker' }],
     },
   });
   const acts = {
@@ -37,7 +46,7 @@ export function fakeCluster(options: { blockDrainOf?: string; pdbFinding?: boole
     cordonNode: async (i: Record<string, unknown>) => (rec('cordonNode', i), { cordoned: true, ownedByUs: true, changed: true }),
     drainNode: async (i: { node: string }) => {
       rec('drainNode', i);
-      if (i.node === options.blockDrainOf) {
+      if (i.node === options.blockDrainOf && (options.blockDrainAt === undefined || state.kubelet[i.node] === options.blockDrainAt)) {
         throw ApplicationFailure.create({ type: 'DrainBlocked', nonRetryable: true, message: `drain of ${i.node} blocked`, details: [{ pods: [{ namespace: 'default', name: 'solo-0', pdbs: ['solo'] }] }] });
       }
       return {};

@@ -40,6 +40,43 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
     assert.ok(c.calls.filter(([n]) => n === 'cordonNode').every(([, i]) => String(i.owner).startsWith('upgrade/lab-')));
   });
 
+  it('finishes a control plane left half-way: kubeadm upgrade node on the control planes below the hop, apply not again', async () => {
+    const c = fakeCluster({ controlPlanes: 3, versions: { 'apiserver cp1': '1.33.7' } });
+    const status = await withWorker(c.acts, (taskQueue) =>
+      env.client.workflow.execute(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/halfway-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33' }] }));
+    assert.equal(status.phase, 'done', status.events.join('\n'));
+    const ran = (name: string) => c.calls.filter(([n]) => n === name).map(([, i]) => `${i.node}@${i.version}`);
+    assert.deepEqual(ran('kubeadmUpgradeApply'), []);
+    assert.deepEqual(ran('kubeadmUpgradeNode'), ['cp2@1.33.7', 'cp3@1.33.7', 'w1@1.33.7', 'w2@1.33.7']);
+    assert.deepEqual(c.state.apiserver, { cp1: '1.33.7', cp2: '1.33.7', cp3: '1.33.7' });
+    assert.deepEqual(c.state.kubelet, { cp1: '1.33.7', cp2: '1.33.7', cp3: '1.33.7', w1: '1.33.7', w2: '1.33.7' });
+    assert.equal(status.outcome, 'upgraded to 1.33.7');
+  });
+
+  it('finishes workers an aborted run left behind without draining the nodes already there', async () => {
+    const c = fakeCluster({ versions: { 'apiserver cp1': '1.33.7', 'kubelet cp1': '1.33.7', 'kubelet w1': '1.33.7' } });
+    const status = await withWorker(c.acts, (taskQueue) =>
+      env.client.workflow.execute(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/behind-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33.7' }] }));
+    assert.equal(status.phase, 'done', status.events.join('\n'));
+    assert.deepEqual(c.calls.filter(([n]) => ['drainNode', 'kubeadmUpgradeApply', 'kubeadmUpgradePlan', 'restartKubelet'].includes(n)).map(([n, i]) => `${n} ${i.node}`), ['drainNode w2', 'restartKubelet w2']);
+    assert.deepEqual(c.state.kubelet, { cp1: '1.33.7', w1: '1.33.7', w2: '1.33.7' });
+    assert.deepEqual(status.snapshots.map((s) => s.hop), ['1.33.7'], 'a snapshot first, as every hop');
+  });
+
+  it('starts every node again at each hop: in the second hop a node done in the first shows pending until it moves', async () => {
+    const c = fakeCluster({ blockDrainOf: 'w1', blockDrainAt: '1.33.7' });
+    await withWorker(c.acts, async (taskQueue) => {
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/phases-${taskQueue}`, args: [{ cluster: 'lab', to: '1.34', policy: { canary: 1 } }] });
+      for (let i = 0; (await handle.query(statusQuery)).nodes.w1?.phase !== 'blocked' && i < 200; i++) await new Promise((r) => setTimeout(r, 100));
+      const s = await handle.query(statusQuery);
+      assert.equal(s.hop, '1.34.2');
+      assert.deepEqual(Object.fromEntries(Object.entries(s.nodes).map(([n, x]) => [n, x.phase])), { cp1: 'done', w1: 'blocked', w2: 'pending' });
+      await handle.signal(abortSignal, { by: 'eve' });
+      await handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'abort', by: 'eve' }] }).catch(() => undefined);
+      await handle.result();
+    });
+  });
+
   it('refuses to start on a PDB that blocks every drain unless acknowledged, touching nothing', async () => {
     const c = fakeCluster({ pdbFinding: true });
     await withWorker(c.acts, async (taskQueue) => {
@@ -97,7 +134,7 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
       return handle.result();
     });
     assert.equal(status.phase, 'aborted');
-    assert.match(status.outcome ?? '', /^aborted by frank: maintenance window over; cp1 at 1\.33\.7; w1, w2 at 1\.32\.4; no node left cordoned by this run$/);
+    assert.match(status.outcome ?? '', /^aborted by frank: maintenance window over; cp1 at 1\.33\.7; w1, w2 at 1\.32\.4; no node left cordoned by this run; finish with: skewless upgrade --cluster lab --to 1\.33$/);
     assert.ok(c.calls.some(([n, i]) => n === 'uncordonNode' && i.node === 'w1'));
     assert.ok(!c.calls.some(([n, i]) => n === 'restartKubelet' && i.node === 'w2'), 'no node starts after the abort');
   });

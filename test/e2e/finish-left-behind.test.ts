@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { mergePatch } from '../../sim/cluster/kube-clients.js';
+import { waitFor } from '../../sim/cluster/wait-for.js';
+import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
+import { startDevServer, temporalVars, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { judgeSimulation, nodeLines } from '../helpers/upgrade-evidence.js';
+import { simWorker } from '../helpers/workers.js';
+
+// worker-2 runs a pod no controller manages: its drain is refused until the operator decides.
+const LAB = `
+name: behind
+version: 1.32.4
+repository: [1.32.4, 1.33.7]
+nodes:
+  - {name: cp, role: control-plane, count: 2}
+  - {name: worker, role: worker, count: 3}
+workloads:
+  - {kind: Deployment, name: web, replicas: 3, pdb: {maxUnavailable: 1}}
+  - {kind: Pod, name: pet, node: worker-2}
+`;
+
+const WORKERS = ['worker-1', 'worker-2', 'worker-3'];
+
+/**
+ * Runs that leave nodes behind, and the same command finishing them (issue 19 §1), through the real
+ * CLI: an upgrade aborted once the control plane moved, then `upgrade --to` the same minor finishing
+ * the workers; in that run a node skipped (and one cordoned by hand before it), named in the last line
+ * and the exit status 4; then the exact version finishing the skipped node. The runs build on each other.
+ */
+describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => {
+  let env: TestWorkflowEnvironment;
+  let tc: TestCluster;
+  let worker: Worker;
+  let running: Promise<void>;
+  const taskQueue = uniqueTaskQueue('behind');
+  const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
+  const cli = (...args: string[]) => cliAsync(args, cliEnv());
+  const handle = () => env.client.workflow.getHandle('upgrade/behind');
+  const status = () => handle().query(statusQuery);
+  const until = async <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> => {
+    let found: T | undefined;
+    await waitFor(what, async () => (found = await probe().catch(() => undefined)) !== undefined, timeoutMs, 250);
+    return found as T;
+  };
+  const kubelets = async () => Object.fromEntries((await tc.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
+  const applies = () => tc.sim.hosts.commandLog('cp-1').filter((e) => /kubeadm upgrade apply/.test(e.command) && e.exitCode === 0).length;
+
+  before(async () => {
+    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
+    worker = await simWorker(env, tc.clustersDir, taskQueue);
+    running = worker.run();
+  });
+  after(async () => {
+    worker?.shutdown();
+    await running;
+    await tc?.stop();
+    await env?.teardown();
+  });
+
+  it('an abort once the control plane moved: exit 1, and the last line names the workers left at 1.32.4 and the command that finishes them', async () => {
+    const run = spawnCli(['upgrade', '--cluster', 'behind', '--to', '1.33', '--approve-workers'], cliEnv());
+    await until('the workers gate', async () => ((await status()).gates.some((g) => g.name === 'workers-1.33.7' && !g.approvedBy) ? true : undefined));
+    const aborted = await cli('abort', 'behind', '--by', 'dana', '--comment', 'change freeze');
+    assert.equal(aborted.code, 0, aborted.stderr);
+    const ended = await run.exited;
+    assert.equal(ended.code, 1, ended.stdout + ended.stderr);
+    const last = ended.stdout.trimEnd().split('\n').at(-1) ?? '';
+    assert.match(last, /^behind: aborted by dana: change freeze; /);
+    assert.match(last, /worker-1, worker-2, worker-3 at 1\.32\.4/);
+    assert.match(last, /; finish with: skewless upgrade --cluster behind --to 1\.33$/);
+    const versions = await kubelets();
+    assert.deepEqual(versions, { 'cp-1': 'v1.33.7', 'cp-2': 'v1.33.7', 'worker-1': 'v1.32.4', 'worker-2': 'v1.32.4', 'worker-3': 'v1.32.4' });
+    assert.equal(applies(), 1);
+  });
+
+  it('`plan` and `upgrade --to` the same minor move only the workers; a skipped node and one cordoned by hand are named, exit 4', async () => {
+    const plan = await cli('plan', '--cluster', 'behind', '--to', '1.33');
+    assert.equal(plan.code, 0, plan.stdout + plan.stderr);
+    assert.match(plan.stdout, /^Finish at 1\.33\.7: the control plane is there, worker-1, worker-2, worker-3 below it/);
+    assert.match(plan.stdout, /control-plane +cp-1 \(already at 1\.33\.7\)/);
+    assert.doesNotMatch(plan.stdout, /nothing to upgrade|kubeadm upgrade apply|kubeadm upgrade plan/);
+    for (const w of WORKERS) assert.match(plan.stdout, new RegExp(`drain ${w}\\b`));
+    assert.doesNotMatch(plan.stdout, /drain cp-\d/);
+
+    // Someone cordons worker-3 by hand before the run: the run moves it and leaves their cordon.
+    await tc.kube.core.patchNode({ name: 'worker-3', body: { spec: { unschedulable: true } } }, mergePatch);
+    const run = spawnCli(['upgrade', '--cluster', 'behind', '--to', '1.33'], cliEnv());
+    await until('worker-2 blocked by its bare pod', async () => ((await status()).nodes['worker-2']?.phase === 'blocked' ? true : undefined));
+    const skipped = await cli('resolve', 'behind', '--node', 'worker-2', '--action', 'skip', '--by', 'dana', '--comment', 'pet owner away');
+    assert.equal(skipped.code, 0, skipped.stderr);
+    const ended = await run.exited;
+    assert.equal(ended.code, 4, ended.stdout + ended.stderr);
+    const last = ended.stdout.trimEnd().split('\n').at(-1) ?? '';
+    assert.equal(last, 'behind: upgraded to 1.33.7 EXCEPT 2 nodes left behind: worker-2 at 1.32.4 (skipped by the operator), '
+      + 'worker-3 at 1.33.7 left cordoned (cordoned by someone else before this run cordoned it); finish them with: skewless upgrade --cluster behind --to 1.33.7');
+    const result = (await handle().result()) as UpgradeStatus;
+    assert.deepEqual(result.leftBehind, [{ node: 'worker-2', version: '1.32.4', why: 'skipped' }, { node: 'worker-3', version: '1.33.7', why: 'cordoned-by-someone-else' }]);
+    // The control planes were already there: no kubeadm run, no drain, no node workflow of theirs.
+    assert.equal(applies(), 1);
+    for (const cp of ['cp-1', 'cp-2']) assert.deepEqual([result.nodes[cp]?.phase, result.nodes[cp]?.startedAt], ['done', undefined], cp);
+    assert.deepEqual(await nodeLines(tc.kube), ['cp-1 v1.33.7 schedulable', 'cp-2 v1.33.7 schedulable', 'worker-1 v1.33.7 schedulable', 'worker-2 v1.32.4 schedulable', 'worker-3 v1.33.7 cordoned']);
+  });
+
+  it('`upgrade --to` the exact version then finishes the skipped node alone, exit 0; the skew policy held in every state of the three runs', async () => {
+    await tc.kube.core.deleteNamespacedPod({ name: 'pet', namespace: 'default', gracePeriodSeconds: 0 });
+    await tc.kube.core.patchNode({ name: 'worker-3', body: { spec: { unschedulable: false } } }, mergePatch);
+    const ended = await cli('upgrade', '--cluster', 'behind', '--to', '1.33.7');
+    assert.equal(ended.code, 0, ended.stdout + ended.stderr);
+    assert.equal(ended.stdout.trimEnd().split('\n').at(-1), 'behind: upgraded to 1.33.7');
+    const result = (await handle().result()) as UpgradeStatus;
+    assert.deepEqual(Object.entries(result.nodes).filter(([, n]) => n.startedAt).map(([name]) => name), ['worker-2'], 'only the node left behind moved');
+    assert.deepEqual(await nodeLines(tc.kube), ['cp-1', 'cp-2', ...WORKERS].map((n) => `${n} v1.33.7 schedulable`));
+
+    const verdict = await judgeSimulation(tc.sim);
+    assert.deepEqual(verdict.problems, []);
+    assert.deepEqual(verdict.versionsSeen['kubelets worker-2'], ['1.32.4', '1.33.7']);
+
+    // Nothing is left: the same command now refuses, naming the version every node is at.
+    const again = await cli('upgrade', '--cluster', 'behind', '--to', '1.33');
+    assert.equal(again.code, 1, again.stdout + again.stderr);
+    assert.match(again.stderr, /nothing to upgrade: the control plane and every node are already at 1\.33\.7/);
+  });
+});
