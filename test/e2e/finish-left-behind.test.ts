@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { mergePatch } from '../../sim/cluster/kube-clients.js';
@@ -103,6 +105,9 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     // The control planes were already there: no kubeadm run, no drain, no node workflow of theirs.
     assert.equal(applies(), 1);
     for (const cp of ['cp-1', 'cp-2']) assert.deepEqual([result.nodes[cp]?.phase, result.nodes[cp]?.startedAt], ['done', undefined], cp);
+    // SKEWLESS_SAVE_HISTORIES=dir keeps this finishing run's history for the replay test (test/replay/histories).
+    const dir = process.env.SKEWLESS_SAVE_HISTORIES;
+    if (dir) writeFileSync(`${dir}/upgrade_behind@finish-left-behind.json`, historyToJSON(await handle().fetchHistory()));
     assert.deepEqual(await nodeLines(tc.kube), ['cp-1 v1.33.7 schedulable', 'cp-2 v1.33.7 schedulable', 'worker-1 v1.33.7 schedulable', 'worker-2 v1.32.4 schedulable', 'worker-3 v1.33.7 cordoned']);
   });
 
