@@ -71,4 +71,15 @@ describe('skewless upgrade / watch / status / resolve', () => {
     assert.match(second.stdout, /drain of w2 resolved by dana: abort/);
     assert.match(second.stdout, /lab: aborted at node w2/);
   });
+
+  it('--first-control-plane: a node name is passed on; one that is not a control plane is refused before anything is touched', async () => {
+    const shape = await cli(['upgrade', '--cluster', 'fcp', '--to', '1.33', '--first-control-plane', 'cp1;reboot']);
+    assert.equal(shape.status, 2);
+    assert.equal(shape.stderr, 'skewless: --first-control-plane must be a node name (lowercase letters, digits, \'-\' and \'.\'), got "cp1;reboot"\n');
+    const worker = await cli(['upgrade', '--cluster', 'fcp', '--to', '1.33', '--first-control-plane', 'w1']);
+    assert.equal(worker.status, 2, worker.stderr);
+    assert.equal(worker.stderr, 'skewless: upgrade of fcp failed: firstControlPlane w1 is not a control-plane node\n');
+    const ran = cluster.calls.filter(([, input]) => input.cluster === 'fcp').map(([name]) => name);
+    assert.deepEqual(ran, ['findRunningRollout', 'takeInventory', 'availableVersions'], 'reads only');
+  });
 });

@@ -161,6 +161,8 @@ export function workerCases({ cluster, kube, hostFile }: CaseContext): BadInput[
       }),
     failed('the same, exact', '1.34.2', 2, /no 1\.33\.x release is available: .*, and minors cannot be skipped/),
     { name: 'the same, with plan --cluster', args: ['plan', '--cluster', cluster, '--to', '1.34'], exit: 2, stderr: /^skewless: plan of bad failed: no 1\.33\.x release is available/ },
+    { name: 'a first control plane that is a worker', args: upgrade(cluster, '1.32.6', '--first-control-plane', 'worker-1'), exit: 2,
+      stderr: /^skewless: upgrade of bad failed: firstControlPlane worker-1 is not a control-plane node$/ },
     failed('a patch the repository does not offer', '1.32.5', 2, /^skewless: upgrade of bad failed: 1\.32\.5 is not among the available versions$/),
     failed('a pre-release the repository does not offer', '1.32.7-rc.0', 2, /1\.32\.7-rc\.0 is not among the available versions/),
     failed('another major version', '2.0', 2, /cannot upgrade across major versions \(1\.32\.4 → 2\.0\)/),
