@@ -5,7 +5,7 @@ import type { Activities } from '../../activities/index.js';
  * A cluster that lives in memory: the mocked activities change its versions as the real ones would,
  * so the workflow's post-hop skew checks see the effect of its own steps.
  */
-export function fakeCluster(options: { blockDrainOf?: string; pdbFinding?: boolean } = {}) {
+export function fakeCluster(options: { blockDrainOf?: string; pdbFinding?: boolean; barePods?: { namespace: string; name: string; node: string }[] } = {}) {
   const v = '1.32.4';
   const state = { apiserver: { cp1: v } as Record<string, string>, kubelet: { cp1: v, w1: v, w2: v } as Record<string, string> };
   const calls: [string, Record<string, unknown>][] = [];
@@ -13,6 +13,8 @@ export function fakeCluster(options: { blockDrainOf?: string; pdbFinding?: boole
   const inventory = () => ({
     nodes: Object.keys(state.kubelet).map((name) => ({ name, ready: true })),
     pdbFindings: options.pdbFinding ? [{ namespace: 'default', name: 'solo', severity: 'error', message: 'PDB default/solo blocks every drain' }] : [],
+    problems: [],
+    ...(options.barePods ? { barePods: options.barePods, barePodCount: options.barePods.length } : {}),
     skew: {
       apiservers: Object.entries(state.apiserver).map(([node, version]) => ({ node, version })),
       controllerManagers: Object.entries(state.apiserver).map(([node, version]) => ({ node, version })),
