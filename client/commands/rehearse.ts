@@ -24,7 +24,8 @@ import { summarizeWorkflowFailure } from '../workflow-failure.js';
 export const TWIN_DRAIN_TIMEOUT_SECONDS = 60;
 
 export const rehearseHelp = `Usage: skewless rehearse --cluster NAME --to TARGET [--canary N] [--batch-size N]
-                         [--max-unavailable N|N%] [--first-control-plane NODE] [--approve-workers] [--approve-canary] [--soak SECONDS]
+                         [--max-unavailable N|N%] [--first-control-plane NODE]
+                         [--approve-workers] [--approve-canary] [--soak SECONDS]
                          [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]...
                          [--latencies FILE] [--repository VERSION,...] [--ssh-user USER] [--reboot-seconds N]
                          [--save-description FILE] [--task-queue QUEUE] [--output json|text] [connection options]

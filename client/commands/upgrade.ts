@@ -9,7 +9,8 @@ import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPT
 import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to TARGET [--canary N] [--batch-size N]
-                        [--max-unavailable N|N%] [--first-control-plane NODE] [--approve-workers] [--approve-canary] [--soak SECONDS]
+                        [--max-unavailable N|N%] [--first-control-plane NODE]
+                        [--approve-workers] [--approve-canary] [--soak SECONDS]
                         [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]... [--detach]
                         [--task-queue QUEUE] [--output json|text] [connection options]
 
