@@ -122,6 +122,8 @@ export const HOST_TIMEOUT_LIMITS: Record<keyof HostTimeouts, { default: number; 
 };
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A Kubernetes node name: a DNS-1123 subdomain (dot-separated labels of lowercase alphanumerics and '-', at most 253). */
+const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 function invalid(file: string | undefined, message: string): ApplicationFailure {
   return ApplicationFailure.create({ type: ErrorType.ClusterConfigInvalid, message: file ? `${file}: ${message}` : message, nonRetryable: true });
@@ -246,6 +248,10 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
 
   const nodes: ClusterConfig['nodes'] = {};
   for (const [node, value] of Object.entries(obj(raw.nodes, 'nodes'))) {
+    // A name no Node can have would never be looked up: refused like a misspelt key, not ignored.
+    if (node.length > 253 || !NODE_NAME.test(node)) {
+      throw invalid(file, `nodes: ${JSON.stringify(node).slice(0, 80)} is not a node name (lowercase letters, digits, '-' and '.', at most 253 characters)`);
+    }
     const n = obj(value, `nodes.${node}`);
     onlyKnownKeys(file, n, KNOWN_KEYS.node, `nodes.${node}`);
     nodes[node] = {

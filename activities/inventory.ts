@@ -3,6 +3,7 @@ import {
   auditPdbs, compareNatural, selectorMatches,
   type ClusterInventory, type ComponentVersion, type MaintenanceWindow, type PackageManager, type PdbFinding, type PlanNode, STAGE_LABEL,
 } from '../rules/index.js';
+import { barePodsOf, uncontrolledPod, type BarePod } from './bare-pods.js';
 import type { ClusterResolver } from './cluster-access.js';
 import { httpStatus, kubeCall } from './errors.js';
 import {
@@ -44,6 +45,13 @@ export interface Inventory {
   skew: ClusterInventory & { nodes: PlanNode[] };
   /** Things that could not be read as expected (an unparsable version, a missing mirror pod). */
   problems: string[];
+  /**
+   * Pods no controller manages, each a drain that will block until the operator forces or skips it
+   * (at most BARE_PODS_LISTED, in node order; `barePodCount` counts them all). Absent in inventories
+   * taken before they were listed.
+   */
+  barePods?: BarePod[];
+  barePodCount?: number;
   /** The cluster's maintenance windows from its configuration (policy, no secret); absent: none. */
   maintenanceWindows?: MaintenanceWindow[];
   /** The nodes' package tools (the configuration's packageManager), for the commands a plan shows. */
@@ -131,14 +139,15 @@ export function createInventoryActivities(deps: InventoryDeps) {
     async takeInventory(input: { cluster: string }): Promise<Inventory> {
       const { kube, config } = deps.clusters(input.cluster);
       const problems: string[] = [];
-      const [nodeList, pods, pdbList, clusterVersion] = await Promise.all([
+      const [nodeList, listed, pdbList, clusterVersion] = await Promise.all([
         listAll('list nodes', async (p) => {
           const r = await kube.core.listNode(p);
           return { items: r.items.map(nodeFacts), metadata: r.metadata };
         }, limit),
         listAll('list pods', async (p) => {
           const r = await kube.core.listPodForAllNamespaces(p);
-          return { items: r.items.map(podFacts), metadata: r.metadata };
+          // Beside each pod's facts, the drain's facts of the few with no controller (bare pods).
+          return { items: r.items.map((pod) => ({ facts: podFacts(pod), uncontrolled: uncontrolledPod(pod) })), metadata: r.metadata };
         }, limit),
         listAll('list PodDisruptionBudgets', async (p) => {
           const r = await kube.policy.listPodDisruptionBudgetForAllNamespaces(p);
@@ -147,6 +156,8 @@ export function createInventoryActivities(deps: InventoryDeps) {
         kubeCall('read kube-system/kubeadm-config', () =>
           readClusterVersion(() => kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' }), problems)),
       ]);
+      const pods = listed.map((p) => p.facts);
+      const bare = barePodsOf(listed.flatMap((p) => p.uncontrolled ?? []), { ignoreDaemonSets: config.drain.ignoreDaemonSets, deleteEmptyDirData: config.drain.deleteEmptyDirData });
       const nodes = nodeList.sort((a, b) => compareNatural(a.name, b.name));
       for (const n of nodes) {
         if (!versionOrUndefined(n.kubeletVersion)) problems.push(`node ${n.name} reports kubelet version ${JSON.stringify(n.kubeletVersion)}, not a Kubernetes version`);
@@ -177,6 +188,7 @@ export function createInventoryActivities(deps: InventoryDeps) {
           nodes: planNodes(nodes),
         },
         problems,
+        ...bare,
         ...(config.maintenanceWindows?.length ? { maintenanceWindows: config.maintenanceWindows } : {}),
         packageManager: config.packageManager,
       };

@@ -1,24 +1,25 @@
 import type { UpgradePolicy } from '../workflows/cluster-upgrade-workflow.js';
 import { intOption, UsageError } from './cli-support.js';
-import { maxUnavailable, namespacedName } from './input-checks.js';
+import { maxUnavailable, namespacedName, nodeName } from './input-checks.js';
 
 /**
  * The rollout and safety flags an upgrade takes, shared by `upgrade` (which starts one now) and
  * `schedule create` (which starts one later, with the same policy): one parser, one set of refusals.
  */
 export const POLICY_OPTIONS = {
-  canary: { type: 'string' }, 'batch-size': { type: 'string' }, 'max-unavailable': { type: 'string' },
+  canary: { type: 'string' }, 'batch-size': { type: 'string' }, 'max-unavailable': { type: 'string' }, 'first-control-plane': { type: 'string' },
   'approve-workers': { type: 'boolean' }, 'approve-canary': { type: 'boolean' }, soak: { type: 'string' },
   'drain-timeout': { type: 'string' }, 'host-retry': { type: 'string' }, acknowledge: { type: 'string', multiple: true },
 } as const;
 
-export const POLICY_USAGE = `[--canary N] [--batch-size N] [--max-unavailable N|N%] [--approve-workers] [--approve-canary]
-[--soak SECONDS] [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]...`;
+export const POLICY_USAGE = `[--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE]
+[--approve-workers] [--approve-canary] [--soak SECONDS] [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]...`;
 
 export interface PolicyFlags {
   canary?: string | undefined;
   'batch-size'?: string | undefined;
   'max-unavailable'?: string | undefined;
+  'first-control-plane'?: string | undefined;
   'approve-workers'?: boolean | undefined;
   'approve-canary'?: boolean | undefined;
   soak?: string | undefined;
@@ -43,6 +44,8 @@ export function policyFromFlags(values: PolicyFlags): UpgradePolicy {
   if (hostRetry !== undefined) policy.hostRetrySeconds = hostRetry;
   const maxOut = maxUnavailable(values['max-unavailable']);
   if (maxOut !== undefined) policy.maxUnavailable = maxOut;
+  // Only its shape here: whether it is a control plane of the cluster, the rules judge on the worker (planRollout).
+  if (values['first-control-plane'] !== undefined) policy.firstControlPlane = nodeName(values['first-control-plane'], '--first-control-plane');
   if (values['approve-workers']) policy.approveWorkers = true;
   if (values['approve-canary']) policy.approveAfterCanary = true;
   // Flags the workflow would silently ignore together: refuse them, so the operator's intent is not lost.

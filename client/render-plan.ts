@@ -81,3 +81,19 @@ export function planToText(plan: UpgradePlan, to: string): string {
   });
   return lines.join('\n');
 }
+
+/**
+ * `plan --cluster`'s warning about drains that will block: pods no controller manages, by node. Not a
+ * refusal: the upgrade stops at each such node and waits for the operator, as the line says.
+ */
+export function barePodLines(cluster: string, barePods: readonly { namespace: string; name: string; node: string }[], count: number): string[] {
+  if (count === 0) return [];
+  const byNode = new Map<string, string[]>();
+  for (const p of barePods) byNode.set(p.node, [...(byNode.get(p.node) ?? []), `${p.namespace}/${p.name}`]);
+  return [
+    `Drains that will block (${count} pod${count === 1 ? '' : 's'} no controller manages, lost for good if deleted): the upgrade waits at each node for`
+      + ` "skewless resolve ${cluster} --node NODE --action skip" (the node keeps its version) or "--action force --pod NS/NAME":`,
+    ...[...byNode].map(([node, pods]) => `  ${node}: ${pods.join(', ')}`),
+    ...(count > barePods.length ? [`  and ${count - barePods.length} more`] : []),
+  ];
+}

@@ -17,13 +17,18 @@ export const simHelp = `Usage: skewless-sim up FILE [--state DIR] [--timeout SEC
 
 Runs a simulated kubeadm cluster on loopback: a real etcd, kube-apiserver, controller-manager and
 scheduler, kwok as the kubelets, and one SSH host per node. "up" returns once the cluster is in the
-described state and prints its kubeconfig and SSH endpoints; "down" stops everything "up" started.
-The state directory (default .skewless/sim) keeps host state, keys and logs between runs.
+described state and prints its kubeconfig, the worker's cluster configuration
+(<state>/clusters/NAME.yaml: "skewless worker --clusters-dir <state>/clusters") and the SSH endpoints;
+"down" stops everything "up" started. The state directory (default .skewless/sim) keeps host state,
+keys and logs between runs; <state>/hosts/<node>/commands.log has every command that host ran, one
+JSON line each ({"time","command","exitCode","durationMs"}).
 "machine" creates or deletes a machine while the simulation runs (blue/green node pools): a new SSH
 host with kubeadm, kubelet and kubectl at VERSION and a Node with the labels, Ready; or the host
 stopped and removed, and its Node deleted if still there. It talks to the simulation's machine API
 (<state>/machine-api.json and its token file), so it works from a provisioning command hook.
 
+A command fault matches by prefix, read as the host reads a command line (after sudo -n and
+VAR=value), so a line copied from commands.log works as its "command".
 Fault JSON: {"kind":"fail","command":"apt-get install","times":2} | {"kind":"refuse","seconds":30} |
             {"kind":"hang","command":"kubeadm upgrade apply"} | {"kind":"slow","command":"apt-get","ms":5000} |
             {"kind":"rebootDuring","command":"apt-get install"} | {"kind":"rotateHostKey"}`;
@@ -51,11 +56,15 @@ function readDaemon(stateDir: string): DaemonInfo | undefined {
   return alive(info.pid) ? info : undefined;
 }
 
-function printEndpoints(info: DaemonInfo): void {
+function printEndpoints(info: DaemonInfo, stateDir: string): void {
   console.log(`cluster ${info.cluster} is up`);
   console.log(`kubeconfig: ${info.adminKubeconfig} (admin; the worker's own identity: ${info.kubeconfig})`);
+  // What someone trying skewless needs next: the worker reads the cluster by name from this directory.
+  console.log(`cluster configuration: ${join(info.clustersDir, `${info.cluster}.yaml`)}`);
+  console.log(`start a worker on it: skewless worker --clusters-dir ${info.clustersDir} (with a Temporal server running: skewless dev-server)`);
   console.log(`ssh: user ${info.ssh.user}, key ${info.ssh.privateKeyPath}, known_hosts ${info.ssh.knownHostsPath}`);
   for (const h of info.ssh.hosts) console.log(`  ${h.name.padEnd(16)} ${h.host}:${h.port}`);
+  console.log(`every command a host runs: ${join(stateDir, 'hosts', '<node>', 'commands.log')} (one JSON line each)`);
 }
 
 async function up(file: string, stateDir: string, timeoutSeconds: number): Promise<number> {
@@ -70,7 +79,7 @@ async function up(file: string, stateDir: string, timeoutSeconds: number): Promi
   while (Date.now() < deadline) {
     const info = readDaemon(stateDir);
     if (info) {
-      printEndpoints(info);
+      printEndpoints(info, stateDir);
       return 0;
     }
     if (child.exitCode !== null || !alive(child.pid as number)) {
@@ -182,7 +191,7 @@ export async function simMain(argv: string[]): Promise<number> {
         console.log(`no simulation running in ${stateDir}`);
         return 1;
       }
-      printEndpoints(info);
+      printEndpoints(info, stateDir);
       return 0;
     }
     if (command === 'fault') {

@@ -1,3 +1,4 @@
+import type { BarePod } from '../activities/bare-pods.js';
 import { describeTarget, planUpgrade, type RolloutPolicy, type UpgradePlan } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { preflightRefusals } from './preflight.js';
@@ -16,6 +17,13 @@ export interface PlanClusterResult {
   refusals: string[];
   /** What the inventory could not read as expected. */
   problems: string[];
+  /**
+   * Drains that will block: pods no controller manages, by node (at most the inventory's listed ones;
+   * `barePodCount` counts them all). Not a refusal: the upgrade stops at each such node and waits for
+   * `skewless resolve` (skip, or force the pod), as at any blocked drain.
+   */
+  barePods: BarePod[];
+  barePodCount: number;
 }
 
 /**
@@ -32,5 +40,6 @@ export async function planClusterWorkflow(input: PlanClusterInput): Promise<Plan
   const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to, available, policy, packageManager: inventory.packageManager }));
   // The same pre-flight refusals as the upgrade's start, reported instead of thrown.
   const refusals = preflightRefusals(inventory, policy.acknowledge, { from: plan.from, hops: plan.hops, to: describeTarget(plan.target) });
-  return { plan, refusals, problems: inventory.problems };
+  const barePods = inventory.barePods ?? [];
+  return { plan, refusals, problems: inventory.problems, barePods, barePodCount: inventory.barePodCount ?? barePods.length };
 }

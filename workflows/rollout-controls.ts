@@ -125,7 +125,7 @@ export function rolloutControls<S extends RolloutStatus>(options: RolloutControl
           ? `force is for blocked drains; ${r.node} is blocked on a failed step (${block.step}): retry or abort`
           : `skip is not offered once ${r.node} has started to ${noun === 'upgrade' ? 'move to the new version' : 'change'} (${block.step} failed): retry or abort`);
       }
-      if (r.action === 'force' && (!Array.isArray(r.pods) || r.pods.length === 0)) throw new Error('force names the pods to delete');
+      if (r.action === 'force') refuseForeignPods(r.node, r.pods, block.pods);
     },
   });
 
@@ -197,4 +197,17 @@ export function rolloutControls<S extends RolloutStatus>(options: RolloutControl
   return {
     note, aborted: () => aborted, abort: (reason) => { aborted ??= reason; }, setPhase, updateMemo, gate, stepBlocked, window, verifyWorkloads,
   };
+}
+
+/**
+ * Force deletes pods that would be lost for good, so it takes only pods the node's drain reported
+ * in its way: a typo or a pod elsewhere must not grow the forced list (a validator: nothing recorded).
+ */
+function refuseForeignPods(node: string, pods: unknown, blocking: readonly { namespace: string; name: string }[]): void {
+  if (!Array.isArray(pods) || pods.length === 0) throw new Error('force names the pods to delete');
+  const allowed = blocking.map((p) => `${p.namespace}/${p.name}`);
+  const foreign = pods.filter((p) => !allowed.includes(p as string));
+  if (foreign.length === 0) return;
+  const named = allowed.length > 0 ? `the pods blocking it: ${allowed.join(', ')}` : 'no pod blocks it';
+  throw new Error(`force takes only pods that block the drain of ${node}; ${foreign.map(String).join(', ')} ${foreign.length === 1 ? 'does' : 'do'} not (${named})`);
 }

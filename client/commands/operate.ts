@@ -32,7 +32,7 @@ export const operateHelp = {
 
 Answers what an upgrade waits for (skewless status shows it and the answers it takes):
 - a blocked drain: retry, skip (the node stays cordoned at its old version until the run ends),
-  force (deletes only the pods named with --pod), or abort;
+  force (deletes only the pods named with --pod, each one the drain reported in its way), or abort;
 - a failed step of a node (a host unreachable or presenting a changed key, a command failing, a node
   not Ready after the kubelet restart): retry runs the step again, abort stops the upgrade; skip only
   while the node is untouched at its old version; never force;

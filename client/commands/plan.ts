@@ -6,7 +6,7 @@ import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { planClusterWorkflow, type PlanClusterResult } from '../../workflows/plan-cluster-workflow.js';
 import { CommandFailed, EXIT, intOption, outputFormat, parseOptions, readJsonFile, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { whileShowing } from '../output.js';
-import { planToJson, planToText } from '../render-plan.js';
+import { barePodLines, planToJson, planToText } from '../render-plan.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { maxUnavailable, namespacedName, nodeName } from '../input-checks.js';
 import { TARGET_HELP } from '../policy-flags.js';
@@ -25,7 +25,9 @@ checks the skew policy on the state after every step.
 
 With --cluster, the inventory and the package repository's versions are read from the live
 cluster through the worker (workflow plan/NAME/…; start one with "skewless worker"), and the
-pre-flight refusals an upgrade would make now (blocking PDBs, NotReady nodes) are listed.
+pre-flight refusals an upgrade would make now (blocking PDBs, NotReady nodes) are listed, then the
+drains that will block on pods no controller manages (bare pods), by node: not a refusal, the
+upgrade waits at each such node for "skewless resolve" (skip the node, or force the pod).
 
 From files, the inventory is the skew-check format plus optional "nodes":
   {"apiservers":[{"node":"cp1","version":"1.32.4"}], "kubelets":[{"node":"w1","version":"1.32.4"}], …,
@@ -84,13 +86,16 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
   }
 
   if (output === 'json') {
-    io.out(JSON.stringify({ ...(live ? { cluster: live.cluster } : {}), ...planToJson(plan, to), ...(live ? { refusals: live.refusals, problems: live.problems } : {}) }, null, 2));
+    const found = live ? { refusals: live.refusals, problems: live.problems, barePods: live.barePods ?? [], barePodCount: live.barePodCount ?? 0 } : {};
+    io.out(JSON.stringify({ ...(live ? { cluster: live.cluster } : {}), ...planToJson(plan, to), ...found }, null, 2));
   } else {
     io.out(planToText(plan, to));
     if (live) {
       for (const p of live.problems) io.out(`Inventory: ${p}`);
       io.out(live.refusals.length === 0 ? `Pre-flight (${live.cluster}): nothing would stop the upgrade from starting.` : `Pre-flight (${live.cluster}): the upgrade would refuse to start:`);
       for (const r of live.refusals) io.out(`  ${r}`);
+      // A worker older than this CLI reports no bare pods.
+      for (const line of barePodLines(live.cluster, live.barePods ?? [], live.barePodCount ?? 0)) io.out(line);
     }
   }
   return plan.skew.compliant && (live?.refusals.length ?? 0) === 0 ? EXIT.ok : EXIT.notCompliant;

@@ -24,7 +24,8 @@ import { summarizeWorkflowFailure } from '../workflow-failure.js';
 export const TWIN_DRAIN_TIMEOUT_SECONDS = 60;
 
 export const rehearseHelp = `Usage: skewless rehearse --cluster NAME --to TARGET [--canary N] [--batch-size N]
-                         [--max-unavailable N|N%] [--approve-workers] [--approve-canary] [--soak SECONDS]
+                         [--max-unavailable N|N%] [--first-control-plane NODE]
+                         [--approve-workers] [--approve-canary] [--soak SECONDS]
                          [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]...
                          [--latencies FILE] [--repository VERSION,...] [--ssh-user USER] [--reboot-seconds N]
                          [--save-description FILE] [--task-queue QUEUE] [--output json|text] [connection options]
@@ -181,10 +182,13 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
     throw err;
   }
   const { description, names, notModelled } = twinDesc;
+  // The twin knows a node by its own name (a DNS label), which the policy's first control plane must use.
+  const twinFirst = Object.entries(names.nodes).find(([, original]) => original === policy.firstControlPlane)?.[0];
+  const twinRollout = twinFirst === undefined ? policy : { ...policy, firstControlPlane: twinFirst };
   // Planned here first, as the upgrade will plan: a target the repository does not offer is invalid
   // input (exit 2), nothing to do or a plan that breaks the skew policy is the cluster's answer (1),
   // and neither needs a twin to find out.
-  const plan = planUpgrade({ inventory: inventoryOf(description), to, available: description.nodes[0]?.repository ?? [], policy });
+  const plan = planUpgrade({ inventory: inventoryOf(description), to, available: description.nodes[0]?.repository ?? [], policy: twinRollout });
   if (plan.hops.length === 0) throw new CommandFailed(`nothing to rehearse: ${cluster} is already at ${plan.from} (target ${to})`);
   if (!plan.skew.compliant) {
     const f = plan.skew.failure;
@@ -200,7 +204,7 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
   const preflight = findings.filter((f) => !(policy.acknowledge ?? []).includes(`${f.namespace}/${f.name}`)).map((f) => f.message);
   const acknowledge = [...new Set([...findings.map((f) => `${f.namespace}/${f.name}`), ...(policy.acknowledge ?? [])].map((a) => twinPdbOf[a] ?? a))];
   const drainTimeoutSeconds = policy.drainTimeoutSeconds ?? TWIN_DRAIN_TIMEOUT_SECONDS;
-  const twinPolicy = { ...policy, drainTimeoutSeconds, ...(acknowledge.length ? { acknowledge } : {}) };
+  const twinPolicy = { ...twinRollout, drainTimeoutSeconds, ...(acknowledge.length ? { acknowledge } : {}) };
 
   // Ctrl-C (and SIGTERM, SIGHUP) stop the twin and everything it started before the process exits.
   const interrupted = new AbortController();

@@ -9,13 +9,16 @@ import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPT
 import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to TARGET [--canary N] [--batch-size N]
-                        [--max-unavailable N|N%] [--approve-workers] [--approve-canary] [--soak SECONDS]
+                        [--max-unavailable N|N%] [--first-control-plane NODE]
+                        [--approve-workers] [--approve-canary] [--soak SECONDS]
                         [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]... [--detach]
                         [--task-queue QUEUE] [--output json|text] [connection options]
 
 Starts the durable upgrade of a cluster (workflow id upgrade/NAME) on Temporal and watches it;
 with --detach it returns at once (re-attach with "skewless watch NAME"). One upgrade per cluster:
-a second one is refused while the first runs. A drain that has not finished after
+a second one is refused while the first runs. --first-control-plane names the control plane that
+runs "kubeadm upgrade apply" (default: the first by name); a node that is not a control plane of the
+cluster is refused before anything is touched. A drain that has not finished after
 --drain-timeout (default: the cluster configuration's drain.timeoutSeconds) waits for "skewless resolve", and so
 does a node whose step keeps failing: a host unreachable is retried for --host-retry seconds of backoff
 (default about 7 minutes), a changed host key or a node not Ready after the kubelet restart not at all. The worker on QUEUE (SKEWLESS_TASK_QUEUE, default

@@ -1,7 +1,9 @@
 // Faults a test can inject into one host. Command faults match the command as the host runs it
 // (argv joined by spaces, after `sudo` and `VAR=value`), by prefix: `apt-get install` matches
-// `sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y kubeadm=1.33.7-1.1`.
+// `sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y kubeadm=1.33.7-1.1`. The fault's own
+// text is read the same way, so a line copied from the host's commands.log matches too.
 // Endpoint faults (refuse, rotateHostKey) act on the SSH endpoint and are carried out by the simulator.
+import { parseCommandLine } from './command-line.js';
 
 export type Fault =
   /** The next `times` (default 1) matching commands exit with `exitCode` (default 1), printing `stderr`. */
@@ -40,14 +42,30 @@ export function validateFault(fault: Fault): void {
   const positive = (n: number | undefined, what: string): void => {
     if (n !== undefined && !(Number.isFinite(n) && n >= 0)) throw new Error(`sim: fault ${fault.kind}: ${what} must be a number >= 0`);
   };
-  if (isCommandFault(fault) && fault.command.trim() === '') throw new Error(`sim: fault ${fault.kind}: command prefix is empty`);
+  if (isCommandFault(fault)) faultPattern(fault);
   if (fault.kind === 'refuse') positive(fault.seconds, 'seconds');
   if (fault.kind === 'slow') positive(fault.ms, 'ms');
   if ('times' in fault) positive(fault.times, 'times');
 }
 
+/**
+ * The words a command fault matches: its command as the host's shell splits a command line, after
+ * `sudo -n` and `VAR=value`, quotes removed (`sudo -n apt-mark showhold`, as commands.log shows it,
+ * is `apt-mark showhold`). Text that shell refuses (a pipe, a glob) is matched word for word, as before.
+ */
+export function faultPattern(fault: CommandFault): string {
+  if (typeof fault.command !== 'string') throw new Error(`sim: fault ${fault.kind}: command must be a string`);
+  const parsed = parseCommandLine(fault.command);
+  const words = parsed.ok ? parsed.steps.map((s) => s.command.argv.join(' ')) : [fault.command.trim().split(/\s+/).join(' ')];
+  if (words.length > 1) throw new Error(`sim: fault ${fault.kind}: command ${JSON.stringify(fault.command)} is ${words.length} commands; a fault matches one (the host runs each step of && and ; on its own)`);
+  if (!words[0]) throw new Error(`sim: fault ${fault.kind}: command prefix is empty`);
+  return words[0];
+}
+
 interface Armed {
   fault: CommandFault;
+  /** The fault's command, read as the host reads one (faultPattern). */
+  prefix: string;
   remaining: number;
 }
 
@@ -57,7 +75,7 @@ export class CommandFaults {
   add(fault: CommandFault): void {
     validateFault(fault);
     const remaining = fault.times ?? (fault.kind === 'fail' || fault.kind === 'rebootDuring' ? 1 : Infinity);
-    this.armed.push({ fault, remaining });
+    this.armed.push({ fault, prefix: faultPattern(fault), remaining });
   }
 
   clear(): void {
@@ -69,7 +87,7 @@ export class CommandFaults {
     const text = argv.join(' ');
     const effect: FaultEffect = { hang: false, extraDelayMs: 0, reboot: false };
     for (const entry of this.armed) {
-      const prefix = entry.fault.command.trim().split(/\s+/).join(' ');
+      const { prefix } = entry;
       if (entry.remaining <= 0 || !(text === prefix || text.startsWith(`${prefix} `))) continue;
       const f = entry.fault;
       if (f.kind === 'fail') {

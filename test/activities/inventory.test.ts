@@ -17,6 +17,7 @@ workloads:
   - {kind: Deployment, name: web, replicas: 3, pdb: {minAvailable: 3}}
   - {kind: Deployment, name: api, replicas: 2, pdb: {maxUnavailable: 1}}
   - {kind: DaemonSet, name: agent}
+  - {kind: Pod, name: pet, node: worker-2}
 `;
 
 const noShell: RemoteShell = {
@@ -75,6 +76,19 @@ describe('takeInventory against the simulated cluster', () => {
 
     assert.deepEqual(inv.pdbFindings.map((f) => `${f.severity} ${f.namespace}/${f.name} ${f.ruleId}`), ['error default/web min-available-all']);
     assert.match(inv.pdbFindings[0]?.message ?? '', /minAvailable 3 is at least the 3 pod\(s\).*scale the workload above 3/);
+  });
+
+  it('lists the bare pods, whose drains will block, by node; not the mirror, DaemonSet or controlled pods, nor a finished one', async () => {
+    const inv = await take();
+    assert.deepEqual([inv.barePods, inv.barePodCount], [[{ namespace: 'default', name: 'pet', node: 'worker-2' }], 1]);
+    // A second bare pod, on worker-1, that has finished: nothing is lost by deleting it, so no drain blocks on it.
+    const done = { metadata: { name: 'done', namespace: 'default' }, spec: { nodeName: 'worker-1', containers: [{ name: 'c', image: 'busybox' }] } };
+    await tc.kube.core.createNamespacedPod({ namespace: 'default', body: done });
+    const running = await take();
+    assert.deepEqual(running.barePods?.map((p) => `${p.node} ${p.namespace}/${p.name}`), ['worker-1 default/done', 'worker-2 default/pet']);
+    await tc.kube.core.patchNamespacedPodStatus({ name: 'done', namespace: 'default', body: { status: { phase: 'Succeeded' } } }, mergePatch);
+    assert.deepEqual((await take()).barePods?.map((p) => p.name), ['pet']);
+    await tc.kube.core.deleteNamespacedPod({ name: 'done', namespace: 'default', gracePeriodSeconds: 0 });
   });
 
   it('gives a skew inventory that the rules judge and plan from directly', async () => {

@@ -1,5 +1,5 @@
-// The cluster configuration's `pools` and `provisioning` keys (blue/green): what the loader accepts,
-// and the one-line error for each kind of mistake. No cluster needed.
+// The cluster configuration's `nodes` names and its `pools` and `provisioning` keys (blue/green): what
+// the loader accepts, and the one-line error for each kind of mistake. No cluster needed.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { msToNumber } from '@temporalio/common/lib/time.js';
@@ -16,6 +16,21 @@ const refuse = (extra: string, message: RegExp) =>
     assert.ok(!err.message.includes('\n'), 'one line');
     return true;
   });
+
+describe('cluster configuration: nodes', () => {
+  it('takes Node names as the API has them; refuses any other name in one line naming the entry', () => {
+    assert.deepEqual(parse('nodes:\n  worker-1: {port: 2201}\n  ip-10-0-0-1.ec2.internal: {address: 10.0.0.1}\n').nodes, {
+      'worker-1': { port: 2201 }, 'ip-10-0-0-1.ec2.internal': { address: '10.0.0.1' },
+    });
+    const exactly = (text: string) => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+    const notANodeName = (shown: string) => exactly(`lab.yaml: nodes: ${shown} is not a node name (lowercase letters, digits, '-' and '.', at most 253 characters)`);
+    refuse('nodes:\n  ../worker-1: {port: 2201}\n', notANodeName('"../worker-1"'));
+    refuse('nodes:\n  "worker-1\\nworker-2": {port: 2201}\n', notANodeName('"worker-1\\nworker-2"'));
+    refuse('nodes:\n  Worker-1: {port: 2201}\n', notANodeName('"Worker-1"'));
+    refuse('nodes:\n  worker..1: {port: 2201}\n', notANodeName('"worker..1"'));
+    refuse(`nodes:\n  ${'a'.repeat(254)}: {port: 2201}\n`, /^lab\.yaml: nodes: "a{79} is not a node name/);
+  });
+});
 
 describe('cluster configuration: pools', () => {
   it('absent: none; present: each pool its selector and the labels it gives a new node', () => {

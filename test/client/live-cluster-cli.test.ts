@@ -89,13 +89,14 @@ describe('plan --cluster, worker and history on a live (simulated) cluster', () 
     assert.deepEqual(plan.hops, ['1.33.7']);
     assert.equal(plan.refusals.length, 1);
     assert.match(plan.refusals[0], /default\/solo.*\(acknowledge with --acknowledge default\/solo\)$/);
+    assert.deepEqual([plan.barePods, plan.barePodCount], [[], 0], 'every pod of lab has a controller');
 
     // The same inventory, read here, through the file-based mode: the same plan.
     const inventory = await createActivities({ clusters: createClusterResolver(tc.clustersDir) }).takeInventory({ cluster: 'lab' });
     const files = writeFiles({ inv: inventory.skew, available: REPOSITORY });
     const fromFiles = await cli(['plan', '--inventory', files.inv as string, '--available', files.available as string, '--to', '1.33', '--output', 'json']);
     assert.equal(fromFiles.status, 0, fromFiles.stderr);
-    const { cluster: _c, refusals: _r, problems: _p, ...livePlan } = plan;
+    const { cluster: _c, refusals: _r, problems: _p, barePods: _b, barePodCount: _n, ...livePlan } = plan;
     assert.deepEqual(livePlan, JSON.parse(fromFiles.stdout));
     assert.deepEqual(plan.phases.flatMap((p: { nodes: string[] }) => p.nodes).sort(), ['cp', 'w-1', 'w-2', 'w-3']);
 

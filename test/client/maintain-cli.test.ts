@@ -78,6 +78,15 @@ describe('skewless maintain and the operator commands on maintain/NAME (mocked a
     const refused = await cli('resolve', 'lab', '--node', 'w9', '--action', 'retry');
     assert.equal(refused.code, 2);
     assert.equal(refused.stderr.trim(), 'skewless: refused: no node w9 in this maintenance run');
+    // Force takes only the pods in the drain's way: a pod that does not exist, or one that is not blocking, is refused and nothing is recorded.
+    for (const pods of [['default/nope'], ['default/web-1', 'default/web-2']]) {
+      const forced = await cli('resolve', 'lab', '--node', 'w2', '--action', 'force', ...pods.flatMap((p) => ['--pod', p]));
+      assert.equal(forced.code, 2, forced.stderr);
+      assert.equal(forced.stderr, `skewless: refused: force takes only pods that block the drain of w2; ${pods.at(-1)} does not (the pods blocking it: default/web-1)\n`);
+    }
+    const after = JSON.parse((await cli('status', 'lab', '--output', 'json')).stdout) as { nodes: Record<string, { phase: string }>; events: string[] };
+    assert.equal(after.nodes.w2?.phase, 'blocked');
+    assert.ok(!after.events.some((e) => /force/.test(e)), after.events.join('\n'));
     const resolved = await cli('resolve', 'lab', '--workflow', 'maintain', '--node', 'w2', '--action', 'retry', '--comment', 'PDB relaxed');
     assert.equal(resolved.code, 0, resolved.stderr);
     assert.equal(resolved.stdout.trim(), 'drain of w2: retry');
@@ -93,6 +102,7 @@ describe('skewless maintain and the operator commands on maintain/NAME (mocked a
     assert.ok(result.status.events.includes('drain of w2 resolved by dana: retry (PDB relaxed)'));
     assert.ok(all.some((r) => r.type === 'progress' && (r.nodes as { done: number; total: number }).done === 5));
     assert.deepEqual([...m.reboots].sort(), ['w1', 'w2', 'w3', 'w4', 'w5']);
+    for (const [, input] of m.calls.filter(([n, i]) => n === 'drainNode' && i.node === 'w2')) assert.deepEqual(input.force, [], 'the refused pods never reached a drain');
 
     const trail = await cli('history', 'lab');
     assert.equal(trail.code, 0, trail.stderr);

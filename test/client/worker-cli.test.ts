@@ -116,6 +116,8 @@ describe('skewless worker', () => {
       [['--clusters-dir', clustersDir((d) => `name: other\nkubeconfig: ${d}/kubeconfig\nssh: {user: u, privateKeyPath: ${d}/id_ed25519, knownHostsPath: ${d}/known_hosts}\nsnapshots: {dir: /tmp}\n`)], /name is other, expected lab/],
       [['--clusters-dir', clustersDir((d) => `name: lab\nkubeconfig: ${d}/missing\nssh: {user: u, privateKeyPath: ${d}/id_ed25519, knownHostsPath: ${d}/known_hosts}\nsnapshots: {dir: /tmp}\n`)], /kubeconfig .*missing is not readable: ENOENT/],
       [['--clusters-dir', clustersDir(() => ': : not yaml [')], /lab\.yaml: not valid YAML/],
+      [['--clusters-dir', clustersDir((d) => `name: lab\nkubeconfig: ${d}/kubeconfig\nssh: {user: u, privateKeyPath: ${d}/id_ed25519, knownHostsPath: ${d}/known_hosts}\nsnapshots: {dir: /tmp}\nnodes: {"../worker-1": {port: 2201}}\n`)],
+        /lab\.yaml: nodes: "\.\.\/worker-1" is not a node name/],
     ];
     for (const [args, message] of cases) {
       const r = cli(['worker', ...args, '--address', env.address]);

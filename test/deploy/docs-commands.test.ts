@@ -49,6 +49,23 @@ export function skewlessCommands(file: string, markdown: string): Shown[] {
   return out;
 }
 
+/**
+ * The flags a guide's `[policy]` placeholder stands for: README's "Policy flags:" line. A command
+ * shown with `[policy]` (or `[policy as upgrade]`) must take each of them, or the line lies.
+ */
+export function policyFlags(readme: string): string[] {
+  const line = /^Policy flags: (.*)$/m.exec(readme)?.[1] ?? '';
+  return [...line.matchAll(/(--[a-z][a-z0-9-]*)/g)].map((m) => m[1]!);
+}
+
+/** The flags a shown command line names, with its `[policy]` placeholder expanded. */
+export function flagsShown(text: string, policy: readonly string[]): string[] {
+  const words = text.split(/\s+/);
+  const end = words.findIndex((w, i) => i > 0 && /^(#|\||>|>>|&&|;|2>)/.test(w));
+  const flags = words.slice(2, end < 0 ? undefined : end).flatMap((w) => /^[[(]*(--[a-z][a-z0-9-]*)/.exec(w)?.[1] ?? []); // `[--detach]`: optional flags too
+  return /\[policy(\]| as upgrade\])/.test(text) ? [...flags, ...policy] : flags;
+}
+
 async function helpOf(args: string[]): Promise<{ code: number; text: string }> {
   let text = '';
   const io = { out: (t: string) => { text += `${t}\n`; }, err: (t: string) => { text += `${t}\n`; } };
@@ -63,12 +80,12 @@ describe('the guides\' skewless commands exist, with the flags they show', () =>
     assert.ok(commands.has('upgrade') && commands.has('plan') && commands.has('worker'), `commands read from the help: ${[...commands].join(', ')}`);
     const helps = new Map<string, string>();
     const shown = FILES.flatMap((f) => skewlessCommands(f, readFileSync(join(repoRoot, f), 'utf8')));
+    const policy = policyFlags(readFileSync(join(repoRoot, 'README.md'), 'utf8'));
+    assert.ok(policy.length >= 3, `README's "Policy flags:" line names ${policy.join(' ') || 'nothing'}`);
     assert.ok(shown.length >= 20, `only ${shown.length} skewless commands found in ${FILES.join(', ')}`);
     const problems: string[] = [];
     for (const s of shown) {
-      const words = s.text.split(/\s+/);
-      const end = words.findIndex((w, i) => i > 0 && /^(#|\||>|>>|&&|;|2>)/.test(w));
-      const command = words[1]!;
+      const command = s.text.split(/\s+/)[1]!;
       const where = `${s.file}:${s.line} \`${s.text}\``;
       if (command.startsWith('-')) {
         if (!['--help', '-h'].includes(command)) problems.push(`${where}: skewless ${command}?`);
@@ -84,9 +101,8 @@ describe('the guides\' skewless commands exist, with the flags they show', () =>
         helps.set(command, h.text);
       }
       const help = helps.get(command)!;
-      for (const w of words.slice(2, end < 0 ? undefined : end)) {
-        const flag = /^(--[a-z][a-z0-9-]*)/.exec(w)?.[1];
-        if (flag && flag !== '--help' && !new RegExp(`(^|[\\s\\[(,])${flag}(?![a-z0-9-])`, 'm').test(help)) problems.push(`${where}: skewless ${command} has no ${flag}`);
+      for (const flag of flagsShown(s.text, policy)) {
+        if (flag !== '--help' && !new RegExp(`(^|[\\s\\[(,])${flag}(?![a-z0-9-])`, 'm').test(help)) problems.push(`${where}: skewless ${command} has no ${flag}`);
       }
     }
     assert.deepEqual(problems, []);
@@ -98,6 +114,14 @@ describe('the guides\' skewless commands exist, with the flags they show', () =>
     const help = (await helpOf(['upgrade', '--help'])).text;
     assert.match(help, /--cluster/);
     assert.doesNotMatch(help, /--no-such-flag/);
+  });
+
+  it('expands a [policy] placeholder to README\'s policy flags (the check can fail on them)', () => {
+    const policy = policyFlags('intro\nPolicy flags: `--canary N --first-control-plane NODE`.\n');
+    assert.deepEqual(policy, ['--canary', '--first-control-plane']);
+    assert.deepEqual(flagsShown('skewless upgrade --cluster NAME --to V [policy] [--detach]', policy), ['--cluster', '--to', '--detach', '--canary', '--first-control-plane']);
+    assert.deepEqual(flagsShown('skewless rehearse --cluster NAME [policy as upgrade]', policy), ['--cluster', '--canary', '--first-control-plane']);
+    assert.deepEqual(flagsShown('skewless status NAME | less --policy', policy), []);
   });
 });
 

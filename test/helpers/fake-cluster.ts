@@ -9,7 +9,9 @@ import type { Activities } from '../../activities/index.js';
  * `blockDrainAt`: block `blockDrainOf` only while its kubelet is at this version (a hop other than the first).
  * `versions`: the starting versions of nodes, e.g. `{ 'apiserver cp2': '1.33.7', 'kubelet w1': '1.33.7' }`; `controlPlanes` adds cp2, cp3, ...
  */
-export function fakeCluster(options: { blockDrainOf?: string; blockDrainAt?: string; pdbFinding?: boolean; controlPlanes?: number; versions?: Record<string, string> } = {}) {
+export function fakeCluster(options: { blockDrainOf?: string; blockDrainAt?: string; pdbFinding?: boolean; controlPlanes?: number; versions?: Record<string, string>;
+  barePods?: { namespace: string; name: string; node: string }[];
+} = {}) {
   const v = '1.32.4';
   const cps = Array.from({ length: options.controlPlanes ?? 1 }, (_, i) => `cp${i + 1}`);
   const at = (kind: string, node: string) => options.versions?.[`${kind} ${node}`] ?? v;
@@ -22,6 +24,8 @@ export function fakeCluster(options: { blockDrainOf?: string; blockDrainAt?: str
   const inventory = () => ({
     nodes: Object.keys(state.kubelet).map((name) => ({ name, ready: true })),
     pdbFindings: options.pdbFinding ? [{ namespace: 'default', name: 'solo', severity: 'error', message: 'PDB default/solo blocks every drain' }] : [],
+    problems: [],
+    ...(options.barePods ? { barePods: options.barePods, barePodCount: options.barePods.length } : {}),
     skew: {
       apiservers: Object.entries(state.apiserver).map(([node, version]) => ({ node, version })),
       controllerManagers: Object.entries(state.apiserver).map(([node, version]) => ({ node, version })),

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KUBE_RELEASES } from '../../sim/cluster/kube-releases.js';
-import { DescriptionError, parseDescription } from '../../sim/description.js';
+import { join } from 'node:path';
+import { DescriptionError, parseDescription, readDescription } from '../../sim/description.js';
 import { imageOfManifest, withImage } from '../../sim/hosts/static-pod-manifest.js';
+import { repoRoot } from '../helpers/run-cli.js';
 
 const cluster = (extra: string, version = '1.32.13', repository = '[1.32.13, 1.33.13]') => `
 name: d
@@ -57,5 +59,20 @@ describe('a static-pod manifest\'s image', () => {
     assert.equal(imageOfManifest('spec:\n  containers:\n  - image: "registry.k8s.io/etcd:3.5.24-0"\n'), 'registry.k8s.io/etcd:3.5.24-0');
     assert.equal(imageOfManifest('spec:\n  containers: []\n'), undefined);
     assert.equal(withImage('spec: {}\n', 'x'), 'spec: {}\n');
+  });
+});
+
+describe('examples/mid-hop.yaml: the per-node keys', () => {
+  it('loads, and each node runs what its kubelet:, components: and repository: say, the cluster\'s values elsewhere', () => {
+    const d = readDescription(join(repoRoot, 'examples', 'mid-hop.yaml'));
+    const summary = d.nodes.map((n) => `${n.name} ${n.role} kubelet ${n.kubelet}${n.components ? ` components ${Object.values(n.components).join('/')}` : ''} repository ${n.repository.join(',')}`);
+    assert.deepEqual(summary, [
+      'cp-1 control-plane kubelet 1.32.4 components 1.33.7/1.33.7/1.33.7 repository 1.32.4,1.33.7,1.34.2',
+      'cp-2 control-plane kubelet 1.32.4 components 1.32.4/1.32.4/1.32.4 repository 1.32.4,1.33.7,1.34.2',
+      'worker-1 worker kubelet 1.32.4 repository 1.32.4,1.33.7,1.34.2',
+      'worker-2 worker kubelet 1.32.4 repository 1.32.4,1.33.7,1.34.2',
+      'worker-3 worker kubelet 1.31.9 repository 1.31.9,1.32.4,1.33.7',
+    ]);
+    assert.equal(d.version, '1.33.7', 'the cluster\'s version is only the default');
   });
 });

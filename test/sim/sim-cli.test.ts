@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -45,6 +45,13 @@ describe('skewless-sim up / down', () => {
     assert.ok(kubeconfig, up.stdout);
     assert.match(up.stdout, /^ {2}cp +127\.0\.0\.1:\d+$/m);
     assert.match(up.stdout, /^ {2}w-2 +127\.0\.0\.1:\d+$/m);
+    // Where the worker's configuration is, how to start a worker on it, and where each host logs its commands.
+    const clusters = join(state, 'clusters');
+    assert.match(up.stdout, new RegExp(`^cluster configuration: ${join(clusters, 'tiny.yaml')}$`, 'm'));
+    assert.match(readFileSync(join(clusters, 'tiny.yaml'), 'utf8'), /^name: tiny$/m);
+    assert.ok(up.stdout.includes(`\nstart a worker on it: skewless worker --clusters-dir ${clusters} (`), up.stdout);
+    assert.ok(up.stdout.includes(`\nevery command a host runs: ${join(state, 'hosts', '<node>', 'commands.log')} (one JSON line each)\n`), up.stdout);
+    assert.ok(existsSync(join(state, 'hosts', 'w-2')), 'each host keeps its state (and its commands.log) there');
 
     // The real kubectl of the simulation's Kubernetes version sees the described nodes.
     const nodes = execFileSync(ensureSimBinaries().bin('kubectl'), ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'name'], { encoding: 'utf8' });

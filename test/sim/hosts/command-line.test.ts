@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseCommandLine, UNSUPPORTED, type SimpleCommand } from '../../../sim/hosts/command-line.js';
+import { CommandFaults, validateFault } from '../../../sim/hosts/faults.js';
 
 const cmd = (argv: string[], env: Record<string, string> = {}, sudo = false): SimpleCommand => ({ argv, env, sudo });
 
@@ -71,4 +72,38 @@ describe('parseCommandLine', () => {
       assert.match(parsed.error, detail);
     });
   }
+});
+
+describe('a command fault is read as the host reads a command line', () => {
+  /** The argv the host runs for `line` (its one step), as runStep hands it to the faults. */
+  const argvOf = (line: string) => {
+    const parsed = parseCommandLine(line);
+    assert.ok(parsed.ok && parsed.steps.length === 1, line);
+    return parsed.steps[0]!.command.argv;
+  };
+
+  it('fires when written as commands.log shows the command: sudo -n, VAR=value and quotes as the product sends them', () => {
+    const logged = [
+      'sudo -n apt-mark showhold',
+      'sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y --allow-change-held-packages \'kubeadm=1.33.7-1.1\'',
+    ];
+    for (const line of logged) {
+      const faults = new CommandFaults();
+      faults.add({ kind: 'fail', command: line, exitCode: 100 });
+      assert.equal(faults.take(argvOf('sudo -n apt-get update')).fail, undefined, `${line}: another command is untouched`);
+      assert.equal(faults.take(argvOf(line)).fail?.exitCode, 100, `${line}: fires on the command it was copied from`);
+      assert.equal(faults.take(argvOf(line)).fail, undefined, `${line}: once`);
+    }
+    // Copied as a prefix of the logged line, it still matches longer commands, as a bare prefix does.
+    const prefix = new CommandFaults();
+    prefix.add({ kind: 'slow', command: 'sudo -n DEBIAN_FRONTEND=noninteractive apt-get install', ms: 5 });
+    assert.equal(prefix.take(argvOf('sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y kubelet=1.33.7-1.1')).extraDelayMs, 5);
+  });
+
+  it('refuses a fault that names several commands or none, in one line', () => {
+    assert.throws(() => validateFault({ kind: 'fail', command: 'sudo -n systemctl daemon-reload && sudo -n systemctl restart kubelet' }),
+      /^Error: sim: fault fail: command "sudo -n systemctl daemon-reload && sudo -n systemctl restart kubelet" is 2 commands; a fault matches one/);
+    assert.throws(() => validateFault({ kind: 'hang', command: 'sudo -n' }), /^Error: sim: fault hang: command prefix is empty$/);
+    assert.throws(() => validateFault({ kind: 'hang', command: '  ' }), /command prefix is empty/);
+  });
 });
