@@ -176,6 +176,11 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     if (!full.skew.compliant) throw skewFailure('refusing to start', full.skew.failure);
     const refusals = preflightRefusals(inventory, policy.acknowledge, { from: full.from, hops: full.hops, to: describeTarget(full.target) });
     if (refusals.length > 0) throw ApplicationFailure.nonRetryable(`refusing to start: ${refusals.join('; ')}`, 'PreflightBlocked');
+    // Not a refusal: each such node's drain will stop and wait for the operator (skip or force).
+    const moving = new Set(Object.keys(full.rollout.stageLabels));
+    for (const pod of inventory.barePods ?? []) {
+      if (moving.has(pod.node)) note(`the drain of ${pod.node} will block on ${pod.namespace}/${pod.name} (no controller): skewless resolve ${cluster} --node ${pod.node} --action skip|force when it does`);
+    }
   }
 
   const [first] = plan.rollout.controlPlanes as [string];

@@ -101,6 +101,7 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     assert.equal(last, 'behind: upgraded to 1.33.7 EXCEPT 2 nodes left behind: worker-2 at 1.32.4 (skipped by the operator), '
       + 'worker-3 at 1.33.7 left cordoned (cordoned by someone else before this run cordoned it); finish them with: skewless upgrade --cluster behind --to 1.33.7');
     const result = (await handle().result()) as UpgradeStatus;
+    assert.ok(result.events.includes('the drain of worker-2 will block on default/pet (no controller): skewless resolve behind --node worker-2 --action skip|force when it does'), result.events.join('\n'));
     assert.deepEqual(result.leftBehind, [{ node: 'worker-2', version: '1.32.4', why: 'skipped' }, { node: 'worker-3', version: '1.33.7', why: 'cordoned-by-someone-else' }]);
     // The control planes were already there: no kubeadm run, no drain, no node workflow of theirs.
     assert.equal(applies(), 1);
