@@ -3,7 +3,7 @@ import { isAbsolute, join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import ssh2 from 'ssh2';
 import { parse as parseYaml } from 'yaml';
-import { PACKAGE_MANAGERS, parseMaintenanceWindows, RuleError, type MaintenanceWindow, type PackageManager } from '../rules/index.js';
+import { INT_BOUNDS, PACKAGE_MANAGERS, parseMaintenanceWindows, RuleError, type MaintenanceWindow, type PackageManager } from '../rules/index.js';
 import { ErrorType } from './errors.js';
 
 /**
@@ -313,7 +313,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
     },
     snapshots: { dir: path(snapshots.dir, 'snapshots.dir') },
     drain: {
-      timeoutSeconds: int(drain.timeoutSeconds, 'drain.timeoutSeconds', 600, 1),
+      timeoutSeconds: int(drain.timeoutSeconds, 'drain.timeoutSeconds', 600, 1, INT_BOUNDS.drainTimeoutSeconds.max),
       ...(drain.gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: int(drain.gracePeriodSeconds, 'drain.gracePeriodSeconds', 0, 0) }),
       deleteEmptyDirData: bool(drain.deleteEmptyDirData, 'drain.deleteEmptyDirData', false),
       ignoreDaemonSets: bool(drain.ignoreDaemonSets, 'drain.ignoreDaemonSets', true),

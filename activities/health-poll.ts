@@ -1,5 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { ErrorType } from './errors.js';
+import { ACTIVITY_LIMITS } from '../rules/index.js';
 
 /** The activity context when there is one: plain unit calls run without it. */
 function context(): Context | undefined {
@@ -28,8 +29,8 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** Longest `waitSeconds` a check accepts: the healthCheck profile's startToClose is 5 minutes. */
-export const MAX_WAIT_SECONDS = 240;
+/** Longest `waitSeconds` a check accepts: under the healthCheck profile's startToClose (rules/policy.ts). */
+export const MAX_WAIT_SECONDS = ACTIVITY_LIMITS.healthWait;
 
 export function waitSecondsOf(input: { waitSeconds?: unknown }): number {
   const w = input.waitSeconds ?? 0;

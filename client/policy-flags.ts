@@ -1,11 +1,31 @@
-import type { UpgradePolicy } from '../workflows/cluster-upgrade-workflow.js';
+import { checkPolicy, INT_BOUNDS, type IntPolicyKey, type Policy, type PolicyKey, type PolicyWording } from '../rules/index.js';
 import { intOption, UsageError } from './cli-support.js';
 import { maxUnavailable, namespacedName, nodeName } from './input-checks.js';
 
 /**
- * The rollout and safety flags an upgrade takes, shared by `upgrade` (which starts one now) and
- * `schedule create` (which starts one later, with the same policy): one parser, one set of refusals.
+ * The policy flags of every command that starts a rollout (`upgrade`, `schedule create`, `rehearse`,
+ * `maintain`, `bluegreen`): each flag's key in the one policy (rules/policy.ts), which judges the
+ * values and their combinations for every command alike.
  */
+const FLAG_OF = {
+  canary: '--canary', batchSize: '--batch-size', maxUnavailable: '--max-unavailable', firstControlPlane: '--first-control-plane',
+  approveWorkers: '--approve-workers', approveAfterCanary: '--approve-canary', soakSeconds: '--soak', drainTimeoutSeconds: '--drain-timeout',
+  hostRetrySeconds: '--host-retry', acknowledge: '--acknowledge', rebootTimeoutSeconds: '--reboot-timeout', forcePods: '--force-pod',
+} as const satisfies Partial<Record<PolicyKey, string>>;
+type FlagKey = keyof typeof FLAG_OF;
+type Flag = (typeof FLAG_OF)[FlagKey];
+
+/** The policy flags of each command: an upgrade's (also a schedule's and a rehearsal's), an OS maintenance run's, a blue/green run's. */
+export const UPGRADE_FLAG_KEYS = [
+  'canary', 'batchSize', 'maxUnavailable', 'firstControlPlane', 'approveWorkers', 'approveAfterCanary', 'soakSeconds', 'drainTimeoutSeconds', 'hostRetrySeconds', 'acknowledge',
+] as const satisfies readonly FlagKey[];
+export const MAINTAIN_FLAG_KEYS = [
+  'canary', 'batchSize', 'maxUnavailable', 'approveAfterCanary', 'soakSeconds', 'drainTimeoutSeconds', 'hostRetrySeconds', 'rebootTimeoutSeconds', 'forcePods',
+] as const satisfies readonly FlagKey[];
+export const BLUEGREEN_FLAG_KEYS = [
+  'canary', 'batchSize', 'approveAfterCanary', 'soakSeconds', 'drainTimeoutSeconds', 'hostRetrySeconds', 'acknowledge',
+] as const satisfies readonly FlagKey[];
+
 export const POLICY_OPTIONS = {
   canary: { type: 'string' }, 'batch-size': { type: 'string' }, 'max-unavailable': { type: 'string' }, 'first-control-plane': { type: 'string' },
   'approve-workers': { type: 'boolean' }, 'approve-canary': { type: 'boolean' }, soak: { type: 'string' },
@@ -15,45 +35,42 @@ export const POLICY_OPTIONS = {
 export const POLICY_USAGE = `[--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE]
 [--approve-workers] [--approve-canary] [--soak SECONDS] [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]...`;
 
-export interface PolicyFlags {
-  canary?: string | undefined;
-  'batch-size'?: string | undefined;
-  'max-unavailable'?: string | undefined;
-  'first-control-plane'?: string | undefined;
-  'approve-workers'?: boolean | undefined;
-  'approve-canary'?: boolean | undefined;
-  soak?: string | undefined;
-  'drain-timeout'?: string | undefined;
-  'host-retry'?: string | undefined;
-  acknowledge?: string[] | undefined;
+/** What parseArgs gives for the policy flags: a string, a boolean or a list per flag name. */
+export type PolicyFlags = { [F in Flag as F extends `--${infer N}` ? N : never]?: string | boolean | string[] | undefined };
+
+/** Refusals of the one policy in the CLI's words: the flag's name, one line, exit 2. */
+const FLAG_WORDING: PolicyWording = {
+  name: (key) => (FLAG_OF as Partial<Record<PolicyKey, string>>)[key] ?? key,
+  fail: (key, message, at = '') => {
+    throw new UsageError(key === undefined ? message : `${FLAG_WORDING.name(key)}${at ? ` ${at}` : ''} ${message}`);
+  },
+};
+
+/** One flag's value as its policy key wants it; a malformed one is refused with the flag's name. */
+function flagValue(key: FlagKey, value: string | boolean | string[]): unknown {
+  const flag = FLAG_OF[key];
+  if (key in INT_BOUNDS) return intOption(value as string, flag, INT_BOUNDS[key as IntPolicyKey].min);
+  if (key === 'maxUnavailable') return maxUnavailable(value as string);
+  // Only its shape here: whether it is a control plane of the cluster, the rules judge on the worker (planRollout).
+  if (key === 'firstControlPlane') return nodeName(value as string, flag);
+  if (key === 'acknowledge') return (value as string[]).map((v) => namespacedName(v, flag, 'PDB'));
+  if (key === 'forcePods') return [...new Set((value as string[]).map((v) => namespacedName(v, flag, 'NAME')))];
+  return value === true ? true : undefined; // a boolean flag: present or absent
 }
 
-/** The policy the flags ask for; a value or combination that cannot be right is a UsageError (exit 2). */
-export function policyFromFlags(values: PolicyFlags): UpgradePolicy {
-  const policy: UpgradePolicy = {};
-  const canary = intOption(values.canary, '--canary', 0);
-  const batchSize = intOption(values['batch-size'], '--batch-size', 1);
-  const soak = intOption(values.soak, '--soak', 0);
-  if (canary !== undefined) policy.canary = canary;
-  if (batchSize !== undefined) policy.batchSize = batchSize;
-  if (soak !== undefined) policy.soakSeconds = soak;
-  const drainTimeout = intOption(values['drain-timeout'], '--drain-timeout', 1);
-  if (drainTimeout !== undefined) policy.drainTimeoutSeconds = drainTimeout;
-  const hostRetry = intOption(values['host-retry'], '--host-retry', 0);
-  if (hostRetry !== undefined && hostRetry > 86_400) throw new UsageError(`--host-retry must be at most 86400 seconds (a day), got ${hostRetry}`);
-  if (hostRetry !== undefined) policy.hostRetrySeconds = hostRetry;
-  const maxOut = maxUnavailable(values['max-unavailable']);
-  if (maxOut !== undefined) policy.maxUnavailable = maxOut;
-  // Only its shape here: whether it is a control plane of the cluster, the rules judge on the worker (planRollout).
-  if (values['first-control-plane'] !== undefined) policy.firstControlPlane = nodeName(values['first-control-plane'], '--first-control-plane');
-  if (values['approve-workers']) policy.approveWorkers = true;
-  if (values['approve-canary']) policy.approveAfterCanary = true;
-  // Flags the workflow would silently ignore together: refuse them, so the operator's intent is not lost.
-  if (values['approve-canary'] && soak !== undefined) throw new UsageError('--soak waits after the canary when no approval is asked: leave it out with --approve-canary');
-  if (canary === 0 && (values['approve-canary'] || soak !== undefined)) throw new UsageError(`--canary 0 means no canary: ${values['approve-canary'] ? '--approve-canary' : '--soak'} would never apply`);
-  for (const ack of values.acknowledge ?? []) namespacedName(ack, '--acknowledge', 'PDB');
-  if (values.acknowledge) policy.acknowledge = values.acknowledge;
-  return policy;
+/**
+ * The policy the flags of `keys` ask for (default: an upgrade's); a value, or a combination the
+ * workflow would silently ignore, that cannot be right is a UsageError (exit 2).
+ */
+export function policyFromFlags(values: PolicyFlags, keys: readonly FlagKey[] = UPGRADE_FLAG_KEYS): Policy {
+  const raw: Record<string, unknown> = {};
+  for (const key of keys) {
+    const value = values[FLAG_OF[key].slice(2) as keyof PolicyFlags];
+    if (value === undefined || (Array.isArray(value) && value.length === 0)) continue;
+    const parsed = flagValue(key, value);
+    if (parsed !== undefined) raw[key] = parsed;
+  }
+  return checkPolicy(raw, FLAG_WORDING, keys);
 }
 
 /** What --to takes, for the help of upgrade, plan and schedule create. */

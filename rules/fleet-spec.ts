@@ -1,4 +1,5 @@
 import { RuleError } from './rule-error.js';
+import { checkPolicy, UPGRADE_POLICY_KEYS, type PolicyWording } from './policy.js';
 import type { UpgradePolicy } from './rollout-plan.js';
 import { parseTarget } from './version.js';
 
@@ -41,7 +42,6 @@ export interface FleetSpec {
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const NODE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const MAX_CLUSTERS = 500;
 
 const fail = (where: string, message: string): never => {
@@ -73,66 +73,19 @@ function bool(where: string, value: unknown): boolean {
   return value as boolean;
 }
 
-function names(where: string, value: unknown, check: (v: string) => boolean, what: string): string[] {
-  if (!Array.isArray(value)) fail(where, `must be a list of ${what}`);
-  return (value as unknown[]).map((v, i) => {
-    if (typeof v !== 'string' || !check(v)) fail(`${where}[${i}]`, `must be ${what}, got ${shown(v)}`);
-    return v as string;
-  });
-}
+/** The fleet file's policy keys: an upgrade's (rules/policy.ts), with the bounds the CLI's flags have. */
+export const FLEET_POLICY_KEYS = UPGRADE_POLICY_KEYS;
 
-const nodeName = (v: string) => v.length <= 253 && NODE.test(v);
-const pdbName = (v: string) => {
-  const [ns, name, ...rest] = v.split('/');
-  return rest.length === 0 && ns !== undefined && name !== undefined && ns.length <= 63 && DNS_LABEL.test(ns) && nodeName(name);
-};
+/** The one policy's refusals in the fleet file's words: `fleet file: <entry>: ...`. */
+const wordingAt = (where: string): PolicyWording => ({
+  name: (key) => key,
+  fail: (key, message, at = '') => fail(key === undefined ? where : `${where}.${key}${at}`, message),
+});
 
-type PolicyCheck = (where: string, value: unknown) => FleetPolicy[keyof FleetPolicy];
-
-/** Every key, with the same bounds as the CLI's policy flags (client/policy-flags.ts). */
-const POLICY_CHECKS: { [K in keyof Required<FleetPolicy>]: PolicyCheck } = {
-  canary: (w, v) => int(w, v, 0),
-  canaryNodes: (w, v) => names(w, v, nodeName, 'node names'),
-  batchSize: (w, v) => int(w, v, 1),
-  maxUnavailable: (w, v) => {
-    if (typeof v === 'number') return int(w, v, 1);
-    if (typeof v !== 'string' || !/^([1-9]\d{0,5}|[1-9]\d?%|100%)$/.test(v)) fail(w, `must be a count ≥ 1 or a percentage from 1% to 100%, got ${shown(v)}`);
-    return /%$/.test(v as string) ? (v as string) : Number(v);
-  },
-  order: (w, v) => {
-    if (v !== 'name' && v !== 'inventory') fail(w, `must be "name" or "inventory", got ${shown(v)}`);
-    return v as 'name' | 'inventory';
-  },
-  firstControlPlane: (w, v) => {
-    if (typeof v !== 'string' || !nodeName(v)) fail(w, `must be a node name, got ${shown(v)}`);
-    return v as string;
-  },
-  approveWorkers: bool,
-  approveAfterCanary: bool,
-  soakSeconds: (w, v) => int(w, v, 0),
-  acknowledge: (w, v) => names(w, v, pdbName, 'NAMESPACE/PDB names'),
-  drainTimeoutSeconds: (w, v) => int(w, v, 1),
-  hostRetrySeconds: (w, v) => int(w, v, 0, 86_400),
-  kubeletTimeoutSeconds: (w, v) => int(w, v, 1),
-  verifySeconds: (w, v) => int(w, v, 0),
-  continueAsNewAfterEvents: (w, v) => int(w, v, 100),
-};
-export const FLEET_POLICY_KEYS = Object.keys(POLICY_CHECKS) as (keyof FleetPolicy)[];
-
-function parsePolicy(where: string, value: unknown): FleetPolicy {
+function parsePolicy(where: string, value: unknown, combinations: boolean): FleetPolicy {
   if (value === undefined || value === null) return {};
   if (!isRecord(value)) fail(where, 'must be a mapping of policy keys');
-  const raw = value as Record<string, unknown>;
-  onlyKeys(where, raw, FLEET_POLICY_KEYS);
-  const policy: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(raw)) policy[key] = POLICY_CHECKS[key as keyof FleetPolicy](`${where}.${key}`, v);
-  return policy as FleetPolicy;
-}
-
-/** Keys the workflow would silently ignore together, refused as the CLI refuses their flags. */
-function checkCombination(where: string, p: FleetPolicy): void {
-  if (p.approveAfterCanary && p.soakSeconds !== undefined) fail(where, 'soakSeconds waits after the canary when no approval is asked: leave it out with approveAfterCanary');
-  if (p.canary === 0 && (p.approveAfterCanary || p.soakSeconds !== undefined)) fail(where, `canary 0 means no canary: ${p.approveAfterCanary ? 'approveAfterCanary' : 'soakSeconds'} would never apply`);
+  return checkPolicy(value, wordingAt(where), UPGRADE_POLICY_KEYS, { combinations });
 }
 
 function parseTo(where: string, value: unknown): string {
@@ -158,7 +111,7 @@ export function parseFleetSpec(doc: unknown): FleetSpec {
   const defaults = defaultsRaw as Record<string, unknown>;
   onlyKeys('defaults', defaults, ['to', 'policy', 'approve']);
   const defaultTo = defaults.to === undefined ? undefined : parseTo('defaults.to', defaults.to);
-  const defaultPolicy = parsePolicy('defaults.policy', defaults.policy);
+  const defaultPolicy = parsePolicy('defaults.policy', defaults.policy, false);
   const defaultApprove = defaults.approve === undefined ? false : bool('defaults.approve', defaults.approve);
 
   if (!Array.isArray(top.stages) || top.stages.length === 0) fail('stages', 'must be a non-empty list (admin clusters first, then user clusters)');
@@ -184,8 +137,7 @@ export function parseFleetSpec(doc: unknown): FleetSpec {
       seenClusters.set(cluster, where);
       if (entry.to === undefined && defaultTo === undefined) fail(`${where}.to`, 'is required (or defaults.to)');
       const to = entry.to === undefined ? (defaultTo as string) : parseTo(`${where}.to`, entry.to);
-      const policy = { ...defaultPolicy, ...parsePolicy(`${where}.policy`, entry.policy) };
-      checkCombination(`${where}.policy`, policy);
+      const policy = parsePolicy(`${where}.policy`, { ...defaultPolicy, ...parsePolicy(`${where}.policy`, entry.policy, false) }, true);
       const approve = entry.approve === undefined ? defaultApprove : bool(`${where}.approve`, entry.approve);
       clusters.push({ cluster, stage: stageName, stageIndex: s, to, approve, policy });
     });

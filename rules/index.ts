@@ -20,3 +20,4 @@ export * from './pdb-audit.js';
 export * from './maintenance-window.js';
 export * from './fleet-spec.js';
 export * from './hop-work.js';
+export * from './policy.js';

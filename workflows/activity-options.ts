@@ -1,6 +1,7 @@
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import type { ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import { ACTIVITY_LIMITS } from '../rules/index.js';
 
 /**
  * The one place that declares activity timeouts and retry policies, with the reason for each.
@@ -57,7 +58,7 @@ export const kubeadmApply: ActivityOptions = {
 
 /** kubelet restart and the wait for Ready at the target version. */
 export const kubeletRestart: ActivityOptions = {
-  startToCloseTimeout: '10 minutes',
+  startToCloseTimeout: `${ACTIVITY_LIMITS.kubeletRestart} seconds`,
   heartbeatTimeout: WORKER_LOST,
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed', 'NodeNotReady'] },
 };
@@ -67,7 +68,7 @@ export const kubeletRestart: ActivityOptions = {
  * not retried: the workflow turns it into a wait for the operator.
  */
 export const drain: ActivityOptions = {
-  startToCloseTimeout: '2 hours',
+  startToCloseTimeout: `${ACTIVITY_LIMITS.drain} seconds`,
   heartbeatTimeout: WORKER_LOST,
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'DrainBlocked'] },
 };
@@ -88,7 +89,7 @@ export const healthCheck: ActivityOptions = {
 
 /** Reboot and wait for SSH and Ready to come back. */
 export const reboot: ActivityOptions = {
-  startToCloseTimeout: '30 minutes',
+  startToCloseTimeout: `${ACTIVITY_LIMITS.reboot} seconds`,
   heartbeatTimeout: WORKER_LOST,
   retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 3, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed', 'NodeNotReady'] },
 };

@@ -1,4 +1,5 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { BlueGreenPolicy } from '../rules/index.js';
 import type { OperatorAction, RolloutStatus } from './upgrade-messages.js';
 
 /**
@@ -8,20 +9,12 @@ import type { OperatorAction, RolloutStatus } from './upgrade-messages.js';
  * with the reason, once the blue pool's removal has started. Wire names are API: never rename.
  */
 
-export interface BlueGreenPolicy {
-  /** Blue nodes drained first, on their own (default 1), then batches of batchSize (default 1) at once. */
-  canary?: number;
-  batchSize?: number;
-  /** Wait for an `approve` of gate `canary-bluegreen` after the canary's drain; else soak soakSeconds (if any). */
-  approveAfterCanary?: boolean;
-  soakSeconds?: number;
-  drainTimeoutSeconds?: number;
-  /** As UpgradePolicy.hostRetrySeconds (the control-plane phase and the drains). */
-  hostRetrySeconds?: number;
-  verifySeconds?: number;
-  /** PDB findings the operator acknowledges for the control-plane phase (UpgradePolicy.acknowledge). */
-  acknowledge?: string[];
-}
+/**
+ * Blue nodes drained first, on their own (canary, default 1), then batches of batchSize (default 1)
+ * at once; the gate `canary-bluegreen` (approveAfterCanary) or a soak after the canary; acknowledge
+ * and hostRetrySeconds also hold for the control-plane phase. Checked by rules/policy.ts.
+ */
+export type { BlueGreenPolicy };
 
 export interface BlueGreenInput {
   cluster: string;

@@ -1,8 +1,8 @@
 import {
-  ApplicationFailure, CancellationScope, allHandlersFinished, condition, executeChild, getExternalWorkflowHandle, setHandler,
+  ApplicationFailure, CancellationScope, allHandlersFinished, condition, executeChild, getExternalWorkflowHandle, patched, setHandler,
   upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
-import { checkSkew, clusterVersion, compareVersions, parseVersion, planRollout, type RolloutPlan } from '../rules/index.js';
+import { BLUEGREEN_POLICY_KEYS, checkSkew, clusterVersion, compareVersions, parseVersion, planRollout, type RolloutPlan } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import {
   bluegreenStatusQuery, NO_ROLLBACK, REMOVAL_GATE, rollbackUpdate, type BlueGreenInput, type BlueGreenStatus, type BlueGreenStep,
@@ -11,7 +11,8 @@ import { upgradeControlPlaneFirst } from './bluegreen-control-plane.js';
 import { drainResolutionSignal } from './node-messages.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeResult } from './node-upgrade-workflow.js';
 import { rolloutControls } from './rollout-controls.js';
-import { applyRule } from './rule-failure.js';
+import { PATCH } from './patches.js';
+import { applyRule, refuseBadPolicy } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { compensate } from './upgrade-ending.js';
 import { abortSignal, type OperatorAction, type UpgradePhase } from './upgrade-messages.js';
@@ -96,6 +97,7 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
   });
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.cluster, value: cluster }, { key: SEARCH_ATTRIBUTES.targetVersion, value: version }]);
   c.updateMemo();
+  if (patched(PATCH.onePolicy)) refuseBadPolicy(input.policy, BLUEGREEN_POLICY_KEYS);
 
   // Pre-flight, read-only: the pools, the provisioning and the versions judged before anything moves.
   // One rollout of a cluster at a time (its own control-plane upgrade, later, is its child: not another).

@@ -3,7 +3,7 @@ import {
 } from '@temporalio/workflow';
 import {
   buildRunbook, checkRunbook, checkSkew, describeTarget, fullHopWork, hopWork, isBelowHop, planUpgrade, withoutNodes, type HopWork, type MaintenanceWindow, type RolloutPlan, type UpgradePlan,
-  type UpgradePolicy,
+  type UpgradePolicy, UPGRADE_POLICY_KEYS,
 } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { fleetReporter } from './fleet-report.js';
@@ -11,7 +11,7 @@ import { PATCH } from './patches.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-workflow.js';
 import { preflightRefusals } from './preflight.js';
 import { rolloutControls } from './rollout-controls.js';
-import { applyRule } from './rule-failure.js';
+import { applyRule, refuseBadPolicy } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { compensate, doneOutcome, handBack, leftAs, nodesLeftBehind, skewFailure } from './upgrade-ending.js';
 import { statusQuery, type UpgradeStatus } from './upgrade-messages.js';
@@ -128,10 +128,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   if (input.carried) {
     plan = input.carried.plan;
   } else {
-    const retry = policy.hostRetrySeconds;
-    if (retry !== undefined && !(typeof retry === 'number' && Number.isFinite(retry) && retry >= 0)) {
-      throw ApplicationFailure.nonRetryable(`refusing to start: hostRetrySeconds must be a number of seconds ≥ 0, got ${JSON.stringify(retry)}`, 'InvalidPolicy');
-    }
+    refuseBadPolicy(input.policy, UPGRADE_POLICY_KEYS);
     if (patched(PATCH.exclusiveRollouts)) {
       // One rollout of a cluster at a time; the flow that started this upgrade (a blue/green run's
       // control-plane phase) is not another one.

@@ -1,31 +1,21 @@
 import { ApplicationFailure, allHandlersFinished, condition, executeChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { planRollout, type PlanNode, type RolloutPlan } from '../rules/index.js';
+import { MAINTENANCE_POLICY_KEYS, planRollout, type MaintenancePolicy, type PlanNode, type RolloutPlan } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { maintenanceStatusQuery, type MaintenanceStatus } from './maintenance-messages.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeResult } from './node-upgrade-workflow.js';
 import { rolloutControls } from './rollout-controls.js';
 import { waitForWindow, type WindowWaitContext } from './window-wait.js';
-import { applyRule } from './rule-failure.js';
+import { applyRule, refuseBadPolicy } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { compensate, handBack } from './upgrade-ending.js';
 
-export interface MaintenancePolicy {
-  /** Workers maintained first, on their own (default 1), then batches of batchSize, at most maxUnavailable out at once. */
-  canary?: number;
-  batchSize?: number;
-  maxUnavailable?: number | string;
-  /** Wait for an `approve` of gate `canary-maintenance` after the canary; else soak soakSeconds (if any). */
-  approveAfterCanary?: boolean;
-  soakSeconds?: number;
-  drainTimeoutSeconds?: number;
-  /** As UpgradePolicy.hostRetrySeconds: how long a host step retries before the node waits for the operator. */
-  hostRetrySeconds?: number;
-  /** How long a node may take to come back over SSH and Ready after its reboot (default 600 s). */
-  rebootTimeoutSeconds?: number;
-  verifySeconds?: number;
-  /** Pods no controller manages that the operator lets go (`namespace/name`): without them the run refuses. */
-  forcePods?: string[];
-}
+/**
+ * Workers maintained first, on their own (canary, default 1), then batches of batchSize, at most
+ * maxUnavailable out at once; the gate `canary-maintenance` (approveAfterCanary) or a soak; a reboot
+ * waited for up to rebootTimeoutSeconds (default 600 s); forcePods, the pods no controller manages that
+ * the operator lets go (without them the run refuses). Checked by rules/policy.ts.
+ */
+export type { MaintenancePolicy };
 
 export interface MaintainInput {
   cluster: string;
@@ -67,10 +57,7 @@ export async function maintainWorkflow(input: MaintainInput): Promise<Maintenanc
   const c = rolloutControls({ cluster, status, statusQuery: maintenanceStatusQuery, childId, memo, noun: 'maintenance run' });
   const { note, setPhase } = c;
 
-  const retry = policy.hostRetrySeconds;
-  if (retry !== undefined && !(typeof retry === 'number' && Number.isFinite(retry) && retry >= 0)) {
-    throw ApplicationFailure.nonRetryable(`refusing to start: hostRetrySeconds must be a number of seconds ≥ 0, got ${JSON.stringify(retry)}`, 'InvalidPolicy');
-  }
+  refuseBadPolicy(input.policy, MAINTENANCE_POLICY_KEYS);
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.cluster, value: cluster }]);
   c.updateMemo();
 

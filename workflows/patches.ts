@@ -27,4 +27,9 @@ export const PATCH = {
    * phases start again at each hop, and nodes this run leaves behind are named in its result.
    */
   finishLeftBehind: 'finish-left-behind',
+  /**
+   * The policy is checked at the start by the one policy module (rules/policy.ts: every key within the
+   * limits of the activity it feeds), not only hostRetrySeconds: a run started before would not have refused.
+   */
+  onePolicy: 'one-policy',
 } as const;

@@ -1,10 +1,10 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { normalizeVersion } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
-import { bluegreenWorkflowId, NO_ROLLBACK, REMOVAL_GATE, type BlueGreenInput, type BlueGreenPolicy } from '../../workflows/bluegreen-messages.js';
+import { bluegreenWorkflowId, NO_ROLLBACK, REMOVAL_GATE, type BlueGreenInput } from '../../workflows/bluegreen-messages.js';
 import { bluegreenWorkflow } from '../../workflows/bluegreen-workflow.js';
+import { policyFromFlags, BLUEGREEN_FLAG_KEYS } from '../policy-flags.js';
 import { EXIT, intOption, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
-import { namespacedName } from '../input-checks.js';
 import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
 import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { watchUpgrade } from './watch.js';
@@ -79,7 +79,7 @@ export async function bluegreenCommand(args: string[], io: CommandIo): Promise<n
   const version = normalizeVersion(versionText);
   const count = intOption(values.count, '--count', 1);
   if (count !== undefined && count > 200) throw new UsageError(`--count must be at most 200, got ${count}`);
-  const input: BlueGreenInput = { cluster, from, to, version, ...(count === undefined ? {} : { count }), policy: policyFromFlags(values) };
+  const input: BlueGreenInput = { cluster, from, to, version, ...(count === undefined ? {} : { count }), policy: policyFromFlags(values, BLUEGREEN_FLAG_KEYS) };
 
   const taskQueue = workerConfig(values).taskQueue;
   const { client, close } = await connectClient(values);
@@ -104,31 +104,4 @@ export async function bluegreenCommand(args: string[], io: CommandIo): Promise<n
   }
 }
 
-interface BlueGreenFlags {
-  canary?: string | undefined;
-  'batch-size'?: string | undefined;
-  'approve-canary'?: boolean | undefined;
-  soak?: string | undefined;
-  'drain-timeout'?: string | undefined;
-  'host-retry'?: string | undefined;
-  acknowledge?: string[] | undefined;
-}
 
-/** The policy the flags ask for; a value or combination that cannot be right is a UsageError (exit 2). */
-function policyFromFlags(values: BlueGreenFlags): BlueGreenPolicy {
-  const canary = intOption(values.canary, '--canary', 0);
-  const batchSize = intOption(values['batch-size'], '--batch-size', 1);
-  const soak = intOption(values.soak, '--soak', 0);
-  const drainTimeout = intOption(values['drain-timeout'], '--drain-timeout', 1);
-  const hostRetry = intOption(values['host-retry'], '--host-retry', 0);
-  if (hostRetry !== undefined && hostRetry > 86_400) throw new UsageError(`--host-retry must be at most 86400 seconds (a day), got ${hostRetry}`);
-  if (values['approve-canary'] && soak !== undefined) throw new UsageError('--soak waits after the canary when no approval is asked: leave it out with --approve-canary');
-  if (canary === 0 && (values['approve-canary'] || soak !== undefined)) throw new UsageError(`--canary 0 means no canary: ${values['approve-canary'] ? '--approve-canary' : '--soak'} would never apply`);
-  const acknowledge = (values.acknowledge ?? []).map((p) => namespacedName(p, '--acknowledge', 'PDB'));
-  return {
-    ...(canary === undefined ? {} : { canary }), ...(batchSize === undefined ? {} : { batchSize }),
-    ...(values['approve-canary'] ? { approveAfterCanary: true } : {}), ...(soak === undefined ? {} : { soakSeconds: soak }),
-    ...(drainTimeout === undefined ? {} : { drainTimeoutSeconds: drainTimeout }), ...(hostRetry === undefined ? {} : { hostRetrySeconds: hostRetry }),
-    ...(acknowledge.length ? { acknowledge: [...new Set(acknowledge)] } : {}),
-  };
-}

@@ -1,8 +1,9 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
-import { maintainWorkflow, type MaintainInput, type MaintenancePolicy } from '../../workflows/maintain-workflow.js';
-import { EXIT, intOption, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
-import { maxUnavailable, namespacedName, nodeName } from '../input-checks.js';
+import { maintainWorkflow, type MaintainInput } from '../../workflows/maintain-workflow.js';
+import { policyFromFlags, MAINTAIN_FLAG_KEYS } from '../policy-flags.js';
+import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
+import { nodeName } from '../input-checks.js';
 import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
 import { clusterName, connectClient, maintainWorkflowId, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { watchUpgrade } from './watch.js';
@@ -56,7 +57,7 @@ export async function maintainCommand(args: string[], io: CommandIo): Promise<nu
   }
   const output = outputFormat(values.output);
   const cluster = clusterName(values.cluster, '--cluster');
-  const input: MaintainInput = { cluster, policy: policyFromFlags(values) };
+  const input: MaintainInput = { cluster, policy: policyFromFlags(values, MAINTAIN_FLAG_KEYS) };
   if ((values.selector === undefined) === (values.node === undefined)) throw new UsageError('name the nodes with --selector SELECTOR or with --node NODE (repeated), one of the two');
   if (values.selector !== undefined) {
     if (!SELECTOR.test(values.selector) || values.selector.trim() === '') throw new UsageError(`--selector must be a label selector such as 'pool=blue' or 'pool in (a,b)', got ${JSON.stringify(values.selector)}`);
@@ -91,37 +92,4 @@ export async function maintainCommand(args: string[], io: CommandIo): Promise<nu
   }
 }
 
-interface MaintainFlags {
-  canary?: string | undefined;
-  'batch-size'?: string | undefined;
-  'max-unavailable'?: string | undefined;
-  'approve-canary'?: boolean | undefined;
-  soak?: string | undefined;
-  'drain-timeout'?: string | undefined;
-  'host-retry'?: string | undefined;
-  'reboot-timeout'?: string | undefined;
-  'force-pod'?: string[] | undefined;
-}
 
-/** The policy the flags ask for; a value or combination that cannot be right is a UsageError (exit 2). */
-function policyFromFlags(values: MaintainFlags): MaintenancePolicy {
-  const canary = intOption(values.canary, '--canary', 0);
-  const batchSize = intOption(values['batch-size'], '--batch-size', 1);
-  const soak = intOption(values.soak, '--soak', 0);
-  const drainTimeout = intOption(values['drain-timeout'], '--drain-timeout', 1);
-  const hostRetry = intOption(values['host-retry'], '--host-retry', 0);
-  const rebootTimeout = intOption(values['reboot-timeout'], '--reboot-timeout', 1);
-  if (hostRetry !== undefined && hostRetry > 86_400) throw new UsageError(`--host-retry must be at most 86400 seconds (a day), got ${hostRetry}`);
-  // Below the reboot profile's 30-minute startToClose, so the activity reports a host that never came back itself.
-  if (rebootTimeout !== undefined && rebootTimeout > 1500) throw new UsageError(`--reboot-timeout must be at most 1500 seconds, got ${rebootTimeout}`);
-  if (values['approve-canary'] && soak !== undefined) throw new UsageError('--soak waits after the canary when no approval is asked: leave it out with --approve-canary');
-  if (canary === 0 && (values['approve-canary'] || soak !== undefined)) throw new UsageError(`--canary 0 means no canary: ${values['approve-canary'] ? '--approve-canary' : '--soak'} would never apply`);
-  const maxOut = maxUnavailable(values['max-unavailable']);
-  const forcePods = (values['force-pod'] ?? []).map((p) => namespacedName(p, '--force-pod', 'NAME'));
-  return {
-    ...(canary === undefined ? {} : { canary }), ...(batchSize === undefined ? {} : { batchSize }), ...(maxOut === undefined ? {} : { maxUnavailable: maxOut }),
-    ...(values['approve-canary'] ? { approveAfterCanary: true } : {}), ...(soak === undefined ? {} : { soakSeconds: soak }),
-    ...(drainTimeout === undefined ? {} : { drainTimeoutSeconds: drainTimeout }), ...(hostRetry === undefined ? {} : { hostRetrySeconds: hostRetry }),
-    ...(rebootTimeout === undefined ? {} : { rebootTimeoutSeconds: rebootTimeout }), ...(forcePods.length ? { forcePods: [...new Set(forcePods)] } : {}),
-  };
-}

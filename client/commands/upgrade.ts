@@ -19,7 +19,7 @@ with --detach it returns at once (re-attach with "skewless watch NAME"). One upg
 a second one is refused while the first runs. --first-control-plane names the control plane that
 runs "kubeadm upgrade apply" (default: the first by name); a node that is not a control plane of the
 cluster is refused before anything is touched. A drain that has not finished after
---drain-timeout (default: the cluster configuration's drain.timeoutSeconds) waits for "skewless resolve", and so
+--drain-timeout (default: the cluster configuration's drain.timeoutSeconds; at most 6900, within the drain activity's 2 hours) waits for "skewless resolve", and so
 does a node whose step keeps failing: a host unreachable is retried for --host-retry seconds of backoff
 (default about 7 minutes), a changed host key or a node not Ready after the kubelet restart not at all. The worker on QUEUE (SKEWLESS_TASK_QUEUE, default
 "skewless") resolves NAME to the cluster's credentials.

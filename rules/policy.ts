@@ -1,0 +1,178 @@
+import { RuleError } from './rule-error.js';
+import type { UpgradePolicy } from './rollout-plan.js';
+
+/**
+ * The one policy of a rollout: every key an upgrade, an OS maintenance run or a blue/green run takes,
+ * with its bounds, checked here for the CLI's flags, a fleet file's entries, schedules and the
+ * workflows, so that no two of them disagree. The bounds keep each value inside the activity it
+ * feeds: workflows/activity-options.ts reads its start-to-close limits from ACTIVITY_LIMITS, and a
+ * value the activity could not honour is refused before anything starts (a drain timeout past the
+ * drain activity's own limit used to end as "Timeout (START_TO_CLOSE)" five times over).
+ */
+export interface Policy extends UpgradePolicy {
+  /** OS maintenance: how long a node may take to come back over SSH and Ready after its reboot. */
+  rebootTimeoutSeconds?: number;
+  /** OS maintenance: pods (`namespace/name`) no controller manages that the operator lets go before the start. */
+  forcePods?: string[];
+}
+export type PolicyKey = keyof Policy;
+
+/** The start-to-close limits of the activities that policy values feed (seconds). */
+export const ACTIVITY_LIMITS = {
+  /** drainNode: runs up to the drain timeout, then reports the pods left. */
+  drain: 7_200,
+  /** restartKubelet: the restart and the wait for Ready at the version. */
+  kubeletRestart: 600,
+  /** Health checks (checkNodeReady, checkWorkloads, ...): their longest wait, under the profile's 5 minutes. */
+  healthWait: 240,
+  /** rebootNode: the reboot and the wait for SSH and Ready. */
+  reboot: 1_800,
+} as const;
+
+/** What an activity needs after its own wait ends: to report what it found (the pods left, the node's state). */
+const REPORT_MARGIN_SECONDS = { drain: 300, kubeletRestart: 60, reboot: 300 } as const;
+
+/** Defaults of the keys the workflows read with one (the rest default to "absent"). */
+export const POLICY_DEFAULTS = {
+  kubeletTimeoutSeconds: 300,
+  verifySeconds: 60,
+  soakSeconds: 0,
+  continueAsNewAfterEvents: 4_000,
+} as const;
+
+/** How the caller names a key in a refusal, and how it refuses (a UsageError for flags, a RuleError for files). */
+export interface PolicyWording {
+  name: (key: PolicyKey) => string;
+  /** `key` absent: a combination of keys; `at`: the entry of a list (`[2]`). */
+  fail: (key: PolicyKey | undefined, message: string, at?: string) => never;
+}
+
+type Check = (value: unknown, fail: (message: string, at?: string) => never) => unknown;
+
+const shown = (v: unknown) => JSON.stringify(v) ?? String(v);
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const NODE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+export const isNodeName = (v: string): boolean => v.length <= 253 && NODE.test(v);
+/** `namespace/name`: a DNS label and a DNS subdomain. */
+export const isNamespacedName = (v: string): boolean => {
+  const [ns, name, ...rest] = v.split('/');
+  return rest.length === 0 && ns !== undefined && name !== undefined && ns.length <= 63 && DNS_LABEL.test(ns) && isNodeName(name);
+};
+
+const int = (min: number, max?: { value: number; why?: string }): Check => (v, fail) => {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || (max !== undefined && v > max.value)) {
+    fail(`must be an integer ${max === undefined ? `≥ ${min}` : `from ${min} to ${max.value}${max.why ? ` (${max.why})` : ''}`}, got ${shown(v)}`);
+  }
+  return v;
+};
+const bool: Check = (v, fail) => (typeof v === 'boolean' ? v : fail(`must be true or false, got ${shown(v)}`));
+const names = (ok: (v: string) => boolean, what: string): Check => (v, fail) => {
+  if (!Array.isArray(v)) fail(`must be a list of ${what}`);
+  for (const [i, item] of (v as unknown[]).entries()) if (typeof item !== 'string' || !ok(item)) fail(`must be ${what}, got ${shown(item)}`, `[${i}]`);
+  return v;
+};
+const maxUnavailable: Check = (v, fail) => {
+  if (typeof v === 'number') return int(1)(v, fail);
+  if (typeof v !== 'string' || !/^([1-9]\d{0,5}|[1-9]\d?%|100%)$/.test(v)) fail(`must be a count ≥ 1 or a percentage from 1% to 100%, got ${shown(v)}`);
+  return /%$/.test(v as string) ? v : Number(v);
+};
+
+/** The bounds of the integer keys; a maximum that an activity imposes says which. */
+export const INT_BOUNDS = {
+  canary: { min: 0 },
+  batchSize: { min: 1 },
+  soakSeconds: { min: 0 },
+  drainTimeoutSeconds: { min: 1, max: ACTIVITY_LIMITS.drain - REPORT_MARGIN_SECONDS.drain, why: `the drain activity ends at ${ACTIVITY_LIMITS.drain / 3600} hours` },
+  hostRetrySeconds: { min: 0, max: 86_400, why: 'a day' },
+  kubeletTimeoutSeconds: { min: 1, max: ACTIVITY_LIMITS.kubeletRestart - REPORT_MARGIN_SECONDS.kubeletRestart, why: `the kubelet restart activity ends at ${ACTIVITY_LIMITS.kubeletRestart / 60} minutes` },
+  verifySeconds: { min: 0, max: ACTIVITY_LIMITS.healthWait, why: 'the longest wait of a health check' },
+  // 1 continues as new at every safe point (the tests that cross runs use it); the server's own suggestion still holds.
+  continueAsNewAfterEvents: { min: 1 },
+  rebootTimeoutSeconds: { min: 1, max: ACTIVITY_LIMITS.reboot - REPORT_MARGIN_SECONDS.reboot, why: `the reboot activity ends at ${ACTIVITY_LIMITS.reboot / 60} minutes` },
+} satisfies Partial<Record<PolicyKey, { min: number; max?: number; why?: string }>>;
+export type IntPolicyKey = keyof typeof INT_BOUNDS;
+
+const bounded = (key: IntPolicyKey): Check => {
+  const b: { min: number; max?: number; why?: string } = INT_BOUNDS[key];
+  return int(b.min, b.max === undefined ? undefined : { value: b.max, ...(b.why ? { why: b.why } : {}) });
+};
+
+/** Every key with its check. */
+const CHECKS: { [K in PolicyKey]-?: Check } = {
+  canary: bounded('canary'),
+  canaryNodes: names(isNodeName, 'node names'),
+  batchSize: bounded('batchSize'),
+  maxUnavailable,
+  order: (v, fail) => (v === 'name' || v === 'inventory' ? v : fail(`must be "name" or "inventory", got ${shown(v)}`)),
+  firstControlPlane: (v, fail) => (typeof v === 'string' && isNodeName(v) ? v : fail(`must be a node name, got ${shown(v)}`)),
+  approveWorkers: bool,
+  approveAfterCanary: bool,
+  soakSeconds: bounded('soakSeconds'),
+  acknowledge: names(isNamespacedName, 'NAMESPACE/PDB names'),
+  drainTimeoutSeconds: bounded('drainTimeoutSeconds'),
+  hostRetrySeconds: bounded('hostRetrySeconds'),
+  kubeletTimeoutSeconds: bounded('kubeletTimeoutSeconds'),
+  verifySeconds: bounded('verifySeconds'),
+  continueAsNewAfterEvents: bounded('continueAsNewAfterEvents'),
+  rebootTimeoutSeconds: bounded('rebootTimeoutSeconds'),
+  forcePods: names(isNamespacedName, 'NAMESPACE/NAME names'),
+};
+export const POLICY_KEYS = Object.keys(CHECKS) as PolicyKey[];
+/** What each flow takes: an upgrade (and a fleet file, a schedule), an OS maintenance run, a blue/green run. */
+export const UPGRADE_POLICY_KEYS = POLICY_KEYS.filter((k) => k !== 'rebootTimeoutSeconds' && k !== 'forcePods');
+export const MAINTENANCE_POLICY_KEYS = [
+  'canary', 'batchSize', 'maxUnavailable', 'approveAfterCanary', 'soakSeconds', 'drainTimeoutSeconds', 'hostRetrySeconds', 'rebootTimeoutSeconds', 'verifySeconds', 'forcePods',
+] as const satisfies readonly PolicyKey[];
+export const BLUEGREEN_POLICY_KEYS = [
+  'canary', 'batchSize', 'approveAfterCanary', 'soakSeconds', 'drainTimeoutSeconds', 'hostRetrySeconds', 'verifySeconds', 'acknowledge',
+] as const satisfies readonly PolicyKey[];
+export type MaintenancePolicy = Pick<Policy, (typeof MAINTENANCE_POLICY_KEYS)[number]>;
+export type BlueGreenPolicy = Pick<Policy, (typeof BLUEGREEN_POLICY_KEYS)[number]>;
+
+/** Words for the workflows and anything else with no flags or file: the key's own name, a RuleError. */
+export const PLAIN_WORDING: PolicyWording = {
+  name: (key) => key,
+  fail: (key, message, at = '') => {
+    throw new RuleError('InvalidPolicy', key === undefined ? message : `${key}${at} ${message}`);
+  },
+};
+
+/**
+ * Checks a policy: only the keys `allowed` (default all), each within its bounds, and (unless
+ * `combinations` is false) no two that the workflows would silently ignore together. Returns the policy as given (no defaults filled in:
+ * `withDefaults` does that where a value is read).
+ */
+export function checkPolicy(raw: unknown, wording: PolicyWording = PLAIN_WORDING, allowed: readonly PolicyKey[] = POLICY_KEYS, options: { combinations?: boolean } = {}): Policy {
+  if (raw === undefined || raw === null) return {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) wording.fail(undefined, `a policy must be a mapping of keys, got ${shown(raw)}`);
+  const policy = raw as Record<string, unknown>;
+  for (const [key, value] of Object.entries(policy)) {
+    if (!(allowed as readonly string[]).includes(key)) wording.fail(undefined, `unknown key ${JSON.stringify(key)} (expected ${allowed.join(', ')})`);
+    if (value === undefined) continue;
+    CHECKS[key as PolicyKey](value, (message, at) => wording.fail(key as PolicyKey, message, at));
+  }
+  const p = policy as Policy;
+  if (options.combinations === false) return p; // a part of a policy (a fleet file's defaults): judged once merged
+  const { name } = wording;
+  if (p.approveAfterCanary && p.soakSeconds !== undefined) {
+    wording.fail(undefined, `${name('soakSeconds')} waits after the canary when no approval is asked: leave it out with ${name('approveAfterCanary')}`);
+  }
+  if (p.canary === 0 && (p.approveAfterCanary || p.soakSeconds !== undefined)) {
+    wording.fail(undefined, `${name('canary')} 0 means no canary: ${name(p.approveAfterCanary ? 'approveAfterCanary' : 'soakSeconds')} would never apply`);
+  }
+  return p;
+}
+
+type Defaulted = { [K in keyof typeof POLICY_DEFAULTS]: number };
+
+/** The policy with the defaults the workflows read filled in. */
+export function withDefaults<P extends Policy>(policy: P | undefined): P & Defaulted {
+  const p = policy ?? ({} as P);
+  return {
+    ...p,
+    kubeletTimeoutSeconds: p.kubeletTimeoutSeconds ?? POLICY_DEFAULTS.kubeletTimeoutSeconds,
+    verifySeconds: p.verifySeconds ?? POLICY_DEFAULTS.verifySeconds,
+    soakSeconds: p.soakSeconds ?? POLICY_DEFAULTS.soakSeconds,
+    continueAsNewAfterEvents: p.continueAsNewAfterEvents ?? POLICY_DEFAULTS.continueAsNewAfterEvents,
+  };
+}
