@@ -38,6 +38,7 @@ export const POLICY_DEFAULTS = {
   verifySeconds: 60,
   soakSeconds: 0,
   continueAsNewAfterEvents: 4_000,
+  rebootTimeoutSeconds: 600,
 } as const;
 
 /** How the caller names a key in a refusal, and how it refuses (a UsageError for flags, a RuleError for files). */
@@ -174,5 +175,6 @@ export function withDefaults<P extends Policy>(policy: P | undefined): P & Defau
     verifySeconds: p.verifySeconds ?? POLICY_DEFAULTS.verifySeconds,
     soakSeconds: p.soakSeconds ?? POLICY_DEFAULTS.soakSeconds,
     continueAsNewAfterEvents: p.continueAsNewAfterEvents ?? POLICY_DEFAULTS.continueAsNewAfterEvents,
+    rebootTimeoutSeconds: p.rebootTimeoutSeconds ?? POLICY_DEFAULTS.rebootTimeoutSeconds,
   };
 }

@@ -2,7 +2,7 @@ import {
   ApplicationFailure, CancellationScope, allHandlersFinished, condition, executeChild, getExternalWorkflowHandle, patched, setHandler,
   upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
-import { BLUEGREEN_POLICY_KEYS, checkSkew, clusterVersion, compareVersions, parseVersion, planRollout, type RolloutPlan } from '../rules/index.js';
+import { BLUEGREEN_POLICY_KEYS, checkSkew, withDefaults, clusterVersion, compareVersions, parseVersion, planRollout, type RolloutPlan } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import {
   bluegreenStatusQuery, NO_ROLLBACK, REMOVAL_GATE, rollbackUpdate, type BlueGreenInput, type BlueGreenStatus, type BlueGreenStep,
@@ -34,9 +34,9 @@ const refuse = (message: string, type = 'PreflightBlocked') => ApplicationFailur
  */
 export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGreenStatus> {
   const { cluster, version } = input;
-  const policy = input.policy ?? {};
+  const policy = withDefaults(input.policy);
   const owner = workflowInfo().workflowId;
-  const verifySeconds = policy.verifySeconds ?? 60;
+  const { verifySeconds } = policy;
   const abortCommand = `skewless abort ${cluster} --workflow bluegreen`;
   const status: BlueGreenStatus = {
     kind: 'bluegreen', cluster, step: 'preflight', phase: 'inventory', paused: false, version, nodes: {}, gates: [], events: [], skipped: [],
@@ -177,7 +177,7 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
       if (c.aborted()) break;
       await c.verifyWorkloads(phase.stage, version, verifySeconds);
       if (c.aborted()) break;
-      if (phase.kind === 'canary') await c.gate('canary-bluegreen', policy.approveAfterCanary ?? false, policy.soakSeconds ?? 0);
+      if (phase.kind === 'canary') await c.gate('canary-bluegreen', policy.approveAfterCanary ?? false, policy.soakSeconds);
     }
     if (!c.aborted()) {
       status.step = 'removal-gate';

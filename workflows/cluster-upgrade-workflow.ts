@@ -3,7 +3,7 @@ import {
 } from '@temporalio/workflow';
 import {
   buildRunbook, checkRunbook, checkSkew, describeTarget, fullHopWork, hopWork, isBelowHop, planUpgrade, withoutNodes, type HopWork, type MaintenanceWindow, type RolloutPlan, type UpgradePlan,
-  type UpgradePolicy, UPGRADE_POLICY_KEYS,
+  type UpgradePolicy, UPGRADE_POLICY_KEYS, withDefaults,
 } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { fleetReporter } from './fleet-report.js';
@@ -42,7 +42,6 @@ export interface CarriedUpgrade {
   cursor: { hop: number; phase: number };
 }
 
-const DEFAULT_CONTINUE_AFTER_EVENTS = 4_000;
 const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
 
 /**
@@ -51,7 +50,7 @@ const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deter
  */
 export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<UpgradeStatus> {
   const { cluster } = input;
-  const policy = input.policy ?? {};
+  const policy = withDefaults(input.policy);
   const owner = workflowInfo().workflowId;
   const status: UpgradeStatus = input.carried?.status ??
     { cluster, from: '', to: input.to, hops: [], phase: 'inventory', paused: false, nodes: {}, gates: [], snapshots: [], events: [], skipped: [], runs: 0 };
@@ -80,8 +79,8 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     const result = await executeChild(nodeUpgradeWorkflow, {
       workflowId: childId(node),
       staticSummary: step === 'control-plane' ? `control plane of ${node} to v${hop}` : `${node}: drain, kubelet v${hop}, uncordon`,
-      args: [{ cluster, node, role, version: hop, step, owner, kubeletTimeoutSeconds: policy.kubeletTimeoutSeconds ?? 300,
-        verifySeconds: policy.verifySeconds ?? 60, ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
+      args: [{ cluster, node, role, version: hop, step, owner, kubeletTimeoutSeconds: policy.kubeletTimeoutSeconds,
+        verifySeconds: policy.verifySeconds, ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
         ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }), ...extra }],
     });
     state.phase = result.outcome === 'done' ? (step === 'control-plane' ? 'pending' : 'done') : result.outcome;
@@ -112,7 +111,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   /** Between hops and worker phases no child runs and no gate waits: the next run can take over. */
   const continueIfLong = async (cursor: CarriedUpgrade['cursor']) => {
     const info = workflowInfo();
-    if (c.aborted() || !(info.continueAsNewSuggested || info.historyLength >= (policy.continueAsNewAfterEvents ?? DEFAULT_CONTINUE_AFTER_EVENTS))) return;
+    if (c.aborted() || !(info.continueAsNewSuggested || info.historyLength >= policy.continueAsNewAfterEvents)) return;
     await condition(allHandlersFinished);
     status.runs++;
     note(`continued as new at ${info.historyLength} events (run ${status.runs + 1})`);
@@ -237,10 +236,10 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
         if (nodes.length === 0) continue; // every node of the phase is already at the hop: no verify, no gate
         await c.window(nodes, phase.maxUnavailable, (node) => runNode(node, 'node'));
         if (c.aborted()) break;
-        await c.verifyWorkloads(phase.stage, hop, policy.verifySeconds ?? 60);
+        await c.verifyWorkloads(phase.stage, hop, policy.verifySeconds);
         if (c.aborted()) break;
         updateMemo();
-        if (phase.kind === 'canary') await gate(`canary-${hop}`, policy.approveAfterCanary ?? false, policy.soakSeconds ?? 0);
+        if (phase.kind === 'canary') await gate(`canary-${hop}`, policy.approveAfterCanary ?? false, policy.soakSeconds);
         setPhase('workers');
       }
       if (c.aborted()) break;

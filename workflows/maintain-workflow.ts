@@ -1,5 +1,5 @@
 import { ApplicationFailure, allHandlersFinished, condition, executeChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { MAINTENANCE_POLICY_KEYS, planRollout, type MaintenancePolicy, type PlanNode, type RolloutPlan } from '../rules/index.js';
+import { MAINTENANCE_POLICY_KEYS, planRollout, withDefaults, type MaintenancePolicy, type PlanNode, type RolloutPlan } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { maintenanceStatusQuery, type MaintenanceStatus } from './maintenance-messages.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeResult } from './node-upgrade-workflow.js';
@@ -38,7 +38,7 @@ const refuse = (message: string, type = 'PreflightBlocked') => ApplicationFailur
  */
 export async function maintainWorkflow(input: MaintainInput): Promise<MaintenanceStatus> {
   const { cluster } = input;
-  const policy = input.policy ?? {};
+  const policy = withDefaults(input.policy);
   const owner = workflowInfo().workflowId;
   const status: MaintenanceStatus = {
     kind: 'maintenance', cluster, phase: 'inventory', paused: false, nodes: {}, gates: [], events: [], skipped: [], forced: [],
@@ -94,8 +94,8 @@ export async function maintainWorkflow(input: MaintainInput): Promise<Maintenanc
     const result = await executeChild(nodeUpgradeWorkflow, {
       workflowId: childId(node),
       staticSummary: `${node}: drain, OS maintenance, reboot, uncordon`,
-      args: [{ cluster, node, role, version: '', step: 'maintain', owner, kubeletTimeoutSeconds: 300, verifySeconds: policy.verifySeconds ?? 60,
-        rebootTimeoutSeconds: policy.rebootTimeoutSeconds ?? 600,
+      args: [{ cluster, node, role, version: '', step: 'maintain', owner, kubeletTimeoutSeconds: 300, verifySeconds: policy.verifySeconds,
+        rebootTimeoutSeconds: policy.rebootTimeoutSeconds,
         // Every child gets the whole list: a drain only deletes the named pods it finds on its node.
         ...(facts.forced.length ? { force: facts.forced } : {}),
         ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
@@ -113,7 +113,7 @@ export async function maintainWorkflow(input: MaintainInput): Promise<Maintenanc
     return result;
   };
 
-  const verifySeconds = policy.verifySeconds ?? 60;
+  const { verifySeconds } = policy;
   try {
     setPhase('preflight');
     await a.setStageLabels({ cluster, labels: plan.stageLabels, owner });
@@ -128,7 +128,7 @@ export async function maintainWorkflow(input: MaintainInput): Promise<Maintenanc
       if (c.aborted()) break;
       await c.verifyWorkloads(phase.stage, '', verifySeconds);
       if (c.aborted()) break;
-      if (phase.kind === 'canary') await c.gate('canary-maintenance', policy.approveAfterCanary ?? false, policy.soakSeconds ?? 0);
+      if (phase.kind === 'canary') await c.gate('canary-maintenance', policy.approveAfterCanary ?? false, policy.soakSeconds);
     }
   } catch (err) {
     await compensate(cluster, owner, Object.keys(plan.stageLabels), status);
