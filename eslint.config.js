@@ -59,6 +59,20 @@ export default tseslint.config(
     },
   },
   {
+    // Contracts cross every layer (workflow ids, metric names): plain constants that import nothing.
+    files: ['contracts/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^(?!\\./)', message: 'contracts/ imports nothing but other contracts: it is read by every layer.' }] }],
+    },
+  },
+  {
+    // Activities are called by workflows, never the other way round: what both need lives in contracts/ or rules/.
+    files: ['activities/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/workflows/*', '**/workflows/**'], allowTypeImports: true, message: 'Activities do not import workflow code: move what both need to contracts/ or rules/.' }] }],
+    },
+  },
+  {
     // The CLI loads the Temporal client only when a command connects (client/temporal-sdk.ts).
     files: ['client/**/*.ts'],
     ignores: ['client/temporal-sdk.ts'],

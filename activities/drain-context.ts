@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { METRICS } from '../workflows/metrics.js';
+import { METRICS } from '../contracts/metric-names.js';
 
 /**
  * The bits of the activity context a long drain needs, tolerant of running outside an activity

@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { ROLLOUT_KINDS, rolloutWorkflowId } from '../workflows/rollout-ids.js';
+import { ROLLOUT_KINDS, rolloutWorkflowId } from '../contracts/workflow-ids.js';
 
 export interface RunningUpgrade {
   running: boolean;

@@ -4,7 +4,7 @@ import { CONNECTION_FLAGS, connectionOptions, connectionSettings, redactSecrets,
 import { payloadCodec } from '../worker/payload-codec.js';
 import { bluegreenWorkflowId } from '../workflows/bluegreen-messages.js';
 import { restoreWorkflowId } from '../workflows/restore-messages.js';
-import { ROLLOUT_KINDS, rolloutWorkflowId as idOf, type RolloutKindName } from '../workflows/rollout-ids.js';
+import { ROLLOUT_KINDS, rolloutWorkflowId as idOf, type RolloutKindName } from '../contracts/workflow-ids.js';
 import { registerSecret, UsageError } from './cli-support.js';
 
 export { UnreachableError };
@@ -76,7 +76,7 @@ export async function refuseWhileAnotherRolloutRuns(client: Client, cluster: str
  * resolve or watch node by node.
  */
 export const ROLLOUT_WORKFLOWS = { upgrade: upgradeWorkflowId, maintain: maintainWorkflowId, restore: restoreWorkflowId, bluegreen: bluegreenWorkflowId } as const satisfies
-  // The same kinds as the one-at-a-time check (workflows/rollout-ids.ts): a kind added there must be added here.
+  // The same kinds as the one-at-a-time check (contracts/workflow-ids.ts): a kind added there must be added here.
   Record<RolloutKindName, (cluster: string) => string>;
 export type RolloutKind = keyof typeof ROLLOUT_WORKFLOWS;
 const ALL_KINDS = Object.keys(ROLLOUT_WORKFLOWS) as RolloutKind[];

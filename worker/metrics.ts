@@ -1,5 +1,5 @@
 import { Runtime } from '@temporalio/worker';
-import { METRICS, SECONDS_BUCKETS } from '../workflows/metrics.js';
+import { METRICS, SECONDS_BUCKETS } from '../contracts/metric-names.js';
 import { ConfigError } from './config.js';
 
 /**

@@ -1,28 +1,13 @@
 import { metricMeter } from '@temporalio/workflow';
 
 /**
- * skewless's own metrics: their names (the worker serves them in Prometheus form next to the SDK's
- * `temporal_*` metrics, worker/metrics.ts) and the workflow-side helpers that record them.
- *
+ * The workflow-side helpers that record skewless's own metrics (names in contracts/metric-names.ts).
  * The workflow `metricMeter` is replay-safe: it records nothing while a workflow task replays
  * history, and recording adds no command to history, so these calls need no `patched()`.
- * The worker adds `namespace`, `task_queue` and `workflow_type` to every value.
  */
-export const METRICS = {
-  /** Counter: node upgrades finished (the node's kubelet at the hop's version), labels cluster, role. */
-  nodesUpgraded: 'skewless_nodes_upgraded',
-  /** Histogram (seconds): from a node's first eviction to an empty node, blocked time included; labels cluster, role. */
-  drainSeconds: 'skewless_drain_seconds',
-  /** Counter: eviction requests a PodDisruptionBudget refused (recorded by the drain activity); label cluster. */
-  evictionsRefused: 'skewless_evictions_refused',
-  /** Gauge: nodes of an upgrade waiting for the operator (`skewless resolve`); label cluster. */
-  blockedNodes: 'skewless_blocked_nodes',
-  /** Histogram (seconds): how long a gate held the rollout; labels cluster, gate (workers|canary), by (approval|soak). */
-  gateWaitSeconds: 'skewless_gate_wait_seconds',
-} as const;
+import { METRICS } from '../contracts/metric-names.js';
 
-/** Bucket bounds (seconds) for the two histograms: a drain or a gate takes seconds to hours. */
-export const SECONDS_BUCKETS = [1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400];
+export { METRICS, SECONDS_BUCKETS } from '../contracts/metric-names.js';
 
 type Role = 'control-plane' | 'worker';
 
