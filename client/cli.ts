@@ -24,7 +24,7 @@ export const COMMANDS: Record<string, Command> = {
     summary: 'replace a node pool by a new one at a version (blue/green); rollback until removal' },
   watch: { load: () => import('./commands/watch.js').then((m) => ({ run: m.watchCommand, help: m.watchHelp })),
     summary: 're-attach to a running upgrade (or maintenance, or blue/green run)' },
-  status: { load: () => import('./commands/operate.js').then((m) => ({ run: m.operateCommand('status'), help: m.operateHelp.status })),
+  status: { load: () => import('./commands/status.js').then((m) => ({ run: m.statusCommand, help: m.statusHelp })),
     summary: 'where an upgrade is, node by node' },
   approve: { load: () => import('./commands/operate.js').then((m) => ({ run: m.operateCommand('approve'), help: m.operateHelp.approve })),
     summary: 'approve a waiting gate' },
