@@ -95,7 +95,7 @@ export function operateCommand(verb: Verb) {
     // resolve never picks a restore by itself: only the runs it can answer are looked for.
     const candidates = verb === 'resolve' ? NODE_ROLLOUTS : undefined;
 
-    const { client, close } = await connectClient(values);
+    const { client, close } = await connectClient(values, values.by);
     let run: Awaited<ReturnType<typeof rolloutWorkflowId>> = { kind: kind ?? 'upgrade', workflowId: '' };
     try {
       run = await rolloutWorkflowId(client, cluster, kind, candidates);
