@@ -1,4 +1,4 @@
-import { EXIT, processIo, runCommand, UsageError, type CommandIo } from './cli-support.js';
+import { endQuietlyWhenStdoutCloses, EXIT, processIo, runCommand, UsageError, type CommandIo } from './cli-support.js';
 
 /**
  * A command, loaded only when it runs: a spawn of `skewless plan` should not pay for the
@@ -68,6 +68,7 @@ export async function main(argv: string[], io: CommandIo = processIo): Promise<n
   // stderr carries one line per error; a library's deprecation notice (gRPC's TLS server name
   // for an IP address) is nothing an operator can act on.
   process.noDeprecation = true;
+  if (io === processIo) endQuietlyWhenStdoutCloses();
   const [name, ...args] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.out(mainHelp);
