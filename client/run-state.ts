@@ -7,42 +7,46 @@ import { summarizeWorkflowFailure, type FailureSummary } from './workflow-failur
  * What a run is, read from what Temporal holds, and its worker's answer only when a worker gives one.
  *
  * A query needs a worker: without one the server holds it 30 s and then fails it. The operator's
- * "where is my upgrade" must not wait on that, so a query goes out only when the task queue has a
- * poller, and with a short deadline (a stopped worker stays listed as a poller for minutes).
+ * "where is my upgrade" must not wait on that, so a query gets a short deadline. The task queue's
+ * pollers only word the answer: they cannot decide it, since a stopped worker stays listed for
+ * minutes and a live one may poll a partition the description does not list (seen on the dev server:
+ * no pollers listed while a worker served the queue).
  */
 
 /** How long a worker gets to answer a query: a live one answers in milliseconds. */
 export const QUERY_WAIT_MS = 5_000;
 
-/**
- * gRPC codes of a query nobody answered: the deadline passed (the client cancels the call: CANCELLED,
- * measured; or DEADLINE_EXCEEDED), or the server saw no poller (FAILED_PRECONDITION).
- */
-const UNANSWERED_CODES = new Set([1, 4, 9]);
+/** gRPC codes of a query whose deadline passed: the client cancels the call (CANCELLED, measured) or DEADLINE_EXCEEDED. */
+const DEADLINE_CODES = new Set([1, 4]);
+/** The server refused the query at once (FAILED_PRECONDITION): the run's first workflow task has not completed yet. */
+const NOT_READY = 9;
 
-export type Answer<T> = { value: T; noWorker?: undefined } | { value?: undefined; noWorker: string };
+/** The worker's answer, or why there is none; `polled`: whether the task queue lists any poller. */
+export type Answer<T> = { value: T; noWorker?: undefined } | { value?: undefined; noWorker: string; polled: boolean };
 
-/** One line on the task queue's pollers, or undefined when some worker polled it recently. */
-export async function missingWorker(client: Client, taskQueue: string): Promise<string | undefined> {
+async function listsPollers(client: Client, taskQueue: string): Promise<boolean> {
   const { pollers } = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue } });
-  return (pollers?.length ?? 0) === 0 ? `no worker polls task queue ${taskQueue}` : undefined;
+  return (pollers?.length ?? 0) > 0;
 }
 
-const isUnanswered = (err: unknown): boolean => {
+const grpcCode = (err: unknown): number | undefined => {
   const code = (err as { cause?: { code?: unknown } })?.cause?.code ?? (err as { code?: unknown })?.code;
-  return (err as Error)?.name === 'ServiceError' && typeof code === 'number' && UNANSWERED_CODES.has(code);
+  return (err as Error)?.name === 'ServiceError' && typeof code === 'number' ? code : undefined;
 };
 
 /** The run's answer to QUERY, or why no worker gave one (within QUERY_WAIT_MS). */
 export async function queryIfServed<T>(client: Client, handle: WorkflowHandle, taskQueue: string, query: QueryDefinition<T>, waitMs = QUERY_WAIT_MS): Promise<Answer<T>> {
-  const missing = await missingWorker(client, taskQueue);
-  if (missing) return { noWorker: missing };
   try {
     return { value: await client.withDeadline(Date.now() + waitMs, () => handle.query(query)) };
   } catch (err) {
-    if (!isUnanswered(err)) throw err;
-    return { noWorker: `no worker answered on task queue ${taskQueue} within ${Math.round(waitMs / 1000)} s (a worker polled it recently: stopped or overloaded?)` };
+    const code = grpcCode(err);
+    if (code === NOT_READY) return { polled: true, noWorker: `no answer from the run on task queue ${taskQueue} yet (${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message})` };
+    if (code === undefined || !DEADLINE_CODES.has(code)) throw err;
   }
+  const polled = await listsPollers(client, taskQueue);
+  return polled
+    ? { polled, noWorker: `no worker answered on task queue ${taskQueue} within ${Math.round(waitMs / 1000)} s (a worker polled it recently: stopped or overloaded?)` }
+    : { polled, noWorker: `no worker polls task queue ${taskQueue}` };
 }
 
 /** How a closed run ended, from its history (no worker needed): its result, or its failure. */

@@ -101,7 +101,7 @@ export interface WatchOptions {
   onStarted?: () => void;
 }
 
-/** Polls without an answer before watch says the worker is missing: one slow answer is no news. */
+/** Unanswered polls before watch says a listed worker is missing: one slow answer is no news. */
 const MISSES_BEFORE_SAYING = 2;
 
 /**
@@ -148,7 +148,8 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
       const answer = await queryIfServed(client, handle, description.taskQueue, statusQuery).catch(() => undefined);
       const status = answer?.value;
       misses = answer?.noWorker === undefined ? 0 : misses + 1;
-      if (answer?.noWorker !== undefined && misses === MISSES_BEFORE_SAYING) {
+      // No poller listed is said at once; a listed one that did not answer may only be slow.
+      if (answer?.noWorker !== undefined && misses === (answer.polled ? MISSES_BEFORE_SAYING : 1)) {
         live.clear();
         io.err(`skewless: ${answer.noWorker}; the ${what} waits for a worker ("skewless worker --clusters-dir DIR")`);
       }

@@ -107,7 +107,7 @@ describe('e2e: what the operator sees is true', () => {
   it('watch without a worker says so within seconds; Ctrl-C stops it and says how to re-attach', async () => {
     const watch = spawnCli(['watch', 'truth'], cliEnv());
     try {
-      await waitFor('watch says no worker polls', () => watch.stderr().includes(`no worker polls task queue ${taskQueue}`), 10_000, 100);
+      await waitFor('watch says no worker polls', () => watch.stderr().includes(`no worker polls task queue ${taskQueue}`), 15_000, 100);
       assert.equal(watch.stderr(), `skewless: no worker polls task queue ${taskQueue}; the upgrade waits for a worker ("skewless worker --clusters-dir DIR")\n`);
     } finally {
       watch.child.kill('SIGINT');
