@@ -17,7 +17,10 @@ export const watchHelp = `Usage: skewless watch NAME [--workflow upgrade|maintai
 
 Follows the upgrade (or, with --workflow maintain|bluegreen or when that is what runs, the OS maintenance or the blue/green pool replacement) of cluster NAME: phase, per-node progress, blocked nodes and what blocks them
 (a drain, or a step that failed: the step, the failure and its message), a rollout halted on unhealthy
-workloads, gates waiting, each with the command that answers it. Re-attach at any time; exits with the
+workloads, gates waiting, each with the command that answers it. An upgrade still in its inventory and
+pre-flight shows nothing but the live line until it passes (or its refusal). When no worker answers within
+seconds, one stderr line says that no worker polls (or answers on) the task queue; the watch goes on.
+Re-attach at any time; Ctrl-C stops following (exit 130), the run goes on. Exits with the
 upgrade's outcome (0 done; 1 failed, aborted or refused by the cluster as it is; 2 refused as an invalid
 request: unknown cluster or configuration, a version the cluster cannot go to).
 
