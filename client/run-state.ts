@@ -21,8 +21,14 @@ const DEADLINE_CODES = new Set([1, 4]);
 /** The server refused the query at once (FAILED_PRECONDITION): the run's first workflow task has not completed yet. */
 const NOT_READY = 9;
 
-/** The worker's answer, or why there is none; `polled`: whether the task queue lists any poller. */
-export type Answer<T> = { value: T; noWorker?: undefined } | { value?: undefined; noWorker: string; polled: boolean };
+/**
+ * The worker's answer, or why there is none: no worker answered in time (`polled`: whether the task
+ * queue lists any poller), or the run could not answer yet (its first workflow task is still open).
+ */
+export type Answer<T> =
+  | { value: T; noWorker?: undefined; notYet?: undefined }
+  | { value?: undefined; noWorker: string; polled: boolean; notYet?: undefined }
+  | { value?: undefined; noWorker?: undefined; notYet: string };
 
 async function listsPollers(client: Client, taskQueue: string): Promise<boolean> {
   const { pollers } = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue } });
@@ -40,7 +46,7 @@ export async function queryIfServed<T>(client: Client, handle: WorkflowHandle, t
     return { value: await client.withDeadline(Date.now() + waitMs, () => handle.query(query)) };
   } catch (err) {
     const code = grpcCode(err);
-    if (code === NOT_READY) return { polled: true, noWorker: `no answer from the run on task queue ${taskQueue} yet (${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message})` };
+    if (code === NOT_READY) return { notYet: `no answer from the run yet (${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message})` };
     if (code === undefined || !DEADLINE_CODES.has(code)) throw err;
   }
   const polled = await listsPollers(client, taskQueue);

@@ -22,7 +22,8 @@ Without a worker answering within a few seconds, what Temporal holds of the run 
 phase, hop, progress and blocked nodes it last recorded) and one line saying that no worker polls
 its task queue.
 --output json: the status, plus "run" {workflowId, runId, state, taskQueue}; "failure" {message, type}
-when the run failed; "noWorker" (why) and "recorded" (the memo) when no worker answered.
+when the run failed; "noWorker" (why) and "recorded" (the memo) when no worker answered ("noAnswer"
+instead when the run could not answer yet: its first workflow task still open).
 
 Exit status: 0 the run is running or done; 1 it failed, was refused, aborted or ended otherwise;
 2 no run of NAME; 3 Temporal unreachable.`);
@@ -35,6 +36,8 @@ interface Reading {
   status?: AnyStatus;
   failure?: FailureSummary;
   noWorker?: string;
+  /** The run could not answer yet (its first workflow task is still open). */
+  notYet?: string;
   memo: Record<string, unknown>;
 }
 
@@ -71,6 +74,7 @@ async function readRun(client: Client, handle: WorkflowHandle, d: WorkflowExecut
   }
   const answer = await queryIfServed<AnyStatus>(client, handle, d.taskQueue, kind === 'restore' ? restoreStatusQuery : statusQuery);
   if (answer.noWorker !== undefined) return { ...reading, noWorker: answer.noWorker };
+  if (answer.notYet !== undefined) return { ...reading, notYet: answer.notYet };
   let status = answer.value;
   if (kind === 'upgrade' && d.status.name === 'RUNNING') status = await withNodePhases(client, handle.workflowId, status as UpgradeStatus);
   return { ...reading, status };
@@ -91,6 +95,7 @@ function printText(io: CommandIo, cluster: string, r: Reading): void {
   else if ('members' in s) printRestore(io, cluster, s);
   else printUpgrade(io, cluster, s as UpgradeStatus);
   if (r.noWorker) io.out(`  ${r.noWorker}: nodes and gates need one ("skewless worker --clusters-dir DIR")`);
+  if (r.notYet) io.out(`  ${r.notYet}`);
   if (r.failure) io.out(`  failed: ${r.failure.message}`);
 }
 
@@ -113,7 +118,7 @@ export async function statusCommand(args: string[], io: CommandIo): Promise<numb
     if (output === 'json') {
       printJson(io, {
         ...(r.status ?? { cluster }), phase: shownPhase(r) ?? null, run: r.run, ...(r.failure ? { failure: { message: r.failure.message, type: r.failure.type ?? null } } : {}),
-        ...(r.noWorker ? { noWorker: r.noWorker, recorded: r.memo } : {}),
+        ...(r.noWorker ? { noWorker: r.noWorker, recorded: r.memo } : {}), ...(r.notYet ? { noAnswer: r.notYet, recorded: r.memo } : {}),
       }, true);
     } else printText(io, cluster, r);
     const ended = r.run.state !== 'RUNNING';

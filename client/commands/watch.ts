@@ -132,6 +132,7 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
   let haltShown: string | undefined;
   let started = false;
   let misses = 0;
+  let saidMissing = false;
   // Ctrl-C ends the watch, not the run: say so, and how to come back (exit 130, as for any SIGINT).
   const onInterrupt = () => {
     live.clear();
@@ -150,9 +151,11 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
       }
       const answer = await queryIfServed(client, handle, description.taskQueue, statusQuery).catch(() => undefined);
       const status = answer?.value;
-      misses = answer?.noWorker === undefined ? 0 : misses + 1;
-      // No poller listed is said at once; a listed one that did not answer may only be slow.
-      if (answer?.noWorker !== undefined && misses === (answer.polled ? MISSES_BEFORE_SAYING : 1)) {
+      misses = answer?.value !== undefined ? 0 : misses + (answer?.noWorker !== undefined ? 1 : 0);
+      if (misses === 0) saidMissing = false;
+      // No poller listed is said at once; a listed one that did not answer may only be slow. Once per absence.
+      if (answer?.noWorker !== undefined && !saidMissing && misses >= (answer.polled ? MISSES_BEFORE_SAYING : 1)) {
+        saidMissing = true;
         live.clear();
         io.err(`skewless: ${answer.noWorker}; the ${what} waits for a worker ("skewless worker --clusters-dir DIR")`);
       }
