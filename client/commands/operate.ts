@@ -1,4 +1,5 @@
-import type { WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { QUERY_WAIT_MS } from '../run-state.js';
 import { isClientError } from '../temporal-sdk.js';
 import {
   abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery, type HaltState, type NodeState, type UpgradeResolution, type UpgradeStatus,
@@ -51,8 +52,9 @@ const who = (by: string | undefined) => by ?? process.env.USER ?? 'operator';
  * The upgrade's status once the operator's message is in (a query after a signal or update sees
  * its effect); null if the query cannot be answered (no worker), since the action itself went through.
  */
-const statusAfter = (handle: WorkflowHandle, restore = false): Promise<UpgradeStatus | RestoreStatus | null> =>
-  (restore ? handle.query(restoreStatusQuery) : handle.query(statusQuery)).catch(() => null);
+const statusAfter = (client: Client, handle: WorkflowHandle, restore = false): Promise<UpgradeStatus | RestoreStatus | null> =>
+  // Within the deadline status uses: without a worker the server would hold the query 30 s.
+  client.withDeadline<UpgradeStatus | RestoreStatus>(Date.now() + QUERY_WAIT_MS, () => (restore ? handle.query(restoreStatusQuery) : handle.query(statusQuery))).catch(() => null);
 
 export function operateCommand(verb: Verb) {
   return async (args: string[], io: CommandIo): Promise<number> => {
@@ -103,13 +105,13 @@ export function operateCommand(verb: Verb) {
       const handle = client.workflow.getHandle(run.workflowId);
       if (verb === 'approve') {
         const g = await handle.executeUpdate(approveUpdate, { args: [{ gate: gate as string, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) }] });
-        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, gate: g, status: await statusAfter(handle, restore) });
+        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, gate: g, status: await statusAfter(client, handle, restore) });
         else io.out(`gate ${g.name} approved by ${g.approvedBy}`);
       } else if (verb === 'resolve') {
         const r = resolution as UpgradeResolution;
         const answered = await handle.executeUpdate(resolveDrainUpdate, { args: [r] });
         // `answered` is what was waiting: the node (its block) or the halted rollout.
-        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, resolution: r, answered, status: await statusAfter(handle) });
+        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, resolution: r, answered, status: await statusAfter(client, handle) });
         else if (r.node === undefined) io.out(`workload check after ${(answered as HaltState).after}: ${r.action}`);
         else {
           const block = (answered as NodeState).blocked;
@@ -125,7 +127,7 @@ export function operateCommand(verb: Verb) {
         const signal = { pause: pauseSignal, resume: resumeSignal, abort: abortSignal }[verb];
         const sent = { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) };
         await handle.signal(signal, sent);
-        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, ...sent, status: await statusAfter(handle, restore) });
+        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, ...sent, status: await statusAfter(client, handle, restore) });
         else io.out(`${verb} sent to ${handle.workflowId}`);
       }
       return EXIT.ok;
