@@ -26,6 +26,10 @@ export interface UncordonResult {
   changed: boolean;
   /** Why nothing was done (cordoned by someone else, node gone). */
   reason?: string;
+  /** The owner named on a node left cordoned because someone else cordoned it, if any. */
+  cordonedBy?: string;
+  /** The node no longer exists (deleted since: blue/green). */
+  notFound?: true;
 }
 
 export interface StageLabelsResult {
@@ -92,13 +96,13 @@ export function createNodeActivities(deps: { clusters: ClusterResolver }) {
         node = await kube.core.readNode({ name: input.node });
       } catch (err) {
         // Compensation for a node that has since been deleted (blue/green) has nothing left to undo.
-        if (httpStatus(err) === 404) return { uncordoned: false, changed: false, reason: `node ${input.node} not found` };
+        if (httpStatus(err) === 404) return { uncordoned: false, changed: false, reason: `node ${input.node} not found`, notFound: true };
         throw kubeFailure(err, `read node ${input.node}`);
       }
       const by = node.metadata?.annotations?.[CORDONED_BY_ANNOTATION];
       const ours = by === owner || input.force === true;
       if (node.spec?.unschedulable && !ours) {
-        return { uncordoned: false, changed: false, reason: `node ${input.node} was cordoned by ${by ?? 'someone else'}, not ${owner}: left cordoned` };
+        return { uncordoned: false, changed: false, reason: `node ${input.node} was cordoned by ${by ?? 'someone else'}, not ${owner}: left cordoned`, ...(by ? { cordonedBy: by } : {}) };
       }
       // Already schedulable; a leftover annotation of ours is still removed so a retry converges.
       if (!node.spec?.unschedulable && by !== owner) return { uncordoned: true, changed: false };

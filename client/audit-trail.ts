@@ -16,7 +16,9 @@ export type StepOutcome = 'completed' | 'failed' | 'timed out' | 'canceled' | 'r
 /** One line of the audit trail. Only named fields are ever taken from payloads. */
 export type TrailEntry = { time: string } & (
   | { kind: 'started'; workflowId: string; to?: string; continued: boolean }
-  | { kind: 'step'; node?: string; activity: string; summary?: string; version?: string; outcome: StepOutcome; message?: string; retries: number; durationMs?: number }
+  | { kind: 'step'; node?: string; activity: string; summary?: string; version?: string; outcome: StepOutcome; message?: string; retries: number; durationMs?: number;
+      /** What a completed step found instead of doing its work (a node cordoned by someone else, left so). */
+      note?: string }
   | { kind: 'snapshot'; node?: string; path?: string; sha256?: string; revision?: number }
   | { kind: 'approval'; gate?: string; by?: string; comment?: string; failed?: string }
   | { kind: 'resolution'; node?: string; action?: string; by?: string; pods?: string[]; comment?: string; failed?: string; of?: 'drain' | 'step' | 'halt'; step?: string }
@@ -52,6 +54,19 @@ export const tsToMs = (ts: HistoryEvent['eventTime']): number => Number(String(t
 const iso = (e: HistoryEvent) => new Date(tsToMs(e.eventTime)).toISOString();
 const failureMessage = (f: { message?: string | null } | null | undefined) => str(f?.message ?? undefined, 300);
 const compact = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+
+/**
+ * A cordon step that left the node as it found it says so: "completed" would read as if the node had
+ * been uncordoned (activities/node-activities.ts: CordonResult, UncordonResult).
+ */
+function cordonNote(activity: string, r: Record<string, unknown>): string | undefined {
+  const by = str(r.cordonedBy, 120);
+  if (activity === 'uncordonNode' && r.uncordoned === false) {
+    return r.notFound === true ? 'nothing to uncordon: node not found' : `left cordoned: cordoned by ${by ?? 'someone else'}`;
+  }
+  if (activity === 'cordonNode' && r.ownedByUs === false) return `already cordoned by ${by ?? 'someone else'}: left to them`;
+  return undefined;
+}
 
 /** The audit trail of one run: its activities, operator messages, snapshots and how it ended. */
 export function runTrail(run: RunHistory): TrailEntry[] {
@@ -104,6 +119,8 @@ export function runTrail(run: RunHistory): TrailEntry[] {
     } else if (e.activityTaskCompletedEventAttributes) {
       const a = e.activityTaskCompletedEventAttributes;
       const step = close(e, 'completed', a.scheduledEventId);
+      const note = step ? cordonNote(step.activity, record(firstArg(a.result))) : undefined;
+      if (step && note) step.note = note;
       if (step?.activity === 'snapshotEtcd') {
         const r = record(firstArg(a.result));
         out.push(compact({ time, kind: 'snapshot' as const, node: step.node, path: str(r.localPath) ?? str(r.remotePath), sha256: str(r.sha256, 64), revision: num(r.revision) }));
@@ -209,7 +226,7 @@ function describe(entry: TrailEntry): string {
 function outcome(entry: TrailEntry): string {
   if (entry.kind !== 'step') return '';
   const retried = entry.retries > 0 ? `, retried ${entry.retries} time${entry.retries === 1 ? '' : 's'}` : '';
-  return `${entry.outcome}${entry.message ? `: ${entry.message}` : ''}${retried}`;
+  return `${entry.note ?? entry.outcome}${entry.message ? `: ${entry.message}` : ''}${retried}`;
 }
 
 /** One line per entry: time, node, what, duration, outcome. */

@@ -31,8 +31,26 @@ const eraseTransient = () => {
   transientShown = false;
 };
 
+/**
+ * stdout's reader is gone (`skewless history NAME | head -1`): what is left to print has no reader.
+ * The command ends quietly at its next line, as a reader that stopped reading asked.
+ */
+export class OutputClosed extends Error {
+  override name = 'OutputClosed';
+}
+
+let stdoutClosed = false;
+/** Turns stdout's EPIPE (an 'error' event, thrown as an unhandled one without a listener) into OutputClosed. */
+export function endQuietlyWhenStdoutCloses(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') throw err;
+    stdoutClosed = true;
+  });
+}
+
 export const processIo: CommandIo = {
   out: (text) => {
+    if (stdoutClosed) throw new OutputClosed('stdout closed');
     if (process.stdout.isTTY) eraseTransient();
     process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
   },
@@ -123,6 +141,7 @@ export async function runCommand(io: CommandIo, body: () => Promise<number> | nu
   try {
     return await body();
   } catch (err) {
+    if (err instanceof OutputClosed) return EXIT.ok; // the reader took what it wanted
     if (err instanceof Error) {
       err.message = redact(err.message);
       if (err.stack) err.stack = redact(err.stack);

@@ -1,4 +1,4 @@
-import { EXIT, processIo, runCommand, UsageError, type CommandIo } from './cli-support.js';
+import { endQuietlyWhenStdoutCloses, EXIT, processIo, runCommand, UsageError, type CommandIo } from './cli-support.js';
 
 /**
  * A command, loaded only when it runs: a spawn of `skewless plan` should not pay for the
@@ -24,7 +24,7 @@ export const COMMANDS: Record<string, Command> = {
     summary: 'replace a node pool by a new one at a version (blue/green); rollback until removal' },
   watch: { load: () => import('./commands/watch.js').then((m) => ({ run: m.watchCommand, help: m.watchHelp })),
     summary: 're-attach to a running upgrade (or maintenance, or blue/green run)' },
-  status: { load: () => import('./commands/operate.js').then((m) => ({ run: m.operateCommand('status'), help: m.operateHelp.status })),
+  status: { load: () => import('./commands/status.js').then((m) => ({ run: m.statusCommand, help: m.statusHelp })),
     summary: 'where an upgrade is, node by node' },
   approve: { load: () => import('./commands/operate.js').then((m) => ({ run: m.operateCommand('approve'), help: m.operateHelp.approve })),
     summary: 'approve a waiting gate' },
@@ -68,6 +68,7 @@ export async function main(argv: string[], io: CommandIo = processIo): Promise<n
   // stderr carries one line per error; a library's deprecation notice (gRPC's TLS server name
   // for an IP address) is nothing an operator can act on.
   process.noDeprecation = true;
+  if (io === processIo) endQuietlyWhenStdoutCloses();
   const [name, ...args] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.out(mainHelp);

@@ -1,3 +1,4 @@
+import { hostname, userInfo } from 'node:os';
 import type { Client, Connection } from '@temporalio/client';
 import { isClientError, loadTemporalClient } from './temporal-sdk.js';
 import { CONNECTION_FLAGS, connectionOptions, connectionSettings, redactSecrets, UnreachableError, type ConnectionFlags } from '../worker/config.js';
@@ -17,8 +18,10 @@ export const TEMPORAL_OPTIONS = CONNECTION_FLAGS;
  * TLS files and the payload key file are read before connecting; a bad one is a usage error (exit 2),
  * and a server that does not answer within 5 s is exit 3. Messages never carry the API key. Payloads
  * are encrypted and decrypted with the key file's keys, if one is given (docs/security.md).
+ * The client's identity is the operator (`by`, else user@host): Temporal records it on every start,
+ * signal and update, so the UI's identity field says who, not the CLI's process id.
  */
-export async function connectClient(values: ConnectionFlags): Promise<{ client: Client; close: () => Promise<void> }> {
+export async function connectClient(values: ConnectionFlags, by?: string): Promise<{ client: Client; close: () => Promise<void> }> {
   const settings = connectionSettings(values);
   if (settings.apiKey) registerSecret(settings.apiKey);
   const options = connectionOptions(settings);
@@ -31,7 +34,20 @@ export async function connectClient(values: ConnectionFlags): Promise<{ client: 
     const reason = redactSecrets((err as Error).message.split('\n')[0] ?? '', settings);
     throw new UnreachableError(`cannot reach Temporal at ${settings.address}: ${reason}`);
   }
-  return { client: new Client({ connection, namespace: settings.namespace, dataConverter: { payloadCodecs: [codec] } }), close: () => connection.close() };
+  const identity = operatorIdentity(by);
+  return { client: new Client({ connection, namespace: settings.namespace, identity, dataConverter: { payloadCodecs: [codec] } }), close: () => connection.close() };
+}
+
+/** Who acts: the --by of the command, else the login name and host (`dana@laptop`). */
+export function operatorIdentity(by: string | undefined): string {
+  if (by) return by;
+  let user = process.env.USER;
+  try {
+    user ||= userInfo().username;
+  } catch {
+    // no passwd entry (a container's arbitrary uid): the host alone still says where
+  }
+  return `${user || 'unknown'}@${hostname()}`;
 }
 
 const CLUSTER = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;

@@ -189,7 +189,7 @@ export async function fleetCommand(args: string[], io: CommandIo): Promise<numbe
     }
   } else only([]);
 
-  const { client, close } = await connectClient(values);
+  const { client, close } = await connectClient(values, values.by);
   const handle = client.workflow.getHandle(fleetId(name));
   try {
     if (verb === 'watch') return await watchFleet(client, name, io, output);

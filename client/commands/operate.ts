@@ -1,31 +1,28 @@
-import type { WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { QUERY_WAIT_MS } from '../run-state.js';
 import { isClientError } from '../temporal-sdk.js';
 import {
   abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery, type HaltState, type NodeState, type UpgradeResolution, type UpgradeStatus,
 } from '../../workflows/upgrade-messages.js';
-import { blockText, haltLines, resolveHint } from '../block-text.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { printJson } from '../output.js';
-import { windowPhaseLabel } from '../../rules/index.js';
-import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
 import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, type RolloutKind } from '../temporal-connection.js';
 import { gateName, namespacedName, nodeName, onlyPositional } from '../input-checks.js';
 import { restoreStatusQuery, type RestoreStatus } from '../../workflows/restore-messages.js';
-import { rollbackUpdate, type BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
+import { rollbackUpdate } from '../../workflows/bluegreen-messages.js';
 
 const WORKFLOW_HELP = `--workflow upgrade|maintain|restore|bluegreen: which of the cluster's runs (upgrade/NAME, the OS
 maintenance maintain/NAME, the etcd restore restore/NAME of skewless restore, which has nothing to resolve,
 or the pool replacement bluegreen/NAME of skewless bluegreen, whose abort is its rollback, refused once the
 blue pool's removal started); default: the one running, else the one started last; approving a gate named
 restore-... means the restore, remove-blue or canary-bluegreen the blue/green run.`;
-const withConnection = (help: string) => `${help}\n\n${WORKFLOW_HELP}\n\n${CONNECTION_HELP}`;
+export const withConnection = (help: string) => `${help}\n\n${WORKFLOW_HELP}\n\n${CONNECTION_HELP}`;
 
 const SIGNAL_JSON = '--output json: {cluster, workflowId, action, by, reason, status (the upgrade\'s status after)}.';
 
-/** The operator's controls on a running upgrade: status, approve, resolve, pause, resume, abort. */
+/** The operator's controls on a running upgrade: approve, resolve, pause, resume, abort (status: status.ts). */
 export const operateHelp = {
-  status: withConnection('Usage: skewless status NAME [--output json|text]\n\nThe upgrade\'s phase, hop, every node\'s state, blocked nodes, gates and snapshots.'),
   approve: withConnection('Usage: skewless approve NAME --gate GATE [--by WHO] [--comment TEXT] [--output json|text]\n\nApproves a waiting gate; who and why land in the workflow history.\n--output json: {cluster, workflowId, action, gate (approvedBy, comment), status (the upgrade\'s status after)}.'),
   resolve: withConnection(`Usage: skewless resolve NAME --node NODE --action retry|skip|force|abort [--pod NS/NAME]... [--by WHO] [--comment TEXT] [--output json|text]
        skewless resolve NAME --action retry|abort [--by WHO] [--comment TEXT] [--output json|text]
@@ -47,7 +44,7 @@ Answers what an upgrade waits for (skewless status shows it and the answers it t
 type Verb = keyof typeof operateHelp;
 
 /** What each kind of run is called in "no running ...". */
-const RUN_NOUN: Record<RolloutKind, string> = { upgrade: 'upgrade', maintain: 'maintenance', restore: 'restore', bluegreen: 'blue/green run' };
+export const RUN_NOUN: Record<RolloutKind, string> = { upgrade: 'upgrade', maintain: 'maintenance', restore: 'restore', bluegreen: 'blue/green run' };
 
 const who = (by: string | undefined) => by ?? process.env.USER ?? 'operator';
 
@@ -55,17 +52,9 @@ const who = (by: string | undefined) => by ?? process.env.USER ?? 'operator';
  * The upgrade's status once the operator's message is in (a query after a signal or update sees
  * its effect); null if the query cannot be answered (no worker), since the action itself went through.
  */
-const statusAfter = (handle: WorkflowHandle, restore = false): Promise<UpgradeStatus | RestoreStatus | null> =>
-  (restore ? handle.query(restoreStatusQuery) : handle.query(statusQuery)).catch(() => null);
-
-/** `skewless status NAME --workflow restore`: the restore's phase, each control plane's step, its gate and snapshot. */
-function printRestoreStatus(io: CommandIo, cluster: string, s: RestoreStatus): void {
-  io.out(`${cluster}: restore ${s.phase}${s.paused ? ', paused' : ''}${s.revision !== undefined ? `, etcd at revision ${s.revision}` : ''}`);
-  if (s.snapshot) io.out(`  snapshot ${s.snapshot.remotePath} (revision ${s.snapshot.revision}, sha256 ${s.snapshot.sha256}${s.snapshot.takenAt ? `, taken ${s.snapshot.takenAt}` : ''})`);
-  for (const m of s.members) io.out(`  ${m.node.padEnd(16)} member ${m.name.padEnd(16)} ${m.phase}${m.previousDataDir ? ` (old data in ${m.previousDataDir})` : ''}`);
-  for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : `waiting; approving it loses ${s.loses ?? 'everything written since the snapshot'}`}`);
-  if (s.outcome) io.out(`  ${s.outcome}`);
-}
+const statusAfter = (client: Client, handle: WorkflowHandle, restore = false): Promise<UpgradeStatus | RestoreStatus | null> =>
+  // Within the deadline status uses: without a worker the server would hold the query 30 s.
+  client.withDeadline<UpgradeStatus | RestoreStatus>(Date.now() + QUERY_WAIT_MS, () => (restore ? handle.query(restoreStatusQuery) : handle.query(statusQuery))).catch(() => null);
 
 export function operateCommand(verb: Verb) {
   return async (args: string[], io: CommandIo): Promise<number> => {
@@ -108,41 +97,21 @@ export function operateCommand(verb: Verb) {
     // resolve never picks a restore by itself: only the runs it can answer are looked for.
     const candidates = verb === 'resolve' ? NODE_ROLLOUTS : undefined;
 
-    const { client, close } = await connectClient(values);
+    const { client, close } = await connectClient(values, values.by);
     let run: Awaited<ReturnType<typeof rolloutWorkflowId>> = { kind: kind ?? 'upgrade', workflowId: '' };
     try {
       run = await rolloutWorkflowId(client, cluster, kind, candidates);
       const restore = run.kind === 'restore';
       const handle = client.workflow.getHandle(run.workflowId);
-      if (verb === 'status' && restore) {
-        const s = await handle.query(restoreStatusQuery);
-        if (output === 'json') printJson(io, s, true);
-        else printRestoreStatus(io, cluster, s);
-      } else if (verb === 'status') {
-        const s = await handle.query(statusQuery);
-        if (output === 'json') printJson(io, s, true);
-        else if ((s as unknown as MaintenanceStatus).kind === 'maintenance') printMaintenance(io, cluster, s as unknown as MaintenanceStatus);
-        else if ((s as unknown as BlueGreenStatus).kind === 'bluegreen') printBlueGreen(io, cluster, s as unknown as BlueGreenStatus);
-        else {
-          io.out(`${cluster}: ${s.from} → ${s.to}, hop ${s.hop ?? '-'} (${s.hops.join(' → ')}), ${s.phase}${s.paused ? ', paused' : ''}`);
-          for (const [node, n] of Object.entries(s.nodes)) {
-            io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${n.blocked ? `: ${blockText(n.blocked)}` : ''}`);
-            if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(cluster, node, n.blocked)}`);
-          }
-          if (s.halted) for (const line of haltLines(cluster, s.halted)) io.out(`  ${line}`);
-          if (s.waiting) io.out(`  ${windowPhaseLabel(s.waiting.phase, s.waiting.hop)}: waiting for the maintenance window: opens ${s.waiting.opensAt}`);
-          for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : 'waiting'}`);
-          for (const snap of s.snapshots) io.out(`  etcd snapshot ${snap.hop}: ${snap.localPath} (${snap.sizeBytes} bytes, sha256 ${snap.sha256}, revision ${snap.revision})`);
-        }
-      } else if (verb === 'approve') {
+      if (verb === 'approve') {
         const g = await handle.executeUpdate(approveUpdate, { args: [{ gate: gate as string, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) }] });
-        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, gate: g, status: await statusAfter(handle, restore) });
+        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, gate: g, status: await statusAfter(client, handle, restore) });
         else io.out(`gate ${g.name} approved by ${g.approvedBy}`);
       } else if (verb === 'resolve') {
         const r = resolution as UpgradeResolution;
         const answered = await handle.executeUpdate(resolveDrainUpdate, { args: [r] });
         // `answered` is what was waiting: the node (its block) or the halted rollout.
-        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, resolution: r, answered, status: await statusAfter(handle) });
+        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, resolution: r, answered, status: await statusAfter(client, handle) });
         else if (r.node === undefined) io.out(`workload check after ${(answered as HaltState).after}: ${r.action}`);
         else {
           const block = (answered as NodeState).blocked;
@@ -158,7 +127,7 @@ export function operateCommand(verb: Verb) {
         const signal = { pause: pauseSignal, resume: resumeSignal, abort: abortSignal }[verb];
         const sent = { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) };
         await handle.signal(signal, sent);
-        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, ...sent, status: await statusAfter(handle, restore) });
+        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, ...sent, status: await statusAfter(client, handle, restore) });
         else io.out(`${verb} sent to ${handle.workflowId}`);
       }
       return EXIT.ok;
@@ -170,36 +139,4 @@ export function operateCommand(verb: Verb) {
       await close();
     }
   };
-}
-
-/** `skewless status` of an OS maintenance run: what it takes, each node, and what it waits for. */
-function printMaintenance(io: CommandIo, cluster: string, s: MaintenanceStatus): void {
-  const target = `${cluster} --workflow maintain`;
-  const done = Object.values(s.nodes).filter((n) => n.phase === 'done').length;
-  io.out(`${cluster}: OS maintenance of ${s.selector ?? s.requested?.join(', ') ?? '?'}, ${done}/${Object.keys(s.nodes).length} nodes done, ${s.phase}${s.paused ? ', paused' : ''}`);
-  for (const [node, n] of Object.entries(s.nodes)) {
-    io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${n.blocked ? `: ${blockText(n.blocked)}` : ''}`);
-    if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(target, node, n.blocked)}`);
-  }
-  if (s.halted) for (const line of haltLines(target, s.halted)) io.out(`  ${line}`);
-  if (s.waiting) io.out(`  ${s.waiting.phase}: waiting for the maintenance window: opens ${s.waiting.opensAt}`);
-  for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : 'waiting'}`);
-  if (s.outcome) io.out(`  ${s.outcome}`);
-}
-
-/** `skewless status` of a blue/green run: the pools, each blue node's drain, what it waits for, and whether it can still roll back. */
-function printBlueGreen(io: CommandIo, cluster: string, s: BlueGreenStatus): void {
-  const target = `${cluster} --workflow bluegreen`;
-  const drained = s.blue.nodes.filter((n) => s.nodes[n]?.phase === 'done').length;
-  io.out(`${cluster}: blue/green, pool ${s.blue.pool} → pool ${s.green.pool} at ${s.version}, ${s.step}${s.paused ? ', paused' : ''}: `
-    + `${drained}/${s.blue.nodes.length} blue drained, ${s.green.joined.length}/${s.green.nodes.length} green joined`);
-  if (s.controlPlane?.upgrade) io.out(`  control plane from ${s.controlPlane.from} by ${s.controlPlane.upgrade} (skewless status ${cluster} --workflow upgrade)`);
-  for (const [node, n] of Object.entries(s.nodes)) {
-    io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${n.blocked ? `: ${blockText(n.blocked)}` : ''}`);
-    if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(target, node, n.blocked)}`);
-  }
-  if (s.halted) for (const line of haltLines(target, s.halted)) io.out(`  ${line}`);
-  for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : `waiting: skewless approve ${target} --gate ${g.name}`}`);
-  io.out(`  rollback: ${s.rollback.available ? s.rollback.how : `none: ${s.rollback.how}`}`);
-  if (s.outcome) io.out(`  ${s.outcome}`);
 }

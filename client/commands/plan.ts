@@ -25,9 +25,10 @@ checks the skew policy on the state after every step.
 
 With --cluster, the inventory and the package repository's versions are read from the live
 cluster through the worker (workflow plan/NAME/…; start one with "skewless worker"), and the
-pre-flight refusals an upgrade would make now (blocking PDBs, NotReady nodes) are listed, then the
-drains that will block on pods no controller manages (bare pods), by node: not a refusal, the
-upgrade waits at each such node for "skewless resolve" (skip the node, or force the pod).
+pre-flight refusals an upgrade would make now (a broken skew policy, blocking PDBs, NotReady
+nodes) are listed, then the drains that will block on pods no controller manages (bare pods), by
+node: not a refusal, the upgrade waits at each such node for "skewless resolve" (skip the node, or
+force the pod).
 
 From files, the inventory is the skew-check format plus optional "nodes":
   {"apiservers":[{"node":"cp1","version":"1.32.4"}], "kubelets":[{"node":"w1","version":"1.32.4"}], …,
@@ -38,7 +39,7 @@ Without "nodes", apiserver nodes are control planes and other kubelet nodes are 
 ${CONNECTION_HELP}
 
 Exit status: 0 plan is skew-safe, 1 some step would break the skew policy or an upgrade would
-refuse to start (named), or the plan failed on the worker, 2 invalid input or unknown cluster,
+refuse to start (named, a broken skew policy among the refusals), or the plan failed on the worker, 2 invalid input or unknown cluster,
 3 Temporal unreachable.`;
 
 export async function planCommand(args: string[], io: CommandIo): Promise<number> {
@@ -85,20 +86,29 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
     plan = planUpgrade({ inventory, to, available, policy });
   }
 
+  // One verdict: the upgrade refuses to start on a broken skew policy as on any pre-flight finding.
+  const refusals = live ? [...(plan.skew.compliant ? [] : [skewRefusal(plan)]), ...live.refusals] : [];
   if (output === 'json') {
-    const found = live ? { refusals: live.refusals, problems: live.problems, barePods: live.barePods ?? [], barePodCount: live.barePodCount ?? 0 } : {};
+    const found = live ? { refusals, problems: live.problems, barePods: live.barePods ?? [], barePodCount: live.barePodCount ?? 0 } : {};
     io.out(JSON.stringify({ ...(live ? { cluster: live.cluster } : {}), ...planToJson(plan, to), ...found }, null, 2));
   } else {
     io.out(planToText(plan, to));
     if (live) {
       for (const p of live.problems) io.out(`Inventory: ${p}`);
-      io.out(live.refusals.length === 0 ? `Pre-flight (${live.cluster}): nothing would stop the upgrade from starting.` : `Pre-flight (${live.cluster}): the upgrade would refuse to start:`);
-      for (const r of live.refusals) io.out(`  ${r}`);
+      io.out(refusals.length === 0 ? `Pre-flight (${live.cluster}): nothing would stop the upgrade from starting.` : `Pre-flight (${live.cluster}): the upgrade would refuse to start:`);
+      for (const r of refusals) io.out(`  ${r}`);
       // A worker older than this CLI reports no bare pods.
       for (const line of barePodLines(live.cluster, live.barePods ?? [], live.barePodCount ?? 0)) io.out(line);
     }
   }
-  return plan.skew.compliant && (live?.refusals.length ?? 0) === 0 ? EXIT.ok : EXIT.notCompliant;
+  return plan.skew.compliant && refusals.length === 0 ? EXIT.ok : EXIT.notCompliant;
+}
+
+/** The upgrade's own refusal of a plan whose skew check fails (workflows/upgrade-ending.ts skewFailure), in a line. */
+function skewRefusal(plan: UpgradePlan): string {
+  const f = plan.skew.failure;
+  const where = f?.step && f.stepIndex >= 0 ? `step "${f.step.detail}" of ${f.step.hop}` : 'the cluster as it is';
+  return `the skew policy: ${where} breaks it (see "Skew policy" above)`;
 }
 
 /** Runs planClusterWorkflow; a missing worker, an unknown cluster or a refused version is one line. */

@@ -26,8 +26,13 @@ does a node whose step keeps failing: a host unreachable is retried for --host-r
 
 ${TARGET_HELP}
 
---output json: with --detach, one object {"type":"started","cluster","workflowId","runId","to","at"};
-following the run, that object then one per line (NDJSON) for each change, as "skewless watch --output json".
+Following the run, it prints "checking upgrade/NAME to TARGET" first and "started upgrade/NAME to TARGET"
+only once the run is past its inventory and pre-flight: a refused upgrade never says started. Ctrl-C
+stops following (exit 130); the upgrade goes on in Temporal ("skewless watch NAME" re-attaches).
+
+--output json: with --detach, one object {"type":"started","cluster","workflowId","runId","to","at"} (the
+workflow started; its pre-flight runs on the worker); following the run, that object once the pre-flight
+passed (none for a refused upgrade), then one per line (NDJSON) for each change, as "skewless watch --output json".
 
 ${CONNECTION_HELP}
 
@@ -72,11 +77,17 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
       }
       throw err;
     }
-    // With --detach, JSON is this one object; following, it is the first NDJSON record.
-    if (output === 'json') printRecord(io, 'started', cluster, { workflowId: upgradeWorkflowId(cluster), runId, to });
-    else io.out(`started upgrade/${cluster} to ${to}`);
-    if (values.detach) return EXIT.ok;
-    return await watchUpgrade(client, cluster, io, { output });
+    const workflowId = upgradeWorkflowId(cluster);
+    const announce = () => (output === 'json' ? printRecord(io, 'started', cluster, { workflowId, runId, to }) : io.out(`started ${workflowId} to ${to}`));
+    if (values.detach) {
+      // Detached, the workflow's start is all there is to report: its pre-flight runs later, on the worker.
+      if (output === 'json') announce();
+      else io.out(`started ${workflowId} to ${to} (detached: the worker checks it before it touches anything; "skewless watch ${cluster}" says whether it passed)`);
+      return EXIT.ok;
+    }
+    // Following: "started" only once the run is past its inventory and pre-flight, so a refusal never reads as a start.
+    if (output === 'text') io.out(`checking ${workflowId} to ${to}: inventory, skew and pre-flight on the worker`);
+    return await watchUpgrade(client, cluster, io, { output, onStarted: announce });
   } finally {
     await close();
   }

@@ -11,12 +11,16 @@ import type { BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
 import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
 import { onlyPositional } from '../input-checks.js';
 import { reportRunEnding } from '../workflow-failure.js';
+import { queryIfServed } from '../run-state.js';
 
 export const watchHelp = `Usage: skewless watch NAME [--workflow upgrade|maintain|bluegreen] [--output json|text] [connection options]
 
 Follows the upgrade (or, with --workflow maintain|bluegreen or when that is what runs, the OS maintenance or the blue/green pool replacement) of cluster NAME: phase, per-node progress, blocked nodes and what blocks them
 (a drain, or a step that failed: the step, the failure and its message), a rollout halted on unhealthy
-workloads, gates waiting, each with the command that answers it. Re-attach at any time; exits with the
+workloads, gates waiting, each with the command that answers it. An upgrade still in its inventory and
+pre-flight shows nothing but the live line until it passes (or its refusal). When no worker answers within
+seconds, one stderr line says that no worker polls (or answers on) the task queue; the watch goes on.
+Re-attach at any time; Ctrl-C stops following (exit 130), the run goes on. Exits with the
 upgrade's outcome (0 done; 4 done but nodes left behind: skipped, or cordoned by someone else, named in
 the outcome; 1 failed, aborted or refused by the cluster as it is; 2 refused as an invalid request:
 unknown cluster or configuration, a version the cluster cannot go to).
@@ -97,7 +101,12 @@ export interface WatchOptions {
   pollMs?: number;
   /** Which run to follow: default the upgrade, upgrade/<cluster>. */
   workflowId?: string;
+  /** Called once, before anything else is printed of the run, when it is first seen past its inventory and pre-flight. */
+  onStarted?: () => void;
 }
+
+/** Unanswered polls before watch says a listed worker is missing: one slow answer is no news. */
+const MISSES_BEFORE_SAYING = 2;
 
 /**
  * Polls the status query until the workflow closes; returns its exit code. Text: what changed, as
@@ -122,6 +131,16 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
   const blockedShown = new Set<string>();
   const gatesShown = new Map<string, string>();
   let haltShown: string | undefined;
+  let started = false;
+  let misses = 0;
+  let saidMissing = false;
+  // Ctrl-C ends the watch, not the run: say so, and how to come back (exit 130, as for any SIGINT).
+  const onInterrupt = () => {
+    live.clear();
+    io.err(`skewless: stopped following ${handle.workflowId}; the ${what} goes on in Temporal: re-attach with "skewless watch ${target}"`);
+    process.exit(130);
+  };
+  process.once('SIGINT', onInterrupt);
   try {
     for (;;) {
       let description;
@@ -131,13 +150,32 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
         if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(`no ${what} of ${cluster} found`);
         throw err;
       }
-      const status = await handle.query(statusQuery).catch(() => undefined);
-      if (status) {
+      const answer = await queryIfServed(client, handle, description.taskQueue, statusQuery).catch(() => undefined);
+      const status = answer?.value;
+      misses = answer?.value !== undefined ? 0 : misses + (answer?.noWorker !== undefined ? 1 : 0);
+      if (misses === 0) saidMissing = false;
+      // No poller listed is said at once; a listed one that did not answer may only be slow. Once per absence.
+      if (answer?.noWorker !== undefined && !saidMissing && misses >= (answer.polled ? MISSES_BEFORE_SAYING : 1)) {
+        saidMissing = true;
+        live.clear();
+        io.err(`skewless: ${answer.noWorker}; the ${what} waits for a worker ("skewless worker --clusters-dir DIR")`);
+      }
+      // Until its pre-flight passes, an upgrade has started nothing: no "started", no progress; its log
+      // only once it ended there (refused).
+      const checking = kind === 'upgrade' && status?.phase === 'inventory';
+      const closed = description.status.name !== 'RUNNING';
+      if (status && !checking && !started) {
+        started = true;
+        options.onStarted?.();
+      }
+      if (status && (!checking || closed)) {
         for (const e of status.events.slice(printedEvents)) {
           if (json) record('event', { message: e });
           else io.out(`  ${e}`);
         }
         printedEvents = status.events.length;
+      }
+      if (status && !checking) {
         if (json) {
           const progress = isBlueGreen(status)
             ? { workflowId: handle.workflowId, phase: status.phase, step: status.step, paused: status.paused, blueDrained: nodesDone(status),
@@ -185,15 +223,16 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
           if (json) record('gate', { gate: g.name, state, ...gate, ...(state === 'waiting' && !g.opensAt ? { command: `skewless approve ${target} --gate ${g.name}` } : {}) });
           else if (state === 'waiting') io.out(`  gate ${g.name} waits: skewless approve ${target} --gate ${g.name}`);
         }
-        live.show(spinnerText(target, status));
       }
-      if (description.status.name !== 'RUNNING') {
+      if (status) live.show(checking ? `${target}: checking (inventory, skew, pre-flight)` : spinnerText(target, status));
+      if (closed) {
         live.clear();
         return await reportRunEnding(handle, cluster, what, io, json);
       }
       await new Promise((r) => setTimeout(r, pollMs));
     }
   } finally {
+    process.off('SIGINT', onInterrupt);
     live.clear();
   }
 }

@@ -88,7 +88,7 @@ describe('node activities (cordon, uncordon, stage labels) against the simulated
 
   it('treats a missing node as nothing to uncordon, and refuses to cordon it', async () => {
     const r = await acts.uncordonNode({ cluster: c, node: 'worker-99', owner: OWNER });
-    assert.deepEqual(r, { uncordoned: false, changed: false, reason: 'node worker-99 not found' });
+    assert.deepEqual(r, { uncordoned: false, changed: false, reason: 'node worker-99 not found', notFound: true });
     await assert.rejects(acts.cordonNode({ cluster: c, node: 'worker-99', owner: OWNER }), (err: Error & { type?: string; nonRetryable?: boolean }) => {
       assert.equal(err.type, 'NotFound');
       assert.equal(err.nonRetryable, true);

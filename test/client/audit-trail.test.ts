@@ -114,6 +114,23 @@ describe('audit trail of what the e2e histories lack', () => {
     assert.match(text, /checkNodeReady: wait for worker-3 Ready at v1\.33\.7 +\d+\.\d s {2}failed: node worker-3 not Ready at 1\.33\.7 after 60 s$/m);
   });
 
+  it('says a cordon step left the node as someone else cordoned it, instead of "completed"', () => {
+    const result = (activity: string, value: unknown) => edited((events) => {
+      const done = eventOf(events, 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED', activity);
+      attrs(done, 'activityTaskCompletedEventAttributes').result = { payloads: [payload(value)] };
+    });
+    const line = (entries: TrailEntry[], activity: string) => trailToText(entries).split('\n').find((l) => l.includes(`${activity}:`)) ?? '';
+    assert.match(line(result('cordonNode', { cordoned: true, ownedByUs: false, changed: false }), 'cordonNode'), /cordonNode: cordon worker-3 +\d+\.\d s {2}already cordoned by someone else: left to them$/);
+    assert.match(line(result('cordonNode', { cordoned: true, ownedByUs: true, changed: true }), 'cordonNode'), /\d s {2}completed$/);
+    // A node this run never cordoned, as compensation finds it: uncordonNode returns uncordoned:false.
+    const uncordoned = (value: unknown) => line(result('uncordonNode', value), 'uncordonNode');
+    assert.match(uncordoned({ uncordoned: false, changed: false, reason: 'node worker-3 was cordoned by someone else, not upgrade/e2e: left cordoned' }),
+      /uncordonNode: uncordon worker-3 +\d+\.\d s {2}left cordoned: cordoned by someone else$/);
+    assert.match(uncordoned({ uncordoned: false, changed: false, reason: '…', cordonedBy: 'maintain/e2e' }), /left cordoned: cordoned by maintain\/e2e$/);
+    assert.match(uncordoned({ uncordoned: false, changed: false, reason: 'node worker-3 not found', notFound: true }), /nothing to uncordon: node not found$/);
+    assert.match(uncordoned({ uncordoned: true, changed: true }), /\d s {2}completed$/);
+  });
+
   it('records approvals, drain resolutions and operator signals with who, from named fields only', () => {
     const copy = structuredClone(parentJson);
     const at = (copy.events[5] as JsonEvent).eventTime;

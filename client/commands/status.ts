@@ -1,0 +1,132 @@
+import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
+import { isClientError } from '../temporal-sdk.js';
+import { statusQuery, type NodeState, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { nodeStatusQuery, type NodePhase } from '../../workflows/node-messages.js';
+import { restoreStatusQuery, type RestoreStatus } from '../../workflows/restore-messages.js';
+import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
+import type { BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
+import { EXIT, outputFormat, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
+import { OUTPUT_OPTION, printJson } from '../output.js';
+import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, type RolloutKind } from '../temporal-connection.js';
+import { onlyPositional } from '../input-checks.js';
+import { queryIfServed, runEnding } from '../run-state.js';
+import type { FailureSummary } from '../workflow-failure.js';
+import { printBlueGreen, printMaintenance, printRecorded, printRestore, printUpgrade } from '../status-text.js';
+import { RUN_NOUN, withConnection } from './operate.js';
+
+export const statusHelp = withConnection(`Usage: skewless status NAME [--output json|text]
+
+The run's phase, hop, every node's state (a node in flight as its own node workflow reports it),
+blocked nodes, gates and snapshots; how it ended once it has (the failure's message, or the outcome).
+Without a worker answering within a few seconds, what Temporal holds of the run (its state, and the
+phase, hop, progress and blocked nodes it last recorded) and one line saying that no worker polls
+its task queue.
+--output json: the status, plus "run" {workflowId, runId, state, taskQueue}; "failure" {message, type}
+when the run failed; "noWorker" (why) and "recorded" (the memo) when no worker answered ("noAnswer"
+instead when the run could not answer yet: its first workflow task still open).
+
+Exit status: 0 the run is running or done; 1 it failed, was refused, aborted or ended otherwise;
+2 no run of NAME; 3 Temporal unreachable.`);
+
+type AnyStatus = UpgradeStatus | MaintenanceStatus | BlueGreenStatus | RestoreStatus;
+
+interface Reading {
+  run: { workflowId: string; runId: string; state: string; taskQueue: string };
+  /** The run's status: its result once completed, else its worker's answer to the status query. */
+  status?: AnyStatus;
+  failure?: FailureSummary;
+  noWorker?: string;
+  /** The run could not answer yet (its first workflow task is still open). */
+  notYet?: string;
+  memo: Record<string, unknown>;
+}
+
+/** The phases in which the parent only knows that a node's workflow started; the node knows its step. */
+const IN_FLIGHT: readonly NodePhase[] = ['upgrading-control-plane', 'cordoned', 'draining', 'upgrading', 'verifying'];
+const CHILD_WAIT_MS = 2_000;
+
+/**
+ * The parent records a node's phase when its node workflow starts and ends: in between, the node
+ * workflow (`upgrade/<cluster>/<hop>/<node>`) knows whether it drains, upgrades or verifies. Asked
+ * for each node in flight; a node that does not answer keeps the parent's phase.
+ */
+async function withNodePhases(client: Client, workflowId: string, s: UpgradeStatus): Promise<UpgradeStatus> {
+  const inFlight = Object.entries(s.nodes).filter(([, n]) => IN_FLIGHT.includes(n.phase));
+  if (!s.hop || inFlight.length === 0) return s;
+  const fresh = await Promise.all(inFlight.map(async ([node, n]): Promise<[string, NodeState]> => {
+    try {
+      const child = await client.withDeadline(Date.now() + CHILD_WAIT_MS, () => client.workflow.getHandle(`${workflowId}/${s.hop}/${node}`).query(nodeStatusQuery));
+      if (child.phase === 'pending') return [node, n];
+      return [node, { ...n, phase: child.phase, ...(child.blocked ? { blocked: child.blocked } : {}) }];
+    } catch {
+      return [node, n]; // the parent's phase: older, never wrong about the node being in flight
+    }
+  }));
+  return { ...s, nodes: { ...s.nodes, ...Object.fromEntries(fresh) } };
+}
+
+async function readRun(client: Client, handle: WorkflowHandle, d: WorkflowExecutionDescription, kind: RolloutKind): Promise<Reading> {
+  const reading: Reading = { run: { workflowId: handle.workflowId, runId: d.runId, state: d.status.name, taskQueue: d.taskQueue }, memo: d.memo ?? {} };
+  if (d.status.name !== 'RUNNING') {
+    const ending = await runEnding<AnyStatus>(handle);
+    if (ending.result) return { ...reading, status: ending.result }; // completed: its result is its final status
+    reading.failure = ending.failure;
+  }
+  const answer = await queryIfServed<AnyStatus>(client, handle, d.taskQueue, kind === 'restore' ? restoreStatusQuery : statusQuery);
+  if (answer.noWorker !== undefined) return { ...reading, noWorker: answer.noWorker };
+  if (answer.notYet !== undefined) return { ...reading, notYet: answer.notYet };
+  let status = answer.value;
+  if (kind === 'upgrade' && d.status.name === 'RUNNING') status = await withNodePhases(client, handle.workflowId, status as UpgradeStatus);
+  return { ...reading, status };
+}
+
+/** A run that failed still shows the phase it was in when it failed (`inventory` for a refusal): it says failed. */
+const ENDED = new Set(['done', 'failed', 'aborted']);
+const shownPhase = (r: Reading): string | undefined => {
+  const phase = r.status?.phase ?? (typeof r.memo.phase === 'string' ? r.memo.phase : undefined);
+  return r.failure && !ENDED.has(phase ?? '') ? 'failed' : phase;
+};
+
+function printText(io: CommandIo, cluster: string, r: Reading): void {
+  const s = r.status ? ({ ...r.status, phase: shownPhase(r) } as AnyStatus) : undefined;
+  if (!s) printRecorded(io, cluster, r.run, { ...r.memo, phase: shownPhase(r) });
+  else if ((s as MaintenanceStatus).kind === 'maintenance') printMaintenance(io, cluster, s as MaintenanceStatus);
+  else if ((s as BlueGreenStatus).kind === 'bluegreen') printBlueGreen(io, cluster, s as BlueGreenStatus);
+  else if ('members' in s) printRestore(io, cluster, s);
+  else printUpgrade(io, cluster, s as UpgradeStatus);
+  if (r.noWorker) io.out(`  ${r.noWorker}: nodes and gates need one ("skewless worker --clusters-dir DIR")`);
+  if (r.notYet) io.out(`  ${r.notYet}`);
+  if (r.failure) io.out(`  failed: ${r.failure.message}`);
+}
+
+export async function statusCommand(args: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parseOptions(args, { ...TEMPORAL_OPTIONS, ...OUTPUT_OPTION, workflow: { type: 'string' } }, true);
+  if (values.help) {
+    io.out(statusHelp);
+    return EXIT.ok;
+  }
+  const output = outputFormat(values.output);
+  const cluster = clusterName(onlyPositional(positionals));
+  const kind = rolloutKind(values.workflow);
+  const { client, close } = await connectClient(values);
+  let found: RolloutKind = kind ?? 'upgrade';
+  try {
+    const run = await rolloutWorkflowId(client, cluster, kind);
+    found = run.kind;
+    const handle = client.workflow.getHandle(run.workflowId);
+    const r = await readRun(client, handle, await handle.describe(), run.kind);
+    if (output === 'json') {
+      printJson(io, {
+        ...(r.status ?? { cluster }), phase: shownPhase(r) ?? null, run: r.run, ...(r.failure ? { failure: { message: r.failure.message, type: r.failure.type ?? null } } : {}),
+        ...(r.noWorker ? { noWorker: r.noWorker, recorded: r.memo } : {}), ...(r.notYet ? { noAnswer: r.notYet, recorded: r.memo } : {}),
+      }, true);
+    } else printText(io, cluster, r);
+    const ended = r.run.state !== 'RUNNING';
+    return ended && (r.failure || shownPhase(r) !== 'done') ? EXIT.notCompliant : EXIT.ok;
+  } catch (err) {
+    if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(`no running ${RUN_NOUN[found]} of ${cluster}`);
+    throw err;
+  } finally {
+    await close();
+  }
+}
