@@ -1,0 +1,34 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { STACK_FILE, startStack, type StackPorts } from './stack.js';
+
+/**
+ * The process behind `npm run stack up`: holds the stack's programs (each dies with it, even on
+ * SIGKILL) until SIGTERM/SIGINT, then stops them and removes <state>/stack.json, which it writes
+ * once everything answers (the stack's addresses, versions, pids and its own pid).
+ */
+
+async function run(): Promise<void> {
+  const [stateDir, portsJson, ui] = process.argv.slice(2);
+  if (!stateDir || !portsJson) throw new Error('usage: daemon.js STATE_DIR PORTS_JSON [ui|no-ui]');
+  const file = join(stateDir, STACK_FILE);
+  // Handlers first: the programs then leave their shutdown to us (see ManagedProcess).
+  let shutdown: () => Promise<void> = async () => process.exit(1);
+  process.on('SIGTERM', () => void shutdown());
+  process.on('SIGINT', () => void shutdown());
+  const stack = await startStack({ stateDir, ports: JSON.parse(portsJson) as StackPorts, ui: ui !== 'no-ui', log: (l) => console.log(`stack: ${l}`) });
+  let stopping = false;
+  shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    rmSync(file, { force: true });
+    await stack.stop();
+    process.exit(0);
+  };
+  writeFileSync(file, `${JSON.stringify({ daemonPid: process.pid, ...stack.info() }, null, 2)}\n`);
+}
+
+run().catch((err) => {
+  console.error(`stack daemon: ${(err as Error).stack ?? err}`);
+  process.exit(1);
+});
