@@ -7,13 +7,13 @@ import { DEFAULT_PORTS, STACK_FILE, freeStackPorts, type StackInfo } from './sta
 import { ensureStackTools } from './stack-tools.js';
 
 /**
- * `npm run stack -- up|down|status [--state-dir DIR] [--free-ports] [--no-ui]`: the production shape
+ * `npm run stack -- up|down|status [--state-dir DIR] [--free-ports] [--no-ui] [--while-pid PID]`: the production shape
  * (PostgreSQL, the Temporal server on it, the UI) on this machine without Docker; docs/deployment.md,
  * "Running without Docker". `up` returns once everything answers; the programs run on under a daemon
- * process until `down`.
+ * process until `down` (or until the process `--while-pid` names ends: a test, a CI job).
  */
 
-const USAGE = 'usage: npm run stack -- up|down|status [--state-dir DIR] [--free-ports] [--no-ui]';
+const USAGE = 'usage: npm run stack -- up|down|status [--state-dir DIR] [--free-ports] [--no-ui] [--while-pid PID]';
 const DAEMON = fileURLToPath(new URL('./daemon.js', import.meta.url));
 
 type Recorded = StackInfo & { daemonPid: number };
@@ -47,18 +47,18 @@ function describe(r: Recorded): string[] {
   ];
 }
 
-async function up(stateDir: string, freePorts: boolean, ui: boolean): Promise<number> {
+async function up(stateDir: string, o: { freePorts: boolean; ui: boolean; whilePid?: number }): Promise<number> {
   const running = recorded(stateDir);
   if (running) {
     console.log(['already running:', ...describe(running)].join('\n  '));
     return 0;
   }
-  ensureStackTools({ ui }); // builds or installs in the foreground, its progress on stderr
+  ensureStackTools({ ui: o.ui }); // builds or installs in the foreground, its progress on stderr
   mkdirSync(join(stateDir, 'logs'), { recursive: true });
-  const ports = freePorts ? await freeStackPorts() : DEFAULT_PORTS;
+  const ports = o.freePorts ? await freeStackPorts() : DEFAULT_PORTS;
   const logFile = join(stateDir, 'logs', 'daemon.log');
   const fd = openSync(logFile, 'a');
-  const daemon = spawn(process.execPath, [DAEMON, stateDir, JSON.stringify(ports), ui ? 'ui' : 'no-ui'], { detached: true, stdio: ['ignore', fd, fd] });
+  const daemon = spawn(process.execPath, [DAEMON, stateDir, JSON.stringify(ports), o.ui ? 'ui' : 'no-ui', ...(o.whilePid ? [String(o.whilePid)] : [])], { detached: true, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   daemon.unref();
   const t0 = Date.now();
@@ -115,7 +115,7 @@ async function status(stateDir: string): Promise<number> {
 async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { 'state-dir': { type: 'string' }, 'free-ports': { type: 'boolean' }, 'no-ui': { type: 'boolean' } } });
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: { 'state-dir': { type: 'string' }, 'free-ports': { type: 'boolean' }, 'no-ui': { type: 'boolean' }, 'while-pid': { type: 'string' } } });
   } catch (err) {
     console.error(`stack: ${(err as Error).message}; ${USAGE}`);
     return 2;
@@ -126,7 +126,12 @@ async function main(argv: string[]): Promise<number> {
     console.error(`stack: ${command ? `unexpected ${extra.join(' ')}` : 'no command'}; ${USAGE}`);
     return 2;
   }
-  if (command === 'up') return up(stateDir, parsed.values['free-ports'] ?? false, !parsed.values['no-ui']);
+  const whilePid = parsed.values['while-pid'];
+  if (whilePid !== undefined && !/^[1-9]\d*$/.test(whilePid)) {
+    console.error(`stack: --while-pid must be a process id, got ${JSON.stringify(whilePid)}`);
+    return 2;
+  }
+  if (command === 'up') return up(stateDir, { freePorts: parsed.values['free-ports'] ?? false, ui: !parsed.values['no-ui'], ...(whilePid ? { whilePid: Number(whilePid) } : {}) });
   if (command === 'down') return down(stateDir);
   if (command === 'status') return status(stateDir);
   console.error(`stack: unknown command ${command}; ${USAGE}`);

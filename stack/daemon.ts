@@ -9,8 +9,8 @@ import { STACK_FILE, startStack, type StackPorts } from './stack.js';
  */
 
 async function run(): Promise<void> {
-  const [stateDir, portsJson, ui] = process.argv.slice(2);
-  if (!stateDir || !portsJson) throw new Error('usage: daemon.js STATE_DIR PORTS_JSON [ui|no-ui]');
+  const [stateDir, portsJson, ui, whilePid] = process.argv.slice(2);
+  if (!stateDir || !portsJson) throw new Error('usage: daemon.js STATE_DIR PORTS_JSON [ui|no-ui] [WHILE_PID]');
   const file = join(stateDir, STACK_FILE);
   // Handlers first: the programs then leave their shutdown to us (see ManagedProcess).
   let shutdown: () => Promise<void> = async () => process.exit(1);
@@ -26,6 +26,19 @@ async function run(): Promise<void> {
     process.exit(0);
   };
   writeFileSync(file, `${JSON.stringify({ daemonPid: process.pid, ...stack.info() }, null, 2)}\n`);
+  if (whilePid) stopWhenGone(Number(whilePid), () => void shutdown());
+}
+
+/** `up --while-pid`: the stack ends with that process (a test, a CI job), however it ends. */
+function stopWhenGone(pid: number, stop: () => void): void {
+  const timer = setInterval(() => {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      clearInterval(timer);
+      stop();
+    }
+  }, 500);
 }
 
 run().catch((err) => {

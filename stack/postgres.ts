@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { ManagedProcess } from '../sim/cluster/managed-process.js';
 
@@ -96,6 +96,7 @@ export class Postgres {
 
   async start(timeoutMs = 60_000): Promise<void> {
     const who = (this.who ??= await identity());
+    mkdirSync(dirname(this.logFile), { recursive: true });
     this.process ??= new ManagedProcess('postgresql', join(this.o.bin, 'postgres'), [
       '-D', this.dataDir,
       '-c', 'listen_addresses=127.0.0.1',

@@ -126,6 +126,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/sim/hosts/apt-repository.test.ts',
       'test/sim/hosts/dnf-repository.test.ts',
       'test/sim/tcp-balancer.test.ts',
+      'test/stack/stack-cli.test.ts',
       'test/sim/per-node-control-plane.test.ts',
       'test/sim/hosts/etcd.test.ts',
       'test/sim/hosts/faults.test.ts',
