@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { ManagedProcess } from '../sim/cluster/managed-process.js';
 
@@ -42,6 +42,20 @@ async function identity(): Promise<Identity> {
   }
 }
 
+/** The first dir above `dir` that `who` may not enter (execute bit for its owner, group or others). */
+function closedAncestor(dir: string, who: Identity): string | undefined {
+  const parents: string[] = [];
+  for (let d = dirname(resolve(dir)); ; d = dirname(d)) {
+    parents.unshift(d);
+    if (d === dirname(d)) break;
+  }
+  return parents.find((d) => {
+    const st = statSync(d);
+    const bit = st.uid === who.uid ? 0o100 : st.gid === who.gid ? 0o010 : 0o001;
+    return (st.mode & bit) === 0;
+  });
+}
+
 export class Postgres {
   readonly dataDir: string;
   readonly socketDir: string;
@@ -74,6 +88,8 @@ export class Postgres {
     };
     // The cluster's user must reach its dirs: the state dir may be a private temporary one.
     chmodSync(this.o.stateDir, 0o711);
+    const closed = closedAncestor(this.o.stateDir, who);
+    if (closed) throw new Error(`PostgreSQL runs as ${who.name}, which cannot enter ${closed} (mode ${(statSync(closed).mode & 0o777).toString(8)}): use a state dir it can reach, or chmod o+x ${closed}`);
     own(join(this.o.stateDir, 'postgresql'), 0o700);
     own(this.dataDir, 0o700);
     own(this.socketDir, 0o700);
