@@ -6,6 +6,7 @@ import { startAvailabilitySampler, type AvailabilitySampler } from '../../sim/av
 import { parseDescription } from '../../sim/description.js';
 import { freePort } from '../../sim/free-port.js';
 import { startSimulation, type Simulation } from '../../sim/simulation.js';
+import { treeMemory, type TreeMemory } from '../../stack/memory.js';
 import { freeStackPorts, startStack, type RunningStack } from '../../stack/stack.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import type { UpgradeStatus } from '../../workflows/upgrade-messages.js';
@@ -65,6 +66,8 @@ export interface StackUpgradeReport {
   temporalStartMs: number;
   upgradeMs: number;
   wallMs: number;
+  /** The stack's programs as the upgrade ends (stack only). */
+  memory?: Record<string, TreeMemory>;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -144,6 +147,8 @@ export async function runStackUpgrade(o: StackUpgradeOptions): Promise<StackUpgr
     const [result] = await Promise.all([outcome, faults]);
     report.upgradeMs = Date.now() - tUpgrade;
     report.status = result.status;
+    const pids = temporal.stack?.info().pids ?? {};
+    if (temporal.stack) report.memory = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, treeMemory(pid)]));
     const availability = await sampler.stop();
     sampler = undefined;
     await sim.versionHistorySettled();
