@@ -68,6 +68,15 @@ describe('npm run stack: the production shape without Docker', () => {
     rmSync(stateDir, { recursive: true, force: true });
   });
 
+  it('refuses bad input with one line and exit 2, starting nothing', async () => {
+    for (const args of [['bogus'], ['up', 'extra'], ['status', '--nope'], ['up', '--while-pid', 'abc']]) {
+      const r = await run(process.execPath, [CLI, ...args, '--state-dir', stateDir]).then(() => ({ code: 0, err: '' }), (e: { code?: number; stderr?: string }) => ({ code: e.code, err: e.stderr ?? '' }));
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.err}`);
+      assert.equal(r.err.trim().split('\n').length, 1, `${args.join(' ')}: one line, got ${r.err}`);
+      assert.match(r.err, /^stack: .*usage: npm run stack|^stack: --while-pid/);
+    }
+  });
+
   it('up migrates an older schema, serves the namespace, search attributes and UI; status; down stops every program', { timeout: 600_000 }, async () => {
     await leaveOlderSchema();
 
@@ -123,7 +132,8 @@ describe('npm run stack: the production shape without Docker', () => {
       const r = recorded();
       assert.ok(Object.values(r.pids).every(alive));
       holder.kill('SIGKILL');
-      assert.deepEqual(await gone([r.daemonPid, ...Object.values(r.pids)], 15_000), []);
+      // A graceful stop: the server gets up to 20 s (ManagedProcess), then PostgreSQL's fast shutdown.
+      assert.deepEqual(await gone([r.daemonPid, ...Object.values(r.pids)], 60_000), []);
     } finally {
       holder.kill('SIGKILL');
     }

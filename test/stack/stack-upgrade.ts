@@ -17,14 +17,15 @@ import { pendingActivities, podsLeftOn, trackCommands, type CommandTracker, type
 import { TARGET_COMMAND } from '../faults/kill-schedule.js';
 import { archiveHistories, archiveLabel, recordWorldSecrets } from '../helpers/history-archive.js';
 import { failureChain } from '../helpers/upgrade-evidence.js';
+import { drainAttempts, type DrainAttempt } from './drain-attempts.js';
 
 /**
  * One upgrade of a simulated cluster (3 control planes, 4 workers, PDBs; the shared control-plane
  * layout) by two `skewless worker` processes on one task queue, on the stack (PostgreSQL and the
- * Temporal server from stack/) or on the dev server, and with `faults`, on the stack: the worker running
- * hop 1's `kubeadm upgrade apply` SIGKILLed for good (the other carries on), the Temporal server
- * SIGKILLed and restarted as hop 1's workers install their packages, PostgreSQL shut down at once
- * (no checkpoint: WAL recovery) and restarted as hop 2 begins. Then the fault harness's final checks.
+ * Temporal server from stack/) or on the dev server, and with `faults`, on the stack: the Temporal server
+ * SIGKILLed and restarted as hop 1's workers install their packages, PostgreSQL shut down at once (no
+ * checkpoint: WAL recovery) and restarted as hop 2 begins, then the worker running hop 2's first drain
+ * SIGKILLed for good (the other carries on; hop 1 ran on both). Then the fault harness's final checks.
  */
 
 export const STACK_LAB = `
@@ -68,6 +69,8 @@ export interface StackUpgradeReport {
   wallMs: number;
   /** The stack's programs as the upgrade ends (stack only). */
   memory?: Record<string, TreeMemory>;
+  /** Every drainNode attempt: which worker, when. */
+  drains: DrainAttempt[];
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -107,7 +110,7 @@ export async function runStackUpgrade(o: StackUpgradeOptions): Promise<StackUpgr
   const stateDir = mkdtempSync(join(tmpdir(), `skewless-stack-upgrade-${o.temporal}-`));
   chmodSync(stateDir, 0o711); // PostgreSQL runs as its own user under root: it must enter the stack's dir below
   const description = parseDescription(STACK_LAB, 'stack lab');
-  const report: StackUpgradeReport = { problems: [], faults: [], temporalStartMs: 0, upgradeMs: 0, wallMs: 0 };
+  const report: StackUpgradeReport = { problems: [], faults: [], temporalStartMs: 0, upgradeMs: 0, wallMs: 0, drains: [] };
   let temporal: Temporal | undefined;
   let sim: Simulation | undefined;
   let simStarting: Promise<Simulation> | undefined;
@@ -149,6 +152,7 @@ export async function runStackUpgrade(o: StackUpgradeOptions): Promise<StackUpgr
     report.status = result.status;
     const pids = temporal.stack?.info().pids ?? {};
     if (temporal.stack) report.memory = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, treeMemory(pid)]));
+    report.drains = await drainAttempts(client, description.name);
     const availability = await sampler.stop();
     sampler = undefined;
     await sim.versionHistorySettled();
@@ -200,11 +204,6 @@ const short = (c: RunningCommand) => `${c.host}: '${c.command.replace(/^sudo -n 
 /** The three faults, each at its moment, in the order the upgrade reaches them. */
 async function injectFaults(ctx: FaultContext): Promise<void> {
   const { tracker, signal } = ctx;
-  const apply = await tracker.nextStart((c) => TARGET_COMMAND.apply.test(c.command), signal);
-  if (!apply) return;
-  await sleep(2_000); // well into it: the host goes on with it, the activity's worker is gone
-  await killApplyingWorker(ctx, apply);
-
   const workerInstall = await tracker.nextStart((c) => c.host.startsWith('worker-') && TARGET_COMMAND['apt-install'].test(c.command), signal);
   if (!workerInstall) return;
   await timed(ctx, 'server-restart', short(workerInstall), () => ctx.stack.restartServer());
@@ -212,14 +211,22 @@ async function injectFaults(ctx: FaultContext): Promise<void> {
   const hop2 = await tracker.nextStart((c) => TARGET_COMMAND['apt-install'].test(c.command) && /=1\.34\./.test(c.command), signal);
   if (!hop2) return;
   await timed(ctx, 'postgres-restart', short(hop2), () => ctx.stack.restartPostgres());
+
+  await killDrainingWorker(ctx, `/${STACK_HOPS[1]}/`);
 }
 
-/** SIGKILLs the worker whose identity (`pid@host`) started the pending kubeadmUpgradeApply; not restarted. */
-async function killApplyingWorker(ctx: FaultContext, apply: RunningCommand): Promise<void> {
-  const pending = (await pendingActivities(ctx.client)).find((a) => a.activity === 'kubeadmUpgradeApply' && a.started);
-  const victim = ctx.workers.find((w) => `${w.pid}@${hostname()}` === pending?.worker) ?? ctx.workers[0]!;
-  const during = `${short(apply)}; activity ${pending ? `kubeadmUpgradeApply on ${pending.worker}` : 'not found, killed worker 1'}`;
-  await timed(ctx, 'worker-kill', during, () => victim.kill());
+/** SIGKILLs the worker (`pid@host`) that started the first drainNode of a node workflow whose id has `hop`; not restarted. */
+async function killDrainingWorker(ctx: FaultContext, hop: string): Promise<void> {
+  while (!ctx.signal.aborted) {
+    const drain = (await pendingActivities(ctx.client).catch(() => [])).find((a) => a.activity === 'drainNode' && a.started && a.workflowId.includes(hop));
+    const victim = ctx.workers.find((w) => w.running && `${w.pid}@${hostname()}` === drain?.worker);
+    if (drain && victim) {
+      const node = drain.workflowId.split('/').at(-1);
+      await timed(ctx, 'worker-kill', `drainNode ${node} on ${drain.worker}`, () => victim.kill());
+      return;
+    }
+    await sleep(250);
+  }
 }
 
 async function timed(ctx: FaultContext, what: FaultRecord['what'], during: string, act: () => Promise<void>): Promise<void> {
