@@ -22,7 +22,7 @@ export interface PostgresOptions {
   password: string;
 }
 
-interface Identity {
+export interface Identity {
   uid: number;
   gid: number;
   name: string;
@@ -43,7 +43,7 @@ async function identity(): Promise<Identity> {
 }
 
 /** The first dir above `dir` that `who` may not enter (execute bit for its owner, group or others). */
-function closedAncestor(dir: string, who: Identity): string | undefined {
+export function closedAncestor(dir: string, who: Pick<Identity, 'uid' | 'gid'>): string | undefined {
   const parents: string[] = [];
   for (let d = dirname(resolve(dir)); ; d = dirname(d)) {
     parents.unshift(d);

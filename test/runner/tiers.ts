@@ -57,6 +57,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/client/timeline.test.ts',
       'test/deploy/compose.test.ts',
       'test/deploy/stack-versions.test.ts',
+      'test/stack/postgres-access.test.ts',
       'test/deploy/docs-commands.test.ts',
       'test/deploy/workflow-bundle.test.ts',
       'test/metrics/telemetry-config.test.ts',
