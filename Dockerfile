@@ -23,6 +23,7 @@ COPY test ./test
 COPY demo ./demo
 COPY sim ./sim
 COPY bench ./bench
+COPY stack ./stack
 RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime

@@ -69,7 +69,7 @@ const isAuthRefusal = (err: unknown): boolean =>
   (err as { type?: unknown })?.type === ErrorType.Forbidden || [401, 403].includes(httpStatus(err) ?? 0);
 const key = (p: PodRef) => `${p.namespace}/${p.name}`;
 /** Shared by every drain of this worker: evictions under one PDB go to the API server one at a time. */
-const pdbGate = new PdbGate();
+const processGate = new PdbGate();
 
 function options(config: ClusterConfig, force: unknown): DrainOptions {
   if (force !== undefined && (!Array.isArray(force) || !force.every((f) => typeof f === 'string' && f !== ''))) {
@@ -105,7 +105,9 @@ async function inPool<T>(items: readonly T[], limit: number, stop: AbortControll
   if (failed) throw stop.signal.reason ?? failed.reason;
 }
 
-export function createDrainActivities(deps: { clusters: ClusterResolver }) {
+/** `pdbGate`: the process's gate unless given one (a test's second "worker" in the same process). */
+export function createDrainActivities(deps: { clusters: ClusterResolver; pdbGate?: PdbGate }) {
+  const pdbGate = deps.pdbGate ?? processGate;
   return {
     /** Read-only: what a drain of the node would evict, skip, warn about and refuse. */
     async planDrain(input: PlanDrainInput): Promise<NodeDrainPlan> {
@@ -227,10 +229,11 @@ export function createDrainActivities(deps: { clusters: ClusterResolver }) {
           throwIfCancelled(stop.signal);
           if (Date.now() >= deadline) return; // reported below, with the PDBs that refused
           // Cancelled while queued behind the PDB's other evictions: send nothing.
+          const lease = { api: kube.coordination, namespace: pod.namespace, pdbs };
           const outcome = await api(() => pdbGate.run(gateKey, () => {
             throwIfCancelled(stop.signal);
             return evictPod(kube, pod, config.drain.gracePeriodSeconds);
-          }));
+          }, lease, stop.signal));
           if (outcome.kind === 'gone') return leave(pod);
           if (outcome.kind === 'accepted') break;
           if (outcome.byBudget) ctx.evictionRefused(input.cluster);

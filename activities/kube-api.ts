@@ -1,10 +1,12 @@
-import { AppsV1Api, CoreV1Api, KubeConfig, PatchStrategy, PolicyV1Api, setHeaderOptions } from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, KubeConfig, PatchStrategy, PolicyV1Api, setHeaderOptions } from '@kubernetes/client-node';
 
-/** The narrow Kubernetes surface activities use: three typed API groups. */
+/** The narrow Kubernetes surface activities use: four typed API groups. */
 export interface KubeApi {
   core: CoreV1Api;
   apps: AppsV1Api;
   policy: PolicyV1Api;
+  /** Leases: the drain's per-PDB eviction gate across workers (pdb-lease.ts). */
+  coordination: CoordinationV1Api;
 }
 
 /** Clients for a kubeconfig file (and context); credentials never leave the worker. */
@@ -12,7 +14,9 @@ export function kubeApiFromFile(kubeconfigPath: string, context?: string): KubeA
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigPath);
   if (context) kc.setCurrentContext(context);
-  return { core: kc.makeApiClient(CoreV1Api), apps: kc.makeApiClient(AppsV1Api), policy: kc.makeApiClient(PolicyV1Api) };
+  return {
+    core: kc.makeApiClient(CoreV1Api), apps: kc.makeApiClient(AppsV1Api), policy: kc.makeApiClient(PolicyV1Api), coordination: kc.makeApiClient(CoordinationV1Api),
+  };
 }
 
 /** Request options for a JSON merge patch (the generated client defaults to JSON patch). */

@@ -31,6 +31,16 @@ function watchSignals(): void {
 const SETPRIV = '/usr/bin/setpriv';
 const dieWithParent = process.platform === 'linux' && existsSync(SETPRIV);
 
+export interface ManagedProcessOptions {
+  /**
+   * Run as this user (and its group) instead: a program that refuses root (PostgreSQL). setpriv
+   * switches to it and sets the parent-death signal after the switch (a uid change clears it).
+   */
+  user?: { uid: number; gid: number };
+  /** What `stop` sends first (default SIGTERM; PostgreSQL's fast shutdown is SIGINT). */
+  stopSignal?: NodeJS.Signals;
+}
+
 export class ManagedProcess {
   private child: ChildProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
@@ -41,6 +51,7 @@ export class ManagedProcess {
     private readonly args: string[],
     private readonly logFile: string,
     private readonly env: NodeJS.ProcessEnv = process.env,
+    private readonly options: ManagedProcessOptions = {},
   ) {}
 
   get pid(): number | undefined {
@@ -57,7 +68,12 @@ export class ManagedProcess {
     const fd = openSync(this.logFile, 'a');
     try {
       const argv = [...this.args, ...extraArgs];
-      const [command, args] = dieWithParent ? [SETPRIV, ['--pdeathsig', 'KILL', '--', this.command, ...argv]] : [this.command, argv];
+      const user = this.options.user;
+      const as = user ? [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups'] : [];
+      if (user && !existsSync(SETPRIV)) throw new Error(`${this.name}: running as uid ${user.uid} needs ${SETPRIV} (util-linux)`);
+      const [command, args] = dieWithParent || user
+        ? [SETPRIV, [...as, ...(dieWithParent ? ['--pdeathsig', 'KILL'] : []), '--', this.command, ...argv]]
+        : [this.command, argv];
       this.child = spawn(command, args, { stdio: ['ignore', fd, fd], env: this.env });
     } finally {
       closeSync(fd);
@@ -79,16 +95,16 @@ export class ManagedProcess {
 
   async stop(graceMs = 5000): Promise<void> {
     if (!this.running) return;
-    this.child?.kill('SIGTERM');
+    this.child?.kill(this.options.stopSignal ?? 'SIGTERM');
     const timer = setTimeout(() => this.child?.kill('SIGKILL'), graceMs);
     await this.exited;
     clearTimeout(timer);
   }
 
-  /** SIGKILL: a crash, not a shutdown. */
-  async kill(): Promise<void> {
+  /** SIGKILL: a crash, not a shutdown (or another signal that ends it at once: PostgreSQL's SIGQUIT). */
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     if (!this.running) return;
-    this.child?.kill('SIGKILL');
+    this.child?.kill(signal);
     await this.exited;
   }
 }

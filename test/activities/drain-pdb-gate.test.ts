@@ -7,6 +7,7 @@ import { createDrainActivities, type DrainResult } from '../../activities/drain.
 import type { KubeApi } from '../../activities/kube-api.js';
 import { mergePatch } from '../../activities/kube-api.js';
 import { PdbGate, pdbGateKey } from '../../activities/pdb-gate.js';
+import { LEASE_PREFIX, leaseName, PdbLease } from '../../activities/pdb-lease.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 
@@ -46,9 +47,17 @@ describe('PdbGate: one request at a time per key', () => {
     assert.equal(pdbGateKey('prod', 'shop', ['web', 'all']), 'prod/shop/all+web');
     assert.equal(pdbGateKey('prod', 'shop', []), undefined);
   });
+
+  it('names the Lease of one PDB after it, of several (or a long name) by a hash of the sorted set', () => {
+    assert.equal(leaseName(['web']), 'skewless-evictions-web');
+    assert.equal(leaseName(['web', 'all']), leaseName(['all', 'web']));
+    assert.match(leaseName(['web', 'all']), /^skewless-evictions-[0-9a-f]{20}$/);
+    assert.notEqual(leaseName(['web', 'all']), leaseName(['web', 'api']));
+    assert.ok(leaseName(['x'.repeat(253)]).length <= 253);
+  });
 });
 
-// Two workers drained at once, each with pods of two Deployments under their own PDBs: the worker's
+// Two nodes drained at once, each with pods of two Deployments under their own PDBs: the worker's
 // evictions reach the real API server at most one at a time per PDB, and both drains finish.
 const DESCRIPTION = `
 name: gates
@@ -56,12 +65,13 @@ version: 1.32.4
 repository: [1.32.4]
 nodes:
   - {name: cp, role: control-plane, count: 1}
-  - {name: worker, role: worker, count: 3}
+  - {name: worker, role: worker, count: 5}
 workloads:
   - {kind: Deployment, name: a, replicas: 6, pdb: {maxUnavailable: 6}}
   - {kind: Deployment, name: b, replicas: 6, pdb: {maxUnavailable: 6}}
 `;
 const noShell: RemoteShell = { exec: () => Promise.reject(new Error('no SSH here')), download: () => Promise.reject(new Error('no SSH here')) };
+
 
 describe('drains under shared PDBs, against the simulated cluster', () => {
   let tc: TestCluster;
@@ -70,12 +80,20 @@ describe('drains under shared PDBs, against the simulated cluster', () => {
   });
   after(async () => tc?.stop());
 
-  it('sends the evictions of two concurrent drains one at a time per PDB, and both finish', async () => {
+  const podsOn = async (node: string) =>
+    (await tc.kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` })).items
+      .filter((p) => p.metadata?.namespace === 'default').map((p) => `default/${p.metadata?.name}`).sort();
+
+  /**
+   * Drains `nodes` side by side, the drain of node i through `gateOf(i)` (undefined: the process's
+   * gate), counting the eviction requests in flight by Deployment (pod names start with it) across all
+   * drains, each held `holdMs` in flight. Returns the most in flight per Deployment and overall.
+   */
+  async function drainSideBySide(nodes: string[], gateOf: (i: number) => PdbGate | undefined, holdMs = 0) {
     const inFlight = new Map<string, number>();
     const max = new Map<string, number>();
     let maxAll = 0;
     const core = tc.workerKube.core;
-    // The worker's own client, counting its eviction requests in flight by Deployment (pod names start with it).
     const counting = new Proxy(core, {
       get(target, prop, receiver) {
         if (prop !== 'createNamespacedPodEviction') return Reflect.get(target, prop, receiver);
@@ -85,6 +103,7 @@ describe('drains under shared PDBs, against the simulated cluster', () => {
           max.set(app, Math.max(max.get(app) ?? 0, inFlight.get(app)!));
           maxAll = Math.max(maxAll, [...inFlight.values()].reduce((x, y) => x + y, 0));
           try {
+            await new Promise((r) => setTimeout(r, holdMs));
             return await target.createNamespacedPodEviction(...args);
           } finally {
             inFlight.set(app, inFlight.get(app)! - 1);
@@ -93,25 +112,59 @@ describe('drains under shared PDBs, against the simulated cluster', () => {
       },
     });
     const kube: KubeApi = { ...tc.workerKube, core: counting };
-    const drains = createDrainActivities({ clusters: (): ClusterAccess => ({ config: tc.config, kube, shell: noShell }) });
-    const nodes = ['worker-1', 'worker-2'];
-    const podsOn = async (node: string) =>
-      (await tc.kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` })).items
-        .filter((p) => p.metadata?.namespace === 'default').map((p) => `default/${p.metadata?.name}`).sort();
     await waitFor('both PDBs observe 6 healthy pods', async () => {
       const pdbs = (await tc.kube.policy.listNamespacedPodDisruptionBudget({ namespace: 'default' })).items;
       return pdbs.length === 2 && pdbs.every((p) => p.status?.currentHealthy === 6 && p.status?.disruptionsAllowed === 6);
     });
     const before = await Promise.all(nodes.map(podsOn));
-    assert.ok(before.every((pods) => pods.length > 0), `pods on both nodes: ${JSON.stringify(before)}`);
+    assert.ok(before.every((pods) => pods.length > 0), `pods on every node: ${JSON.stringify(before)}`);
     for (const name of nodes) await tc.kube.core.patchNode({ name, body: { spec: { unschedulable: true } } }, mergePatch);
 
-    const results = (await Promise.all(nodes.map((node) =>
-      new MockActivityEnvironment({ heartbeatTimeoutMs: 60_000 }).run(drains.drainNode, { cluster: 'gates', node, timeoutSeconds: 60 })))) as DrainResult[];
+    const results = (await Promise.all(nodes.map((node, i) => {
+      const gate = gateOf(i);
+      const drains = createDrainActivities({ clusters: (): ClusterAccess => ({ config: tc.config, kube, shell: noShell }), ...(gate ? { pdbGate: gate } : {}) });
+      return new MockActivityEnvironment({ heartbeatTimeoutMs: 60_000 }).run(drains.drainNode, { cluster: 'gates', node, timeoutSeconds: 60 });
+    }))) as DrainResult[];
 
     assert.deepEqual(results.map((r) => r.gone), before, 'each drain evicted exactly the pods its node had');
-    assert.deepEqual(Object.fromEntries(max), { a: 1, b: 1 }, 'never two evictions under one PDB at once');
+    assert.deepEqual(await Promise.all(nodes.map(podsOn)), nodes.map(() => []));
+    return { max: Object.fromEntries(max), maxAll };
+  }
+
+  it('sends the evictions of two concurrent drains one at a time per PDB, and both finish', async () => {
+    const { max, maxAll } = await drainSideBySide(['worker-1', 'worker-2'], () => undefined);
+    assert.deepEqual(max, { a: 1, b: 1 }, 'never two evictions under one PDB at once');
     assert.equal(maxAll, 2, "the two PDBs' evictions went side by side");
-    assert.deepEqual(await Promise.all(nodes.map(podsOn)), [[], []]);
+  });
+
+  // Two worker processes: each drain through a gate of its own, as two `skewless worker`s have. Each
+  // eviction is held 100 ms in flight, so gates that did not see each other would overlap.
+  it('holds across two gates (two workers) through Leases in the cluster, and leaves no Lease behind', async () => {
+    const gates = [new PdbGate(), new PdbGate()];
+    assert.notEqual(gates[0]!.holder, gates[1]!.holder);
+    const { max, maxAll } = await drainSideBySide(['worker-3', 'worker-4'], (i) => gates[i], 100);
+    assert.deepEqual(max, { a: 1, b: 1 }, 'never two evictions under one PDB at once, across the two workers');
+    assert.equal(maxAll, 2, "the two PDBs' evictions went side by side");
+    const leases = (await tc.kube.coordination.listNamespacedLease({ namespace: 'default' })).items.map((l) => l.metadata?.name ?? '');
+    assert.deepEqual(leases.filter((n) => n.startsWith(LEASE_PREFIX)), [], 'every Lease given back');
+    const created = tc.sim.auditEvents().filter((e) => e.resource === 'leases' && e.verb === 'create' && e.code === 201).map((e) => e.name);
+    assert.ok(created.includes('skewless-evictions-a') && created.includes('skewless-evictions-b'), `the gates took the PDBs' Leases: ${created.join(', ')}`);
+  });
+
+  it("takes over a Lease whose holder died, once it has seen it unchanged for the Lease's duration", async () => {
+    const api = tc.workerKube.coordination;
+    const dead = new PdbLease(api, 'default', ['orphan'], 'worker-a/1/dead', 2);
+    await dead.acquire(); // and never given back: its worker was SIGKILLed
+    const next = new PdbLease(api, 'default', ['orphan'], 'worker-b/2/next', 2);
+    const t0 = Date.now();
+    await next.acquire();
+    const waited = Date.now() - t0;
+    assert.ok(waited >= 2_000 && waited < 6_000, `took over after ${waited} ms`);
+    const lease = await api.readNamespacedLease({ name: 'skewless-evictions-orphan', namespace: 'default' });
+    assert.equal(lease.spec?.holderIdentity, 'worker-b/2/next');
+    assert.equal(lease.spec?.leaseTransitions, 1);
+    await next.release();
+    await dead.release(); // its record is gone: nothing of its own to delete, no error
+    await assert.rejects(api.readNamespacedLease({ name: 'skewless-evictions-orphan', namespace: 'default' }), (err: { code?: number }) => err.code === 404);
   });
 });

@@ -13,8 +13,8 @@ function testFiles(dir: string): string[] {
   });
 }
 
-// What a unit test may not start: a dev server, a simulated cluster or hosts, a browser, a worker.
-const SERVER_STARTERS = /\b(startDevServer|startDevServerWithUi|startTestCluster|startSimulation|startTestSim|createLocal|simWorker|withMockedWorker|chromium|Worker\.create|createSkewlessWorker)\b/;
+// What a unit test may not start: a dev server, the stack, a simulated cluster or hosts, a browser, a worker.
+const SERVER_STARTERS = /\b(startDevServer|startStack|startDevServerWithUi|startTestCluster|startSimulation|startTestSim|createLocal|simWorker|withMockedWorker|chromium|Worker\.create|createSkewlessWorker)\b/;
 
 describe('test tiers', () => {
   const listed = [...TIER_NAMES.flatMap((t) => TIERS[t].files), ...FINALLY];

@@ -7,6 +7,7 @@ import { type ApplicationFailure } from '@temporalio/common';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { createActivities, type Activities } from '../../activities/index.js';
 import { mergePatch } from '../../activities/kube-api.js';
+import { PdbLease } from '../../activities/pdb-lease.js';
 import type { AuditEvent } from '../../sim/cluster/audit-log.js';
 import { kubeClients, statusOf } from '../../sim/cluster/kube-clients.js';
 import { WORKER_USER } from '../../sim/cluster/pki.js';
@@ -186,6 +187,13 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
     assert.ok(webOnNode >= 1, 'the drain has a web pod to evict');
     const drained = await acts.drainNode({ cluster, node: 'worker-1', force: ['lonely'], timeoutSeconds: 120 });
     assert.equal(drained.gone.filter((p) => p.startsWith('default/web-')).length, webOnNode, JSON.stringify(drained));
+    // The drain's gate across workers took and gave back web's Lease (get, create, delete); a worker that
+    // finds another's Lease expired takes it over at its resourceVersion (update): both as the worker.
+    const dead = new PdbLease(tc.workerKube.coordination, 'default', ['web'], 'rbac/dead', 1);
+    await dead.acquire();
+    const next = new PdbLease(tc.workerKube.coordination, 'default', ['web'], 'rbac/next', 1);
+    await next.acquire();
+    await next.release();
     // The forced bare pod went in the first attempt (no PDB covers it), for good.
     assert.equal(await tc.kube.core.readNamespacedPod({ name: 'lonely', namespace: 'default' }).then(() => 200, statusOf), 404);
     await acts.checkPodsOnNode({ cluster, node: 'worker-1', require: true });
