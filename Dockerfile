@@ -14,6 +14,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 # Everything tsconfig.json includes: the build type-checks the tests and the simulation too.
 COPY tsconfig.json ./
 COPY rules ./rules
+COPY contracts ./contracts
 COPY workflows ./workflows
 COPY activities ./activities
 COPY worker ./worker
@@ -33,6 +34,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 # The product only: no tests, no simulation, no demo.
 COPY --from=build /src/dist/rules ./dist/rules
+COPY --from=build /src/dist/contracts ./dist/contracts
 COPY --from=build /src/dist/workflows ./dist/workflows
 COPY --from=build /src/dist/activities ./dist/activities
 COPY --from=build /src/dist/worker ./dist/worker
