@@ -1,19 +1,12 @@
 import type { WorkflowFailedError, WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { INVALID_REQUEST } from '../contracts/failure-types.js';
 import { isClientError } from './temporal-sdk.js';
 import { EXIT, type CommandIo } from './cli-support.js';
 import { printRecord } from './output.js';
 
-/**
- * Failure types that say the request itself is wrong (the rules' codes, the worker's lookup of the
- * cluster and its configuration): exit 2, like a bad flag. Any other failure (a pre-flight refusal
- * by the cluster's state, a step that failed) is exit 1.
- */
-export const INVALID_REQUEST_TYPES: ReadonlySet<string> = new Set([
-  'InvalidVersion', 'InvalidInventory', 'InvalidPolicy', 'Downgrade', 'MissingRelease', 'UnsupportedMajor', 'ClusterConfigInvalid', 'UnknownNode',
-  // skewless bluegreen: pools the configuration lacks, a green pool that has nodes, no provisioning (pool-provisioning.ts).
-  'BlueGreenInvalid',
-]);
+/** Failure types that say the request itself is wrong: exit 2, like a bad flag (contracts/failure-types.ts). */
+export const INVALID_REQUEST_TYPES: ReadonlySet<string> = INVALID_REQUEST;
 
 export interface FailureSummary {
   /** The root cause's message on one line (not "Activity task failed"). */

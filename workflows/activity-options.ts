@@ -2,6 +2,7 @@ import { msToNumber } from '@temporalio/common/lib/time.js';
 import type { ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { ACTIVITY_LIMITS } from '../rules/index.js';
+import { NEVER_RETRY } from '../contracts/failure-types.js';
 
 /**
  * The one place that declares activity timeouts and retry policies, with the reason for each.
@@ -17,13 +18,11 @@ import { ACTIVITY_LIMITS } from '../rules/index.js';
  */
 const WORKER_LOST = '20 seconds';
 
-/** Failure types no retry can fix, for every profile. */
-const NEVER_RETRY = ['Forbidden', 'Invalid', 'ClusterConfigInvalid', 'HostKeyMismatch', 'VersionNotAvailable', 'DrainRefused', 'VerificationFailed', 'SnapshotMissing', 'StaticPodsRunning', 'RepositoryLayoutUnknown', 'RepositoryUnreadable'];
 
 /** Short, read-only calls that answer in seconds. */
 export const quickRead: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: ['InvalidInput'] },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: [] },
 };
 
 /** Reads of the API (inventory, health): cheap and idempotent, so retried often but briefly. */

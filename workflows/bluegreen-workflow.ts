@@ -3,6 +3,7 @@ import {
   upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
 import { BLUEGREEN_POLICY_KEYS, checkSkew, withDefaults, clusterVersion, compareVersions, parseVersion, planRollout, type RolloutPlan } from '../rules/index.js';
+import { WORKFLOW_FAILURE, type FailureType } from '../contracts/failure-types.js';
 import { activities as a } from './activities-proxy.js';
 import {
   bluegreenStatusQuery, NO_ROLLBACK, REMOVAL_GATE, rollbackUpdate, type BlueGreenInput, type BlueGreenStatus, type BlueGreenStep,
@@ -18,7 +19,7 @@ import { compensate } from './upgrade-ending.js';
 import { abortSignal, type OperatorAction, type UpgradePhase } from './upgrade-messages.js';
 
 const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
-const refuse = (message: string, type = 'PreflightBlocked') => ApplicationFailure.nonRetryable(`refusing to start: ${message}`, type);
+const refuse = (message: string, type: FailureType = WORKFLOW_FAILURE.PreflightBlocked) => ApplicationFailure.nonRetryable(`refusing to start: ${message}`, type);
 
 /**
  * Replaces a node pool by a new one at a version, workflow id `bluegreen/<cluster>`: the control plane
@@ -102,7 +103,7 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
   // Pre-flight, read-only: the pools, the provisioning and the versions judged before anything moves.
   // One rollout of a cluster at a time (its own control-plane upgrade, later, is its child: not another).
   const other = await a.findRunningRollout({ cluster, ignore: [owner] });
-  if (other.running) throw refuse(`${other.workflowId ?? 'another rollout'} is running (since ${other.startedAt ?? '?'}): replace the pool after it ends`, 'RolloutRunning');
+  if (other.running) throw refuse(`${other.workflowId ?? 'another rollout'} is running (since ${other.startedAt ?? '?'}): replace the pool after it ends`, WORKFLOW_FAILURE.RolloutRunning);
   const inventory = await a.takeInventory({ cluster });
   const cpFrom = applyRule(() => clusterVersion(inventory.skew));
   const behind = compareVersions(parseVersion(cpFrom), parseVersion(version)) < 0;
@@ -116,7 +117,7 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
   if (!behind) {
     const withGreen = { ...inventory.skew, kubelets: [...(inventory.skew.kubelets ?? []), ...bg.green.names.map((node) => ({ node, version }))] };
     const skew = applyRule(() => checkSkew(withGreen, { topology: 'kubeadm' }));
-    if (!skew.compliant) throw refuse(`green kubelets at ${version} break the skew policy: ${skew.violations.map((v) => `${v.node}: ${v.rule}`).join('; ')}`, 'SkewViolation');
+    if (!skew.compliant) throw refuse(`green kubelets at ${version} break the skew policy: ${skew.violations.map((v) => `${v.node}: ${v.rule}`).join('; ')}`, WORKFLOW_FAILURE.SkewViolation);
   }
 
   let rollout: RolloutPlan | undefined;
@@ -140,7 +141,7 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
     }
     // Green kubelets at the target are never above the control plane.
     if (!c.aborted() && compareVersions(parseVersion(version), parseVersion(bg.controlPlaneVersion)) > 0) {
-      throw ApplicationFailure.nonRetryable(`green at ${version} would be above the control plane at ${bg.controlPlaneVersion}`, 'SkewViolation');
+      throw ApplicationFailure.nonRetryable(`green at ${version} would be above the control plane at ${bg.controlPlaneVersion}`, WORKFLOW_FAILURE.SkewViolation);
     }
     status.blue.nodes = bg.blue.map((b) => b.name);
     status.green.nodes = bg.green.names;

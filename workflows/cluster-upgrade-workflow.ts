@@ -6,6 +6,7 @@ import {
   type UpgradePolicy, UPGRADE_POLICY_KEYS, withDefaults,
 } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
+import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
 import { fleetReporter } from './fleet-report.js';
 import { PATCH } from './patches.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-workflow.js';
@@ -133,7 +134,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       // control-plane phase) is not another one.
       const other = await a.findRunningRollout({ cluster, ignore: [owner, workflowInfo().parent?.workflowId ?? owner] });
       if (other.running) {
-        throw ApplicationFailure.nonRetryable(`refusing to start: ${other.workflowId ?? 'another rollout'} of ${cluster} is running (since ${other.startedAt ?? '?'}): upgrade once it ends`, 'RolloutRunning');
+        throw ApplicationFailure.nonRetryable(`refusing to start: ${other.workflowId ?? 'another rollout'} of ${cluster} is running (since ${other.startedAt ?? '?'}): upgrade once it ends`, WORKFLOW_FAILURE.RolloutRunning);
       }
     }
     // Plan: the inventory, what the repository offers, and the rules' verdict, before touching anything.
@@ -171,7 +172,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     updateMemo();
     if (!full.skew.compliant) throw skewFailure('refusing to start', full.skew.failure);
     const refusals = preflightRefusals(inventory, policy.acknowledge, { from: full.from, hops: full.hops, to: describeTarget(full.target) });
-    if (refusals.length > 0) throw ApplicationFailure.nonRetryable(`refusing to start: ${refusals.join('; ')}`, 'PreflightBlocked');
+    if (refusals.length > 0) throw ApplicationFailure.nonRetryable(`refusing to start: ${refusals.join('; ')}`, WORKFLOW_FAILURE.PreflightBlocked);
     // Not a refusal: each such node's drain will stop and wait for the operator (skip or force).
     const moving = new Set(Object.keys(full.rollout.stageLabels));
     for (const pod of inventory.barePods ?? []) {
@@ -246,7 +247,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       setPhase('verify');
       const after = await a.takeInventory({ cluster });
       const skew = checkSkew(after.skew, { topology: 'kubeadm' });
-      if (!skew.compliant) throw ApplicationFailure.nonRetryable(`after ${hop} the cluster breaks the skew policy: ${skew.violations.map((v) => v.rule).join('; ')}`, 'SkewViolation');
+      if (!skew.compliant) throw ApplicationFailure.nonRetryable(`after ${hop} the cluster breaks the skew policy: ${skew.violations.map((v) => v.rule).join('; ')}`, WORKFLOW_FAILURE.SkewViolation);
       note(`hop ${hop} done`);
       if (h + 1 < plan.hops.length) await continueIfLong({ hop: h + 1, phase: -1 });
     }

@@ -1,5 +1,6 @@
 import { ApplicationFailure, allHandlersFinished, condition, executeChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { MAINTENANCE_POLICY_KEYS, planRollout, withDefaults, type MaintenancePolicy, type PlanNode, type RolloutPlan } from '../rules/index.js';
+import { WORKFLOW_FAILURE, type FailureType } from '../contracts/failure-types.js';
 import { activities as a } from './activities-proxy.js';
 import { maintenanceStatusQuery, type MaintenanceStatus } from './maintenance-messages.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeResult } from './node-upgrade-workflow.js';
@@ -26,7 +27,7 @@ export interface MaintainInput {
 }
 
 const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
-const refuse = (message: string, type = 'PreflightBlocked') => ApplicationFailure.nonRetryable(`refusing to start: ${message}`, type);
+const refuse = (message: string, type: FailureType = WORKFLOW_FAILURE.PreflightBlocked) => ApplicationFailure.nonRetryable(`refusing to start: ${message}`, type);
 
 /**
  * OS maintenance of a set of nodes, workflow id `maintain/<cluster>`: control planes one at a time,
@@ -63,17 +64,17 @@ export async function maintainWorkflow(input: MaintainInput): Promise<Maintenanc
 
   // Pre-flight, read-only: nothing is cordoned or labelled before every check passed.
   const other = await a.findRunningRollout({ cluster, ignore: [owner] });
-  if (other.running) throw refuse(`${other.workflowId ?? 'another rollout'} is running (since ${other.startedAt ?? '?'}): maintain after it ends`, 'RolloutRunning');
+  if (other.running) throw refuse(`${other.workflowId ?? 'another rollout'} is running (since ${other.startedAt ?? '?'}): maintain after it ends`, WORKFLOW_FAILURE.RolloutRunning);
   const facts = await a.planMaintenance({ cluster, ...(input.selector === undefined ? {} : { selector: input.selector }),
     ...(input.nodes === undefined ? {} : { nodes: input.nodes }), ...(policy.forcePods?.length ? { force: policy.forcePods } : {}) });
   if (!facts.hasCommand) throw refuse(`cluster ${cluster} has no maintenance.command in its configuration (the worker's ${cluster}.yaml)`, 'ClusterConfigInvalid');
-  if (facts.missing.length > 0) throw refuse(`no node ${facts.missing.join(', ')} in cluster ${cluster}`, 'UnknownNode');
+  if (facts.missing.length > 0) throw refuse(`no node ${facts.missing.join(', ')} in cluster ${cluster}`, WORKFLOW_FAILURE.UnknownNode);
   if (facts.nodes.length === 0) throw refuse(`no node of ${cluster} matches ${input.selector ?? 'the names given'}`);
   const notReady = facts.nodes.filter((n) => !n.ready).map((n) => n.name);
   if (notReady.length > 0) throw refuse(`node ${notReady.join(', ')} is NotReady: a drain there would wait on pods that cannot move`);
   if (facts.unmanaged.length > 0) {
     throw refuse(`pods that no controller manages would not come back after the reboot: ${facts.unmanaged.map((p) => `${p.namespace}/${p.name} on ${p.node}`).join(', ')}; `
-      + 'force each with --force-pod NAMESPACE/NAME to let it go', 'UnmanagedPods');
+      + 'force each with --force-pod NAMESPACE/NAME to let it go', WORKFLOW_FAILURE.UnmanagedPods);
   }
   status.forced = facts.forced;
   const unseen = (policy.forcePods ?? []).filter((p) => !facts.forced.includes(p));

@@ -1,5 +1,6 @@
 import { ActivityFailure, ApplicationFailure, allHandlersFinished, condition, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { activities as a } from './activities-proxy.js';
+import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
 import { handleApprovals } from './approvals.js';
 import { restoreStatusQuery, type MemberState, type RestoreInput, type RestorePhase, type RestoreStatus } from './restore-messages.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
@@ -49,7 +50,7 @@ export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatu
   setPhase('planning');
 
   const running = await a.findRunningRollout({ cluster, ignore: [workflowInfo().workflowId] });
-  if (running.running) throw ApplicationFailure.nonRetryable(`refusing to restore ${cluster}: ${running.workflowId ?? 'another rollout'} is running (abort it first)`, 'RolloutRunning');
+  if (running.running) throw ApplicationFailure.nonRetryable(`refusing to restore ${cluster}: ${running.workflowId ?? 'another rollout'} is running (abort it first)`, WORKFLOW_FAILURE.RolloutRunning);
   const plan = await a.planRestore({
     cluster, ...(input.hop !== undefined ? { hop: input.hop } : {}), ...(input.snapshotPath !== undefined ? { snapshotPath: input.snapshotPath } : {}),
     ...(input.controlPlanes ? { controlPlanes: input.controlPlanes } : {}),

@@ -1,5 +1,6 @@
 import { ApplicationFailure, CancellationScope } from '@temporalio/workflow';
 import type { UpgradePlan } from '../rules/index.js';
+import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
 import { activities as a } from './activities-proxy.js';
 import type { LeftBehind, RolloutStatus, UpgradeStatus } from './upgrade-messages.js';
 
@@ -8,7 +9,7 @@ import type { LeftBehind, RolloutStatus, UpgradeStatus } from './upgrade-message
 export function skewFailure(what: string, failure: UpgradePlan['skew']['failure']): ApplicationFailure {
   const where = failure?.step ? `step "${failure.step.detail}" of ${failure.step.hop}` : 'the cluster as it is';
   const why = failure?.violations.map((v) => `${v.component} on ${v.node} at ${v.version}: ${v.rule}`).join('; ');
-  return ApplicationFailure.nonRetryable(`${what}: ${where} breaks the skew policy: ${why}`, 'SkewViolation');
+  return ApplicationFailure.nonRetryable(`${what}: ${where} breaks the skew policy: ${why}`, WORKFLOW_FAILURE.SkewViolation);
 }
 
 /** One sentence on the state the run leaves: which nodes are where. */
