@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ControlPlaneManifest } from '../hosts/static-pod-manifest.js';
 import { apiserverFlags, controllerManagerFlags, schedulerFlags } from './component-flags.js';
@@ -39,6 +39,7 @@ export class NodeComponents {
 
   private constructor(
     private readonly o: NodeComponentsOptions,
+    /** Chosen free at creation; a controller-manager's or scheduler's is chosen again if another listener took it first. */
     private readonly ports: Record<ControlPlaneManifest, number>,
     private readonly kubeconfig: string,
   ) {
@@ -55,6 +56,11 @@ export class NodeComponents {
 
   get node(): string {
     return this.o.node;
+  }
+
+  /** The port `component` serves on (its secure port). */
+  portOf(component: ControlPlaneManifest): number {
+    return this.ports[component];
   }
 
   /** The port of this host's apiserver (a backend of the load-balanced endpoint). */
@@ -82,14 +88,23 @@ export class NodeComponents {
   async run(component: ControlPlaneManifest, version: string): Promise<void> {
     if (this.versionOf(component) === version) return;
     await this.stop(component);
-    const process = new ManagedProcess(`${component} ${version} on ${this.o.node}`, releaseProgram(version, component), this.flags(component),
-      join(this.o.stateDir, 'logs', `${this.o.node}-${component}.log`));
-    this.running.set(component, { process, version });
-    process.start();
-    await waitFor(`${component} ${version} on ${this.o.node} serving`, async () => {
+    const log = join(this.o.stateDir, 'logs', `${this.o.node}-${component}.log`);
+    for (let attempt = 1; ; attempt++) {
+      const logFrom = existsSync(log) ? statSync(log).size : 0;
+      const process = new ManagedProcess(`${component} ${version} on ${this.o.node}`, releaseProgram(version, component), this.flags(component), log);
+      this.running.set(component, { process, version });
+      process.start();
+      // An exit ends the wait at once (it used to poll a dead process for the whole 120 s).
+      await waitFor(`${component} ${version} on ${this.o.node} serving`, async () => !process.running || this.healthy(component), 120_000);
+      if (process.running) return;
+      // Its port was free when chosen, seconds before the apiserver came up; a listener of a test beside
+      // may have taken it since. The apiserver's port is in the balancer and the kubeconfigs: not moved.
+      if (component !== 'kube-apiserver' && attempt < 3 && portTakenSince(log, logFrom)) {
+        this.ports[component] = await freePort();
+        continue;
+      }
       process.assertAlive();
-      return this.healthy(component);
-    }, 120_000);
+    }
   }
 
   /**
@@ -145,5 +160,14 @@ export class NodeComponents {
       return controllerManagerFlags({ kubeconfig, port: ports[component], pki: o.pki, stateDir: join(o.stateDir, 'nodes', o.node), several: true });
     }
     return schedulerFlags({ kubeconfig, port: ports[component], several: true });
+  }
+}
+
+/** Whether the program's log, past `from`, says its port was in use. */
+function portTakenSince(log: string, from: number): boolean {
+  try {
+    return /address already in use/.test(readFileSync(log).subarray(from).toString('utf8'));
+  } catch {
+    return false;
   }
 }

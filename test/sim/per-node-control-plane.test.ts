@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { get } from 'node:https';
 import { after, before, describe, it } from 'node:test';
@@ -144,5 +146,21 @@ describe('a per-node control plane: each host runs the release its static-pod ma
     assert.equal(back.code, 0, back.stderr);
     await waitFor('cp-2 scheduler back', async () => (await cp().nodes.get('cp-2')?.reportedVersion('kube-scheduler')) === '1.32.13', 60_000, 250);
     assert.equal((await ssh('cp-2', 'pgrep -x kube-scheduler')).code, 0);
+  });
+
+  it('starts a scheduler on another port when a listener of someone else took its port before it started', async () => {
+    const node = cp().nodes.get('cp-2');
+    assert.ok(node);
+    await node.stop('kube-scheduler');
+    const taken = node.portOf('kube-scheduler');
+    const squatter = createServer().listen(taken, '127.0.0.1');
+    await once(squatter, 'listening');
+    try {
+      await node.run('kube-scheduler', '1.32.13');
+      assert.notEqual(node.portOf('kube-scheduler'), taken);
+      assert.equal(await node.reportedVersion('kube-scheduler'), '1.32.13');
+    } finally {
+      squatter.close();
+    }
   });
 });
