@@ -97,11 +97,19 @@ export class NodeComponents {
       // An exit ends the wait at once (it used to poll a dead process for the whole 120 s).
       await waitFor(`${component} ${version} on ${this.o.node} serving`, async () => !process.running || this.healthy(component), 120_000);
       if (process.running) return;
-      // Its port was free when chosen, seconds before the apiserver came up; a listener of a test beside
-      // may have taken it since. The apiserver's port is in the balancer and the kubeconfigs: not moved.
-      if (component !== 'kube-apiserver' && attempt < 3 && portTakenSince(log, logFrom)) {
-        this.ports[component] = await freePort();
-        continue;
+      // Its port was free when chosen (and is free between a stop and the restart at the next release);
+      // a test beside may have it meanwhile: a probe of freePort for a moment, or a listener of its own.
+      // A controller-manager or scheduler moves to a new port; the apiserver's is in the balancer and the
+      // kubeconfigs, so it tries the same one again a few times, which outlasts a probe.
+      if (portTakenSince(log, logFrom)) {
+        if (component !== 'kube-apiserver' && attempt < 3) {
+          this.ports[component] = await freePort();
+          continue;
+        }
+        if (component === 'kube-apiserver' && attempt < 6) {
+          await new Promise((r) => setTimeout(r, 1_000));
+          continue;
+        }
       }
       process.assertAlive();
     }

@@ -163,4 +163,22 @@ describe('a per-node control plane: each host runs the release its static-pod ma
       squatter.close();
     }
   });
+
+  it('starts an apiserver again on its own port (the balancer\'s backend) once a listener that held it for a moment lets go', async () => {
+    const node = cp().nodes.get('cp-2');
+    assert.ok(node);
+    const port = node.apiserverPort;
+    await node.stop('kube-apiserver');
+    const squatter = createServer().listen(port, '127.0.0.1');
+    await once(squatter, 'listening');
+    const letGo = setTimeout(() => squatter.close(), 2_500);
+    try {
+      await node.run('kube-apiserver', '1.32.13');
+      assert.equal(node.apiserverPort, port);
+      assert.equal(await node.reportedVersion('kube-apiserver'), '1.32.13');
+    } finally {
+      clearTimeout(letGo);
+      squatter.close();
+    }
+  });
 });
