@@ -67,7 +67,6 @@ export const ACTIVITY_FAILURE = {
   ProvisionFailed: 'ProvisionFailed',
 } as const;
 
-
 /** The pure rules' refusals (RuleError's code; a workflow fails with it as the type through applyRule). */
 export const RULE_FAILURE = {
   InvalidVersion: 'InvalidVersion',

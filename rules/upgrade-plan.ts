@@ -44,10 +44,10 @@ export function planUpgrade(request: UpgradePlanRequest): UpgradePlan {
     }
     hops = [from];
   }
-  const steps0 = buildRunbook(hops, planRollout(nodes, request.policy), request.packageManager, inventory);
+  const everyNode = buildRunbook(hops, planRollout(nodes, request.policy), request.packageManager, inventory);
   // Nodes with nothing to do in any hop are left out of the rollout, so the canary and the batches
   // are made of the nodes that move; the control planes stay (a hop's snapshot and kubeadm run there).
-  const moving = new Set(steps0.filter((s) => s.action === 'upgrade-kubelet' || s.action === 'upgrade-control-plane').map((s) => s.node));
+  const moving = new Set(everyNode.filter((s) => s.action === 'upgrade-kubelet' || s.action === 'upgrade-control-plane').map((s) => s.node));
   const idle = nodes.filter((n) => n.role === 'worker' && !moving.has(n.name)).map((n) => n.name);
   const rollout = planRollout(nodes.filter((n) => !idle.includes(n.name)), withoutCanaries(request.policy, idle));
   const steps = buildRunbook(hops, rollout, request.packageManager, inventory);
