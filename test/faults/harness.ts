@@ -64,7 +64,7 @@ export interface FaultRunReport {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Waits for the workflow's result through server restarts: a lost connection is retried, a failed workflow is not. */
-async function outcomeOf(client: Client, workflowId: string, deadline: number): Promise<{ status?: UpgradeStatus; failure?: string }> {
+export async function outcomeOf(client: Client, workflowId: string, deadline: number): Promise<{ status?: UpgradeStatus; failure?: string }> {
   for (;;) {
     try {
       return { status: (await client.workflow.getHandle(workflowId).result()) as UpgradeStatus };

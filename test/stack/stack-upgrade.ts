@@ -1,7 +1,7 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { startAvailabilitySampler, type AvailabilitySampler } from '../../sim/availability-sampler.js';
 import { parseDescription } from '../../sim/description.js';
 import { freePort } from '../../sim/free-port.js';
@@ -13,10 +13,10 @@ import type { UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { FAULT_POLICY } from '../faults/fault-lab.js';
 import { DevServerProcess, WorkerProcess } from '../faults/fault-processes.js';
 import { checkUpgradeOutcome } from '../faults/final-checks.js';
+import { outcomeOf } from '../faults/harness.js';
 import { pendingActivities, podsLeftOn, trackCommands, type CommandTracker, type RunningCommand } from '../faults/in-flight.js';
 import { TARGET_COMMAND } from '../faults/kill-schedule.js';
 import { archiveHistories, archiveLabel, recordWorldSecrets } from '../helpers/history-archive.js';
-import { failureChain } from '../helpers/upgrade-evidence.js';
 import { drainAttempts, type DrainAttempt } from './drain-attempts.js';
 
 /**
@@ -90,18 +90,6 @@ async function startTemporal(kind: 'stack' | 'dev', stateDir: string): Promise<T
   const server = new DevServerProcess(stateDir, await freePort());
   await server.start();
   return { address: server.address, stop: () => server.stop() };
-}
-
-async function outcomeOf(client: Client, workflowId: string, deadline: number): Promise<{ status?: UpgradeStatus; failure?: string }> {
-  for (;;) {
-    try {
-      return { status: (await client.workflow.getHandle(workflowId).result()) as UpgradeStatus };
-    } catch (err) {
-      if (err instanceof WorkflowFailedError) return { failure: failureChain(err) };
-      if (Date.now() > deadline) return { failure: `not finished by the deadline (last error: ${(err as Error).message})` };
-      await sleep(1000);
-    }
-  }
 }
 
 export async function runStackUpgrade(o: StackUpgradeOptions): Promise<StackUpgradeReport> {
