@@ -19,8 +19,30 @@ const sideEffectModules = {
     },
   ],
   paths: [
-    'fs', 'fs/promises', 'child_process', 'net', 'http', 'https', 'http2', 'dns', 'os', 'path', 'crypto', 'process',
-    'timers', 'worker_threads', 'cluster', 'dgram', 'tls', 'readline', 'stream', 'zlib', 'url', 'util', 'v8', 'vm',
+    'fs',
+    'fs/promises',
+    'child_process',
+    'net',
+    'http',
+    'https',
+    'http2',
+    'dns',
+    'os',
+    'path',
+    'crypto',
+    'process',
+    'timers',
+    'worker_threads',
+    'cluster',
+    'dgram',
+    'tls',
+    'readline',
+    'stream',
+    'zlib',
+    'url',
+    'util',
+    'v8',
+    'vm',
   ].map((name) => ({ name, message: 'Workflow code and pure rules may not use Node built-ins: do the I/O in an activity.' })),
 };
 
@@ -37,7 +59,8 @@ export default tseslint.config(
     files: ['workflows/**/*.ts', 'rules/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', sideEffectModules],
-      'no-restricted-globals': ['error',
+      'no-restricted-globals': [
+        'error',
         { name: 'process', message: 'No process state in workflow code or pure rules.' },
         { name: 'setTimeout', message: 'Use sleep() from @temporalio/workflow.' },
         { name: 'setInterval', message: 'Use sleep() from @temporalio/workflow.' },
@@ -49,11 +72,13 @@ export default tseslint.config(
     // Workflows may read Temporal's deterministic clock; the pure rules take `now` as an argument.
     files: ['rules/**/*.ts'],
     rules: {
-      'no-restricted-properties': ['error',
+      'no-restricted-properties': [
+        'error',
         { object: 'Date', property: 'now', message: 'Pure rules take `now` as an argument.' },
         { object: 'Math', property: 'random', message: 'Pure rules are deterministic.' },
       ],
-      'no-restricted-syntax': ['error',
+      'no-restricted-syntax': [
+        'error',
         { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'Pure rules take `now` as an argument.' },
       ],
     },
@@ -62,14 +87,28 @@ export default tseslint.config(
     // Contracts cross every layer (workflow ids, metric names): plain constants that import nothing.
     files: ['contracts/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ regex: '^(?!\\./)', message: 'contracts/ imports nothing but other contracts: it is read by every layer.' }] }],
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(?!\\./)', message: 'contracts/ imports nothing but other contracts: it is read by every layer.' }] },
+      ],
     },
   },
   {
     // Activities are called by workflows, never the other way round: what both need lives in contracts/ or rules/.
     files: ['activities/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['**/workflows/*', '**/workflows/**'], allowTypeImports: true, message: 'Activities do not import workflow code: move what both need to contracts/ or rules/.' }] }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/workflows/*', '**/workflows/**'],
+              allowTypeImports: true,
+              message: 'Activities do not import workflow code: move what both need to contracts/ or rules/.',
+            },
+          ],
+        },
+      ],
     },
   },
   {
@@ -77,9 +116,19 @@ export default tseslint.config(
     files: ['client/**/*.ts'],
     ignores: ['client/temporal-sdk.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        paths: [{ name: '@temporalio/client', allowTypeImports: true, message: 'Load it through client/temporal-sdk.ts (loadTemporalClient, isClientError): commands that never connect skip 0.3 s of imports.' }],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: '@temporalio/client',
+              allowTypeImports: true,
+              message:
+                'Load it through client/temporal-sdk.ts (loadTemporalClient, isClientError): commands that never connect skip 0.3 s of imports.',
+            },
+          ],
+        },
+      ],
     },
   },
 );

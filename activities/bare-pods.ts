@@ -31,10 +31,14 @@ export function uncontrolledPod(pod: V1Pod): UncontrolledPod | undefined {
 }
 
 /** The uncontrolled pods the drain filters would refuse to lose (mirror, finished and terminating pods are not). */
-export function barePodsOf(pods: readonly UncontrolledPod[], drain: Omit<DrainOptions, 'force'>): { barePods: BarePod[]; barePodCount: number } {
+export function barePodsOf(
+  pods: readonly UncontrolledPod[],
+  drain: Omit<DrainOptions, 'force'>,
+): { barePods: BarePod[]; barePodCount: number } {
   const nodeOf = new Map(pods.map((p) => [`${p.namespace}/${p.name}`, p.node]));
   const plan = planDrainPods(pods, { ...drain, force: [] });
-  const bare = plan.blockers.filter((b) => b.override === 'force')
+  const bare = plan.blockers
+    .filter((b) => b.override === 'force')
     .map((b) => ({ namespace: b.pod.namespace, name: b.pod.name, node: nodeOf.get(`${b.pod.namespace}/${b.pod.name}`) ?? '' }))
     .sort((a, b) => compareNatural(a.node, b.node) || `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
   return { barePods: bare.slice(0, BARE_PODS_LISTED), barePodCount: bare.length };

@@ -3,7 +3,14 @@ import { isAbsolute, join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import ssh2 from 'ssh2';
 import { parse as parseYaml } from 'yaml';
-import { INT_BOUNDS, PACKAGE_MANAGERS, parseMaintenanceWindows, RuleError, type MaintenanceWindow, type PackageManager } from '../rules/index.js';
+import {
+  INT_BOUNDS,
+  PACKAGE_MANAGERS,
+  parseMaintenanceWindows,
+  RuleError,
+  type MaintenanceWindow,
+  type PackageManager,
+} from '../rules/index.js';
 import { ErrorType } from './errors.js';
 
 /**
@@ -126,7 +133,11 @@ const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 function invalid(file: string | undefined, message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: ErrorType.ClusterConfigInvalid, message: file ? `${file}: ${message}` : message, nonRetryable: true });
+  return ApplicationFailure.create({
+    type: ErrorType.ClusterConfigInvalid,
+    message: file ? `${file}: ${message}` : message,
+    nonRetryable: true,
+  });
 }
 
 /**
@@ -134,7 +145,23 @@ function invalid(file: string | undefined, message: string): ApplicationFailure 
  * setting silently replaced by the default. `timeouts` is the per-cluster timeouts section.
  */
 const KNOWN_KEYS = {
-  '': ['name', 'kubeconfig', 'context', 'ssh', 'nodes', 'packageManager', 'etcd', 'snapshots', 'drain', 'probes', 'timeouts', 'maintenanceWindows', 'maintenance', 'pools', 'provisioning'],
+  '': [
+    'name',
+    'kubeconfig',
+    'context',
+    'ssh',
+    'nodes',
+    'packageManager',
+    'etcd',
+    'snapshots',
+    'drain',
+    'probes',
+    'timeouts',
+    'maintenanceWindows',
+    'maintenance',
+    'pools',
+    'provisioning',
+  ],
   pool: ['selector'],
   provisioning: ['provider', 'endpoint', 'tokenFile', 'create', 'delete', 'joinTimeoutSeconds', 'commandTimeoutSeconds'],
   maintenance: ['command', 'timeoutSeconds', 'rebootCommand'],
@@ -148,7 +175,8 @@ const KNOWN_KEYS = {
 
 function onlyKnownKeys(file: string, value: Record<string, unknown>, keys: readonly string[], where: string): void {
   const unknown = Object.keys(value).find((k) => !keys.includes(k));
-  if (unknown !== undefined) throw invalid(file, `unknown key ${where ? `${where}.` : ''}${JSON.stringify(unknown).slice(1, -1)} (known: ${keys.join(', ')})`);
+  if (unknown !== undefined)
+    throw invalid(file, `unknown key ${where ? `${where}.` : ''}${JSON.stringify(unknown).slice(1, -1)} (known: ${keys.join(', ')})`);
 }
 
 /** A file the configuration names, read or stat-ed: a missing or unreadable one is ClusterConfigInvalid naming the field, never its content. */
@@ -172,7 +200,10 @@ export function readPrivateKey(path: string, file?: string): Buffer {
   const parsed = ssh2.utils.parseKey(data);
   const key = Array.isArray(parsed) ? (parsed[0] as unknown) : parsed;
   if (key instanceof Error || !key || !(key as { isPrivateKey(): boolean }).isPrivateKey()) {
-    throw invalid(file, `ssh.privateKeyPath ${path} is not an unencrypted private key${key instanceof Error ? ` (${key.message.split('\n')[0]})` : ''}`);
+    throw invalid(
+      file,
+      `ssh.privateKeyPath ${path} is not an unencrypted private key${key instanceof Error ? ` (${key.message.split('\n')[0]})` : ''}`,
+    );
   }
   return data;
 }
@@ -212,12 +243,17 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
   };
   // A login name as useradd takes it: it becomes a command word on the hosts (`chown USER FILE`), so never an option.
   const userName = (u: string): string => {
-    if (!/^[A-Za-z0-9_][A-Za-z0-9._-]{0,31}$/.test(u)) throw invalid(file, `ssh.user must be a user name (letters, digits, '.', '_', '-', not first), got ${JSON.stringify(u).slice(0, 40)}`);
+    if (!/^[A-Za-z0-9_][A-Za-z0-9._-]{0,31}$/.test(u))
+      throw invalid(
+        file,
+        `ssh.user must be a user name (letters, digits, '.', '_', '-', not first), got ${JSON.stringify(u).slice(0, 40)}`,
+      );
     return u;
   };
   const int = (v: unknown, where: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number => {
     if (v === undefined) return fallback;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw invalid(file, `${where} must be an integer from ${min} to ${max}`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+      throw invalid(file, `${where} must be an integer from ${min} to ${max}`);
     return v;
   };
   const bool = (v: unknown, where: string, fallback: boolean): boolean => {
@@ -233,7 +269,8 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
   const drain = obj(raw.drain, 'drain');
   const timeouts = obj(raw.timeouts, 'timeouts');
   for (const k of Object.keys(timeouts)) {
-    if (!Object.hasOwn(HOST_TIMEOUT_LIMITS, k)) throw invalid(file, `timeouts.${k} is not a known timeout (${Object.keys(HOST_TIMEOUT_LIMITS).join(', ')})`);
+    if (!Object.hasOwn(HOST_TIMEOUT_LIMITS, k))
+      throw invalid(file, `timeouts.${k} is not a known timeout (${Object.keys(HOST_TIMEOUT_LIMITS).join(', ')})`);
   }
   const snapshots = obj(raw.snapshots, 'snapshots');
   onlyKnownKeys(file, ssh, KNOWN_KEYS.ssh, 'ssh');
@@ -250,7 +287,10 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
   for (const [node, value] of Object.entries(obj(raw.nodes, 'nodes'))) {
     // A name no Node can have would never be looked up: refused like a misspelt key, not ignored.
     if (node.length > 253 || !NODE_NAME.test(node)) {
-      throw invalid(file, `nodes: ${JSON.stringify(node).slice(0, 80)} is not a node name (lowercase letters, digits, '-' and '.', at most 253 characters)`);
+      throw invalid(
+        file,
+        `nodes: ${JSON.stringify(node).slice(0, 80)} is not a node name (lowercase letters, digits, '-' and '.', at most 253 characters)`,
+      );
     }
     const n = obj(value, `nodes.${node}`);
     onlyKnownKeys(file, n, KNOWN_KEYS.node, `nodes.${node}`);
@@ -259,14 +299,26 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
       ...(n.port === undefined ? {} : { port: int(n.port, `nodes.${node}.port`, 22, 1, 65535) }),
     };
   }
-  const probes = (raw.probes === undefined ? [] : Array.isArray(raw.probes) ? raw.probes : (() => { throw invalid(file, 'probes must be a list'); })())
-    .map((p: unknown, i: number) => {
-      const r = obj(p, `probes[${i}]`);
-      onlyKnownKeys(file, r, KNOWN_KEYS.probe, `probes[${i}]`);
-      const url = str(r.url, `probes[${i}].url`);
-      if (!/^https?:\/\//.test(url)) throw invalid(file, `probes[${i}].url must be http(s)`);
-      return { name: str(r.name, `probes[${i}].name`), url, expectStatus: int(r.expectStatus, `probes[${i}].expectStatus`, 200, 100, 599), timeoutSeconds: int(r.timeoutSeconds, `probes[${i}].timeoutSeconds`, 5, 1, 300) };
-    });
+  const probes = (
+    raw.probes === undefined
+      ? []
+      : Array.isArray(raw.probes)
+        ? raw.probes
+        : (() => {
+            throw invalid(file, 'probes must be a list');
+          })()
+  ).map((p: unknown, i: number) => {
+    const r = obj(p, `probes[${i}]`);
+    onlyKnownKeys(file, r, KNOWN_KEYS.probe, `probes[${i}]`);
+    const url = str(r.url, `probes[${i}].url`);
+    if (!/^https?:\/\//.test(url)) throw invalid(file, `probes[${i}].url must be http(s)`);
+    return {
+      name: str(r.name, `probes[${i}].name`),
+      url,
+      expectStatus: int(r.expectStatus, `probes[${i}].expectStatus`, 200, 100, 599),
+      timeoutSeconds: int(r.timeoutSeconds, `probes[${i}].timeoutSeconds`, 5, 1, 300),
+    };
+  });
   let maintenanceWindows: MaintenanceWindow[];
   try {
     maintenanceWindows = parseMaintenanceWindows(raw.maintenanceWindows);
@@ -278,7 +330,11 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
   const maintenance = maintenanceConfig(file, obj(raw.maintenance, 'maintenance'), raw.maintenance !== undefined, int);
   const pools: Record<string, PoolConfig> = {};
   for (const [pool, value] of Object.entries(obj(raw.pools, 'pools'))) {
-    if (!NAME.test(pool) || pool.length > 50) throw invalid(file, `pools: ${JSON.stringify(pool).slice(0, 60)} is not a pool name (a DNS label of at most 50 characters: its nodes are named <pool>-<n>)`);
+    if (!NAME.test(pool) || pool.length > 50)
+      throw invalid(
+        file,
+        `pools: ${JSON.stringify(pool).slice(0, 60)} is not a pool name (a DNS label of at most 50 characters: its nodes are named <pool>-<n>)`,
+      );
     const p = obj(value, `pools.${pool}`);
     onlyKnownKeys(file, p, KNOWN_KEYS.pool, `pools.${pool}`);
     const selector = str(p.selector, `pools.${pool}.selector`);
@@ -314,13 +370,16 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
     snapshots: { dir: path(snapshots.dir, 'snapshots.dir') },
     drain: {
       timeoutSeconds: int(drain.timeoutSeconds, 'drain.timeoutSeconds', 600, 1, INT_BOUNDS.drainTimeoutSeconds.max),
-      ...(drain.gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: int(drain.gracePeriodSeconds, 'drain.gracePeriodSeconds', 0, 0) }),
+      ...(drain.gracePeriodSeconds === undefined
+        ? {}
+        : { gracePeriodSeconds: int(drain.gracePeriodSeconds, 'drain.gracePeriodSeconds', 0, 0) }),
       deleteEmptyDirData: bool(drain.deleteEmptyDirData, 'drain.deleteEmptyDirData', false),
       ignoreDaemonSets: bool(drain.ignoreDaemonSets, 'drain.ignoreDaemonSets', true),
     },
     probes,
-    timeouts: Object.fromEntries(Object.entries(HOST_TIMEOUT_LIMITS).map(([k, limit]) =>
-      [k, int(timeouts[k], `timeouts.${k}`, limit.default, 1, limit.max)])) as unknown as HostTimeouts,
+    timeouts: Object.fromEntries(
+      Object.entries(HOST_TIMEOUT_LIMITS).map(([k, limit]) => [k, int(timeouts[k], `timeouts.${k}`, limit.default, 1, limit.max)]),
+    ) as unknown as HostTimeouts,
     ...(maintenanceWindows.length > 0 ? { maintenanceWindows } : {}),
     ...(maintenance ? { maintenance } : {}),
     ...(Object.keys(pools).length > 0 ? { pools } : {}),
@@ -351,7 +410,10 @@ export function parsePoolSelector(selector: string): Record<string, string> {
   if (terms.length === 0 || terms.some((t) => t === '')) throw new Error('must be comma-separated key=value terms');
   for (const term of terms) {
     const m = /^([^=!\s]+)\s*==?\s*([^=!\s]*)$/.exec(term);
-    if (!m) throw new Error(`${JSON.stringify(term).slice(0, 80)} is not an equality term key=value (a pool's selector also gives a new node its labels, so !=, in, notin and bare keys are not allowed)`);
+    if (!m)
+      throw new Error(
+        `${JSON.stringify(term).slice(0, 80)} is not an equality term key=value (a pool's selector also gives a new node its labels, so !=, in, notin and bare keys are not allowed)`,
+      );
     const [, key, value] = m as unknown as [string, string, string];
     if (!isLabelKey(key)) throw new Error(`${JSON.stringify(key).slice(0, 80)} is not a label key`);
     if (!isLabelValue(value)) throw new Error(`${JSON.stringify(value).slice(0, 80)} is not a label value`);
@@ -363,7 +425,10 @@ export function parsePoolSelector(selector: string): Record<string, string> {
 
 /** `labels` as the pool's selector text and a command's {labels}: `k=v,k2=v2`, keys sorted. */
 export const labelsText = (labels: Record<string, string>): string =>
-  Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(',');
+  Object.keys(labels)
+    .sort()
+    .map((k) => `${k}=${labels[k]}`)
+    .join(',');
 
 type Readers = {
   str: (v: unknown, where: string, fallback?: string) => string;
@@ -372,15 +437,27 @@ type Readers = {
 };
 
 /** `provisioning:` (blue/green): which provider, and what it needs; keys of another provider are refused. */
-function provisioningConfig(file: string, p: Record<string, unknown>, present: boolean, { str, path, int }: Readers): ProvisioningConfig | undefined {
+function provisioningConfig(
+  file: string,
+  p: Record<string, unknown>,
+  present: boolean,
+  { str, path, int }: Readers,
+): ProvisioningConfig | undefined {
   if (!present) return undefined;
   onlyKnownKeys(file, p, KNOWN_KEYS.provisioning, 'provisioning');
   const provider = p.provider;
   const only = (keys: readonly string[]) => {
     const other = Object.keys(p).find((k) => k !== 'provider' && !keys.includes(k));
-    if (other !== undefined) throw invalid(file, `provisioning.${other} is not for provider ${String(provider)} (it takes ${keys.join(', ')})`);
+    if (other !== undefined)
+      throw invalid(file, `provisioning.${other} is not for provider ${String(provider)} (it takes ${keys.join(', ')})`);
   };
-  const joinTimeoutSeconds = int(p.joinTimeoutSeconds, 'provisioning.joinTimeoutSeconds', PROVISIONING_TIMEOUT.join.default, 1, PROVISIONING_TIMEOUT.join.max);
+  const joinTimeoutSeconds = int(
+    p.joinTimeoutSeconds,
+    'provisioning.joinTimeoutSeconds',
+    PROVISIONING_TIMEOUT.join.default,
+    1,
+    PROVISIONING_TIMEOUT.join.max,
+  );
   if (provider === 'simulation') {
     only(['endpoint', 'tokenFile', 'joinTimeoutSeconds']);
     const endpoint = str(p.endpoint, 'provisioning.endpoint');
@@ -390,29 +467,67 @@ function provisioningConfig(file: string, p: Record<string, unknown>, present: b
     } catch {
       url = undefined;
     }
-    if (!url || url.protocol !== 'http:' || !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) || url.pathname !== '/' || url.search || url.username) {
-      throw invalid(file, `provisioning.endpoint must be http://127.0.0.1:PORT (the simulation's machine API on loopback), got ${JSON.stringify(endpoint).slice(0, 80)}`);
+    if (
+      !url ||
+      url.protocol !== 'http:' ||
+      !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) ||
+      url.pathname !== '/' ||
+      url.search ||
+      url.username
+    ) {
+      throw invalid(
+        file,
+        `provisioning.endpoint must be http://127.0.0.1:PORT (the simulation's machine API on loopback), got ${JSON.stringify(endpoint).slice(0, 80)}`,
+      );
     }
-    return { provider, endpoint: `${url.protocol}//${url.host}`, tokenFile: path(p.tokenFile, 'provisioning.tokenFile'), joinTimeoutSeconds };
+    return {
+      provider,
+      endpoint: `${url.protocol}//${url.host}`,
+      tokenFile: path(p.tokenFile, 'provisioning.tokenFile'),
+      joinTimeoutSeconds,
+    };
   }
   if (provider === 'command') {
     only(['create', 'delete', 'joinTimeoutSeconds', 'commandTimeoutSeconds']);
     const argv = (v: unknown, where: string): string[] => {
-      if (!Array.isArray(v) || v.length === 0 || v.length > 64 || !v.every((w) => typeof w === 'string' && w !== '' && w.length <= 1024 && !/[\0\n\r]/.test(w))) {
-        throw invalid(file, `${where} must be a list of 1 to 64 non-empty words without line breaks (argv, no shell), e.g. [/usr/local/bin/make-machine, --name, "{node}"]`);
+      if (
+        !Array.isArray(v) ||
+        v.length === 0 ||
+        v.length > 64 ||
+        !v.every((w) => typeof w === 'string' && w !== '' && w.length <= 1024 && !/[\0\n\r]/.test(w))
+      ) {
+        throw invalid(
+          file,
+          `${where} must be a list of 1 to 64 non-empty words without line breaks (argv, no shell), e.g. [/usr/local/bin/make-machine, --name, "{node}"]`,
+        );
       }
-      if (!isAbsolute(v[0] as string)) throw invalid(file, `${where}[0] must be an absolute path to the program, got ${JSON.stringify(v[0]).slice(0, 80)}`);
-      const unknown = (v as string[]).flatMap((w) => w.match(/\{[^{}]*\}/g) ?? []).find((ph) => !(PROVISIONING_PLACEHOLDERS as readonly string[]).includes(ph));
-      if (unknown !== undefined) throw invalid(file, `${where}: unknown placeholder ${unknown.slice(0, 40)} (known: ${PROVISIONING_PLACEHOLDERS.join(' ')})`);
+      if (!isAbsolute(v[0] as string))
+        throw invalid(file, `${where}[0] must be an absolute path to the program, got ${JSON.stringify(v[0]).slice(0, 80)}`);
+      const unknown = (v as string[])
+        .flatMap((w) => w.match(/\{[^{}]*\}/g) ?? [])
+        .find((ph) => !(PROVISIONING_PLACEHOLDERS as readonly string[]).includes(ph));
+      if (unknown !== undefined)
+        throw invalid(file, `${where}: unknown placeholder ${unknown.slice(0, 40)} (known: ${PROVISIONING_PLACEHOLDERS.join(' ')})`);
       return v as string[];
     };
     const create = argv(p.create, 'provisioning.create');
     const del = argv(p.delete, 'provisioning.delete');
-    if (del.some((w) => /\{(version|labels)\}/.test(w))) throw invalid(file, 'provisioning.delete may use {node} and {pool} only (a machine is removed by name)');
-    if (!create.some((w) => w.includes('{node}')) || !del.some((w) => w.includes('{node}'))) throw invalid(file, 'provisioning.create and provisioning.delete must each name the machine: a word with {node}');
+    if (del.some((w) => /\{(version|labels)\}/.test(w)))
+      throw invalid(file, 'provisioning.delete may use {node} and {pool} only (a machine is removed by name)');
+    if (!create.some((w) => w.includes('{node}')) || !del.some((w) => w.includes('{node}')))
+      throw invalid(file, 'provisioning.create and provisioning.delete must each name the machine: a word with {node}');
     return {
-      provider, create, delete: del, joinTimeoutSeconds,
-      commandTimeoutSeconds: int(p.commandTimeoutSeconds, 'provisioning.commandTimeoutSeconds', PROVISIONING_TIMEOUT.command.default, 1, PROVISIONING_TIMEOUT.command.max),
+      provider,
+      create,
+      delete: del,
+      joinTimeoutSeconds,
+      commandTimeoutSeconds: int(
+        p.commandTimeoutSeconds,
+        'provisioning.commandTimeoutSeconds',
+        PROVISIONING_TIMEOUT.command.default,
+        1,
+        PROVISIONING_TIMEOUT.command.max,
+      ),
     };
   }
   if (provider === 'cluster-api') throw invalid(file, 'provisioning.provider cluster-api is not supported yet (simulation, command)');
@@ -424,12 +539,21 @@ function provisioningConfig(file: string, p: Record<string, unknown>, present: b
  * never one string: a string would have to be split by a shell, and what the words mean is then
  * the shell's business. No word may hold a NUL or a line break (a line break ends a command for sh).
  */
-function maintenanceConfig(file: string, m: Record<string, unknown>, present: boolean,
-  int: (v: unknown, where: string, fallback: number, min: number, max?: number) => number): MaintenanceConfig | undefined {
+function maintenanceConfig(
+  file: string,
+  m: Record<string, unknown>,
+  present: boolean,
+  int: (v: unknown, where: string, fallback: number, min: number, max?: number) => number,
+): MaintenanceConfig | undefined {
   if (!present) return undefined;
   onlyKnownKeys(file, m, KNOWN_KEYS.maintenance, 'maintenance');
   const words = (v: unknown, where: string): string[] => {
-    if (!Array.isArray(v) || v.length === 0 || v.length > 64 || !v.every((w) => typeof w === 'string' && w !== '' && w.length <= 1024 && !/[\0\n\r]/.test(w))) {
+    if (
+      !Array.isArray(v) ||
+      v.length === 0 ||
+      v.length > 64 ||
+      !v.every((w) => typeof w === 'string' && w !== '' && w.length <= 1024 && !/[\0\n\r]/.test(w))
+    ) {
       throw invalid(file, `${where} must be a list of 1 to 64 non-empty words without line breaks, e.g. [apt-get, -y, dist-upgrade]`);
     }
     return v as string[];
@@ -447,7 +571,13 @@ function maintenanceConfig(file: string, m: Record<string, unknown>, present: bo
 }
 
 /** The reboot forms a node may be rebooted with (rebootNode refuses any other argv). */
-export const REBOOT_COMMANDS: readonly (readonly string[])[] = [['reboot'], ['systemctl', 'reboot'], ['shutdown', '-r', 'now'], ['/sbin/reboot'], ['/usr/sbin/reboot']];
+export const REBOOT_COMMANDS: readonly (readonly string[])[] = [
+  ['reboot'],
+  ['systemctl', 'reboot'],
+  ['shutdown', '-r', 'now'],
+  ['/sbin/reboot'],
+  ['/usr/sbin/reboot'],
+];
 
 /**
  * Reads <dir>/<cluster>.yaml and checks the files it names; the name is checked first so it can
@@ -455,11 +585,19 @@ export const REBOOT_COMMANDS: readonly (readonly string[])[] = [['reboot'], ['sy
  */
 export function loadClusterConfig(dir: string, cluster: string): ClusterConfig {
   if (!NAME.test(cluster)) {
-    throw ApplicationFailure.create({ type: ErrorType.ClusterConfigInvalid, message: `invalid cluster name ${JSON.stringify(cluster)}`, nonRetryable: true });
+    throw ApplicationFailure.create({
+      type: ErrorType.ClusterConfigInvalid,
+      message: `invalid cluster name ${JSON.stringify(cluster)}`,
+      nonRetryable: true,
+    });
   }
   const file = join(dir, `${cluster}.yaml`);
   if (!existsSync(file)) {
-    throw ApplicationFailure.create({ type: ErrorType.ClusterConfigInvalid, message: `no configuration for cluster ${cluster} (looked for ${file})`, nonRetryable: true });
+    throw ApplicationFailure.create({
+      type: ErrorType.ClusterConfigInvalid,
+      message: `no configuration for cluster ${cluster} (looked for ${file})`,
+      nonRetryable: true,
+    });
   }
   const config = parseClusterConfig(readFileSync(file, 'utf8'), file);
   if (config.name !== cluster) throw invalid(file, `name is ${config.name}, expected ${cluster}`);

@@ -27,7 +27,10 @@ export function drainContext(): DrainContext {
     heartbeat: (details) => ctx?.heartbeat(details),
     previousDetails: ctx?.info.heartbeatDetails,
     attempt: ctx?.info.attempt ?? 1,
-    evictionRefused: (cluster) => ctx?.metricMeter.createCounter(METRICS.evictionsRefused, undefined, 'Eviction requests a PodDisruptionBudget refused').add(1, { cluster }),
+    evictionRefused: (cluster) =>
+      ctx?.metricMeter
+        .createCounter(METRICS.evictionsRefused, undefined, 'Eviction requests a PodDisruptionBudget refused')
+        .add(1, { cluster }),
   };
 }
 

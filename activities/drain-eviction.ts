@@ -25,13 +25,16 @@ const firstLine = (err: unknown) => {
 export async function isPodGone(kube: KubeApi, pod: PodRef): Promise<boolean> {
   // A list by name, not a get: the drain lists pods anyway, so the worker needs no `get` on pods.
   const { items } = await kubeCall(`list pod ${pod.namespace}/${pod.name}`, () =>
-    kube.core.listNamespacedPod({ namespace: pod.namespace, fieldSelector: `metadata.name=${pod.name}` }));
+    kube.core.listNamespacedPod({ namespace: pod.namespace, fieldSelector: `metadata.name=${pod.name}` }),
+  );
   return !items.some((p) => p.metadata?.uid === pod.uid);
 }
 
 /** UIDs of the pods on `node` now (terminating ones included). */
 export async function podUidsOnNode(kube: KubeApi, node: string): Promise<Set<string>> {
-  const { items } = await kubeCall(`list pods on ${node}`, () => kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` }));
+  const { items } = await kubeCall(`list pods on ${node}`, () =>
+    kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` }),
+  );
   return new Set(items.map((p) => p.metadata?.uid as string));
 }
 
@@ -59,7 +62,8 @@ export async function evictPod(kube: KubeApi, pod: PodRef, gracePeriodSeconds?: 
     if (status === 409) return (await isPodGone(kube, pod)) ? { kind: 'gone' } : { kind: 'blocked', message: firstLine(err) };
     // 429: a PDB refuses now. 500 "more than one PodDisruptionBudget": also reported as blocked, as retrying
     // cannot hurt and the drain timeout names the PDBs for the operator.
-    if (status === 429 || (status === 500 && /DisruptionBudget/i.test(firstLine(err)))) return { kind: 'blocked', message: firstLine(err), byBudget: true };
+    if (status === 429 || (status === 500 && /DisruptionBudget/i.test(firstLine(err))))
+      return { kind: 'blocked', message: firstLine(err), byBudget: true };
     throw kubeFailure(err, `evict pod ${pod.namespace}/${pod.name}`);
   }
 }
@@ -68,17 +72,32 @@ export async function evictPod(kube: KubeApi, pod: PodRef, gracePeriodSeconds?: 
 export type PdbSelectors = { name: string; selector: Parameters<typeof selectorMatches>[0] }[];
 
 export async function pdbsIn(kube: KubeApi, namespace: string): Promise<PdbSelectors> {
-  const { items } = await kubeCall(`list PodDisruptionBudgets in ${namespace}`, () => kube.policy.listNamespacedPodDisruptionBudget({ namespace }));
+  const { items } = await kubeCall(`list PodDisruptionBudgets in ${namespace}`, () =>
+    kube.policy.listNamespacedPodDisruptionBudget({ namespace }),
+  );
   return items.map((p) => ({ name: p.metadata?.name as string, selector: p.spec?.selector }));
 }
 
 /** Names of the PDBs whose selector matches the labels, sorted. */
 export function pdbsCovering(pdbs: PdbSelectors, labels: Record<string, string>): string[] {
-  return pdbs.filter((p) => selectorMatches(p.selector, labels)).map((p) => p.name).sort();
+  return pdbs
+    .filter((p) => selectorMatches(p.selector, labels))
+    .map((p) => p.name)
+    .sort();
 }
 
 /** Network-level failures of a request: the API server restarting, a load balancer failing over. */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED', 'UND_ERR_SOCKET']);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+  'UND_ERR_SOCKET',
+]);
 
 /**
  * Whether a failed API call is worth repeating in a moment: no answer at all (the connection was
@@ -87,7 +106,8 @@ const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EP
  */
 export function isTransientApiError(err: unknown): boolean {
   const status = httpStatus(err);
-  if (status !== undefined) return status === 502 || status === 503 || status === 504 || (status === 500 && !/DisruptionBudget/i.test(firstLine(err)));
+  if (status !== undefined)
+    return status === 502 || status === 503 || status === 504 || (status === 500 && !/DisruptionBudget/i.test(firstLine(err)));
   const e = err as { code?: unknown; type?: unknown; message?: unknown; cause?: { code?: unknown } } | undefined;
   const code = typeof e?.code === 'string' ? e.code : typeof e?.cause?.code === 'string' ? e.cause.code : undefined;
   if (code !== undefined && CONNECTION_CODES.has(code)) return true;

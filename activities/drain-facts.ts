@@ -51,7 +51,9 @@ async function daemonSetExists(kube: KubeApi, namespace: string, name: string): 
 export async function readNodeDrainState(kube: KubeApi, nodeName: string, options: DrainOptions): Promise<NodeDrainState> {
   checkNodeName(nodeName);
   const node = await kubeCall(`read node ${nodeName}`, () => kube.core.readNode({ name: nodeName }));
-  const { items } = await kubeCall(`list pods on ${nodeName}`, () => kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` }));
+  const { items } = await kubeCall(`list pods on ${nodeName}`, () =>
+    kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` }),
+  );
   const known = new Map<string, boolean>();
   const facts: DrainPodFacts[] = [];
   for (const pod of items) {

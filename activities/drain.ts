@@ -75,13 +75,21 @@ function options(config: ClusterConfig, force: unknown): DrainOptions {
   if (force !== undefined && (!Array.isArray(force) || !force.every((f) => typeof f === 'string' && f !== ''))) {
     throw ApplicationFailure.create({ type: ErrorType.Invalid, message: 'force must be a list of pod names', nonRetryable: true });
   }
-  return { ignoreDaemonSets: config.drain.ignoreDaemonSets, deleteEmptyDirData: config.drain.deleteEmptyDirData, force: (force as string[] | undefined) ?? [] };
+  return {
+    ignoreDaemonSets: config.drain.ignoreDaemonSets,
+    deleteEmptyDirData: config.drain.deleteEmptyDirData,
+    force: (force as string[] | undefined) ?? [],
+  };
 }
 
 function timeoutOf(input: DrainNodeInput, config: ClusterConfig): number {
   const t = input.timeoutSeconds ?? config.drain.timeoutSeconds;
   if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0) {
-    throw ApplicationFailure.create({ type: ErrorType.Invalid, message: `timeoutSeconds must be a positive number, got ${JSON.stringify(t)}`, nonRetryable: true });
+    throw ApplicationFailure.create({
+      type: ErrorType.Invalid,
+      message: `timeoutSeconds must be a positive number, got ${JSON.stringify(t)}`,
+      nonRetryable: true,
+    });
   }
   return t;
 }
@@ -127,10 +135,19 @@ export function createDrainActivities(deps: { clusters: ClusterResolver; pdbGate
       const deadline = Date.now() + timeoutSeconds * 1000;
       const { node, pods, plan } = await readNodeDrainState(kube, input.node, options(config, input.force));
       if (!node.spec?.unschedulable) {
-        throw ApplicationFailure.create({ type: ErrorType.Invalid, nonRetryable: true, message: `node ${input.node} is schedulable: cordon it before draining, or evicted pods may land back on it` });
+        throw ApplicationFailure.create({
+          type: ErrorType.Invalid,
+          nonRetryable: true,
+          message: `node ${input.node} is schedulable: cordon it before draining, or evicted pods may land back on it`,
+        });
       }
       if (plan.blockers.length > 0) {
-        throw ApplicationFailure.create({ type: ErrorType.DrainRefused, nonRetryable: true, message: `drain of ${input.node} refused: ${describeDrainBlockers(plan)}`, details: [{ blockers: plan.blockers }] });
+        throw ApplicationFailure.create({
+          type: ErrorType.DrainRefused,
+          nonRetryable: true,
+          message: `drain of ${input.node} refused: ${describeDrainBlockers(plan)}`,
+          details: [{ blockers: plan.blockers }],
+        });
       }
 
       const labels = new Map(pods.map((p) => [p.metadata?.uid, p.metadata?.labels ?? {}]));
@@ -230,16 +247,26 @@ export function createDrainActivities(deps: { clusters: ClusterResolver; pdbGate
           if (Date.now() >= deadline) return; // reported below, with the PDBs that refused
           // Cancelled while queued behind the PDB's other evictions: send nothing.
           const lease = { api: kube.coordination, namespace: pod.namespace, pdbs };
-          const outcome = await api(() => pdbGate.run(gateKey, () => {
-            throwIfCancelled(stop.signal);
-            return evictPod(kube, pod, config.drain.gracePeriodSeconds);
-          }, lease, stop.signal));
+          const outcome = await api(() =>
+            pdbGate.run(
+              gateKey,
+              () => {
+                throwIfCancelled(stop.signal);
+                return evictPod(kube, pod, config.drain.gracePeriodSeconds);
+              },
+              lease,
+              stop.signal,
+            ),
+          );
           if (outcome.kind === 'gone') return leave(pod);
           if (outcome.kind === 'accepted') break;
           if (outcome.byBudget) ctx.evictionRefused(input.cluster);
           blockedBy.set(key(pod), { pdbs, message: outcome.message });
           beat();
-          await pause(Math.min(BUDGET_RETRY_MS[Math.min(attempt, BUDGET_RETRY_MS.length - 1)] as number, Math.max(0, deadline - Date.now())), stop.signal);
+          await pause(
+            Math.min(BUDGET_RETRY_MS[Math.min(attempt, BUDGET_RETRY_MS.length - 1)] as number, Math.max(0, deadline - Date.now())),
+            stop.signal,
+          );
         }
         blockedBy.delete(key(pod));
         awaiting.set(key(pod), pod);
@@ -278,7 +305,12 @@ export function createDrainActivities(deps: { clusters: ClusterResolver; pdbGate
 }
 
 /** DrainBlocked names every pod still there and the PDBs (or refusal) in its way. */
-function drainBlocked(node: string, seconds: number, pods: PodRef[], blockedBy: Map<string, { pdbs: string[]; message: string }>): ApplicationFailure {
+function drainBlocked(
+  node: string,
+  seconds: number,
+  pods: PodRef[],
+  blockedBy: Map<string, { pdbs: string[]; message: string }>,
+): ApplicationFailure {
   const sorted = [...pods].sort((a, b) => key(a).localeCompare(key(b)));
   const entries = sorted.map((p) => ({ namespace: p.namespace, name: p.name, pdbs: blockedBy.get(key(p))?.pdbs ?? [] }));
   const why = sorted.map((p) => {

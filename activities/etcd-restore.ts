@@ -72,10 +72,12 @@ export interface RestorePlan {
   tag: string;
 }
 
-const failure = (type: string, message: string, nonRetryable = true): ApplicationFailure => ApplicationFailure.create({ type, message, nonRetryable });
+const failure = (type: string, message: string, nonRetryable = true): ApplicationFailure =>
+  ApplicationFailure.create({ type, message, nonRetryable });
 
 function checkRemotePath(value: unknown, what: string): string {
-  if (typeof value !== 'string' || !PLAIN_PATH.test(value) || value.split('/').includes('..')) throw invalid(`invalid ${what} ${shown(value)}: an absolute path of letters, digits, '.', '_', '-'`);
+  if (typeof value !== 'string' || !PLAIN_PATH.test(value) || value.split('/').includes('..'))
+    throw invalid(`invalid ${what} ${shown(value)}: an absolute path of letters, digits, '.', '_', '-'`);
   return value;
 }
 
@@ -89,16 +91,20 @@ function checkMember(value: unknown, node: string): EtcdMember {
 
 function checkInitialCluster(value: unknown): string {
   const parts = typeof value === 'string' ? value.split(',') : [];
-  const ok = parts.length > 0 && parts.length <= INITIAL_CLUSTER_MAX && parts.every((p) => {
-    const [name = '', url = '', ...rest] = p.split('=');
-    return rest.length === 0 && MEMBER_NAME.test(name) && PEER_URL.test(url);
-  });
+  const ok =
+    parts.length > 0 &&
+    parts.length <= INITIAL_CLUSTER_MAX &&
+    parts.every((p) => {
+      const [name = '', url = '', ...rest] = p.split('=');
+      return rest.length === 0 && MEMBER_NAME.test(name) && PEER_URL.test(url);
+    });
   if (!ok) throw invalid(`invalid initial cluster ${shown(value)}: name=peerURL,...`);
   return value as string;
 }
 
 function checkTag(value: unknown): string {
-  if (typeof value !== 'string' || !HOP.test(value)) throw invalid(`invalid restore tag ${shown(value, 40)}: letters, digits, '.', '_', '-'`);
+  if (typeof value !== 'string' || !HOP.test(value))
+    throw invalid(`invalid restore tag ${shown(value, 40)}: letters, digits, '.', '_', '-'`);
   return value;
 }
 
@@ -115,26 +121,49 @@ function recordedSnapshot(access: ClusterAccess, hop: string): RestoreSnapshot {
   const localPath = join(config.snapshots.dir, name);
   const [sumFile, metaFile] = [`${localPath}.sha256`, `${localPath}.json`];
   if (!existsSync(localPath) || !existsSync(sumFile) || !existsSync(metaFile)) {
-    throw failure(ErrorType.SnapshotMissing, `no verified etcd snapshot of ${config.name} for hop ${hop} in ${config.snapshots.dir} (skewless history ${config.name} lists the snapshots taken)`);
+    throw failure(
+      ErrorType.SnapshotMissing,
+      `no verified etcd snapshot of ${config.name} for hop ${hop} in ${config.snapshots.dir} (skewless history ${config.name} lists the snapshots taken)`,
+    );
   }
   const sha256 = readFileSync(sumFile, 'utf8').split(/\s+/)[0] ?? '';
   const meta = JSON.parse(readFileSync(metaFile, 'utf8')) as { revision?: unknown; remotePath?: unknown };
-  if (!SHA256.test(sha256) || typeof meta.revision !== 'number') throw failure(ErrorType.VerificationFailed, `the record of ${localPath} is unreadable`);
+  if (!SHA256.test(sha256) || typeof meta.revision !== 'number')
+    throw failure(ErrorType.VerificationFailed, `the record of ${localPath} is unreadable`);
   const remotePath = typeof meta.remotePath === 'string' ? meta.remotePath : posix.join(config.etcd.remoteDir, name);
-  return { hop, remotePath: checkRemotePath(remotePath, 'snapshot path'), localPath, sha256, revision: meta.revision, takenAt: statSync(sumFile).mtime.toISOString() };
+  return {
+    hop,
+    remotePath: checkRemotePath(remotePath, 'snapshot path'),
+    localPath,
+    sha256,
+    revision: meta.revision,
+    takenAt: statSync(sumFile).mtime.toISOString(),
+  };
 }
 
 /** sha256 and `etcdutl snapshot status` of the file on `node`; SnapshotMissing when it is not there. */
-async function snapshotOnHost(access: ClusterAccess, node: string, remotePath: string, signal?: AbortSignal): Promise<{ sha256: string; revision: number }> {
+async function snapshotOnHost(
+  access: ClusterAccess,
+  node: string,
+  remotePath: string,
+  signal?: AbortSignal,
+): Promise<{ sha256: string; revision: number }> {
   if (!(await test(access, node, '-f', remotePath, signal))) {
-    throw failure(ErrorType.SnapshotMissing, `${remotePath} is not on ${node}: copy the snapshot there (same path, owned by root) and retry`);
+    throw failure(
+      ErrorType.SnapshotMissing,
+      `${remotePath} is not on ${node}: copy the snapshot there (same path, owned by root) and retry`,
+    );
   }
   const root = { sudo: true, timeoutMs: READ_MS, ...(signal ? { signal } : {}) };
   const sum = /^([0-9a-f]{64})\s/.exec((await run(access, node, ['sha256sum', remotePath], root)).stdout)?.[1];
   if (!sum) throw failure(ErrorType.VerificationFailed, `sha256sum of ${remotePath} on ${node} printed no hash`);
   const r = await access.shell.exec(node, ['etcdutl', 'snapshot', 'status', remotePath, '-w', 'json'], root);
   const status = r.exitCode === 0 ? parseSnapshotStatus(r.stdout) : undefined;
-  if (!status) throw failure(ErrorType.VerificationFailed, `etcdutl snapshot status of ${remotePath} on ${node} failed (exit ${r.exitCode}): ${(r.stderr || r.stdout).trim().split('\n').at(-1) ?? ''}`);
+  if (!status)
+    throw failure(
+      ErrorType.VerificationFailed,
+      `etcdutl snapshot status of ${remotePath} on ${node} failed (exit ${r.exitCode}): ${(r.stderr || r.stdout).trim().split('\n').at(-1) ?? ''}`,
+    );
   return { sha256: sum, revision: status.revision };
 }
 
@@ -145,30 +174,48 @@ async function memberOf(access: ClusterAccess, node: string, signal?: AbortSigna
     if (!(await test(access, node, '-f', path, signal))) continue;
     const text = (await run(access, node, ['cat', path], { sudo: true, timeoutMs: READ_MS, ...(signal ? { signal } : {}) })).stdout;
     const m = parseEtcdManifest(text);
-    if (!m) throw failure(ErrorType.VerificationFailed, `${path} on ${node} names no etcd member (--name, --initial-advertise-peer-urls, the etcd-data hostPath): is this a stacked-etcd kubeadm control plane?`);
+    if (!m)
+      throw failure(
+        ErrorType.VerificationFailed,
+        `${path} on ${node} names no etcd member (--name, --initial-advertise-peer-urls, the etcd-data hostPath): is this a stacked-etcd kubeadm control plane?`,
+      );
     return { node, ...m };
   }
-  throw failure(ErrorType.VerificationFailed, `${node} has no ${MANIFESTS_DIR}/etcd.yaml: not a stacked-etcd control plane (docs/restore.md: external etcd)`);
+  throw failure(
+    ErrorType.VerificationFailed,
+    `${node} has no ${MANIFESTS_DIR}/etcd.yaml: not a stacked-etcd control plane (docs/restore.md: external etcd)`,
+  );
 }
 
-export async function planRestore(access: ClusterAccess, input: { hop?: string; snapshotPath?: string; controlPlanes?: string[] }): Promise<RestorePlan> {
+export async function planRestore(
+  access: ClusterAccess,
+  input: { hop?: string; snapshotPath?: string; controlPlanes?: string[] },
+): Promise<RestorePlan> {
   const scope = hostActivityScope();
   const { signal } = scope;
-  if (input.hop === undefined && input.snapshotPath === undefined) throw invalid('name the snapshot by hop, by path, or both (the hop\'s record, the file at the path)');
-  if (input.hop !== undefined && (typeof input.hop !== 'string' || !HOP.test(input.hop))) throw invalid(`invalid hop ${shown(input.hop, 40)}`);
+  if (input.hop === undefined && input.snapshotPath === undefined)
+    throw invalid("name the snapshot by hop, by path, or both (the hop's record, the file at the path)");
+  if (input.hop !== undefined && (typeof input.hop !== 'string' || !HOP.test(input.hop)))
+    throw invalid(`invalid hop ${shown(input.hop, 40)}`);
   // The worker's own record first: a hop with no snapshot is refused before any host is asked.
   const recorded = input.hop !== undefined ? recordedSnapshot(access, input.hop) : undefined;
   let nodes: string[];
   if (input.controlPlanes !== undefined) {
-    if (!Array.isArray(input.controlPlanes) || input.controlPlanes.length === 0 || input.controlPlanes.length > INITIAL_CLUSTER_MAX) throw invalid('controlPlanes: one to 16 node names');
+    if (!Array.isArray(input.controlPlanes) || input.controlPlanes.length === 0 || input.controlPlanes.length > INITIAL_CLUSTER_MAX)
+      throw invalid('controlPlanes: one to 16 node names');
     nodes = input.controlPlanes.map(checkNode);
   } else {
     const { items } = await kubeCall('list control-plane nodes', () => access.kube.core.listNode({ labelSelector: CONTROL_PLANE_LABEL }));
-    nodes = items.map((n) => n.metadata?.name ?? '').filter((n) => n !== '').sort();
-    if (nodes.length === 0) throw failure(ErrorType.NotFound, `no node of ${access.config.name} carries ${CONTROL_PLANE_LABEL}; name the control planes`);
+    nodes = items
+      .map((n) => n.metadata?.name ?? '')
+      .filter((n) => n !== '')
+      .sort();
+    if (nodes.length === 0)
+      throw failure(ErrorType.NotFound, `no node of ${access.config.name} carries ${CONTROL_PLANE_LABEL}; name the control planes`);
   }
   const members: EtcdMember[] = [];
-  for (const node of nodes) members.push(await heartbeatWhile(scope, () => ({ node, reading: 'etcd manifest' }), memberOf(access, node, signal)));
+  for (const node of nodes)
+    members.push(await heartbeatWhile(scope, () => ({ node, reading: 'etcd manifest' }), memberOf(access, node, signal)));
   let snapshot: RestoreSnapshot;
   if (recorded) {
     snapshot = recorded;
@@ -181,7 +228,11 @@ export async function planRestore(access: ClusterAccess, input: { hop?: string; 
     snapshot = { remotePath, ...found };
   }
   const names = new Set(members.map((m) => m.name));
-  if (names.size !== members.length) throw failure(ErrorType.VerificationFailed, `two control planes name the same etcd member: ${members.map((m) => `${m.node}=${m.name}`).join(', ')}`);
+  if (names.size !== members.length)
+    throw failure(
+      ErrorType.VerificationFailed,
+      `two control planes name the same etcd member: ${members.map((m) => `${m.node}=${m.name}`).join(', ')}`,
+    );
   return {
     snapshot,
     members,
@@ -210,23 +261,41 @@ export async function placeSnapshot(access: ClusterAccess, input: { node: string
     if (sum === record.sha256) return { node, remotePath, placed: false };
   }
   const upload = access.shell.upload?.bind(access.shell);
-  if (!upload || !localPath) throw failure(ErrorType.SnapshotMissing, `${remotePath} is not on ${node} and this worker cannot copy files onto hosts: copy it there by hand and retry`);
+  if (!upload || !localPath)
+    throw failure(
+      ErrorType.SnapshotMissing,
+      `${remotePath} is not on ${node} and this worker cannot copy files onto hosts: copy it there by hand and retry`,
+    );
   const temp = `/tmp/${posix.basename(remotePath)}.skewless-part`;
-  await heartbeatWhile(scope, () => ({ node, step: 'copying snapshot onto the host', remotePath }),
-    upload(node, localPath, temp, { timeoutMs: COPY_MS, ...(signal ? { signal } : {}) }));
+  await heartbeatWhile(
+    scope,
+    () => ({ node, step: 'copying snapshot onto the host', remotePath }),
+    upload(node, localPath, temp, { timeoutMs: COPY_MS, ...(signal ? { signal } : {}) }),
+  );
   await run(access, node, ['mkdir', '-p', posix.dirname(remotePath)], root);
   await run(access, node, ['mv', '-T', temp, remotePath], root);
   await run(access, node, ['chown', 'root', remotePath], root);
   return { node, remotePath, placed: true };
 }
 
-export async function checkRestoreSnapshot(access: ClusterAccess, input: { node: string; remotePath: string; sha256: string; revision: number }) {
+export async function checkRestoreSnapshot(
+  access: ClusterAccess,
+  input: { node: string; remotePath: string; sha256: string; revision: number },
+) {
   const node = checkNode(input.node);
   const remotePath = checkRemotePath(input.remotePath, 'snapshot path');
   if (typeof input.sha256 !== 'string' || !SHA256.test(input.sha256)) throw invalid(`invalid sha256 ${shown(input.sha256)}`);
   const found = await snapshotOnHost(access, node, remotePath, hostActivityScope().signal);
-  if (found.sha256 !== input.sha256) throw failure(ErrorType.VerificationFailed, `${remotePath} on ${node} hashes to ${found.sha256}, the recorded snapshot to ${input.sha256}: not the snapshot that was taken`);
-  if (found.revision !== input.revision) throw failure(ErrorType.VerificationFailed, `${remotePath} on ${node} is at revision ${found.revision}, the recorded snapshot at ${String(input.revision)}`);
+  if (found.sha256 !== input.sha256)
+    throw failure(
+      ErrorType.VerificationFailed,
+      `${remotePath} on ${node} hashes to ${found.sha256}, the recorded snapshot to ${input.sha256}: not the snapshot that was taken`,
+    );
+  if (found.revision !== input.revision)
+    throw failure(
+      ErrorType.VerificationFailed,
+      `${remotePath} on ${node} is at revision ${found.revision}, the recorded snapshot at ${String(input.revision)}`,
+    );
   return { node, remotePath, ...found };
 }
 
@@ -236,13 +305,22 @@ async function runningStaticPods(access: ClusterAccess, node: string, signal?: A
   const r = await access.shell.exec(node, argv, { timeoutMs: READ_MS, ...(signal ? { signal } : {}) });
   if (r.exitCode === 1) return [];
   if (r.exitCode !== 0) throw commandFailed(node, argv, r);
-  return [...new Set(r.stdout.trim().split('\n').map((l) => l.replace(/^\d+\s+/, '').trim()).filter((l) => l !== ''))];
+  return [
+    ...new Set(
+      r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.replace(/^\d+\s+/, '').trim())
+        .filter((l) => l !== ''),
+    ),
+  ];
 }
 
 export async function stopStaticPods(access: ClusterAccess, input: { node: string; timeoutSeconds?: number }) {
   const node = checkNode(input.node);
   const timeoutSeconds = input.timeoutSeconds ?? 300;
-  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 3600) throw invalid(`invalid timeoutSeconds ${shown(timeoutSeconds)}`);
+  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 3600)
+    throw invalid(`invalid timeoutSeconds ${shown(timeoutSeconds)}`);
   const scope = hostActivityScope();
   const { signal } = scope;
   const root = { sudo: true, timeoutMs: READ_MS, ...(signal ? { signal } : {}) };
@@ -253,7 +331,10 @@ export async function stopStaticPods(access: ClusterAccess, input: { node: strin
       await run(access, node, ['mv', `${MANIFESTS_DIR}/${m}`, `${PARKED_DIR}/${m}`], root);
       moved.push(m);
     } else if (m === 'etcd.yaml' && !(await test(access, node, '-f', `${PARKED_DIR}/${m}`, signal))) {
-      throw failure(ErrorType.VerificationFailed, `${node} has no etcd.yaml in ${MANIFESTS_DIR} nor in ${PARKED_DIR}: not a stacked-etcd control plane`);
+      throw failure(
+        ErrorType.VerificationFailed,
+        `${node} has no etcd.yaml in ${MANIFESTS_DIR} nor in ${PARKED_DIR}: not a stacked-etcd control plane`,
+      );
     }
   }
   // The kubelet stops a static pod whose manifest left (it looks every 20 s): wait until it has.
@@ -261,13 +342,21 @@ export async function stopStaticPods(access: ClusterAccess, input: { node: strin
   for (;;) {
     const running = await runningStaticPods(access, node, signal);
     if (running.length === 0) return { node, moved, parkedIn: PARKED_DIR };
-    if (Date.now() > deadline) throw failure(ErrorType.HostCommandTimedOut, `${node} still runs ${running.join(', ')} ${timeoutSeconds} s after its manifests left ${MANIFESTS_DIR}`, false);
+    if (Date.now() > deadline)
+      throw failure(
+        ErrorType.HostCommandTimedOut,
+        `${node} still runs ${running.join(', ')} ${timeoutSeconds} s after its manifests left ${MANIFESTS_DIR}`,
+        false,
+      );
     scope.heartbeat({ node, waitingFor: running });
     await pause(POLL_MS, signal);
   }
 }
 
-export async function restoreEtcdMember(access: ClusterAccess, input: { node: string; member: EtcdMember; remotePath: string; initialCluster: string; bumpRevision: number; tag: string }) {
+export async function restoreEtcdMember(
+  access: ClusterAccess,
+  input: { node: string; member: EtcdMember; remotePath: string; initialCluster: string; bumpRevision: number; tag: string },
+) {
   const node = checkNode(input.node);
   const member = checkMember(input.member, node);
   const remotePath = checkRemotePath(input.remotePath, 'snapshot path');
@@ -275,7 +364,8 @@ export async function restoreEtcdMember(access: ClusterAccess, input: { node: st
   const tag = checkTag(input.tag);
   const bump = input.bumpRevision;
   if (typeof bump !== 'number' || !Number.isInteger(bump) || bump < 0 || bump > 1e12) throw invalid(`invalid bumpRevision ${shown(bump)}`);
-  if (!initialCluster.split(',').includes(`${member.name}=${member.peerUrl}`)) throw invalid(`the initial cluster does not name ${member.name}=${member.peerUrl}`);
+  if (!initialCluster.split(',').includes(`${member.name}=${member.peerUrl}`))
+    throw invalid(`the initial cluster does not name ${member.name}=${member.peerUrl}`);
   const scope = hostActivityScope();
   const { signal } = scope;
   const root = { sudo: true, timeoutMs: READ_MS, ...(signal ? { signal } : {}) };
@@ -284,20 +374,50 @@ export async function restoreEtcdMember(access: ClusterAccess, input: { node: st
   const previous = `${dataDir}.skewless-before-${tag}`;
   // Never under a running etcd: its data dir is about to move.
   const running = await runningStaticPods(access, node, signal);
-  if (running.includes('etcd')) throw failure(ErrorType.StaticPodsRunning, `etcd still runs on ${node}: stop the static pods first (stopStaticPods)`);
+  if (running.includes('etcd'))
+    throw failure(ErrorType.StaticPodsRunning, `etcd still runs on ${node}: stop the static pods first (stopStaticPods)`);
 
-  const [hasPrevious, hasData, hasRestored] = [await test(access, node, '-d', previous, signal), await test(access, node, '-d', dataDir, signal), await test(access, node, '-d', restored, signal)];
+  const [hasPrevious, hasData, hasRestored] = [
+    await test(access, node, '-d', previous, signal),
+    await test(access, node, '-d', dataDir, signal),
+    await test(access, node, '-d', restored, signal),
+  ];
   if (hasPrevious && hasData && !hasRestored) return { node, dataDir, previousDataDir: previous, restoredNow: false }; // swapped already
   if (hasPrevious && (hasData || !hasRestored)) {
-    throw failure(ErrorType.VerificationFailed, `${node}: ${previous} exists, and ${hasData ? `so do ${dataDir} and ${restored}` : `neither ${dataDir} nor ${restored}`}; sort the data dirs out by hand (docs/restore.md)`);
+    throw failure(
+      ErrorType.VerificationFailed,
+      `${node}: ${previous} exists, and ${hasData ? `so do ${dataDir} and ${restored}` : `neither ${dataDir} nor ${restored}`}; sort the data dirs out by hand (docs/restore.md)`,
+    );
   }
   if (!hasRestored) {
     // etcdutl writes into a dir of its own, renamed once complete: `restored` is always whole.
     const partial = `${restored}.partial-${Date.now()}`;
-    await heartbeatWhile(scope, () => ({ node, step: 'etcdutl snapshot restore' }),
-      run(access, node, ['etcdutl', 'snapshot', 'restore', remotePath, '--data-dir', partial, '--name', member.name,
-        '--initial-cluster', initialCluster, '--initial-advertise-peer-urls', member.peerUrl,
-        '--bump-revision', String(bump), '--mark-compacted'], { ...root, timeoutMs: RESTORE_MS }));
+    await heartbeatWhile(
+      scope,
+      () => ({ node, step: 'etcdutl snapshot restore' }),
+      run(
+        access,
+        node,
+        [
+          'etcdutl',
+          'snapshot',
+          'restore',
+          remotePath,
+          '--data-dir',
+          partial,
+          '--name',
+          member.name,
+          '--initial-cluster',
+          initialCluster,
+          '--initial-advertise-peer-urls',
+          member.peerUrl,
+          '--bump-revision',
+          String(bump),
+          '--mark-compacted',
+        ],
+        { ...root, timeoutMs: RESTORE_MS },
+      ),
+    );
     await run(access, node, ['mv', '-T', partial, restored], root);
   }
   // -T: never into an existing directory (a stray dir at the target fails instead of swallowing the data).
@@ -317,7 +437,8 @@ export async function startStaticPods(access: ClusterAccess, input: { node: stri
     await run(access, node, ['mv', `${PARKED_DIR}/${m}`, `${MANIFESTS_DIR}/${m}`], root);
     moved.push(m);
   }
-  if (!(await test(access, node, '-f', `${MANIFESTS_DIR}/etcd.yaml`, signal))) throw failure(ErrorType.VerificationFailed, `${node} has no ${MANIFESTS_DIR}/etcd.yaml after the start`);
+  if (!(await test(access, node, '-f', `${MANIFESTS_DIR}/etcd.yaml`, signal)))
+    throw failure(ErrorType.VerificationFailed, `${node} has no ${MANIFESTS_DIR}/etcd.yaml after the start`);
   return { node, moved };
 }
 
@@ -326,22 +447,43 @@ export async function verifyEtcdRestore(access: ClusterAccess, input: { node: st
   const min = input.minRevision;
   if (typeof min !== 'number' || !Number.isInteger(min) || min < 0) throw invalid(`invalid minRevision ${shown(min)}`);
   const timeoutSeconds = input.timeoutSeconds ?? 300;
-  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 3600) throw invalid(`invalid timeoutSeconds ${shown(timeoutSeconds)}`);
+  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 3600)
+    throw invalid(`invalid timeoutSeconds ${shown(timeoutSeconds)}`);
   const scope = hostActivityScope();
   const { signal } = scope;
   const { etcd } = access.config;
-  const argv = ['etcdctl', `--endpoints=${etcd.endpoint}`, `--cacert=${etcd.caCert}`, `--cert=${etcd.cert}`, `--key=${etcd.key}`, 'endpoint', 'status', '-w', 'json'];
+  const argv = [
+    'etcdctl',
+    `--endpoints=${etcd.endpoint}`,
+    `--cacert=${etcd.caCert}`,
+    `--cert=${etcd.cert}`,
+    `--key=${etcd.key}`,
+    'endpoint',
+    'status',
+    '-w',
+    'json',
+  ];
   const deadline = Date.now() + timeoutSeconds * 1000;
   let last = '';
   for (;;) {
-    const r = await access.shell.exec(node, argv, { sudo: true, env: { ETCDCTL_API: '3' }, timeoutMs: READ_MS, ...(signal ? { signal } : {}) });
+    const r = await access.shell.exec(node, argv, {
+      sudo: true,
+      env: { ETCDCTL_API: '3' },
+      timeoutMs: READ_MS,
+      ...(signal ? { signal } : {}),
+    });
     const revision = r.exitCode === 0 ? Number(/"revision":\s*(\d+)/.exec(r.stdout)?.[1] ?? Number.NaN) : Number.NaN;
     if (Number.isSafeInteger(revision)) {
-      if (revision < min) throw failure(ErrorType.VerificationFailed, `etcd on ${node} is at revision ${revision}, below ${min} (the snapshot's revision plus the bump): the restored data is not what it serves`);
+      if (revision < min)
+        throw failure(
+          ErrorType.VerificationFailed,
+          `etcd on ${node} is at revision ${revision}, below ${min} (the snapshot's revision plus the bump): the restored data is not what it serves`,
+        );
       return { node, revision };
     }
     last = `exit ${r.exitCode}: ${(r.stderr || r.stdout).trim().split('\n').at(-1) ?? ''}`.slice(0, 300);
-    if (Date.now() > deadline) throw failure(ErrorType.Unhealthy, `etcd on ${node} did not answer within ${timeoutSeconds} s of the start (${last})`);
+    if (Date.now() > deadline)
+      throw failure(ErrorType.Unhealthy, `etcd on ${node} did not answer within ${timeoutSeconds} s of the start (${last})`);
     scope.heartbeat({ node, waitingFor: 'etcd endpoint status', last });
     await pause(POLL_MS * 2, signal);
   }
@@ -354,7 +496,8 @@ export async function verifyEtcdRestore(access: ClusterAccess, input: { node: st
  */
 export async function verifyRestoredApiserver(access: ClusterAccess, input: { timeoutSeconds?: number }): Promise<ReadyzResult> {
   const timeoutSeconds = input.timeoutSeconds ?? 240;
-  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 3600) throw invalid(`invalid timeoutSeconds ${shown(timeoutSeconds)}`);
+  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 3600)
+    throw invalid(`invalid timeoutSeconds ${shown(timeoutSeconds)}`);
   const scope = hostActivityScope();
   const deadline = Date.now() + timeoutSeconds * 1000;
   for (;;) {
@@ -367,7 +510,11 @@ export async function verifyRestoredApiserver(access: ClusterAccess, input: { ti
       if (!(err instanceof ApplicationFailure && err.type === ErrorType.Forbidden)) throw err;
       last = err.message;
     }
-    if (Date.now() > deadline) throw failure(ErrorType.Unhealthy, `the apiserver of ${access.config.name} is not ready ${timeoutSeconds} s after the restore: ${last}`);
+    if (Date.now() > deadline)
+      throw failure(
+        ErrorType.Unhealthy,
+        `the apiserver of ${access.config.name} is not ready ${timeoutSeconds} s after the restore: ${last}`,
+      );
     scope.heartbeat({ waitingFor: 'apiserver /readyz', last });
     await pause(POLL_MS, scope.signal);
   }
@@ -377,15 +524,26 @@ export function createRestoreActivities(deps: { clusters: ClusterResolver }) {
   const on = (cluster: string) => deps.clusters(cluster);
   return {
     /** The snapshot's record and every control plane's etcd member (read-only). */
-    planRestore: async (input: { cluster: string; hop?: string; snapshotPath?: string; controlPlanes?: string[] }) => planRestore(on(input.cluster), input),
+    planRestore: async (input: { cluster: string; hop?: string; snapshotPath?: string; controlPlanes?: string[] }) =>
+      planRestore(on(input.cluster), input),
     placeSnapshot: async (input: { cluster: string; node: string; hop: string }) => placeSnapshot(on(input.cluster), input),
-    checkRestoreSnapshot: async (input: { cluster: string; node: string; remotePath: string; sha256: string; revision: number }) => checkRestoreSnapshot(on(input.cluster), input),
+    checkRestoreSnapshot: async (input: { cluster: string; node: string; remotePath: string; sha256: string; revision: number }) =>
+      checkRestoreSnapshot(on(input.cluster), input),
     stopStaticPods: async (input: { cluster: string; node: string; timeoutSeconds?: number }) => stopStaticPods(on(input.cluster), input),
-    restoreEtcdMember: async (input: { cluster: string; node: string; member: EtcdMember; remotePath: string; initialCluster: string; bumpRevision: number; tag: string }) =>
-      restoreEtcdMember(on(input.cluster), input),
+    restoreEtcdMember: async (input: {
+      cluster: string;
+      node: string;
+      member: EtcdMember;
+      remotePath: string;
+      initialCluster: string;
+      bumpRevision: number;
+      tag: string;
+    }) => restoreEtcdMember(on(input.cluster), input),
     startStaticPods: async (input: { cluster: string; node: string }) => startStaticPods(on(input.cluster), input),
-    verifyEtcdRestore: async (input: { cluster: string; node: string; minRevision: number; timeoutSeconds?: number }) => verifyEtcdRestore(on(input.cluster), input),
-    verifyRestoredApiserver: async (input: { cluster: string; timeoutSeconds?: number }) => verifyRestoredApiserver(on(input.cluster), input),
+    verifyEtcdRestore: async (input: { cluster: string; node: string; minRevision: number; timeoutSeconds?: number }) =>
+      verifyEtcdRestore(on(input.cluster), input),
+    verifyRestoredApiserver: async (input: { cluster: string; timeoutSeconds?: number }) =>
+      verifyRestoredApiserver(on(input.cluster), input),
   };
 }
 

@@ -53,14 +53,18 @@ async function snapshotStatus(access: ClusterAccess, node: string, remotePath: s
     r = await access.shell.exec(node, ['etcdctl', 'snapshot', 'status', remotePath, '-w', 'json'], { ...opts, env: { ETCDCTL_API: '3' } });
   }
   const status = r.exitCode === 0 ? parseSnapshotStatus(r.stdout) : undefined;
-  if (!status) throw verificationFailed(`snapshot status of ${remotePath} on ${node} failed (exit ${r.exitCode}): ${(r.stderr || r.stdout).trim().split('\n').at(-1) ?? ''}`);
+  if (!status)
+    throw verificationFailed(
+      `snapshot status of ${remotePath} on ${node} failed (exit ${r.exitCode}): ${(r.stderr || r.stdout).trim().split('\n').at(-1) ?? ''}`,
+    );
   if (status.totalKeys === 0) throw verificationFailed(`snapshot ${remotePath} on ${node} holds no keys`);
   return status;
 }
 
 export async function snapshotEtcd(access: ClusterAccess, input: { node: string; hop: string }): Promise<EtcdSnapshotResult> {
   const node = checkNode(input.node);
-  if (typeof input.hop !== 'string' || !HOP.test(input.hop)) throw invalid(`invalid hop ${shown(input.hop, 40)}: letters, digits, '.', '_', '-'`);
+  if (typeof input.hop !== 'string' || !HOP.test(input.hop))
+    throw invalid(`invalid hop ${shown(input.hop, 40)}: letters, digits, '.', '_', '-'`);
   const { config } = access;
   const name = `etcd-${config.name}-${input.hop}.db`;
   const remotePath = posix.join(config.etcd.remoteDir, name);
@@ -72,11 +76,29 @@ export async function snapshotEtcd(access: ClusterAccess, input: { node: string;
   const { signal } = scope;
   const root = { sudo: true, signal };
   await run(access, node, ['mkdir', '-p', config.etcd.remoteDir], { ...root, timeoutMs: READ_MS });
-  await heartbeatWhile(scope, () => ({ node, step: 'etcdctl snapshot save', remotePath }),
-    run(access, node, ['etcdctl', `--endpoints=${config.etcd.endpoint}`, `--cacert=${config.etcd.caCert}`, `--cert=${config.etcd.cert}`,
-      `--key=${config.etcd.key}`, 'snapshot', 'save', remotePath], { ...root, env: { ETCDCTL_API: '3' }, timeoutMs: SAVE_MS }));
+  await heartbeatWhile(
+    scope,
+    () => ({ node, step: 'etcdctl snapshot save', remotePath }),
+    run(
+      access,
+      node,
+      [
+        'etcdctl',
+        `--endpoints=${config.etcd.endpoint}`,
+        `--cacert=${config.etcd.caCert}`,
+        `--cert=${config.etcd.cert}`,
+        `--key=${config.etcd.key}`,
+        'snapshot',
+        'save',
+        remotePath,
+      ],
+      { ...root, env: { ETCDCTL_API: '3' }, timeoutMs: SAVE_MS },
+    ),
+  );
   const status = await snapshotStatus(access, node, remotePath, signal);
-  const remoteSum = /^([0-9a-f]{64})\s/.exec((await run(access, node, ['sha256sum', remotePath], { ...root, timeoutMs: READ_MS })).stdout)?.[1];
+  const remoteSum = /^([0-9a-f]{64})\s/.exec(
+    (await run(access, node, ['sha256sum', remotePath], { ...root, timeoutMs: READ_MS })).stdout,
+  )?.[1];
   if (!remoteSum) throw verificationFailed(`sha256sum of ${remotePath} on ${node} printed no hash`);
 
   // etcdctl run through sudo wrote the file as root, mode 0600: hand it to the SSH user, who copies it
@@ -84,14 +106,24 @@ export async function snapshotEtcd(access: ClusterAccess, input: { node: string;
   await run(access, node, ['chown', config.ssh.user, remotePath], { ...root, timeoutMs: READ_MS });
   // Stale metadata from a copy that no longer verifies goes first, so nothing half-old is ever trusted.
   for (const f of [`${localPath}.sha256`, `${localPath}.json`]) rmSync(f, { force: true });
-  await heartbeatWhile(scope, () => ({ node, step: 'copying snapshot', remotePath }),
-    access.shell.download(node, remotePath, localPath, { timeoutMs: COPY_MS, signal }));
+  await heartbeatWhile(
+    scope,
+    () => ({ node, step: 'copying snapshot', remotePath }),
+    access.shell.download(node, remotePath, localPath, { timeoutMs: COPY_MS, signal }),
+  );
   const sha256 = await sha256File(localPath);
   if (sha256 !== remoteSum) {
     rmSync(localPath, { force: true });
     throw verificationFailed(`copy of ${remotePath} from ${node} hashes to ${sha256}, the host's file to ${remoteSum}`);
   }
-  const result: EtcdSnapshotResult = { remotePath, localPath, sizeBytes: statSync(localPath).size, sha256, revision: status.revision, totalKeys: status.totalKeys };
+  const result: EtcdSnapshotResult = {
+    remotePath,
+    localPath,
+    sizeBytes: statSync(localPath).size,
+    sha256,
+    revision: status.revision,
+    totalKeys: status.totalKeys,
+  };
   writeFileSync(`${localPath}.json`, `${JSON.stringify(result, null, 2)}\n`);
   // The checksum file is written last and atomically: its presence means "verified".
   writeFileSync(`${localPath}.sha256.tmp`, `${sha256}  ${name}\n`);

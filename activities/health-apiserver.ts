@@ -37,7 +37,9 @@ export async function readyz(config: ClusterConfig, signal?: AbortSignal): Promi
     const req = client.request(url, { ...options, method: 'GET', timeout: TIMEOUT_MS, ...(signal ? { signal } : {}) }, (res) => {
       let body = '';
       res.setEncoding('utf8');
-      res.on('data', (chunk: string) => { if (body.length < 64_000) body += chunk; });
+      res.on('data', (chunk: string) => {
+        if (body.length < 64_000) body += chunk;
+      });
       res.on('end', () => {
         const failedChecks = [...body.matchAll(/^\[-\]([\w:./-]+) failed/gm)].map((m) => m[1] as string);
         const status = res.statusCode ?? 0;
@@ -49,14 +51,17 @@ export async function readyz(config: ClusterConfig, signal?: AbortSignal): Promi
           healthy,
           status,
           failedChecks,
-          ...(healthy ? {} : { error: `readyz answered HTTP ${status}${failedChecks.length ? `; failing: ${failedChecks.join(', ')}` : ''}` }),
+          ...(healthy
+            ? {}
+            : { error: `readyz answered HTTP ${status}${failedChecks.length ? `; failing: ${failedChecks.join(', ')}` : ''}` }),
         });
       });
       res.on('error', (err) => resolve({ ...base, error: `reading the readyz response: ${errorText(err)}` }));
     });
     req.on('timeout', () => req.destroy(new Error(`no answer within ${TIMEOUT_MS / 1000} s`)));
     req.on('error', (err) => {
-      if (signal?.aborted) reject(signal.reason); // cancelled: not a health verdict
+      if (signal?.aborted)
+        reject(signal.reason); // cancelled: not a health verdict
       else resolve({ ...base, error: `readyz request to ${url.host} failed: ${errorText(err)}` });
     });
     req.end();

@@ -23,8 +23,14 @@ export function cancellationSignal(): AbortSignal | undefined {
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
-    const onAbort = () => { clearTimeout(timer); reject(signal?.reason); };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
@@ -35,7 +41,11 @@ export const MAX_WAIT_SECONDS = ACTIVITY_LIMITS.healthWait;
 export function waitSecondsOf(input: { waitSeconds?: unknown }): number {
   const w = input.waitSeconds ?? 0;
   if (typeof w !== 'number' || !Number.isFinite(w) || w < 0 || w > MAX_WAIT_SECONDS) {
-    throw ApplicationFailure.create({ type: ErrorType.Invalid, message: `waitSeconds must be a number from 0 to ${MAX_WAIT_SECONDS}, got ${JSON.stringify(w)}`, nonRetryable: true });
+    throw ApplicationFailure.create({
+      type: ErrorType.Invalid,
+      message: `waitSeconds must be a number from 0 to ${MAX_WAIT_SECONDS}, got ${JSON.stringify(w)}`,
+      nonRetryable: true,
+    });
   }
   return w;
 }
@@ -75,6 +85,10 @@ export async function pollUntilHealthy<R extends { healthy: boolean }>(
 }
 
 /** The typed failure of a check that stayed unhealthy; details carry the whole (secret-free) result. */
-export function unhealthy(type: typeof ErrorType.Unhealthy | typeof ErrorType.NodeNotReady, message: string, result: unknown): ApplicationFailure {
+export function unhealthy(
+  type: typeof ErrorType.Unhealthy | typeof ErrorType.NodeNotReady,
+  message: string,
+  result: unknown,
+): ApplicationFailure {
   return ApplicationFailure.create({ type, message, details: [result] });
 }

@@ -27,16 +27,26 @@ export async function runProbe(probe: ClusterConfig['probes'][number], signal?: 
   const base = { name: probe.name, target: probeTarget(probe.url), expectStatus: probe.expectStatus };
   const timeout = AbortSignal.timeout(probe.timeoutSeconds * 1000);
   try {
-    const res = await fetch(probe.url, { method: 'GET', redirect: 'manual', signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+    const res = await fetch(probe.url, {
+      method: 'GET',
+      redirect: 'manual',
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    });
     await res.body?.cancel();
     const ok = res.status === probe.expectStatus;
-    return { ...base, status: res.status, ok, ...(ok ? {} : { error: `HTTP ${res.status}, expected ${probe.expectStatus}` }), elapsedMs: Date.now() - started };
+    return {
+      ...base,
+      status: res.status,
+      ok,
+      ...(ok ? {} : { error: `HTTP ${res.status}, expected ${probe.expectStatus}` }),
+      elapsedMs: Date.now() - started,
+    };
   } catch (err) {
     if (signal?.aborted) throw signal.reason; // cancelled: not a probe verdict
     const e = err as Error & { cause?: { code?: string; message?: string } };
     const error = timeout.aborted
       ? `no answer within ${probe.timeoutSeconds} s`
-      : (e.cause?.code ?? e.cause?.message ?? e.message).split('\n')[0] ?? 'request failed';
+      : ((e.cause?.code ?? e.cause?.message ?? e.message).split('\n')[0] ?? 'request failed');
     return { ...base, ok: false, error, elapsedMs: Date.now() - started };
   }
 }

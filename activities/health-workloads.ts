@@ -13,7 +13,8 @@ type Meta = { metadata?: { name?: string; namespace?: string; generation?: numbe
 
 function verdict(kind: UnhealthyWorkload['kind'], o: Meta, shortfalls: string[]): UnhealthyWorkload | undefined {
   // A status older than the spec describes the previous spec: not yet judged means not yet healthy.
-  if ((o.status?.observedGeneration ?? 0) < (o.metadata?.generation ?? 0)) shortfalls.unshift('its controller has not observed the latest spec');
+  if ((o.status?.observedGeneration ?? 0) < (o.metadata?.generation ?? 0))
+    shortfalls.unshift('its controller has not observed the latest spec');
   if (shortfalls.length === 0) return undefined;
   return { kind, namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '', reason: shortfalls.join('; ') };
 }
@@ -34,7 +35,8 @@ export function judgeStatefulSet(st: V1StatefulSet): UnhealthyWorkload | undefin
   const short: string[] = [];
   if ((s.readyReplicas ?? 0) < want) short.push(`${s.readyReplicas ?? 0}/${want} replicas ready`);
   // OnDelete sets never update on their own: their updatedReplicas says nothing about health.
-  if (st.spec?.updateStrategy?.type !== 'OnDelete' && (s.updatedReplicas ?? 0) < want) short.push(`${s.updatedReplicas ?? 0}/${want} replicas updated`);
+  if (st.spec?.updateStrategy?.type !== 'OnDelete' && (s.updatedReplicas ?? 0) < want)
+    short.push(`${s.updatedReplicas ?? 0}/${want} replicas updated`);
   return verdict('StatefulSet', st, short);
 }
 

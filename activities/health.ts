@@ -14,9 +14,13 @@ export type { ProbeResult } from './health-probes.js';
 export type { UnhealthyWorkload } from './health-workloads.js';
 
 /** Every check may wait up to `waitSeconds` (default 0) for health to converge, heartbeating. */
-interface Wait { waitSeconds?: number }
+interface Wait {
+  waitSeconds?: number;
+}
 /** Survey checks report; with `require: true` they throw Unhealthy instead of reporting a failure. */
-interface Require { require?: boolean }
+interface Require {
+  require?: boolean;
+}
 
 const NODE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
@@ -54,25 +58,40 @@ export function createHealthActivities(deps: { clusters: ClusterResolver; pageSi
       const version = versionText(input.version);
       const { kube } = deps.clusters(input.cluster);
       const result = await pollUntilHealthy(`control plane on ${node}`, waitSecondsOf(input), async () => {
-        const pods = (await kubeCall(`list control-plane pods on ${node}`, () => kube.core.listNamespacedPod({
-          namespace: 'kube-system',
-          fieldSelector: `spec.nodeName=${node}`,
-          labelSelector: `component in (${Object.keys(CONTROL_PLANE_COMPONENTS).join(',')})`,
-        }))).items.map(podFacts).filter((p) => p.mirror && !p.terminating);
+        const pods = (
+          await kubeCall(`list control-plane pods on ${node}`, () =>
+            kube.core.listNamespacedPod({
+              namespace: 'kube-system',
+              fieldSelector: `spec.nodeName=${node}`,
+              labelSelector: `component in (${Object.keys(CONTROL_PLANE_COMPONENTS).join(',')})`,
+            }),
+          )
+        ).items
+          .map(podFacts)
+          .filter((p) => p.mirror && !p.terminating);
         const components = Object.keys(CONTROL_PLANE_COMPONENTS).map((component) => {
           const pod = pods.find((p) => p.labels.component === component);
           const running = imageVersion(pod?.image);
-          const problems = !pod ? ['no mirror pod'] : [
-            ...(running === version ? [] : [`image ${pod.image ?? '(none)'} is not at v${version}`]),
-            ...(pod.phase === 'Running' ? [] : [`phase ${pod.phase}`]),
-            ...(pod.ready ? [] : ['not Ready']),
-          ];
-          return { component, ...(pod ? { pod: pod.name, phase: pod.phase, ready: pod.ready } : {}), ...(running ? { version: running } : {}), ok: problems.length === 0, problems };
+          const problems = !pod
+            ? ['no mirror pod']
+            : [
+                ...(running === version ? [] : [`image ${pod.image ?? '(none)'} is not at v${version}`]),
+                ...(pod.phase === 'Running' ? [] : [`phase ${pod.phase}`]),
+                ...(pod.ready ? [] : ['not Ready']),
+              ];
+          return {
+            component,
+            ...(pod ? { pod: pod.name, phase: pod.phase, ready: pod.ready } : {}),
+            ...(running ? { version: running } : {}),
+            ok: problems.length === 0,
+            problems,
+          };
         });
         const failures = components.filter((c) => !c.ok).map((c) => `${c.component}: ${c.problems.join(', ')}`);
         return { cluster: input.cluster, node, version, healthy: failures.length === 0, components, failures };
       });
-      if (!result.healthy) throw unhealthy(ErrorType.Unhealthy, `control plane on ${node} is not healthy at v${version}: ${list(result.failures)}`, result);
+      if (!result.healthy)
+        throw unhealthy(ErrorType.Unhealthy, `control plane on ${node} is not healthy at v${version}: ${list(result.failures)}`, result);
       return result;
     },
 
@@ -90,7 +109,15 @@ export function createHealthActivities(deps: { clusters: ClusterResolver; pageSi
           ...(ready ? [] : [`not Ready (${n.status?.conditions?.find((c) => c.type === 'Ready')?.reason ?? 'no Ready condition'})`]),
           ...(version === undefined || kubeletVersion === version ? [] : [`kubelet reports ${raw || '(none)'}, expected v${version}`]),
         ];
-        return { cluster: input.cluster, node, ...(version ? { version } : {}), healthy: failures.length === 0, ready, kubeletVersion, failures };
+        return {
+          cluster: input.cluster,
+          node,
+          ...(version ? { version } : {}),
+          healthy: failures.length === 0,
+          ready,
+          kubeletVersion,
+          failures,
+        };
       });
       if (!result.healthy) throw unhealthy(ErrorType.NodeNotReady, `node ${node}: ${result.failures.join('; ')}`, result);
       return result;
@@ -106,19 +133,42 @@ export function createHealthActivities(deps: { clusters: ClusterResolver; pageSi
         for (const namespace of scopes) {
           const where = namespace ?? 'all namespaces';
           const [deployments, statefulSets, daemonSets] = await Promise.all([
-            listAll(`list Deployments in ${where}`, (p) => (namespace ? kube.apps.listNamespacedDeployment({ ...p, namespace }) : kube.apps.listDeploymentForAllNamespaces(p)), limit),
-            listAll(`list StatefulSets in ${where}`, (p) => (namespace ? kube.apps.listNamespacedStatefulSet({ ...p, namespace }) : kube.apps.listStatefulSetForAllNamespaces(p)), limit),
-            listAll(`list DaemonSets in ${where}`, (p) => (namespace ? kube.apps.listNamespacedDaemonSet({ ...p, namespace }) : kube.apps.listDaemonSetForAllNamespaces(p)), limit),
+            listAll(
+              `list Deployments in ${where}`,
+              (p) => (namespace ? kube.apps.listNamespacedDeployment({ ...p, namespace }) : kube.apps.listDeploymentForAllNamespaces(p)),
+              limit,
+            ),
+            listAll(
+              `list StatefulSets in ${where}`,
+              (p) => (namespace ? kube.apps.listNamespacedStatefulSet({ ...p, namespace }) : kube.apps.listStatefulSetForAllNamespaces(p)),
+              limit,
+            ),
+            listAll(
+              `list DaemonSets in ${where}`,
+              (p) => (namespace ? kube.apps.listNamespacedDaemonSet({ ...p, namespace }) : kube.apps.listDaemonSetForAllNamespaces(p)),
+              limit,
+            ),
           ]);
           checked.deployments += deployments.length;
           checked.statefulSets += statefulSets.length;
           checked.daemonSets += daemonSets.length;
-          for (const v of [...deployments.map(judgeDeployment), ...statefulSets.map(judgeStatefulSet), ...daemonSets.map(judgeDaemonSet)]) if (v) unhealthyOnes.push(v);
+          for (const v of [...deployments.map(judgeDeployment), ...statefulSets.map(judgeStatefulSet), ...daemonSets.map(judgeDaemonSet)])
+            if (v) unhealthyOnes.push(v);
         }
-        return { cluster: input.cluster, namespaces: input.namespaces?.length ? input.namespaces : 'all', checked, healthy: unhealthyOnes.length === 0, unhealthy: unhealthyOnes };
+        return {
+          cluster: input.cluster,
+          namespaces: input.namespaces?.length ? input.namespaces : 'all',
+          checked,
+          healthy: unhealthyOnes.length === 0,
+          unhealthy: unhealthyOnes,
+        };
       });
       if (!result.healthy && input.require) {
-        throw unhealthy(ErrorType.Unhealthy, `${result.unhealthy.length} workload(s) unhealthy: ${list(result.unhealthy.map((w) => `${w.kind} ${w.namespace}/${w.name} (${w.reason})`))}`, result);
+        throw unhealthy(
+          ErrorType.Unhealthy,
+          `${result.unhealthy.length} workload(s) unhealthy: ${list(result.unhealthy.map((w) => `${w.kind} ${w.namespace}/${w.name} (${w.reason})`))}`,
+          result,
+        );
       }
       return result;
     },
@@ -128,15 +178,27 @@ export function createHealthActivities(deps: { clusters: ClusterResolver; pageSi
       const node = nodeName(input.node);
       const { kube } = deps.clusters(input.cluster);
       const result = await pollUntilHealthy(`pods on ${node}`, waitSecondsOf(input), async () => {
-        const pods = (await listAll(`list pods on ${node}`, async (p) => {
-          const r = await kube.core.listPodForAllNamespaces({ ...p, fieldSelector: `spec.nodeName=${node}` });
-          return { items: r.items.map(podFacts), metadata: r.metadata };
-        }, limit)).filter(isLive);
-        const notReady = pods.filter((p) => p.phase !== 'Running' || !p.ready).map((p) => ({ namespace: p.namespace, name: p.name, phase: p.phase, ready: p.ready }));
+        const pods = (
+          await listAll(
+            `list pods on ${node}`,
+            async (p) => {
+              const r = await kube.core.listPodForAllNamespaces({ ...p, fieldSelector: `spec.nodeName=${node}` });
+              return { items: r.items.map(podFacts), metadata: r.metadata };
+            },
+            limit,
+          )
+        ).filter(isLive);
+        const notReady = pods
+          .filter((p) => p.phase !== 'Running' || !p.ready)
+          .map((p) => ({ namespace: p.namespace, name: p.name, phase: p.phase, ready: p.ready }));
         return { cluster: input.cluster, node, checked: pods.length, healthy: notReady.length === 0, notReady };
       });
       if (!result.healthy && input.require) {
-        throw unhealthy(ErrorType.Unhealthy, `${result.notReady.length} pod(s) on ${node} not Running and Ready: ${list(result.notReady.map((p) => `${p.namespace}/${p.name} (${p.phase}${p.ready ? '' : ', not Ready'})`))}`, result);
+        throw unhealthy(
+          ErrorType.Unhealthy,
+          `${result.notReady.length} pod(s) on ${node} not Running and Ready: ${list(result.notReady.map((p) => `${p.namespace}/${p.name} (${p.phase}${p.ready ? '' : ', not Ready'})`))}`,
+          result,
+        );
       }
       return result;
     },
@@ -150,7 +212,11 @@ export function createHealthActivities(deps: { clusters: ClusterResolver; pageSi
         return { cluster: input.cluster, healthy: failed.length === 0, probes, failed };
       });
       if (!result.healthy && input.require) {
-        throw unhealthy(ErrorType.Unhealthy, `probe(s) failing: ${list(result.probes.filter((p) => !p.ok).map((p) => `${p.name} (${p.error})`))}`, result);
+        throw unhealthy(
+          ErrorType.Unhealthy,
+          `probe(s) failing: ${list(result.probes.filter((p) => !p.ok).map((p) => `${p.name} (${p.error})`))}`,
+          result,
+        );
       }
       return result;
     },

@@ -15,14 +15,22 @@ export const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a
 export function defaultAddressResolver(config: ClusterConfig, kube: KubeApi): AddressResolver {
   return async (node) => {
     if (!NODE_NAME.test(node) || node.length > 253) {
-      throw ApplicationFailure.create({ type: ErrorType.Invalid, nonRetryable: true, message: `invalid node name ${JSON.stringify(node.slice(0, 80))}` });
+      throw ApplicationFailure.create({
+        type: ErrorType.Invalid,
+        nonRetryable: true,
+        message: `invalid node name ${JSON.stringify(node.slice(0, 80))}`,
+      });
     }
     const override = config.nodes[node];
     if (override?.address) return { host: override.address, port: override.port ?? config.ssh.port };
     const object = await kubeCall(`read node ${node}`, () => kube.core.readNode({ name: node }));
     const ip = object.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
     if (!ip) {
-      throw ApplicationFailure.create({ type: ErrorType.ClusterConfigInvalid, nonRetryable: true, message: `node ${node} reports no InternalIP; set nodes.${node}.address in the cluster configuration` });
+      throw ApplicationFailure.create({
+        type: ErrorType.ClusterConfigInvalid,
+        nonRetryable: true,
+        message: `node ${node} reports no InternalIP; set nodes.${node}.address in the cluster configuration`,
+      });
     }
     return { host: ip, port: override?.port ?? config.ssh.port };
   };

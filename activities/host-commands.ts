@@ -9,7 +9,8 @@ import { NODE_NAME } from './host-address.js';
 import { isTransientFailure } from './host-transient.js';
 import { maskUrlCredentials } from './parsers/kubernetes-repository.js';
 
-export const invalid = (message: string): ApplicationFailure => ApplicationFailure.create({ type: ErrorType.Invalid, message, nonRetryable: true });
+export const invalid = (message: string): ApplicationFailure =>
+  ApplicationFailure.create({ type: ErrorType.Invalid, message, nonRetryable: true });
 
 /**
  * An input value for an error message: a string quoted and cut, anything else by its kind. Never
@@ -46,7 +47,11 @@ const STACK_TRACE_HINT = /^To see the stack trace of this error execute with --v
 
 /** The last line of `tail` that says something (not a tool's generic hint), for a one-line message. */
 export function reasonLine(tail: string): string | undefined {
-  return tail.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !STACK_TRACE_HINT.test(l)).at(-1);
+  return tail
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !STACK_TRACE_HINT.test(l))
+    .at(-1);
 }
 
 /** HostCommandFailed (not retried: the operator decides), or HostCommandTransient when the output names a passing cause. */
@@ -66,8 +71,18 @@ export function commandFailed(node: string, argv: readonly string[], result: Exe
  * Runs argv; a non-zero exit is a HostCommandFailed. Heartbeats while it runs: a quick command can
  * still take a connect timeout and more, and a silent activity looks like a dead worker to Temporal.
  */
-export async function run(access: ClusterAccess, node: string, argv: readonly string[], options: ExecOptions, what?: string): Promise<ExecResult> {
-  const result = await heartbeatWhile(hostActivityScope(), () => ({ node, running: argv.slice(0, 3).join(' ') }), access.shell.exec(node, argv, options));
+export async function run(
+  access: ClusterAccess,
+  node: string,
+  argv: readonly string[],
+  options: ExecOptions,
+  what?: string,
+): Promise<ExecResult> {
+  const result = await heartbeatWhile(
+    hostActivityScope(),
+    () => ({ node, running: argv.slice(0, 3).join(' ') }),
+    access.shell.exec(node, argv, options),
+  );
   if (result.exitCode !== 0) throw commandFailed(node, argv, result, what);
   return result;
 }
@@ -88,7 +103,12 @@ export async function readNodeState(access: ClusterAccess, node: string): Promis
 /** Control-plane component versions on `node`, from its mirror pods' image tags (`kube-apiserver` → `1.33.7`). */
 export async function controlPlaneVersions(access: ClusterAccess, node: string): Promise<Record<string, string>> {
   const { items } = await kubeCall(`list control-plane pods on ${node}`, () =>
-    access.kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane', fieldSelector: `spec.nodeName=${node}` }));
+    access.kube.core.listNamespacedPod({
+      namespace: 'kube-system',
+      labelSelector: 'tier=control-plane',
+      fieldSelector: `spec.nodeName=${node}`,
+    }),
+  );
   const out: Record<string, string> = {};
   for (const pod of items) {
     const component = pod.metadata?.labels?.component;
@@ -100,7 +120,9 @@ export async function controlPlaneVersions(access: ClusterAccess, node: string):
 
 /** The cluster version kubeadm recorded (kube-system/kubeadm-config, `kubernetesVersion`), `1.33.7`. */
 export async function clusterVersion(access: ClusterAccess): Promise<string | undefined> {
-  const cm = await kubeCall('read kube-system/kubeadm-config', () => access.kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' }));
+  const cm = await kubeCall('read kube-system/kubeadm-config', () =>
+    access.kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' }),
+  );
   return /^kubernetesVersion:\s*v?(\S+)\s*$/m.exec(cm.data?.ClusterConfiguration ?? '')?.[1];
 }
 
@@ -114,18 +136,33 @@ const QUIET_POLL_MS = 2_000;
  * pgrep on the host (exit 127) there is nothing to wait for that can be seen. Resolves true when it
  * had to wait: what the caller read before is stale then.
  */
-export async function awaitQuietHost(access: ClusterAccess, node: string, programs: readonly string[], timeoutMs: number, scope: HostActivityScope): Promise<boolean> {
+export async function awaitQuietHost(
+  access: ClusterAccess,
+  node: string,
+  programs: readonly string[],
+  timeoutMs: number,
+  scope: HostActivityScope,
+): Promise<boolean> {
   const argv = ['pgrep', '-a', '-x', programs.join('|')];
   const deadline = Date.now() + timeoutMs;
   for (let waited = false; ; waited = true) {
-    const r = await heartbeatWhile(scope, () => ({ node, looking: 'for an earlier attempt\'s command still running' }),
-      access.shell.exec(node, argv, { timeoutMs: access.config.timeouts.commandSeconds * 1000, signal: scope.signal }));
+    const r = await heartbeatWhile(
+      scope,
+      () => ({ node, looking: "for an earlier attempt's command still running" }),
+      access.shell.exec(node, argv, { timeoutMs: access.config.timeouts.commandSeconds * 1000, signal: scope.signal }),
+    );
     if (r.exitCode === 1 || r.exitCode === 127) return waited;
     if (r.exitCode !== 0) throw commandFailed(node, argv, r);
-    const running = r.stdout.trim().split('\n').map((l) => l.replace(/^\d+\s+/, '')).slice(0, 3);
+    const running = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.replace(/^\d+\s+/, ''))
+      .slice(0, 3);
     if (Date.now() > deadline) {
-      throw ApplicationFailure.create({ type: ErrorType.HostCommandTimedOut,
-        message: `${node} still runs ${running.map((c) => `'${c}'`).join(', ')} after ${Math.round(timeoutMs / 1000)} s; not starting another beside it` });
+      throw ApplicationFailure.create({
+        type: ErrorType.HostCommandTimedOut,
+        message: `${node} still runs ${running.map((c) => `'${c}'`).join(', ')} after ${Math.round(timeoutMs / 1000)} s; not starting another beside it`,
+      });
     }
     scope.heartbeat({ node, waitingFor: running });
     await pause(QUIET_POLL_MS, scope.signal);

@@ -5,7 +5,17 @@ import { compareVersions, parseVersion } from '../rules/index.js';
 import type { ClusterAccess } from './cluster-access.js';
 import { ErrorType } from './errors.js';
 import { heartbeatWhile, hostActivityScope, pause, type HostActivityScope } from './host-activity-context.js';
-import { awaitQuietHost, checkNode, checkVersion, clusterVersion, commandFailed, controlPlaneVersions, invalid, readNodeState, run } from './host-commands.js';
+import {
+  awaitQuietHost,
+  checkNode,
+  checkVersion,
+  clusterVersion,
+  commandFailed,
+  controlPlaneVersions,
+  invalid,
+  readNodeState,
+  run,
+} from './host-commands.js';
 import { parseKubeadmUpgradePlan, type KubeadmUpgradePlan } from './parsers/kubeadm-upgrade-plan.js';
 
 // Timeouts come from the cluster configuration (timeouts.kubeadm*Seconds), each below its activity profile's startToClose.
@@ -28,34 +38,50 @@ export interface KubeadmUpgradePlanResult extends KubeadmUpgradePlan {
   version: string;
 }
 
-export async function kubeadmUpgradePlan(access: ClusterAccess, input: { node: string; version: string }): Promise<KubeadmUpgradePlanResult> {
+export async function kubeadmUpgradePlan(
+  access: ClusterAccess,
+  input: { node: string; version: string },
+): Promise<KubeadmUpgradePlanResult> {
   const node = checkNode(input.node);
   const version = checkVersion(input.version);
   const scope = hostActivityScope();
-  const r = await run(access, node, ['kubeadm', 'upgrade', 'plan', `v${version}`], { timeoutMs: ms(access.config.timeouts.kubeadmPlanSeconds), sudo: true, signal: scope.signal });
+  const r = await run(access, node, ['kubeadm', 'upgrade', 'plan', `v${version}`], {
+    timeoutMs: ms(access.config.timeouts.kubeadmPlanSeconds),
+    sudo: true,
+    signal: scope.signal,
+  });
   return { node, version, ...parseKubeadmUpgradePlan(r.stdout) };
 }
 
 /** No control-plane downgrade: going back means restoring the etcd snapshot. */
 function refuseDowngrade(cluster: string | undefined, version: string): void {
   if (cluster !== undefined && compareVersions(parseVersion(cluster), parseVersion(version)) > 0) {
-    throw invalid(`the cluster is at ${cluster}, newer than ${version}: kubeadm never downgrades a control plane; restore the etcd snapshot instead`);
+    throw invalid(
+      `the cluster is at ${cluster}, newer than ${version}: kubeadm never downgrades a control plane; restore the etcd snapshot instead`,
+    );
   }
 }
 
-const atVersion = (components: Record<string, string>, version: string): boolean =>
-  COMPONENTS.every((c) => components[c] === version);
+const atVersion = (components: Record<string, string>, version: string): boolean => COMPONENTS.every((c) => components[c] === version);
 
 /** Polls the mirror pods briefly: the kubelet replaces static pods just after kubeadm returns. */
 /** Waits for the mirror pods to show the version, heartbeating: the wait can outlast a heartbeat timeout. */
-async function awaitComponents(access: ClusterAccess, node: string, version: string, scope: HostActivityScope): Promise<Record<string, string>> {
+async function awaitComponents(
+  access: ClusterAccess,
+  node: string,
+  version: string,
+  scope: HostActivityScope,
+): Promise<Record<string, string>> {
   const deadline = Date.now() + 120_000;
   for (;;) {
     scope.heartbeat({ node, step: `wait for control-plane pods at v${version}` });
     const components = await controlPlaneVersions(access, node);
     if (atVersion(components, version)) return components;
     if (Date.now() > deadline) {
-      throw ApplicationFailure.create({ type: ErrorType.Unhealthy, message: `control plane on ${node} is not at ${version} 2 minutes after kubeadm finished: ${JSON.stringify(components)}` });
+      throw ApplicationFailure.create({
+        type: ErrorType.Unhealthy,
+        message: `control plane on ${node} is not at ${version} 2 minutes after kubeadm finished: ${JSON.stringify(components)}`,
+      });
     }
     await pause(1000, scope.signal);
   }
@@ -70,15 +96,19 @@ export async function kubeadmUpgradeApply(access: ClusterAccess, input: { node: 
   const done = () => now.cluster === version && atVersion(now.components, version);
   if (done()) return { node, version, ran: false, components: now.components };
   refuseDowngrade(now.cluster, version);
-  if (Object.keys(now.components).length === 0) throw invalid(`${node} runs no control-plane mirror pods: kubeadm upgrade apply belongs on the first control plane`);
+  if (Object.keys(now.components).length === 0)
+    throw invalid(`${node} runs no control-plane mirror pods: kubeadm upgrade apply belongs on the first control plane`);
   // A kubeadm an earlier attempt left running may be doing this very upgrade: its outcome decides.
   if (await awaitQuietHost(access, node, ['kubeadm'], EARLIER_KUBEADM_MS, scope)) {
     now = await look();
     if (done()) return { node, version, ran: false, components: now.components };
   }
   const argv = ['kubeadm', 'upgrade', 'apply', `v${version}`, '--yes'];
-  const result = await heartbeatWhile(scope, () => ({ node, step: 'kubeadm upgrade apply' }),
-    access.shell.exec(node, argv, { timeoutMs: ms(access.config.timeouts.kubeadmApplySeconds), sudo: true, signal: scope.signal }));
+  const result = await heartbeatWhile(
+    scope,
+    () => ({ node, step: 'kubeadm upgrade apply' }),
+    access.shell.exec(node, argv, { timeoutMs: ms(access.config.timeouts.kubeadmApplySeconds), sudo: true, signal: scope.signal }),
+  );
   if (result.exitCode !== 0) throw commandFailed(node, argv, result);
   return { node, version, ran: true, components: await awaitComponents(access, node, version, scope) };
 }
@@ -98,13 +128,19 @@ export async function kubeadmUpgradeNode(access: ClusterAccess, input: { node: s
   const cluster = await clusterVersion(access);
   refuseDowngrade(cluster, version);
   if (cluster !== version) {
-    throw invalid(`the cluster is at ${cluster ?? 'an unknown version'}, not ${version}: run kubeadm upgrade apply on the first control plane before upgrading ${node}`);
+    throw invalid(
+      `the cluster is at ${cluster ?? 'an unknown version'}, not ${version}: run kubeadm upgrade apply on the first control plane before upgrading ${node}`,
+    );
   }
   // A kubeadm an earlier attempt left running may be doing this very step: its outcome decides.
   if (await awaitQuietHost(access, node, ['kubeadm'], EARLIER_KUBEADM_MS, scope)) {
     before = await controlPlaneVersions(access, node);
     if (await done()) return { node, version, ran: false, components: before };
   }
-  await run(access, node, ['kubeadm', 'upgrade', 'node'], { timeoutMs: ms(access.config.timeouts.kubeadmNodeSeconds), sudo: true, signal: scope.signal });
+  await run(access, node, ['kubeadm', 'upgrade', 'node'], {
+    timeoutMs: ms(access.config.timeouts.kubeadmNodeSeconds),
+    sudo: true,
+    signal: scope.signal,
+  });
   return { node, version, ran: true, components: controlPlane ? await awaitComponents(access, node, version, scope) : {} };
 }

@@ -12,13 +12,21 @@ const quickMs = (access: ClusterAccess): number => access.config.timeouts.comman
 const BOOT_ID = '/proc/sys/kernel/random/boot_id';
 
 function checkTimeout(seconds: unknown): number {
-  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 1 || seconds > 3600) throw invalid('timeoutSeconds must be an integer from 1 to 3600');
+  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 1 || seconds > 3600)
+    throw invalid('timeoutSeconds must be an integer from 1 to 3600');
   return seconds;
 }
 
 /** Polls the Node until `done`, heartbeating what it sees; NodeNotReady at the deadline. */
-async function waitForNode(access: ClusterAccess, scope: HostActivityScope, node: string, timeoutSeconds: number, want: string,
-  done: (s: NodeState) => boolean, phase: object = {}): Promise<NodeState> {
+async function waitForNode(
+  access: ClusterAccess,
+  scope: HostActivityScope,
+  node: string,
+  timeoutSeconds: number,
+  want: string,
+  done: (s: NodeState) => boolean,
+  phase: object = {},
+): Promise<NodeState> {
   const deadline = Date.now() + timeoutSeconds * 1000;
   // Often Ready within a second or two of a restart: look again soon at first, then every second.
   let interval = 200;
@@ -27,8 +35,11 @@ async function waitForNode(access: ClusterAccess, scope: HostActivityScope, node
     scope.heartbeat({ ...phase, node, waitingFor: want, ready: state.ready, kubeletVersion: state.kubeletVersion ?? null });
     if (done(state)) return state;
     if (Date.now() > deadline) {
-      throw ApplicationFailure.create({ type: ErrorType.NodeNotReady, nonRetryable: true,
-        message: `${node} was not ${want} within ${timeoutSeconds} s (Ready: ${state.ready}, kubelet ${state.kubeletVersion ?? 'unknown'})` });
+      throw ApplicationFailure.create({
+        type: ErrorType.NodeNotReady,
+        nonRetryable: true,
+        message: `${node} was not ${want} within ${timeoutSeconds} s (Ready: ${state.ready}, kubelet ${state.kubeletVersion ?? 'unknown'})`,
+      });
     }
     await pause(interval, scope.signal);
     interval = Math.min(1000, Math.round(interval * 1.5));
@@ -42,7 +53,10 @@ export interface RestartKubeletResult {
   restarted: boolean;
 }
 
-export async function restartKubelet(access: ClusterAccess, input: { node: string; version: string; timeoutSeconds: number }): Promise<RestartKubeletResult> {
+export async function restartKubelet(
+  access: ClusterAccess,
+  input: { node: string; version: string; timeoutSeconds: number },
+): Promise<RestartKubeletResult> {
   const node = checkNode(input.node);
   const version = checkVersion(input.version);
   const timeoutSeconds = checkTimeout(input.timeoutSeconds);
@@ -51,7 +65,8 @@ export async function restartKubelet(access: ClusterAccess, input: { node: strin
   if (target(await readNodeState(access, node))) return { node, version, restarted: false };
   // Restarting cannot help if the package is not there yet: say so instead of timing out.
   const binary = (await run(access, node, ['kubelet', '--version'], { timeoutMs: quickMs(access), signal: scope.signal })).stdout.trim();
-  if (binary !== `Kubernetes v${version}`) throw invalid(`${node} has ${binary || 'no kubelet'} installed, not v${version}: install the kubelet package first`);
+  if (binary !== `Kubernetes v${version}`)
+    throw invalid(`${node} has ${binary || 'no kubelet'} installed, not v${version}: install the kubelet package first`);
   const root = { timeoutMs: quickMs(access), sudo: true, signal: scope.signal };
   await run(access, node, ['systemctl', 'daemon-reload'], root);
   await run(access, node, ['systemctl', 'restart', 'kubelet'], root);
@@ -96,12 +111,18 @@ export interface RebootNodeResult {
  * details) only waits. With a boot id the wait is for a new one; without (a host with no /proc boot_id),
  * it waits to see the host go away (SSH refused or the Node NotReady) before waiting for it to return.
  */
-export async function rebootNode(access: ClusterAccess, input: { node: string; command?: string[]; timeoutSeconds: number }): Promise<RebootNodeResult> {
+export async function rebootNode(
+  access: ClusterAccess,
+  input: { node: string; command?: string[]; timeoutSeconds: number },
+): Promise<RebootNodeResult> {
   const node = checkNode(input.node);
   const timeoutSeconds = checkTimeout(input.timeoutSeconds);
   const command = input.command ?? access.config.maintenance?.rebootCommand ?? ['reboot'];
   // Runs as root from a workflow input: only the reboot forms, never an arbitrary command.
-  if (!Array.isArray(command) || !REBOOT_COMMANDS.some((allowed) => allowed.length === command.length && allowed.every((w, i) => w === command[i]))) {
+  if (
+    !Array.isArray(command) ||
+    !REBOOT_COMMANDS.some((allowed) => allowed.length === command.length && allowed.every((w, i) => w === command[i]))
+  ) {
     throw invalid(`command must be one of ${REBOOT_COMMANDS.map((c) => `[${c.join(' ')}]`).join(', ')}`);
   }
   const scope = hostActivityScope();
@@ -112,12 +133,15 @@ export async function rebootNode(access: ClusterAccess, input: { node: string; c
     progress = { phase: 'reboot-issued', bootId: await bootId(access, node, scope.signal) };
     // Heartbeat before sending: if the worker dies right after, the retry must not reboot twice.
     scope.heartbeat(progress);
-    const r = await access.shell.exec(node, command, { timeoutMs: quickMs(access), sudo: true, signal: scope.signal }).catch((err: unknown) => {
-      // The connection drops as the host goes down: that is the command working.
-      if ((err as ApplicationFailure).type === ErrorType.HostUnreachable) return undefined;
-      throw err;
-    });
-    if (r && r.exitCode !== 0) throw invalid(`'${command.join(' ')}' on ${node} exited ${r.exitCode}: ${r.stderr.trim().split('\n').at(-1) ?? ''}`);
+    const r = await access.shell
+      .exec(node, command, { timeoutMs: quickMs(access), sudo: true, signal: scope.signal })
+      .catch((err: unknown) => {
+        // The connection drops as the host goes down: that is the command working.
+        if ((err as ApplicationFailure).type === ErrorType.HostUnreachable) return undefined;
+        throw err;
+      });
+    if (r && r.exitCode !== 0)
+      throw invalid(`'${command.join(' ')}' on ${node} exited ${r.exitCode}: ${r.stderr.trim().split('\n').at(-1) ?? ''}`);
   }
   const left = (): number => Math.max(1, Math.round((deadline - Date.now()) / 1000));
   let changed: boolean | null = null;
@@ -126,7 +150,11 @@ export async function rebootNode(access: ClusterAccess, input: { node: string; c
     while (!(await wentAway(access, node, scope.signal))) {
       scope.heartbeat({ ...progress, waitingFor: 'the host to go down' });
       if (Date.now() > deadline) {
-        throw ApplicationFailure.create({ type: ErrorType.NodeNotReady, nonRetryable: true, message: `${node} was never seen going down within ${timeoutSeconds} s of '${command.join(' ')}'` });
+        throw ApplicationFailure.create({
+          type: ErrorType.NodeNotReady,
+          nonRetryable: true,
+          message: `${node} was never seen going down within ${timeoutSeconds} s of '${command.join(' ')}'`,
+        });
       }
       await pause(1000, scope.signal);
     }
@@ -145,7 +173,11 @@ export async function rebootNode(access: ClusterAccess, input: { node: string; c
     }
     scope.heartbeat({ ...progress, waitingFor: 'SSH after reboot' });
     if (Date.now() > deadline) {
-      throw ApplicationFailure.create({ type: ErrorType.NodeNotReady, nonRetryable: true, message: `${node} did not come back over SSH within ${timeoutSeconds} s of the reboot` });
+      throw ApplicationFailure.create({
+        type: ErrorType.NodeNotReady,
+        nonRetryable: true,
+        message: `${node} did not come back over SSH within ${timeoutSeconds} s of the reboot`,
+      });
     }
     await pause(1000, scope.signal);
   }

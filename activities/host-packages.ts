@@ -9,9 +9,14 @@ import { installWithDnf } from './package-install-dnf.js';
 
 export { KUBE_PACKAGES, type InstallPackagesResult, type KubePackage } from './kube-packages.js';
 
-export async function installPackages(access: ClusterAccess, input: { node: string; version: string; packages: KubePackage[] }): Promise<InstallPackagesResult> {
+export async function installPackages(
+  access: ClusterAccess,
+  input: { node: string; version: string; packages: KubePackage[] },
+): Promise<InstallPackagesResult> {
   const node = checkNode(input.node);
   const version = checkVersion(input.version);
   const packages = checkPackages(input.packages);
-  return access.config.packageManager === 'dnf' ? installWithDnf(access, node, version, packages) : installWithApt(access, node, version, packages);
+  return access.config.packageManager === 'dnf'
+    ? installWithDnf(access, node, version, packages)
+    : installWithApt(access, node, version, packages);
 }

@@ -25,11 +25,7 @@ const APT_TRANSIENT = [
  * 7 cannot connect, 28 timeout, 35 TLS, 56 receive). A 404 ("Status code: 404") is not among them:
  * a missing minor does not come back by itself.
  */
-const DNF_TRANSIENT = [
-  /Curl error \((?:6|7|28|35|56)\)/,
-  /Could not resolve host/,
-  /Operation timed out after/,
-];
+const DNF_TRANSIENT = [/Curl error \((?:6|7|28|35|56)\)/, /Could not resolve host/, /Operation timed out after/];
 
 /** kubeadm talks to the API server and etcd: a timeout or a refused connection there is worth another try. */
 const KUBEADM_TRANSIENT = [
@@ -53,6 +49,13 @@ export function isTransientFailure(argv: readonly string[], result: ExecResult):
   if (result.exitCode === 0 || result.exitCode === 127 || result.exitCode === 126) return false; // not found / not executable: never passes
   const text = `${result.stderr}\n${result.stdout}`;
   const name = tool(argv);
-  const patterns = name === 'apt-get' || name === 'apt' ? APT_TRANSIENT : name === 'dnf' || name === 'yum' ? DNF_TRANSIENT : name === 'kubeadm' ? KUBEADM_TRANSIENT : [];
+  const patterns =
+    name === 'apt-get' || name === 'apt'
+      ? APT_TRANSIENT
+      : name === 'dnf' || name === 'yum'
+        ? DNF_TRANSIENT
+        : name === 'kubeadm'
+          ? KUBEADM_TRANSIENT
+          : [];
   return patterns.some((p) => p.test(text));
 }

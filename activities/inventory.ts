@@ -1,14 +1,31 @@
 import { parse as parseYaml } from 'yaml';
 import {
-  auditPdbs, compareNatural, selectorMatches,
-  type ClusterInventory, type ComponentVersion, type MaintenanceWindow, type PackageManager, type PdbFinding, type PlanNode, STAGE_LABEL,
+  auditPdbs,
+  compareNatural,
+  selectorMatches,
+  type ClusterInventory,
+  type ComponentVersion,
+  type MaintenanceWindow,
+  type PackageManager,
+  type PdbFinding,
+  type PlanNode,
+  STAGE_LABEL,
 } from '../rules/index.js';
 import { barePodsOf, uncontrolledPod, type BarePod } from './bare-pods.js';
 import type { ClusterResolver } from './cluster-access.js';
 import { httpStatus, kubeCall } from './errors.js';
 import {
-  CONTROL_PLANE_COMPONENTS, imageVersion, isLive, nodeFacts, pdbFacts, podFacts, versionOrUndefined,
-  type ControlPlaneComponent, type InventoryNode, type PdbSpecFacts, type PodFacts,
+  CONTROL_PLANE_COMPONENTS,
+  imageVersion,
+  isLive,
+  nodeFacts,
+  pdbFacts,
+  podFacts,
+  versionOrUndefined,
+  type ControlPlaneComponent,
+  type InventoryNode,
+  type PdbSpecFacts,
+  type PodFacts,
 } from './inventory-facts.js';
 import { DEFAULT_PAGE_SIZE, listAll } from './inventory-pages.js';
 
@@ -82,7 +99,8 @@ async function readClusterVersion(list: () => Promise<{ data?: Record<string, st
     raw = undefined;
   }
   const version = versionOrUndefined(typeof raw === 'string' ? raw : undefined);
-  if (!version) problems.push(`kube-system/kubeadm-config ClusterConfiguration has no valid kubernetesVersion (${JSON.stringify(raw ?? null)})`);
+  if (!version)
+    problems.push(`kube-system/kubeadm-config ClusterConfiguration has no valid kubernetesVersion (${JSON.stringify(raw ?? null)})`);
   return version;
 }
 
@@ -96,13 +114,19 @@ function componentVersions(pods: PodFacts[], problems: string[]) {
     const component = p.labels.component as ControlPlaneComponent | undefined;
     if (p.mirror && component && Object.hasOwn(CONTROL_PLANE_COMPONENTS, component)) {
       const version = imageVersion(p.image);
-      if (!version) { problems.push(`${p.namespace}/${p.name}: image ${JSON.stringify(p.image ?? '')} carries no version tag`); continue; }
+      if (!version) {
+        problems.push(`${p.namespace}/${p.name}: image ${JSON.stringify(p.image ?? '')} carries no version tag`);
+        continue;
+      }
       const entry = controlPlane.get(p.node) ?? { node: p.node };
       entry[CONTROL_PLANE_COMPONENTS[component]] = version;
       controlPlane.set(p.node, entry);
     } else if (p.labels['k8s-app'] === 'kube-proxy' && isLive(p)) {
       const version = imageVersion(p.image);
-      if (!version) { problems.push(`${p.namespace}/${p.name}: image ${JSON.stringify(p.image ?? '')} carries no version tag`); continue; }
+      if (!version) {
+        problems.push(`${p.namespace}/${p.name}: image ${JSON.stringify(p.image ?? '')} carries no version tag`);
+        continue;
+      }
       // During a DaemonSet rollout a node may briefly run two; both versions count for skew.
       if (!seen.has(`${p.node} ${version}`)) kubeProxies.push({ node: p.node, version });
       seen.add(`${p.node} ${version}`);
@@ -140,27 +164,44 @@ export function createInventoryActivities(deps: InventoryDeps) {
       const { kube, config } = deps.clusters(input.cluster);
       const problems: string[] = [];
       const [nodeList, listed, pdbList, clusterVersion] = await Promise.all([
-        listAll('list nodes', async (p) => {
-          const r = await kube.core.listNode(p);
-          return { items: r.items.map(nodeFacts), metadata: r.metadata };
-        }, limit),
-        listAll('list pods', async (p) => {
-          const r = await kube.core.listPodForAllNamespaces(p);
-          // Beside each pod's facts, the drain's facts of the few with no controller (bare pods).
-          return { items: r.items.map((pod) => ({ facts: podFacts(pod), uncontrolled: uncontrolledPod(pod) })), metadata: r.metadata };
-        }, limit),
-        listAll('list PodDisruptionBudgets', async (p) => {
-          const r = await kube.policy.listPodDisruptionBudgetForAllNamespaces(p);
-          return { items: r.items.map(pdbFacts), metadata: r.metadata };
-        }, limit),
+        listAll(
+          'list nodes',
+          async (p) => {
+            const r = await kube.core.listNode(p);
+            return { items: r.items.map(nodeFacts), metadata: r.metadata };
+          },
+          limit,
+        ),
+        listAll(
+          'list pods',
+          async (p) => {
+            const r = await kube.core.listPodForAllNamespaces(p);
+            // Beside each pod's facts, the drain's facts of the few with no controller (bare pods).
+            return { items: r.items.map((pod) => ({ facts: podFacts(pod), uncontrolled: uncontrolledPod(pod) })), metadata: r.metadata };
+          },
+          limit,
+        ),
+        listAll(
+          'list PodDisruptionBudgets',
+          async (p) => {
+            const r = await kube.policy.listPodDisruptionBudgetForAllNamespaces(p);
+            return { items: r.items.map(pdbFacts), metadata: r.metadata };
+          },
+          limit,
+        ),
         kubeCall('read kube-system/kubeadm-config', () =>
-          readClusterVersion(() => kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' }), problems)),
+          readClusterVersion(() => kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' }), problems),
+        ),
       ]);
       const pods = listed.map((p) => p.facts);
-      const bare = barePodsOf(listed.flatMap((p) => p.uncontrolled ?? []), { ignoreDaemonSets: config.drain.ignoreDaemonSets, deleteEmptyDirData: config.drain.deleteEmptyDirData });
+      const bare = barePodsOf(
+        listed.flatMap((p) => p.uncontrolled ?? []),
+        { ignoreDaemonSets: config.drain.ignoreDaemonSets, deleteEmptyDirData: config.drain.deleteEmptyDirData },
+      );
       const nodes = nodeList.sort((a, b) => compareNatural(a.name, b.name));
       for (const n of nodes) {
-        if (!versionOrUndefined(n.kubeletVersion)) problems.push(`node ${n.name} reports kubelet version ${JSON.stringify(n.kubeletVersion)}, not a Kubernetes version`);
+        if (!versionOrUndefined(n.kubeletVersion))
+          problems.push(`node ${n.name} reports kubelet version ${JSON.stringify(n.kubeletVersion)}, not a Kubernetes version`);
       }
       const { controlPlane, kubeProxies } = componentVersions(pods, problems);
       for (const n of nodes) {

@@ -15,7 +15,10 @@ export function kubeApiFromFile(kubeconfigPath: string, context?: string): KubeA
   kc.loadFromFile(kubeconfigPath);
   if (context) kc.setCurrentContext(context);
   return {
-    core: kc.makeApiClient(CoreV1Api), apps: kc.makeApiClient(AppsV1Api), policy: kc.makeApiClient(PolicyV1Api), coordination: kc.makeApiClient(CoordinationV1Api),
+    core: kc.makeApiClient(CoreV1Api),
+    apps: kc.makeApiClient(AppsV1Api),
+    policy: kc.makeApiClient(PolicyV1Api),
+    coordination: kc.makeApiClient(CoordinationV1Api),
   };
 }
 

@@ -28,7 +28,9 @@ export function packageTimeouts(access: ClusterAccess): { readMs: number; instal
 
 export function checkPackages(packages: unknown): KubePackage[] {
   if (!Array.isArray(packages) || packages.length === 0) throw invalid('packages must be a non-empty list of kubeadm, kubelet, kubectl');
-  for (const p of packages) if (!(KUBE_PACKAGES as readonly unknown[]).includes(p)) throw invalid(`unknown package ${JSON.stringify(p)} (kubeadm, kubelet or kubectl)`);
+  for (const p of packages)
+    if (!(KUBE_PACKAGES as readonly unknown[]).includes(p))
+      throw invalid(`unknown package ${JSON.stringify(p)} (kubeadm, kubelet or kubectl)`);
   return KUBE_PACKAGES.filter((p) => packages.includes(p));
 }
 
@@ -36,7 +38,12 @@ export function checkPackages(packages: unknown): KubePackage[] {
  * The packages not at `version` yet, given what is installed; a package newer than `version` stops
  * here: going back is the etcd snapshot's job, never the package manager's.
  */
-export function pendingPackages(node: string, version: string, packages: readonly KubePackage[], installed: Partial<Record<KubePackage, string>>): KubePackage[] {
+export function pendingPackages(
+  node: string,
+  version: string,
+  packages: readonly KubePackage[],
+  installed: Partial<Record<KubePackage, string>>,
+): KubePackage[] {
   const pending: KubePackage[] = [];
   for (const p of packages) {
     const current = installed[p];

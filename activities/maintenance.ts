@@ -43,13 +43,15 @@ export interface MaintenancePlanFacts {
 
 /** A selector is handed to the API as is; this only keeps out what no selector has (and what a log line should not hold). */
 function checkSelector(selector: unknown): string {
-  if (typeof selector !== 'string' || selector === '' || selector.length > 1024 || /[\0\n\r]/.test(selector)) throw invalid(`invalid label selector ${shown(selector)}`);
+  if (typeof selector !== 'string' || selector === '' || selector.length > 1024 || /[\0\n\r]/.test(selector))
+    throw invalid(`invalid label selector ${shown(selector)}`);
   return selector;
 }
 
 function checkForce(force: unknown): string[] {
   if (force === undefined) return [];
-  if (!Array.isArray(force) || !force.every((f) => typeof f === 'string' && /^[a-z0-9][-a-z0-9.]*\/[a-z0-9][-a-z0-9.]*$/.test(f))) throw invalid('force must be a list of namespace/name');
+  if (!Array.isArray(force) || !force.every((f) => typeof f === 'string' && /^[a-z0-9][-a-z0-9.]*\/[a-z0-9][-a-z0-9.]*$/.test(f)))
+    throw invalid('force must be a list of namespace/name');
   return force as string[];
 }
 
@@ -62,7 +64,8 @@ export function createMaintenanceActivities(deps: { clusters: ClusterResolver })
      */
     async planMaintenance(input: PlanMaintenanceInput): Promise<MaintenancePlanFacts> {
       const { kube, config } = deps.clusters(input.cluster);
-      if ((input.selector === undefined) === (input.nodes === undefined)) throw invalid('name the nodes by a selector or by name, not both and not neither');
+      if ((input.selector === undefined) === (input.nodes === undefined))
+        throw invalid('name the nodes by a selector or by name, not both and not neither');
       const force = checkForce(input.force);
       let nodes: MaintenanceNode[];
       const missing: string[] = [];
@@ -88,11 +91,18 @@ export function createMaintenanceActivities(deps: { clusters: ClusterResolver })
       const options = { ignoreDaemonSets: config.drain.ignoreDaemonSets, deleteEmptyDirData: config.drain.deleteEmptyDirData, force };
       for (const node of nodes) {
         const { plan } = await readNodeDrainState(kube, node.name, options);
-        for (const b of plan.blockers) if (b.override === 'force') unmanaged.push({ namespace: b.pod.namespace, name: b.pod.name, node: node.name });
+        for (const b of plan.blockers)
+          if (b.override === 'force') unmanaged.push({ namespace: b.pod.namespace, name: b.pod.name, node: node.name });
         for (const w of plan.warnings) if (/forced by name/.test(w.reason)) forced.push(`${w.pod.namespace}/${w.pod.name}`);
       }
-      return { nodes, missing, unmanaged, forced, hasCommand: config.maintenance !== undefined,
-        ...(config.maintenanceWindows?.length ? { maintenanceWindows: config.maintenanceWindows } : {}) };
+      return {
+        nodes,
+        missing,
+        unmanaged,
+        forced,
+        hasCommand: config.maintenance !== undefined,
+        ...(config.maintenanceWindows?.length ? { maintenanceWindows: config.maintenanceWindows } : {}),
+      };
     },
 
     /**
@@ -106,11 +116,21 @@ export function createMaintenanceActivities(deps: { clusters: ClusterResolver })
       const node = checkNode(input.node);
       const maintenance = access.config.maintenance;
       if (!maintenance) {
-        throw ApplicationFailure.create({ type: ErrorType.ClusterConfigInvalid, nonRetryable: true, message: `cluster ${input.cluster} has no maintenance.command in its configuration` });
+        throw ApplicationFailure.create({
+          type: ErrorType.ClusterConfigInvalid,
+          nonRetryable: true,
+          message: `cluster ${input.cluster} has no maintenance.command in its configuration`,
+        });
       }
       const started = Date.now();
       const scope = hostActivityScope();
-      await run(access, node, maintenance.command, { timeoutMs: maintenance.timeoutSeconds * 1000, sudo: true, signal: scope.signal }, 'the maintenance command');
+      await run(
+        access,
+        node,
+        maintenance.command,
+        { timeoutMs: maintenance.timeoutSeconds * 1000, sudo: true, signal: scope.signal },
+        'the maintenance command',
+      );
       return { node, seconds: Math.round((Date.now() - started) / 1000) };
     },
   };

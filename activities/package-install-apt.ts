@@ -33,11 +33,21 @@ async function auditDpkg(access: ClusterAccess, node: string, signal?: AbortSign
 
 /** `dpkg --configure -a`, as apt asks after an interrupted install; runs the packages' scripts, so heartbeated. */
 async function configurePending(access: ClusterAccess, node: string, scope: HostActivityScope): Promise<void> {
-  await run(access, node, ['dpkg', '--configure', '-a'], { timeoutMs: timeouts(access).installMs, sudo: true, env: APT_ENV, signal: scope.signal });
+  await run(access, node, ['dpkg', '--configure', '-a'], {
+    timeoutMs: timeouts(access).installMs,
+    sudo: true,
+    env: APT_ENV,
+    signal: scope.signal,
+  });
 }
 
 /** installPackages on an apt node (input checked by the caller). */
-export async function installWithApt(access: ClusterAccess, node: string, version: string, packages: readonly KubePackage[]): Promise<InstallPackagesResult> {
+export async function installWithApt(
+  access: ClusterAccess,
+  node: string,
+  version: string,
+  packages: readonly KubePackage[],
+): Promise<InstallPackagesResult> {
   const scope = hostActivityScope();
   const { signal } = scope;
   const { readMs, installMs } = timeouts(access);
@@ -73,8 +83,11 @@ export async function installWithApt(access: ClusterAccess, node: string, versio
     for (const p of pending) {
       const exact = packageVersionFor(offered, p, version);
       if (!exact) {
-        throw ApplicationFailure.create({ type: ErrorType.VersionNotAvailable, nonRetryable: true,
-          message: `the package repository of ${node} offers no ${p} ${version} (newest offered: ${offered.find((e) => e.package === p)?.packageVersion ?? 'none'})` });
+        throw ApplicationFailure.create({
+          type: ErrorType.VersionNotAvailable,
+          nonRetryable: true,
+          message: `the package repository of ${node} offers no ${p} ${version} (newest offered: ${offered.find((e) => e.package === p)?.packageVersion ?? 'none'})`,
+        });
       }
       targets[p] = exact;
     }
@@ -86,9 +99,22 @@ export async function installWithApt(access: ClusterAccess, node: string, versio
     const toUnhold = pending.filter((p) => holds.has(p));
     if (toUnhold.length) await run(access, node, ['apt-mark', 'unhold', ...toUnhold], { ...root, timeoutMs: readMs });
     for (const p of toUnhold) holds.delete(p);
-    const argv = ['apt-get', 'install', '-y', '-q', ...LOCK_WAIT, '-o', 'Dpkg::Options::=--force-confold', ...pending.map((p) => `${p}=${targets[p]}`)];
-    const install = () => heartbeatWhile(scope, () => ({ node, step: 'apt-get install', packages: pending }),
-      access.shell.exec(node, argv, { ...root, timeoutMs: installMs }));
+    const argv = [
+      'apt-get',
+      'install',
+      '-y',
+      '-q',
+      ...LOCK_WAIT,
+      '-o',
+      'Dpkg::Options::=--force-confold',
+      ...pending.map((p) => `${p}=${targets[p]}`),
+    ];
+    const install = () =>
+      heartbeatWhile(
+        scope,
+        () => ({ node, step: 'apt-get install', packages: pending }),
+        access.shell.exec(node, argv, { ...root, timeoutMs: installMs }),
+      );
     let result = await install();
     if (result.exitCode !== 0 && DPKG_INTERRUPTED.test(result.stderr)) {
       // Someone else's install was cut short (the audit above found none of ours): repair as apt asks, once.

@@ -17,7 +17,12 @@ import { packageVersionFor, type MadisonEntry } from './parsers/madison.js';
 export const DISABLE_EXCLUDES = `--disableexcludes=${DNF_REPO_ID}`;
 
 /** What `rpm -q` says is installed of `packages` (a package not installed is simply absent). */
-export async function rpmInstalled(access: ClusterAccess, node: string, packages: readonly string[], signal?: AbortSignal): Promise<Record<string, string>> {
+export async function rpmInstalled(
+  access: ClusterAccess,
+  node: string,
+  packages: readonly string[],
+  signal?: AbortSignal,
+): Promise<Record<string, string>> {
   const argv = ['rpm', '-q', '--qf', RPM_QUERY_FORMAT, ...packages];
   const r = await access.shell.exec(node, argv, { timeoutMs: packageTimeouts(access).readMs, signal });
   // rpm's exit code counts the packages not installed; only a failure to query is an error.
@@ -26,13 +31,23 @@ export async function rpmInstalled(access: ClusterAccess, node: string, packages
 }
 
 /** Every version of `packages` the node's enabled repositories offer, exclusions lifted, as the SSH user. */
-export async function dnfOffered(access: ClusterAccess, node: string, packages: readonly string[], options: { refresh?: boolean; signal?: AbortSignal } = {}): Promise<MadisonEntry[]> {
+export async function dnfOffered(
+  access: ClusterAccess,
+  node: string,
+  packages: readonly string[],
+  options: { refresh?: boolean; signal?: AbortSignal } = {},
+): Promise<MadisonEntry[]> {
   const argv = ['dnf', 'list', '--showduplicates', '-q', DISABLE_EXCLUDES, ...(options.refresh ? ['--refresh'] : []), ...packages];
   return parseDnfList((await run(access, node, argv, { timeoutMs: packageTimeouts(access).installMs, signal: options.signal })).stdout);
 }
 
 /** installPackages on a dnf node (input checked by the caller). */
-export async function installWithDnf(access: ClusterAccess, node: string, version: string, packages: readonly KubePackage[]): Promise<InstallPackagesResult> {
+export async function installWithDnf(
+  access: ClusterAccess,
+  node: string,
+  version: string,
+  packages: readonly KubePackage[],
+): Promise<InstallPackagesResult> {
   const scope = hostActivityScope();
   const { signal } = scope;
   const { installMs } = packageTimeouts(access);
@@ -45,18 +60,25 @@ export async function installWithDnf(access: ClusterAccess, node: string, versio
   if (pending.length > 0) {
     let offered = await dnfOffered(access, node, pending, { signal });
     // dnf's metadata may predate the release (metadata_expire): fetch it afresh once, then ask again.
-    if (pending.some((p) => !packageVersionFor(offered, p, version))) offered = await dnfOffered(access, node, pending, { refresh: true, signal });
+    if (pending.some((p) => !packageVersionFor(offered, p, version)))
+      offered = await dnfOffered(access, node, pending, { refresh: true, signal });
     const targets = pending.map((p) => {
       const exact = packageVersionFor(offered, p, version);
       if (!exact) {
-        throw ApplicationFailure.create({ type: ErrorType.VersionNotAvailable, nonRetryable: true,
-          message: `the package repository of ${node} offers no ${p} ${version} (newest offered: ${offered.find((e) => e.package === p)?.packageVersion ?? 'none'})` });
+        throw ApplicationFailure.create({
+          type: ErrorType.VersionNotAvailable,
+          nonRetryable: true,
+          message: `the package repository of ${node} offers no ${p} ${version} (newest offered: ${offered.find((e) => e.package === p)?.packageVersion ?? 'none'})`,
+        });
       }
       return [p, exact] as const;
     });
     const argv = ['dnf', 'install', '-y', '-q', DISABLE_EXCLUDES, ...targets.map(([p, v]) => `${p}-${v}`)];
-    const result = await heartbeatWhile(scope, () => ({ node, step: 'dnf install', packages: pending }),
-      access.shell.exec(node, argv, { sudo: true, timeoutMs: installMs, signal }));
+    const result = await heartbeatWhile(
+      scope,
+      () => ({ node, step: 'dnf install', packages: pending }),
+      access.shell.exec(node, argv, { sudo: true, timeoutMs: installMs, signal }),
+    );
     if (result.exitCode !== 0) throw commandFailed(node, argv, result);
     for (const [p, v] of targets) current[p] = v;
   }

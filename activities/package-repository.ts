@@ -20,7 +20,16 @@ import { dnfOffered } from './package-install-dnf.js';
 import { parseDnfList } from './parsers/dnf-list.js';
 import { parseMadison } from './parsers/madison.js';
 import {
-  APT_KUBERNETES_LIST, DNF_KUBERNETES_REPO, DNF_REPO_ID, maskUrlCredentials, minorOfVersion, nextMinor, parseAptKubernetesList, parseDnfKubernetesRepo, sedMinorExpression, withMinor,
+  APT_KUBERNETES_LIST,
+  DNF_KUBERNETES_REPO,
+  DNF_REPO_ID,
+  maskUrlCredentials,
+  minorOfVersion,
+  nextMinor,
+  parseAptKubernetesList,
+  parseDnfKubernetesRepo,
+  sedMinorExpression,
+  withMinor,
   type RepositoryFile,
 } from './parsers/kubernetes-repository.js';
 
@@ -53,14 +62,18 @@ interface RepositoryTool {
 }
 
 /** Package versions of a listing that offers kubeadm, as Kubernetes versions. */
-const kubeadmVersions = (entries: readonly { package: string; version: string }[]): string[] => [...new Set(entries.filter((e) => e.package === 'kubeadm').map((e) => e.version))];
+const kubeadmVersions = (entries: readonly { package: string; version: string }[]): string[] => [
+  ...new Set(entries.filter((e) => e.package === 'kubeadm').map((e) => e.version)),
+];
 
 const TOOLS: Record<PackageManager, RepositoryTool> = {
   apt: {
     file: APT_KUBERNETES_LIST,
     parse: parseAptKubernetesList,
     offeredHere: async (access, node, signal) =>
-      kubeadmVersions(parseMadison((await run(access, node, ['apt-cache', 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout)),
+      kubeadmVersions(
+        parseMadison((await run(access, node, ['apt-cache', 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout),
+      ),
     probe: probeAptMinor,
     refresh: { argv: ['apt-get', 'update', '-q', ...LOCK_WAIT], env: APT_ENV },
   },
@@ -84,21 +97,33 @@ export async function readRepository(access: ClusterAccess, node: string, signal
   if (r.exitCode === 0) return { file, text: r.stdout, parsed: tool.parse(r.stdout) };
   if (/No such file or directory/.test(r.stderr)) return { file };
   if (/Permission denied/.test(r.stderr)) {
-    throw failure(ErrorType.RepositoryUnreadable,
-      `cannot read ${file} on ${node} as ${access.config.ssh.user}: Permission denied (skewless reads it to learn and switch the node's Kubernetes minor; the install guide leaves it mode 0644)`);
+    throw failure(
+      ErrorType.RepositoryUnreadable,
+      `cannot read ${file} on ${node} as ${access.config.ssh.user}: Permission denied (skewless reads it to learn and switch the node's Kubernetes minor; the install guide leaves it mode 0644)`,
+    );
   }
   throw commandFailed(node, argv, r);
 }
 
 /** apt's update or dnf's metadata download met a 404 for the repository: the mirror has no such minor. */
-const isNotFound = (r: ExecResult): boolean => /404\s+Not Found|does not have a Release file|Status code: 404 for/.test(`${r.stdout}\n${r.stderr}`);
+const isNotFound = (r: ExecResult): boolean =>
+  /404\s+Not Found|does not have a Release file|Status code: 404 for/.test(`${r.stdout}\n${r.stderr}`);
 
 /**
  * Runs a probe in a directory of its own under /tmp on the node, holding `name` (the repository
  * file at the probed minor, uploaded over SFTP: a URL's credentials never go into a command line),
  * and removes it afterwards. undefined: the node cannot take uploads, so nothing is probed.
  */
-async function inProbeDir<T>(access: ClusterAccess, node: string, kind: string, name: string, text: string, probe: (dir: string) => Promise<T>, signal?: AbortSignal, subdir?: string): Promise<T | undefined> {
+async function inProbeDir<T>(
+  access: ClusterAccess,
+  node: string,
+  kind: string,
+  name: string,
+  text: string,
+  probe: (dir: string) => Promise<T>,
+  signal?: AbortSignal,
+  subdir?: string,
+): Promise<T | undefined> {
   const upload = access.shell.upload?.bind(access.shell);
   if (!upload) return undefined;
   const dir = `/tmp/skewless-${kind}-probe-${randomUUID()}`;
@@ -118,19 +143,46 @@ async function inProbeDir<T>(access: ClusterAccess, node: string, kind: string, 
  * apt: a source list of the one line (the node's, at `minor`) and a lists directory of the probe's
  * own, for an `apt-get update` and `apt-cache madison` run as the SSH user.
  */
-function probeAptMinor(access: ClusterAccess, node: string, text: string, minor: string, signal?: AbortSignal): Promise<string[] | undefined> {
-  return inProbeDir(access, node, 'apt', 'sources.list', withMinor(text, minor), async (dir) => {
-    const apt = ['-o', `Dir::Etc::SourceList=${dir}/sources.list`, '-o', 'Dir::Etc::SourceParts=-', '-o', `Dir::State::Lists=${dir}/lists`,
-      '-o', 'Dir::Cache::pkgcache=', '-o', 'Dir::Cache::srcpkgcache='];
-    const update = ['apt-get', 'update', '-q', ...apt];
-    const r = await access.shell.exec(node, update, { timeoutMs: installMs(access), env: APT_ENV, signal });
-    if (r.exitCode !== 0) {
-      // The mirror answers 404 for a minor it does not have (yet): the look ahead ends there.
-      if (isNotFound(r)) return undefined;
-      throw commandFailed(node, update, r);
-    }
-    return kubeadmVersions(parseMadison((await run(access, node, ['apt-cache', ...apt, 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout));
-  }, signal, 'lists');
+function probeAptMinor(
+  access: ClusterAccess,
+  node: string,
+  text: string,
+  minor: string,
+  signal?: AbortSignal,
+): Promise<string[] | undefined> {
+  return inProbeDir(
+    access,
+    node,
+    'apt',
+    'sources.list',
+    withMinor(text, minor),
+    async (dir) => {
+      const apt = [
+        '-o',
+        `Dir::Etc::SourceList=${dir}/sources.list`,
+        '-o',
+        'Dir::Etc::SourceParts=-',
+        '-o',
+        `Dir::State::Lists=${dir}/lists`,
+        '-o',
+        'Dir::Cache::pkgcache=',
+        '-o',
+        'Dir::Cache::srcpkgcache=',
+      ];
+      const update = ['apt-get', 'update', '-q', ...apt];
+      const r = await access.shell.exec(node, update, { timeoutMs: installMs(access), env: APT_ENV, signal });
+      if (r.exitCode !== 0) {
+        // The mirror answers 404 for a minor it does not have (yet): the look ahead ends there.
+        if (isNotFound(r)) return undefined;
+        throw commandFailed(node, update, r);
+      }
+      return kubeadmVersions(
+        parseMadison((await run(access, node, ['apt-cache', ...apt, 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout),
+      );
+    },
+    signal,
+    'lists',
+  );
 }
 
 /**
@@ -138,16 +190,30 @@ function probeAptMinor(access: ClusterAccess, node: string, text: string, minor:
  * (`--setopt=reposdir=`), its exclusions lifted, listed by `dnf list --showduplicates` as the SSH
  * user (dnf keeps a user's metadata cache apart from root's).
  */
-function probeDnfMinor(access: ClusterAccess, node: string, text: string, minor: string, signal?: AbortSignal): Promise<string[] | undefined> {
-  return inProbeDir(access, node, 'dnf', 'kubernetes.repo', withMinor(text, minor), async (dir) => {
-    const list = ['dnf', 'list', '--showduplicates', '-q', '--disableexcludes=all', `--setopt=reposdir=${dir}`, 'kubeadm'];
-    const r = await access.shell.exec(node, list, { timeoutMs: installMs(access), signal });
-    if (r.exitCode !== 0) {
-      if (isNotFound(r)) return undefined;
-      throw commandFailed(node, list, r);
-    }
-    return kubeadmVersions(parseDnfList(r.stdout));
-  }, signal);
+function probeDnfMinor(
+  access: ClusterAccess,
+  node: string,
+  text: string,
+  minor: string,
+  signal?: AbortSignal,
+): Promise<string[] | undefined> {
+  return inProbeDir(
+    access,
+    node,
+    'dnf',
+    'kubernetes.repo',
+    withMinor(text, minor),
+    async (dir) => {
+      const list = ['dnf', 'list', '--showduplicates', '-q', '--disableexcludes=all', `--setopt=reposdir=${dir}`, 'kubeadm'];
+      const r = await access.shell.exec(node, list, { timeoutMs: installMs(access), signal });
+      if (r.exitCode !== 0) {
+        if (isNotFound(r)) return undefined;
+        throw commandFailed(node, list, r);
+      }
+      return kubeadmVersions(parseDnfList(r.stdout));
+    },
+    signal,
+  );
 }
 
 /**
@@ -190,9 +256,17 @@ function refuseMissingMinor(node: string, file: string, from: string, missing: s
   const wanted = targetMinor(to, []);
   const asVersion = (minor: string) => parseVersion(`${minor}.0`);
   // Another major, or a minor before the missing one: the rules' to judge (across majors, never).
-  if (wanted === undefined || asVersion(wanted).major !== asVersion(from).major || compareVersions(asVersion(wanted), asVersion(missing)) < 0) return;
+  if (
+    wanted === undefined ||
+    asVersion(wanted).major !== asVersion(from).major ||
+    compareVersions(asVersion(wanted), asVersion(missing)) < 0
+  )
+    return;
   const skip = wanted === missing ? '' : `, and minors cannot be skipped (${from} → ${wanted})`;
-  throw failure(ErrorType.MissingRelease, `no ${missing}.x release is available: the mirror of ${file} on ${node} has no v${missing} repository (404)${skip}; nothing was installed`);
+  throw failure(
+    ErrorType.MissingRelease,
+    `no ${missing}.x release is available: the mirror of ${file} on ${node} has no v${missing} repository (404)${skip}; nothing was installed`,
+  );
 }
 
 /** The minor a target needs, where it names one beyond what is offered (an exact version, a minor, next-minor). */
@@ -214,9 +288,16 @@ function targetMinor(to: string, offered: readonly string[]): string | undefined
 const compareNewestFirst = (a: string, b: string): number => compareVersions(parseVersion(b), parseVersion(a));
 
 function layoutRefusal(node: string, repo: RepositoryState, minor: string): ApplicationFailure {
-  const why = repo.text === undefined ? 'there is no such file' : repo.parsed?.layout === 'unrecognised' ? repo.parsed.why : 'it is not the install guide\'s layout';
-  return failure(ErrorType.RepositoryLayoutUnknown,
-    `${node}: ${repo.file} offers no ${minor}.x and skewless does not rewrite it: ${why}; point it at v${minor} yourself (kubernetes.io: "Changing the package repository"), then retry`);
+  const why =
+    repo.text === undefined
+      ? 'there is no such file'
+      : repo.parsed?.layout === 'unrecognised'
+        ? repo.parsed.why
+        : "it is not the install guide's layout";
+  return failure(
+    ErrorType.RepositoryLayoutUnknown,
+    `${node}: ${repo.file} offers no ${minor}.x and skewless does not rewrite it: ${why}; point it at v${minor} yourself (kubernetes.io: "Changing the package repository"), then retry`,
+  );
 }
 
 export interface PointRepositoryResult {
@@ -235,14 +316,23 @@ export interface PointRepositoryResult {
  * otherwise the guide's file is rewritten with `sed -i`, read back, and the lists refreshed. A minor
  * the mirror lacks (the update's 404) puts the file back as it was: nothing is installed from it.
  */
-export async function pointPackageRepository(access: ClusterAccess, input: { node: string; version: string }): Promise<PointRepositoryResult> {
+export async function pointPackageRepository(
+  access: ClusterAccess,
+  input: { node: string; version: string },
+): Promise<PointRepositoryResult> {
   const node = checkNode(input.node);
   const version = checkVersion(input.version);
   const minor = minorOfVersion(version);
   const { signal } = hostActivityScope();
   const tool = toolOf(access);
   const repo = await readRepository(access, node, signal);
-  const done = (changed: boolean, previous?: string): PointRepositoryResult => ({ node, file: repo.file, minor, changed, ...(previous ? { previous } : {}) });
+  const done = (changed: boolean, previous?: string): PointRepositoryResult => ({
+    node,
+    file: repo.file,
+    minor,
+    changed,
+    ...(previous ? { previous } : {}),
+  });
   if (repo.parsed?.layout !== 'per-minor' || repo.text === undefined) {
     const offered = await tool.offeredHere(access, node, signal);
     if (offered.includes(version)) return done(false);
@@ -256,17 +346,24 @@ export async function pointPackageRepository(access: ClusterAccess, input: { nod
     await run(access, node, edit, root);
     const after = await readRepository(access, node, signal);
     if (after.text !== withMinor(repo.text as string, to)) {
-      throw failure(ErrorType.VerificationFailed, `${node}: ${repo.file} does not read as expected after ${edit.join(' ')}: ${maskUrlCredentials(stderrTail(after.text ?? '(gone)', 3, 300))}`);
+      throw failure(
+        ErrorType.VerificationFailed,
+        `${node}: ${repo.file} does not read as expected after ${edit.join(' ')}: ${maskUrlCredentials(stderrTail(after.text ?? '(gone)', 3, 300))}`,
+      );
     }
   };
   const update = tool.refresh.argv;
-  const refresh = () => access.shell.exec(node, update, { ...root, timeoutMs: installMs(access), ...(tool.refresh.env ? { env: tool.refresh.env } : {}) });
+  const refresh = () =>
+    access.shell.exec(node, update, { ...root, timeoutMs: installMs(access), ...(tool.refresh.env ? { env: tool.refresh.env } : {}) });
   await switchTo(minor);
   const r = await refresh();
   if (r.exitCode !== 0 && isNotFound(r)) {
     await switchTo(from);
     await refresh();
-    throw failure(ErrorType.VersionNotAvailable, `${node}: the mirror of ${repo.file} has no v${minor} repository (404): the file was put back to v${from}, nothing installed`);
+    throw failure(
+      ErrorType.VersionNotAvailable,
+      `${node}: the mirror of ${repo.file} has no v${minor} repository (404): the file was put back to v${from}, nothing installed`,
+    );
   }
   if (r.exitCode !== 0) throw commandFailed(node, update, r);
   return done(true, repo.parsed.line);

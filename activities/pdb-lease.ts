@@ -28,13 +28,18 @@ export function leaseName(pdbs: readonly string[]): string {
   return `${LEASE_PREFIX}${createHash('sha256').update(sorted.join('+')).digest('hex').slice(0, 20)}`;
 }
 
-const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve) => {
-  const timer = setTimeout(resolve, ms);
-  signal?.addEventListener('abort', () => {
-    clearTimeout(timer);
-    resolve();
-  }, { once: true });
-});
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
 
 export class PdbLease {
   readonly name: string;
@@ -84,7 +89,11 @@ export class PdbLease {
     this.held = undefined;
     if (!held) return;
     try {
-      await this.api.deleteNamespacedLease({ name: this.name, namespace: this.namespace, body: { preconditions: { resourceVersion: held.resourceVersion } } });
+      await this.api.deleteNamespacedLease({
+        name: this.name,
+        namespace: this.namespace,
+        body: { preconditions: { resourceVersion: held.resourceVersion } },
+      });
     } catch {
       // 404/409: gone, or someone else's now; anything else (the API away): it expires on its own.
     }
@@ -128,7 +137,13 @@ export class PdbLease {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: { name: this.name, namespace: this.namespace, annotations: { [LEASE_PDBS_ANNOTATION]: [...this.pdbs].sort().join(',') } },
-      spec: { holderIdentity: this.holder, leaseDurationSeconds: this.seconds, acquireTime: now, renewTime: now, leaseTransitions: transitions },
+      spec: {
+        holderIdentity: this.holder,
+        leaseDurationSeconds: this.seconds,
+        acquireTime: now,
+        renewTime: now,
+        leaseTransitions: transitions,
+      },
     };
   }
 }

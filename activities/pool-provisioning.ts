@@ -55,22 +55,26 @@ export const MAX_POOL_MACHINES = 200;
 const CREATE_CONCURRENCY = 4;
 const JOIN_POLL_MS = 2_000;
 
-const refuse = (message: string): ApplicationFailure => ApplicationFailure.create({ type: ErrorType.BlueGreenInvalid, message, nonRetryable: true });
+const refuse = (message: string): ApplicationFailure =>
+  ApplicationFailure.create({ type: ErrorType.BlueGreenInvalid, message, nonRetryable: true });
 
 function checkPoolName(pool: unknown, what: string): string {
-  if (typeof pool !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(pool) || pool.length > 50) throw invalid(`${what} must be a pool name, got ${shown(pool)}`);
+  if (typeof pool !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(pool) || pool.length > 50)
+    throw invalid(`${what} must be a pool name, got ${shown(pool)}`);
   return pool;
 }
 
 function checkNames(names: unknown): string[] {
-  if (!Array.isArray(names) || names.length === 0 || names.length > MAX_POOL_MACHINES) throw invalid(`names must be a list of 1 to ${MAX_POOL_MACHINES} node names`);
+  if (!Array.isArray(names) || names.length === 0 || names.length > MAX_POOL_MACHINES)
+    throw invalid(`names must be a list of 1 to ${MAX_POOL_MACHINES} node names`);
   const checked = names.map(checkNode);
   if (new Set(checked).size !== checked.length) throw invalid('names must not repeat a node');
   return checked;
 }
 
 function checkLabels(labels: unknown): Record<string, string> {
-  if (typeof labels !== 'object' || labels === null || Array.isArray(labels)) throw invalid('labels must be a mapping of label keys to values');
+  if (typeof labels !== 'object' || labels === null || Array.isArray(labels))
+    throw invalid('labels must be a mapping of label keys to values');
   for (const [k, v] of Object.entries(labels)) {
     if (!isLabelKey(k) || typeof v !== 'string' || !isLabelValue(v)) throw invalid(`invalid label ${shown(k)}=${shown(v)}`);
   }
@@ -83,14 +87,19 @@ function poolOf(access: ClusterAccess, cluster: string, pool: string): PoolConfi
   const found = Object.hasOwn(pools, pool) ? pools[pool] : undefined;
   if (!found) {
     const known = Object.keys(pools);
-    throw refuse(`cluster ${cluster} has no pool ${pool} in its configuration (${known.length ? `pools: ${known.join(', ')}` : 'no pools: configured'})`);
+    throw refuse(
+      `cluster ${cluster} has no pool ${pool} in its configuration (${known.length ? `pools: ${known.join(', ')}` : 'no pools: configured'})`,
+    );
   }
   return found;
 }
 
 function provisioningOf(access: ClusterAccess, cluster: string): ProvisioningConfig {
   const p = access.config.provisioning;
-  if (!p) throw refuse(`cluster ${cluster} has no provisioning in its configuration: blue/green needs a provider to create and remove machines (provisioning.provider)`);
+  if (!p)
+    throw refuse(
+      `cluster ${cluster} has no provisioning in its configuration: blue/green needs a provider to create and remove machines (provisioning.provider)`,
+    );
   return p;
 }
 
@@ -107,10 +116,16 @@ const kubeletOf = (node: V1Node): string => {
 /** The oldest kube-apiserver's version, from the mirror pods' images; kubeadm-config's when none is seen. */
 async function controlPlaneVersion(access: ClusterAccess): Promise<string> {
   const { items } = await kubeCall('list kube-apiserver pods', () =>
-    access.kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'component=kube-apiserver' }));
-  const versions = items.map((p) => imageVersion(p.spec?.containers[0]?.image)).filter((v): v is string => v !== undefined).map((v) => parseVersion(v));
+    access.kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'component=kube-apiserver' }),
+  );
+  const versions = items
+    .map((p) => imageVersion(p.spec?.containers[0]?.image))
+    .filter((v): v is string => v !== undefined)
+    .map((v) => parseVersion(v));
   if (versions.length > 0) return versions.sort(compareVersions)[0]!.text;
-  const cm = await kubeCall('read kube-system/kubeadm-config', () => access.kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' }));
+  const cm = await kubeCall('read kube-system/kubeadm-config', () =>
+    access.kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' }),
+  );
   const recorded = versionOrUndefined(/^kubernetesVersion:\s*v?(\S+)\s*$/m.exec(cm.data?.ClusterConfiguration ?? '')?.[1]);
   if (!recorded) throw refuse('no kube-apiserver version found (no mirror pod with a version tag, nothing in kubeadm-config)');
   return recorded;
@@ -130,7 +145,9 @@ function notJoined(node: V1Node | undefined, version: string, labels: Record<str
   const kubelet = kubeletOf(node);
   if (kubelet !== version) return `kubelet ${kubelet || 'unknown'}, not ${version}`;
   const have = node.metadata?.labels ?? {};
-  const missing = Object.entries(labels).filter(([k, v]) => have[k] !== v).map(([k, v]) => `${k}=${v}`);
+  const missing = Object.entries(labels)
+    .filter(([k, v]) => have[k] !== v)
+    .map(([k, v]) => `${k}=${v}`);
   if (missing.length) return `without label ${missing.join(',')}`;
   return undefined;
 }
@@ -180,21 +197,35 @@ export function createPoolActivities(deps: { clusters: ClusterResolver; provider
       const blue = poolOf(access, input.cluster, from);
       const green = poolOf(access, input.cluster, to);
       if (from === to) throw refuse(`from and to are the same pool ${from}`);
-      if (labelsText(blue.labels) === labelsText(green.labels)) throw refuse(`pools ${from} and ${to} have the same selector ${blue.selector}`);
+      if (labelsText(blue.labels) === labelsText(green.labels))
+        throw refuse(`pools ${from} and ${to} have the same selector ${blue.selector}`);
 
       const nodes = await listNodes(access);
       const blueNodes = nodes.filter((n) => inPool(n, blue)).sort((a, b) => compareNatural(nameOf(a), nameOf(b)));
       if (blueNodes.length === 0) throw refuse(`pool ${from} (${blue.selector}) has no nodes: nothing to replace`);
       const controlPlanes = blueNodes.filter((n) => CONTROL_PLANE_LABEL in (n.metadata?.labels ?? {})).map(nameOf);
-      if (controlPlanes.length) throw refuse(`pool ${from} (${blue.selector}) selects control-plane node${controlPlanes.length > 1 ? 's' : ''} ${controlPlanes.join(', ')}: blue/green replaces workers only`);
-      const greenNodes = nodes.filter((n) => inPool(n, green)).map(nameOf).sort(compareNatural);
-      if (greenNodes.length) throw refuse(`pool ${to} (${green.selector}) already has nodes: ${greenNodes.slice(0, 5).join(', ')}${greenNodes.length > 5 ? ` and ${greenNodes.length - 5} more` : ''}`);
+      if (controlPlanes.length)
+        throw refuse(
+          `pool ${from} (${blue.selector}) selects control-plane node${controlPlanes.length > 1 ? 's' : ''} ${controlPlanes.join(', ')}: blue/green replaces workers only`,
+        );
+      const greenNodes = nodes
+        .filter((n) => inPool(n, green))
+        .map(nameOf)
+        .sort(compareNatural);
+      if (greenNodes.length)
+        throw refuse(
+          `pool ${to} (${green.selector}) already has nodes: ${greenNodes.slice(0, 5).join(', ')}${greenNodes.length > 5 ? ` and ${greenNodes.length - 5} more` : ''}`,
+        );
 
       const cpVersion = await controlPlaneVersion(access);
       const target = parseVersion(version);
       const cp = parseVersion(cpVersion);
-      if (compareVersions(target, cp) > 0) throw refuse(`version ${version} is above the control plane's ${cpVersion}: a kubelet may never be newer than the apiserver; upgrade the control plane first`);
-      if (minorIndex(cp) - minorIndex(target) > 3) throw refuse(`version ${version} is more than three minors below the control plane's ${cpVersion}`);
+      if (compareVersions(target, cp) > 0)
+        throw refuse(
+          `version ${version} is above the control plane's ${cpVersion}: a kubelet may never be newer than the apiserver; upgrade the control plane first`,
+        );
+      if (minorIndex(cp) - minorIndex(target) > 3)
+        throw refuse(`version ${version} is more than three minors below the control plane's ${cpVersion}`);
 
       const used = new Set(nodes.map(nameOf));
       const count = input.count ?? blueNodes.length;
@@ -223,7 +254,10 @@ export function createPoolActivities(deps: { clusters: ClusterResolver; provider
       const provisioning = provisioningOf(access, input.cluster);
       const config = poolOf(access, input.cluster, pool);
       const lacking = Object.entries(config.labels).filter(([k, v]) => labels[k] !== v);
-      if (lacking.length) throw invalid(`labels must include pool ${pool}'s selector ${config.selector} (missing ${lacking.map(([k, v]) => `${k}=${v}`).join(',')})`);
+      if (lacking.length)
+        throw invalid(
+          `labels must include pool ${pool}'s selector ${config.selector} (missing ${lacking.map(([k, v]) => `${k}=${v}`).join(',')})`,
+        );
       const provider = providerOf(provisioning);
       const scope = hostActivityScope();
       const previous = (scope.previousDetails as { created?: unknown } | undefined)?.created;
@@ -233,13 +267,20 @@ export function createPoolActivities(deps: { clusters: ClusterResolver; provider
 
       const existing = new Map((await listNodes(access)).map((n) => [nameOf(n), n]));
       const strangers = names.filter((n) => existing.has(n) && !inPool(existing.get(n)!, config));
-      if (strangers.length) throw refuse(`node${strangers.length > 1 ? 's' : ''} ${strangers.join(', ')} already exist${strangers.length > 1 ? '' : 's'} outside pool ${pool} (${config.selector}): choose other names`);
+      if (strangers.length)
+        throw refuse(
+          `node${strangers.length > 1 ? 's' : ''} ${strangers.join(', ')} already exist${strangers.length > 1 ? '' : 's'} outside pool ${pool} (${config.selector}): choose other names`,
+        );
       const toCreate = names.filter((n) => !existing.has(n) && !created.has(n));
-      await heartbeatWhile(scope, details, inBatches(toCreate, CREATE_CONCURRENCY, async (node) => {
-        await provider.create({ node, version, pool, labels }, scope.signal);
-        created.add(node);
-        scope.heartbeat(details());
-      }));
+      await heartbeatWhile(
+        scope,
+        details,
+        inBatches(toCreate, CREATE_CONCURRENCY, async (node) => {
+          await provider.create({ node, version, pool, labels }, scope.signal);
+          created.add(node);
+          scope.heartbeat(details());
+        }),
+      );
 
       const deadline = Date.now() + provisioning.joinTimeoutSeconds * 1000;
       for (;;) {
@@ -250,8 +291,12 @@ export function createPoolActivities(deps: { clusters: ClusterResolver; provider
         if (why.length === 0) return { joined: names };
         if (Date.now() >= deadline) {
           throw ApplicationFailure.create({
-            type: ErrorType.NodeNotReady, nonRetryable: true,
-            message: `${why.length} of ${names.length} new node${names.length > 1 ? 's' : ''} did not join within ${provisioning.joinTimeoutSeconds} s (provisioning.joinTimeoutSeconds): ${why.slice(0, 5).map(([n, w]) => `${n} ${w}`).join('; ')}`,
+            type: ErrorType.NodeNotReady,
+            nonRetryable: true,
+            message: `${why.length} of ${names.length} new node${names.length > 1 ? 's' : ''} did not join within ${provisioning.joinTimeoutSeconds} s (provisioning.joinTimeoutSeconds): ${why
+              .slice(0, 5)
+              .map(([n, w]) => `${n} ${w}`)
+              .join('; ')}`,
             details: [{ pending: why.map(([n, w]) => ({ node: n, why: w })) }],
           });
         }
@@ -282,9 +327,17 @@ export function createPoolActivities(deps: { clusters: ClusterResolver; provider
         else if (CONTROL_PLANE_LABEL in (node.metadata?.labels ?? {})) problems.push(`${name} is a control plane`);
         else if (node.spec?.unschedulable !== true) problems.push(`${name} is not cordoned`);
         else {
-          const { items } = await kubeCall(`list pods on ${name}`, () => access.kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${name}` }));
-          const left = items.filter(stillRunning).map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).sort();
-          if (left.length) problems.push(`${name} still runs ${left.slice(0, 3).join(', ')}${left.length > 3 ? ` and ${left.length - 3} more` : ''} (drain it first)`);
+          const { items } = await kubeCall(`list pods on ${name}`, () =>
+            access.kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${name}` }),
+          );
+          const left = items
+            .filter(stillRunning)
+            .map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`)
+            .sort();
+          if (left.length)
+            problems.push(
+              `${name} still runs ${left.slice(0, 3).join(', ')}${left.length > 3 ? ` and ${left.length - 3} more` : ''} (drain it first)`,
+            );
         }
       }
       if (problems.length) throw refuse(`refusing to remove machines of pool ${pool}: ${problems.join('; ')}`);

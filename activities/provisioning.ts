@@ -31,7 +31,12 @@ export interface MachineProvider {
 }
 
 const failed = (message: string, nonRetryable: boolean, details?: unknown): ApplicationFailure =>
-  ApplicationFailure.create({ type: ErrorType.ProvisionFailed, message, nonRetryable, ...(details === undefined ? {} : { details: [details] }) });
+  ApplicationFailure.create({
+    type: ErrorType.ProvisionFailed,
+    message,
+    nonRetryable,
+    ...(details === undefined ? {} : { details: [details] }),
+  });
 
 const configInvalid = (message: string): ApplicationFailure =>
   ApplicationFailure.create({ type: ErrorType.ClusterConfigInvalid, message, nonRetryable: true });
@@ -77,7 +82,8 @@ function simulationProvider(config: Extract<ProvisioningConfig, { provider: 'sim
   };
   return {
     name: 'simulation',
-    create: (r, signal) => call('POST', '/machines', `create machine ${r.node}`, { name: r.node, version: r.version, pool: r.pool, labels: r.labels }, signal),
+    create: (r, signal) =>
+      call('POST', '/machines', `create machine ${r.node}`, { name: r.node, version: r.version, pool: r.pool, labels: r.labels }, signal),
     delete: (r, signal) => call('DELETE', `/machines/${encodeURIComponent(r.node)}`, `delete machine ${r.node}`, undefined, signal),
   };
 }
@@ -185,10 +191,17 @@ function commandProvider(config: Extract<ProvisioningConfig, { provider: 'comman
     const result = await runHook(argv, hookEnvironment(values), timeoutMs, signal);
     if (result.code === 0 && !result.timedOut) return;
     const tail = stderrTail(result.output);
-    const how = result.timedOut ? `did not finish within ${config.commandTimeoutSeconds} s (provisioning.commandTimeoutSeconds)`
-      : result.code === null ? `was killed by ${result.signal}` : `exited ${result.code}`;
-    throw failed(`provisioning.${which} for ${values.node} (${argv[0]}) ${how}${tail ? `: ${tail.split('\n').at(-1)}` : ''}`, true,
-      { node: values.node, command: argv.join(' '), exitCode: result.code, outputTail: tail });
+    const how = result.timedOut
+      ? `did not finish within ${config.commandTimeoutSeconds} s (provisioning.commandTimeoutSeconds)`
+      : result.code === null
+        ? `was killed by ${result.signal}`
+        : `exited ${result.code}`;
+    throw failed(`provisioning.${which} for ${values.node} (${argv[0]}) ${how}${tail ? `: ${tail.split('\n').at(-1)}` : ''}`, true, {
+      node: values.node,
+      command: argv.join(' '),
+      exitCode: result.code,
+      outputTail: tail,
+    });
   };
   return {
     name: 'command',

@@ -6,7 +6,12 @@ import { compareNatural, selectorMatches, type LabelSelector, type NodeRole, typ
 import type { ClusterResolver } from './cluster-access.js';
 import { httpStatus, kubeCall } from './errors.js';
 import {
-  CONTROL_PLANE_COMPONENTS, CONTROL_PLANE_LABEL, imageVersion, MIRROR_ANNOTATION, versionOrUndefined, type ControlPlaneComponent,
+  CONTROL_PLANE_COMPONENTS,
+  CONTROL_PLANE_LABEL,
+  imageVersion,
+  MIRROR_ANNOTATION,
+  versionOrUndefined,
+  type ControlPlaneComponent,
 } from './inventory-facts.js';
 import { DEFAULT_PAGE_SIZE, listAll } from './inventory-pages.js';
 import { parse as parseYaml } from 'yaml';
@@ -87,15 +92,58 @@ export function createRehearsalActivities(deps: { clusters: ClusterResolver; pag
       const { kube, config } = deps.clusters(input.cluster);
       const problems: string[] = [];
       const [nodes, pods, deployments, statefulSets, daemonSets, pdbs, clusterConfig] = await Promise.all([
-        listAll('list nodes', async (p) => { const r = await kube.core.listNode(p); return { items: r.items, metadata: r.metadata }; }, limit),
-        listAll('list pods', async (p) => { const r = await kube.core.listPodForAllNamespaces(p); return { items: r.items, metadata: r.metadata }; }, limit),
-        listAll('list Deployments', async (p) => { const r = await kube.apps.listDeploymentForAllNamespaces(p); return { items: r.items, metadata: r.metadata }; }, limit),
-        listAll('list StatefulSets', async (p) => { const r = await kube.apps.listStatefulSetForAllNamespaces(p); return { items: r.items, metadata: r.metadata }; }, limit),
-        listAll('list DaemonSets', async (p) => { const r = await kube.apps.listDaemonSetForAllNamespaces(p); return { items: r.items, metadata: r.metadata }; }, limit),
-        listAll('list PodDisruptionBudgets', async (p) => { const r = await kube.policy.listPodDisruptionBudgetForAllNamespaces(p); return { items: r.items, metadata: r.metadata }; }, limit),
+        listAll(
+          'list nodes',
+          async (p) => {
+            const r = await kube.core.listNode(p);
+            return { items: r.items, metadata: r.metadata };
+          },
+          limit,
+        ),
+        listAll(
+          'list pods',
+          async (p) => {
+            const r = await kube.core.listPodForAllNamespaces(p);
+            return { items: r.items, metadata: r.metadata };
+          },
+          limit,
+        ),
+        listAll(
+          'list Deployments',
+          async (p) => {
+            const r = await kube.apps.listDeploymentForAllNamespaces(p);
+            return { items: r.items, metadata: r.metadata };
+          },
+          limit,
+        ),
+        listAll(
+          'list StatefulSets',
+          async (p) => {
+            const r = await kube.apps.listStatefulSetForAllNamespaces(p);
+            return { items: r.items, metadata: r.metadata };
+          },
+          limit,
+        ),
+        listAll(
+          'list DaemonSets',
+          async (p) => {
+            const r = await kube.apps.listDaemonSetForAllNamespaces(p);
+            return { items: r.items, metadata: r.metadata };
+          },
+          limit,
+        ),
+        listAll(
+          'list PodDisruptionBudgets',
+          async (p) => {
+            const r = await kube.policy.listPodDisruptionBudgetForAllNamespaces(p);
+            return { items: r.items, metadata: r.metadata };
+          },
+          limit,
+        ),
         kubeCall('read kube-system/kubeadm-config', async () => {
           try {
-            return (await kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' })).data?.ClusterConfiguration;
+            return (await kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' })).data
+              ?.ClusterConfiguration;
           } catch (err) {
             if (httpStatus(err) === 404) return undefined;
             throw err;
@@ -117,35 +165,56 @@ export function createRehearsalActivities(deps: { clusters: ClusterResolver; pag
       for (const p of pods) {
         const m = p.metadata ?? {};
         const component = m.labels?.component as ControlPlaneComponent | undefined;
-        if (m.namespace !== 'kube-system' || !m.annotations?.[MIRROR_ANNOTATION] || !p.spec?.nodeName || !component || !Object.hasOwn(CONTROL_PLANE_COMPONENTS, component)) continue;
+        if (
+          m.namespace !== 'kube-system' ||
+          !m.annotations?.[MIRROR_ANNOTATION] ||
+          !p.spec?.nodeName ||
+          !component ||
+          !Object.hasOwn(CONTROL_PLANE_COMPONENTS, component)
+        )
+          continue;
         const main = p.spec.containers.find((c) => c.name === component) ?? p.spec.containers[0];
         const version = imageVersion(main?.image);
-        if (!version) { problems.push(`${m.namespace}/${m.name}: its image carries no version tag`); continue; }
+        if (!version) {
+          problems.push(`${m.namespace}/${m.name}: its image carries no version tag`);
+          continue;
+        }
         const entry = components.get(p.spec.nodeName) ?? {};
         entry[CONTROL_PLANE_COMPONENTS[component]] = version;
         components.set(p.spec.nodeName, entry);
       }
 
-      const outNodes: RehearsalNode[] = nodes.map((n) => {
-        const labels = n.metadata?.labels ?? {};
-        const name = n.metadata?.name ?? '';
-        const raw = n.status?.nodeInfo?.kubeletVersion ?? '';
-        const kubelet = versionOrUndefined(raw) ?? raw;
-        if (kubelet === raw && !versionOrUndefined(raw)) problems.push(`node ${name} reports kubelet version ${JSON.stringify(raw)}`);
-        const role: NodeRole = CONTROL_PLANE_LABEL in labels ? 'control-plane' : 'worker';
-        const cp = components.get(name);
-        if (role === 'control-plane' && !cp?.apiserver) problems.push(`control-plane node ${name} has no kube-apiserver mirror pod`);
-        return {
-          name, role, kubelet,
-          ...(role === 'control-plane' ? { components: cp ?? {} } : {}),
-          labels: Object.fromEntries(Object.entries(labels).filter(([k]) => !TRANSIENT_LABELS.has(k))),
-        };
-      }).sort((a, b) => compareNatural(a.name, b.name));
+      const outNodes: RehearsalNode[] = nodes
+        .map((n) => {
+          const labels = n.metadata?.labels ?? {};
+          const name = n.metadata?.name ?? '';
+          const raw = n.status?.nodeInfo?.kubeletVersion ?? '';
+          const kubelet = versionOrUndefined(raw) ?? raw;
+          if (kubelet === raw && !versionOrUndefined(raw)) problems.push(`node ${name} reports kubelet version ${JSON.stringify(raw)}`);
+          const role: NodeRole = CONTROL_PLANE_LABEL in labels ? 'control-plane' : 'worker';
+          const cp = components.get(name);
+          if (role === 'control-plane' && !cp?.apiserver) problems.push(`control-plane node ${name} has no kube-apiserver mirror pod`);
+          return {
+            name,
+            role,
+            kubelet,
+            ...(role === 'control-plane' ? { components: cp ?? {} } : {}),
+            labels: Object.fromEntries(Object.entries(labels).filter(([k]) => !TRANSIENT_LABELS.has(k))),
+          };
+        })
+        .sort((a, b) => compareNatural(a.name, b.name));
 
       type Template = { kind: RehearsalWorkload['kind']; namespace: string; name: string; labels: Record<string, string> };
       const templates: Template[] = [];
       const workloads: RehearsalWorkload[] = [];
-      const add = (kind: RehearsalWorkload['kind'], o: { metadata?: { namespace?: string; name?: string }; spec?: { template?: { metadata?: { labels?: Record<string, string> }; spec?: V1PodSpec } } }, replicas: number) => {
+      const add = (
+        kind: RehearsalWorkload['kind'],
+        o: {
+          metadata?: { namespace?: string; name?: string };
+          spec?: { template?: { metadata?: { labels?: Record<string, string> }; spec?: V1PodSpec } };
+        },
+        replicas: number,
+      ) => {
         const namespace = o.metadata?.namespace ?? 'default';
         const name = o.metadata?.name ?? '';
         templates.push({ kind, namespace, name, labels: o.spec?.template?.metadata?.labels ?? {} });
@@ -156,20 +225,22 @@ export function createRehearsalActivities(deps: { clusters: ClusterResolver; pag
       for (const d of daemonSets) add('DaemonSet', d, d.status?.desiredNumberScheduled ?? 0);
 
       const live = pods.filter((p) => !p.metadata?.deletionTimestamp && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed');
-      const outPdbs: RehearsalPdb[] = pdbs.map((p) => {
-        const namespace = p.metadata?.namespace ?? 'default';
-        const selector = p.spec?.selector as LabelSelector | undefined;
-        // An empty or absent selector matches nothing here (policy/v1 says an empty one selects every pod in the namespace; rare).
-        const matches = (labels: Record<string, string> | undefined) => selector !== undefined && selectorMatches(selector, labels);
-        return {
-          namespace,
-          name: p.metadata?.name ?? '',
-          ...(p.spec?.minAvailable === undefined ? {} : { minAvailable: p.spec.minAvailable as number | string }),
-          ...(p.spec?.maxUnavailable === undefined ? {} : { maxUnavailable: p.spec.maxUnavailable as number | string }),
-          covers: templates.filter((t) => t.namespace === namespace && matches(t.labels)).map((t) => `${t.kind}/${t.name}`),
-          pods: live.filter((x) => x.metadata?.namespace === namespace && matches(x.metadata?.labels)).length,
-        };
-      }).sort(byNs);
+      const outPdbs: RehearsalPdb[] = pdbs
+        .map((p) => {
+          const namespace = p.metadata?.namespace ?? 'default';
+          const selector = p.spec?.selector as LabelSelector | undefined;
+          // An empty or absent selector matches nothing here (policy/v1 says an empty one selects every pod in the namespace; rare).
+          const matches = (labels: Record<string, string> | undefined) => selector !== undefined && selectorMatches(selector, labels);
+          return {
+            namespace,
+            name: p.metadata?.name ?? '',
+            ...(p.spec?.minAvailable === undefined ? {} : { minAvailable: p.spec.minAvailable as number | string }),
+            ...(p.spec?.maxUnavailable === undefined ? {} : { maxUnavailable: p.spec.maxUnavailable as number | string }),
+            covers: templates.filter((t) => t.namespace === namespace && matches(t.labels)).map((t) => `${t.kind}/${t.name}`),
+            pods: live.filter((x) => x.metadata?.namespace === namespace && matches(x.metadata?.labels)).length,
+          };
+        })
+        .sort(byNs);
 
       const barePods: RehearsalBarePod[] = [];
       const otherPods: Record<string, number> = {};
@@ -178,7 +249,13 @@ export function createRehearsalActivities(deps: { clusters: ClusterResolver; pag
         if (m.annotations?.[MIRROR_ANNOTATION]) continue; // static pods come with the node
         const owner = m.ownerReferences?.find((o) => o.controller === true);
         if (!owner) {
-          if (p.spec?.nodeName) barePods.push({ namespace: m.namespace ?? 'default', name: m.name ?? '', node: p.spec.nodeName, emptyDir: hasEmptyDir(p.spec) });
+          if (p.spec?.nodeName)
+            barePods.push({
+              namespace: m.namespace ?? 'default',
+              name: m.name ?? '',
+              node: p.spec.nodeName,
+              emptyDir: hasEmptyDir(p.spec),
+            });
         } else if (!['ReplicaSet', 'StatefulSet', 'DaemonSet'].includes(owner.kind)) {
           otherPods[owner.kind] = (otherPods[owner.kind] ?? 0) + 1;
         }

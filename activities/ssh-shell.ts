@@ -16,8 +16,27 @@ import { commandLine } from './shell-words.js';
 export type AddressResolver = (node: string) => Promise<{ host: string; port: number }>;
 export { createClusterResolver, defaultAddressResolver } from './host-address.js';
 
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'EPIPE', 'EHOSTDOWN', 'ENOTFOUND', 'EAI_AGAIN']);
-const SUPPORTED_HOST_KEYS = new Set(['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa']);
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNABORTED',
+  'EPIPE',
+  'EHOSTDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+const SUPPORTED_HOST_KEYS = new Set([
+  'ssh-ed25519',
+  'ecdsa-sha2-nistp256',
+  'ecdsa-sha2-nistp384',
+  'ecdsa-sha2-nistp521',
+  'rsa-sha2-512',
+  'rsa-sha2-256',
+  'ssh-rsa',
+]);
 /** Output kept per stream: enough for any tool we parse, bounded so a runaway command cannot exhaust memory. */
 const MAX_OUTPUT = 8 << 20;
 
@@ -29,8 +48,11 @@ function configFile<T>(path: string, field: string, read: () => T): T {
   try {
     return read();
   } catch (err) {
-    throw ApplicationFailure.create({ type: ErrorType.ClusterConfigInvalid, nonRetryable: true,
-      message: `cannot read ${field} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` });
+    throw ApplicationFailure.create({
+      type: ErrorType.ClusterConfigInvalid,
+      nonRetryable: true,
+      message: `cannot read ${field} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    });
   }
 }
 
@@ -38,7 +60,9 @@ function configFile<T>(path: string, field: string, read: () => T): T {
 async function connect(config: ClusterConfig, resolve: AddressResolver, node: string, signal: AbortSignal | undefined): Promise<Client> {
   if (signal?.aborted) throw signal.reason ?? new Error('cancelled');
   const { host, port } = await resolve(node);
-  const policy = configFile(config.ssh.knownHostsPath, 'ssh.knownHostsPath', () => readHostKeyPolicy(config.ssh.knownHostsPath, knownHostsName(host, port)));
+  const policy = configFile(config.ssh.knownHostsPath, 'ssh.knownHostsPath', () =>
+    readHostKeyPolicy(config.ssh.knownHostsPath, knownHostsName(host, port)),
+  );
   const privateKey = readPrivateKey(config.ssh.privateKeyPath); // parsed too: a bad key is ClusterConfigInvalid, not retried
   const algorithms = hostKeyAlgorithms(policy).filter((a) => SUPPORTED_HOST_KEYS.has(a));
   let seen: string | undefined;
@@ -54,16 +78,30 @@ async function connect(config: ClusterConfig, resolve: AddressResolver, node: st
     client.on('error', (err: Error & { code?: string; level?: string }) => {
       signal?.removeEventListener('abort', onAbort);
       if (seen !== undefined) {
-        fail(ApplicationFailure.create({
-          type: ErrorType.HostKeyMismatch, nonRetryable: true,
-          message: `host ${node} (${knownHostsName(host, port)}) presented host key ${seen}, which ${policy.accepted.length ? 'does not match' : 'is not in'} ${config.ssh.knownHostsPath}; refusing to connect`,
-        }));
+        fail(
+          ApplicationFailure.create({
+            type: ErrorType.HostKeyMismatch,
+            nonRetryable: true,
+            message: `host ${node} (${knownHostsName(host, port)}) presented host key ${seen}, which ${policy.accepted.length ? 'does not match' : 'is not in'} ${config.ssh.knownHostsPath}; refusing to connect`,
+          }),
+        );
       } else if (err.level === 'handshake' && /host key/i.test(err.message)) {
         // The host offers no key of the types known_hosts lists for it: a reinstalled host, most likely.
-        fail(ApplicationFailure.create({ type: ErrorType.HostKeyMismatch, nonRetryable: true,
-          message: `host ${node} (${knownHostsName(host, port)}) offers no host key of the types ${config.ssh.knownHostsPath} lists for it (${algorithms.join(', ') || 'none'}): ${err.message}` }));
+        fail(
+          ApplicationFailure.create({
+            type: ErrorType.HostKeyMismatch,
+            nonRetryable: true,
+            message: `host ${node} (${knownHostsName(host, port)}) offers no host key of the types ${config.ssh.knownHostsPath} lists for it (${algorithms.join(', ') || 'none'}): ${err.message}`,
+          }),
+        );
       } else if (err.level === 'client-authentication') {
-        fail(ApplicationFailure.create({ type: ErrorType.Forbidden, nonRetryable: true, message: `host ${node} refused the SSH key of user ${config.ssh.user}` }));
+        fail(
+          ApplicationFailure.create({
+            type: ErrorType.Forbidden,
+            nonRetryable: true,
+            message: `host ${node} refused the SSH key of user ${config.ssh.user}`,
+          }),
+        );
       } else if (err.level === 'client-timeout') fail(unreachable(node, `no SSH handshake within ${config.ssh.connectTimeoutSeconds} s`));
       else if (err.code && UNREACHABLE_CODES.has(err.code)) fail(unreachable(node, err.code));
       else fail(unreachable(node, err.message));
@@ -71,7 +109,9 @@ async function connect(config: ClusterConfig, resolve: AddressResolver, node: st
     client.once('close', () => fail(unreachable(node, 'connection closed during the handshake')));
   });
   const options: ConnectConfig = {
-    host, port, username: config.ssh.user,
+    host,
+    port,
+    username: config.ssh.user,
     privateKey,
     readyTimeout: config.ssh.connectTimeoutSeconds * 1000,
     keepaliveInterval: 15_000,
@@ -80,7 +120,9 @@ async function connect(config: ClusterConfig, resolve: AddressResolver, node: st
       seen = fingerprint(key);
       return false;
     },
-    ...(algorithms.length ? { algorithms: { serverHostKey: algorithms as NonNullable<ConnectConfig['algorithms']>['serverHostKey'] } } : {}),
+    ...(algorithms.length
+      ? { algorithms: { serverHostKey: algorithms as NonNullable<ConnectConfig['algorithms']>['serverHostKey'] } }
+      : {}),
   };
   client.connect(options);
   try {
@@ -121,8 +163,13 @@ const sharedBySignal = new WeakMap<AbortSignal, Map<string, Shared>>();
  * cancellation signal, else one of its own, closed afterwards. A shared connection is dropped when it
  * closes (a reboot), when the activity is cancelled, and after IDLE_MS unused.
  */
-async function withConnection<T>(config: ClusterConfig, resolve: AddressResolver, node: string, signal: AbortSignal | undefined,
-  use: (client: Client) => Promise<T>): Promise<T> {
+async function withConnection<T>(
+  config: ClusterConfig,
+  resolve: AddressResolver,
+  node: string,
+  signal: AbortSignal | undefined,
+  use: (client: Client) => Promise<T>,
+): Promise<T> {
   if (!signal) {
     const client = await connect(config, resolve, node, signal);
     try {
@@ -135,10 +182,14 @@ async function withConnection<T>(config: ClusterConfig, resolve: AddressResolver
   if (!byNode) {
     const map = (byNode = new Map<string, Shared>());
     sharedBySignal.set(signal, map);
-    signal.addEventListener('abort', () => {
-      for (const s of map.values()) void s.client.then(close, () => undefined);
-      map.clear();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const s of map.values()) void s.client.then(close, () => undefined);
+        map.clear();
+      },
+      { once: true },
+    );
   }
   const map = byNode;
   let shared = map.get(node);
@@ -146,7 +197,10 @@ async function withConnection<T>(config: ClusterConfig, resolve: AddressResolver
     const entry: Shared = { client: connect(config, resolve, node, signal), users: 0 };
     shared = entry;
     map.set(node, entry);
-    entry.client.then((c) => c.once('close', () => map.get(node) === entry && map.delete(node)), () => map.get(node) === entry && map.delete(node));
+    entry.client.then(
+      (c) => c.once('close', () => map.get(node) === entry && map.delete(node)),
+      () => map.get(node) === entry && map.delete(node),
+    );
   }
   const entry = shared;
   entry.users++;
@@ -172,8 +226,13 @@ async function withConnection<T>(config: ClusterConfig, resolve: AddressResolver
 }
 
 /** Ends `work` early on timeout or cancellation, running `stop` (close the channel) first. */
-function bounded<T>(work: (settle: { done(v: T): void; failed(e: unknown): void }) => void, timeoutMs: number, signal: AbortSignal | undefined,
-  onTimeout: () => unknown, stop: () => void): Promise<T> {
+function bounded<T>(
+  work: (settle: { done(v: T): void; failed(e: unknown): void }) => void,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  onTimeout: () => unknown,
+  stop: () => void,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let finished = false;
     const finish = (fn: () => void): void => {
@@ -183,14 +242,19 @@ function bounded<T>(work: (settle: { done(v: T): void; failed(e: unknown): void 
       signal?.removeEventListener('abort', onAbort);
       fn();
     };
-    const onAbort = (): void => finish(() => {
-      stop();
-      reject(signal?.reason ?? new Error('cancelled'));
-    });
-    const timer = setTimeout(() => finish(() => {
-      stop();
-      reject(onTimeout());
-    }), timeoutMs);
+    const onAbort = (): void =>
+      finish(() => {
+        stop();
+        reject(signal?.reason ?? new Error('cancelled'));
+      });
+    const timer = setTimeout(
+      () =>
+        finish(() => {
+          stop();
+          reject(onTimeout());
+        }),
+      timeoutMs,
+    );
     signal?.addEventListener('abort', onAbort, { once: true });
     if (signal?.aborted) onAbort();
     work({ done: (v) => finish(() => resolve(v)), failed: (e) => finish(() => reject(e)) });
@@ -204,33 +268,50 @@ export function createSshShell(config: ClusterConfig, resolveAddress: AddressRes
       try {
         line = commandLine(argv, { env: options.env, sudo: options.sudo === true && config.ssh.sudo });
       } catch (err) {
-        return Promise.reject(ApplicationFailure.create({ type: ErrorType.Invalid, nonRetryable: true, message: `command for ${node}: ${(err as Error).message}` }));
+        return Promise.reject(
+          ApplicationFailure.create({
+            type: ErrorType.Invalid,
+            nonRetryable: true,
+            message: `command for ${node}: ${(err as Error).message}`,
+          }),
+        );
       }
       const what = argv.slice(0, 3).join(' ');
       return withConnection(config, resolveAddress, node, options.signal, (client) => {
         let channel: ClientChannel | undefined;
-        return bounded<ExecResult>(({ done, failed }) => {
-          client.exec(line, (err, stream) => {
-            if (err) return failed(unreachable(node, `cannot open a channel: ${err.message}`));
-            channel = stream;
-            let stdout = '';
-            let stderr = '';
-            let exitCode: number | undefined;
-            stream.on('data', (d: Buffer) => void (stdout.length < MAX_OUTPUT && (stdout += d.toString('utf8'))));
-            stream.stderr.on('data', (d: Buffer) => void (stderr.length < MAX_OUTPUT && (stderr += d.toString('utf8'))));
-            stream.on('exit', (code: number | null, signalName?: string) => {
-              exitCode = typeof code === 'number' ? code : 128 + (signalName ? (constants.signals as Record<string, number>)[`SIG${signalName}`] ?? 0 : 127);
+        return bounded<ExecResult>(
+          ({ done, failed }) => {
+            client.exec(line, (err, stream) => {
+              if (err) return failed(unreachable(node, `cannot open a channel: ${err.message}`));
+              channel = stream;
+              let stdout = '';
+              let stderr = '';
+              let exitCode: number | undefined;
+              stream.on('data', (d: Buffer) => void (stdout.length < MAX_OUTPUT && (stdout += d.toString('utf8'))));
+              stream.stderr.on('data', (d: Buffer) => void (stderr.length < MAX_OUTPUT && (stderr += d.toString('utf8'))));
+              stream.on('exit', (code: number | null, signalName?: string) => {
+                exitCode =
+                  typeof code === 'number'
+                    ? code
+                    : 128 + (signalName ? ((constants.signals as Record<string, number>)[`SIG${signalName}`] ?? 0) : 127);
+              });
+              stream.on('close', () => {
+                // No exit status: the connection dropped (a reboot, a reset) before the command finished.
+                if (exitCode === undefined) failed(unreachable(node, `connection lost while running '${what}'`));
+                else done({ exitCode, stdout, stderr });
+              });
             });
-            stream.on('close', () => {
-              // No exit status: the connection dropped (a reboot, a reset) before the command finished.
-              if (exitCode === undefined) failed(unreachable(node, `connection lost while running '${what}'`));
-              else done({ exitCode, stdout, stderr });
-            });
-          });
-          client.once('close', () => failed(unreachable(node, `connection lost while running '${what}'`)));
-        }, options.timeoutMs, options.signal,
-        () => ApplicationFailure.create({ type: ErrorType.HostCommandTimedOut, message: `'${what}' on ${node} did not finish within ${Math.round(options.timeoutMs / 1000)} s; channel closed` }),
-        () => channel?.close());
+            client.once('close', () => failed(unreachable(node, `connection lost while running '${what}'`)));
+          },
+          options.timeoutMs,
+          options.signal,
+          () =>
+            ApplicationFailure.create({
+              type: ErrorType.HostCommandTimedOut,
+              message: `'${what}' on ${node} did not finish within ${Math.round(options.timeoutMs / 1000)} s; channel closed`,
+            }),
+          () => channel?.close(),
+        );
       });
     },
 
@@ -239,48 +320,79 @@ export function createSshShell(config: ClusterConfig, resolveAddress: AddressRes
       mkdirSync(dirname(localPath), { recursive: true });
       return withConnection(config, resolveAddress, node, options.signal, (client) => {
         let close: () => void = () => undefined;
-        return bounded<void>(({ done, failed }) => {
-          client.sftp((err, sftp) => {
-            if (err) return failed(unreachable(node, `no SFTP: ${err.message}`));
-            close = () => sftp.end();
-            sftp.fastGet(remotePath, temp, { concurrency: 8 }, (e) => {
-              if (!e) return done();
-              const code = (e as { code?: number }).code;
-              // SFTP status 2 (no such file) and 3 (permission denied) will not change on retry.
-              failed(code === 2 || code === 3
-                ? ApplicationFailure.create({ type: ErrorType.HostCommandFailed, nonRetryable: true, message: `cannot copy ${remotePath} off ${node}: ${e.message}` })
-                : unreachable(node, `copying ${remotePath}: ${e.message}`));
+        return bounded<void>(
+          ({ done, failed }) => {
+            client.sftp((err, sftp) => {
+              if (err) return failed(unreachable(node, `no SFTP: ${err.message}`));
+              close = () => sftp.end();
+              sftp.fastGet(remotePath, temp, { concurrency: 8 }, (e) => {
+                if (!e) return done();
+                const code = (e as { code?: number }).code;
+                // SFTP status 2 (no such file) and 3 (permission denied) will not change on retry.
+                failed(
+                  code === 2 || code === 3
+                    ? ApplicationFailure.create({
+                        type: ErrorType.HostCommandFailed,
+                        nonRetryable: true,
+                        message: `cannot copy ${remotePath} off ${node}: ${e.message}`,
+                      })
+                    : unreachable(node, `copying ${remotePath}: ${e.message}`),
+                );
+              });
             });
-          });
-          client.once('close', () => failed(unreachable(node, `connection lost while copying ${remotePath}`)));
-        }, options.timeoutMs, options.signal,
-        () => ApplicationFailure.create({ type: ErrorType.HostCommandTimedOut, message: `copying ${remotePath} off ${node} did not finish within ${Math.round(options.timeoutMs / 1000)} s` }),
-        () => close());
-      }).then(() => renameSync(temp, localPath), (err: unknown) => {
-        rmSync(temp, { force: true });
-        throw err;
-      });
+            client.once('close', () => failed(unreachable(node, `connection lost while copying ${remotePath}`)));
+          },
+          options.timeoutMs,
+          options.signal,
+          () =>
+            ApplicationFailure.create({
+              type: ErrorType.HostCommandTimedOut,
+              message: `copying ${remotePath} off ${node} did not finish within ${Math.round(options.timeoutMs / 1000)} s`,
+            }),
+          () => close(),
+        );
+      }).then(
+        () => renameSync(temp, localPath),
+        (err: unknown) => {
+          rmSync(temp, { force: true });
+          throw err;
+        },
+      );
     },
     upload(node, localPath, remotePath, options): Promise<void> {
       return withConnection(config, resolveAddress, node, options.signal, (client) => {
         let close: () => void = () => undefined;
-        return bounded<void>(({ done, failed }) => {
-          client.sftp((err, sftp) => {
-            if (err) return failed(unreachable(node, `no SFTP: ${err.message}`));
-            close = () => sftp.end();
-            // 0600 from the start: a snapshot holds the cluster's secrets.
-            sftp.fastPut(localPath, remotePath, { concurrency: 8, mode: 0o600 }, (e) => {
-              if (!e) return done();
-              const code = (e as { code?: number }).code;
-              failed(code === 2 || code === 3
-                ? ApplicationFailure.create({ type: ErrorType.HostCommandFailed, nonRetryable: true, message: `cannot copy ${localPath} onto ${node} at ${remotePath}: ${e.message}` })
-                : unreachable(node, `copying to ${remotePath}: ${e.message}`));
+        return bounded<void>(
+          ({ done, failed }) => {
+            client.sftp((err, sftp) => {
+              if (err) return failed(unreachable(node, `no SFTP: ${err.message}`));
+              close = () => sftp.end();
+              // 0600 from the start: a snapshot holds the cluster's secrets.
+              sftp.fastPut(localPath, remotePath, { concurrency: 8, mode: 0o600 }, (e) => {
+                if (!e) return done();
+                const code = (e as { code?: number }).code;
+                failed(
+                  code === 2 || code === 3
+                    ? ApplicationFailure.create({
+                        type: ErrorType.HostCommandFailed,
+                        nonRetryable: true,
+                        message: `cannot copy ${localPath} onto ${node} at ${remotePath}: ${e.message}`,
+                      })
+                    : unreachable(node, `copying to ${remotePath}: ${e.message}`),
+                );
+              });
             });
-          });
-          client.once('close', () => failed(unreachable(node, `connection lost while copying to ${remotePath}`)));
-        }, options.timeoutMs, options.signal,
-        () => ApplicationFailure.create({ type: ErrorType.HostCommandTimedOut, message: `copying onto ${node} at ${remotePath} did not finish within ${Math.round(options.timeoutMs / 1000)} s` }),
-        () => close());
+            client.once('close', () => failed(unreachable(node, `connection lost while copying to ${remotePath}`)));
+          },
+          options.timeoutMs,
+          options.signal,
+          () =>
+            ApplicationFailure.create({
+              type: ErrorType.HostCommandTimedOut,
+              message: `copying onto ${node} at ${remotePath} did not finish within ${Math.round(options.timeoutMs / 1000)} s`,
+            }),
+          () => close(),
+        );
       });
     },
   };

@@ -20,10 +20,20 @@ export interface BaselineOutcome {
   bars: TimelineBar[];
 }
 
-export async function runBaseline(o: { sim: Simulation; binaries: SimBinaries; registry: ProcessRegistry; logsDir: string; versions: string[]; label: string }): Promise<BaselineOutcome> {
+export async function runBaseline(o: {
+  sim: Simulation;
+  binaries: SimBinaries;
+  registry: ProcessRegistry;
+  logsDir: string;
+  versions: string[];
+  label: string;
+}): Promise<BaselineOutcome> {
   const roleOf = new Map(o.sim.description.nodes.map((n) => [n.name, n.role]));
-  const hosts = [...o.sim.endpoints.ssh.hosts].sort((a, b) => Number(roleOf.get(a.name) === 'worker') - Number(roleOf.get(b.name) === 'worker')
-    || a.name.localeCompare(b.name, 'en', { numeric: true }));
+  const hosts = [...o.sim.endpoints.ssh.hosts].sort(
+    (a, b) =>
+      Number(roleOf.get(a.name) === 'worker') - Number(roleOf.get(b.name) === 'worker') ||
+      a.name.localeCompare(b.name, 'en', { numeric: true }),
+  );
   const hostsFile = join(o.logsDir, `${o.label}.hosts`);
   writeFileSync(hostsFile, hosts.map((h) => `${h.name} ${h.port} ${roleOf.get(h.name)}`).join('\n') + '\n');
   const timeline = join(o.logsDir, `${o.label}.timeline`);
@@ -49,9 +59,12 @@ export async function runBaseline(o: { sim: Simulation; binaries: SimBinaries; r
 
 /** The script's log, `NODE PHASE START_MS END_MS` per line, as timeline bars. */
 export function parseTimelineLog(text: string): TimelineBar[] {
-  return text.split('\n').filter((l) => l.trim()).map((line) => {
-    const [lane = '?', phase = 'other', start = '0', end = '0'] = line.trim().split(/\s+/);
-    const known = (TIMELINE_PHASES as readonly string[]).includes(phase) ? (phase as TimelinePhase) : 'other';
-    return { lane, phase: known, startMs: Number(start), endMs: Number(end) };
-  });
+  return text
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((line) => {
+      const [lane = '?', phase = 'other', start = '0', end = '0'] = line.trim().split(/\s+/);
+      const known = (TIMELINE_PHASES as readonly string[]).includes(phase) ? (phase as TimelinePhase) : 'other';
+      return { lane, phase: known, startMs: Number(start), endMs: Number(end) };
+    });
 }

@@ -76,12 +76,17 @@ export function descriptionYaml(size: ClusterSize, cluster: string): string {
     `repository: [${[FROM, ...HOPS].join(', ')}]`,
     'rebootSeconds: 1',
     `terminationGraceSeconds: ${TERMINATION_GRACE_SECONDS}`,
-    `latencies: {${Object.entries(LATENCIES_MS).map(([k, v]) => `${k}: ${v}`).join(', ')}}`,
+    `latencies: {${Object.entries(LATENCIES_MS)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ')}}`,
     'nodes:',
     `  - {name: cp, role: control-plane, count: ${size.controlPlanes}}`,
     `  - {name: worker, role: worker, count: ${size.workers}}`,
     'workloads:',
-    ...Array.from({ length: size.podsPerWorker }, (_, i) => `  - {kind: Deployment, name: app-${i + 1}, replicas: ${replicas}, pdb: {maxUnavailable: ${batchOf(size.workers)}}}`),
+    ...Array.from(
+      { length: size.podsPerWorker },
+      (_, i) => `  - {kind: Deployment, name: app-${i + 1}, replicas: ${replicas}, pdb: {maxUnavailable: ${batchOf(size.workers)}}}`,
+    ),
     '  - {kind: DaemonSet, name: node-exporter, namespace: monitoring}',
     '',
   ].join('\n');

@@ -21,9 +21,16 @@ export const DRAIN_NODE = 'worker-1';
 /** The drain bench's cluster: one worker full to 110 pods (109 of a Deployment with no PDB, and kube-proxy). */
 export function drainDescriptionYaml(cluster: string, pods: number): string {
   return [
-    `name: ${cluster}`, 'version: 1.32.4', 'repository: [1.32.4]', `terminationGraceSeconds: ${TERMINATION_GRACE_SECONDS}`,
-    'nodes:', '  - {name: cp, role: control-plane}', `  - {name: ${DRAIN_NODE.replace(/-1$/, '')}, role: worker, count: 1}`,
-    'workloads:', `  - {kind: Deployment, name: load, replicas: ${pods - 1}}`, '',
+    `name: ${cluster}`,
+    'version: 1.32.4',
+    'repository: [1.32.4]',
+    `terminationGraceSeconds: ${TERMINATION_GRACE_SECONDS}`,
+    'nodes:',
+    '  - {name: cp, role: control-plane}',
+    `  - {name: ${DRAIN_NODE.replace(/-1$/, '')}, role: worker, count: 1}`,
+    'workloads:',
+    `  - {kind: Deployment, name: load, replicas: ${pods - 1}}`,
+    '',
   ].join('\n');
 }
 
@@ -37,7 +44,9 @@ export interface DrainMeasurement {
 
 async function loadPodsOnNode(sim: Simulation): Promise<number> {
   const pods = await sim.kube.core.listNamespacedPod({ namespace: 'default', fieldSelector: `spec.nodeName=${DRAIN_NODE}` });
-  return pods.items.filter((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
+  return pods.items.filter(
+    (p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+  ).length;
 }
 
 async function refill(sim: Simulation, expected: number): Promise<void> {
@@ -45,22 +54,28 @@ async function refill(sim: Simulation, expected: number): Promise<void> {
   await waitFor(`${expected} load pods Ready on ${DRAIN_NODE}`, async () => (await loadPodsOnNode(sim)) === expected, 300_000, 500);
 }
 
-const kubectlDrain = (binaries: SimBinaries, kubeconfig: string) => new Promise<void>((resolve, reject) => {
-  const child = spawn(binaries.bin('kubectl'), ['drain', DRAIN_NODE, '--ignore-daemonsets', '--delete-emptydir-data'], { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`kubectl drain exited ${code}: ${err.trim().split('\n').at(-1)}`))));
-});
+const kubectlDrain = (binaries: SimBinaries, kubeconfig: string) =>
+  new Promise<void>((resolve, reject) => {
+    const child = spawn(binaries.bin('kubectl'), ['drain', DRAIN_NODE, '--ignore-daemonsets', '--delete-emptydir-data'], {
+      env: { ...process.env, KUBECONFIG: kubeconfig },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`kubectl drain exited ${code}: ${err.trim().split('\n').at(-1)}`)),
+    );
+  });
 
 export async function drainBench(sim: Simulation, binaries: SimBinaries, rounds = 2): Promise<DrainMeasurement[]> {
   const cluster = sim.description.name;
   const deps = { clusters: createClusterResolver(sim.endpoints.clustersDir) };
   const drains = createDrainActivities(deps);
   const nodes = createNodeActivities(deps);
-  const expected = (sim.description.workloads[0]?.replicas ?? 0);
+  const expected = sim.description.workloads[0]?.replicas ?? 0;
   const out: DrainMeasurement[] = [];
   const tools: ('skewless' | 'kubectl')[] = [];
-  for (let r = 0; r < rounds; r++) tools.push(...(r % 2 === 0 ? ['skewless', 'kubectl'] as const : ['kubectl', 'skewless'] as const));
+  for (let r = 0; r < rounds; r++) tools.push(...(r % 2 === 0 ? (['skewless', 'kubectl'] as const) : (['kubectl', 'skewless'] as const)));
   for (const [i, tool] of tools.entries()) {
     await refill(sim, expected);
     const started = Date.now();
@@ -72,7 +87,13 @@ export async function drainBench(sim: Simulation, binaries: SimBinaries, rounds 
       await kubectlDrain(binaries, sim.endpoints.adminKubeconfig);
     }
     const seconds = (Date.now() - started) / 1000;
-    out.push({ tool, round: Math.floor(i / 2) + 1, evicted: expected, seconds, evictionsPerSecond: Math.round((expected / seconds) * 10) / 10 });
+    out.push({
+      tool,
+      round: Math.floor(i / 2) + 1,
+      evicted: expected,
+      seconds,
+      evictionsPerSecond: Math.round((expected / seconds) * 10) / 10,
+    });
   }
   await refill(sim, expected);
   return out;

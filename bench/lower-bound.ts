@@ -26,7 +26,8 @@ export function batchesOf(workers: number, batchSize: number): number[] {
 export function nominalLowerBoundSeconds(o: { controlPlanes: number; workers: number; hops: number; batchSize: number }): number {
   const kubelet = s(LATENCIES_MS.aptInstall) + s(LATENCIES_MS.kubeletRestart);
   let hop = s(LATENCIES_MS.etcdSnapshot);
-  for (let i = 0; i < o.controlPlanes; i++) hop += s(LATENCIES_MS.aptInstall) + s(i === 0 ? LATENCIES_MS.kubeadmApply : LATENCIES_MS.kubeadmNode) + kubelet;
+  for (let i = 0; i < o.controlPlanes; i++)
+    hop += s(LATENCIES_MS.aptInstall) + s(i === 0 ? LATENCIES_MS.kubeadmApply : LATENCIES_MS.kubeadmNode) + kubelet;
   const worker = TERMINATION_GRACE_SECONDS + s(LATENCIES_MS.aptInstall) + s(LATENCIES_MS.kubeadmNode) + kubelet;
   hop += batchesOf(o.workers, o.batchSize).length * worker;
   return round(hop * o.hops);
@@ -51,7 +52,13 @@ export function hostWaitSeconds(log: readonly HostCommand[]): number {
  * the canary first). Each worker also waits its pods' grace once a hop, and every node the kubelet's
  * start after each restart.
  */
-export function measuredLowerBoundSeconds(o: { hops: number; batchSize: number; controlPlanes: string[]; workers: string[]; hostWaits: (node: string) => number }): number {
+export function measuredLowerBoundSeconds(o: {
+  hops: number;
+  batchSize: number;
+  controlPlanes: string[];
+  workers: string[];
+  hostWaits: (node: string) => number;
+}): number {
   const kubeletStart = o.hops * s(LATENCIES_MS.kubeletRestart);
   let total = 0;
   for (const cp of o.controlPlanes) total += o.hostWaits(cp) + kubeletStart;

@@ -50,7 +50,11 @@ export function nodeBreakdown(runs: RunHistory[]): NodeBreakdown {
         }
         continue;
       }
-      const closed = e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes ?? e.activityTaskCanceledEventAttributes;
+      const closed =
+        e.activityTaskCompletedEventAttributes ??
+        e.activityTaskFailedEventAttributes ??
+        e.activityTaskTimedOutEventAttributes ??
+        e.activityTaskCanceledEventAttributes;
       if (!closed) continue;
       const open = scheduled.get(String(closed.scheduledEventId));
       if (!open) continue;
@@ -67,8 +71,15 @@ export function nodeBreakdown(runs: RunHistory[]): NodeBreakdown {
   const n = Math.max(nodeWorkflows, 1);
   return {
     nodeWorkflows,
-    activities: Object.fromEntries([...acc.entries()].sort(([x], [y]) => x.localeCompare(y))
-      .map(([name, a]) => [name, { count: a.count, queueMs: round(a.queue / a.count), runMs: round(a.run / a.count) }])),
-    perNode: { spanSeconds: round(span / n / 1000, 3), queueSeconds: round(queued / n / 1000, 3), betweenStepsSeconds: round(between / n / 1000, 3) },
+    activities: Object.fromEntries(
+      [...acc.entries()]
+        .sort(([x], [y]) => x.localeCompare(y))
+        .map(([name, a]) => [name, { count: a.count, queueMs: round(a.queue / a.count), runMs: round(a.run / a.count) }]),
+    ),
+    perNode: {
+      spanSeconds: round(span / n / 1000, 3),
+      queueSeconds: round(queued / n / 1000, 3),
+      betweenStepsSeconds: round(between / n / 1000, 3),
+    },
   };
 }

@@ -28,7 +28,14 @@ export interface RunResult {
   overheadPerNodeSeconds: number;
   simUpSeconds: number;
   /** skewless only: Temporal history events. */
-  events?: { parent: number; parentRuns: number; parentLargestRun: number; nodeWorkflows: number; nodeWorkflowEvents: number; perNode: number };
+  events?: {
+    parent: number;
+    parentRuns: number;
+    parentLargestRun: number;
+    nodeWorkflows: number;
+    nodeWorkflowEvents: number;
+    perNode: number;
+  };
   /** skewless only: the worker process while the upgrade ran. */
   worker?: { peakRssMiB: number; cpuSeconds: number };
   /** skewless only: nodes that waited for an operator and were answered with retry by the bench (`node: why`). */
@@ -77,7 +84,12 @@ const r3 = (n: number) => Math.round(n * 1000) / 1000;
 export function runResult(o: Omit<RunResult, 'ratioToLowerBound' | 'overheadPerNodeSeconds'>): RunResult {
   const nodes = o.controlPlanes + o.workers;
   const wall = r2(o.wallSeconds);
-  return { ...o, wallSeconds: wall, ratioToLowerBound: r3(wall / o.lowerBoundSeconds), overheadPerNodeSeconds: r3((wall - o.lowerBoundSeconds) / (nodes * o.hops)) };
+  return {
+    ...o,
+    wallSeconds: wall,
+    ratioToLowerBound: r3(wall / o.lowerBoundSeconds),
+    overheadPerNodeSeconds: r3((wall - o.lowerBoundSeconds) / (nodes * o.hops)),
+  };
 }
 
 export function comparisons(runs: RunResult[]): Comparison[] {
@@ -89,7 +101,8 @@ export function comparisons(runs: RunResult[]): Comparison[] {
     const seq = of.find((r) => r.tool === 'skewless' && r.batchSize === 1);
     const batched = of.find((r) => r.tool === 'skewless' && r.batchSize > 1);
     return {
-      size, hops: Number(hops),
+      size,
+      hops: Number(hops),
       ...(base ? { baselineSeconds: base.wallSeconds } : {}),
       ...(seq ? { skewlessSequentialSeconds: seq.wallSeconds } : {}),
       ...(base && seq ? { sequentialRatio: r3(seq.wallSeconds / base.wallSeconds) } : {}),
@@ -103,24 +116,60 @@ export function comparisons(runs: RunResult[]): Comparison[] {
 export function goals(runs: RunResult[], cmp: Comparison[], drain: BenchResult['drain']): Goal[] {
   const out: Goal[] = [];
   const seq = cmp.filter((c) => c.sequentialRatio !== undefined);
-  out.push({ goal: 'batch size 1: skewless within 1.05× of the sequential baseline', measured: seq.map((c) => `${c.size} ${c.hops} hop: ${c.sequentialRatio}×`).join('; ') || 'not run', met: seq.length ? seq.every((c) => (c.sequentialRatio as number) <= 1.05) : null });
+  out.push({
+    goal: 'batch size 1: skewless within 1.05× of the sequential baseline',
+    measured: seq.map((c) => `${c.size} ${c.hops} hop: ${c.sequentialRatio}×`).join('; ') || 'not run',
+    met: seq.length ? seq.every((c) => (c.sequentialRatio as number) <= 1.05) : null,
+  });
   const batched = runs.filter((r) => r.tool === 'skewless' && r.batchSize > 1);
-  out.push({ goal: 'batched: within 1.2× of the critical-path lower bound', measured: batched.map((r) => `${r.size} ${r.hops} hop: ${r.ratioToLowerBound}×`).join('; ') || 'not run', met: batched.length ? batched.every((r) => r.ratioToLowerBound <= 1.2) : null });
+  out.push({
+    goal: 'batched: within 1.2× of the critical-path lower bound',
+    measured: batched.map((r) => `${r.size} ${r.hops} hop: ${r.ratioToLowerBound}×`).join('; ') || 'not run',
+    met: batched.length ? batched.every((r) => r.ratioToLowerBound <= 1.2) : null,
+  });
   const fast = cmp.filter((c) => c.batchedSpeedup !== undefined);
-  out.push({ goal: 'batched: faster than the baseline by at least batch size ÷ 1.5', measured: fast.map((c) => `${c.size} ${c.hops} hop: ${c.batchedSpeedup}× (needs ${r2((c.batchSize as number) / 1.5)}×)`).join('; ') || 'not run', met: fast.length ? fast.every((c) => (c.batchedSpeedup as number) >= (c.batchSize as number) / 1.5) : null });
+  out.push({
+    goal: 'batched: faster than the baseline by at least batch size ÷ 1.5',
+    measured:
+      fast.map((c) => `${c.size} ${c.hops} hop: ${c.batchedSpeedup}× (needs ${r2((c.batchSize as number) / 1.5)}×)`).join('; ') ||
+      'not run',
+    met: fast.length ? fast.every((c) => (c.batchedSpeedup as number) >= (c.batchSize as number) / 1.5) : null,
+  });
   const at100 = runs.filter((r) => r.tool === 'skewless' && r.workers === 100);
-  out.push({ goal: 'overhead under 0.3 s per node at 100 nodes', measured: at100.map((r) => `${r.id}: ${r.overheadPerNodeSeconds} s`).join('; ') || 'not run', met: at100.length ? at100.every((r) => r.overheadPerNodeSeconds < 0.3) : null });
+  out.push({
+    goal: 'overhead under 0.3 s per node at 100 nodes',
+    measured: at100.map((r) => `${r.id}: ${r.overheadPerNodeSeconds} s`).join('; ') || 'not run',
+    met: at100.length ? at100.every((r) => r.overheadPerNodeSeconds < 0.3) : null,
+  });
   const big = runs.filter((r) => r.tool === 'skewless' && r.workers >= 1000);
   // A history is one run's: continue-as-new is how a long upgrade keeps each under Temporal's limits (the total is shown too).
-  out.push({ goal: '1,000 nodes: parent history under 10,000 events, worker under 500 MB RSS', measured: big.map((r) => `${r.id}: parent ${r.events?.parentLargestRun} events in its largest run (${r.events?.parent} in ${r.events?.parentRuns} runs), worker ${r.worker?.peakRssMiB} MiB (${Math.round((r.worker?.peakRssMiB ?? 0) * 1.048576)} MB)`).join('; ') || 'not run (--with-1000)', met: big.length ? big.every((r) => (r.events?.parentLargestRun ?? Infinity) < 10_000 && (r.worker?.peakRssMiB ?? Infinity) * 1.048576 < 500) : null });
-  out.push({ goal: 'drain of 110 pods: evictions per second at least those of kubectl drain', measured: drain ? `skewless ${drain.skewlessEvictionsPerSecond}/s, kubectl ${drain.kubectlEvictionsPerSecond}/s` : 'not run', met: drain ? drain.skewlessEvictionsPerSecond >= drain.kubectlEvictionsPerSecond : null });
+  out.push({
+    goal: '1,000 nodes: parent history under 10,000 events, worker under 500 MB RSS',
+    measured:
+      big
+        .map(
+          (r) =>
+            `${r.id}: parent ${r.events?.parentLargestRun} events in its largest run (${r.events?.parent} in ${r.events?.parentRuns} runs), worker ${r.worker?.peakRssMiB} MiB (${Math.round((r.worker?.peakRssMiB ?? 0) * 1.048576)} MB)`,
+        )
+        .join('; ') || 'not run (--with-1000)',
+    met: big.length
+      ? big.every((r) => (r.events?.parentLargestRun ?? Infinity) < 10_000 && (r.worker?.peakRssMiB ?? Infinity) * 1.048576 < 500)
+      : null,
+  });
+  out.push({
+    goal: 'drain of 110 pods: evictions per second at least those of kubectl drain',
+    measured: drain ? `skewless ${drain.skewlessEvictionsPerSecond}/s, kubectl ${drain.kubectlEvictionsPerSecond}/s` : 'not run',
+    met: drain ? drain.skewlessEvictionsPerSecond >= drain.kubectlEvictionsPerSecond : null,
+  });
   return out;
 }
 
 const cell = (v: unknown) => (v === undefined || v === null ? '–' : String(v));
 
 export function markdown(result: BenchResult): string {
-  const lat = Object.entries(result.simulated.latenciesMs).map(([k, v]) => `${k} ${v} ms`).join(', ');
+  const lat = Object.entries(result.simulated.latenciesMs)
+    .map(([k, v]) => `${k} ${v} ms`)
+    .join(', ');
   const lines = [
     `# skewless benchmark (${result.startedAt})`,
     '',
@@ -128,31 +177,56 @@ export function markdown(result: BenchResult): string {
     '',
     '| run | tool | batch | wall s | lower bound s (nominal) | × bound | overhead s per node·hop | parent events (runs) | events/node | worker MiB | worker CPU s |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...result.runs.map((r) => `| ${r.id} | ${r.tool} | ${r.batchSize} | ${r.wallSeconds} | ${r.lowerBoundSeconds} (${r.nominalLowerBoundSeconds}) | ${r.ratioToLowerBound} | ${r.overheadPerNodeSeconds} | ${r.events ? `${r.events.parent} (${r.events.parentRuns})` : '–'} | ${cell(r.events?.perNode)} | ${cell(r.worker?.peakRssMiB)} | ${cell(r.worker?.cpuSeconds)} |`),
+    ...result.runs.map(
+      (r) =>
+        `| ${r.id} | ${r.tool} | ${r.batchSize} | ${r.wallSeconds} | ${r.lowerBoundSeconds} (${r.nominalLowerBoundSeconds}) | ${r.ratioToLowerBound} | ${r.overheadPerNodeSeconds} | ${r.events ? `${r.events.parent} (${r.events.parentRuns})` : '–'} | ${cell(r.events?.perNode)} | ${cell(r.worker?.peakRssMiB)} | ${cell(r.worker?.cpuSeconds)} |`,
+    ),
     '',
     '| size | hops | baseline s | skewless b1 s | b1 ÷ baseline | batch | skewless batched s | baseline ÷ batched |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
-    ...result.comparisons.map((c) => `| ${c.size} | ${c.hops} | ${cell(c.baselineSeconds)} | ${cell(c.skewlessSequentialSeconds)} | ${cell(c.sequentialRatio)} | ${cell(c.batchSize)} | ${cell(c.skewlessBatchedSeconds)} | ${cell(c.batchedSpeedup)} |`),
+    ...result.comparisons.map(
+      (c) =>
+        `| ${c.size} | ${c.hops} | ${cell(c.baselineSeconds)} | ${cell(c.skewlessSequentialSeconds)} | ${cell(c.sequentialRatio)} | ${cell(c.batchSize)} | ${cell(c.skewlessBatchedSeconds)} | ${cell(c.batchedSpeedup)} |`,
+    ),
     '',
   ];
   for (const r of result.runs.filter((x) => x.operatorRetries?.length)) {
-    lines.push(`${r.id}: ${r.operatorRetries?.length} node(s) waited for an operator and the bench answered retry (e.g. ${r.operatorRetries?.[0]}).`, '');
+    lines.push(
+      `${r.id}: ${r.operatorRetries?.length} node(s) waited for an operator and the bench answered retry (e.g. ${r.operatorRetries?.[0]}).`,
+      '',
+    );
   }
   for (const f of result.failures) lines.push(`${f.id}: did not finish: ${f.error}`, '');
   const broken = result.runs.filter((r) => r.nodes?.nodeWorkflows);
   if (broken.length) {
-    lines.push('Where a node workflow\'s time went (means per node workflow: its span; activities waiting in the task queue; no step in flight, i.e. workflow tasks deciding the next step):', '',
-      '| run | node workflows | span s | in queue s | between steps s | slowest steps (mean run ms) |', '|---|---:|---:|---:|---:|---|',
+    lines.push(
+      "Where a node workflow's time went (means per node workflow: its span; activities waiting in the task queue; no step in flight, i.e. workflow tasks deciding the next step):",
+      '',
+      '| run | node workflows | span s | in queue s | between steps s | slowest steps (mean run ms) |',
+      '|---|---:|---:|---:|---:|---|',
       ...broken.map((r) => {
         const b = r.nodes as NodeBreakdown;
-        const top = Object.entries(b.activities).sort(([, x], [, y]) => y.runMs - x.runMs).slice(0, 4).map(([k, v]) => `${k} ${v.runMs}`).join(', ');
+        const top = Object.entries(b.activities)
+          .sort(([, x], [, y]) => y.runMs - x.runMs)
+          .slice(0, 4)
+          .map(([k, v]) => `${k} ${v.runMs}`)
+          .join(', ');
         return `| ${r.id} | ${b.nodeWorkflows} | ${b.perNode.spanSeconds} | ${b.perNode.queueSeconds} | ${b.perNode.betweenStepsSeconds} | ${top} |`;
-      }), '');
+      }),
+      '',
+    );
   }
   if (result.drain) {
-    lines.push(`Drain of one node with ${result.drain.pods} pods: skewless ${result.drain.skewlessEvictionsPerSecond} evictions/s, kubectl drain ${result.drain.kubectlEvictionsPerSecond} evictions/s (best of ${result.drain.measurements.length / 2} rounds each: ${result.drain.measurements.map((m) => `${m.tool} ${m.seconds} s`).join(', ')}).`, '');
+    lines.push(
+      `Drain of one node with ${result.drain.pods} pods: skewless ${result.drain.skewlessEvictionsPerSecond} evictions/s, kubectl drain ${result.drain.kubectlEvictionsPerSecond} evictions/s (best of ${result.drain.measurements.length / 2} rounds each: ${result.drain.measurements.map((m) => `${m.tool} ${m.seconds} s`).join(', ')}).`,
+      '',
+    );
   }
-  lines.push('| goal | measured | met |', '|---|---|---|', ...result.goals.map((g) => `| ${g.goal} | ${g.measured} | ${g.met === null ? 'not run' : g.met ? 'yes' : 'no'} |`), '');
+  lines.push(
+    '| goal | measured | met |',
+    '|---|---|---|',
+    ...result.goals.map((g) => `| ${g.goal} | ${g.measured} | ${g.met === null ? 'not run' : g.met ? 'yes' : 'no'} |`),
+    '',
+  );
   return lines.join('\n');
 }
-

@@ -10,7 +10,19 @@ import { ensureTemporal } from '../demo/temporal-server.js';
 import { ensureSimBinaries } from '../sim/cluster/binaries.js';
 import { freePort } from '../sim/free-port.js';
 import { runBaseline } from './baseline-run.js';
-import { descriptionYaml, FROM, HOPS, LATENCIES_MS, QUICK_SIZE, runId, runsOf, SIZES, TERMINATION_GRACE_SECONDS, type BenchRun, type ClusterSize } from './cases.js';
+import {
+  descriptionYaml,
+  FROM,
+  HOPS,
+  LATENCIES_MS,
+  QUICK_SIZE,
+  runId,
+  runsOf,
+  SIZES,
+  TERMINATION_GRACE_SECONDS,
+  type BenchRun,
+  type ClusterSize,
+} from './cases.js';
 import { drainBench, drainDescriptionYaml } from './drain-bench.js';
 import { hostWaitSeconds, measuredLowerBoundSeconds, nominalLowerBoundSeconds } from './lower-bound.js';
 import { comparisons, goals, markdown, RESULT_SCHEMA, runResult, type BenchResult, type RunResult } from './report.js';
@@ -54,18 +66,33 @@ interface Options {
 function options(argv: string[]): Options | undefined {
   let values;
   try {
-    ({ values } = parseArgs({ args: argv, options: {
-      sizes: { type: 'string' }, hops: { type: 'string' }, tools: { type: 'string' }, 'with-1000': { type: 'boolean' }, 'no-drain': { type: 'boolean' },
-      quick: { type: 'boolean' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' },
-    } }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        sizes: { type: 'string' },
+        hops: { type: 'string' },
+        tools: { type: 'string' },
+        'with-1000': { type: 'boolean' },
+        'no-drain': { type: 'boolean' },
+        quick: { type: 'boolean' },
+        out: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
   } catch (err) {
     throw new UsageError(`${(err as Error).message.split('\n')[0]} (see --help)`);
   }
   if (values.help) return undefined;
-  const list = (v: string | undefined) => (v ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+  const list = (v: string | undefined) =>
+    (v ?? '')
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
   const allTools = ['baseline', 'skewless-1', 'skewless-batched'] as const;
   const tools = values.tools ? list(values.tools) : [...allTools];
-  for (const t of tools) if (!(allTools as readonly string[]).includes(t)) throw new UsageError(`--tools: unknown tool ${JSON.stringify(t)} (baseline, skewless-1, skewless-batched)`);
+  for (const t of tools)
+    if (!(allTools as readonly string[]).includes(t))
+      throw new UsageError(`--tools: unknown tool ${JSON.stringify(t)} (baseline, skewless-1, skewless-batched)`);
   const hops = values.hops ? list(values.hops).map(Number) : [1, 2];
   for (const h of hops) if (h !== 1 && h !== 2) throw new UsageError('--hops: 1, 2 or 1,2');
   const out = resolve(values.out ?? join(repoRoot, 'bench', 'results'));
@@ -76,7 +103,14 @@ function options(argv: string[]): Options | undefined {
     if (!s) throw new UsageError(`--sizes: unknown size ${JSON.stringify(id)} (${SIZES.map((x) => x.id).join(', ')})`);
     return s;
   });
-  return { sizes, hops: hops as (1 | 2)[], tools: tools as Options['tools'], drainPods: values['no-drain'] ? 0 : 110, out, toolsGiven: Boolean(values.tools) };
+  return {
+    sizes,
+    hops: hops as (1 | 2)[],
+    tools: tools as Options['tools'],
+    drainPods: values['no-drain'] ? 0 : 110,
+    out,
+    toolsGiven: Boolean(values.tools),
+  };
 }
 
 /**
@@ -119,7 +153,13 @@ async function main(): Promise<number> {
   mkdirSync(join(work, 'logs'), { recursive: true });
   const port = await freePort();
   const temporal = await ensureTemporal({
-    address: `127.0.0.1:${port}`, namespace: 'default', uiPort: await freePort(), stateDir: work, registry, say: log, signal: new AbortController().signal,
+    address: `127.0.0.1:${port}`,
+    namespace: 'default',
+    uiPort: await freePort(),
+    stateDir: work,
+    registry,
+    say: log,
+    signal: new AbortController().signal,
   });
   const runs: RunResult[] = [];
   const failures: BenchResult['failures'] = [];
@@ -128,10 +168,16 @@ async function main(): Promise<number> {
   const save = (): string => {
     const cmp = comparisons(runs);
     const result: BenchResult = {
-      schema: RESULT_SCHEMA, startedAt, finishedAt: new Date().toISOString(),
+      schema: RESULT_SCHEMA,
+      startedAt,
+      finishedAt: new Date().toISOString(),
       machine: { cpus: cpus().length, node: process.version, platform: `${process.platform} ${process.arch}` },
       simulated: { latenciesMs: LATENCIES_MS, terminationGraceSeconds: TERMINATION_GRACE_SECONDS, from: FROM, hops: [...HOPS] },
-      runs, comparisons: cmp, ...(drain ? { drain } : {}), failures, goals: goals(runs, cmp, drain),
+      runs,
+      comparisons: cmp,
+      ...(drain ? { drain } : {}),
+      failures,
+      goals: goals(runs, cmp, drain),
     };
     writeFileSync(join(o.out, 'bench.json'), `${JSON.stringify(result, null, 2)}\n`);
     const md = markdown(result);
@@ -143,7 +189,9 @@ async function main(): Promise<number> {
     for (const [i, run] of plan.entries()) {
       const id = runId(run);
       const cluster = `b${i + 1}-${run.tool === 'baseline' ? 'base' : `sk${run.batchSize}`}`;
-      log(`${i + 1}/${plan.length} ${id}: starting a fresh cluster (${run.size.controlPlanes} + ${run.size.workers} nodes, ${run.size.workers * run.size.podsPerWorker} pods)`);
+      log(
+        `${i + 1}/${plan.length} ${id}: starting a fresh cluster (${run.size.controlPlanes} + ${run.size.workers} nodes, ${run.size.workers * run.size.podsPerWorker} pods)`,
+      );
       let world: Awaited<ReturnType<typeof freshCluster>> | undefined;
       try {
         world = await freshCluster(descriptionYaml(run.size, cluster), cluster, work, binaries);
@@ -151,31 +199,61 @@ async function main(): Promise<number> {
         const versions = HOPS.slice(0, run.hops);
         const target = versions.at(-1) as string;
         const base = {
-          id, size: run.size.id, controlPlanes: run.size.controlPlanes, workers: run.size.workers, pods: run.size.workers * run.size.podsPerWorker,
-          hops: run.hops, tool: run.tool, batchSize: run.batchSize, simUpSeconds: Math.round(world.upSeconds * 10) / 10,
-          nominalLowerBoundSeconds: nominalLowerBoundSeconds({ controlPlanes: run.size.controlPlanes, workers: run.size.workers, hops: run.hops, batchSize: run.batchSize }),
+          id,
+          size: run.size.id,
+          controlPlanes: run.size.controlPlanes,
+          workers: run.size.workers,
+          pods: run.size.workers * run.size.podsPerWorker,
+          hops: run.hops,
+          tool: run.tool,
+          batchSize: run.batchSize,
+          simUpSeconds: Math.round(world.upSeconds * 10) / 10,
+          nominalLowerBoundSeconds: nominalLowerBoundSeconds({
+            controlPlanes: run.size.controlPlanes,
+            workers: run.size.workers,
+            hops: run.hops,
+            batchSize: run.batchSize,
+          }),
         };
         /** The bound from this run's own host command log (after the run). */
-        const measuredBound = () => measuredLowerBoundSeconds({
-          hops: run.hops, batchSize: run.batchSize,
-          controlPlanes: sim.description.nodes.filter((n) => n.role === 'control-plane').map((n) => n.name),
-          workers: sim.description.nodes.filter((n) => n.role === 'worker').map((n) => n.name),
-          hostWaits: (node) => hostWaitSeconds(sim.hosts.commandLog(node)),
-        });
+        const measuredBound = () =>
+          measuredLowerBoundSeconds({
+            hops: run.hops,
+            batchSize: run.batchSize,
+            controlPlanes: sim.description.nodes.filter((n) => n.role === 'control-plane').map((n) => n.name),
+            workers: sim.description.nodes.filter((n) => n.role === 'worker').map((n) => n.name),
+            hostWaits: (node) => hostWaitSeconds(sim.hosts.commandLog(node)),
+          });
         const svg = `${id}.svg`;
         if (run.tool === 'baseline') {
           const b = await runBaseline({ sim, binaries, registry, logsDir, versions: [...versions], label: id });
           await assertUpgraded(sim, target, id);
           const lanes = [...new Set(b.bars.map((x) => x.lane))];
-          writeFileSync(join(o.out, svg), renderTimelineSvg({ title: `${id}: bench/baseline.sh (kubectl drain + ssh)`, lanes, bars: b.bars }));
+          writeFileSync(
+            join(o.out, svg),
+            renderTimelineSvg({ title: `${id}: bench/baseline.sh (kubectl drain + ssh)`, lanes, bars: b.bars }),
+          );
           runs.push(runResult({ ...base, lowerBoundSeconds: measuredBound(), wallSeconds: b.wallSeconds, timeline: svg }));
         } else {
           const s = await runSkewless({ sim, temporal, registry, cli: CLI, logsDir, to: target, batchSize: run.batchSize, label: id });
           await assertUpgraded(sim, target, id);
-          writeFileSync(join(o.out, svg), renderTimelineSvg(timelineFromRuns(s.runs, `${id}: skewless upgrade --batch-size ${run.batchSize}`)));
+          writeFileSync(
+            join(o.out, svg),
+            renderTimelineSvg(timelineFromRuns(s.runs, `${id}: skewless upgrade --batch-size ${run.batchSize}`)),
+          );
           const nodes = run.size.controlPlanes + run.size.workers;
-          runs.push(runResult({ ...base, lowerBoundSeconds: measuredBound(), wallSeconds: s.wallSeconds, worker: s.worker, timeline: svg, operatorRetries: s.retries, nodes: nodeBreakdown(s.runs),
-            events: { ...s.events, perNode: Math.round(((s.events.parent + s.events.nodeWorkflowEvents) / nodes / run.hops) * 10) / 10 } }));
+          runs.push(
+            runResult({
+              ...base,
+              lowerBoundSeconds: measuredBound(),
+              wallSeconds: s.wallSeconds,
+              worker: s.worker,
+              timeline: svg,
+              operatorRetries: s.retries,
+              nodes: nodeBreakdown(s.runs),
+              events: { ...s.events, perNode: Math.round(((s.events.parent + s.events.nodeWorkflowEvents) / nodes / run.hops) * 10) / 10 },
+            }),
+          );
         }
         const last = runs.at(-1) as RunResult;
         log(`${id}: ${last.wallSeconds} s (lower bound ${last.lowerBoundSeconds} s, ${last.ratioToLowerBound}×)`);
@@ -194,7 +272,12 @@ async function main(): Promise<number> {
       try {
         const measurements = await drainBench(world.sim, binaries);
         const best = (tool: string) => Math.max(...measurements.filter((m) => m.tool === tool).map((m) => m.evictionsPerSecond));
-        drain = { pods: o.drainPods, measurements, skewlessEvictionsPerSecond: best('skewless'), kubectlEvictionsPerSecond: best('kubectl') };
+        drain = {
+          pods: o.drainPods,
+          measurements,
+          skewlessEvictionsPerSecond: best('skewless'),
+          kubectlEvictionsPerSecond: best('kubectl'),
+        };
         log(`drain: skewless ${drain.skewlessEvictionsPerSecond}/s, kubectl ${drain.kubectlEvictionsPerSecond}/s`);
       } finally {
         await world.close();
@@ -211,7 +294,10 @@ async function main(): Promise<number> {
   }
 }
 
-main().then((code) => process.exit(code), (err) => {
-  process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -40,7 +40,11 @@ async function retryBlocked(client: Client, workflowId: string, until: Promise<u
     for (const [node, n] of Object.entries(s?.nodes ?? {})) {
       if (n.phase !== 'blocked' || !n.blocked) continue;
       retries.push(`${node}: ${n.blocked.message.split('\n')[0]?.slice(0, 160)}`);
-      await handle.executeUpdate(resolveDrainUpdate, { args: [{ node, action: 'retry', by: BENCH_OPERATOR, comment: 'no operator in the benchmark' }] }).catch(() => undefined);
+      await handle
+        .executeUpdate(resolveDrainUpdate, {
+          args: [{ node, action: 'retry', by: BENCH_OPERATOR, comment: 'no operator in the benchmark' }],
+        })
+        .catch(() => undefined);
     }
     await Promise.race([until.catch(() => undefined), new Promise((r) => setTimeout(r, 2_000))]);
   }
@@ -61,12 +65,24 @@ export interface SkewlessRunOptions {
 export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcome> {
   const cluster = o.sim.description.name;
   const taskQueue = `bench-${o.label}-${process.pid}`;
-  const env = { ...process.env, TEMPORAL_ADDRESS: o.temporal.address, TEMPORAL_NAMESPACE: o.temporal.namespace, SKEWLESS_TASK_QUEUE: taskQueue };
+  const env = {
+    ...process.env,
+    TEMPORAL_ADDRESS: o.temporal.address,
+    TEMPORAL_NAMESPACE: o.temporal.namespace,
+    SKEWLESS_TASK_QUEUE: taskQueue,
+  };
   let ready!: () => void;
   const polling = new Promise<void>((res) => (ready = res));
-  const worker = o.registry.spawn(`worker-${o.label}`, process.execPath, [o.cli, 'worker', '--clusters-dir', o.sim.endpoints.clustersDir, '--task-queue', taskQueue], {
-    env, logFile: join(o.logsDir, `${o.label}.worker.log`), onErrLine: (line) => line.startsWith('skewless worker: task queue') && ready(),
-  });
+  const worker = o.registry.spawn(
+    `worker-${o.label}`,
+    process.execPath,
+    [o.cli, 'worker', '--clusters-dir', o.sim.endpoints.clustersDir, '--task-queue', taskQueue],
+    {
+      env,
+      logFile: join(o.logsDir, `${o.label}.worker.log`),
+      onErrLine: (line) => line.startsWith('skewless worker: task queue') && ready(),
+    },
+  );
   const died = worker.exited.then((code) => {
     throw new Error(`the worker exited (status ${code}); see ${join(o.logsDir, `${o.label}.worker.log`)}`);
   });
@@ -75,9 +91,24 @@ export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcom
     await Promise.race([polling, died]);
     const stats = sampleProcess(worker.pid);
     const started = Date.now();
-    const args = ['upgrade', '--cluster', cluster, '--to', o.to, '--canary', '1', '--batch-size', String(o.batchSize), '--max-unavailable', String(o.batchSize),
-      '--detach'];
-    const cli = o.registry.spawn(`upgrade-${o.label}`, process.execPath, [o.cli, ...args], { env, logFile: join(o.logsDir, `${o.label}.cli.log`) });
+    const args = [
+      'upgrade',
+      '--cluster',
+      cluster,
+      '--to',
+      o.to,
+      '--canary',
+      '1',
+      '--batch-size',
+      String(o.batchSize),
+      '--max-unavailable',
+      String(o.batchSize),
+      '--detach',
+    ];
+    const cli = o.registry.spawn(`upgrade-${o.label}`, process.execPath, [o.cli, ...args], {
+      env,
+      logFile: join(o.logsDir, `${o.label}.cli.log`),
+    });
     const code = await cli.exited;
     if (code !== 0) throw new Error(`skewless ${args.join(' ')} exited ${code}; see ${join(o.logsDir, `${o.label}.cli.log`)}`);
     const client = new Client({ connection: o.temporal.connection, namespace: o.temporal.namespace });

@@ -5,7 +5,12 @@ import { parseDescription } from '../sim/description.js';
 import { startSimulation, type Simulation } from '../sim/simulation.js';
 
 /** A fresh simulated cluster from a description for one run: its own state folder, stopped and removed by `close`. */
-export async function freshCluster(yaml: string, cluster: string, dir: string, binaries: SimBinaries): Promise<{ sim: Simulation; upSeconds: number; close(): Promise<void> }> {
+export async function freshCluster(
+  yaml: string,
+  cluster: string,
+  dir: string,
+  binaries: SimBinaries,
+): Promise<{ sim: Simulation; upSeconds: number; close(): Promise<void> }> {
   const stateDir = join(dir, cluster);
   rmSync(stateDir, { recursive: true, force: true });
   mkdirSync(stateDir, { recursive: true });
@@ -24,9 +29,13 @@ export async function freshCluster(yaml: string, cluster: string, dir: string, b
 /** Fails unless every node reports `version` and none is left cordoned. */
 export async function assertUpgraded(sim: Simulation, version: string, what: string): Promise<void> {
   const nodes = (await sim.kube.core.listNode()).items;
-  const behind = nodes.filter((n) => n.status?.nodeInfo?.kubeletVersion !== `v${version}`).map((n) => `${n.metadata?.name} (${n.status?.nodeInfo?.kubeletVersion})`);
+  const behind = nodes
+    .filter((n) => n.status?.nodeInfo?.kubeletVersion !== `v${version}`)
+    .map((n) => `${n.metadata?.name} (${n.status?.nodeInfo?.kubeletVersion})`);
   const cordoned = nodes.filter((n) => n.spec?.unschedulable).map((n) => n.metadata?.name);
   if (behind.length || cordoned.length) {
-    throw new Error(`${what}: ${behind.length ? `not at v${version}: ${behind.slice(0, 5).join(', ')}${behind.length > 5 ? ` and ${behind.length - 5} more` : ''}` : ''}${cordoned.length ? ` cordoned: ${cordoned.slice(0, 5).join(', ')}` : ''}`);
+    throw new Error(
+      `${what}: ${behind.length ? `not at v${version}: ${behind.slice(0, 5).join(', ')}${behind.length > 5 ? ` and ${behind.length - 5} more` : ''}` : ''}${cordoned.length ? ` cordoned: ${cordoned.slice(0, 5).join(', ')}` : ''}`,
+    );
   }
 }

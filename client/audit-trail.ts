@@ -16,12 +16,32 @@ export type StepOutcome = 'completed' | 'failed' | 'timed out' | 'canceled' | 'r
 /** One line of the audit trail. Only named fields are ever taken from payloads. */
 export type TrailEntry = { time: string } & (
   | { kind: 'started'; workflowId: string; to?: string; continued: boolean }
-  | { kind: 'step'; node?: string; activity: string; summary?: string; version?: string; outcome: StepOutcome; message?: string; retries: number; durationMs?: number;
+  | {
+      kind: 'step';
+      node?: string;
+      activity: string;
+      summary?: string;
+      version?: string;
+      outcome: StepOutcome;
+      message?: string;
+      retries: number;
+      durationMs?: number;
       /** What a completed step found instead of doing its work (a node cordoned by someone else, left so). */
-      note?: string }
+      note?: string;
+    }
   | { kind: 'snapshot'; node?: string; path?: string; sha256?: string; revision?: number }
   | { kind: 'approval'; gate?: string; by?: string; comment?: string; failed?: string }
-  | { kind: 'resolution'; node?: string; action?: string; by?: string; pods?: string[]; comment?: string; failed?: string; of?: 'drain' | 'step' | 'halt'; step?: string }
+  | {
+      kind: 'resolution';
+      node?: string;
+      action?: string;
+      by?: string;
+      pods?: string[];
+      comment?: string;
+      failed?: string;
+      of?: 'drain' | 'step' | 'halt';
+      step?: string;
+    }
   | { kind: 'signal'; signal: 'pause' | 'resume' | 'abort'; by?: string; reason?: string }
   | { kind: 'blocked'; node?: string; message?: string; step?: string; failure?: string }
   | { kind: 'node'; node?: string; step?: string; version?: string; outcome: string; message?: string; durationMs?: number }
@@ -33,13 +53,16 @@ function decode(payload: Payload | null | undefined): Record<string, unknown> | 
   if (!payload) return undefined;
   try {
     const value = defaultPayloadConverter.fromPayload<unknown>(payload as never);
-    return typeof value === 'string' || (typeof value === 'object' && value !== null) ? (value as Record<string, unknown> | string) : undefined;
+    return typeof value === 'string' || (typeof value === 'object' && value !== null)
+      ? (value as Record<string, unknown> | string)
+      : undefined;
   } catch {
     return undefined;
   }
 }
 
-export const record = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+export const record = (v: unknown): Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 /** A string field, one line and bounded: free text from operators or tools is never shown raw. */
 export const str = (v: unknown, max = 200): string | undefined => {
   if (typeof v !== 'string' || v === '') return undefined;
@@ -47,10 +70,12 @@ export const str = (v: unknown, max = 200): string | undefined => {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 };
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-const strings = (v: unknown): string[] | undefined => (Array.isArray(v) ? v.map((x) => str(x, 120)).filter((x): x is string => x !== undefined) : undefined);
+const strings = (v: unknown): string[] | undefined =>
+  Array.isArray(v) ? v.map((x) => str(x, 120)).filter((x): x is string => x !== undefined) : undefined;
 export const firstArg = (payloads: { payloads?: Payload[] | null } | null | undefined) => decode(payloads?.payloads?.[0]);
 /** Milliseconds of a proto Timestamp, whose seconds are a Long when fetched and a number or string when loaded from JSON. */
-export const tsToMs = (ts: HistoryEvent['eventTime']): number => Number(String(ts?.seconds ?? 0)) * 1000 + Math.floor((ts?.nanos ?? 0) / 1e6);
+export const tsToMs = (ts: HistoryEvent['eventTime']): number =>
+  Number(String(ts?.seconds ?? 0)) * 1000 + Math.floor((ts?.nanos ?? 0) / 1e6);
 const iso = (e: HistoryEvent) => new Date(tsToMs(e.eventTime)).toISOString();
 const failureMessage = (f: { message?: string | null } | null | undefined) => str(f?.message ?? undefined, 300);
 const compact = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
@@ -87,10 +112,22 @@ export function runTrail(run: RunHistory): TrailEntry[] {
   };
   const closed = (e: HistoryEvent, status: string, message?: string, result?: Record<string, unknown>) => {
     if (isNode) {
-      out.push(compact({ time: iso(e), kind: 'node' as const, node: str(input.node), step: str(input.step), version: str(input.version),
-        outcome: status === 'completed' ? (str(result?.outcome) ?? 'done') : status, message, durationMs: tsToMs(e.eventTime) - startMs }));
+      out.push(
+        compact({
+          time: iso(e),
+          kind: 'node' as const,
+          node: str(input.node),
+          step: str(input.step),
+          version: str(input.version),
+          outcome: status === 'completed' ? (str(result?.outcome) ?? 'done') : status,
+          message,
+          durationMs: tsToMs(e.eventTime) - startMs,
+        }),
+      );
     } else {
-      out.push(compact({ time: iso(e), kind: 'closed' as const, workflowId: run.workflowId, status, outcome: str(result?.outcome), message }));
+      out.push(
+        compact({ time: iso(e), kind: 'closed' as const, workflowId: run.workflowId, status, outcome: str(result?.outcome), message }),
+      );
     }
   };
 
@@ -101,14 +138,29 @@ export function runTrail(run: RunHistory): TrailEntry[] {
       startMs = tsToMs(e.eventTime);
       input = record(firstArg(a.input));
       isNode = a.workflowType?.name === 'nodeUpgradeWorkflow';
-      if (!isNode) out.push(compact({ time, kind: 'started' as const, workflowId: run.workflowId, to: str(input.to), continued: Boolean(a.continuedExecutionRunId) }));
+      if (!isNode)
+        out.push(
+          compact({
+            time,
+            kind: 'started' as const,
+            workflowId: run.workflowId,
+            to: str(input.to),
+            continued: Boolean(a.continuedExecutionRunId),
+          }),
+        );
     } else if (e.activityTaskScheduledEventAttributes) {
       const a = e.activityTaskScheduledEventAttributes;
       const args = record(firstArg(a.input));
       const summary = decode(e.userMetadata?.summary);
       const entry = compact({
-        time, kind: 'step' as const, node: str(args.node) ?? (isNode ? str(input.node) : undefined), activity: a.activityType?.name ?? '?',
-        summary: typeof summary === 'string' ? str(summary) : undefined, version: str(args.version) ?? str(args.hop), outcome: 'running' as StepOutcome, retries: 0,
+        time,
+        kind: 'step' as const,
+        node: str(args.node) ?? (isNode ? str(input.node) : undefined),
+        activity: a.activityType?.name ?? '?',
+        summary: typeof summary === 'string' ? str(summary) : undefined,
+        version: str(args.version) ?? str(args.hop),
+        outcome: 'running' as StepOutcome,
+        retries: 0,
       });
       steps.set(String(e.eventId), { entry, scheduledMs: tsToMs(e.eventTime) });
       out.push(entry);
@@ -123,12 +175,26 @@ export function runTrail(run: RunHistory): TrailEntry[] {
       if (step && note) step.note = note;
       if (step?.activity === 'snapshotEtcd') {
         const r = record(firstArg(a.result));
-        out.push(compact({ time, kind: 'snapshot' as const, node: step.node, path: str(r.localPath) ?? str(r.remotePath), sha256: str(r.sha256, 64), revision: num(r.revision) }));
+        out.push(
+          compact({
+            time,
+            kind: 'snapshot' as const,
+            node: step.node,
+            path: str(r.localPath) ?? str(r.remotePath),
+            sha256: str(r.sha256, 64),
+            revision: num(r.revision),
+          }),
+        );
       }
     } else if (e.activityTaskFailedEventAttributes) {
       close(e, 'failed', e.activityTaskFailedEventAttributes.scheduledEventId, failureMessage(e.activityTaskFailedEventAttributes.failure));
     } else if (e.activityTaskTimedOutEventAttributes) {
-      close(e, 'timed out', e.activityTaskTimedOutEventAttributes.scheduledEventId, failureMessage(e.activityTaskTimedOutEventAttributes.failure));
+      close(
+        e,
+        'timed out',
+        e.activityTaskTimedOutEventAttributes.scheduledEventId,
+        failureMessage(e.activityTaskTimedOutEventAttributes.failure),
+      );
     } else if (e.activityTaskCanceledEventAttributes) {
       close(e, 'canceled', e.activityTaskCanceledEventAttributes.scheduledEventId);
     } else if (e.workflowExecutionUpdateAcceptedEventAttributes) {
@@ -141,8 +207,16 @@ export function runTrail(run: RunHistory): TrailEntry[] {
       } else if (request?.input?.name === 'resolveDrain') {
         const node = str(args.node);
         const block = node ? (blockOf.get(node) ?? { of: 'drain' as const }) : { of: 'halt' as const };
-        entry = compact({ time, kind: 'resolution' as const, node, action: str(args.action), by: str(args.by),
-          pods: args.action === 'force' ? strings(args.pods) : undefined, comment: str(args.comment), ...block });
+        entry = compact({
+          time,
+          kind: 'resolution' as const,
+          node,
+          action: str(args.action),
+          by: str(args.by),
+          pods: args.action === 'force' ? strings(args.pods) : undefined,
+          comment: str(args.comment),
+          ...block,
+        });
       }
       if (entry) {
         updates.set(id, entry);
@@ -162,7 +236,16 @@ export function runTrail(run: RunHistory): TrailEntry[] {
         const node = str(args.node);
         const step = block.kind === 'StepFailed' ? str(block.step) : undefined;
         if (node) blockOf.set(node, step ? { of: 'step', step } : { of: 'drain' });
-        out.push(compact({ time, kind: 'blocked' as const, node, message: str(block.message, 300), step, failure: step ? str(block.failure) : undefined }));
+        out.push(
+          compact({
+            time,
+            kind: 'blocked' as const,
+            node,
+            message: str(block.message, 300),
+            step,
+            failure: step ? str(block.failure) : undefined,
+          }),
+        );
       }
     } else if (e.workflowExecutionCompletedEventAttributes) {
       closed(e, 'completed', undefined, record(firstArg(e.workflowExecutionCompletedEventAttributes.result)));
@@ -194,7 +277,9 @@ export function formatDuration(ms: number | undefined): string {
   if (ms === undefined) return '';
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   const s = Math.round(ms / 1000);
-  return s < 3600 ? `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s` : `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
+  return s < 3600
+    ? `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`
+    : `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
 }
 
 const quoted = (text: string | undefined) => (text ? ` ("${text}")` : '');
@@ -215,7 +300,9 @@ function describe(entry: TrailEntry): string {
     case 'signal':
       return `${entry.signal} by ${entry.by ?? '?'}${quoted(entry.reason)}`;
     case 'blocked':
-      return entry.step ? `blocked: ${entry.step} failed (${entry.failure ?? '?'}): ${entry.message ?? ''}` : `drain blocked: ${entry.message ?? ''}`;
+      return entry.step
+        ? `blocked: ${entry.step} failed (${entry.failure ?? '?'}): ${entry.message ?? ''}`
+        : `drain blocked: ${entry.message ?? ''}`;
     case 'node':
       return `${entry.step === 'control-plane' ? 'control plane' : 'node'} upgrade to ${entry.version ?? '?'}: ${entry.outcome}${entry.message ? `: ${entry.message}` : ''}`;
     case 'closed':
@@ -237,7 +324,8 @@ export function trailToText(entries: TrailEntry[]): string {
     .map((e) => {
       const node = ('node' in e && e.node) || '-';
       const head = `${e.time}  ${node.padEnd(nodeWidth)}  `;
-      if (e.kind !== 'step') return `${head}${describe(e)}${e.kind === 'node' && e.durationMs !== undefined ? ` (${formatDuration(e.durationMs)})` : ''}`;
+      if (e.kind !== 'step')
+        return `${head}${describe(e)}${e.kind === 'node' && e.durationMs !== undefined ? ` (${formatDuration(e.durationMs)})` : ''}`;
       return `${head}${describe(e).padEnd(width)}  ${formatDuration(e.durationMs).padStart(11)}  ${outcome(e)}`.trimEnd();
     })
     .join('\n');

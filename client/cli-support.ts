@@ -76,13 +76,23 @@ export const processIo: CommandIo = {
  * --no-NAME, and --NAME=true|false as the temporal CLI spells it (--tls=false).
  */
 export function parseOptions<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, allowPositionals = false) {
-  const booleans = new Set(Object.entries(options).filter(([, o]) => o.type === 'boolean').map(([name]) => name));
+  const booleans = new Set(
+    Object.entries(options)
+      .filter(([, o]) => o.type === 'boolean')
+      .map(([name]) => name),
+  );
   const spelled = args.map((arg) => {
     const m = /^--([a-z][a-z0-9-]*)=(true|false)$/.exec(arg);
     return m && booleans.has(m[1] as string) ? (m[2] === 'true' ? `--${m[1]}` : `--no-${m[1]}`) : arg;
   });
   try {
-    return parseArgs({ args: spelled, options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals, allowNegative: true });
+    return parseArgs({
+      args: spelled,
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals,
+      allowNegative: true,
+    });
   } catch (err) {
     const message = (err as Error).message;
     // node says "argument is ambiguous" (three lines) for `--drain-timeout -5`: say what to type.
@@ -105,7 +115,8 @@ export function requireOption(value: string | undefined, flag: string): string {
 
 export function intOption(value: string | undefined, flag: string, min: number): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} must be an integer ≥ ${min}, got ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value) || Number(value) < min)
+    throw new UsageError(`${flag} must be an integer ≥ ${min}, got ${JSON.stringify(value)}`);
   return Number(value);
 }
 

@@ -12,7 +12,8 @@ const LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const GATE = /^[a-z][a-z0-9.-]{0,99}$/;
 
 export function nodeName(value: string, flag = '--node'): string {
-  if (value.length > 253 || !NODE.test(value)) throw new UsageError(`${flag} must be a node name (lowercase letters, digits, '-' and '.'), got ${JSON.stringify(value)}`);
+  if (value.length > 253 || !NODE.test(value))
+    throw new UsageError(`${flag} must be a node name (lowercase letters, digits, '-' and '.'), got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -24,7 +25,14 @@ export function gateName(value: string): string {
 /** NAMESPACE/NAME, for --pod and --acknowledge (a PDB). */
 export function namespacedName(value: string, flag: string, what: string): string {
   const [namespace, name, ...rest] = value.split('/');
-  const ok = rest.length === 0 && namespace !== undefined && name !== undefined && namespace.length <= 63 && LABEL.test(namespace) && name.length <= 253 && NODE.test(name);
+  const ok =
+    rest.length === 0 &&
+    namespace !== undefined &&
+    name !== undefined &&
+    namespace.length <= 63 &&
+    LABEL.test(namespace) &&
+    name.length <= 253 &&
+    NODE.test(name);
   if (!ok) throw new UsageError(`${flag} takes NAMESPACE/${what}, got ${JSON.stringify(value)}`);
   return value;
 }
@@ -40,6 +48,7 @@ export function maxUnavailable(value: string | undefined): string | undefined {
 
 /** Exactly one positional argument (the cluster), for the commands that take NAME. */
 export function onlyPositional(positionals: string[]): string | undefined {
-  if (positionals.length > 1) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[1])}: the command takes one cluster NAME`);
+  if (positionals.length > 1)
+    throw new UsageError(`unexpected argument ${JSON.stringify(positionals[1])}: the command takes one cluster NAME`);
   return positionals[0];
 }

@@ -8,28 +8,67 @@ import { maxUnavailable, namespacedName, nodeName } from './input-checks.js';
  * values and their combinations for every command alike.
  */
 const FLAG_OF = {
-  canary: '--canary', batchSize: '--batch-size', maxUnavailable: '--max-unavailable', firstControlPlane: '--first-control-plane',
-  approveWorkers: '--approve-workers', approveAfterCanary: '--approve-canary', soakSeconds: '--soak', drainTimeoutSeconds: '--drain-timeout',
-  hostRetrySeconds: '--host-retry', acknowledge: '--acknowledge', rebootTimeoutSeconds: '--reboot-timeout', forcePods: '--force-pod',
+  canary: '--canary',
+  batchSize: '--batch-size',
+  maxUnavailable: '--max-unavailable',
+  firstControlPlane: '--first-control-plane',
+  approveWorkers: '--approve-workers',
+  approveAfterCanary: '--approve-canary',
+  soakSeconds: '--soak',
+  drainTimeoutSeconds: '--drain-timeout',
+  hostRetrySeconds: '--host-retry',
+  acknowledge: '--acknowledge',
+  rebootTimeoutSeconds: '--reboot-timeout',
+  forcePods: '--force-pod',
 } as const satisfies Partial<Record<PolicyKey, string>>;
 type FlagKey = keyof typeof FLAG_OF;
 type Flag = (typeof FLAG_OF)[FlagKey];
 
 /** The policy flags of each command: an upgrade's (also a schedule's and a rehearsal's), an OS maintenance run's, a blue/green run's. */
 export const UPGRADE_FLAG_KEYS = [
-  'canary', 'batchSize', 'maxUnavailable', 'firstControlPlane', 'approveWorkers', 'approveAfterCanary', 'soakSeconds', 'drainTimeoutSeconds', 'hostRetrySeconds', 'acknowledge',
+  'canary',
+  'batchSize',
+  'maxUnavailable',
+  'firstControlPlane',
+  'approveWorkers',
+  'approveAfterCanary',
+  'soakSeconds',
+  'drainTimeoutSeconds',
+  'hostRetrySeconds',
+  'acknowledge',
 ] as const satisfies readonly FlagKey[];
 export const MAINTAIN_FLAG_KEYS = [
-  'canary', 'batchSize', 'maxUnavailable', 'approveAfterCanary', 'soakSeconds', 'drainTimeoutSeconds', 'hostRetrySeconds', 'rebootTimeoutSeconds', 'forcePods',
+  'canary',
+  'batchSize',
+  'maxUnavailable',
+  'approveAfterCanary',
+  'soakSeconds',
+  'drainTimeoutSeconds',
+  'hostRetrySeconds',
+  'rebootTimeoutSeconds',
+  'forcePods',
 ] as const satisfies readonly FlagKey[];
 export const BLUEGREEN_FLAG_KEYS = [
-  'canary', 'batchSize', 'approveAfterCanary', 'soakSeconds', 'drainTimeoutSeconds', 'hostRetrySeconds', 'acknowledge',
+  'canary',
+  'batchSize',
+  'approveAfterCanary',
+  'soakSeconds',
+  'drainTimeoutSeconds',
+  'hostRetrySeconds',
+  'acknowledge',
 ] as const satisfies readonly FlagKey[];
 
 export const POLICY_OPTIONS = {
-  canary: { type: 'string' }, 'batch-size': { type: 'string' }, 'max-unavailable': { type: 'string' }, 'first-control-plane': { type: 'string' },
-  'approve-workers': { type: 'boolean' }, 'approve-canary': { type: 'boolean' }, soak: { type: 'string' },
-  'drain-timeout': { type: 'string' }, 'host-retry': { type: 'string' }, acknowledge: { type: 'string', multiple: true },
+  canary: { type: 'string' },
+  'batch-size': { type: 'string' },
+  'max-unavailable': { type: 'string' },
+  'first-control-plane': { type: 'string' },
+  'approve-workers': { type: 'boolean' },
+  'approve-canary': { type: 'boolean' },
+  soak: { type: 'string' },
+  'drain-timeout': { type: 'string' },
+  'host-retry': { type: 'string' },
+  acknowledge: { type: 'string', multiple: true },
 } as const;
 
 export const POLICY_USAGE = `[--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE]

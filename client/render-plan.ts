@@ -50,15 +50,24 @@ export function planToText(plan: UpgradePlan, to: string): string {
   if (plan.hops.length === 0 && plan.target.nothingToDo) return `Nothing to do: ${describeTarget(plan.target)}.`;
   if (plan.hops.length === 0) return `Already at ${to} (cluster is at ${plan.from}): nothing to do.`;
   const finishing = plan.hops[0] === plan.from;
-  lines.push(finishing && plan.hops.length === 1
-    ? `Finish at ${plan.from}: the control plane is there, ${movingIn(plan, plan.from).join(', ')} below it (left behind by an earlier run)`
-    : `Upgrade ${plan.from} → ${plan.target.to === to ? to : describeTarget(plan.target)}: ${plan.hops.length} hop${plan.hops.length === 1 ? '' : 's'} (${plan.hops.join(' → ')})`);
-  lines.push(`Rollout: canary ${policy.canary}, batches of ${policy.batchSize}, at most ${policy.maxUnavailable} worker(s) out at once; nodes labelled ${STAGE_LABEL}=<stage>`);
+  lines.push(
+    finishing && plan.hops.length === 1
+      ? `Finish at ${plan.from}: the control plane is there, ${movingIn(plan, plan.from).join(', ')} below it (left behind by an earlier run)`
+      : `Upgrade ${plan.from} → ${plan.target.to === to ? to : describeTarget(plan.target)}: ${plan.hops.length} hop${plan.hops.length === 1 ? '' : 's'} (${plan.hops.join(' → ')})`,
+  );
+  lines.push(
+    `Rollout: canary ${policy.canary}, batches of ${policy.batchSize}, at most ${policy.maxUnavailable} worker(s) out at once; nodes labelled ${STAGE_LABEL}=<stage>`,
+  );
   for (const phase of phases) {
     const [node] = phase.nodes;
-    const role = phase.kind !== 'control-plane' ? ''
-      : plan.steps.some((s) => s.node === node && s.apply) ? ' (kubeadm upgrade apply)'
-        : plan.steps.some((s) => s.node === node && (s.action === 'upgrade-control-plane' || s.action === 'upgrade-kubelet')) ? '' : ` (already at ${plan.hops.at(-1) ?? plan.from})`;
+    const role =
+      phase.kind !== 'control-plane'
+        ? ''
+        : plan.steps.some((s) => s.node === node && s.apply)
+          ? ' (kubeadm upgrade apply)'
+          : plan.steps.some((s) => s.node === node && (s.action === 'upgrade-control-plane' || s.action === 'upgrade-kubelet'))
+            ? ''
+            : ` (already at ${plan.hops.at(-1) ?? plan.from})`;
     lines.push(`  ${phase.stage.padEnd(14)} ${phase.nodes.join(' ')}${role}`);
   }
   if (plan.skew.compliant) {
@@ -70,7 +79,12 @@ export function planToText(plan: UpgradePlan, to: string): string {
   }
   let from = plan.from;
   plan.hops.forEach((hop, h) => {
-    lines.push('', from === hop ? `Hop ${h + 1}/${plan.hops.length}: ${hop}, only what is below it (${movingIn(plan, hop).join(', ')})` : `Hop ${h + 1}/${plan.hops.length}: ${from} → ${hop}`);
+    lines.push(
+      '',
+      from === hop
+        ? `Hop ${h + 1}/${plan.hops.length}: ${hop}, only what is below it (${movingIn(plan, hop).join(', ')})`
+        : `Hop ${h + 1}/${plan.hops.length}: ${from} → ${hop}`,
+    );
     let n = 0;
     for (const step of plan.steps.filter((s) => s.hop === hop)) {
       n++;
@@ -86,13 +100,17 @@ export function planToText(plan: UpgradePlan, to: string): string {
  * `plan --cluster`'s warning about drains that will block: pods no controller manages, by node. Not a
  * refusal: the upgrade stops at each such node and waits for the operator, as the line says.
  */
-export function barePodLines(cluster: string, barePods: readonly { namespace: string; name: string; node: string }[], count: number): string[] {
+export function barePodLines(
+  cluster: string,
+  barePods: readonly { namespace: string; name: string; node: string }[],
+  count: number,
+): string[] {
   if (count === 0) return [];
   const byNode = new Map<string, string[]>();
   for (const p of barePods) byNode.set(p.node, [...(byNode.get(p.node) ?? []), `${p.namespace}/${p.name}`]);
   return [
-    `Drains that will block (${count} pod${count === 1 ? '' : 's'} no controller manages, lost for good if deleted): the upgrade waits at each node for`
-      + ` "skewless resolve ${cluster} --node NODE --action skip" (the node keeps its version) or "--action force --pod NS/NAME":`,
+    `Drains that will block (${count} pod${count === 1 ? '' : 's'} no controller manages, lost for good if deleted): the upgrade waits at each node for` +
+      ` "skewless resolve ${cluster} --node NODE --action skip" (the node keeps its version) or "--action force --pod NS/NAME":`,
     ...[...byNode].map(([node, pods]) => `  ${node}: ${pods.join(', ')}`),
     ...(count > barePods.length ? [`  and ${count - barePods.length} more`] : []),
   ];

@@ -31,7 +31,10 @@ export type Answer<T> =
   | { value?: undefined; noWorker?: undefined; notYet: string };
 
 async function listsPollers(client: Client, taskQueue: string): Promise<boolean> {
-  const { pollers } = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue } });
+  const { pollers } = await client.workflowService.describeTaskQueue({
+    namespace: client.options.namespace,
+    taskQueue: { name: taskQueue },
+  });
   return (pollers?.length ?? 0) > 0;
 }
 
@@ -41,17 +44,27 @@ const grpcCode = (err: unknown): number | undefined => {
 };
 
 /** The run's answer to QUERY, or why no worker gave one (within QUERY_WAIT_MS). */
-export async function queryIfServed<T>(client: Client, handle: WorkflowHandle, taskQueue: string, query: QueryDefinition<T>, waitMs = QUERY_WAIT_MS): Promise<Answer<T>> {
+export async function queryIfServed<T>(
+  client: Client,
+  handle: WorkflowHandle,
+  taskQueue: string,
+  query: QueryDefinition<T>,
+  waitMs = QUERY_WAIT_MS,
+): Promise<Answer<T>> {
   try {
     return { value: await client.withDeadline(Date.now() + waitMs, () => handle.query(query)) };
   } catch (err) {
     const code = grpcCode(err);
-    if (code === NOT_READY) return { notYet: `no answer from the run yet (${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message})` };
+    if (code === NOT_READY)
+      return { notYet: `no answer from the run yet (${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message})` };
     if (code === undefined || !DEADLINE_CODES.has(code)) throw err;
   }
   const polled = await listsPollers(client, taskQueue);
   return polled
-    ? { polled, noWorker: `no worker answered on task queue ${taskQueue} within ${Math.round(waitMs / 1000)} s (a worker polled it recently: stopped or overloaded?)` }
+    ? {
+        polled,
+        noWorker: `no worker answered on task queue ${taskQueue} within ${Math.round(waitMs / 1000)} s (a worker polled it recently: stopped or overloaded?)`,
+      }
     : { polled, noWorker: `no worker polls task queue ${taskQueue}` };
 }
 

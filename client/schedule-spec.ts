@@ -14,7 +14,11 @@ const MONTHS = ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', '
 const SHORTHANDS = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly'];
 /** minute, hour, day of month, month, day of week: [min, max, names (index = value - min)]. */
 const FIELDS: [string, number, number, string[]?][] = [
-  ['minute', 0, 59], ['hour', 0, 23], ['day of month', 1, 31], ['month', 1, 12, MONTHS], ['day of week', 0, 6, DAYS],
+  ['minute', 0, 59],
+  ['hour', 0, 23],
+  ['day of month', 1, 31],
+  ['month', 1, 12, MONTHS],
+  ['day of week', 0, 6, DAYS],
 ];
 
 function cronValue(text: string, min: number, max: number, names?: string[]): number | undefined {
@@ -47,12 +51,17 @@ export function cronExpression(value: string): string {
   const text = value.trim().replace(/\s+/g, ' ');
   if (SHORTHANDS.includes(text)) return text;
   const fields = text.split(' ');
-  const bad = () => new UsageError(`--cron takes five fields (minute hour day-of-month month day-of-week, such as "0 3 * * SAT") or @daily/@weekly/@monthly/@hourly, got ${JSON.stringify(value)}`);
+  const bad = () =>
+    new UsageError(
+      `--cron takes five fields (minute hour day-of-month month day-of-week, such as "0 3 * * SAT") or @daily/@weekly/@monthly/@hourly, got ${JSON.stringify(value)}`,
+    );
   if (fields.length !== 5 || value.length > 200) throw bad();
   fields.forEach((f, i) => {
     const [name, min, max, names] = FIELDS[i] as (typeof FIELDS)[number];
     if (!cronFieldOk(f, min, max, names)) {
-      throw new UsageError(`--cron ${JSON.stringify(value)}: the ${name} field ${JSON.stringify(f)} is not ${min}-${max}${names ? `, ${names[0]}-${names.at(-1)}` : ''}, a range, a list or */N`);
+      throw new UsageError(
+        `--cron ${JSON.stringify(value)}: the ${name} field ${JSON.stringify(f)} is not ${min}-${max}${names ? `, ${names[0]}-${names.at(-1)}` : ''}, a range, a list or */N`,
+      );
     }
   });
   return text;
@@ -65,7 +74,9 @@ function dayIndex(text: string, value: string): number {
 }
 
 const badCalendar = (value: string) =>
-  new UsageError(`--calendar takes "[DAYS] HH:MM" with DAYS daily, a day (Sat), a range (Mon-Fri) or a list (Sat,Sun), got ${JSON.stringify(value)}`);
+  new UsageError(
+    `--calendar takes "[DAYS] HH:MM" with DAYS daily, a day (Sat), a range (Mon-Fri) or a list (Sat,Sun), got ${JSON.stringify(value)}`,
+  );
 
 /** "Sat 02:00", "Mon-Fri 22:30", "Sat,Sun 02:00", "daily 03:00" or "03:00": a calendar entry. */
 export function calendarSpec(value: string): CalendarSpec {
@@ -103,7 +114,8 @@ export function timeZone(value: string): string {
   } catch {
     throw new UsageError(`--time-zone must be an IANA time zone such as Europe/Berlin or UTC, got ${JSON.stringify(value)}`);
   }
-  if (!/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(value)) throw new UsageError(`--time-zone must be an IANA time zone such as Europe/Berlin or UTC, got ${JSON.stringify(value)}`);
+  if (!/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(value))
+    throw new UsageError(`--time-zone must be an IANA time zone such as Europe/Berlin or UTC, got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -119,10 +131,16 @@ export function scheduleSpec(values: SpecFlags): { spec: ScheduleSpec; words: st
   const crons = (values.cron ?? []).map(cronExpression);
   const calendars = (values.calendar ?? []).map(calendarSpec);
   const every = (values.every ?? []).map(interval);
-  if (crons.length + calendars.length + every.length === 0) throw new UsageError('a schedule needs --cron "EXPR", --calendar "Sat 02:00" or --every DURATION');
+  if (crons.length + calendars.length + every.length === 0)
+    throw new UsageError('a schedule needs --cron "EXPR", --calendar "Sat 02:00" or --every DURATION');
   const zone = values['time-zone'] === undefined ? undefined : timeZone(values['time-zone']);
-  if (zone !== undefined && crons.length + calendars.length === 0) throw new UsageError('--time-zone applies to --cron and --calendar, not to --every');
-  const words = [...crons.map((c) => `cron "${c}"`), ...(values.calendar ?? []).map((c) => `calendar "${c.trim()}"`), ...every.map((e) => `every ${e}`)];
+  if (zone !== undefined && crons.length + calendars.length === 0)
+    throw new UsageError('--time-zone applies to --cron and --calendar, not to --every');
+  const words = [
+    ...crons.map((c) => `cron "${c}"`),
+    ...(values.calendar ?? []).map((c) => `calendar "${c.trim()}"`),
+    ...every.map((e) => `every ${e}`),
+  ];
   return {
     spec: {
       ...(crons.length ? { cronExpressions: crons } : {}),

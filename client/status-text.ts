@@ -16,18 +16,31 @@ export function printUpgrade(io: CommandIo, cluster: string, s: UpgradeStatus): 
     if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(cluster, node, n.blocked)}`);
   }
   if (s.halted) for (const line of haltLines(cluster, s.halted)) io.out(`  ${line}`);
-  if (s.waiting) io.out(`  ${windowPhaseLabel(s.waiting.phase, s.waiting.hop)}: waiting for the maintenance window: opens ${s.waiting.opensAt}`);
+  if (s.waiting)
+    io.out(`  ${windowPhaseLabel(s.waiting.phase, s.waiting.hop)}: waiting for the maintenance window: opens ${s.waiting.opensAt}`);
   for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : 'waiting'}`);
-  for (const snap of s.snapshots) io.out(`  etcd snapshot ${snap.hop}: ${snap.localPath} (${snap.sizeBytes} bytes, sha256 ${snap.sha256}, revision ${snap.revision})`);
+  for (const snap of s.snapshots)
+    io.out(`  etcd snapshot ${snap.hop}: ${snap.localPath} (${snap.sizeBytes} bytes, sha256 ${snap.sha256}, revision ${snap.revision})`);
   if (s.outcome) io.out(`  ${s.outcome}`);
 }
 
 /** `skewless status NAME --workflow restore`: the restore's phase, each control plane's step, its gate and snapshot. */
 export function printRestore(io: CommandIo, cluster: string, s: RestoreStatus): void {
-  io.out(`${cluster}: restore ${s.phase}${s.paused ? ', paused' : ''}${s.revision !== undefined ? `, etcd at revision ${s.revision}` : ''}`);
-  if (s.snapshot) io.out(`  snapshot ${s.snapshot.remotePath} (revision ${s.snapshot.revision}, sha256 ${s.snapshot.sha256}${s.snapshot.takenAt ? `, taken ${s.snapshot.takenAt}` : ''})`);
-  for (const m of s.members) io.out(`  ${m.node.padEnd(16)} member ${m.name.padEnd(16)} ${m.phase}${m.previousDataDir ? ` (old data in ${m.previousDataDir})` : ''}`);
-  for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : `waiting; approving it loses ${s.loses ?? 'everything written since the snapshot'}`}`);
+  io.out(
+    `${cluster}: restore ${s.phase}${s.paused ? ', paused' : ''}${s.revision !== undefined ? `, etcd at revision ${s.revision}` : ''}`,
+  );
+  if (s.snapshot)
+    io.out(
+      `  snapshot ${s.snapshot.remotePath} (revision ${s.snapshot.revision}, sha256 ${s.snapshot.sha256}${s.snapshot.takenAt ? `, taken ${s.snapshot.takenAt}` : ''})`,
+    );
+  for (const m of s.members)
+    io.out(
+      `  ${m.node.padEnd(16)} member ${m.name.padEnd(16)} ${m.phase}${m.previousDataDir ? ` (old data in ${m.previousDataDir})` : ''}`,
+    );
+  for (const g of s.gates)
+    io.out(
+      `  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : `waiting; approving it loses ${s.loses ?? 'everything written since the snapshot'}`}`,
+    );
   if (s.outcome) io.out(`  ${s.outcome}`);
 }
 
@@ -35,7 +48,9 @@ export function printRestore(io: CommandIo, cluster: string, s: RestoreStatus): 
 export function printMaintenance(io: CommandIo, cluster: string, s: MaintenanceStatus): void {
   const target = `${cluster} --workflow maintain`;
   const done = Object.values(s.nodes).filter((n) => n.phase === 'done').length;
-  io.out(`${cluster}: OS maintenance of ${s.selector ?? s.requested?.join(', ') ?? '?'}, ${done}/${Object.keys(s.nodes).length} nodes done, ${s.phase}${s.paused ? ', paused' : ''}`);
+  io.out(
+    `${cluster}: OS maintenance of ${s.selector ?? s.requested?.join(', ') ?? '?'}, ${done}/${Object.keys(s.nodes).length} nodes done, ${s.phase}${s.paused ? ', paused' : ''}`,
+  );
   for (const [node, n] of Object.entries(s.nodes)) {
     io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${n.blocked ? `: ${blockText(n.blocked)}` : ''}`);
     if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(target, node, n.blocked)}`);
@@ -50,15 +65,19 @@ export function printMaintenance(io: CommandIo, cluster: string, s: MaintenanceS
 export function printBlueGreen(io: CommandIo, cluster: string, s: BlueGreenStatus): void {
   const target = `${cluster} --workflow bluegreen`;
   const drained = s.blue.nodes.filter((n) => s.nodes[n]?.phase === 'done').length;
-  io.out(`${cluster}: blue/green, pool ${s.blue.pool} → pool ${s.green.pool} at ${s.version}, ${s.step}${s.paused ? ', paused' : ''}: `
-    + `${drained}/${s.blue.nodes.length} blue drained, ${s.green.joined.length}/${s.green.nodes.length} green joined`);
-  if (s.controlPlane?.upgrade) io.out(`  control plane from ${s.controlPlane.from} by ${s.controlPlane.upgrade} (skewless status ${cluster} --workflow upgrade)`);
+  io.out(
+    `${cluster}: blue/green, pool ${s.blue.pool} → pool ${s.green.pool} at ${s.version}, ${s.step}${s.paused ? ', paused' : ''}: ` +
+      `${drained}/${s.blue.nodes.length} blue drained, ${s.green.joined.length}/${s.green.nodes.length} green joined`,
+  );
+  if (s.controlPlane?.upgrade)
+    io.out(`  control plane from ${s.controlPlane.from} by ${s.controlPlane.upgrade} (skewless status ${cluster} --workflow upgrade)`);
   for (const [node, n] of Object.entries(s.nodes)) {
     io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${n.blocked ? `: ${blockText(n.blocked)}` : ''}`);
     if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(target, node, n.blocked)}`);
   }
   if (s.halted) for (const line of haltLines(target, s.halted)) io.out(`  ${line}`);
-  for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : `waiting: skewless approve ${target} --gate ${g.name}`}`);
+  for (const g of s.gates)
+    io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : `waiting: skewless approve ${target} --gate ${g.name}`}`);
   io.out(`  rollback: ${s.rollback.available ? s.rollback.how : `none: ${s.rollback.how}`}`);
   if (s.outcome) io.out(`  ${s.outcome}`);
 }
@@ -68,13 +87,23 @@ export function printBlueGreen(io: CommandIo, cluster: string, s: BlueGreenStatu
  * keeps for the UI (versions, hop, phase, progress, blocked and skipped nodes). Only the keys shown here
  * are read from it.
  */
-export function printRecorded(io: CommandIo, cluster: string, run: { workflowId: string; state: string }, memo: Record<string, unknown>): void {
+export function printRecorded(
+  io: CommandIo,
+  cluster: string,
+  run: { workflowId: string; state: string },
+  memo: Record<string, unknown>,
+): void {
   const text = (key: string) => (typeof memo[key] === 'string' && memo[key] !== '' ? (memo[key] as string) : undefined);
   const names = (key: string) => (Array.isArray(memo[key]) ? (memo[key] as unknown[]).filter((x) => typeof x === 'string') : []);
   const versions = text('from') && text('to') ? `${text('from')} → ${text('to')}` : undefined;
   const facts = [
-    versions, text('hop') ? `hop ${text('hop')}` : undefined, text('phase'), memo.paused === true ? 'paused' : undefined, text('progress'),
-    names('blocked').length ? `blocked: ${names('blocked').join(', ')}` : undefined, names('skipped').length ? `skipped: ${names('skipped').join(', ')}` : undefined,
+    versions,
+    text('hop') ? `hop ${text('hop')}` : undefined,
+    text('phase'),
+    memo.paused === true ? 'paused' : undefined,
+    text('progress'),
+    names('blocked').length ? `blocked: ${names('blocked').join(', ')}` : undefined,
+    names('skipped').length ? `skipped: ${names('skipped').join(', ')}` : undefined,
   ].filter((x) => x !== undefined);
   const recorded = facts.length ? `; as last recorded: ${facts.join(', ')}` : '; not yet started by a worker';
   io.out(`${cluster}: ${run.workflowId} ${run.state.toLowerCase()}${recorded}`);

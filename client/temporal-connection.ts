@@ -1,7 +1,14 @@
 import { hostname, userInfo } from 'node:os';
 import type { Client, Connection } from '@temporalio/client';
 import { isClientError, loadTemporalClient } from './temporal-sdk.js';
-import { CONNECTION_FLAGS, connectionOptions, connectionSettings, redactSecrets, UnreachableError, type ConnectionFlags } from '../worker/config.js';
+import {
+  CONNECTION_FLAGS,
+  connectionOptions,
+  connectionSettings,
+  redactSecrets,
+  UnreachableError,
+  type ConnectionFlags,
+} from '../worker/config.js';
 import { payloadCodec } from '../worker/payload-codec.js';
 import { bluegreenWorkflowId } from '../workflows/bluegreen-messages.js';
 import { restoreWorkflowId } from '../workflows/restore-messages.js';
@@ -35,7 +42,10 @@ export async function connectClient(values: ConnectionFlags, by?: string): Promi
     throw new UnreachableError(`cannot reach Temporal at ${settings.address}: ${reason}`);
   }
   const identity = operatorIdentity(by);
-  return { client: new Client({ connection, namespace: settings.namespace, identity, dataConverter: { payloadCodecs: [codec] } }), close: () => connection.close() };
+  return {
+    client: new Client({ connection, namespace: settings.namespace, identity, dataConverter: { payloadCodecs: [codec] } }),
+    close: () => connection.close(),
+  };
 }
 
 /** Who acts: the --by of the command, else the login name and host (`dana@laptop`). */
@@ -74,15 +84,29 @@ const ROLLOUT_NOUNS: Record<RolloutKindName, { noun: string; follow: (cluster: s
  * and restart the same nodes under two plans. The workflows check it too (findRunningRollout);
  * this is the operator's answer without a started-and-failed run.
  */
-export async function refuseWhileAnotherRolloutRuns(client: Client, cluster: string, self: RolloutKindName | undefined, verb: string): Promise<void> {
+export async function refuseWhileAnotherRolloutRuns(
+  client: Client,
+  cluster: string,
+  self: RolloutKindName | undefined,
+  verb: string,
+): Promise<void> {
   for (const kind of ROLLOUT_KINDS) {
     if (kind === self) continue;
     const id = idOf(kind, cluster);
-    const running = await client.workflow.getHandle(id).describe().then((d) => d.status.name === 'RUNNING', (err: unknown) => {
-      if (isClientError(err, 'WorkflowNotFoundError')) return false;
-      throw err;
-    });
-    if (running) throw new UsageError(`${ROLLOUT_NOUNS[kind].noun} of ${cluster} is running (${id}); ${verb} once it ends: "${ROLLOUT_NOUNS[kind].follow(cluster)}"`);
+    const running = await client.workflow
+      .getHandle(id)
+      .describe()
+      .then(
+        (d) => d.status.name === 'RUNNING',
+        (err: unknown) => {
+          if (isClientError(err, 'WorkflowNotFoundError')) return false;
+          throw err;
+        },
+      );
+    if (running)
+      throw new UsageError(
+        `${ROLLOUT_NOUNS[kind].noun} of ${cluster} is running (${id}); ${verb} once it ends: "${ROLLOUT_NOUNS[kind].follow(cluster)}"`,
+      );
   }
 }
 
@@ -91,7 +115,12 @@ export async function refuseWhileAnotherRolloutRuns(client: Client, cluster: str
  * the blue/green replacement of a pool. The restore has its own status (restoreStatus) and nothing to
  * resolve or watch node by node.
  */
-export const ROLLOUT_WORKFLOWS = { upgrade: upgradeWorkflowId, maintain: maintainWorkflowId, restore: restoreWorkflowId, bluegreen: bluegreenWorkflowId } as const satisfies
+export const ROLLOUT_WORKFLOWS = {
+  upgrade: upgradeWorkflowId,
+  maintain: maintainWorkflowId,
+  restore: restoreWorkflowId,
+  bluegreen: bluegreenWorkflowId,
+} as const satisfies
   // The same kinds as the one-at-a-time check (contracts/workflow-ids.ts): a kind added there must be added here.
   Record<RolloutKindName, (cluster: string) => string>;
 export type RolloutKind = keyof typeof ROLLOUT_WORKFLOWS;
@@ -115,7 +144,10 @@ export function rolloutKind(value: string | undefined, kinds: readonly RolloutKi
  * else the one started last; else the upgrade (whose "not found" the caller reports).
  */
 export async function rolloutWorkflowId(
-  client: Client, cluster: string, kind: RolloutKind | undefined, kinds: readonly RolloutKind[] = ALL_KINDS,
+  client: Client,
+  cluster: string,
+  kind: RolloutKind | undefined,
+  kinds: readonly RolloutKind[] = ALL_KINDS,
 ): Promise<{ kind: RolloutKind; workflowId: string }> {
   if (kind) return { kind, workflowId: ROLLOUT_WORKFLOWS[kind](cluster) };
   const found: { kind: RolloutKind; running: boolean; start: number }[] = [];
@@ -124,7 +156,7 @@ export async function rolloutWorkflowId(
       const d = await client.workflow.getHandle(ROLLOUT_WORKFLOWS[k](cluster)).describe();
       found.push({ kind: k, running: d.status.name === 'RUNNING', start: d.startTime.getTime() });
     } catch (err) {
-      if (!(isClientError(err, 'WorkflowNotFoundError'))) throw err;
+      if (!isClientError(err, 'WorkflowNotFoundError')) throw err;
     }
   }
   const pick = found.find((f) => f.running) ?? [...found].sort((a, b) => b.start - a.start)[0];

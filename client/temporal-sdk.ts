@@ -13,7 +13,8 @@ export async function loadTemporalClient(): Promise<typeof TemporalClient> {
   return sdk;
 }
 
-type ClientErrorName = 'WorkflowNotFoundError' | 'WorkflowFailedError' | 'WorkflowUpdateFailedError' | 'ScheduleAlreadyRunning' | 'ScheduleNotFoundError';
+type ClientErrorName =
+  'WorkflowNotFoundError' | 'WorkflowFailedError' | 'WorkflowUpdateFailedError' | 'ScheduleAlreadyRunning' | 'ScheduleNotFoundError';
 
 /**
  * `err instanceof <the SDK's class>`. Sound before the SDK is loaded: no such error can exist until

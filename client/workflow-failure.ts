@@ -33,7 +33,13 @@ export function summarizeWorkflowFailure(err: WorkflowFailedError): FailureSumma
  * but nodes were left behind, 1 when it ended otherwise, e.g. aborted) or its failure's root cause on stderr (exit 1, or 2 when the request
  * itself was wrong); with `json`, the last NDJSON record (`result` or `failed`).
  */
-export async function reportRunEnding(handle: WorkflowHandle, cluster: string, what: string, io: CommandIo, json: boolean): Promise<number> {
+export async function reportRunEnding(
+  handle: WorkflowHandle,
+  cluster: string,
+  what: string,
+  io: CommandIo,
+  json: boolean,
+): Promise<number> {
   try {
     const result = (await handle.result()) as { phase: string; outcome?: string; leftBehind?: unknown[] };
     const exit = result.phase !== 'done' ? EXIT.notCompliant : (result.leftBehind?.length ?? 0) > 0 ? EXIT.leftBehind : EXIT.ok;
@@ -41,10 +47,15 @@ export async function reportRunEnding(handle: WorkflowHandle, cluster: string, w
     else io.out(`${cluster}: ${result.outcome ?? result.phase}`);
     return exit;
   } catch (err) {
-    if (!(isClientError(err, 'WorkflowFailedError'))) throw err;
+    if (!isClientError(err, 'WorkflowFailedError')) throw err;
     // The root cause (not "Activity task failed"), on stderr; exit 2 when the request itself was wrong.
     const failure = summarizeWorkflowFailure(err);
-    if (json) printRecord(io, 'failed', cluster, { exit: failure.exit, message: failure.message, ...(failure.type ? { failureType: failure.type } : {}) });
+    if (json)
+      printRecord(io, 'failed', cluster, {
+        exit: failure.exit,
+        message: failure.message,
+        ...(failure.type ? { failureType: failure.type } : {}),
+      });
     io.err(`skewless: ${what} of ${cluster} failed: ${failure.message}`);
     return failure.exit;
   }

@@ -98,8 +98,17 @@ export type FailureType = ActivityFailureType | RuleFailureType | (typeof WORKFL
 
 /** Failure types no retry can fix, for every activity profile. */
 export const NEVER_RETRY: readonly FailureType[] = [
-  'Forbidden', 'Invalid', 'ClusterConfigInvalid', 'HostKeyMismatch', 'VersionNotAvailable', 'DrainRefused', 'VerificationFailed', 'SnapshotMissing',
-  'StaticPodsRunning', 'RepositoryLayoutUnknown', 'RepositoryUnreadable',
+  'Forbidden',
+  'Invalid',
+  'ClusterConfigInvalid',
+  'HostKeyMismatch',
+  'VersionNotAvailable',
+  'DrainRefused',
+  'VerificationFailed',
+  'SnapshotMissing',
+  'StaticPodsRunning',
+  'RepositoryLayoutUnknown',
+  'RepositoryUnreadable',
 ];
 
 /**
@@ -107,5 +116,8 @@ export const NEVER_RETRY: readonly FailureType[] = [
  * cluster and its configuration, a node that is not there): the CLI exits 2, as for a bad flag.
  */
 export const INVALID_REQUEST: ReadonlySet<FailureType> = new Set<FailureType>([
-  ...Object.values(RULE_FAILURE).filter((t) => t !== 'InvalidFleet'), 'ClusterConfigInvalid', 'UnknownNode', 'BlueGreenInvalid',
+  ...Object.values(RULE_FAILURE).filter((t) => t !== 'InvalidFleet'),
+  'ClusterConfigInvalid',
+  'UnknownNode',
+  'BlueGreenInvalid',
 ]);

@@ -19,4 +19,3 @@ export const METRICS = {
 
 /** Bucket bounds (seconds) for the two histograms: a drain or a gate takes seconds to hours. */
 export const SECONDS_BUCKETS = [1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400];
-

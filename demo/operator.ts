@@ -58,12 +58,18 @@ export function startOperator(o: OperatorOptions): Operator {
   const controlPlanesAt = async (version: string) => {
     const nodes = (await o.kube.core.listNode()).items;
     const cps = nodes.filter((n) => n.metadata?.labels?.['node-role.kubernetes.io/control-plane'] !== undefined);
-    const ok = cps.filter((n) => n.status?.nodeInfo?.kubeletVersion === `v${version}` && n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    const ok = cps.filter(
+      (n) =>
+        n.status?.nodeInfo?.kubeletVersion === `v${version}` &&
+        n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+    );
     return { total: cps.length, ok: ok.map((n) => n.metadata?.name ?? '?') };
   };
   const deploymentsAvailable = async () => {
     const ds = (await o.kube.apps.listDeploymentForAllNamespaces()).items;
-    const short = ds.filter((d) => (d.status?.availableReplicas ?? 0) < (d.spec?.replicas ?? 1)).map((d) => `${d.metadata?.namespace}/${d.metadata?.name}`);
+    const short = ds
+      .filter((d) => (d.status?.availableReplicas ?? 0) < (d.spec?.replicas ?? 1))
+      .map((d) => `${d.metadata?.namespace}/${d.metadata?.name}`);
     return { total: ds.length, short };
   };
 
@@ -76,13 +82,18 @@ export function startOperator(o: OperatorOptions): Operator {
       if (cp.ok.length !== cp.total) return; // not yet: look again on the next poll
       comment = `control planes ${cp.ok.join(', ')} Ready at v${hop}`;
     } else {
-      const canary = Object.entries(s.nodes).filter(([, n]) => n.stage === 'canary').map(([name]) => name);
+      const canary = Object.entries(s.nodes)
+        .filter(([, n]) => n.stage === 'canary')
+        .map(([name]) => name);
       const d = await deploymentsAvailable();
-      say(`gate ${gate}: canary ${canary.join(', ') || '-'} done; Deployments fully available: ${d.total - d.short.length}/${d.total}${d.short.length ? ` (short: ${d.short.join(', ')})` : ''}`);
+      say(
+        `gate ${gate}: canary ${canary.join(', ') || '-'} done; Deployments fully available: ${d.total - d.short.length}/${d.total}${d.short.length ? ` (short: ${d.short.join(', ')})` : ''}`,
+      );
       if (d.short.length > 0) return;
       comment = `canary ${canary.join(', ')} healthy at v${hop}, all ${d.total} Deployments available`;
     }
-    if (await act(`approved gate ${gate}`, ['approve', o.cluster, '--gate', gate, '--by', 'demo-operator', '--comment', comment])) approved.add(gate);
+    if (await act(`approved gate ${gate}`, ['approve', o.cluster, '--gate', gate, '--by', 'demo-operator', '--comment', comment]))
+      approved.add(gate);
   };
 
   /** The workload behind a PDB (Deployment or StatefulSet whose pod template the selector picks). */
@@ -90,9 +101,11 @@ export function startOperator(o: OperatorOptions): Operator {
     const namespace = pdb.metadata?.namespace ?? 'default';
     const selector = pdb.spec?.selector;
     const deployments = (await o.kube.apps.listNamespacedDeployment({ namespace })).items
-      .filter((d) => selectorMatches(selector, d.spec?.template.metadata?.labels)).map((d) => ({ kind: 'Deployment' as const, name: d.metadata?.name ?? '', replicas: d.spec?.replicas ?? 1 }));
+      .filter((d) => selectorMatches(selector, d.spec?.template.metadata?.labels))
+      .map((d) => ({ kind: 'Deployment' as const, name: d.metadata?.name ?? '', replicas: d.spec?.replicas ?? 1 }));
     const sets = (await o.kube.apps.listNamespacedStatefulSet({ namespace })).items
-      .filter((d) => selectorMatches(selector, d.spec?.template.metadata?.labels)).map((d) => ({ kind: 'StatefulSet' as const, name: d.metadata?.name ?? '', replicas: d.spec?.replicas ?? 1 }));
+      .filter((d) => selectorMatches(selector, d.spec?.template.metadata?.labels))
+      .map((d) => ({ kind: 'StatefulSet' as const, name: d.metadata?.name ?? '', replicas: d.spec?.replicas ?? 1 }));
     return [...deployments, ...sets][0];
   };
 
@@ -118,18 +131,24 @@ export function startOperator(o: OperatorOptions): Operator {
     for (let round = 0; round < 3 && !stopped; round++) {
       // Kubernetes counts an evicted pod as disrupted until it is gone or 2 minutes have passed; a
       // StatefulSet's replacement has the same name, so it is not counted healthy until then.
-      const disrupted = Object.entries((await o.kube.policy.readNamespacedPodDisruptionBudget({ namespace, name })).status?.disruptedPods ?? {});
+      const disrupted = Object.entries(
+        (await o.kube.policy.readNamespacedPodDisruptionBudget({ namespace, name })).status?.disruptedPods ?? {},
+      );
       if (disrupted.length > 0) {
         const expires = Math.max(...disrupted.map(([, at]) => new Date(at).getTime())) + 120_000;
-        say(`${namespace}/${name} still counts ${disrupted.map(([pod]) => pod).join(', ')} as disrupted by an earlier eviction; Kubernetes counts a same-name replacement as healthy only when that entry expires, in ${Math.max(0, Math.round((expires - Date.now()) / 1000))} s: waiting`);
+        say(
+          `${namespace}/${name} still counts ${disrupted.map(([pod]) => pod).join(', ')} as disrupted by an earlier eviction; Kubernetes counts a same-name replacement as healthy only when that entry expires, in ${Math.max(0, Math.round((expires - Date.now()) / 1000))} s: waiting`,
+        );
         allowed = await waitForDisruption(namespace, name, Math.max(0, expires - Date.now()) + 30_000);
         if (allowed > 0) break;
         continue;
       }
       allowed = await waitForDisruption(namespace, name, 20_000);
       if (allowed > 0) break;
-      const pods = (await o.kube.core.listNamespacedPod({ namespace })).items
-        .filter((p) => !p.metadata?.deletionTimestamp && selectorMatches(pdb.spec?.selector, p.metadata?.labels) && p.spec?.nodeName !== drainingNode);
+      const pods = (await o.kube.core.listNamespacedPod({ namespace })).items.filter(
+        (p) =>
+          !p.metadata?.deletionTimestamp && selectorMatches(pdb.spec?.selector, p.metadata?.labels) && p.spec?.nodeName !== drainingNode,
+      );
       const stuck = pods.filter((p) => {
         const ready = p.status?.conditions?.find((c) => c.type === 'Ready');
         const since = ready?.lastTransitionTime ? new Date(ready.lastTransitionTime).getTime() : Date.now();
@@ -138,7 +157,9 @@ export function startOperator(o: OperatorOptions): Operator {
       if (stuck.length === 0) continue;
       for (const p of stuck) {
         const pod = `${namespace}/${p.metadata?.name}`;
-        say(`pod ${pod} on ${p.spec?.nodeName} has not been Ready for over 15 s, which keeps ${namespace}/${name} at its floor: deleting it so that its controller replaces it`);
+        say(
+          `pod ${pod} on ${p.spec?.nodeName} has not been Ready for over 15 s, which keeps ${namespace}/${name} at its floor: deleting it so that its controller replaces it`,
+        );
         await o.kube.core.deleteNamespacedPod({ namespace, name: p.metadata?.name ?? '' }).catch(() => undefined);
         actions.push(`deleted pod ${pod}, stuck not Ready on ${p.spec?.nodeName}`);
         fixes.push(`deleted stuck pod ${pod}`);
@@ -152,12 +173,30 @@ export function startOperator(o: OperatorOptions): Operator {
     if (block.kind === 'StepFailed') {
       // The demo's hosts have no faults: a step that failed for good is a real problem, not one to retry blindly.
       blocked[node] = `${block.step} failed (${block.failure}): aborted`;
-      return act(`aborted the upgrade: ${block.summary} failed`, ['abort', o.cluster, '--by', 'demo-operator', '--comment', `${block.summary} failed (${block.failure})`]);
+      return act(`aborted the upgrade: ${block.summary} failed`, [
+        'abort',
+        o.cluster,
+        '--by',
+        'demo-operator',
+        '--comment',
+        `${block.summary} failed (${block.failure})`,
+      ]);
     }
     if (block.kind === 'DrainRefused') {
       // Nothing an operator can fix from here without deleting someone's pod: leave the node for later.
       blocked[node] = 'drain refused: skipped';
-      return act(`skipped ${node} (drain refused)`, ['resolve', o.cluster, '--node', node, '--action', 'skip', '--by', 'demo-operator', '--comment', 'drain refused: unmanaged or local-storage pods; node left for the owners']);
+      return act(`skipped ${node} (drain refused)`, [
+        'resolve',
+        o.cluster,
+        '--node',
+        node,
+        '--action',
+        'skip',
+        '--by',
+        'demo-operator',
+        '--comment',
+        'drain refused: unmanaged or local-storage pods; node left for the owners',
+      ]);
     }
     const pdbs = [...new Set(block.pods.flatMap((p) => (p.pdbs ?? []).map((n) => `${p.namespace}/${n}`)))];
     const fixes: string[] = [];
@@ -165,19 +204,27 @@ export function startOperator(o: OperatorOptions): Operator {
       const [namespace, name] = id.split('/') as [string, string];
       const pdb = await o.kube.policy.readNamespacedPodDisruptionBudget({ namespace, name });
       const st = pdb.status;
-      const budget = pdb.spec?.minAvailable !== undefined ? `minAvailable ${pdb.spec.minAvailable}` : `maxUnavailable ${pdb.spec?.maxUnavailable}`;
-      say(`PodDisruptionBudget ${id}: ${budget}, ${st?.currentHealthy ?? 0} of ${st?.expectedPods ?? 0} pods healthy, ${st?.disruptionsAllowed ?? 0} disruption(s) allowed`);
+      const budget =
+        pdb.spec?.minAvailable !== undefined ? `minAvailable ${pdb.spec.minAvailable}` : `maxUnavailable ${pdb.spec?.maxUnavailable}`;
+      say(
+        `PodDisruptionBudget ${id}: ${budget}, ${st?.currentHealthy ?? 0} of ${st?.expectedPods ?? 0} pods healthy, ${st?.disruptionsAllowed ?? 0} disruption(s) allowed`,
+      );
       if ((st?.disruptionsAllowed ?? 0) > 0) continue;
       const workload = await workloadOf(pdb);
       const min = pdb.spec?.minAvailable;
       if (workload && typeof min === 'number' && min >= workload.replicas) {
         // The budget can never allow an eviction: give it one replica of headroom; the app team's PDB stays as written.
         const replicas = min + 1;
-        say(`fix: ${workload.kind} ${namespace}/${workload.name} runs ${workload.replicas} replica(s) and its PDB wants ${min} available, so no pod may ever leave; scaling it to ${replicas}`);
+        say(
+          `fix: ${workload.kind} ${namespace}/${workload.name} runs ${workload.replicas} replica(s) and its PDB wants ${min} available, so no pod may ever leave; scaling it to ${replicas}`,
+        );
         const body = { spec: { replicas } };
-        if (workload.kind === 'Deployment') await o.kube.apps.patchNamespacedDeployment({ namespace, name: workload.name, body }, mergePatch);
+        if (workload.kind === 'Deployment')
+          await o.kube.apps.patchNamespacedDeployment({ namespace, name: workload.name, body }, mergePatch);
         else await o.kube.apps.patchNamespacedStatefulSet({ namespace, name: workload.name, body }, mergePatch);
-        actions.push(`scaled ${workload.kind} ${namespace}/${workload.name} ${workload.replicas} → ${replicas} so that ${id} allows an eviction`);
+        actions.push(
+          `scaled ${workload.kind} ${namespace}/${workload.name} ${workload.replicas} → ${replicas} so that ${id} allows an eviction`,
+        );
         fixes.push(`scaled ${namespace}/${workload.name} to ${replicas}`);
       } else {
         say(`${id} is at its floor for now: waiting for it to allow an eviction`);
@@ -190,14 +237,33 @@ export function startOperator(o: OperatorOptions): Operator {
     blockedTimes.set(node, attempts);
     if (attempts > MAX_RETRIES) {
       blocked[node] = `drain blocked by PDB ${pdbs.join(', ')} ${attempts} times: aborted`;
-      return act(`aborted the upgrade: ${node} stayed blocked`, ['abort', o.cluster, '--by', 'demo-operator', '--comment', `${node} stayed blocked after ${MAX_RETRIES} retries`]);
+      return act(`aborted the upgrade: ${node} stayed blocked`, [
+        'abort',
+        o.cluster,
+        '--by',
+        'demo-operator',
+        '--comment',
+        `${node} stayed blocked after ${MAX_RETRIES} retries`,
+      ]);
     }
     const all = fixesOf.get(node) ?? { pdbs: new Set<string>(), fixes: new Set<string>() };
     fixesOf.set(node, all);
     pdbs.forEach((p) => all.pdbs.add(p));
     fixes.forEach((f) => all.fixes.add(f));
-    blocked[node] = `drain blocked by PDB ${[...all.pdbs].join(', ')}: ${[...all.fixes, attempts > 1 ? `retried ${attempts}×` : 'retried'].join(', ')}`;
-    return act(`retried the drain of ${node}`, ['resolve', o.cluster, '--node', node, '--action', 'retry', '--by', 'demo-operator', '--comment', fixes.length ? `${fixes.join('; ')}; retrying` : 'retrying']);
+    blocked[node] =
+      `drain blocked by PDB ${[...all.pdbs].join(', ')}: ${[...all.fixes, attempts > 1 ? `retried ${attempts}×` : 'retried'].join(', ')}`;
+    return act(`retried the drain of ${node}`, [
+      'resolve',
+      o.cluster,
+      '--node',
+      node,
+      '--action',
+      'retry',
+      '--by',
+      'demo-operator',
+      '--comment',
+      fixes.length ? `${fixes.join('; ')}; retrying` : 'retrying',
+    ]);
   };
 
   const untilUnblocked = async (node: string, timeoutMs: number) => {

@@ -49,7 +49,10 @@ export class ProcessRegistry {
         resolve(code ?? 128 + (signal ? (SIGNALS[signal] ?? 0) : 0));
       });
     });
-    for (const [stream, handler] of [[child.stdout, options.onLine], [child.stderr, options.onErrLine]] as const) {
+    for (const [stream, handler] of [
+      [child.stdout, options.onLine],
+      [child.stderr, options.onErrLine],
+    ] as const) {
       if (!stream) continue;
       if (log) stream.pipe(log, { end: false });
       if (handler) createInterface({ input: stream, crlfDelay: Infinity }).on('line', handler);

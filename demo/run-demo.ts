@@ -4,7 +4,12 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client, WorkflowFailedError } from '@temporalio/client';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { formatAvailability, startAvailabilitySampler, type AvailabilityReport, type AvailabilitySampler } from '../sim/availability-sampler.js';
+import {
+  formatAvailability,
+  startAvailabilitySampler,
+  type AvailabilityReport,
+  type AvailabilitySampler,
+} from '../sim/availability-sampler.js';
 import { ensureSimBinaries } from '../sim/cluster/binaries.js';
 import { readDescription } from '../sim/description.js';
 import { startSimulation, type Simulation } from '../sim/simulation.js';
@@ -59,7 +64,10 @@ const sayErr = (line: string) => {
 // ---- interruption --------------------------------------------------------------------------
 class Interrupted extends Error {
   override name = 'Interrupted';
-  constructor(readonly reason: string, readonly exitCode: number) {
+  constructor(
+    readonly reason: string,
+    readonly exitCode: number,
+  ) {
     super(`interrupted (${reason})`);
   }
 }
@@ -77,7 +85,9 @@ function interrupt(reason: string, exitCode: number): void {
   sayErr(`\n[demo] ${reason}: stopping everything the demo started`);
   interruption.abort(new Interrupted(reason, exitCode));
 }
-const aborted = new Promise<never>((_, reject) => interruption.signal.addEventListener('abort', () => reject(interruption.signal.reason as Error), { once: true }));
+const aborted = new Promise<never>((_, reject) =>
+  interruption.signal.addEventListener('abort', () => reject(interruption.signal.reason as Error), { once: true }),
+);
 aborted.catch(() => undefined);
 /** Waits for `p` unless the demo is interrupted first. */
 const race = <T>(p: Promise<T>): Promise<T> => Promise.race([p, aborted]);
@@ -85,7 +95,11 @@ const race = <T>(p: Promise<T>): Promise<T> => Promise.race([p, aborted]);
 // Not SIGPIPE: Node ignores it, and a handler would make every write to ANY closed socket or pipe (the
 // simulation's load balancer in front of an apiserver restarting mid-hop) look like a reader gone away.
 // A reader of our own output that goes away is the EPIPE below.
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
+] as const) {
   process.on(signal, () => interrupt(signal, code));
 }
 for (const stream of [process.stdout, process.stderr]) {
@@ -96,7 +110,15 @@ for (const stream of [process.stdout, process.stderr]) {
 }
 
 const withTimeout = <T>(p: Promise<T>, ms: number, what: string): Promise<T | undefined> =>
-  Promise.race([p, new Promise<undefined>((r) => setTimeout(() => { sayErr(`[demo] ${what} did not finish within ${ms / 1000} s`); r(undefined); }, ms).unref())]);
+  Promise.race([
+    p,
+    new Promise<undefined>((r) =>
+      setTimeout(() => {
+        sayErr(`[demo] ${what} did not finish within ${ms / 1000} s`);
+        r(undefined);
+      }, ms).unref(),
+    ),
+  ]);
 
 // ---- the run --------------------------------------------------------------------------------
 interface Resources {
@@ -122,16 +144,26 @@ function prepareStateDir(dir: string): void {
 }
 
 const kubeletOf = async (sim: Simulation) =>
-  Object.fromEntries((await sim.kube.core.listNode()).items.map((n) => [n.metadata?.name ?? '?', n.status?.nodeInfo?.kubeletVersion ?? '?']));
+  Object.fromEntries(
+    (await sim.kube.core.listNode()).items.map((n) => [n.metadata?.name ?? '?', n.status?.nodeInfo?.kubeletVersion ?? '?']),
+  );
 
 async function run(r: Resources, t0: number): Promise<number> {
   let values;
   try {
-    ({ values } = parseArgs({ options: { address: { type: 'string' }, 'ui-port': { type: 'string' }, 'state-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+    ({ values } = parseArgs({
+      options: {
+        address: { type: 'string' },
+        'ui-port': { type: 'string' },
+        'state-dir': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
   } catch (err) {
     throw new DemoError(`${(err as Error).message.split('\n')[0]} (see --help)`, 2);
   }
-  if (values['ui-port'] !== undefined && !/^\d{1,5}$/.test(values['ui-port'])) throw new DemoError(`--ui-port must be a port number, got ${JSON.stringify(values['ui-port'])}`, 2);
+  if (values['ui-port'] !== undefined && !/^\d{1,5}$/.test(values['ui-port']))
+    throw new DemoError(`--ui-port must be a port number, got ${JSON.stringify(values['ui-port'])}`, 2);
   if (values.help) {
     say(help);
     return 0;
@@ -158,12 +190,22 @@ async function run(r: Resources, t0: number): Promise<number> {
   // Temporal and the simulated cluster come up side by side.
   const simDir = join(stateDir, 'sim');
   const clustersDir = join(simDir, 'clusters');
-  say(`[demo] starting the simulated cluster "${cluster}": ${description.nodes.length} nodes at ${description.version}, repository ${description.nodes[0]?.repository.join(', ')}`);
+  say(
+    `[demo] starting the simulated cluster "${cluster}": ${description.nodes.length} nodes at ${description.version}, repository ${description.nodes[0]?.repository.join(', ')}`,
+  );
   r.simStarting = startSimulation(description, { stateDir: simDir, binaries });
   r.simStarting.catch(() => undefined); // awaited below, or by the teardown
-  const temporal = (r.temporal = await race(ensureTemporal({
-    address, namespace: config.namespace, ...(values['ui-port'] ? { uiPort: Number(values['ui-port']) } : {}), stateDir, registry, say, signal: interruption.signal,
-  })));
+  const temporal = (r.temporal = await race(
+    ensureTemporal({
+      address,
+      namespace: config.namespace,
+      ...(values['ui-port'] ? { uiPort: Number(values['ui-port']) } : {}),
+      stateDir,
+      registry,
+      say,
+      signal: interruption.signal,
+    }),
+  ));
   const sim = (r.sim = await race(r.simStarting));
   for (const [name, p] of Object.entries(sim.controlPlane.running())) if (p.pid) registry.record(`sim-${name}`, p.pid);
   registry.recordPort('kube-apiserver', Number(new URL(sim.server).port));
@@ -174,14 +216,29 @@ async function run(r: Resources, t0: number): Promise<number> {
   const clusterConfig = parseYaml(readFileSync(configFile, 'utf8')) as { drain?: Record<string, unknown> };
   clusterConfig.drain = { ...clusterConfig.drain, timeoutSeconds: DRAIN_TIMEOUT_SECONDS };
   writeFileSync(configFile, stringifyYaml(clusterConfig));
-  say(`[demo] cluster up: API ${sim.server}, ${sim.endpoints.ssh.hosts.length} SSH hosts; control plane ${sim.controlPlane.mode}: ${Object.entries(sim.controlPlane.running()).map(([n, p]) => `${n} pid ${p.pid}`).join(', ')}`);
+  say(
+    `[demo] cluster up: API ${sim.server}, ${sim.endpoints.ssh.hosts.length} SSH hosts; control plane ${sim.controlPlane.mode}: ${Object.entries(
+      sim.controlPlane.running(),
+    )
+      .map(([n, p]) => `${n} pid ${p.pid}`)
+      .join(', ')}`,
+  );
   for (const w of description.workloads) {
-    const pdb = w.pdb ? `, PDB ${Object.entries(w.pdb).map(([k, v]) => `${k} ${v}`).join('')}` : '';
+    const pdb = w.pdb
+      ? `, PDB ${Object.entries(w.pdb)
+          .map(([k, v]) => `${k} ${v}`)
+          .join('')}`
+      : '';
     say(`[demo]   ${w.kind} ${w.namespace}/${w.name}${w.kind === 'DaemonSet' ? '' : ` × ${w.replicas}`}${pdb}`);
   }
 
   // The worker: the only process holding the cluster's credentials (the simulation wrote its <cluster>.yaml).
-  const childEnv = { ...process.env, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace, SKEWLESS_TASK_QUEUE: taskQueue };
+  const childEnv = {
+    ...process.env,
+    TEMPORAL_ADDRESS: temporal.address,
+    TEMPORAL_NAMESPACE: temporal.namespace,
+    SKEWLESS_TASK_QUEUE: taskQueue,
+  };
   let workerReady!: () => void;
   const ready = new Promise<void>((res) => (workerReady = res));
   const workerArgs = ['worker', '--clusters-dir', clustersDir, '--task-queue', taskQueue];
@@ -196,7 +253,11 @@ async function run(r: Resources, t0: number): Promise<number> {
   });
   workerDied.catch(() => undefined);
   await race(Promise.race([ready, workerDied]));
-  say(`[demo] worker polling; all processes: ${Object.entries(registry.pids).map(([n, p]) => `${n} ${p}`).join(', ')}`);
+  say(
+    `[demo] worker polling; all processes: ${Object.entries(registry.pids)
+      .map(([n, p]) => `${n} ${p}`)
+      .join(', ')}`,
+  );
 
   const before = await kubeletOf(sim);
   r.client = new Client({ connection: temporal.connection, namespace: temporal.namespace });
@@ -209,18 +270,46 @@ async function run(r: Resources, t0: number): Promise<number> {
 
   r.sampler = startAvailabilitySampler(sim.kube, { intervalMs: 500 });
   const skewless = (args: string[], onLine: (line: string) => void) =>
-    registry.spawn(`skewless-${args[0]}`, process.execPath, [CLI, ...args], { env: childEnv, cwd: repoRoot, onLine, onErrLine: (l) => sayErr(l) });
+    registry.spawn(`skewless-${args[0]}`, process.execPath, [CLI, ...args], {
+      env: childEnv,
+      cwd: repoRoot,
+      onLine,
+      onErrLine: (l) => sayErr(l),
+    });
   // The operator's acknowledgement of the budget the pre-flight audit flags (it is resolved when it blocks).
-  const blocking = description.workloads.filter((w) => w.pdb?.minAvailable !== undefined && Number(w.pdb.minAvailable) >= w.replicas).map((w) => `${w.namespace}/${w.name}`);
-  const upgradeArgs = ['upgrade', '--cluster', cluster, '--to', '1.34', '--canary', '1', '--batch-size', '2', '--max-unavailable', '2',
-    '--approve-workers', '--approve-canary', ...blocking.flatMap((b) => ['--acknowledge', b])];
-  for (const b of blocking) say(`[operator] pre-flight will flag PodDisruptionBudget ${b} (it allows no eviction): acknowledged, to be handled when its drain blocks`);
+  const blocking = description.workloads
+    .filter((w) => w.pdb?.minAvailable !== undefined && Number(w.pdb.minAvailable) >= w.replicas)
+    .map((w) => `${w.namespace}/${w.name}`);
+  const upgradeArgs = [
+    'upgrade',
+    '--cluster',
+    cluster,
+    '--to',
+    '1.34',
+    '--canary',
+    '1',
+    '--batch-size',
+    '2',
+    '--max-unavailable',
+    '2',
+    '--approve-workers',
+    '--approve-canary',
+    ...blocking.flatMap((b) => ['--acknowledge', b]),
+  ];
+  for (const b of blocking)
+    say(
+      `[operator] pre-flight will flag PodDisruptionBudget ${b} (it allows no eviction): acknowledged, to be handled when its drain blocks`,
+    );
   say(`[operator] $ skewless ${upgradeArgs.join(' ')}`);
   const tUpgrade = Date.now();
   const upgrade = (r.upgrade = skewless(upgradeArgs, (line) => say(line)));
   r.workflowStarted = true;
   const operator = (r.operator = startOperator({
-    client: r.client, workflowId, cluster, kube: sim.kube, say,
+    client: r.client,
+    workflowId,
+    cluster,
+    kube: sim.kube,
+    say,
     skewless: (args) => skewless(args, (line) => say(`[operator]   ${line}`)).exited,
   }));
   const cliCode = await race(Promise.race([upgrade.exited, workerDied]));
@@ -254,26 +343,43 @@ async function run(r: Resources, t0: number): Promise<number> {
       n?.version && `v${n.version}` !== to ? `workflow says v${n.version}` : undefined,
       status.skipped?.includes(name) ? 'skipped' : undefined,
       n && n.phase !== 'done' ? n.phase : undefined,
-    ].filter(Boolean).join('; ');
-    rows.push({ node: name, role, from, to, ...(n?.drainSeconds !== undefined ? { drainSeconds: n.drainSeconds } : {}), ...(note ? { note } : {}) });
+    ]
+      .filter(Boolean)
+      .join('; ');
+    rows.push({
+      node: name,
+      role,
+      from,
+      to,
+      ...(n?.drainSeconds !== undefined ? { drainSeconds: n.drainSeconds } : {}),
+      ...(note ? { note } : {}),
+    });
   }
   const notAtTarget = rows.filter((row) => row.to !== `v${target}`).map((row) => row.node);
   const upgraded = cliCode === 0 && !failure && status.phase === 'done' && notAtTarget.length === 0;
 
   say('');
-  say(`== summary: ${workflowId} ${upgraded ? 'upgraded' : 'NOT upgraded'}: ${status.from} → ${status.hops.join(' → ')} (${status.outcome ?? failure ?? status.phase}) ==`);
+  say(
+    `== summary: ${workflowId} ${upgraded ? 'upgraded' : 'NOT upgraded'}: ${status.from} → ${status.hops.join(' → ')} (${status.outcome ?? failure ?? status.phase}) ==`,
+  );
   say('');
   say(nodeTable(rows));
   say('');
   say('etcd snapshots:');
-  for (const s of status.snapshots) say(`  before ${s.hop}: ${s.localPath} (${s.sizeBytes} bytes, revision ${s.revision}, sha256 ${s.sha256.slice(0, 16)}…)`);
+  for (const s of status.snapshots)
+    say(`  before ${s.hop}: ${s.localPath} (${s.sizeBytes} bytes, revision ${s.revision}, sha256 ${s.sha256.slice(0, 16)}…)`);
   if (status.snapshots.length === 0) say('  none');
   say('operator actions:');
   for (const a of operator.actions) say(`  - ${a}`);
-  say(`workload availability (${report.samples} samples, every 0.5 s): ${report.violated ? 'VIOLATED: a Deployment went below its PodDisruptionBudget' : 'OK: no PodDisruptionBudget went below its floor'}`);
+  say(
+    `workload availability (${report.samples} samples, every 0.5 s): ${report.violated ? 'VIOLATED: a Deployment went below its PodDisruptionBudget' : 'OK: no PodDisruptionBudget went below its floor'}`,
+  );
   for (const line of formatAvailability(report).split('\n')) say(`  ${line}`);
   say(`Temporal UI: ${uiLink(temporal.uiUrl, temporal.namespace, workflowId, runId)}`);
-  if (!temporal.reused) say(`  (the dev server stops with the demo; to browse this run later: npx skewless dev-server --db ${temporal.db}${address === '127.0.0.1:7233' ? '' : ` --port ${new URL(`http://${address}`).port}`})`);
+  if (!temporal.reused)
+    say(
+      `  (the dev server stops with the demo; to browse this run later: npx skewless dev-server --db ${temporal.db}${address === '127.0.0.1:7233' ? '' : ` --port ${new URL(`http://${address}`).port}`})`,
+    );
   say(`wall time: ${formatDuration(Date.now() - t0)} (upgrade ${formatDuration(upgradeMs)})`);
   if (notAtTarget.length) say(`[demo] not at v${target}: ${notAtTarget.join(', ')}`);
   return upgraded && !report.violated ? 0 : 1;
@@ -288,7 +394,8 @@ async function teardown(r: Resources, reason: string): Promise<void> {
     // Not left running on a reused server (nor in the history of our own, which can be served again).
     const handle = r.client.workflow.getHandle(`upgrade/${r.sim?.description.name ?? 'demo'}`);
     const outcome = await Promise.race([
-      handle.describe()
+      handle
+        .describe()
         .then(async (d) => (d.status.name === 'RUNNING' ? (await handle.terminate(`demo stopped: ${reason}`), 'terminated') : 'closed'))
         .catch(() => 'unreachable'),
       new Promise<string>((res) => setTimeout(() => res('unreachable'), 3_000).unref()),
@@ -299,10 +406,19 @@ async function teardown(r: Resources, reason: string): Promise<void> {
   const registry = r.registry;
   if (registry && r.upgrade) await registry.stop(r.upgrade, 5_000);
   if (registry && r.worker) await registry.stop(r.worker, 10_000);
-  const sim = r.sim ?? (r.simStarting ? await withTimeout(r.simStarting.catch(() => undefined), 15_000, 'the simulation start') : undefined);
+  const sim =
+    r.sim ??
+    (r.simStarting
+      ? await withTimeout(
+          r.simStarting.catch(() => undefined),
+          15_000,
+          'the simulation start',
+        )
+      : undefined);
   if (sim) {
     // A per-node control plane restarted its programs at each hop's release: record the ones running now too.
-    if (registry) for (const [name, p] of Object.entries(sim.controlPlane.running())) if (p.pid) registry.record(`sim-${name}-at-end`, p.pid);
+    if (registry)
+      for (const [name, p] of Object.entries(sim.controlPlane.running())) if (p.pid) registry.record(`sim-${name}-at-end`, p.pid);
     await withTimeout(sim.stop(), 30_000, 'stopping the simulation');
   }
   await r.temporal?.connection.close().catch(() => undefined);
@@ -338,7 +454,8 @@ async function main(): Promise<void> {
   }
   await teardown(r, reason);
   const stopped = r.registry ? Object.keys(r.registry.pids).length : 0;
-  if (stopped > 0) sayErr(`[demo] stopped the ${stopped} process(es) it started${r.temporal?.reused ? '; the reused Temporal server keeps running' : ''}`);
+  if (stopped > 0)
+    sayErr(`[demo] stopped the ${stopped} process(es) it started${r.temporal?.reused ? '; the reused Temporal server keeps running' : ''}`);
   process.exit(code);
 }
 

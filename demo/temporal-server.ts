@@ -66,7 +66,9 @@ export async function ensureTemporal(o: TemporalOptions): Promise<DemoTemporal> 
   const existing = await tryConnect(o.address, 2000);
   if (existing) {
     const added = await ensureSearchAttributes(existing, o.namespace);
-    o.say(`[demo] reusing the Temporal server that answers at ${o.address} (left running at the end)${added.length ? `; registered search attributes ${added.join(', ')}` : ''}`);
+    o.say(
+      `[demo] reusing the Temporal server that answers at ${o.address} (left running at the end)${added.length ? `; registered search attributes ${added.join(', ')}` : ''}`,
+    );
     return { address: o.address, namespace: o.namespace, uiUrl, reused: true, connection: existing };
   }
 
@@ -83,7 +85,10 @@ export async function ensureTemporal(o: TemporalOptions): Promise<DemoTemporal> 
   void server.exited.then(() => (gone = true));
   for (;;) {
     if (o.signal.aborted) throw o.signal.reason;
-    if (gone) throw new DemoError(`the Temporal dev server exited at start (port ${port} or ${uiPort} taken?); see ${join(o.stateDir, 'logs', 'temporal.log')}`);
+    if (gone)
+      throw new DemoError(
+        `the Temporal dev server exited at start (port ${port} or ${uiPort} taken?); see ${join(o.stateDir, 'logs', 'temporal.log')}`,
+      );
     const connection = await tryConnect(o.address, 1000);
     if (connection) return { address: o.address, namespace: o.namespace, uiUrl, reused: false, db, connection, server };
     if (Date.now() > deadline) throw new DemoError(`the Temporal dev server did not answer at ${o.address} within 90 s`);

@@ -70,35 +70,56 @@ type Filter = (p: DrainPodFacts, o: DrainOptions) => Verdict;
 // Filter order matters only for which skip reason is reported first; every verdict is kept.
 const FILTERS: [DrainFilterName, Filter][] = [
   ['terminating', (p) => (p.terminating ? { kind: 'skip', reason: `${key(p)} is already terminating` } : OKAY)],
-  ['mirror', (p) =>
-    p.annotations[MIRROR_POD_ANNOTATION] !== undefined
-      ? { kind: 'skip', reason: `${key(p)} is a mirror pod of a static pod: the kubelet owns it, not the API` }
-      : OKAY],
-  ['daemonSet', (p, o) => {
-    const c = controllerOf(p);
-    if (c?.kind !== 'DaemonSet') return OKAY;
-    // An orphan of a deleted DaemonSet is judged as unmanaged (below), as nothing would recreate it.
-    if (p.daemonSetExists === false) return OKAY;
-    if (!o.ignoreDaemonSets) {
-      return { kind: 'error', override: 'ignoreDaemonSets', reason: `${key(p)} is managed by DaemonSet ${c.name}; set ignoreDaemonSets to leave it in place and proceed` };
-    }
-    return { kind: 'skip', reason: `${key(p)} is managed by DaemonSet ${c.name}, which ignores cordons: left in place` };
-  }],
+  [
+    'mirror',
+    (p) =>
+      p.annotations[MIRROR_POD_ANNOTATION] !== undefined
+        ? { kind: 'skip', reason: `${key(p)} is a mirror pod of a static pod: the kubelet owns it, not the API` }
+        : OKAY,
+  ],
+  [
+    'daemonSet',
+    (p, o) => {
+      const c = controllerOf(p);
+      if (c?.kind !== 'DaemonSet') return OKAY;
+      // An orphan of a deleted DaemonSet is judged as unmanaged (below), as nothing would recreate it.
+      if (p.daemonSetExists === false) return OKAY;
+      if (!o.ignoreDaemonSets) {
+        return {
+          kind: 'error',
+          override: 'ignoreDaemonSets',
+          reason: `${key(p)} is managed by DaemonSet ${c.name}; set ignoreDaemonSets to leave it in place and proceed`,
+        };
+      }
+      return { kind: 'skip', reason: `${key(p)} is managed by DaemonSet ${c.name}, which ignores cordons: left in place` };
+    },
+  ],
   // A completed pod has nothing left to lose: unmanaged or emptyDir, it goes without fuss.
-  ['unmanaged', (p, o) => {
-    if (isCompleted(p)) return OKAY;
-    const c = controllerOf(p);
-    const orphanOfDaemonSet = c?.kind === 'DaemonSet' && p.daemonSetExists === false;
-    if (c && !orphanOfDaemonSet) return OKAY;
-    const what = orphanOfDaemonSet ? `pod ${key(p)} of missing DaemonSet ${c.name}` : `unmanaged pod ${key(p)}`;
-    if (isForced(p, o)) return { kind: 'warning', reason: `${what} is evicted because it was forced by name; it will not come back` };
-    return { kind: 'error', override: 'force', reason: `${what} would be lost for good; force it by name to proceed` };
-  }],
-  ['emptyDir', (p, o) => {
-    if (!p.hasEmptyDir || isCompleted(p)) return OKAY;
-    if (o.deleteEmptyDirData || isForced(p, o)) return { kind: 'warning', reason: `${key(p)} uses emptyDir: its data is deleted with it` };
-    return { kind: 'error', override: 'deleteEmptyDirData', reason: `${key(p)} uses emptyDir and its data would be deleted; set deleteEmptyDirData or force it by name to proceed` };
-  }],
+  [
+    'unmanaged',
+    (p, o) => {
+      if (isCompleted(p)) return OKAY;
+      const c = controllerOf(p);
+      const orphanOfDaemonSet = c?.kind === 'DaemonSet' && p.daemonSetExists === false;
+      if (c && !orphanOfDaemonSet) return OKAY;
+      const what = orphanOfDaemonSet ? `pod ${key(p)} of missing DaemonSet ${c.name}` : `unmanaged pod ${key(p)}`;
+      if (isForced(p, o)) return { kind: 'warning', reason: `${what} is evicted because it was forced by name; it will not come back` };
+      return { kind: 'error', override: 'force', reason: `${what} would be lost for good; force it by name to proceed` };
+    },
+  ],
+  [
+    'emptyDir',
+    (p, o) => {
+      if (!p.hasEmptyDir || isCompleted(p)) return OKAY;
+      if (o.deleteEmptyDirData || isForced(p, o))
+        return { kind: 'warning', reason: `${key(p)} uses emptyDir: its data is deleted with it` };
+      return {
+        kind: 'error',
+        override: 'deleteEmptyDirData',
+        reason: `${key(p)} uses emptyDir and its data would be deleted; set deleteEmptyDirData or force it by name to proceed`,
+      };
+    },
+  ],
 ];
 
 /** Every filter's verdict on one pod, in filter order. */

@@ -47,7 +47,7 @@ const MAX_CLUSTERS = 500;
 const fail = (where: string, message: string): never => {
   throw new RuleError('InvalidFleet', `fleet file: ${where}: ${message}`);
 };
-const shown = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v) ?? String(v));
+const shown = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v)));
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function onlyKeys(where: string, value: Record<string, unknown>, allowed: readonly string[]): void {
@@ -57,7 +57,8 @@ function onlyKeys(where: string, value: Record<string, unknown>, allowed: readon
 }
 
 function dnsLabel(where: string, value: unknown, what: string): string {
-  if (typeof value !== 'string' || value.length > 63 || !DNS_LABEL.test(value)) fail(where, `${what} must be a DNS label (lowercase letters, digits, '-'), got ${shown(value)}`);
+  if (typeof value !== 'string' || value.length > 63 || !DNS_LABEL.test(value))
+    fail(where, `${what} must be a DNS label (lowercase letters, digits, '-'), got ${shown(value)}`);
   return value as string;
 }
 
@@ -114,7 +115,8 @@ export function parseFleetSpec(doc: unknown): FleetSpec {
   const defaultPolicy = parsePolicy('defaults.policy', defaults.policy, false);
   const defaultApprove = defaults.approve === undefined ? false : bool('defaults.approve', defaults.approve);
 
-  if (!Array.isArray(top.stages) || top.stages.length === 0) fail('stages', 'must be a non-empty list (admin clusters first, then user clusters)');
+  if (!Array.isArray(top.stages) || top.stages.length === 0)
+    fail('stages', 'must be a non-empty list (admin clusters first, then user clusters)');
   const clusters: FleetCluster[] = [];
   const seenStages = new Set<string>();
   const seenClusters = new Map<string, string>();
@@ -129,7 +131,12 @@ export function parseFleetSpec(doc: unknown): FleetSpec {
     if (!Array.isArray(stage.clusters) || stage.clusters.length === 0) fail(`${at}.clusters`, 'must be a non-empty list of clusters');
     (stage.clusters as unknown[]).forEach((entryRaw, c) => {
       const where = `${at}.clusters[${c}]`;
-      const entry: Record<string, unknown> = typeof entryRaw === 'string' ? { name: entryRaw } : isRecord(entryRaw) ? entryRaw : fail(where, 'must be a cluster name or a mapping (name, to, policy, approve)');
+      const entry: Record<string, unknown> =
+        typeof entryRaw === 'string'
+          ? { name: entryRaw }
+          : isRecord(entryRaw)
+            ? entryRaw
+            : fail(where, 'must be a cluster name or a mapping (name, to, policy, approve)');
       onlyKeys(where, entry, CLUSTER_KEYS);
       const cluster = dnsLabel(`${where}.name`, entry.name, 'the cluster name');
       const before = seenClusters.get(cluster);

@@ -1,14 +1,6 @@
 import { RuleError } from './rule-error.js';
 import { parseAvailable, resolveTarget } from './target-expression.js';
-import {
-  compareVersions,
-  minorIndex,
-  minorOf,
-  newestRelease,
-  parseTarget,
-  parseVersion,
-  type Version,
-} from './version.js';
+import { compareVersions, minorIndex, minorOf, newestRelease, parseTarget, parseVersion, type Version } from './version.js';
 
 export interface HopRequest {
   /** The cluster's current version (its kube-apiserver), exact. */
@@ -51,8 +43,10 @@ export function planHops(request: HopRequest): string[] {
   for (let m = minorIndex(from) + 1; m < targetMinor; m++) {
     const newest = newestRelease(available, m);
     if (!newest) {
-      throw new RuleError('MissingRelease',
-        `no ${minorText(m)}.x release is available, and minors cannot be skipped (${from.text} → ${targetText})`);
+      throw new RuleError(
+        'MissingRelease',
+        `no ${minorText(m)}.x release is available, and minors cannot be skipped (${from.text} → ${targetText})`,
+      );
     }
     hops.push(newest);
   }
@@ -67,9 +61,11 @@ export function planHops(request: HopRequest): string[] {
     const newest = newestRelease(available, targetMinor);
     if (!newest) {
       const onlyPre = available.some((v) => minorIndex(v) === targetMinor);
-      throw new RuleError('MissingRelease',
+      throw new RuleError(
+        'MissingRelease',
         `no ${target.minor.text}.x release is available` +
-          (onlyPre ? ' (pre-releases are used only when named exactly as the target)' : ''));
+          (onlyPre ? ' (pre-releases are used only when named exactly as the target)' : ''),
+      );
     }
     last = newest;
   }
@@ -89,6 +85,8 @@ function minorText(index: number): string {
 }
 
 function downgrade(from: Version, to: string): RuleError {
-  return new RuleError('Downgrade',
-    `refusing to downgrade ${from.text} → ${to}: the control plane never goes back; restore the etcd snapshot taken before the upgrade instead`);
+  return new RuleError(
+    'Downgrade',
+    `refusing to downgrade ${from.text} → ${to}: the control plane never goes back; restore the etcd snapshot taken before the upgrade instead`,
+  );
 }

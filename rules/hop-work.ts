@@ -45,7 +45,12 @@ export function hopWork(state: SkewInventory, hop: string, rollout: RolloutPlan)
 /** Every node moves in every hop: the work of a hop when nothing is known of the versions before it. */
 export function fullHopWork(hop: string, rollout: RolloutPlan): HopWork {
   const workers = rollout.phases.filter((p) => p.kind !== 'control-plane').flatMap((p) => p.nodes);
-  return { hop, controlPlanes: [...rollout.controlPlanes], apply: rollout.controlPlanes.length > 0, kubelets: [...rollout.controlPlanes, ...workers] };
+  return {
+    hop,
+    controlPlanes: [...rollout.controlPlanes],
+    apply: rollout.controlPlanes.length > 0,
+    kubelets: [...rollout.controlPlanes, ...workers],
+  };
 }
 
 /**

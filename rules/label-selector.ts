@@ -16,10 +16,14 @@ export function selectorMatches(selector: LabelSelector | undefined, labels: Rec
     const present = Object.prototype.hasOwnProperty.call(have, e.key);
     const value = have[e.key];
     const ok =
-      e.operator === 'In' ? present && (e.values ?? []).includes(value as string)
-        : e.operator === 'NotIn' ? !present || !(e.values ?? []).includes(value as string)
-          : e.operator === 'Exists' ? present
-            : e.operator === 'DoesNotExist' ? !present
+      e.operator === 'In'
+        ? present && (e.values ?? []).includes(value as string)
+        : e.operator === 'NotIn'
+          ? !present || !(e.values ?? []).includes(value as string)
+          : e.operator === 'Exists'
+            ? present
+            : e.operator === 'DoesNotExist'
+              ? !present
               : false;
     if (!ok) return false;
   }

@@ -57,7 +57,8 @@ function parseDay(value: unknown, where: string): Weekday {
 function secondsOf(value: unknown, where: string, isEnd: boolean): number {
   if (typeof value === 'string' && isEnd && MIDNIGHT_END.test(value)) return DAY_MS / 1000;
   const m = typeof value === 'string' ? TIME.exec(value) : null;
-  if (!m) throw bad(where, `bad time ${JSON.stringify(value)}: expected HH:MM or HH:MM:SS from 00:00 to 23:59:59${isEnd ? ' (or 24:00)' : ''}`);
+  if (!m)
+    throw bad(where, `bad time ${JSON.stringify(value)}: expected HH:MM or HH:MM:SS from 00:00 to 23:59:59${isEnd ? ' (or 24:00)' : ''}`);
   return Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3] ?? 0);
 }
 
@@ -66,7 +67,14 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
   let f = formatters.get(timeZone);
   if (!f) {
     f = new Intl.DateTimeFormat('en-US', {
-      timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric',
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
     });
     formatters.set(timeZone, f);
   }
@@ -85,7 +93,8 @@ function checkTimeZone(value: unknown, where: string): string {
 
 /** Checks one window as the cluster configuration spells it; every problem is one line naming `where`. */
 export function parseMaintenanceWindow(raw: unknown, where = 'maintenance window'): MaintenanceWindow {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw bad(where, 'must be a mapping with days, start, end and timeZone');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw bad(where, 'must be a mapping with days, start, end and timeZone');
   const r = raw as Record<string, unknown>;
   const unknown = Object.keys(r).find((k) => !['days', 'start', 'end', 'timeZone'].includes(k));
   if (unknown !== undefined) throw bad(where, `unknown key ${unknown} (known: days, start, end, timeZone)`);
@@ -108,7 +117,11 @@ export function parseMaintenanceWindows(raw: unknown, where = 'maintenanceWindow
 /** Offset of the zone's wall clock from UTC at `at` (ms, whole seconds). */
 function offsetAt(timeZone: string, at: number): number {
   const t = Math.floor(at / 1000) * 1000;
-  const p = Object.fromEntries(formatter(timeZone).formatToParts(new Date(t)).map((x) => [x.type, Number(x.value)]));
+  const p = Object.fromEntries(
+    formatter(timeZone)
+      .formatToParts(new Date(t))
+      .map((x) => [x.type, Number(x.value)]),
+  );
   return Date.UTC(p.year as number, (p.month as number) - 1, p.day as number, p.hour, p.minute, p.second) - t;
 }
 

@@ -78,34 +78,74 @@ export function auditPdb(p: PdbFacts): PdbFinding[] {
   if (p.maxUnavailable !== undefined) {
     const b = readBudget(p.maxUnavailable);
     if (b.kind === 'invalid') {
-      found.push(finding(p, 'warning', 'unreadable-budget', `maxUnavailable ${JSON.stringify(b.text)} is neither a count nor a percentage`, 'fix the PDB spec so its effect can be judged'));
+      found.push(
+        finding(
+          p,
+          'warning',
+          'unreadable-budget',
+          `maxUnavailable ${JSON.stringify(b.text)} is neither a count nor a percentage`,
+          'fix the PDB spec so its effect can be judged',
+        ),
+      );
     } else if (b.value === 0) {
-      found.push(finding(p, 'error', 'max-unavailable-zero',
-        `maxUnavailable is ${JSON.stringify(p.maxUnavailable)}, so no pod it covers may ever be evicted and every drain of a node running one blocks`,
-        'set maxUnavailable to at least 1 (or a percentage above 0) for the upgrade, or skip the node when its drain blocks'));
+      found.push(
+        finding(
+          p,
+          'error',
+          'max-unavailable-zero',
+          `maxUnavailable is ${JSON.stringify(p.maxUnavailable)}, so no pod it covers may ever be evicted and every drain of a node running one blocks`,
+          'set maxUnavailable to at least 1 (or a percentage above 0) for the upgrade, or skip the node when its drain blocks',
+        ),
+      );
     }
   }
   if (p.minAvailable !== undefined) {
     const b = readBudget(p.minAvailable);
     if (b.kind === 'invalid') {
-      found.push(finding(p, 'warning', 'unreadable-budget', `minAvailable ${JSON.stringify(b.text)} is neither a count nor a percentage`, 'fix the PDB spec so its effect can be judged'));
+      found.push(
+        finding(
+          p,
+          'warning',
+          'unreadable-budget',
+          `minAvailable ${JSON.stringify(b.text)} is neither a count nor a percentage`,
+          'fix the PDB spec so its effect can be judged',
+        ),
+      );
     } else if (b.kind === 'percent' && b.value === 100) {
-      found.push(finding(p, 'error', 'min-available-all',
-        `minAvailable is "100%", so no pod it covers may ever be evicted and every drain of a node running one blocks`,
-        'lower minAvailable below 100% (or use maxUnavailable: 1) for the upgrade, or skip the node when its drain blocks'));
+      found.push(
+        finding(
+          p,
+          'error',
+          'min-available-all',
+          `minAvailable is "100%", so no pod it covers may ever be evicted and every drain of a node running one blocks`,
+          'lower minAvailable below 100% (or use maxUnavailable: 1) for the upgrade, or skip the node when its drain blocks',
+        ),
+      );
     } else if (replicas > 0 && scaled(b, replicas) >= replicas) {
       const need = scaled(b, replicas);
       const spelled = b.kind === 'percent' ? `${p.minAvailable} (${need} of ${replicas} pods)` : String(need);
-      found.push(finding(p, 'error', 'min-available-all',
-        `minAvailable ${spelled} is at least the ${replicas} pod(s) it covers, so no eviction is ever allowed and every drain of a node running one blocks`,
-        `scale the workload above ${need} replica(s), lower minAvailable below ${replicas} (or use maxUnavailable: 1), or skip the node when its drain blocks`));
+      found.push(
+        finding(
+          p,
+          'error',
+          'min-available-all',
+          `minAvailable ${spelled} is at least the ${replicas} pod(s) it covers, so no eviction is ever allowed and every drain of a node running one blocks`,
+          `scale the workload above ${need} replica(s), lower minAvailable below ${replicas} (or use maxUnavailable: 1), or skip the node when its drain blocks`,
+        ),
+      );
     }
   }
   const blocked = found.some((f) => f.severity === 'error');
   if (!blocked && p.disruptionsAllowed === 0 && replicas > 0) {
-    found.push(finding(p, 'warning', 'no-disruptions-allowed',
-      `it allows 0 disruptions right now (${p.coveredPods} pod(s) covered, ${p.expectedPods ?? 0} expected), so drains of nodes running its pods wait`,
-      'wait for its pods to become Ready (or fix the ones that are not) before the drain, or raise its budget'));
+    found.push(
+      finding(
+        p,
+        'warning',
+        'no-disruptions-allowed',
+        `it allows 0 disruptions right now (${p.coveredPods} pod(s) covered, ${p.expectedPods ?? 0} expected), so drains of nodes running its pods wait`,
+        'wait for its pods to become Ready (or fix the ones that are not) before the drain, or raise its budget',
+      ),
+    );
   }
   return found;
 }

@@ -60,21 +60,29 @@ export const isNamespacedName = (v: string): boolean => {
   return rest.length === 0 && ns !== undefined && name !== undefined && ns.length <= 63 && DNS_LABEL.test(ns) && isNodeName(name);
 };
 
-const int = (min: number, max?: { value: number; why?: string }): Check => (v, fail) => {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || (max !== undefined && v > max.value)) {
-    fail(`must be an integer ${max === undefined ? `≥ ${min}` : `from ${min} to ${max.value}${max.why ? ` (${max.why})` : ''}`}, got ${shown(v)}`);
-  }
-  return v;
-};
+const int =
+  (min: number, max?: { value: number; why?: string }): Check =>
+  (v, fail) => {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || (max !== undefined && v > max.value)) {
+      fail(
+        `must be an integer ${max === undefined ? `≥ ${min}` : `from ${min} to ${max.value}${max.why ? ` (${max.why})` : ''}`}, got ${shown(v)}`,
+      );
+    }
+    return v;
+  };
 const bool: Check = (v, fail) => (typeof v === 'boolean' ? v : fail(`must be true or false, got ${shown(v)}`));
-const names = (ok: (v: string) => boolean, what: string): Check => (v, fail) => {
-  if (!Array.isArray(v)) fail(`must be a list of ${what}`);
-  for (const [i, item] of (v as unknown[]).entries()) if (typeof item !== 'string' || !ok(item)) fail(`must be ${what}, got ${shown(item)}`, `[${i}]`);
-  return v;
-};
+const names =
+  (ok: (v: string) => boolean, what: string): Check =>
+  (v, fail) => {
+    if (!Array.isArray(v)) fail(`must be a list of ${what}`);
+    for (const [i, item] of (v as unknown[]).entries())
+      if (typeof item !== 'string' || !ok(item)) fail(`must be ${what}, got ${shown(item)}`, `[${i}]`);
+    return v;
+  };
 const maxUnavailable: Check = (v, fail) => {
   if (typeof v === 'number') return int(1)(v, fail);
-  if (typeof v !== 'string' || !/^([1-9]\d{0,5}|[1-9]\d?%|100%)$/.test(v)) fail(`must be a count ≥ 1 or a percentage from 1% to 100%, got ${shown(v)}`);
+  if (typeof v !== 'string' || !/^([1-9]\d{0,5}|[1-9]\d?%|100%)$/.test(v))
+    fail(`must be a count ≥ 1 or a percentage from 1% to 100%, got ${shown(v)}`);
   return /%$/.test(v as string) ? v : Number(v);
 };
 
@@ -83,13 +91,25 @@ export const INT_BOUNDS = {
   canary: { min: 0 },
   batchSize: { min: 1 },
   soakSeconds: { min: 0 },
-  drainTimeoutSeconds: { min: 1, max: ACTIVITY_LIMITS.drain - REPORT_MARGIN_SECONDS.drain, why: `the drain activity ends at ${ACTIVITY_LIMITS.drain / 3600} hours` },
+  drainTimeoutSeconds: {
+    min: 1,
+    max: ACTIVITY_LIMITS.drain - REPORT_MARGIN_SECONDS.drain,
+    why: `the drain activity ends at ${ACTIVITY_LIMITS.drain / 3600} hours`,
+  },
   hostRetrySeconds: { min: 0, max: 86_400, why: 'a day' },
-  kubeletTimeoutSeconds: { min: 1, max: ACTIVITY_LIMITS.kubeletRestart - REPORT_MARGIN_SECONDS.kubeletRestart, why: `the kubelet restart activity ends at ${ACTIVITY_LIMITS.kubeletRestart / 60} minutes` },
+  kubeletTimeoutSeconds: {
+    min: 1,
+    max: ACTIVITY_LIMITS.kubeletRestart - REPORT_MARGIN_SECONDS.kubeletRestart,
+    why: `the kubelet restart activity ends at ${ACTIVITY_LIMITS.kubeletRestart / 60} minutes`,
+  },
   verifySeconds: { min: 0, max: ACTIVITY_LIMITS.healthWait, why: 'the longest wait of a health check' },
   // 1 continues as new at every safe point (the tests that cross runs use it); the server's own suggestion still holds.
   continueAsNewAfterEvents: { min: 1 },
-  rebootTimeoutSeconds: { min: 1, max: ACTIVITY_LIMITS.reboot - REPORT_MARGIN_SECONDS.reboot, why: `the reboot activity ends at ${ACTIVITY_LIMITS.reboot / 60} minutes` },
+  rebootTimeoutSeconds: {
+    min: 1,
+    max: ACTIVITY_LIMITS.reboot - REPORT_MARGIN_SECONDS.reboot,
+    why: `the reboot activity ends at ${ACTIVITY_LIMITS.reboot / 60} minutes`,
+  },
 } satisfies Partial<Record<PolicyKey, { min: number; max?: number; why?: string }>>;
 export type IntPolicyKey = keyof typeof INT_BOUNDS;
 
@@ -122,10 +142,26 @@ export const POLICY_KEYS = Object.keys(CHECKS) as PolicyKey[];
 /** What each flow takes: an upgrade (and a fleet file, a schedule), an OS maintenance run, a blue/green run. */
 export const UPGRADE_POLICY_KEYS = POLICY_KEYS.filter((k) => k !== 'rebootTimeoutSeconds' && k !== 'forcePods');
 export const MAINTENANCE_POLICY_KEYS = [
-  'canary', 'batchSize', 'maxUnavailable', 'approveAfterCanary', 'soakSeconds', 'drainTimeoutSeconds', 'hostRetrySeconds', 'rebootTimeoutSeconds', 'verifySeconds', 'forcePods',
+  'canary',
+  'batchSize',
+  'maxUnavailable',
+  'approveAfterCanary',
+  'soakSeconds',
+  'drainTimeoutSeconds',
+  'hostRetrySeconds',
+  'rebootTimeoutSeconds',
+  'verifySeconds',
+  'forcePods',
 ] as const satisfies readonly PolicyKey[];
 export const BLUEGREEN_POLICY_KEYS = [
-  'canary', 'batchSize', 'approveAfterCanary', 'soakSeconds', 'drainTimeoutSeconds', 'hostRetrySeconds', 'verifySeconds', 'acknowledge',
+  'canary',
+  'batchSize',
+  'approveAfterCanary',
+  'soakSeconds',
+  'drainTimeoutSeconds',
+  'hostRetrySeconds',
+  'verifySeconds',
+  'acknowledge',
 ] as const satisfies readonly PolicyKey[];
 export type MaintenancePolicy = Pick<Policy, (typeof MAINTENANCE_POLICY_KEYS)[number]>;
 export type BlueGreenPolicy = Pick<Policy, (typeof BLUEGREEN_POLICY_KEYS)[number]>;
@@ -143,12 +179,18 @@ export const PLAIN_WORDING: PolicyWording = {
  * `combinations` is false) no two that the workflows would silently ignore together. Returns the policy as given (no defaults filled in:
  * `withDefaults` does that where a value is read).
  */
-export function checkPolicy(raw: unknown, wording: PolicyWording = PLAIN_WORDING, allowed: readonly PolicyKey[] = POLICY_KEYS, options: { combinations?: boolean } = {}): Policy {
+export function checkPolicy(
+  raw: unknown,
+  wording: PolicyWording = PLAIN_WORDING,
+  allowed: readonly PolicyKey[] = POLICY_KEYS,
+  options: { combinations?: boolean } = {},
+): Policy {
   if (raw === undefined || raw === null) return {};
   if (typeof raw !== 'object' || Array.isArray(raw)) wording.fail(undefined, `a policy must be a mapping of keys, got ${shown(raw)}`);
   const policy = raw as Record<string, unknown>;
   for (const [key, value] of Object.entries(policy)) {
-    if (!(allowed as readonly string[]).includes(key)) wording.fail(undefined, `unknown key ${JSON.stringify(key)} (expected ${allowed.join(', ')})`);
+    if (!(allowed as readonly string[]).includes(key))
+      wording.fail(undefined, `unknown key ${JSON.stringify(key)} (expected ${allowed.join(', ')})`);
     if (value === undefined) continue;
     CHECKS[key as PolicyKey](value, (message, at) => wording.fail(key as PolicyKey, message, at));
   }
@@ -156,10 +198,16 @@ export function checkPolicy(raw: unknown, wording: PolicyWording = PLAIN_WORDING
   if (options.combinations === false) return p; // a part of a policy (a fleet file's defaults): judged once merged
   const { name } = wording;
   if (p.approveAfterCanary && p.soakSeconds !== undefined) {
-    wording.fail(undefined, `${name('soakSeconds')} waits after the canary when no approval is asked: leave it out with ${name('approveAfterCanary')}`);
+    wording.fail(
+      undefined,
+      `${name('soakSeconds')} waits after the canary when no approval is asked: leave it out with ${name('approveAfterCanary')}`,
+    );
   }
   if (p.canary === 0 && (p.approveAfterCanary || p.soakSeconds !== undefined)) {
-    wording.fail(undefined, `${name('canary')} 0 means no canary: ${name(p.approveAfterCanary ? 'approveAfterCanary' : 'soakSeconds')} would never apply`);
+    wording.fail(
+      undefined,
+      `${name('canary')} 0 means no canary: ${name(p.approveAfterCanary ? 'approveAfterCanary' : 'soakSeconds')} would never apply`,
+    );
   }
   return p;
 }

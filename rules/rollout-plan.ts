@@ -99,7 +99,11 @@ export function resolveMaxUnavailable(value: number | string | undefined, worker
  * Orders the nodes into phases: control planes one at a time, then the canary, then batches.
  * Deterministic: the same nodes and policy always give the same plan.
  */
-export function planRollout(nodes: readonly PlanNode[], policy: RolloutPolicy = {}, options: { requireControlPlane?: boolean } = {}): RolloutPlan {
+export function planRollout(
+  nodes: readonly PlanNode[],
+  policy: RolloutPolicy = {},
+  options: { requireControlPlane?: boolean } = {},
+): RolloutPlan {
   if (!Array.isArray(nodes)) throw new RuleError('InvalidInventory', 'nodes must be a list');
   const seen = new Set<string>();
   for (const [i, node] of nodes.entries()) {
@@ -120,7 +124,8 @@ export function planRollout(nodes: readonly PlanNode[], policy: RolloutPolicy = 
 
   const controlPlanes = sorted.filter((n) => n.role === 'control-plane').map((n) => n.name);
   // An upgrade needs a control plane; OS maintenance of some workers does not (requireControlPlane: false).
-  if (controlPlanes.length === 0 && options.requireControlPlane !== false) throw new RuleError('InvalidInventory', 'the cluster has no control-plane node');
+  if (controlPlanes.length === 0 && options.requireControlPlane !== false)
+    throw new RuleError('InvalidInventory', 'the cluster has no control-plane node');
   if (policy.firstControlPlane !== undefined) {
     const i = controlPlanes.indexOf(policy.firstControlPlane);
     if (i < 0) throw new RuleError('InvalidPolicy', `firstControlPlane ${policy.firstControlPlane} is not a control-plane node`);
@@ -154,7 +159,12 @@ export function planRollout(nodes: readonly PlanNode[], policy: RolloutPolicy = 
   }
   for (let i = 0; i < rest.length; i += batchSize) {
     const batch = rest.slice(i, i + batchSize);
-    phases.push({ kind: 'batch', stage: `batch-${i / batchSize + 1}`, nodes: batch, maxUnavailable: Math.min(batch.length, maxUnavailable) });
+    phases.push({
+      kind: 'batch',
+      stage: `batch-${i / batchSize + 1}`,
+      nodes: batch,
+      maxUnavailable: Math.min(batch.length, maxUnavailable),
+    });
   }
 
   const stageLabels: Record<string, string> = {};

@@ -26,7 +26,8 @@ export function checkRunbook(inventory: ClusterInventory, steps: readonly Runboo
     state = next;
     checked++;
     const report = checkSkew(state, { topology: 'kubeadm' });
-    if (!report.compliant) return { compliant: false, checkedSteps: checked, failure: { stepIndex: i, step, violations: report.violations } };
+    if (!report.compliant)
+      return { compliant: false, checkedSteps: checked, failure: { stepIndex: i, step, violations: report.violations } };
   }
   return { compliant: true, checkedSteps: checked };
 }

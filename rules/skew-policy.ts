@@ -8,14 +8,7 @@ import { minorIndex, minorOf, parseVersion, type Version } from './version.js';
 
 export type Component = 'apiserver' | 'controllerManager' | 'scheduler' | 'kubelet' | 'kubeProxy' | 'kubectl';
 
-export const COMPONENTS: readonly Component[] = [
-  'apiserver',
-  'controllerManager',
-  'scheduler',
-  'kubelet',
-  'kubeProxy',
-  'kubectl',
-];
+export const COMPONENTS: readonly Component[] = ['apiserver', 'controllerManager', 'scheduler', 'kubelet', 'kubeProxy', 'kubectl'];
 
 /** Where a component runs (a node name, or `laptop` for a kubectl) and its version. */
 export interface ComponentVersion {
@@ -136,8 +129,11 @@ export function checkSkew(inventory: SkewInventory, options: SkewOptions = {}): 
 
   for (const p of apiservers) {
     if (aNew - minorIndex(p.version) > 1) {
-      flag(p, 'apiserver-ha-skew',
-        `kube-apiserver instances must be within 1 minor of each other (newest is ${minorOf(newest)}, this one ${minorOf(p.version)})`);
+      flag(
+        p,
+        'apiserver-ha-skew',
+        `kube-apiserver instances must be within 1 minor of each other (newest is ${minorOf(newest)}, this one ${minorOf(p.version)})`,
+      );
     }
   }
 
@@ -146,12 +142,14 @@ export function checkSkew(inventory: SkewInventory, options: SkewOptions = {}): 
     for (const p of parseEntries(inventory, component)) {
       const m = minorIndex(p.version);
       if (m > aOld) {
-        flag(p, 'node-newer-than-apiserver',
-          `${NAMES[component]} must not be newer than the oldest kube-apiserver (${minorOf(oldest)})`);
+        flag(p, 'node-newer-than-apiserver', `${NAMES[component]} must not be newer than the oldest kube-apiserver (${minorOf(oldest)})`);
       } else if (aNew - m > lag) {
-        flag(p, 'node-too-old',
+        flag(
+          p,
+          'node-too-old',
           `${NAMES[component]} may be at most ${lag} minors older than the newest kube-apiserver (${minorOf(newest)})` +
-            (lag === 2 ? '; the 3-minor allowance starts with kube-apiserver 1.28' : ''));
+            (lag === 2 ? '; the 3-minor allowance starts with kube-apiserver 1.28' : ''),
+        );
       }
     }
   }
@@ -164,11 +162,17 @@ export function checkSkew(inventory: SkewInventory, options: SkewOptions = {}): 
         ? [local.version, local.version, `the kube-apiserver on its node (${minorOf(local.version)})`]
         : [oldest, newest, ''];
       if (m > minorIndex(low)) {
-        flag(p, 'control-plane-newer-than-apiserver',
-          `${NAMES[component]} must not be newer than ${which || `the oldest kube-apiserver (${minorOf(oldest)})`}`);
+        flag(
+          p,
+          'control-plane-newer-than-apiserver',
+          `${NAMES[component]} must not be newer than ${which || `the oldest kube-apiserver (${minorOf(oldest)})`}`,
+        );
       } else if (minorIndex(high) - m > 1) {
-        flag(p, 'control-plane-too-old',
-          `${NAMES[component]} may be at most 1 minor older than ${which || `the newest kube-apiserver (${minorOf(newest)})`}`);
+        flag(
+          p,
+          'control-plane-too-old',
+          `${NAMES[component]} may be at most 1 minor older than ${which || `the newest kube-apiserver (${minorOf(newest)})`}`,
+        );
       }
     }
   }

@@ -44,9 +44,10 @@ export function resolveTarget(asked: string, from: string, available: readonly s
   const line = minorOf({ major: Math.floor(minor / 1000), minor: minor % 1000 });
   const newest = newestRelease(offered, minor);
   if (newest && compareVersions(newest, current) > 0) return { asked, to: newest.text };
-  const why = target.expression === 'latest-patch'
-    ? `${current.text} is already the newest ${line} release the repository offers`
-    : `the repository offers no ${line}.x release`;
+  const why =
+    target.expression === 'latest-patch'
+      ? `${current.text} is already the newest ${line} release the repository offers`
+      : `the repository offers no ${line}.x release`;
   return { asked, to: current.text, nothingToDo: why };
 }
 

@@ -40,16 +40,24 @@ export function planUpgrade(request: UpgradePlanRequest): UpgradePlan {
   const behind = nodesBehind(inventory, from);
   if (hops.length === 0 && behind.length > 0 && targetReached(from, target)) {
     if (!parseAvailable(request.available).some((v) => v.text === from)) {
-      throw new RuleError('MissingRelease', `${from} is not among the available versions: ${behind.join(', ')} cannot be brought to the control plane's version`);
+      throw new RuleError(
+        'MissingRelease',
+        `${from} is not among the available versions: ${behind.join(', ')} cannot be brought to the control plane's version`,
+      );
     }
     hops = [from];
   }
   const everyNode = buildRunbook(hops, planRollout(nodes, request.policy), request.packageManager, inventory);
   // Nodes with nothing to do in any hop are left out of the rollout, so the canary and the batches
   // are made of the nodes that move; the control planes stay (a hop's snapshot and kubeadm run there).
-  const moving = new Set(everyNode.filter((s) => s.action === 'upgrade-kubelet' || s.action === 'upgrade-control-plane').map((s) => s.node));
+  const moving = new Set(
+    everyNode.filter((s) => s.action === 'upgrade-kubelet' || s.action === 'upgrade-control-plane').map((s) => s.node),
+  );
   const idle = nodes.filter((n) => n.role === 'worker' && !moving.has(n.name)).map((n) => n.name);
-  const rollout = planRollout(nodes.filter((n) => !idle.includes(n.name)), withoutCanaries(request.policy, idle));
+  const rollout = planRollout(
+    nodes.filter((n) => !idle.includes(n.name)),
+    withoutCanaries(request.policy, idle),
+  );
   const steps = buildRunbook(hops, rollout, request.packageManager, inventory);
   return { from, hops, target, rollout, steps, skew: checkRunbook(inventory, steps) };
 }

@@ -56,16 +56,33 @@ function nodeSteps(tools: PackageCommands, hop: string, stage: string, node: str
   const v = hop;
   const steps: RunbookStep[] = [
     { hop, stage, action: 'cordon', node, detail: `cordon ${node} (mark unschedulable; pods keep running)` },
-    { hop, stage, action: 'drain', node, detail: `drain ${node} through the Eviction API (PodDisruptionBudgets honoured, DaemonSet pods left)` },
+    {
+      hop,
+      stage,
+      action: 'drain',
+      node,
+      detail: `drain ${node} through the Eviction API (PodDisruptionBudgets honoured, DaemonSet pods left)`,
+    },
   ];
   if (worker) {
-    steps.push({ hop, stage, action: 'upgrade-node', node, command: `${newKubeadm(tools, v)} && kubeadm upgrade node`,
-      detail: `package repository of ${node} at the hop's minor, kubeadm ${v}, then kubeadm upgrade node (kubelet configuration)` });
+    steps.push({
+      hop,
+      stage,
+      action: 'upgrade-node',
+      node,
+      command: `${newKubeadm(tools, v)} && kubeadm upgrade node`,
+      detail: `package repository of ${node} at the hop's minor, kubeadm ${v}, then kubeadm upgrade node (kubelet configuration)`,
+    });
   }
   steps.push(
-    { hop, stage, action: 'upgrade-kubelet', node,
+    {
+      hop,
+      stage,
+      action: 'upgrade-kubelet',
+      node,
       command: `${tools.install(v, ['kubelet', 'kubectl'])} && systemctl daemon-reload && systemctl restart kubelet`,
-      detail: `kubelet and kubectl ${v} on ${node}, restart kubelet` },
+      detail: `kubelet and kubectl ${v} on ${node}, restart kubelet`,
+    },
     { hop, stage, action: 'wait-ready', node, detail: `wait until ${node} is Ready with kubelet v${v}` },
     { hop, stage, action: 'uncordon', node, detail: `uncordon ${node}` },
   );
@@ -77,7 +94,12 @@ function nodeSteps(tools: PackageCommands, hop: string, stage: string, node: str
  * version (`hopWork`): a run that finishes nodes an earlier run left behind. Without it every node
  * moves in every hop.
  */
-export function buildRunbook(hops: readonly string[], rollout: RolloutPlan, packageManager: PackageManager = 'apt', from?: ClusterInventory): RunbookStep[] {
+export function buildRunbook(
+  hops: readonly string[],
+  rollout: RolloutPlan,
+  packageManager: PackageManager = 'apt',
+  from?: ClusterInventory,
+): RunbookStep[] {
   const tools = PACKAGE_COMMANDS[packageManager];
   const steps: RunbookStep[] = [];
   const [first] = rollout.controlPlanes;
@@ -86,32 +108,60 @@ export function buildRunbook(hops: readonly string[], rollout: RolloutPlan, pack
     const hopStart = steps.length;
     const work = state ? hopWork(state, hop, rollout) : fullHopWork(hop, rollout);
     const moves = new Set(work.kubelets);
-    steps.push({ hop, stage: 'hop', action: 'backup', node: first,
+    steps.push({
+      hop,
+      stage: 'hop',
+      action: 'backup',
+      node: first,
       command: 'etcdctl snapshot save … && etcdctl snapshot status …',
-      detail: `etcd snapshot on ${first}, verified and copied off the node` });
+      detail: `etcd snapshot on ${first}, verified and copied off the node`,
+    });
     if (work.controlPlanes.length > 0) {
       // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
-      steps.push({ hop, stage: 'hop', action: 'preflight', node: first, command: `${newKubeadm(tools, hop)} && kubeadm upgrade plan v${hop}`,
-        detail: `pre-flight: skew now and for every step, PDB audit, all nodes Ready, package repository of ${first} at the hop's minor, kubeadm ${hop} and kubeadm upgrade plan on ${first}` });
+      steps.push({
+        hop,
+        stage: 'hop',
+        action: 'preflight',
+        node: first,
+        command: `${newKubeadm(tools, hop)} && kubeadm upgrade plan v${hop}`,
+        detail: `pre-flight: skew now and for every step, PDB audit, all nodes Ready, package repository of ${first} at the hop's minor, kubeadm ${hop} and kubeadm upgrade plan on ${first}`,
+      });
     }
-    steps.push({ hop, stage: 'hop', action: 'label', detail: `label nodes with their stage (${Object.keys(rollout.stageLabels).length} nodes)` });
+    steps.push({
+      hop,
+      stage: 'hop',
+      action: 'label',
+      detail: `label nodes with their stage (${Object.keys(rollout.stageLabels).length} nodes)`,
+    });
     work.controlPlanes.forEach((node, i) => {
       const isFirst = i === 0 && work.apply;
       const isLast = i === work.controlPlanes.length - 1;
       steps.push(
-        { hop, stage: 'control-plane', action: 'upgrade-control-plane', node, addons: isLast, ...(isFirst ? { apply: true } : {}),
+        {
+          hop,
+          stage: 'control-plane',
+          action: 'upgrade-control-plane',
+          node,
+          addons: isLast,
+          ...(isFirst ? { apply: true } : {}),
           command: `${newKubeadm(tools, hop)} && ` + (isFirst ? `kubeadm upgrade apply v${hop} --yes` : 'kubeadm upgrade node'),
-          detail: `control-plane components of ${node} to v${hop}` + (isLast ? ', then kubeadm addons (kube-proxy)' : '') },
+          detail: `control-plane components of ${node} to v${hop}` + (isLast ? ', then kubeadm addons (kube-proxy)' : ''),
+        },
         { hop, stage: 'control-plane', action: 'verify', node, detail: `control-plane health on ${node}: /readyz, mirror pods at v${hop}` },
       );
     });
-    for (const node of rollout.controlPlanes.filter((n) => moves.has(n))) steps.push(...nodeSteps(tools, hop, 'control-plane', node, false));
+    for (const node of rollout.controlPlanes.filter((n) => moves.has(n)))
+      steps.push(...nodeSteps(tools, hop, 'control-plane', node, false));
     steps.push({ hop, stage: 'control-plane', action: 'gate', detail: 'gate: approval before the workers (if the policy asks)' });
     for (const phase of rollout.phases) {
       if (phase.kind === 'control-plane' || !phase.nodes.some((n) => moves.has(n))) continue;
       for (const node of phase.nodes.filter((n) => moves.has(n))) steps.push(...nodeSteps(tools, hop, phase.stage, node, true));
-      steps.push({ hop, stage: phase.stage, action: 'verify',
-        detail: `verify workloads after ${phase.stage} (Deployments/StatefulSets available, DaemonSets rolled)` });
+      steps.push({
+        hop,
+        stage: phase.stage,
+        action: 'verify',
+        detail: `verify workloads after ${phase.stage} (Deployments/StatefulSets available, DaemonSets rolled)`,
+      });
       if (phase.kind === 'canary') {
         steps.push({ hop, stage: phase.stage, action: 'gate', detail: 'gate: approval or soak time after the canary' });
       }

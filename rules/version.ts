@@ -72,9 +72,7 @@ export function parseMinor(input: unknown): MinorVersion {
  * newest patch of the cluster's minor) or `next-minor` (the newest patch of the minor after it).
  */
 export type Target =
-  | { kind: 'exact'; version: Version }
-  | { kind: 'minor'; minor: MinorVersion }
-  | { kind: 'expression'; expression: TargetExpression };
+  { kind: 'exact'; version: Version } | { kind: 'minor'; minor: MinorVersion } | { kind: 'expression'; expression: TargetExpression };
 
 export const TARGET_EXPRESSIONS = ['latest-patch', 'next-minor'] as const;
 export type TargetExpression = (typeof TARGET_EXPRESSIONS)[number];

@@ -87,7 +87,8 @@ export function startAvailabilitySampler(kube: KubeClients, options: { intervalM
     if (known) return known;
     const rs = await kube.apps.readNamespacedReplicaSet({ name: ref.name, namespace });
     const up = rs.metadata?.ownerReferences?.find((o) => o.controller);
-    const c = up?.kind === 'Deployment' ? { kind: 'Deployment', namespace, name: up.name } : { kind: 'ReplicaSet', namespace, name: ref.name };
+    const c =
+      up?.kind === 'Deployment' ? { kind: 'Deployment', namespace, name: up.name } : { kind: 'ReplicaSet', namespace, name: ref.name };
     replicaSetOwners.set(ref.uid, c);
     return c;
   };
@@ -97,11 +98,16 @@ export function startAvailabilitySampler(kube: KubeClients, options: { intervalM
     try {
       const args = { name: c.name, namespace: c.namespace };
       switch (c.kind) {
-        case 'Deployment': return (await kube.apps.readNamespacedDeployment(args)).spec?.replicas ?? 1;
-        case 'StatefulSet': return (await kube.apps.readNamespacedStatefulSet(args)).spec?.replicas ?? 1;
-        case 'ReplicaSet': return (await kube.apps.readNamespacedReplicaSet(args)).spec?.replicas ?? 1;
-        case 'DaemonSet': return (await kube.apps.readNamespacedDaemonSet(args)).status?.desiredNumberScheduled ?? 0;
-        default: return undefined;
+        case 'Deployment':
+          return (await kube.apps.readNamespacedDeployment(args)).spec?.replicas ?? 1;
+        case 'StatefulSet':
+          return (await kube.apps.readNamespacedStatefulSet(args)).spec?.replicas ?? 1;
+        case 'ReplicaSet':
+          return (await kube.apps.readNamespacedReplicaSet(args)).spec?.replicas ?? 1;
+        case 'DaemonSet':
+          return (await kube.apps.readNamespacedDaemonSet(args)).status?.desiredNumberScheduled ?? 0;
+        default:
+          return undefined;
       }
     } catch (err) {
       if (statusOf(err) === 404) return undefined;
@@ -141,10 +147,7 @@ export function startAvailabilitySampler(kube: KubeClients, options: { intervalM
 
   const sample = async () => {
     const at = new Date().toISOString();
-    const [pdbs, pods] = await Promise.all([
-      kube.policy.listPodDisruptionBudgetForAllNamespaces(),
-      kube.core.listPodForAllNamespaces(),
-    ]);
+    const [pdbs, pods] = await Promise.all([kube.policy.listPodDisruptionBudgetForAllNamespaces(), kube.core.listPodForAllNamespaces()]);
     for (const pdb of pdbs.items) await judge(pdb, pods.items, at);
     samples++;
   };
@@ -185,9 +188,10 @@ export function startAvailabilitySampler(kube: KubeClients, options: { intervalM
 /** One line per PDB, for a test's failure message or the demo's summary. */
 export function formatAvailability(report: AvailabilityReport): string {
   const lines = report.pdbs.map((p) => {
-    const verdict = p.violations.length === 0
-      ? 'ok'
-      : `VIOLATED ${p.violations.length}× (first ${p.violations[0]?.at}: ${p.violations[0]?.ready} ready < ${p.violations[0]?.floor})`;
+    const verdict =
+      p.violations.length === 0
+        ? 'ok'
+        : `VIOLATED ${p.violations.length}× (first ${p.violations[0]?.at}: ${p.violations[0]?.ready} ready < ${p.violations[0]?.floor})`;
     return `${p.namespace}/${p.name}: min ready ${p.minReady}, floor ${p.floor}, ${p.samples} samples, ${verdict}`;
   });
   if (lines.length === 0) lines.push(`no PodDisruptionBudget seen in ${report.samples} samples`);

@@ -61,7 +61,9 @@ function printEndpoints(info: DaemonInfo, stateDir: string): void {
   console.log(`kubeconfig: ${info.adminKubeconfig} (admin; the worker's own identity: ${info.kubeconfig})`);
   // What someone trying skewless needs next: the worker reads the cluster by name from this directory.
   console.log(`cluster configuration: ${join(info.clustersDir, `${info.cluster}.yaml`)}`);
-  console.log(`start a worker on it: skewless worker --clusters-dir ${info.clustersDir} (with a Temporal server running: skewless dev-server)`);
+  console.log(
+    `start a worker on it: skewless worker --clusters-dir ${info.clustersDir} (with a Temporal server running: skewless dev-server)`,
+  );
   console.log(`ssh: user ${info.ssh.user}, key ${info.ssh.privateKeyPath}, known_hosts ${info.ssh.knownHostsPath}`);
   for (const h of info.ssh.hosts) console.log(`  ${h.name.padEnd(16)} ${h.host}:${h.port}`);
   console.log(`every command a host runs: ${join(stateDir, 'hosts', '<node>', 'commands.log')} (one JSON line each)`);
@@ -128,7 +130,12 @@ async function fault(host: string, stateDir: string, set: string | undefined, cl
 /** A refusal by the running simulation (exit 1), as opposed to a usage error (exit 2). */
 class SimRefused extends Error {}
 
-async function machine(action: string | undefined, name: string | undefined, stateDir: string, values: { version?: string; labels?: string; pool?: string }): Promise<number> {
+async function machine(
+  action: string | undefined,
+  name: string | undefined,
+  stateDir: string,
+  values: { version?: string; labels?: string; pool?: string },
+): Promise<number> {
   if (action !== 'create' && action !== 'delete') throw new SimUsageError('machine needs create or delete');
   if (!name) throw new SimUsageError(`machine ${action} needs a NAME`);
   const labels: Record<string, string> = {};
@@ -139,7 +146,8 @@ async function machine(action: string | undefined, name: string | undefined, sta
       if (eq <= 0) throw new SimUsageError(`--labels must be K=V,...; got ${JSON.stringify(term).slice(0, 60)}`);
       labels[term.slice(0, eq)] = term.slice(eq + 1);
     }
-  } else if (values.version !== undefined || values.labels !== undefined) throw new SimUsageError('machine delete takes no --version or --labels');
+  } else if (values.version !== undefined || values.labels !== undefined)
+    throw new SimUsageError('machine delete takes no --version or --labels');
   const file = join(stateDir, 'machine-api.json');
   if (!existsSync(file)) throw new SimUsageError(`no simulation running in ${stateDir} (no machine-api.json)`);
   const api = JSON.parse(readFileSync(file, 'utf8')) as { endpoint: string; tokenFile: string };
@@ -149,10 +157,14 @@ async function machine(action: string | undefined, name: string | undefined, sta
     res = await fetch(action === 'create' ? `${api.endpoint}/machines` : `${api.endpoint}/machines/${encodeURIComponent(name)}`, {
       method: action === 'create' ? 'POST' : 'DELETE',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      ...(action === 'create' ? { body: JSON.stringify({ name, version: values.version, labels, ...(values.pool ? { pool: values.pool } : {}) }) } : {}),
+      ...(action === 'create'
+        ? { body: JSON.stringify({ name, version: values.version, labels, ...(values.pool ? { pool: values.pool } : {}) }) }
+        : {}),
     });
   } catch (err) {
-    throw new SimRefused(`the machine API at ${api.endpoint} did not answer: ${(err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message}`);
+    throw new SimRefused(
+      `the machine API at ${api.endpoint} did not answer: ${(err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message}`,
+    );
   }
   const text = await res.text();
   if (!res.ok) throw new SimRefused(`machine ${action} ${name}: HTTP ${res.status}: ${text.split('\n')[0]}`);
@@ -168,8 +180,14 @@ export async function simMain(argv: string[]): Promise<number> {
       args: argv,
       allowPositionals: true,
       options: {
-        state: { type: 'string' }, timeout: { type: 'string' }, set: { type: 'string' }, clear: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
-        version: { type: 'string' }, labels: { type: 'string' }, pool: { type: 'string' },
+        state: { type: 'string' },
+        timeout: { type: 'string' },
+        set: { type: 'string' },
+        clear: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'string' },
+        labels: { type: 'string' },
+        pool: { type: 'string' },
       },
     });
     const [command, arg, third] = positionals;
@@ -215,8 +233,11 @@ export async function simMain(argv: string[]): Promise<number> {
 
 // `node dist/sim/cli.js ...` runs it too (bin/skewless-sim.js is the installed form).
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  simMain(process.argv.slice(2)).then((code) => (process.exitCode = code), (err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
+  simMain(process.argv.slice(2)).then(
+    (code) => (process.exitCode = code),
+    (err: unknown) => {
+      console.error(err);
+      process.exitCode = 1;
+    },
+  );
 }

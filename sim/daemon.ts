@@ -39,7 +39,15 @@ async function run(): Promise<void> {
   await new Promise<void>((resolve) => control.listen(0, '127.0.0.1', resolve));
   const address = control.address();
   const daemonFile = join(stateDir, 'daemon.json');
-  const writeDaemonFile = () => writeFileSync(daemonFile, JSON.stringify({ pid: process.pid, controlPort: typeof address === 'object' && address ? address.port : 0, ...sim.endpoints }, null, 2));
+  const writeDaemonFile = () =>
+    writeFileSync(
+      daemonFile,
+      JSON.stringify(
+        { pid: process.pid, controlPort: typeof address === 'object' && address ? address.port : 0, ...sim.endpoints },
+        null,
+        2,
+      ),
+    );
   writeDaemonFile();
   // Machines created or deleted through the machine API (sim machine create|delete) change the hosts.
   sim.onEndpointsChanged(() => {

@@ -12,8 +12,9 @@ import { validateFault, type Fault } from './hosts/faults.js';
  * `parseDescription` validates it whole and expands node counts into names.
  */
 
-export type Latencies = Partial<Record<'aptInstall' | 'kubeletRestart' | 'kubeadmApply' | 'kubeadmNode' | 'etcdSnapshot' | 'reboot', number>>;
-
+export type Latencies = Partial<
+  Record<'aptInstall' | 'kubeletRestart' | 'kubeadmApply' | 'kubeadmNode' | 'etcdSnapshot' | 'reboot', number>
+>;
 
 export interface SimNode {
   name: string;
@@ -121,7 +122,8 @@ function version(value: unknown, where: string): string {
 }
 
 function count(value: unknown, where: string, min: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) throw new DescriptionError(`${where} must be an integer ≥ ${min}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min)
+    throw new DescriptionError(`${where} must be an integer ≥ ${min}`);
   return value;
 }
 
@@ -155,19 +157,22 @@ function faults(value: unknown, where: string): Fault[] {
 
 function packageManager(value: unknown): PackageManager {
   if (value === undefined) return 'apt';
-  if (!(PACKAGE_MANAGERS as readonly unknown[]).includes(value)) throw new DescriptionError(`packageManager must be ${PACKAGE_MANAGERS.join(' or ')}`);
+  if (!(PACKAGE_MANAGERS as readonly unknown[]).includes(value))
+    throw new DescriptionError(`packageManager must be ${PACKAGE_MANAGERS.join(' or ')}`);
   return value as PackageManager;
 }
 
 function layout(value: unknown): RepositoryLayout {
   if (value === undefined) return 'per-minor';
-  if (!(REPOSITORY_LAYOUTS as readonly unknown[]).includes(value)) throw new DescriptionError(`packageRepository must be ${REPOSITORY_LAYOUTS.join(' or ')}`);
+  if (!(REPOSITORY_LAYOUTS as readonly unknown[]).includes(value))
+    throw new DescriptionError(`packageRepository must be ${REPOSITORY_LAYOUTS.join(' or ')}`);
   return value as RepositoryLayout;
 }
 
 function controlPlaneMode(value: unknown): ControlPlaneMode {
   if (value === undefined) return 'shared';
-  if (!(CONTROL_PLANE_MODES as readonly unknown[]).includes(value)) throw new DescriptionError(`controlPlane must be ${CONTROL_PLANE_MODES.join(' or ')}`);
+  if (!(CONTROL_PLANE_MODES as readonly unknown[]).includes(value))
+    throw new DescriptionError(`controlPlane must be ${CONTROL_PLANE_MODES.join(' or ')}`);
   return value as ControlPlaneMode;
 }
 
@@ -176,7 +181,8 @@ function checkReleases(clusterVersion: string, nodes: readonly SimNode[]): void 
   const named = new Map<string, string>([[clusterVersion, 'version']]);
   for (const n of nodes) {
     named.set(n.kubelet, named.get(n.kubelet) ?? `${n.name}'s kubelet`);
-    for (const v of [...Object.values(n.components ?? {}), ...n.repository]) named.set(v, named.get(v) ?? `${n.name}'s components or repository`);
+    for (const v of [...Object.values(n.components ?? {}), ...n.repository])
+      named.set(v, named.get(v) ?? `${n.name}'s components or repository`);
   }
   for (const [v, where] of named) {
     if (!KUBE_RELEASES.includes(v)) {
@@ -225,7 +231,10 @@ export function parseDescription(text: string, source = 'description'): SimDescr
         labels: (r.labels === undefined ? {} : obj(r.labels, `${where}.labels`)) as Record<string, string>,
         latencies: { ...defaultLatencies, ...latencies(r.latencies, `${where}.latencies`) },
         faults: faults(r.faults, `${where}.faults`),
-        repository: r.repository === undefined ? repository : list(r.repository, `${where}.repository`).map((v, j) => version(v, `${where}.repository[${j}]`)),
+        repository:
+          r.repository === undefined
+            ? repository
+            : list(r.repository, `${where}.repository`).map((v, j) => version(v, `${where}.repository[${j}]`)),
       });
     }
   }
@@ -272,7 +281,8 @@ export function parseDescription(text: string, source = 'description'): SimDescr
   const pools: Record<string, string> = {};
   for (const [pool, selector] of Object.entries(raw.pools === undefined ? {} : obj(raw.pools, 'pools'))) {
     name(pool, `pools.${pool}`);
-    if (typeof selector !== 'string' || selector === '' || /[\n\r{}#'"]/.test(selector)) throw new DescriptionError(`pools.${pool} must be a label selector such as skewless.io/pool=blue`);
+    if (typeof selector !== 'string' || selector === '' || /[\n\r{}#'"]/.test(selector))
+      throw new DescriptionError(`pools.${pool} must be a label selector such as skewless.io/pool=blue`);
     pools[pool] = selector;
   }
   return {
@@ -285,7 +295,9 @@ export function parseDescription(text: string, source = 'description'): SimDescr
     packageRepository: layout(raw.packageRepository),
     packageManager: packageManager(raw.packageManager),
     controlPlane: mode,
-    ...(raw.terminationGraceSeconds === undefined ? {} : { terminationGraceSeconds: count(raw.terminationGraceSeconds, 'terminationGraceSeconds', 0) }),
+    ...(raw.terminationGraceSeconds === undefined
+      ? {}
+      : { terminationGraceSeconds: count(raw.terminationGraceSeconds, 'terminationGraceSeconds', 0) }),
     pools,
   };
 }

@@ -49,7 +49,10 @@ export interface SimMachines {
 
 /** A refusal with the HTTP status the API answers. */
 export class MachineError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -65,7 +68,8 @@ function checkLabels(labels: unknown): Record<string, string> {
     const slash = k.indexOf('/');
     const [prefix, name] = slash < 0 ? [undefined, k] : [k.slice(0, slash), k.slice(slash + 1)];
     const keyOk = LABEL_PART.test(name) && (prefix === undefined || (prefix.length <= 253 && LABEL_PREFIX.test(prefix)));
-    if (!keyOk || typeof v !== 'string' || (v !== '' && !LABEL_PART.test(v))) throw new MachineError(400, `invalid label ${JSON.stringify(k).slice(0, 80)}`);
+    if (!keyOk || typeof v !== 'string' || (v !== '' && !LABEL_PART.test(v)))
+      throw new MachineError(400, `invalid label ${JSON.stringify(k).slice(0, 80)}`);
   }
   return labels as Record<string, string>;
 }
@@ -113,51 +117,67 @@ export async function startMachineApi(options: MachineApiOptions): Promise<SimMa
     return next;
   };
 
-  const create = (spec: MachineSpec): Promise<MachineInfo> => serial(async () => {
-    if (typeof spec?.name !== 'string' || spec.name.length > 63 || !NAME.test(spec.name)) throw new MachineError(400, `name must be a DNS label, got ${JSON.stringify(spec?.name ?? null).slice(0, 80)}`);
-    let version: string;
-    try {
-      version = parseVersion(spec.version).text;
-    } catch (err) {
-      throw new MachineError(400, `version: ${(err as Error).message}`);
-    }
-    const labels = checkLabels(spec.labels);
-    if (controlPlanes.has(spec.name)) throw new MachineError(409, `${spec.name} is a control plane of the simulation`);
-    const present = hosts.hosts.find((h) => h.name === spec.name);
-    if (!present && !workerTemplate.repository.includes(version)) {
-      throw new MachineError(400, `version ${version} is not in the simulation's package repository (${workerTemplate.repository.join(', ')})`);
-    }
-    const host = present ?? await hosts.addHost({
-      name: spec.name, role: 'worker', repository: workerTemplate.repository, packageRepository: description.packageRepository, packageManager: description.packageManager,
-      installed: { kubeadm: version, kubelet: version, kubectl: version }, latencies: workerTemplate.latencies,
+  const create = (spec: MachineSpec): Promise<MachineInfo> =>
+    serial(async () => {
+      if (typeof spec?.name !== 'string' || spec.name.length > 63 || !NAME.test(spec.name))
+        throw new MachineError(400, `name must be a DNS label, got ${JSON.stringify(spec?.name ?? null).slice(0, 80)}`);
+      let version: string;
+      try {
+        version = parseVersion(spec.version).text;
+      } catch (err) {
+        throw new MachineError(400, `version: ${(err as Error).message}`);
+      }
+      const labels = checkLabels(spec.labels);
+      if (controlPlanes.has(spec.name)) throw new MachineError(409, `${spec.name} is a control plane of the simulation`);
+      const present = hosts.hosts.find((h) => h.name === spec.name);
+      if (!present && !workerTemplate.repository.includes(version)) {
+        throw new MachineError(
+          400,
+          `version ${version} is not in the simulation's package repository (${workerTemplate.repository.join(', ')})`,
+        );
+      }
+      const host =
+        present ??
+        (await hosts.addHost({
+          name: spec.name,
+          role: 'worker',
+          repository: workerTemplate.repository,
+          packageRepository: description.packageRepository,
+          packageManager: description.packageManager,
+          installed: { kubeadm: version, kubelet: version, kubectl: version },
+          latencies: workerTemplate.latencies,
+        }));
+      // The machine boots, then its kubelet registers the Node (kwok makes it Ready).
+      try {
+        await kube.core.createNode({
+          body: nodeObject({ name: spec.name, role: 'worker', kubelet: version, labels, latencies: {}, faults: [], repository: [] }),
+        });
+      } catch (err) {
+        if (statusOf(err) !== 409) throw err;
+      }
+      editNodesMap(options.clusterConfigPath, spec.name, { host: '127.0.0.1', port: host.port });
+      options.onHostsChanged();
+      await options.recordVersions?.(`machine create ${spec.name} ${version}`);
+      return { name: spec.name, host: '127.0.0.1', port: host.port, version, created: !present };
     });
-    // The machine boots, then its kubelet registers the Node (kwok makes it Ready).
-    try {
-      await kube.core.createNode({ body: nodeObject({ name: spec.name, role: 'worker', kubelet: version, labels, latencies: {}, faults: [], repository: [] }) });
-    } catch (err) {
-      if (statusOf(err) !== 409) throw err;
-    }
-    editNodesMap(options.clusterConfigPath, spec.name, { host: '127.0.0.1', port: host.port });
-    options.onHostsChanged();
-    await options.recordVersions?.(`machine create ${spec.name} ${version}`);
-    return { name: spec.name, host: '127.0.0.1', port: host.port, version, created: !present };
-  });
 
-  const remove = (name: string): Promise<{ deleted: boolean }> => serial(async () => {
-    if (typeof name !== 'string' || !NAME.test(name)) throw new MachineError(400, `invalid machine name ${JSON.stringify(name).slice(0, 80)}`);
-    if (controlPlanes.has(name)) throw new MachineError(409, `${name} is a control plane of the simulation: not removed`);
-    const deleted = await hosts.removeHost(name);
-    // The activity deletes the Node first; one still there (a direct call) goes too, as a cloud's node controller would.
-    try {
-      await kube.core.deleteNode({ name });
-    } catch (err) {
-      if (statusOf(err) !== 404) throw err;
-    }
-    editNodesMap(options.clusterConfigPath, name, undefined);
-    if (deleted) options.onHostsChanged();
-    await options.recordVersions?.(`machine delete ${name}`);
-    return { deleted };
-  });
+  const remove = (name: string): Promise<{ deleted: boolean }> =>
+    serial(async () => {
+      if (typeof name !== 'string' || !NAME.test(name))
+        throw new MachineError(400, `invalid machine name ${JSON.stringify(name).slice(0, 80)}`);
+      if (controlPlanes.has(name)) throw new MachineError(409, `${name} is a control plane of the simulation: not removed`);
+      const deleted = await hosts.removeHost(name);
+      // The activity deletes the Node first; one still there (a direct call) goes too, as a cloud's node controller would.
+      try {
+        await kube.core.deleteNode({ name });
+      } catch (err) {
+        if (statusOf(err) !== 404) throw err;
+      }
+      editNodesMap(options.clusterConfigPath, name, undefined);
+      if (deleted) options.onHostsChanged();
+      await options.recordVersions?.(`machine delete ${name}`);
+      return { deleted };
+    });
 
   const expected = Buffer.from(`Bearer ${token}`);
   const authorized = (req: IncomingMessage): boolean => {
@@ -209,9 +229,10 @@ export async function startMachineApi(options: MachineApiOptions): Promise<SimMa
     delete: remove,
     endpoint,
     tokenFile,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

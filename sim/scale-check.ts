@@ -22,17 +22,26 @@ async function run(): Promise<void> {
   const pods = Number(values.pods);
   const deployments = Math.max(1, Math.round(pods / 100));
   const yaml = [
-    'name: scale', 'version: 1.33.7', 'repository: [1.33.7, 1.34.2]',
-    'nodes:', '  - {name: cp, role: control-plane, count: 3}', `  - {name: worker, role: worker, count: ${workers}}`,
+    'name: scale',
+    'version: 1.33.7',
+    'repository: [1.33.7, 1.34.2]',
+    'nodes:',
+    '  - {name: cp, role: control-plane, count: 3}',
+    `  - {name: worker, role: worker, count: ${workers}}`,
     'workloads:',
-    ...Array.from({ length: deployments }, (_, i) => `  - {kind: Deployment, name: app-${i + 1}, replicas: ${Math.round(pods / deployments)}, pdb: {maxUnavailable: 1}}`),
+    ...Array.from(
+      { length: deployments },
+      (_, i) => `  - {kind: Deployment, name: app-${i + 1}, replicas: ${Math.round(pods / deployments)}, pdb: {maxUnavailable: 1}}`,
+    ),
     '',
   ].join('\n');
   const stateDir = mkdtempSync(join(tmpdir(), 'skewless-scale-'));
   const started = Date.now();
   const sim = await startSimulation(parseDescription(yaml), { stateDir, timeoutMs: 1_800_000 });
   const upSeconds = (Date.now() - started) / 1000;
-  const components = Object.fromEntries(Object.entries(sim.controlPlane.running()).map(([name, p]) => [name, Math.round(rssKiB(p.pid) / 1024)]));
+  const components = Object.fromEntries(
+    Object.entries(sim.controlPlane.running()).map(([name, p]) => [name, Math.round(rssKiB(p.pid) / 1024)]),
+  );
   const self = Math.round(rssKiB(process.pid) / 1024);
   const total = self + Object.values(components).reduce((a, b) => a + b, 0);
   console.log(JSON.stringify({ workers, controlPlanes: 3, pods, upSeconds, rssMiB: { total, hostsAndDriver: self, ...components } }));

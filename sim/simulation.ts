@@ -54,7 +54,12 @@ export interface SimulationEndpoints {
   /** system:masters, for people and tests poking at the simulation. */
   adminKubeconfig: string;
   server: string;
-  ssh: { user: string; privateKeyPath: string; knownHostsPath: string; hosts: { name: string; host: string; port: number; hostKeyFingerprint: string }[] };
+  ssh: {
+    user: string;
+    privateKeyPath: string;
+    knownHostsPath: string;
+    hosts: { name: string; host: string; port: number; hostKeyFingerprint: string }[];
+  };
   /** The machine API (blue/green): the cluster configuration's `provisioning:` names the same. */
   machineApi: { endpoint: string; tokenFile: string };
 }
@@ -66,7 +71,12 @@ export interface SimulationOptions {
 }
 
 /** The cluster configuration a worker reads for this simulation (activities/cluster-config.ts). */
-function writeClusterConfig(e: SimulationEndpoints, snapshotsDir: string, pools: Record<string, string>, packageManager: PackageManager): void {
+function writeClusterConfig(
+  e: SimulationEndpoints,
+  snapshotsDir: string,
+  pools: Record<string, string>,
+  packageManager: PackageManager,
+): void {
   mkdirSync(e.clustersDir, { recursive: true });
   mkdirSync(snapshotsDir, { recursive: true });
   const lines = [
@@ -88,13 +98,15 @@ function writeClusterConfig(e: SimulationEndpoints, snapshotsDir: string, pools:
     // Above the disruption controller's 2-minute hold on an evicted pod's name: a StatefulSet's
     // replacement (same name) is not counted healthy by its PDB until that hold expires.
     '  timeoutSeconds: 300',
-    '# machines for blue/green node pools: the simulation\'s machine API (sim/machine-api.ts)',
+    "# machines for blue/green node pools: the simulation's machine API (sim/machine-api.ts)",
     'provisioning:',
     '  provider: simulation',
     `  endpoint: ${e.machineApi.endpoint}`,
     `  tokenFile: ${e.machineApi.tokenFile}`,
     '  joinTimeoutSeconds: 120',
-    ...(Object.keys(pools).length ? ['pools:', ...Object.entries(pools).map(([pool, selector]) => `  ${pool}: {selector: "${selector}"}`)] : []),
+    ...(Object.keys(pools).length
+      ? ['pools:', ...Object.entries(pools).map(([pool, selector]) => `  ${pool}: {selector: "${selector}"}`)]
+      : []),
     '',
   ];
   writeFileSync(join(e.clustersDir, `${e.cluster}.yaml`), lines.join('\n'));
@@ -107,7 +119,8 @@ function writeClusterConfig(e: SimulationEndpoints, snapshotsDir: string, pools:
  */
 async function grantWorker(kube: KubeClients): Promise<void> {
   const manifest = readRbacManifest();
-  if (!subjectsOf(manifest).includes(WORKER_USER)) throw new Error(`${RBAC_MANIFEST_PATH} binds ${subjectsOf(manifest).join(', ') || 'no one'}, not the worker's user ${WORKER_USER}`);
+  if (!subjectsOf(manifest).includes(WORKER_USER))
+    throw new Error(`${RBAC_MANIFEST_PATH} binds ${subjectsOf(manifest).join(', ') || 'no one'}, not the worker's user ${WORKER_USER}`);
   await applyRbacManifest(kube, manifest);
 }
 
@@ -127,8 +140,11 @@ function liveComponents(cp: ControlPlane): LiveComponents | undefined {
 }
 
 /** A described control plane's versions by the component its manifest runs. */
-const manifestVersions = (c: NonNullable<SimNode['components']>): Record<ControlPlaneManifest, string> =>
-  ({ 'kube-apiserver': c.apiserver, 'kube-controller-manager': c.controllerManager, 'kube-scheduler': c.scheduler });
+const manifestVersions = (c: NonNullable<SimNode['components']>): Record<ControlPlaneManifest, string> => ({
+  'kube-apiserver': c.apiserver,
+  'kube-controller-manager': c.controllerManager,
+  'kube-scheduler': c.scheduler,
+});
 
 export async function startSimulation(description: SimDescription, options: SimulationOptions): Promise<Simulation> {
   const { stateDir } = options;
@@ -138,14 +154,20 @@ export async function startSimulation(description: SimDescription, options: Simu
   const controlPlaneNodes = description.nodes.filter((n) => n.role === 'control-plane').map((n) => n.name);
   const primary = controlPlaneNodes[0];
   const etcdDataDir = primary === undefined ? undefined : join(hostDir(stateDir, primary), 'root', 'var', 'lib', 'etcd');
-  const perNode = description.controlPlane === 'per-node'
-    ? description.nodes.flatMap((n) => n.components ? [{ node: n.name, versions: manifestVersions(n.components) }] : [])
-    : undefined;
+  const perNode =
+    description.controlPlane === 'per-node'
+      ? description.nodes.flatMap((n) => (n.components ? [{ node: n.name, versions: manifestVersions(n.components) }] : []))
+      : undefined;
   // kubeadm's files name this run's ports (the endpoint, each apiserver's): a per-node world starts afresh.
-  if (perNode && existsSync(join(stateDir, 'hosts'))) throw new Error(`${stateDir} holds hosts of an earlier run: a per-node simulation starts in an empty state dir`);
+  if (perNode && existsSync(join(stateDir, 'hosts')))
+    throw new Error(`${stateDir} holds hosts of an earlier run: a per-node simulation starts in an empty state dir`);
   const controlPlane = await startControlPlane({
-    stateDir: join(stateDir, 'cluster'), binaries, clusterName: description.name, honourPodGrace: description.terminationGraceSeconds !== undefined,
-    ...(etcdDataDir ? { etcdDataDir } : {}), ...(perNode ? { perNode } : {}),
+    stateDir: join(stateDir, 'cluster'),
+    binaries,
+    clusterName: description.name,
+    honourPodGrace: description.terminationGraceSeconds !== undefined,
+    ...(etcdDataDir ? { etcdDataDir } : {}),
+    ...(perNode ? { perNode } : {}),
   });
   let hosts: HostSimulator | undefined;
   let machines: SimMachines | undefined;
@@ -184,13 +206,25 @@ export async function startSimulation(description: SimDescription, options: Simu
     });
     const running = hosts;
     if (controlPlane.mode === 'per-node') {
-      kubeadmHosts = await prepareRealKubeadmHosts({ stateDir, description, controlPlane, noticeManifests: (h) => running.noticeManifests(h), kube });
+      kubeadmHosts = await prepareRealKubeadmHosts({
+        stateDir,
+        description,
+        controlPlane,
+        noticeManifests: (h) => running.noticeManifests(h),
+        kube,
+      });
     }
     const clustersDir = join(stateDir, 'clusters');
     const listeners = new Set<() => void>();
-    const sshHosts = () => running.hosts.map((h) => ({ name: h.name, host: '127.0.0.1', port: h.port, hostKeyFingerprint: h.hostKeyFingerprint }));
+    const sshHosts = () =>
+      running.hosts.map((h) => ({ name: h.name, host: '127.0.0.1', port: h.port, hostKeyFingerprint: h.hostKeyFingerprint }));
     machines = await startMachineApi({
-      stateDir, description, kube, hosts: running, clusterConfigPath: join(clustersDir, `${description.name}.yaml`), recordVersions: recorder.record,
+      stateDir,
+      description,
+      kube,
+      hosts: running,
+      clusterConfigPath: join(clustersDir, `${description.name}.yaml`),
+      recordVersions: recorder.record,
       onHostsChanged: () => {
         endpoints.ssh.hosts = sshHosts();
         writeFileSync(join(stateDir, 'simulation.json'), JSON.stringify(endpoints, null, 2));

@@ -58,7 +58,11 @@ async function up(stateDir: string, o: { freePorts: boolean; ui: boolean; whileP
   const ports = o.freePorts ? await freeStackPorts() : DEFAULT_PORTS;
   const logFile = join(stateDir, 'logs', 'daemon.log');
   const fd = openSync(logFile, 'a');
-  const daemon = spawn(process.execPath, [DAEMON, stateDir, JSON.stringify(ports), o.ui ? 'ui' : 'no-ui', ...(o.whilePid ? [String(o.whilePid)] : [])], { detached: true, stdio: ['ignore', fd, fd] });
+  const daemon = spawn(
+    process.execPath,
+    [DAEMON, stateDir, JSON.stringify(ports), o.ui ? 'ui' : 'no-ui', ...(o.whilePid ? [String(o.whilePid)] : [])],
+    { detached: true, stdio: ['ignore', fd, fd] },
+  );
   closeSync(fd);
   daemon.unref();
   const t0 = Date.now();
@@ -92,7 +96,9 @@ async function down(stateDir: string): Promise<number> {
     }
     await sleep(200);
   }
-  const left = Object.entries(r.pids).filter(([, pid]) => alive(pid)).map(([name, pid]) => `${name} (pid ${pid})`);
+  const left = Object.entries(r.pids)
+    .filter(([, pid]) => alive(pid))
+    .map(([name, pid]) => `${name} (pid ${pid})`);
   if (left.length > 0) {
     console.error(`stack down: still running: ${left.join(', ')}`);
     return 1;
@@ -107,7 +113,9 @@ async function status(stateDir: string): Promise<number> {
     console.log(`stack: not running (${stateDir})`);
     return 1;
   }
-  const down = Object.entries(r.pids).filter(([, pid]) => !alive(pid)).map(([name]) => name);
+  const down = Object.entries(r.pids)
+    .filter(([, pid]) => !alive(pid))
+    .map(([name]) => name);
   console.log([down.length ? `running, but ${down.join(', ')} exited:` : 'running:', ...describe(r)].join('\n  '));
   return down.length ? 1 : 0;
 }
@@ -115,7 +123,16 @@ async function status(stateDir: string): Promise<number> {
 async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { 'state-dir': { type: 'string' }, 'free-ports': { type: 'boolean' }, 'no-ui': { type: 'boolean' }, 'while-pid': { type: 'string' } } });
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        'state-dir': { type: 'string' },
+        'free-ports': { type: 'boolean' },
+        'no-ui': { type: 'boolean' },
+        'while-pid': { type: 'string' },
+      },
+    });
   } catch (err) {
     console.error(`stack: ${(err as Error).message}; ${USAGE}`);
     return 2;
@@ -131,14 +148,22 @@ async function main(argv: string[]): Promise<number> {
     console.error(`stack: --while-pid must be a process id, got ${JSON.stringify(whilePid)}`);
     return 2;
   }
-  if (command === 'up') return up(stateDir, { freePorts: parsed.values['free-ports'] ?? false, ui: !parsed.values['no-ui'], ...(whilePid ? { whilePid: Number(whilePid) } : {}) });
+  if (command === 'up')
+    return up(stateDir, {
+      freePorts: parsed.values['free-ports'] ?? false,
+      ui: !parsed.values['no-ui'],
+      ...(whilePid ? { whilePid: Number(whilePid) } : {}),
+    });
   if (command === 'down') return down(stateDir);
   if (command === 'status') return status(stateDir);
   console.error(`stack: unknown command ${command}; ${USAGE}`);
   return 2;
 }
 
-main(process.argv.slice(2)).then((code) => process.exit(code), (err: unknown) => {
-  console.error(`stack: ${(err as Error).message}`);
-  process.exit(1);
-});
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(`stack: ${(err as Error).message}`);
+    process.exit(1);
+  },
+);

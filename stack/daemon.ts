@@ -16,7 +16,12 @@ async function run(): Promise<void> {
   let shutdown: () => Promise<void> = async () => process.exit(1);
   process.on('SIGTERM', () => void shutdown());
   process.on('SIGINT', () => void shutdown());
-  const stack = await startStack({ stateDir, ports: JSON.parse(portsJson) as StackPorts, ui: ui !== 'no-ui', log: (l) => console.log(`stack: ${l}`) });
+  const stack = await startStack({
+    stateDir,
+    ports: JSON.parse(portsJson) as StackPorts,
+    ui: ui !== 'no-ui',
+    log: (l) => console.log(`stack: ${l}`),
+  });
   let stopping = false;
   shutdown = async () => {
     if (stopping) return;

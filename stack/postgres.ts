@@ -38,7 +38,9 @@ async function identity(): Promise<Identity> {
   try {
     return { uid: await id('-u'), gid: await id('-g'), name: 'postgres', switches: true };
   } catch {
-    throw new Error('PostgreSQL refuses to run as root and there is no `postgres` user (Debian\'s postgresql package creates it): run as another user or create it');
+    throw new Error(
+      "PostgreSQL refuses to run as root and there is no `postgres` user (Debian's postgresql package creates it): run as another user or create it",
+    );
   }
 }
 
@@ -89,21 +91,37 @@ export class Postgres {
     // The cluster's user must reach its dirs: the state dir may be a private temporary one.
     chmodSync(this.o.stateDir, 0o711);
     const closed = closedAncestor(this.o.stateDir, who);
-    if (closed) throw new Error(`PostgreSQL runs as ${who.name}, which cannot enter ${closed} (mode ${(statSync(closed).mode & 0o777).toString(8)}): use a state dir it can reach, or chmod o+x ${closed}`);
+    if (closed)
+      throw new Error(
+        `PostgreSQL runs as ${who.name}, which cannot enter ${closed} (mode ${(statSync(closed).mode & 0o777).toString(8)}): use a state dir it can reach, or chmod o+x ${closed}`,
+      );
     own(join(this.o.stateDir, 'postgresql'), 0o700);
     own(this.dataDir, 0o700);
     own(this.socketDir, 0o700);
     const pwfile = join(this.o.stateDir, 'postgresql', 'initdb-password');
     writeFileSync(pwfile, this.o.password, { mode: 0o600 });
     chownSync(pwfile, who.uid, who.gid);
-    const initdb = ['-D', this.dataDir, '-U', PG_USER, `--pwfile=${pwfile}`, '--auth=scram-sha-256', '-E', 'UTF8', '--locale=C.UTF-8', '--no-instructions'];
+    const initdb = [
+      '-D',
+      this.dataDir,
+      '-U',
+      PG_USER,
+      `--pwfile=${pwfile}`,
+      '--auth=scram-sha-256',
+      '-E',
+      'UTF8',
+      '--locale=C.UTF-8',
+      '--no-instructions',
+    ];
     try {
       const [command, args] = who.switches
         ? ['/usr/bin/setpriv', [`--reuid=${who.uid}`, `--regid=${who.gid}`, '--clear-groups', '--', join(this.o.bin, 'initdb'), ...initdb]]
         : [join(this.o.bin, 'initdb'), initdb];
       await run(command, args, { cwd: this.o.stateDir });
     } catch (err) {
-      throw new Error(`initdb in ${this.dataDir} failed: ${((err as { stderr?: string }).stderr ?? String(err)).trim().split('\n').slice(-2).join(' ')}`);
+      throw new Error(
+        `initdb in ${this.dataDir} failed: ${((err as { stderr?: string }).stderr ?? String(err)).trim().split('\n').slice(-2).join(' ')}`,
+      );
     } finally {
       writeFileSync(pwfile, '');
     }
@@ -113,19 +131,34 @@ export class Postgres {
   async start(timeoutMs = 60_000): Promise<void> {
     const who = (this.who ??= await identity());
     mkdirSync(dirname(this.logFile), { recursive: true });
-    this.process ??= new ManagedProcess('postgresql', join(this.o.bin, 'postgres'), [
-      '-D', this.dataDir,
-      '-c', 'listen_addresses=127.0.0.1',
-      '-p', String(this.o.port),
-      '-k', this.socketDir,
-      // Temporal's pools: 20 + 2 per service and database, four services, the schema tool.
-      '-c', 'max_connections=300',
-    ], this.logFile, process.env, { ...(who.switches ? { user: { uid: who.uid, gid: who.gid } } : {}), stopSignal: 'SIGINT' });
+    this.process ??= new ManagedProcess(
+      'postgresql',
+      join(this.o.bin, 'postgres'),
+      [
+        '-D',
+        this.dataDir,
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-p',
+        String(this.o.port),
+        '-k',
+        this.socketDir,
+        // Temporal's pools: 20 + 2 per service and database, four services, the schema tool.
+        '-c',
+        'max_connections=300',
+      ],
+      this.logFile,
+      process.env,
+      { ...(who.switches ? { user: { uid: who.uid, gid: who.gid } } : {}), stopSignal: 'SIGINT' },
+    );
     this.process.start();
     const deadline = Date.now() + timeoutMs;
     while (!(await this.ready())) {
       this.process.assertAlive();
-      if (Date.now() > deadline) throw new Error(`PostgreSQL did not accept connections on 127.0.0.1:${this.o.port} within ${timeoutMs / 1000} s; see ${this.logFile}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `PostgreSQL did not accept connections on 127.0.0.1:${this.o.port} within ${timeoutMs / 1000} s; see ${this.logFile}`,
+        );
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -141,9 +174,13 @@ export class Postgres {
 
   /** One value from SQL as the superuser (`psql -tA`); '' when the query returns no row. */
   async query(database: string, sql: string): Promise<string> {
-    const { stdout } = await run(join(this.o.bin, 'psql'), ['-h', '127.0.0.1', '-p', String(this.o.port), '-U', PG_USER, '-d', database, '-tAc', sql], {
-      env: { ...process.env, PGPASSWORD: this.o.password, PGCONNECT_TIMEOUT: '5' },
-    });
+    const { stdout } = await run(
+      join(this.o.bin, 'psql'),
+      ['-h', '127.0.0.1', '-p', String(this.o.port), '-U', PG_USER, '-d', database, '-tAc', sql],
+      {
+        env: { ...process.env, PGPASSWORD: this.o.password, PGCONNECT_TIMEOUT: '5' },
+      },
+    );
     return stdout.trim();
   }
 

@@ -25,15 +25,28 @@ export interface StackPorts extends ServerPorts {
 
 /** Temporal's usual ports (the CLI's and the worker's default address 127.0.0.1:7233), the UI on 8080 as in compose. */
 export const DEFAULT_PORTS: StackPorts = {
-  frontend: 7233, frontendHttp: 7243, history: 7234, matching: 7235, worker: 7239, membership: [6933, 6934, 6935, 6939], postgres: 55432, ui: 8080,
+  frontend: 7233,
+  frontendHttp: 7243,
+  history: 7234,
+  matching: 7235,
+  worker: 7239,
+  membership: [6933, 6934, 6935, 6939],
+  postgres: 55432,
+  ui: 8080,
 };
 
 /** Every port free on 127.0.0.1 now: tests, and stacks beside each other. */
 export async function freeStackPorts(): Promise<StackPorts> {
   const next = freePort;
   return {
-    frontend: await next(), frontendHttp: await next(), history: await next(), matching: await next(), worker: await next(),
-    membership: [await next(), await next(), await next(), await next()], postgres: await next(), ui: await next(),
+    frontend: await next(),
+    frontendHttp: await next(),
+    history: await next(),
+    matching: await next(),
+    worker: await next(),
+    membership: [await next(), await next(), await next(), await next()],
+    postgres: await next(),
+    ui: await next(),
   };
 }
 
@@ -106,12 +119,21 @@ export async function startStack(o: StackOptions): Promise<RunningStack> {
     const schemas = await ensureSchemas(pg, { sqlTool: tools.sqlTool, schemaDir: tools.schemaDir, port: o.ports.postgres, password });
     for (const s of schemas) log(`schema ${s.database}: ${s.from === s.to ? `at ${s.to}` : `${s.from || 'new'} → ${s.to}`}`);
     lap('schema');
-    server = new TemporalServer({ binary: tools.temporalServer, stateDir: o.stateDir, ports: o.ports, pgPort: o.ports.postgres, pgPassword: password, namespace });
+    server = new TemporalServer({
+      binary: tools.temporalServer,
+      stateDir: o.stateDir,
+      ports: o.ports,
+      pgPort: o.ports.postgres,
+      pgPassword: password,
+      namespace,
+    });
     await server.start();
     lap('server');
     await server.registerNamespace();
     lap('namespace');
-    log(`Temporal ${versions.temporalServer} on ${server.address} (pid ${server.pid}), namespace ${namespace} with skewless's search attributes`);
+    log(
+      `Temporal ${versions.temporalServer} on ${server.address} (pid ${server.pid}), namespace ${namespace} with skewless's search attributes`,
+    );
     if (tools.uiServer) {
       ui = new TemporalUi({ binary: tools.uiServer, stateDir: o.stateDir, port: o.ports.ui, frontend: server.address, namespace });
       await ui.start();
@@ -120,10 +142,19 @@ export async function startStack(o: StackOptions): Promise<RunningStack> {
     }
     const running = server;
     const info = (): StackInfo => ({
-      address: running.address, namespace, ...(ui ? { uiUrl: ui.url } : {}),
+      address: running.address,
+      namespace,
+      ...(ui ? { uiUrl: ui.url } : {}),
       postgres: { address: `127.0.0.1:${o.ports.postgres}`, dataDir: pg.dataDir, user: pg.user ?? '?' },
-      versions, schemas, logs: join(o.stateDir, 'logs'), startMs,
-      pids: Object.fromEntries(Object.entries({ postgres: pg.pid, 'temporal-server': running.pid, 'temporal-ui': ui?.pid }).filter((e): e is [string, number] => e[1] !== undefined)),
+      versions,
+      schemas,
+      logs: join(o.stateDir, 'logs'),
+      startMs,
+      pids: Object.fromEntries(
+        Object.entries({ postgres: pg.pid, 'temporal-server': running.pid, 'temporal-ui': ui?.pid }).filter(
+          (e): e is [string, number] => e[1] !== undefined,
+        ),
+      ),
     });
     return {
       ...info(),

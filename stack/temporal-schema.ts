@@ -34,7 +34,15 @@ export interface SchemaState {
 
 async function sqlTool(o: SchemaOptions, database: string, args: string[]): Promise<void> {
   // The password goes through the tool's variable: an argument would show in `ps`.
-  const env = { ...process.env, SQL_PLUGIN: 'postgres12', SQL_HOST: '127.0.0.1', SQL_PORT: String(o.port), SQL_USER: PG_USER, SQL_PASSWORD: o.password, SQL_DATABASE: database };
+  const env = {
+    ...process.env,
+    SQL_PLUGIN: 'postgres12',
+    SQL_HOST: '127.0.0.1',
+    SQL_PORT: String(o.port),
+    SQL_USER: PG_USER,
+    SQL_PASSWORD: o.password,
+    SQL_DATABASE: database,
+  };
   try {
     await run(o.sqlTool, args, { env });
   } catch (err) {
@@ -47,11 +55,11 @@ async function sqlTool(o: SchemaOptions, database: string, args: string[]): Prom
 export async function ensureSchemas(pg: Postgres, o: SchemaOptions): Promise<SchemaState[]> {
   const states: SchemaState[] = [];
   for (const db of DATABASES) {
-    if (await pg.query('postgres', `SELECT 1 FROM pg_database WHERE datname = '${db.name}'`) === '') {
+    if ((await pg.query('postgres', `SELECT 1 FROM pg_database WHERE datname = '${db.name}'`)) === '') {
       await sqlTool(o, db.name, ['create-database', '--defaultdb', 'postgres']);
     }
     // A start that died between the two steps left the database without the versioning table.
-    if (await pg.query(db.name, "SELECT to_regclass('schema_version') IS NOT NULL") !== 't') {
+    if ((await pg.query(db.name, "SELECT to_regclass('schema_version') IS NOT NULL")) !== 't') {
       await sqlTool(o, db.name, ['setup-schema', '-v', '0.0']);
     }
     const from = await currentVersion(pg, db.name);

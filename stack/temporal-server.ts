@@ -34,8 +34,15 @@ export interface TemporalServerOptions {
 
 const datastore = (o: TemporalServerOptions, databaseName: string, conns: number) => ({
   sql: {
-    pluginName: 'postgres12', databaseName, connectAddr: `127.0.0.1:${o.pgPort}`, connectProtocol: 'tcp',
-    user: PG_USER, password: o.pgPassword, maxConns: conns, maxIdleConns: conns, maxConnLifetime: '1h',
+    pluginName: 'postgres12',
+    databaseName,
+    connectAddr: `127.0.0.1:${o.pgPort}`,
+    connectProtocol: 'tcp',
+    user: PG_USER,
+    password: o.pgPassword,
+    maxConns: conns,
+    maxIdleConns: conns,
+    maxConnLifetime: '1h',
   },
 });
 
@@ -62,8 +69,13 @@ export function serverConfig(o: TemporalServerOptions): object {
       worker: service(p.worker, p.membership[3]),
     },
     clusterMetadata: {
-      enableGlobalNamespace: false, failoverVersionIncrement: 10, masterClusterName: 'active', currentClusterName: 'active',
-      clusterInformation: { active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: `127.0.0.1:${p.frontend}` } },
+      enableGlobalNamespace: false,
+      failoverVersionIncrement: 10,
+      masterClusterName: 'active',
+      currentClusterName: 'active',
+      clusterInformation: {
+        active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: `127.0.0.1:${p.frontend}` },
+      },
     },
     dcRedirectionPolicy: { policy: 'noop' },
   };
@@ -81,7 +93,12 @@ export class TemporalServer {
     const root = join(o.stateDir, 'temporal');
     mkdirSync(join(root, 'config'), { recursive: true });
     writeFileSync(join(root, 'config', 'stack.yaml'), `${JSON.stringify(serverConfig(o), null, 2)}\n`, { mode: 0o600 });
-    this.process = new ManagedProcess('temporal-server', o.binary, ['--root', root, '--config', 'config', '--env', 'stack', '--allow-no-auth', 'start'], this.logFile);
+    this.process = new ManagedProcess(
+      'temporal-server',
+      o.binary,
+      ['--root', root, '--config', 'config', '--env', 'stack', '--allow-no-auth', 'start'],
+      this.logFile,
+    );
   }
 
   get pid(): number | undefined {
@@ -99,7 +116,8 @@ export class TemporalServer {
         return;
       }
       this.process.assertAlive();
-      if (Date.now() > deadline) throw new Error(`the Temporal server did not answer at ${this.address} within ${timeoutMs / 1000} s; see ${this.logFile}`);
+      if (Date.now() > deadline)
+        throw new Error(`the Temporal server did not answer at ${this.address} within ${timeoutMs / 1000} s; see ${this.logFile}`);
       await sleep(250);
     }
   }
@@ -125,7 +143,10 @@ export class TemporalServer {
           await connection.workflowService.countWorkflowExecutions({ namespace, query });
           return;
         } catch (err) {
-          if (Date.now() > deadline) throw new Error(`namespace ${namespace} or its search attributes not usable after ${timeoutMs / 1000} s: ${(err as Error).message}`);
+          if (Date.now() > deadline)
+            throw new Error(
+              `namespace ${namespace} or its search attributes not usable after ${timeoutMs / 1000} s: ${(err as Error).message}`,
+            );
           await sleep(500);
         }
       }

@@ -16,9 +16,21 @@ export class TemporalUi {
     this.logFile = join(o.stateDir, 'logs', 'temporal-ui.log');
     const root = join(o.stateDir, 'ui');
     mkdirSync(join(root, 'config'), { recursive: true });
-    const config = { temporalGrpcAddress: o.frontend, host: '127.0.0.1', port: o.port, enableUi: true, defaultNamespace: o.namespace, notifyOnNewVersion: false };
+    const config = {
+      temporalGrpcAddress: o.frontend,
+      host: '127.0.0.1',
+      port: o.port,
+      enableUi: true,
+      defaultNamespace: o.namespace,
+      notifyOnNewVersion: false,
+    };
     writeFileSync(join(root, 'config', 'stack.yaml'), `${JSON.stringify(config, null, 2)}\n`);
-    this.process = new ManagedProcess('temporal-ui', o.binary, ['--root', root, '--config', 'config', '--env', 'stack', 'start'], this.logFile);
+    this.process = new ManagedProcess(
+      'temporal-ui',
+      o.binary,
+      ['--root', root, '--config', 'config', '--env', 'stack', 'start'],
+      this.logFile,
+    );
   }
 
   get pid(): number | undefined {
@@ -35,7 +47,8 @@ export class TemporalUi {
         // not listening yet
       }
       this.process.assertAlive();
-      if (Date.now() > deadline) throw new Error(`the Temporal UI did not answer on ${this.url} within ${timeoutMs / 1000} s; see ${this.logFile}`);
+      if (Date.now() > deadline)
+        throw new Error(`the Temporal UI did not answer on ${this.url} within ${timeoutMs / 1000} s; see ${this.logFile}`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }

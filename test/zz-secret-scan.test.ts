@@ -50,13 +50,18 @@ it('no workflow history of this test run holds a secret', { timeout: 600_000 }, 
     totals.strings += stats.strings;
     types.set(h.workflowType, (types.get(h.workflowType) ?? 0) + 1);
   }
-  t.diagnostic(`scanned ${totals.histories} histories from ${servers} servers: ${totals.events} events, ${totals.payloads} payloads ` +
-    `(${totals.encrypted} encrypted, unreadable here), ${totals.strings} strings; ${known.size} secret fingerprints of ${worlds.size} test worlds`);
+  t.diagnostic(
+    `scanned ${totals.histories} histories from ${servers} servers: ${totals.events} events, ${totals.payloads} payloads ` +
+      `(${totals.encrypted} encrypted, unreadable here), ${totals.strings} strings; ${known.size} secret fingerprints of ${worlds.size} test worlds`,
+  );
   t.diagnostic(`workflow types: ${[...types].map(([type, n]) => `${type} ${n}`).join(', ')}`);
 
   assert.deepEqual(findings.slice(0, 50).map(describeFinding), [], `${findings.length} secret(s) in history (archive: ${dir})`);
   // Not vacuous: enough histories, servers and worlds, and real upgrades among them.
-  assert.ok(totals.histories >= MIN_HISTORIES, `only ${totals.histories} histories archived (at least ${MIN_HISTORIES} expected from a full run) in ${dir}`);
+  assert.ok(
+    totals.histories >= MIN_HISTORIES,
+    `only ${totals.histories} histories archived (at least ${MIN_HISTORIES} expected from a full run) in ${dir}`,
+  );
   assert.ok(servers >= MIN_SERVERS, `only ${servers} Temporal servers archived their histories (at least ${MIN_SERVERS} expected)`);
   assert.ok(worlds.size >= MIN_WORLDS, `secrets of only ${worlds.size} simulated clusters recorded (at least ${MIN_WORLDS} expected)`);
   for (const type of MUST_HAVE_TYPES) assert.ok(types.has(type), `no ${type} history archived`);

@@ -114,7 +114,8 @@ export function connectionSettings(flags: ConnectionFlags = {}, env: NodeJS.Proc
   const serverName = pick(flags['tls-server-name'], 'tls-server-name', env, 'TEMPORAL_TLS_SERVER_NAME');
   const apiKey = pick(flags['api-key'], 'api-key', env, 'TEMPORAL_API_KEY');
   const payloadKeyFile = pick(flags['payload-key-file'], 'payload-key-file', env, 'SKEWLESS_PAYLOAD_KEY_FILE');
-  if (serverName && !SERVER_NAME.test(serverName.value)) throw new ConfigError(`${serverName.source} must be a host name, got ${JSON.stringify(serverName.value)}`);
+  if (serverName && !SERVER_NAME.test(serverName.value))
+    throw new ConfigError(`${serverName.source} must be a host name, got ${JSON.stringify(serverName.value)}`);
   if (apiKey && /[\r\n]/.test(apiKey.value)) throw new ConfigError(`${apiKey.source} must be one line`); // the value itself is never shown
   if (cert && !key) throw new ConfigError(`${cert.source} needs the client key too (--tls-key-path or TEMPORAL_TLS_KEY)`);
   if (key && !cert) throw new ConfigError(`${key.source} needs the client certificate too (--tls-cert-path or TEMPORAL_TLS_CERT)`);
@@ -123,12 +124,21 @@ export function connectionSettings(flags: ConnectionFlags = {}, env: NodeJS.Proc
   const tlsOptions = [cert, key, ca, serverName].filter((s): s is Setting => s !== undefined);
   const enabled = flags.tls ?? envBoolean(env, 'TEMPORAL_TLS') ?? (tlsOptions.length > 0 || apiKey !== undefined);
   if (!enabled && tlsOptions.length > 0) {
-    throw new ConfigError(`TLS is off (${flags.tls === false ? '--tls=false' : 'TEMPORAL_TLS=false'}) but ${tlsOptions.map((s) => s.source).join(', ')} is set`);
+    throw new ConfigError(
+      `TLS is off (${flags.tls === false ? '--tls=false' : 'TEMPORAL_TLS=false'}) but ${tlsOptions.map((s) => s.source).join(', ')} is set`,
+    );
   }
   return {
     address,
     namespace,
-    tls: enabled ? { ...(cert ? { cert } : {}), ...(key ? { key } : {}), ...(ca ? { ca } : {}), ...(serverName ? { serverName: serverName.value } : {}) } : false,
+    tls: enabled
+      ? {
+          ...(cert ? { cert } : {}),
+          ...(key ? { key } : {}),
+          ...(ca ? { ca } : {}),
+          ...(serverName ? { serverName: serverName.value } : {}),
+        }
+      : false,
     ...(apiKey ? { apiKey: apiKey.value } : {}),
     ...(payloadKeyFile ? { payloadKeyFile } : {}),
   };
@@ -140,7 +150,9 @@ function readPem(setting: Setting, what: string): Buffer {
   try {
     data = readFileSync(setting.value);
   } catch (err) {
-    throw new ConfigError(`cannot read the ${what} ${setting.value} (${setting.source}): ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`);
+    throw new ConfigError(
+      `cannot read the ${what} ${setting.value} (${setting.source}): ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`,
+    );
   }
   if (!data.includes('-----BEGIN ')) throw new ConfigError(`the ${what} ${setting.value} (${setting.source}) is not PEM`);
   return data;
@@ -151,11 +163,16 @@ export function connectionOptions(settings: ConnectionSettings): ConnectionOptio
   const { tls } = settings;
   return {
     address: settings.address,
-    tls: tls === false ? false : {
-      ...(tls.serverName ? { serverNameOverride: tls.serverName } : {}),
-      ...(tls.ca ? { serverRootCACertificate: readPem(tls.ca, 'TLS CA certificate') } : {}),
-      ...(tls.cert && tls.key ? { clientCertPair: { crt: readPem(tls.cert, 'TLS client certificate'), key: readPem(tls.key, 'TLS client key') } } : {}),
-    },
+    tls:
+      tls === false
+        ? false
+        : {
+            ...(tls.serverName ? { serverNameOverride: tls.serverName } : {}),
+            ...(tls.ca ? { serverRootCACertificate: readPem(tls.ca, 'TLS CA certificate') } : {}),
+            ...(tls.cert && tls.key
+              ? { clientCertPair: { crt: readPem(tls.cert, 'TLS client certificate'), key: readPem(tls.key, 'TLS client key') } }
+              : {}),
+          },
     ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
   };
 }
@@ -165,7 +182,10 @@ export function describeConnection(settings: ConnectionSettings): string {
   const tls = settings.tls;
   const parts = [`${settings.address}, namespace ${settings.namespace}`];
   if (tls === false) parts.push('no TLS');
-  else parts.push(`TLS${tls.cert ? ' with client certificate' : ''}${tls.ca ? ', own CA' : ''}${tls.serverName ? `, server name ${tls.serverName}` : ''}`);
+  else
+    parts.push(
+      `TLS${tls.cert ? ' with client certificate' : ''}${tls.ca ? ', own CA' : ''}${tls.serverName ? `, server name ${tls.serverName}` : ''}`,
+    );
   if (settings.apiKey) parts.push('API key set');
   if (settings.payloadKeyFile) parts.push(`payloads encrypted with the keys in ${settings.payloadKeyFile.value}`);
   return parts.join(', ');
@@ -183,7 +203,10 @@ export interface WorkerConfig {
 }
 
 /** The worker's own settings: flag, else SKEWLESS_TASK_QUEUE / SKEWLESS_CLUSTERS_DIR. */
-export function workerConfig(flags: { 'task-queue'?: string; 'clusters-dir'?: string } = {}, env: NodeJS.ProcessEnv = process.env): WorkerConfig {
+export function workerConfig(
+  flags: { 'task-queue'?: string; 'clusters-dir'?: string } = {},
+  env: NodeJS.ProcessEnv = process.env,
+): WorkerConfig {
   // One task queue per site, so workers run near the clusters they hold credentials for.
   const taskQueue = pick(flags['task-queue'], 'task-queue', env, 'SKEWLESS_TASK_QUEUE')?.value ?? 'skewless';
   if (!/^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$/.test(taskQueue)) throw new ConfigError(`invalid task queue ${JSON.stringify(taskQueue)}`);
@@ -204,10 +227,16 @@ const BIND_ADDRESS = /^(?:(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})|\[[0-9A-Fa-
 
 function checkBindAddress(setting: Setting): string {
   const m = BIND_ADDRESS.exec(setting.value);
-  const octets = m?.slice(1, 5).filter((o) => o !== undefined).map(Number) ?? [];
+  const octets =
+    m
+      ?.slice(1, 5)
+      .filter((o) => o !== undefined)
+      .map(Number) ?? [];
   const port = Number(m?.[5]);
   if (!m || octets.some((o) => o > 255) || !(port >= 1 && port <= 65535)) {
-    throw new ConfigError(`${setting.source} must be IP:PORT to listen on (0.0.0.0:9464, 127.0.0.1:9464, [::]:9464), got ${JSON.stringify(setting.value)}`);
+    throw new ConfigError(
+      `${setting.source} must be IP:PORT to listen on (0.0.0.0:9464, 127.0.0.1:9464, [::]:9464), got ${JSON.stringify(setting.value)}`,
+    );
   }
   return setting.value;
 }
@@ -221,13 +250,18 @@ function checkTracesUrl(setting: Setting): string {
   }
   if (!url || !['http:', 'https:'].includes(url.protocol) || url.username || url.password) {
     // Not echoed: a URL may carry credentials.
-    throw new ConfigError(`${setting.source} must be the http(s) URL of an OTLP/HTTP traces endpoint (http://collector:4318/v1/traces), without credentials`);
+    throw new ConfigError(
+      `${setting.source} must be the http(s) URL of an OTLP/HTTP traces endpoint (http://collector:4318/v1/traces), without credentials`,
+    );
   }
   return setting.value;
 }
 
 /** Metrics and tracing: flag, else SKEWLESS_METRICS_ADDRESS / SKEWLESS_OTLP_ENDPOINT; checked, nothing started. */
-export function telemetryConfig(flags: { 'metrics-address'?: string; 'otlp-endpoint'?: string } = {}, env: NodeJS.ProcessEnv = process.env): TelemetryConfig {
+export function telemetryConfig(
+  flags: { 'metrics-address'?: string; 'otlp-endpoint'?: string } = {},
+  env: NodeJS.ProcessEnv = process.env,
+): TelemetryConfig {
   const metrics = pick(flags['metrics-address'], 'metrics-address', env, 'SKEWLESS_METRICS_ADDRESS');
   const otlp = pick(flags['otlp-endpoint'], 'otlp-endpoint', env, 'SKEWLESS_OTLP_ENDPOINT');
   return {

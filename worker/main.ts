@@ -10,7 +10,11 @@ async function run(): Promise<number> {
   const config = workerConfig();
   if (!config.clustersDir) throw new ConfigError('SKEWLESS_CLUSTERS_DIR (the directory of <cluster>.yaml files) is required');
   await runWorker({
-    connection: connectionSettings(), taskQueue: config.taskQueue, clustersDir: config.clustersDir, telemetry: telemetryConfig(), log: (line) => console.log(line),
+    connection: connectionSettings(),
+    taskQueue: config.taskQueue,
+    clustersDir: config.clustersDir,
+    telemetry: telemetryConfig(),
+    log: (line) => console.log(line),
   });
   return 0;
 }

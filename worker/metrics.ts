@@ -24,7 +24,8 @@ export function installMetrics(address: string): void {
     });
   } catch (err) {
     // A port in use, or a runtime someone already created: one line, exit 2 (nothing connected yet).
-    throw new ConfigError(`cannot serve metrics on ${address}: ${((err as Error).message.split('\n')[0] ?? '').replace(/^Failed to start prometheus metrics exporter: /, '')}`);
+    throw new ConfigError(
+      `cannot serve metrics on ${address}: ${((err as Error).message.split('\n')[0] ?? '').replace(/^Failed to start prometheus metrics exporter: /, '')}`,
+    );
   }
 }
-

@@ -30,7 +30,8 @@ export interface PayloadKey {
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
 const text = (b: Uint8Array | null | undefined): string => (b ? Buffer.from(b).toString('utf8') : '');
 
-export const payloadKeyId = (key: Buffer): string => createHash('sha256').update('skewless payload key id\0').update(key).digest('hex').slice(0, 16);
+export const payloadKeyId = (key: Buffer): string =>
+  createHash('sha256').update('skewless payload key id\0').update(key).digest('hex').slice(0, 16);
 
 /**
  * The keys in a key file: one per line, 32 bytes as base64 (`openssl rand -base64 32`) or as 64 hex
@@ -42,10 +43,16 @@ export function parsePayloadKeys(content: string, where: string): PayloadKey[] {
   content.split(/\r?\n/).forEach((raw, i) => {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
-    const key = /^[0-9a-fA-F]{64}$/.test(line) ? Buffer.from(line, 'hex')
-      : /^[A-Za-z0-9+/]{43}=$/.test(line) ? Buffer.from(line, 'base64') : undefined;
+    const key = /^[0-9a-fA-F]{64}$/.test(line)
+      ? Buffer.from(line, 'hex')
+      : /^[A-Za-z0-9+/]{43}=$/.test(line)
+        ? Buffer.from(line, 'base64')
+        : undefined;
     // The line itself is never shown: it may be a key in the wrong format.
-    if (key?.length !== 32) throw new PayloadKeyError(`${where}, line ${i + 1}: not a 256-bit key (32 bytes as base64, e.g. openssl rand -base64 32, or 64 hex digits)`);
+    if (key?.length !== 32)
+      throw new PayloadKeyError(
+        `${where}, line ${i + 1}: not a 256-bit key (32 bytes as base64, e.g. openssl rand -base64 32, or 64 hex digits)`,
+      );
     keys.push({ id: payloadKeyId(key), key });
   });
   if (keys.length === 0) throw new PayloadKeyError(`${where} holds no key (openssl rand -base64 32 > FILE makes one)`);
@@ -58,7 +65,9 @@ export function readPayloadKeys(path: string, source: string): PayloadKey[] {
   try {
     content = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new PayloadKeyError(`cannot read the payload key file ${path} (${source}): ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`);
+    throw new PayloadKeyError(
+      `cannot read the payload key file ${path} (${source}): ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`,
+    );
   }
   return parsePayloadKeys(content, `the payload key file ${path} (${source})`);
 }
@@ -73,7 +82,10 @@ const aad = (keyId: string): Buffer => Buffer.from(`skewless payload v1 ${keyId}
 export class AesGcmPayloadCodec implements PayloadCodec {
   private readonly byId: Map<string, Buffer>;
 
-  constructor(private readonly keys: readonly PayloadKey[] = [], private readonly source = 'the payload key file') {
+  constructor(
+    private readonly keys: readonly PayloadKey[] = [],
+    private readonly source = 'the payload key file',
+  ) {
     this.byId = new Map(keys.map((k) => [k.id, k.key]));
   }
 
@@ -88,12 +100,19 @@ export class AesGcmPayloadCodec implements PayloadCodec {
       const iv = randomBytes(IV_BYTES);
       const cipher = createCipheriv('aes-256-gcm', current.key, iv);
       cipher.setAAD(aad(current.id));
-      const plain = Buffer.from(JSON.stringify({
-        metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? new Uint8Array()).toString('base64')])),
-        ...(p.data ? { data: Buffer.from(p.data).toString('base64') } : {}), // binary/null has none
-      }));
+      const plain = Buffer.from(
+        JSON.stringify({
+          metadata: Object.fromEntries(
+            Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? new Uint8Array()).toString('base64')]),
+          ),
+          ...(p.data ? { data: Buffer.from(p.data).toString('base64') } : {}), // binary/null has none
+        }),
+      );
       const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
-      return { metadata: { encoding: utf8(ENCRYPTED_ENCODING), 'encryption-cipher': utf8(CIPHER), 'encryption-key-id': utf8(current.id) }, data: sealed };
+      return {
+        metadata: { encoding: utf8(ENCRYPTED_ENCODING), 'encryption-cipher': utf8(CIPHER), 'encryption-key-id': utf8(current.id) },
+        data: sealed,
+      };
     });
   }
 
@@ -105,11 +124,17 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     const id = text(p.metadata?.['encryption-key-id']);
     const cipherName = text(p.metadata?.['encryption-cipher']);
     if (this.keys.length === 0) {
-      throw new PayloadKeyError(`payloads are encrypted (key ${id || 'unknown'}): give the key file with --payload-key-file or SKEWLESS_PAYLOAD_KEY_FILE`);
+      throw new PayloadKeyError(
+        `payloads are encrypted (key ${id || 'unknown'}): give the key file with --payload-key-file or SKEWLESS_PAYLOAD_KEY_FILE`,
+      );
     }
-    if (cipherName !== CIPHER) throw new PayloadKeyError(`a payload is encrypted with ${JSON.stringify(cipherName.slice(0, 40))}, not ${CIPHER}`);
+    if (cipherName !== CIPHER)
+      throw new PayloadKeyError(`a payload is encrypted with ${JSON.stringify(cipherName.slice(0, 40))}, not ${CIPHER}`);
     const key = this.byId.get(id);
-    if (!key) throw new PayloadKeyError(`a payload is encrypted with key ${id || 'unknown'}, which ${this.source} does not hold (it holds ${[...this.byId.keys()].join(', ')})`);
+    if (!key)
+      throw new PayloadKeyError(
+        `a payload is encrypted with key ${id || 'unknown'}, which ${this.source} does not hold (it holds ${[...this.byId.keys()].join(', ')})`,
+      );
     const data = Buffer.from(p.data ?? new Uint8Array());
     try {
       const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));

@@ -3,7 +3,15 @@ import { join } from 'node:path';
 import { NativeConnection } from '@temporalio/worker';
 import { loadClusterConfig } from '../activities/cluster-config.js';
 import { createClusterResolver } from '../activities/host-address.js';
-import { ConfigError, connectionOptions, describeConnection, redactSecrets, UnreachableError, type ConnectionSettings, type TelemetryConfig } from './config.js';
+import {
+  ConfigError,
+  connectionOptions,
+  describeConnection,
+  redactSecrets,
+  UnreachableError,
+  type ConnectionSettings,
+  type TelemetryConfig,
+} from './config.js';
 import { createSkewlessWorker, SHUTDOWN_GRACE_SECONDS } from './create-worker.js';
 import { payloadCodec, workerDataConverter } from './payload-codec.js';
 
@@ -21,7 +29,10 @@ export function checkClustersDir(dir: string): string[] {
     if (err instanceof ConfigError) throw err;
     throw new ConfigError(`cannot read clusters directory ${dir}: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`);
   }
-  const names = entries.filter((f) => f.endsWith('.yaml')).map((f) => f.slice(0, -'.yaml'.length)).sort();
+  const names = entries
+    .filter((f) => f.endsWith('.yaml'))
+    .map((f) => f.slice(0, -'.yaml'.length))
+    .sort();
   if (names.length === 0) throw new ConfigError(`no cluster configuration (<cluster>.yaml) in ${dir}`);
   for (const name of names) {
     let config;
@@ -30,11 +41,17 @@ export function checkClustersDir(dir: string): string[] {
     } catch (err) {
       throw new ConfigError(((err as Error).message.split('\n')[0] ?? '').trim() || `${join(dir, `${name}.yaml`)} does not load`);
     }
-    for (const [what, path] of [['kubeconfig', config.kubeconfig], ['ssh.privateKeyPath', config.ssh.privateKeyPath], ['ssh.knownHostsPath', config.ssh.knownHostsPath]] as const) {
+    for (const [what, path] of [
+      ['kubeconfig', config.kubeconfig],
+      ['ssh.privateKeyPath', config.ssh.privateKeyPath],
+      ['ssh.knownHostsPath', config.ssh.knownHostsPath],
+    ] as const) {
       try {
         accessSync(path, constants.R_OK);
       } catch (err) {
-        throw new ConfigError(`${join(dir, `${name}.yaml`)}: ${what} ${path} is not readable: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`);
+        throw new ConfigError(
+          `${join(dir, `${name}.yaml`)}: ${what} ${path} is not readable: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`,
+        );
       }
     }
   }
@@ -69,20 +86,28 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     connection = await NativeConnection.connect(connect);
   } catch (err) {
     await tracing?.shutdown();
-    throw new UnreachableError(`cannot reach Temporal at ${options.connection.address}: ${redactSecrets((err as Error).message.split('\n')[0] ?? '', options.connection)}`);
+    throw new UnreachableError(
+      `cannot reach Temporal at ${options.connection.address}: ${redactSecrets((err as Error).message.split('\n')[0] ?? '', options.connection)}`,
+    );
   }
   try {
     const worker = await createSkewlessWorker({
-      connection, namespace: options.connection.namespace, taskQueue: options.taskQueue,
+      connection,
+      namespace: options.connection.namespace,
+      taskQueue: options.taskQueue,
       deps: { clusters: createClusterResolver(options.clustersDir) },
-      dataConverter: workerDataConverter(codec), shutdownGraceTime: SHUTDOWN_GRACE_SECONDS * 1000,
+      dataConverter: workerDataConverter(codec),
+      shutdownGraceTime: SHUTDOWN_GRACE_SECONDS * 1000,
       ...(tracing ? { plugins: [tracing.plugin] } : {}),
     });
-    const stopping = (signal: string) => options.log(`skewless worker: ${signal}, finishing the tasks in flight (up to ${SHUTDOWN_GRACE_SECONDS} s, then cancelling them)`);
+    const stopping = (signal: string) =>
+      options.log(`skewless worker: ${signal}, finishing the tasks in flight (up to ${SHUTDOWN_GRACE_SECONDS} s, then cancelling them)`);
     process.once('SIGINT', stopping).once('SIGTERM', stopping);
     const encryption = codec.encrypting ? `; payloads encrypted with key ${codec.encrypting.id}` : '';
     const telemetry = `${metricsAddress ? `; metrics on http://${metricsAddress}/metrics` : ''}${otlpEndpoint ? '; traces to the OTLP endpoint' : ''}`;
-    options.log(`skewless worker: task queue ${options.taskQueue} on ${describeConnection(options.connection)}${encryption}; clusters ${clusters.join(', ')} from ${options.clustersDir}${telemetry}`);
+    options.log(
+      `skewless worker: task queue ${options.taskQueue} on ${describeConnection(options.connection)}${encryption}; clusters ${clusters.join(', ')} from ${options.clustersDir}${telemetry}`,
+    );
     try {
       await worker.run();
     } finally {

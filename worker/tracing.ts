@@ -33,12 +33,18 @@ class AsyncContextManager implements ContextManager {
   active(): Context {
     return this.storage.getStore() ?? ROOT_CONTEXT;
   }
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(context: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    context: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
     return this.storage.run(context, () => fn.call(thisArg, ...args));
   }
   bind<T>(context: Context, target: T): T {
     if (typeof target !== 'function') return target;
-    const run = (thisArg: unknown, args: unknown[]) => this.with(context, () => (target as (...a: unknown[]) => unknown).apply(thisArg, args));
+    const run = (thisArg: unknown, args: unknown[]) =>
+      this.with(context, () => (target as (...a: unknown[]) => unknown).apply(thisArg, args));
     return function bound(this: unknown, ...args: unknown[]) {
       return run(this, args);
     } as T;
@@ -64,4 +70,3 @@ export function startTracing(endpoint: string, serviceName = 'skewless-worker'):
     shutdown: () => tracerProvider.shutdown(),
   };
 }
-

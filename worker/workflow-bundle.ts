@@ -30,7 +30,10 @@ export function prebuiltBundle(): { codePath: string } | undefined {
 
 export async function writeWorkflowBundle(): Promise<number> {
   const quiet = () => undefined;
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: { log: quiet, trace: quiet, debug: quiet, info: quiet, warn: (m) => console.warn(m), error: (m) => console.error(m) } });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath,
+    logger: { log: quiet, trace: quiet, debug: quiet, info: quiet, warn: (m) => console.warn(m), error: (m) => console.error(m) },
+  });
   writeFileSync(prebuiltBundlePath, code);
   return Buffer.byteLength(code);
 }

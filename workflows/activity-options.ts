@@ -18,23 +18,40 @@ import { NEVER_RETRY } from '../contracts/failure-types.js';
  */
 const WORKER_LOST = '20 seconds';
 
-
 /** Short, read-only calls that answer in seconds. */
 export const quickRead: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: [] },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: [],
+  },
 };
 
 /** Reads of the API (inventory, health): cheap and idempotent, so retried often but briefly. */
 export const kubeRead: ActivityOptions = {
   startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: [...NEVER_RETRY, 'NotFound'] },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'NotFound'],
+  },
 };
 
 /** Writes to the API (cordon, labels): idempotent by construction; Conflict is retried with a fresh read. */
 export const kubeWrite: ActivityOptions = {
   startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: [...NEVER_RETRY, 'NotFound'] },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'NotFound'],
+  },
 };
 
 /**
@@ -45,21 +62,39 @@ export const kubeWrite: ActivityOptions = {
 export const hostCommand: ActivityOptions = {
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: WORKER_LOST,
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 12, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'] },
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 12,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'],
+  },
 };
 
 /** `kubeadm upgrade apply` pulls images and restarts static pods: minutes, heartbeated. */
 export const kubeadmApply: ActivityOptions = {
   startToCloseTimeout: '20 minutes',
   heartbeatTimeout: WORKER_LOST,
-  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'] },
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '2 minutes',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'],
+  },
 };
 
 /** kubelet restart and the wait for Ready at the target version. */
 export const kubeletRestart: ActivityOptions = {
   startToCloseTimeout: `${ACTIVITY_LIMITS.kubeletRestart} seconds`,
   heartbeatTimeout: WORKER_LOST,
-  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed', 'NodeNotReady'] },
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed', 'NodeNotReady'],
+  },
 };
 
 /**
@@ -69,28 +104,52 @@ export const kubeletRestart: ActivityOptions = {
 export const drain: ActivityOptions = {
   startToCloseTimeout: `${ACTIVITY_LIMITS.drain} seconds`,
   heartbeatTimeout: WORKER_LOST,
-  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'DrainBlocked'] },
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'DrainBlocked'],
+  },
 };
 
 /** etcd snapshot save + status + copy off the node: size-bound, heartbeated while copying. */
 export const etcdSnapshot: ActivityOptions = {
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: WORKER_LOST,
-  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'] },
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'],
+  },
 };
 
 /** Health checks: a failing check is information for the workflow, not something to retry blindly. */
 export const healthCheck: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: WORKER_LOST,
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 3, nonRetryableErrorTypes: [...NEVER_RETRY, 'Unhealthy', 'NotFound', 'NodeNotReady'] },
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 3,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'Unhealthy', 'NotFound', 'NodeNotReady'],
+  },
 };
 
 /** Reboot and wait for SSH and Ready to come back. */
 export const reboot: ActivityOptions = {
   startToCloseTimeout: `${ACTIVITY_LIMITS.reboot} seconds`,
   heartbeatTimeout: WORKER_LOST,
-  retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 3, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed', 'NodeNotReady'] },
+  retry: {
+    initialInterval: '10 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '2 minutes',
+    maximumAttempts: 3,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed', 'NodeNotReady'],
+  },
 };
 
 /**
@@ -101,7 +160,13 @@ export const reboot: ActivityOptions = {
 export const maintenanceCommand: ActivityOptions = {
   startToCloseTimeout: '1 hour',
   heartbeatTimeout: WORKER_LOST,
-  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'] },
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed'],
+  },
 };
 
 /** Blue/green planning: a read of the API whose refusals (BlueGreenInvalid) are the operator's to change. */
@@ -118,7 +183,13 @@ export const poolRead: ActivityOptions = {
 export const provisionMachines: ActivityOptions = {
   startToCloseTimeout: '4 hours',
   heartbeatTimeout: WORKER_LOST,
-  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: [...NEVER_RETRY, 'BlueGreenInvalid', 'NodeNotReady'] },
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'BlueGreenInvalid', 'NodeNotReady'],
+  },
 };
 
 /**

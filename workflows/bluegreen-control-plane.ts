@@ -25,11 +25,21 @@ export async function upgradeControlPlaneFirst(o: ControlPlaneFirst): Promise<Up
   const { cluster, version, policy } = o;
   const id = `upgrade/${cluster}`;
   const child = await startChild(clusterUpgradeWorkflow, {
-    workflowId: id, staticSummary: `control plane of ${cluster} to v${version} before the green pool`,
-    args: [{ cluster, to: version, controlPlaneOnly: true, policy: {
-      verifySeconds: o.verifySeconds, ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
-      ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
-      ...(policy.acknowledge?.length ? { acknowledge: policy.acknowledge } : {}) } }],
+    workflowId: id,
+    staticSummary: `control plane of ${cluster} to v${version} before the green pool`,
+    args: [
+      {
+        cluster,
+        to: version,
+        controlPlaneOnly: true,
+        policy: {
+          verifySeconds: o.verifySeconds,
+          ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
+          ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
+          ...(policy.acknowledge?.length ? { acknowledge: policy.acknowledge } : {}),
+        },
+      },
+    ],
   });
   const done = await Promise.race([child.result(), condition(() => o.aborted() !== undefined).then(() => undefined)]);
   if (done) return done;

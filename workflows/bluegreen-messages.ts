@@ -29,8 +29,17 @@ export interface BlueGreenInput {
 
 /** Where the replacement is; `phase` (the rollout's) says the same in the words every run shares. */
 export type BlueGreenStep =
-  | 'preflight' | 'control-plane' | 'provisioning' | 'cordoning' | 'draining' | 'removal-gate' | 'removing'
-  | 'rolling-back' | 'done' | 'rolled-back' | 'failed';
+  | 'preflight'
+  | 'control-plane'
+  | 'provisioning'
+  | 'cordoning'
+  | 'draining'
+  | 'removal-gate'
+  | 'removing'
+  | 'rolling-back'
+  | 'done'
+  | 'rolled-back'
+  | 'failed';
 
 export interface BlueGreenStatus extends RolloutStatus {
   kind: 'bluegreen';

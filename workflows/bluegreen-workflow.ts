@@ -1,12 +1,35 @@
 import {
-  ApplicationFailure, CancellationScope, allHandlersFinished, condition, executeChild, getExternalWorkflowHandle, patched, setHandler,
-  upsertSearchAttributes, workflowInfo,
+  ApplicationFailure,
+  CancellationScope,
+  allHandlersFinished,
+  condition,
+  executeChild,
+  getExternalWorkflowHandle,
+  patched,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
-import { BLUEGREEN_POLICY_KEYS, checkSkew, withDefaults, clusterVersion, compareVersions, parseVersion, planRollout, type RolloutPlan } from '../rules/index.js';
+import {
+  BLUEGREEN_POLICY_KEYS,
+  checkSkew,
+  withDefaults,
+  clusterVersion,
+  compareVersions,
+  parseVersion,
+  planRollout,
+  type RolloutPlan,
+} from '../rules/index.js';
 import { WORKFLOW_FAILURE, type FailureType } from '../contracts/failure-types.js';
 import { activities as a } from './activities-proxy.js';
 import {
-  bluegreenStatusQuery, NO_ROLLBACK, REMOVAL_GATE, rollbackUpdate, type BlueGreenInput, type BlueGreenStatus, type BlueGreenStep,
+  bluegreenStatusQuery,
+  NO_ROLLBACK,
+  REMOVAL_GATE,
+  rollbackUpdate,
+  type BlueGreenInput,
+  type BlueGreenStatus,
+  type BlueGreenStep,
 } from './bluegreen-messages.js';
 import { upgradeControlPlaneFirst } from './bluegreen-control-plane.js';
 import { drainResolutionSignal } from './node-messages.js';
@@ -19,7 +42,8 @@ import { compensate } from './upgrade-ending.js';
 import { abortSignal, type OperatorAction, type UpgradePhase } from './upgrade-messages.js';
 
 const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
-const refuse = (message: string, type: FailureType = WORKFLOW_FAILURE.PreflightBlocked) => ApplicationFailure.nonRetryable(`refusing to start: ${message}`, type);
+const refuse = (message: string, type: FailureType = WORKFLOW_FAILURE.PreflightBlocked) =>
+  ApplicationFailure.nonRetryable(`refusing to start: ${message}`, type);
 
 /**
  * Replaces a node pool by a new one at a version, workflow id `bluegreen/<cluster>`: the control plane
@@ -40,15 +64,34 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
   const { verifySeconds } = policy;
   const abortCommand = `skewless abort ${cluster} --workflow bluegreen`;
   const status: BlueGreenStatus = {
-    kind: 'bluegreen', cluster, step: 'preflight', phase: 'inventory', paused: false, version, nodes: {}, gates: [], events: [], skipped: [],
-    blue: { pool: input.from, nodes: [] }, green: { pool: input.to, nodes: [], joined: [] },
+    kind: 'bluegreen',
+    cluster,
+    step: 'preflight',
+    phase: 'inventory',
+    paused: false,
+    version,
+    nodes: {},
+    gates: [],
+    events: [],
+    skipped: [],
+    blue: { pool: input.from, nodes: [] },
+    green: { pool: input.to, nodes: [], joined: [] },
     rollback: { available: true, how: `${abortCommand}: uncordon blue, drain and delete green (until the removal of blue starts)` },
   };
   const memo = () => ({
-    kind: 'bluegreen', from: input.from, to: input.to, version, step: status.step, phase: status.phase, paused: status.paused,
-    progress: `${status.blue.nodes.filter((n) => status.nodes[n]?.phase === 'done').length}/${status.blue.nodes.length} blue nodes drained, `
-      + `${status.green.joined.length}/${status.green.nodes.length} green nodes joined`,
-    blocked: Object.entries(status.nodes).filter(([, n]) => n.phase === 'blocked').map(([name]) => name),
+    kind: 'bluegreen',
+    from: input.from,
+    to: input.to,
+    version,
+    step: status.step,
+    phase: status.phase,
+    paused: status.paused,
+    progress:
+      `${status.blue.nodes.filter((n) => status.nodes[n]?.phase === 'done').length}/${status.blue.nodes.length} blue nodes drained, ` +
+      `${status.green.joined.length}/${status.green.nodes.length} green nodes joined`,
+    blocked: Object.entries(status.nodes)
+      .filter(([, n]) => n.phase === 'blocked')
+      .map(([name]) => name),
     rollback: status.rollback.available,
   });
   const childId = (node: string) => `${owner}/${node}`;
@@ -76,7 +119,11 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
     // A node waiting on a blocked drain would wait forever: it is told to abort too.
     for (const [node, state] of Object.entries(status.nodes)) {
       if (state.phase === 'blocked') {
-        await getExternalWorkflowHandle(childId(node)).signal(drainResolutionSignal, { action: 'abort', by: p.by, ...(p.reason ? { comment: p.reason } : {}) });
+        await getExternalWorkflowHandle(childId(node)).signal(drainResolutionSignal, {
+          action: 'abort',
+          by: p.by,
+          ...(p.reason ? { comment: p.reason } : {}),
+        });
       }
     }
     c.updateMemo();
@@ -86,38 +133,62 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
     if (refused) note(`abort by ${p.by} refused: ${refused}`);
     else await requestRollback(p, 'abort');
   });
-  setHandler(rollbackUpdate, async (p) => {
-    await requestRollback(p, 'rollback');
-    return status;
-  }, {
-    validator: (p) => {
-      if (!p.by) throw new Error('a rollback needs a "by"');
-      const refused = rollbackRefusal() ?? (c.aborted() ? `a rollback is already under way (${c.aborted()})` : undefined);
-      if (refused) throw new Error(refused);
+  setHandler(
+    rollbackUpdate,
+    async (p) => {
+      await requestRollback(p, 'rollback');
+      return status;
     },
-  });
-  upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.cluster, value: cluster }, { key: SEARCH_ATTRIBUTES.targetVersion, value: version }]);
+    {
+      validator: (p) => {
+        if (!p.by) throw new Error('a rollback needs a "by"');
+        const refused = rollbackRefusal() ?? (c.aborted() ? `a rollback is already under way (${c.aborted()})` : undefined);
+        if (refused) throw new Error(refused);
+      },
+    },
+  );
+  upsertSearchAttributes([
+    { key: SEARCH_ATTRIBUTES.cluster, value: cluster },
+    { key: SEARCH_ATTRIBUTES.targetVersion, value: version },
+  ]);
   c.updateMemo();
   if (patched(PATCH.onePolicy)) refuseBadPolicy(input.policy, BLUEGREEN_POLICY_KEYS);
 
   // Pre-flight, read-only: the pools, the provisioning and the versions judged before anything moves.
   // One rollout of a cluster at a time (its own control-plane upgrade, later, is its child: not another).
   const other = await a.findRunningRollout({ cluster, ignore: [owner] });
-  if (other.running) throw refuse(`${other.workflowId ?? 'another rollout'} is running (since ${other.startedAt ?? '?'}): replace the pool after it ends`, WORKFLOW_FAILURE.RolloutRunning);
+  if (other.running)
+    throw refuse(
+      `${other.workflowId ?? 'another rollout'} is running (since ${other.startedAt ?? '?'}): replace the pool after it ends`,
+      WORKFLOW_FAILURE.RolloutRunning,
+    );
   const inventory = await a.takeInventory({ cluster });
   const cpFrom = applyRule(() => clusterVersion(inventory.skew));
   const behind = compareVersions(parseVersion(cpFrom), parseVersion(version)) < 0;
   status.controlPlane = { from: cpFrom };
   // With the control plane behind, green is judged at the control plane's version for now (the pools,
   // the provisioning, an empty green pool), and again at the target once the control plane is there.
-  let bg = await a.planBlueGreen({ cluster, from: input.from, to: input.to, version: behind ? cpFrom : version, ...(input.count === undefined ? {} : { count: input.count }) });
+  let bg = await a.planBlueGreen({
+    cluster,
+    from: input.from,
+    to: input.to,
+    version: behind ? cpFrom : version,
+    ...(input.count === undefined ? {} : { count: input.count }),
+  });
   const blueNames = bg.blue.map((b) => b.name);
   const notReady = inventory.nodes.filter((n) => blueNames.includes(n.name) && !n.ready).map((n) => n.name);
   if (notReady.length > 0) throw refuse(`blue node ${notReady.join(', ')} is NotReady: its drain would wait on pods that cannot move`);
   if (!behind) {
-    const withGreen = { ...inventory.skew, kubelets: [...(inventory.skew.kubelets ?? []), ...bg.green.names.map((node) => ({ node, version }))] };
+    const withGreen = {
+      ...inventory.skew,
+      kubelets: [...(inventory.skew.kubelets ?? []), ...bg.green.names.map((node) => ({ node, version }))],
+    };
     const skew = applyRule(() => checkSkew(withGreen, { topology: 'kubeadm' }));
-    if (!skew.compliant) throw refuse(`green kubelets at ${version} break the skew policy: ${skew.violations.map((v) => `${v.node}: ${v.rule}`).join('; ')}`, WORKFLOW_FAILURE.SkewViolation);
+    if (!skew.compliant)
+      throw refuse(
+        `green kubelets at ${version} break the skew policy: ${skew.violations.map((v) => `${v.node}: ${v.rule}`).join('; ')}`,
+        WORKFLOW_FAILURE.SkewViolation,
+      );
   }
 
   let rollout: RolloutPlan | undefined;
@@ -127,35 +198,68 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
       setStep('control-plane', 'control-plane');
       const id = `upgrade/${cluster}`;
       status.controlPlane.upgrade = id;
-      note(`the control plane is at ${cpFrom}, below ${version}: ${id} moves it first, control planes only `
-        + `(skewless status ${cluster} --workflow upgrade); the workers keep their version`);
-      const result = await upgradeControlPlaneFirst({ cluster, version, policy, verifySeconds, owner, rolledBackBy: () => status.rollback.by, aborted: c.aborted });
+      note(
+        `the control plane is at ${cpFrom}, below ${version}: ${id} moves it first, control planes only ` +
+          `(skewless status ${cluster} --workflow upgrade); the workers keep their version`,
+      );
+      const result = await upgradeControlPlaneFirst({
+        cluster,
+        version,
+        policy,
+        verifySeconds,
+        owner,
+        rolledBackBy: () => status.rollback.by,
+        aborted: c.aborted,
+      });
       if (result.phase !== 'done') {
         const why = `the control-plane upgrade ${id} ended ${result.phase}: ${result.outcome ?? ''}`;
         note(why);
         c.abort(why);
       } else note(`control plane at ${version} (${id})`);
       if (!c.aborted()) {
-        bg = await a.planBlueGreen({ cluster, from: input.from, to: input.to, version, ...(input.count === undefined ? {} : { count: input.count }) });
+        bg = await a.planBlueGreen({
+          cluster,
+          from: input.from,
+          to: input.to,
+          version,
+          ...(input.count === undefined ? {} : { count: input.count }),
+        });
       }
     }
     // Green kubelets at the target are never above the control plane.
     if (!c.aborted() && compareVersions(parseVersion(version), parseVersion(bg.controlPlaneVersion)) > 0) {
-      throw ApplicationFailure.nonRetryable(`green at ${version} would be above the control plane at ${bg.controlPlaneVersion}`, WORKFLOW_FAILURE.SkewViolation);
+      throw ApplicationFailure.nonRetryable(
+        `green at ${version} would be above the control plane at ${bg.controlPlaneVersion}`,
+        WORKFLOW_FAILURE.SkewViolation,
+      );
     }
     status.blue.nodes = bg.blue.map((b) => b.name);
     status.green.nodes = bg.green.names;
-    rollout = applyRule(() => planRollout(bg.blue.map((b) => ({ name: b.name, role: 'worker' as const })),
-      { canary: policy.canary ?? 1, batchSize: policy.batchSize ?? 1, maxUnavailable: policy.batchSize ?? 1 }, { requireControlPlane: false }));
-    for (const b of bg.blue) status.nodes[b.name] = { phase: 'pending', stage: rollout.stageLabels[b.name] as string, from: b.kubelet, version: b.kubelet };
-    note(`blue pool ${input.from} (${status.blue.nodes.join(', ')}) → green pool ${input.to} (${bg.green.names.join(', ')}) at ${version} through ${bg.provider}; `
-      + `drains: ${rollout.phases.map((p) => `${p.stage} ${p.nodes.join(',')}`).join('; ')}`);
+    rollout = applyRule(() =>
+      planRollout(
+        bg.blue.map((b) => ({ name: b.name, role: 'worker' as const })),
+        { canary: policy.canary ?? 1, batchSize: policy.batchSize ?? 1, maxUnavailable: policy.batchSize ?? 1 },
+        { requireControlPlane: false },
+      ),
+    );
+    for (const b of bg.blue)
+      status.nodes[b.name] = { phase: 'pending', stage: rollout.stageLabels[b.name] as string, from: b.kubelet, version: b.kubelet };
+    note(
+      `blue pool ${input.from} (${status.blue.nodes.join(', ')}) → green pool ${input.to} (${bg.green.names.join(', ')}) at ${version} through ${bg.provider}; ` +
+        `drains: ${rollout.phases.map((p) => `${p.stage} ${p.nodes.join(',')}`).join('; ')}`,
+    );
 
     await unpaused();
     if (!c.aborted()) {
       setStep('provisioning', 'provisioning');
       provisioned = true;
-      const created = await a.createPoolMachines({ cluster, pool: input.to, names: bg.green.names, version: bg.green.version, labels: bg.green.labels });
+      const created = await a.createPoolMachines({
+        cluster,
+        pool: input.to,
+        names: bg.green.names,
+        version: bg.green.version,
+        labels: bg.green.labels,
+      });
       status.green.joined = created.joined;
       note(`green nodes ${created.joined.join(', ')} joined, Ready at ${version}`);
     }
@@ -183,8 +287,10 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
     if (!c.aborted()) {
       status.step = 'removal-gate';
       const remove = status.blue.nodes.filter((n) => !status.skipped.includes(n));
-      note(`gate ${REMOVAL_GATE}: approve to delete blue nodes ${remove.join(', ')} and their machines; ${NO_ROLLBACK} `
-        + `(until then ${abortCommand} rolls back): skewless approve ${cluster} --workflow bluegreen --gate ${REMOVAL_GATE}`);
+      note(
+        `gate ${REMOVAL_GATE}: approve to delete blue nodes ${remove.join(', ')} and their machines; ${NO_ROLLBACK} ` +
+          `(until then ${abortCommand} rolls back): skewless approve ${cluster} --workflow bluegreen --gate ${REMOVAL_GATE}`,
+      );
       await c.gate(REMOVAL_GATE, true);
       await unpaused();
     }
@@ -200,7 +306,10 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
   if (c.aborted()) return await rollBack();
   // The point of no return: from here on abort and rollback are refused.
   status.removalStartedAt = nowIso();
-  status.rollback = { available: false, how: `${NO_ROLLBACK}: the removal of blue pool ${input.from} started at ${status.removalStartedAt}` };
+  status.rollback = {
+    available: false,
+    how: `${NO_ROLLBACK}: the removal of blue pool ${input.from} started at ${status.removalStartedAt}`,
+  };
   setStep('removing', 'removing');
   const remove = status.blue.nodes.filter((n) => !status.skipped.includes(n));
   // A skipped node was not drained: it stays, back in service, in the blue pool.
@@ -212,8 +321,9 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
   const deleted = remove.length ? await a.deletePoolMachines({ cluster, pool: input.from, names: remove }) : { deleted: [] };
   note(`blue nodes deleted, machines torn down: ${deleted.deleted.join(', ') || 'none'}`);
   setStep('done', 'done');
-  status.outcome = `replaced pool ${input.from} (${remove.join(', ')}) by pool ${input.to} (${status.green.joined.join(', ')}) at ${version}`
-    + `${status.skipped.length ? `; skipped, kept in ${input.from}: ${status.skipped.join(', ')}` : ''}`;
+  status.outcome =
+    `replaced pool ${input.from} (${remove.join(', ')}) by pool ${input.to} (${status.green.joined.join(', ')}) at ${version}` +
+    `${status.skipped.length ? `; skipped, kept in ${input.from}: ${status.skipped.join(', ')}` : ''}`;
   await condition(allHandlersFinished);
   return status;
 
@@ -223,10 +333,22 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
     state.phase = 'draining';
     state.startedAt ??= nowIso();
     const result = await executeChild(nodeUpgradeWorkflow, {
-      workflowId: childId(node), staticSummary: `${node}: cordon and drain (pool ${pool})`,
-      args: [{ cluster, node, role: 'worker', version: '', step: 'drain', owner, kubeletTimeoutSeconds: 300, verifySeconds,
-        ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
-        ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }) }],
+      workflowId: childId(node),
+      staticSummary: `${node}: cordon and drain (pool ${pool})`,
+      args: [
+        {
+          cluster,
+          node,
+          role: 'worker',
+          version: '',
+          step: 'drain',
+          owner,
+          kubeletTimeoutSeconds: 300,
+          verifySeconds,
+          ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
+          ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
+        },
+      ],
     });
     state.phase = result.outcome;
     state.finishedAt = nowIso();
@@ -268,9 +390,10 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
     });
     status.rollback = { ...status.rollback, available: false, how: 'this run has rolled back' };
     setStep('rolled-back', 'aborted');
-    status.outcome = `rolled back (${c.aborted() ?? ''}): blue pool ${input.from} back in service (${status.blue.nodes.join(', ') || 'nothing cordoned'})`
-      + `${drained.length ? `; green ${drained.join(', ')} drained and deleted` : left.length ? '' : '; no green node to remove'}`
-      + `${left.length ? `; LEFT CORDONED in pool ${input.to} (not deleted): ${left.join(', ')}` : ''}`;
+    status.outcome =
+      `rolled back (${c.aborted() ?? ''}): blue pool ${input.from} back in service (${status.blue.nodes.join(', ') || 'nothing cordoned'})` +
+      `${drained.length ? `; green ${drained.join(', ')} drained and deleted` : left.length ? '' : '; no green node to remove'}` +
+      `${left.length ? `; LEFT CORDONED in pool ${input.to} (not deleted): ${left.join(', ')}` : ''}`;
     await condition(allHandlersFinished);
     return status;
   }

@@ -1,9 +1,31 @@
 import {
-  ApplicationFailure, condition, ContinueAsNew, continueAsNew, executeChild, patched, upsertSearchAttributes, workflowInfo, allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  ContinueAsNew,
+  continueAsNew,
+  executeChild,
+  patched,
+  upsertSearchAttributes,
+  workflowInfo,
+  allHandlersFinished,
 } from '@temporalio/workflow';
 import {
-  buildRunbook, checkRunbook, checkSkew, describeTarget, fullHopWork, hopWork, isBelowHop, planUpgrade, withoutNodes, type HopWork, type MaintenanceWindow, type RolloutPlan, type UpgradePlan,
-  type UpgradePolicy, UPGRADE_POLICY_KEYS, withDefaults,
+  buildRunbook,
+  checkRunbook,
+  checkSkew,
+  describeTarget,
+  fullHopWork,
+  hopWork,
+  isBelowHop,
+  planUpgrade,
+  withoutNodes,
+  type HopWork,
+  type MaintenanceWindow,
+  type RolloutPlan,
+  type UpgradePlan,
+  type UpgradePolicy,
+  UPGRADE_POLICY_KEYS,
+  withDefaults,
 } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
@@ -53,8 +75,20 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   const { cluster } = input;
   const policy = withDefaults(input.policy);
   const owner = workflowInfo().workflowId;
-  const status: UpgradeStatus = input.carried?.status ??
-    { cluster, from: '', to: input.to, hops: [], phase: 'inventory', paused: false, nodes: {}, gates: [], snapshots: [], events: [], skipped: [], runs: 0 };
+  const status: UpgradeStatus = input.carried?.status ?? {
+    cluster,
+    from: '',
+    to: input.to,
+    hops: [],
+    phase: 'inventory',
+    paused: false,
+    nodes: {},
+    gates: [],
+    snapshots: [],
+    events: [],
+    skipped: [],
+    runs: 0,
+  };
   // Declared before the handlers: a signal buffered before the first await runs at setHandler.
   let hop = status.hop ?? '';
   const childId = (node: string) => `${owner}/${hop}/${node}`;
@@ -64,15 +98,25 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   const memo = () => {
     const nodes = Object.values(status.nodes);
     return {
-      from: status.from, to: status.to, hop: status.hop ?? null, phase: status.phase, paused: status.paused,
+      from: status.from,
+      to: status.to,
+      hop: status.hop ?? null,
+      phase: status.phase,
+      paused: status.paused,
       progress: `${nodes.filter((n) => n.phase === 'done').length}/${nodes.length} nodes done`,
-      blocked: Object.entries(status.nodes).filter(([, n]) => n.phase === 'blocked').map(([name]) => name),
+      blocked: Object.entries(status.nodes)
+        .filter(([, n]) => n.phase === 'blocked')
+        .map(([name]) => name),
       skipped: status.skipped,
     };
   };
   const c = rolloutControls({ cluster, status, statusQuery, childId, memo, noun: 'upgrade', onBlockedChange: reportToFleet });
   const { note, setPhase, updateMemo, gate } = c;
-  const runNode = async (node: string, step: NodeUpgradeInput['step'], extra: Partial<NodeUpgradeInput> = {}): Promise<NodeUpgradeResult> => {
+  const runNode = async (
+    node: string,
+    step: NodeUpgradeInput['step'],
+    extra: Partial<NodeUpgradeInput> = {},
+  ): Promise<NodeUpgradeResult> => {
     const role = plan.rollout.controlPlanes.includes(node) ? 'control-plane' : 'worker';
     const state = (status.nodes[node] ??= { phase: 'pending' });
     state.phase = step === 'control-plane' ? 'upgrading-control-plane' : 'draining';
@@ -80,9 +124,21 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     const result = await executeChild(nodeUpgradeWorkflow, {
       workflowId: childId(node),
       staticSummary: step === 'control-plane' ? `control plane of ${node} to v${hop}` : `${node}: drain, kubelet v${hop}, uncordon`,
-      args: [{ cluster, node, role, version: hop, step, owner, kubeletTimeoutSeconds: policy.kubeletTimeoutSeconds,
-        verifySeconds: policy.verifySeconds, ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
-        ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }), ...extra }],
+      args: [
+        {
+          cluster,
+          node,
+          role,
+          version: hop,
+          step,
+          owner,
+          kubeletTimeoutSeconds: policy.kubeletTimeoutSeconds,
+          verifySeconds: policy.verifySeconds,
+          ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
+          ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
+          ...extra,
+        },
+      ],
     });
     state.phase = result.outcome === 'done' ? (step === 'control-plane' ? 'pending' : 'done') : result.outcome;
     state.finishedAt = nowIso();
@@ -124,7 +180,14 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
   let live: Awaited<ReturnType<typeof a.takeInventory>> | undefined;
   /** Disruptive phases start only inside these (the cluster configuration's `maintenanceWindows`). */
   let windows: MaintenanceWindow[] = input.carried?.plan.windows ?? [];
-  const windowWait: WindowWaitContext = { status, get windows() { return windows; }, aborted: () => c.aborted() !== undefined, setPhase };
+  const windowWait: WindowWaitContext = {
+    status,
+    get windows() {
+      return windows;
+    },
+    aborted: () => c.aborted() !== undefined,
+    setPhase,
+  };
   if (input.carried) {
     plan = input.carried.plan;
   } else {
@@ -134,7 +197,10 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       // control-plane phase) is not another one.
       const other = await a.findRunningRollout({ cluster, ignore: [owner, workflowInfo().parent?.workflowId ?? owner] });
       if (other.running) {
-        throw ApplicationFailure.nonRetryable(`refusing to start: ${other.workflowId ?? 'another rollout'} of ${cluster} is running (since ${other.startedAt ?? '?'}): upgrade once it ends`, WORKFLOW_FAILURE.RolloutRunning);
+        throw ApplicationFailure.nonRetryable(
+          `refusing to start: ${other.workflowId ?? 'another rollout'} of ${cluster} is running (since ${other.startedAt ?? '?'}): upgrade once it ends`,
+          WORKFLOW_FAILURE.RolloutRunning,
+        );
       }
     }
     // Plan: the inventory, what the repository offers, and the rules' verdict, before touching anything.
@@ -143,7 +209,9 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     windows = inventory.maintenanceWindows ?? [];
     // `to` only names a repository file that cannot offer the target in the failure (an argument: replay-safe).
     const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '', to: input.to });
-    let full: UpgradePlan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: input.to, available, policy, packageManager: inventory.packageManager }));
+    let full: UpgradePlan = applyRule(() =>
+      planUpgrade({ inventory: inventory.skew, to: input.to, available, policy, packageManager: inventory.packageManager }),
+    );
     if (input.controlPlaneOnly) {
       // Every step judged again without the workers' steps: they stay at their version through the hops.
       const workers = Object.keys(full.rollout.stageLabels).filter((n) => !full.rollout.controlPlanes.includes(n));
@@ -171,12 +239,20 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     ]);
     updateMemo();
     if (!full.skew.compliant) throw skewFailure('refusing to start', full.skew.failure);
-    const refusals = preflightRefusals(inventory, policy.acknowledge, { from: full.from, hops: full.hops, to: describeTarget(full.target) });
-    if (refusals.length > 0) throw ApplicationFailure.nonRetryable(`refusing to start: ${refusals.join('; ')}`, WORKFLOW_FAILURE.PreflightBlocked);
+    const refusals = preflightRefusals(inventory, policy.acknowledge, {
+      from: full.from,
+      hops: full.hops,
+      to: describeTarget(full.target),
+    });
+    if (refusals.length > 0)
+      throw ApplicationFailure.nonRetryable(`refusing to start: ${refusals.join('; ')}`, WORKFLOW_FAILURE.PreflightBlocked);
     // Not a refusal: each such node's drain will stop and wait for the operator (skip or force).
     const moving = new Set(Object.keys(full.rollout.stageLabels));
     for (const pod of inventory.barePods ?? []) {
-      if (moving.has(pod.node)) note(`the drain of ${pod.node} will block on ${pod.namespace}/${pod.name} (no controller): skewless resolve ${cluster} --node ${pod.node} --action skip|force when it does`);
+      if (moving.has(pod.node))
+        note(
+          `the drain of ${pod.node} will block on ${pod.namespace}/${pod.name} (no controller): skewless resolve ${cluster} --node ${pod.node} --action skip|force when it does`,
+        );
     }
   }
 
@@ -209,7 +285,14 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
         if (finishing) startHop(work);
         setPhase('backup');
         const snap = await a.snapshotEtcd({ cluster, node: first, hop });
-        status.snapshots.push({ hop, remotePath: snap.remotePath, localPath: snap.localPath, sizeBytes: snap.sizeBytes, sha256: snap.sha256, revision: snap.revision });
+        status.snapshots.push({
+          hop,
+          remotePath: snap.remotePath,
+          localPath: snap.localPath,
+          sizeBytes: snap.sizeBytes,
+          sha256: snap.sha256,
+          revision: snap.revision,
+        });
         setPhase('preflight');
         if (work.controlPlanes.length > 0) {
           // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
@@ -224,7 +307,8 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
           if (c.aborted()) break;
           await runNode(cp, 'control-plane', { first: i === 0 && work.apply });
         }
-        for (const cp of rollout.controlPlanes.filter(kubeletMoves)) if (!c.aborted()) await c.window([cp], 1, (node) => runNode(node, 'node'));
+        for (const cp of rollout.controlPlanes.filter(kubeletMoves))
+          if (!c.aborted()) await c.window([cp], 1, (node) => runNode(node, 'node'));
         if (!c.aborted()) await gate(`workers-${hop}`, policy.approveWorkers ?? false);
         setPhase('workers');
       }
@@ -232,7 +316,7 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
         if (k > startPhase) await continueIfLong({ hop: h, phase: k });
         const phase = workerPhases[k] as (typeof workerPhases)[number];
         // Each phase starts inside a maintenance window; a phase in flight when it closes finishes its nodes.
-        if (await waitForWindow(windowWait, phase.stage) === 'aborted') break;
+        if ((await waitForWindow(windowWait, phase.stage)) === 'aborted') break;
         const nodes = phase.nodes.filter(kubeletMoves);
         if (nodes.length === 0) continue; // every node of the phase is already at the hop: no verify, no gate
         await c.window(nodes, phase.maxUnavailable, (node) => runNode(node, 'node'));
@@ -247,7 +331,11 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
       setPhase('verify');
       const after = await a.takeInventory({ cluster });
       const skew = checkSkew(after.skew, { topology: 'kubeadm' });
-      if (!skew.compliant) throw ApplicationFailure.nonRetryable(`after ${hop} the cluster breaks the skew policy: ${skew.violations.map((v) => v.rule).join('; ')}`, WORKFLOW_FAILURE.SkewViolation);
+      if (!skew.compliant)
+        throw ApplicationFailure.nonRetryable(
+          `after ${hop} the cluster breaks the skew policy: ${skew.violations.map((v) => v.rule).join('; ')}`,
+          WORKFLOW_FAILURE.SkewViolation,
+        );
       note(`hop ${hop} done`);
       if (h + 1 < plan.hops.length) await continueIfLong({ hop: h + 1, phase: -1 });
     }

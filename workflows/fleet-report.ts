@@ -9,7 +9,9 @@ export function blockedReasons(status: UpgradeStatus): string[] {
     .filter(([, n]) => n.phase === 'blocked' && n.blocked)
     .map(([node, n]) => {
       const b = n.blocked as NonNullable<typeof n.blocked>;
-      return b.kind === 'StepFailed' ? `node ${node}: ${b.summary} failed (${b.failure})` : `node ${node}: drain ${b.kind === 'DrainRefused' ? 'refused' : 'blocked'} (${b.message})`;
+      return b.kind === 'StepFailed'
+        ? `node ${node}: ${b.summary} failed (${b.failure})`
+        : `node ${node}: drain ${b.kind === 'DrainRefused' ? 'refused' : 'blocked'} (${b.message})`;
     });
   if (status.halted) reasons.push(`halted after ${status.halted.after} of ${status.halted.hop}: ${status.halted.message}`);
   return reasons;

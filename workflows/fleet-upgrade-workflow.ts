@@ -1,14 +1,28 @@
 import {
-  ActivityFailure, allHandlersFinished, ChildWorkflowCancellationType, ChildWorkflowFailure, condition, executeChild,
-  getExternalWorkflowHandle, ParentClosePolicy, setHandler, upsertMemo, upsertSearchAttributes,
+  ActivityFailure,
+  allHandlersFinished,
+  ChildWorkflowCancellationType,
+  ChildWorkflowFailure,
+  condition,
+  executeChild,
+  getExternalWorkflowHandle,
+  ParentClosePolicy,
+  setHandler,
+  upsertMemo,
+  upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { describeTarget, planUpgrade, type FleetPolicy, type FleetSpec } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { clusterUpgradeWorkflow, type UpgradePolicy } from './cluster-upgrade-workflow.js';
 import {
-  approveClusterUpdate, clusterReportSignal, fleetStatusQuery, resolveClusterUpdate,
-  type ClusterResolution, type FleetClusterState, type FleetStatus,
+  approveClusterUpdate,
+  clusterReportSignal,
+  fleetStatusQuery,
+  resolveClusterUpdate,
+  type ClusterResolution,
+  type FleetClusterState,
+  type FleetStatus,
 } from './fleet-messages.js';
 import { applyRule } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
@@ -47,8 +61,21 @@ function rootMessage(err: unknown): string {
 export async function fleetUpgradeWorkflow(input: FleetInput): Promise<FleetStatus> {
   const spec = input.fleet;
   const status: FleetStatus = {
-    fleet: spec.name, phase: 'running', paused: false, maxParallel: spec.maxParallel, events: [],
-    clusters: spec.clusters.map((c) => ({ cluster: c.cluster, stage: c.stage, stageIndex: c.stageIndex, to: c.to, workflowId: `upgrade/${c.cluster}`, approve: c.approve, phase: 'pending', attempts: 0 })),
+    fleet: spec.name,
+    phase: 'running',
+    paused: false,
+    maxParallel: spec.maxParallel,
+    events: [],
+    clusters: spec.clusters.map((c) => ({
+      cluster: c.cluster,
+      stage: c.stage,
+      stageIndex: c.stageIndex,
+      to: c.to,
+      workflowId: `upgrade/${c.cluster}`,
+      approve: c.approve,
+      phase: 'pending',
+      attempts: 0,
+    })),
   };
   const note = (text: string) => status.events.push(text);
   let aborted: string | undefined;
@@ -60,13 +87,17 @@ export async function fleetUpgradeWorkflow(input: FleetInput): Promise<FleetStat
   const inFlight = () => status.clusters.filter((c) => c.phase === 'running' || c.phase === 'blocked').length;
   const refresh = () => {
     const stop = stoppedBy();
-    if (stop) status.line = `${stop.cluster} ${stop.phase}: ${stop.phase === 'blocked' ? (stop.blocked ?? []).join('; ') : stop.message ?? ''}`;
+    if (stop)
+      status.line = `${stop.cluster} ${stop.phase}: ${stop.phase === 'blocked' ? (stop.blocked ?? []).join('; ') : (stop.message ?? '')}`;
     else delete status.line;
     if (status.phase !== 'done' && status.phase !== 'aborted') status.phase = stop ? 'line-stopped' : status.paused ? 'paused' : 'running';
     const names = (phase: string) => status.clusters.filter((c) => c.phase === phase).map((c) => c.cluster);
     const memo = {
       progress: `${status.clusters.filter((c) => ENDED.has(c.phase)).length}/${status.clusters.length} clusters done`,
-      running: names('running'), blocked: names('blocked'), failed: [...names('failed'), ...names('aborted')], skipped: names('skipped'),
+      running: names('running'),
+      blocked: names('blocked'),
+      failed: [...names('failed'), ...names('aborted')],
+      skipped: names('skipped'),
       line: status.line ?? null,
     };
     // Only changes reach history: a fleet of hundreds of clusters must not write a memo per report.
@@ -77,15 +108,25 @@ export async function fleetUpgradeWorkflow(input: FleetInput): Promise<FleetStat
   const shown = { memo: '', phase: '' };
 
   setHandler(fleetStatusQuery, () => status);
-  setHandler(pauseSignal, (p) => { status.paused = true; note(`paused by ${p.by}${p.reason ? `: ${p.reason}` : ''}: no further cluster starts`); refresh(); });
-  setHandler(resumeSignal, (p) => { status.paused = false; note(`resumed by ${p.by}`); refresh(); });
+  setHandler(pauseSignal, (p) => {
+    status.paused = true;
+    note(`paused by ${p.by}${p.reason ? `: ${p.reason}` : ''}: no further cluster starts`);
+    refresh();
+  });
+  setHandler(resumeSignal, (p) => {
+    status.paused = false;
+    note(`resumed by ${p.by}`);
+    refresh();
+  });
   setHandler(abortSignal, async (p) => {
     if (aborted) return;
     aborted = `aborted by ${p.by}${p.reason ? `: ${p.reason}` : ''}`;
     note(`${aborted}: no further cluster starts; the running upgrades are asked to abort`);
     for (const c of status.clusters.filter((c) => c.phase === 'running' || c.phase === 'blocked')) {
       // Deliberate swallow: an upgrade that ended meanwhile (or not started yet) cannot hear it, and must not fail the fleet.
-      await getExternalWorkflowHandle(c.workflowId).signal(abortSignal, { by: p.by, reason: `fleet ${spec.name} ${aborted}` }).catch(() => undefined);
+      await getExternalWorkflowHandle(c.workflowId)
+        .signal(abortSignal, { by: p.by, reason: `fleet ${spec.name} ${aborted}` })
+        .catch(() => undefined);
     }
   });
   setHandler(clusterReportSignal, (r) => {
@@ -104,36 +145,46 @@ export async function fleetUpgradeWorkflow(input: FleetInput): Promise<FleetStat
     }
     refresh();
   });
-  setHandler(approveClusterUpdate, (a) => {
-    const c = stateOf(a.cluster) as FleetClusterState;
-    c.approvedBy = a.by;
-    note(`start of ${c.cluster} approved by ${a.by}${a.comment ? `: ${a.comment}` : ''}`);
-    return c;
-  }, {
-    validator: (a) => {
-      const c = stateOf(a.cluster);
-      if (!c) throw new Error(`no cluster ${a.cluster} in fleet ${spec.name}`);
-      if (!c.approve) throw new Error(`${a.cluster} has no approval gate`);
-      if (c.approvedBy || (c.phase !== 'pending' && c.phase !== 'waiting-approval')) throw new Error(`${a.cluster} is already approved`);
-      if (!a.by) throw new Error('an approval needs a "by"');
+  setHandler(
+    approveClusterUpdate,
+    (a) => {
+      const c = stateOf(a.cluster) as FleetClusterState;
+      c.approvedBy = a.by;
+      note(`start of ${c.cluster} approved by ${a.by}${a.comment ? `: ${a.comment}` : ''}`);
+      return c;
     },
-  });
-  setHandler(resolveClusterUpdate, (r) => {
-    const c = stateOf(r.cluster) as FleetClusterState;
-    note(`${c.cluster} (${c.phase}) resolved by ${r.by}: ${r.action}${r.comment ? ` (${r.comment})` : ''}`);
-    resolutions[r.cluster] = r;
-    return c;
-  }, {
-    validator: (r) => {
-      const c = stateOf(r.cluster);
-      if (!c) throw new Error(`no cluster ${r.cluster} in fleet ${spec.name}`);
-      if (r.action !== 'retry' && r.action !== 'skip') throw new Error(`a cluster is retried or skipped, not ${String(r.action)}`);
-      if (c.phase === 'blocked') throw new Error(`${r.cluster}'s upgrade is blocked, not failed: answer it with "skewless resolve ${r.cluster}"`);
-      if (c.phase !== 'failed' && c.phase !== 'aborted') throw new Error(`${r.cluster} is ${c.phase}: only a failed or aborted cluster is retried or skipped`);
-      if (resolutions[r.cluster]) throw new Error(`${r.cluster} is already resolved`);
-      if (!r.by) throw new Error('a resolution needs a "by"');
+    {
+      validator: (a) => {
+        const c = stateOf(a.cluster);
+        if (!c) throw new Error(`no cluster ${a.cluster} in fleet ${spec.name}`);
+        if (!c.approve) throw new Error(`${a.cluster} has no approval gate`);
+        if (c.approvedBy || (c.phase !== 'pending' && c.phase !== 'waiting-approval')) throw new Error(`${a.cluster} is already approved`);
+        if (!a.by) throw new Error('an approval needs a "by"');
+      },
     },
-  });
+  );
+  setHandler(
+    resolveClusterUpdate,
+    (r) => {
+      const c = stateOf(r.cluster) as FleetClusterState;
+      note(`${c.cluster} (${c.phase}) resolved by ${r.by}: ${r.action}${r.comment ? ` (${r.comment})` : ''}`);
+      resolutions[r.cluster] = r;
+      return c;
+    },
+    {
+      validator: (r) => {
+        const c = stateOf(r.cluster);
+        if (!c) throw new Error(`no cluster ${r.cluster} in fleet ${spec.name}`);
+        if (r.action !== 'retry' && r.action !== 'skip') throw new Error(`a cluster is retried or skipped, not ${String(r.action)}`);
+        if (c.phase === 'blocked')
+          throw new Error(`${r.cluster}'s upgrade is blocked, not failed: answer it with "skewless resolve ${r.cluster}"`);
+        if (c.phase !== 'failed' && c.phase !== 'aborted')
+          throw new Error(`${r.cluster} is ${c.phase}: only a failed or aborted cluster is retried or skipped`);
+        if (resolutions[r.cluster]) throw new Error(`${r.cluster} is already resolved`);
+        if (!r.by) throw new Error('a resolution needs a "by"');
+      },
+    },
+  );
 
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.fleet, value: spec.name }]);
   refresh();
@@ -153,11 +204,17 @@ export async function fleetUpgradeWorkflow(input: FleetInput): Promise<FleetStat
         // (nothing to do), not a failed upgrade; and the upgrade goes to the exact version planned now.
         const inventory = await a.takeInventory({ cluster: c.cluster });
         const available = await a.availableVersions({ cluster: c.cluster, node: inventory.skew.apiservers[0]?.node ?? '', to: c.to });
-        const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to: c.to, available, policy, packageManager: inventory.packageManager }));
+        const plan = applyRule(() =>
+          planUpgrade({ inventory: inventory.skew, to: c.to, available, policy, packageManager: inventory.packageManager }),
+        );
         const version = plan.hops.at(-1);
         if (version === undefined) {
           const why = plan.target.nothingToDo ? describeTarget(plan.target) : `already at ${plan.from} (target ${c.to})`;
-          Object.assign(c, { phase: 'done', result: { from: plan.from, to: plan.from, outcome: `nothing to do: ${why}` }, finishedAt: nowIso() });
+          Object.assign(c, {
+            phase: 'done',
+            result: { from: plan.from, to: plan.from, outcome: `nothing to do: ${why}` },
+            finishedAt: nowIso(),
+          });
           note(`${c.cluster} done: nothing to do: ${why}`);
           refresh();
           return;
@@ -175,13 +232,18 @@ export async function fleetUpgradeWorkflow(input: FleetInput): Promise<FleetStat
         if (c.phase === 'aborted') c.message = result.outcome ?? 'aborted';
       } catch (err) {
         c.phase = 'failed';
-        c.message = err instanceof WorkflowExecutionAlreadyStartedError
-          ? `${c.workflowId} is already running (started outside this fleet): retry once it has ended, or skip`
-          : rootMessage(err);
+        c.message =
+          err instanceof WorkflowExecutionAlreadyStartedError
+            ? `${c.workflowId} is already running (started outside this fleet): retry once it has ended, or skip`
+            : rootMessage(err);
       }
       c.finishedAt = nowIso();
       delete c.blocked;
-      note(c.phase === 'done' ? `${c.cluster} done: ${c.result?.outcome}` : `${c.cluster} ${c.phase}: ${c.message}${aborted ? '' : `: the line stops (skewless fleet resolve ${spec.name} --cluster ${c.cluster} --action retry|skip)`}`);
+      note(
+        c.phase === 'done'
+          ? `${c.cluster} done: ${c.result?.outcome}`
+          : `${c.cluster} ${c.phase}: ${c.message}${aborted ? '' : `: the line stops (skewless fleet resolve ${spec.name} --cluster ${c.cluster} --action retry|skip)`}`,
+      );
       refresh();
       if (c.phase === 'done' || aborted) return;
       resolutions[c.cluster] = undefined;
@@ -201,7 +263,10 @@ export async function fleetUpgradeWorkflow(input: FleetInput): Promise<FleetStat
   for (const [i, c] of status.clusters.entries()) {
     const policy = (spec.clusters[i] as FleetSpec['clusters'][number]).policy;
     // Its stage's turn (every cluster of earlier stages done or skipped), the line moving, a free slot.
-    const ready = () => !status.paused && !stoppedBy() && inFlight() < spec.maxParallel &&
+    const ready = () =>
+      !status.paused &&
+      !stoppedBy() &&
+      inFlight() < spec.maxParallel &&
       status.clusters.every((o) => o.stageIndex >= c.stageIndex || ENDED.has(o.phase));
     await condition(() => aborted !== undefined || ready());
     if (aborted) break;

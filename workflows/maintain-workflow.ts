@@ -1,5 +1,19 @@
-import { ApplicationFailure, allHandlersFinished, condition, executeChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { MAINTENANCE_POLICY_KEYS, planRollout, withDefaults, type MaintenancePolicy, type PlanNode, type RolloutPlan } from '../rules/index.js';
+import {
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  executeChild,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import {
+  MAINTENANCE_POLICY_KEYS,
+  planRollout,
+  withDefaults,
+  type MaintenancePolicy,
+  type PlanNode,
+  type RolloutPlan,
+} from '../rules/index.js';
 import { WORKFLOW_FAILURE, type FailureType } from '../contracts/failure-types.js';
 import { activities as a } from './activities-proxy.js';
 import { maintenanceStatusQuery, type MaintenanceStatus } from './maintenance-messages.js';
@@ -27,7 +41,8 @@ export interface MaintainInput {
 }
 
 const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
-const refuse = (message: string, type: FailureType = WORKFLOW_FAILURE.PreflightBlocked) => ApplicationFailure.nonRetryable(`refusing to start: ${message}`, type);
+const refuse = (message: string, type: FailureType = WORKFLOW_FAILURE.PreflightBlocked) =>
+  ApplicationFailure.nonRetryable(`refusing to start: ${message}`, type);
 
 /**
  * OS maintenance of a set of nodes, workflow id `maintain/<cluster>`: control planes one at a time,
@@ -42,15 +57,29 @@ export async function maintainWorkflow(input: MaintainInput): Promise<Maintenanc
   const policy = withDefaults(input.policy);
   const owner = workflowInfo().workflowId;
   const status: MaintenanceStatus = {
-    kind: 'maintenance', cluster, phase: 'inventory', paused: false, nodes: {}, gates: [], events: [], skipped: [], forced: [],
-    ...(input.selector === undefined ? {} : { selector: input.selector }), ...(input.nodes === undefined ? {} : { requested: input.nodes }),
+    kind: 'maintenance',
+    cluster,
+    phase: 'inventory',
+    paused: false,
+    nodes: {},
+    gates: [],
+    events: [],
+    skipped: [],
+    forced: [],
+    ...(input.selector === undefined ? {} : { selector: input.selector }),
+    ...(input.nodes === undefined ? {} : { requested: input.nodes }),
   };
   const memo = () => {
     const nodes = Object.values(status.nodes);
     return {
-      kind: 'maintenance', selector: status.selector ?? status.requested?.join(',') ?? null, phase: status.phase, paused: status.paused,
+      kind: 'maintenance',
+      selector: status.selector ?? status.requested?.join(',') ?? null,
+      phase: status.phase,
+      paused: status.paused,
       progress: `${nodes.filter((n) => n.phase === 'done').length}/${nodes.length} nodes done`,
-      blocked: Object.entries(status.nodes).filter(([, n]) => n.phase === 'blocked').map(([name]) => name),
+      blocked: Object.entries(status.nodes)
+        .filter(([, n]) => n.phase === 'blocked')
+        .map(([name]) => name),
       skipped: status.skipped,
     };
   };
@@ -64,26 +93,49 @@ export async function maintainWorkflow(input: MaintainInput): Promise<Maintenanc
 
   // Pre-flight, read-only: nothing is cordoned or labelled before every check passed.
   const other = await a.findRunningRollout({ cluster, ignore: [owner] });
-  if (other.running) throw refuse(`${other.workflowId ?? 'another rollout'} is running (since ${other.startedAt ?? '?'}): maintain after it ends`, WORKFLOW_FAILURE.RolloutRunning);
-  const facts = await a.planMaintenance({ cluster, ...(input.selector === undefined ? {} : { selector: input.selector }),
-    ...(input.nodes === undefined ? {} : { nodes: input.nodes }), ...(policy.forcePods?.length ? { force: policy.forcePods } : {}) });
-  if (!facts.hasCommand) throw refuse(`cluster ${cluster} has no maintenance.command in its configuration (the worker's ${cluster}.yaml)`, 'ClusterConfigInvalid');
+  if (other.running)
+    throw refuse(
+      `${other.workflowId ?? 'another rollout'} is running (since ${other.startedAt ?? '?'}): maintain after it ends`,
+      WORKFLOW_FAILURE.RolloutRunning,
+    );
+  const facts = await a.planMaintenance({
+    cluster,
+    ...(input.selector === undefined ? {} : { selector: input.selector }),
+    ...(input.nodes === undefined ? {} : { nodes: input.nodes }),
+    ...(policy.forcePods?.length ? { force: policy.forcePods } : {}),
+  });
+  if (!facts.hasCommand)
+    throw refuse(
+      `cluster ${cluster} has no maintenance.command in its configuration (the worker's ${cluster}.yaml)`,
+      'ClusterConfigInvalid',
+    );
   if (facts.missing.length > 0) throw refuse(`no node ${facts.missing.join(', ')} in cluster ${cluster}`, WORKFLOW_FAILURE.UnknownNode);
   if (facts.nodes.length === 0) throw refuse(`no node of ${cluster} matches ${input.selector ?? 'the names given'}`);
   const notReady = facts.nodes.filter((n) => !n.ready).map((n) => n.name);
   if (notReady.length > 0) throw refuse(`node ${notReady.join(', ')} is NotReady: a drain there would wait on pods that cannot move`);
   if (facts.unmanaged.length > 0) {
-    throw refuse(`pods that no controller manages would not come back after the reboot: ${facts.unmanaged.map((p) => `${p.namespace}/${p.name} on ${p.node}`).join(', ')}; `
-      + 'force each with --force-pod NAMESPACE/NAME to let it go', WORKFLOW_FAILURE.UnmanagedPods);
+    throw refuse(
+      `pods that no controller manages would not come back after the reboot: ${facts.unmanaged.map((p) => `${p.namespace}/${p.name} on ${p.node}`).join(', ')}; ` +
+        'force each with --force-pod NAMESPACE/NAME to let it go',
+      WORKFLOW_FAILURE.UnmanagedPods,
+    );
   }
   status.forced = facts.forced;
   const unseen = (policy.forcePods ?? []).filter((p) => !facts.forced.includes(p));
   if (unseen.length) note(`forced pods not on the selected nodes (nothing to force): ${unseen.join(', ')}`);
   if (facts.forced.length) note(`forced by the operator, deleted by their node's drain: ${facts.forced.join(', ')}`);
 
-  const plan: RolloutPlan = applyRule(() => planRollout(facts.nodes.map((n): PlanNode => ({ name: n.name, role: n.role })),
-    { ...(policy.canary === undefined ? {} : { canary: policy.canary }), ...(policy.batchSize === undefined ? {} : { batchSize: policy.batchSize }),
-      ...(policy.maxUnavailable === undefined ? {} : { maxUnavailable: policy.maxUnavailable }) }, { requireControlPlane: false }));
+  const plan: RolloutPlan = applyRule(() =>
+    planRollout(
+      facts.nodes.map((n): PlanNode => ({ name: n.name, role: n.role })),
+      {
+        ...(policy.canary === undefined ? {} : { canary: policy.canary }),
+        ...(policy.batchSize === undefined ? {} : { batchSize: policy.batchSize }),
+        ...(policy.maxUnavailable === undefined ? {} : { maxUnavailable: policy.maxUnavailable }),
+      },
+      { requireControlPlane: false },
+    ),
+  );
   for (const [node, stage] of Object.entries(plan.stageLabels)) status.nodes[node] = { phase: 'pending', stage };
   note(`maintenance of ${facts.nodes.length} nodes: ${plan.phases.map((p) => `${p.stage} ${p.nodes.join(',')}`).join('; ')}`);
 
@@ -95,12 +147,23 @@ export async function maintainWorkflow(input: MaintainInput): Promise<Maintenanc
     const result = await executeChild(nodeUpgradeWorkflow, {
       workflowId: childId(node),
       staticSummary: `${node}: drain, OS maintenance, reboot, uncordon`,
-      args: [{ cluster, node, role, version: '', step: 'maintain', owner, kubeletTimeoutSeconds: 300, verifySeconds: policy.verifySeconds,
-        rebootTimeoutSeconds: policy.rebootTimeoutSeconds,
-        // Every child gets the whole list: a drain only deletes the named pods it finds on its node.
-        ...(facts.forced.length ? { force: facts.forced } : {}),
-        ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
-        ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }) }],
+      args: [
+        {
+          cluster,
+          node,
+          role,
+          version: '',
+          step: 'maintain',
+          owner,
+          kubeletTimeoutSeconds: 300,
+          verifySeconds: policy.verifySeconds,
+          rebootTimeoutSeconds: policy.rebootTimeoutSeconds,
+          // Every child gets the whole list: a drain only deletes the named pods it finds on its node.
+          ...(facts.forced.length ? { force: facts.forced } : {}),
+          ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
+          ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
+        },
+      ],
     });
     state.phase = result.outcome;
     state.finishedAt = nowIso();
@@ -119,10 +182,15 @@ export async function maintainWorkflow(input: MaintainInput): Promise<Maintenanc
     setPhase('preflight');
     await a.setStageLabels({ cluster, labels: plan.stageLabels, owner });
     // Reboots are disruptive like an upgrade's phases: each starts only inside a maintenance window.
-    const windowWait: WindowWaitContext = { status, windows: facts.maintenanceWindows ?? [], aborted: () => c.aborted() !== undefined, setPhase };
+    const windowWait: WindowWaitContext = {
+      status,
+      windows: facts.maintenanceWindows ?? [],
+      aborted: () => c.aborted() !== undefined,
+      setPhase,
+    };
     for (const phase of plan.phases) {
       if (c.aborted()) break;
-      if (await waitForWindow(windowWait, phase.stage) === 'aborted') break;
+      if ((await waitForWindow(windowWait, phase.stage)) === 'aborted') break;
       setPhase(phase.kind === 'control-plane' ? 'control-plane' : 'workers');
       // Control planes one at a time (their phases hold one node each); workers at most maxUnavailable at once.
       await c.window(phase.nodes, phase.maxUnavailable, runNode);
@@ -136,7 +204,9 @@ export async function maintainWorkflow(input: MaintainInput): Promise<Maintenanc
     setPhase('failed');
     throw err;
   }
-  const done = Object.entries(status.nodes).filter(([, n]) => n.phase === 'done').map(([name]) => name);
+  const done = Object.entries(status.nodes)
+    .filter(([, n]) => n.phase === 'done')
+    .map(([name]) => name);
   if (c.aborted()) {
     await compensate(cluster, owner, Object.keys(plan.stageLabels), status);
     setPhase('aborted');

@@ -18,7 +18,9 @@ export function countNodeUpgraded(cluster: string, role: Role): void {
 
 /** A finished drain and how long it took (workflow time). */
 export function recordDrainSeconds(cluster: string, role: Role, seconds: number): void {
-  metricMeter.createHistogram(METRICS.drainSeconds, 'float', 's', 'Seconds from the first eviction to an empty node').record(Math.max(0, seconds), { cluster, role });
+  metricMeter
+    .createHistogram(METRICS.drainSeconds, 'float', 's', 'Seconds from the first eviction to an empty node')
+    .record(Math.max(0, seconds), { cluster, role });
 }
 
 /** How many nodes of this upgrade wait for the operator now. */
@@ -30,5 +32,7 @@ export function setBlockedNodes(cluster: string, nodes: Record<string, { phase: 
 /** A gate passed (or given up on abort) after this many seconds; `gate` is its name (`canary-1.33.7`), labelled by kind only. */
 export function recordGateWait(cluster: string, gate: string, by: 'approval' | 'soak', seconds: number): void {
   const kind = gate.replace(/-[^-]*$/, '');
-  metricMeter.createHistogram(METRICS.gateWaitSeconds, 'float', 's', 'Seconds a gate held the rollout').record(Math.max(0, seconds), { cluster, gate: kind, by });
+  metricMeter
+    .createHistogram(METRICS.gateWaitSeconds, 'float', 's', 'Seconds a gate held the rollout')
+    .record(Math.max(0, seconds), { cluster, gate: kind, by });
 }

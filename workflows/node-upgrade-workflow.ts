@@ -1,8 +1,24 @@
-import { ActivityFailure, ApplicationFailure, condition, getExternalWorkflowHandle, patched, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  condition,
+  getExternalWorkflowHandle,
+  patched,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { activitiesWithin } from './activities-proxy.js';
 import { countNodeUpgraded, recordDrainSeconds } from './metrics.js';
-import { drainResolutionSignal, nodeStatusQuery, type DrainBlock, type DrainResolution, type NodeBlock, type NodePhase, type NodeStatus } from './node-messages.js';
+import {
+  drainResolutionSignal,
+  nodeStatusQuery,
+  type DrainBlock,
+  type DrainResolution,
+  type NodeBlock,
+  type NodePhase,
+  type NodeStatus,
+} from './node-messages.js';
 import { stepBlockOf } from './step-block.js';
 import { SUMMARY_OF } from './step-summary.js';
 import { nodeBlockedSignal } from './upgrade-messages.js';
@@ -59,7 +75,10 @@ const drainBlockOf = (err: unknown): DrainBlock | undefined => {
 async function tellParent(node: string, block: NodeBlock | undefined, phase?: NodePhase): Promise<void> {
   const parent = workflowInfo().parent;
   if (!parent) return;
-  await getExternalWorkflowHandle(parent.workflowId).signal(nodeBlockedSignal, block ? { node, block } : { node, ...(phase ? { phase } : {}) });
+  await getExternalWorkflowHandle(parent.workflowId).signal(
+    nodeBlockedSignal,
+    block ? { node, block } : { node, ...(phase ? { phase } : {}) },
+  );
 }
 
 /** Unwinds the node's steps once the operator skipped or aborted it. */
@@ -89,7 +108,11 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
     if (status.phase === 'blocked') pending = resolution;
   });
   const result = (outcome: NodeUpgradeResult['outcome']): NodeUpgradeResult => ({
-    node, outcome, cordonedByUs, forced: status.forced, resolutions: status.resolutions,
+    node,
+    outcome,
+    cordonedByUs,
+    forced: status.forced,
+    resolutions: status.resolutions,
     ...(status.drainSeconds === undefined ? {} : { drainSeconds: status.drainSeconds }),
   });
 
@@ -113,7 +136,11 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
    * Runs one step; if it fails (after its retry policy gave up) the node is blocked until the
    * operator answers: retry runs the step again, skip (where offered) and abort stop the node.
    */
-  const step = async <K extends keyof Activities>(name: K, args: Parameters<Activities[K]>[0], skippable = false): Promise<Awaited<ReturnType<Activities[K]>>> => {
+  const step = async <K extends keyof Activities>(
+    name: K,
+    args: Parameters<Activities[K]>[0],
+    skippable = false,
+  ): Promise<Awaited<ReturnType<Activities[K]>>> => {
     const call = a[name] as (arg: typeof args) => Promise<Awaited<ReturnType<Activities[K]>>>;
     for (;;) {
       try {
@@ -154,10 +181,16 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
     for (;;) {
       status.phase = 'draining';
       try {
-        await a.drainNode({ cluster, node, force: status.forced, ...(input.drainTimeoutSeconds ? { timeoutSeconds: input.drainTimeoutSeconds } : {}) });
+        await a.drainNode({
+          cluster,
+          node,
+          force: status.forced,
+          ...(input.drainTimeoutSeconds ? { timeoutSeconds: input.drainTimeoutSeconds } : {}),
+        });
         break;
       } catch (err) {
-        const block = drainBlockOf(err) ?? stepBlockOf(err, 'drainNode', SUMMARY_OF.drainNode({ cluster, node, force: status.forced }), true);
+        const block =
+          drainBlockOf(err) ?? stepBlockOf(err, 'drainNode', SUMMARY_OF.drainNode({ cluster, node, force: status.forced }), true);
         if (!block) throw err;
         const resolution = await waitForOperator(block);
         // A skipped node stays cordoned at its old version while the run goes on; the parent hands it back at the end.

@@ -9,9 +9,15 @@ type Inventory = Awaited<ReturnType<Activities['takeInventory']>>;
  * NotReady nodes.
  * One list for the upgrade (which refuses) and `plan --cluster` (which reports).
  */
-export function preflightRefusals(inventory: Inventory, acknowledge: readonly string[] = [], plan?: { from: string; hops: readonly string[]; to: string }): string[] {
+export function preflightRefusals(
+  inventory: Inventory,
+  acknowledge: readonly string[] = [],
+  plan?: { from: string; hops: readonly string[]; to: string },
+): string[] {
   return [
-    ...(plan && plan.hops.length === 0 ? [`nothing to upgrade: the control plane and every node are already at ${plan.from} (target ${plan.to})`] : []),
+    ...(plan && plan.hops.length === 0
+      ? [`nothing to upgrade: the control plane and every node are already at ${plan.from} (target ${plan.to})`]
+      : []),
     // What the inventory could not read is invisible to the skew check (a kubelet whose version is unreadable).
     ...(inventory.problems ?? []).map((p) => `the inventory cannot read the cluster fully: ${p}`),
     ...inventory.pdbFindings

@@ -7,7 +7,8 @@ import type { GateState } from './upgrade-messages.js';
  * own wire names (approve, pause, resume, abort: upgrade-messages.ts); only the status differs.
  */
 
-export type RestorePhase = 'planning' | 'checking' | 'gate' | 'stopping' | 'restoring' | 'starting' | 'verifying' | 'done' | 'failed' | 'aborted';
+export type RestorePhase =
+  'planning' | 'checking' | 'gate' | 'stopping' | 'restoring' | 'starting' | 'verifying' | 'done' | 'failed' | 'aborted';
 
 /** Where each control plane is: its member checked, stopped, restored (data dir swapped), started. */
 export type MemberPhase = 'pending' | 'checked' | 'stopped' | 'restored' | 'started';

@@ -1,4 +1,13 @@
-import { ActivityFailure, ApplicationFailure, allHandlersFinished, condition, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  setHandler,
+  upsertMemo,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { activities as a } from './activities-proxy.js';
 import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
 import { handleApprovals } from './approvals.js';
@@ -34,12 +43,23 @@ export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatu
   const swapped = () => status.members.some((m) => m.phase === 'restored' || m.phase === 'started');
 
   setHandler(restoreStatusQuery, () => status);
-  setHandler(pauseSignal, (p) => { status.paused = true; note(`paused by ${p.by}${p.reason ? `: ${p.reason}` : ''}`); });
-  setHandler(resumeSignal, (p) => { status.paused = false; note(`resumed by ${p.by}`); });
+  setHandler(pauseSignal, (p) => {
+    status.paused = true;
+    note(`paused by ${p.by}${p.reason ? `: ${p.reason}` : ''}`);
+  });
+  setHandler(resumeSignal, (p) => {
+    status.paused = false;
+    note(`resumed by ${p.by}`);
+  });
   setHandler(abortSignal, (p) => {
     const who = `${p.by}${p.reason ? `: ${p.reason}` : ''}`;
     if (swapped()) {
-      note(`abort by ${who} refused: etcd data has been restored on ${status.members.filter((m) => m.phase !== 'stopped').map((m) => m.node).join(', ')}; the restore completes`);
+      note(
+        `abort by ${who} refused: etcd data has been restored on ${status.members
+          .filter((m) => m.phase !== 'stopped')
+          .map((m) => m.node)
+          .join(', ')}; the restore completes`,
+      );
       return;
     }
     aborted ??= `aborted by ${who}`;
@@ -50,17 +70,26 @@ export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatu
   setPhase('planning');
 
   const running = await a.findRunningRollout({ cluster, ignore: [workflowInfo().workflowId] });
-  if (running.running) throw ApplicationFailure.nonRetryable(`refusing to restore ${cluster}: ${running.workflowId ?? 'another rollout'} is running (abort it first)`, WORKFLOW_FAILURE.RolloutRunning);
+  if (running.running)
+    throw ApplicationFailure.nonRetryable(
+      `refusing to restore ${cluster}: ${running.workflowId ?? 'another rollout'} is running (abort it first)`,
+      WORKFLOW_FAILURE.RolloutRunning,
+    );
   const plan = await a.planRestore({
-    cluster, ...(input.hop !== undefined ? { hop: input.hop } : {}), ...(input.snapshotPath !== undefined ? { snapshotPath: input.snapshotPath } : {}),
+    cluster,
+    ...(input.hop !== undefined ? { hop: input.hop } : {}),
+    ...(input.snapshotPath !== undefined ? { snapshotPath: input.snapshotPath } : {}),
     ...(input.controlPlanes ? { controlPlanes: input.controlPlanes } : {}),
   });
   status.snapshot = plan.snapshot;
   status.members = plan.members.map((m): MemberState => ({ ...m, phase: 'pending' }));
   const minRevision = plan.snapshot.revision + plan.bumpRevision;
-  status.loses = `everything written to ${cluster} after the snapshot${plan.snapshot.takenAt ? ` of ${plan.snapshot.takenAt}` : ''} (etcd revisions above ${plan.snapshot.revision}): `
-    + 'objects created, changed or deleted since then are lost; the control plane is down while etcd is restored';
-  note(`restore ${plan.snapshot.remotePath} (revision ${plan.snapshot.revision}, sha256 ${plan.snapshot.sha256}) to ${plan.members.map((m) => `${m.node} as ${m.name}`).join(', ')}`);
+  status.loses =
+    `everything written to ${cluster} after the snapshot${plan.snapshot.takenAt ? ` of ${plan.snapshot.takenAt}` : ''} (etcd revisions above ${plan.snapshot.revision}): ` +
+    'objects created, changed or deleted since then are lost; the control plane is down while etcd is restored';
+  note(
+    `restore ${plan.snapshot.remotePath} (revision ${plan.snapshot.revision}, sha256 ${plan.snapshot.sha256}) to ${plan.members.map((m) => `${m.node} as ${m.name}`).join(', ')}`,
+  );
 
   /** Runs `step` on each control plane in turn, paused between them; stops early on an abort if `abortable`. */
   const eachMember = async (phase: RestorePhase, abortable: boolean, step: (m: MemberState) => Promise<void>) => {
@@ -78,15 +107,23 @@ export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatu
     if (!swapped()) {
       // Nothing restored yet: what was stopped starts again on its old data.
       for (const m of status.members.filter((x) => x.phase === 'stopped')) {
-        await a.startStaticPods({ cluster, node: m.node }).then(() => { m.phase = 'checked'; }, () => note(`could not start the static pods on ${m.node} again`));
+        await a.startStaticPods({ cluster, node: m.node }).then(
+          () => {
+            m.phase = 'checked';
+          },
+          () => note(`could not start the static pods on ${m.node} again`),
+        );
       }
     }
     const where = status.members.map((m) => `${m.node} ${m.phase}`).join(', ');
     setPhase('failed');
     status.outcome = `restore failed while ${during}: ${cause?.message ?? (err as Error).message}; control planes: ${where}`;
     throw ApplicationFailure.create({
-      message: status.outcome, type: swapped() ? 'RestoreIncomplete' : 'RestoreFailed', nonRetryable: true,
-      details: [{ members: status.members, snapshot: status.snapshot }], ...(cause ? { cause } : {}),
+      message: status.outcome,
+      type: swapped() ? 'RestoreIncomplete' : 'RestoreFailed',
+      nonRetryable: true,
+      details: [{ members: status.members, snapshot: status.snapshot }],
+      ...(cause ? { cause } : {}),
     });
   };
 
@@ -97,7 +134,13 @@ export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatu
         const placed = await a.placeSnapshot({ cluster, node: m.node, hop: plan.snapshot.hop });
         if (placed.placed) note(`${m.node}: snapshot copied to ${placed.remotePath}`);
       }
-      await a.checkRestoreSnapshot({ cluster, node: m.node, remotePath: plan.snapshot.remotePath, sha256: plan.snapshot.sha256, revision: plan.snapshot.revision });
+      await a.checkRestoreSnapshot({
+        cluster,
+        node: m.node,
+        remotePath: plan.snapshot.remotePath,
+        sha256: plan.snapshot.sha256,
+        revision: plan.snapshot.revision,
+      });
       m.phase = 'checked';
     });
     if (!aborted) {
@@ -109,7 +152,11 @@ export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatu
     }
     if (!aborted) {
       await eachMember('stopping', true, async (m) => {
-        await a.stopStaticPods({ cluster, node: m.node, ...(input.stopTimeoutSeconds ? { timeoutSeconds: input.stopTimeoutSeconds } : {}) });
+        await a.stopStaticPods({
+          cluster,
+          node: m.node,
+          ...(input.stopTimeoutSeconds ? { timeoutSeconds: input.stopTimeoutSeconds } : {}),
+        });
         m.phase = 'stopped';
       });
     }
@@ -124,8 +171,15 @@ export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatu
       return status;
     }
     await eachMember('restoring', false, async (m) => {
-      const r = await a.restoreEtcdMember({ cluster, node: m.node, member: { node: m.node, name: m.name, peerUrl: m.peerUrl, dataDir: m.dataDir },
-        remotePath: plan.snapshot.remotePath, initialCluster: plan.initialCluster, bumpRevision: plan.bumpRevision, tag: plan.tag });
+      const r = await a.restoreEtcdMember({
+        cluster,
+        node: m.node,
+        member: { node: m.node, name: m.name, peerUrl: m.peerUrl, dataDir: m.dataDir },
+        remotePath: plan.snapshot.remotePath,
+        initialCluster: plan.initialCluster,
+        bumpRevision: plan.bumpRevision,
+        tag: plan.tag,
+      });
       Object.assign(m, { phase: 'restored', previousDataDir: r.previousDataDir });
       note(`${m.node}: ${m.dataDir} restored (the old one kept as ${r.previousDataDir})`);
     });
@@ -135,7 +189,12 @@ export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatu
     });
     // Every member answers on its control plane at the restored revision (or above: writes since the start).
     await eachMember('verifying', false, async (m) => {
-      const verified = await a.verifyEtcdRestore({ cluster, node: m.node, minRevision, ...(input.verifyTimeoutSeconds ? { timeoutSeconds: input.verifyTimeoutSeconds } : {}) });
+      const verified = await a.verifyEtcdRestore({
+        cluster,
+        node: m.node,
+        minRevision,
+        ...(input.verifyTimeoutSeconds ? { timeoutSeconds: input.verifyTimeoutSeconds } : {}),
+      });
       status.revision = Math.max(status.revision ?? 0, verified.revision);
     });
     await a.verifyRestoredApiserver({ cluster, ...(input.verifyTimeoutSeconds ? { timeoutSeconds: input.verifyTimeoutSeconds } : {}) });

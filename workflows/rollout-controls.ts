@@ -1,5 +1,11 @@
 import {
-  condition, getExternalWorkflowHandle, setHandler, sleep, upsertMemo, upsertSearchAttributes, type QueryDefinition,
+  condition,
+  getExternalWorkflowHandle,
+  setHandler,
+  sleep,
+  upsertMemo,
+  upsertSearchAttributes,
+  type QueryDefinition,
 } from '@temporalio/workflow';
 import { activities as a } from './activities-proxy.js';
 import { handleApprovals } from './approvals.js';
@@ -8,8 +14,17 @@ import { recordGateWait, setBlockedNodes } from './metrics.js';
 import { drainResolutionSignal } from './node-messages.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import {
-  abortSignal, nodeBlockedSignal, pauseSignal, resolveDrainUpdate, resumeSignal,
-  type GateState, type HaltResolution, type HaltState, type NodeState, type RolloutStatus, type UpgradePhase,
+  abortSignal,
+  nodeBlockedSignal,
+  pauseSignal,
+  resolveDrainUpdate,
+  resumeSignal,
+  type GateState,
+  type HaltResolution,
+  type HaltState,
+  type NodeState,
+  type RolloutStatus,
+  type UpgradePhase,
 } from './upgrade-messages.js';
 
 /**
@@ -71,15 +86,27 @@ export function rolloutControls<S extends RolloutStatus>(options: RolloutControl
   const updateMemo = () => upsertMemo(options.memo());
 
   setHandler(options.statusQuery, () => status);
-  setHandler(pauseSignal, (p) => { status.paused = true; note(`paused by ${p.by}${p.reason ? `: ${p.reason}` : ''}`); updateMemo(); });
-  setHandler(resumeSignal, (p) => { status.paused = false; note(`resumed by ${p.by}`); updateMemo(); });
+  setHandler(pauseSignal, (p) => {
+    status.paused = true;
+    note(`paused by ${p.by}${p.reason ? `: ${p.reason}` : ''}`);
+    updateMemo();
+  });
+  setHandler(resumeSignal, (p) => {
+    status.paused = false;
+    note(`resumed by ${p.by}`);
+    updateMemo();
+  });
   setHandler(abortSignal, async (p) => {
     aborted = `aborted by ${p.by}${p.reason ? `: ${p.reason}` : ''}`;
     note(aborted);
     // A node waiting on a blocked drain would wait forever: it is told to abort too.
     for (const [node, state] of Object.entries(status.nodes)) {
       if (state.phase === 'blocked') {
-        await getExternalWorkflowHandle(childId(node)).signal(drainResolutionSignal, { action: 'abort', by: p.by, ...(p.reason ? { comment: p.reason } : {}) });
+        await getExternalWorkflowHandle(childId(node)).signal(drainResolutionSignal, {
+          action: 'abort',
+          by: p.by,
+          ...(p.reason ? { comment: p.reason } : {}),
+        });
       }
     }
   });
@@ -87,47 +114,54 @@ export function rolloutControls<S extends RolloutStatus>(options: RolloutControl
     const state = (status.nodes[node] ??= { phase: 'pending' });
     if (block) {
       Object.assign(state, { phase: 'blocked', blocked: block });
-      if (block.kind === 'StepFailed') note(`${node} blocked: ${block.summary} failed (${block.failure}, ${block.gaveUp}): ${block.message}`);
+      if (block.kind === 'StepFailed')
+        note(`${node} blocked: ${block.summary} failed (${block.failure}, ${block.gaveUp}): ${block.message}`);
     } else Object.assign(state, { phase: phase ?? 'draining', blocked: undefined });
     updateMemo();
     setBlockedNodes(cluster, status.nodes);
     blockedChanged();
   });
   handleApprovals(status.gates, note);
-  setHandler(resolveDrainUpdate, async (r) => {
-    const comment = r.comment ? ` (${r.comment})` : '';
-    if (r.node === undefined) {
-      // A halted rollout: the loop after the phase checks again, or aborts.
-      const halt = status.halted as HaltState;
-      note(`workload check after ${halt.after} resolved by ${r.by}: ${r.action}${comment}`);
-      haltAnswer = r;
-      return halt;
-    }
-    const block = status.nodes[r.node]?.blocked;
-    const what = block?.kind === 'StepFailed' ? `${block.step} of ${r.node}` : `drain of ${r.node}`;
-    note(`${what} resolved by ${r.by}: ${r.action}${r.action === 'force' ? ` ${r.pods.join(',')}` : ''}${comment}`);
-    const { node, ...resolution } = r;
-    await getExternalWorkflowHandle(childId(node)).signal(drainResolutionSignal, resolution);
-    return status.nodes[node] as NodeState;
-  }, {
-    validator: (r) => {
-      if (!['retry', 'skip', 'force', 'abort'].includes(r.action)) throw new Error(`unknown action ${String(r.action)}`);
+  setHandler(
+    resolveDrainUpdate,
+    async (r) => {
+      const comment = r.comment ? ` (${r.comment})` : '';
       if (r.node === undefined) {
-        if (!status.halted) throw new Error(`the ${noun} is not halted: name the blocked node`);
-        if (!status.halted.actions.includes(r.action)) throw new Error(`a halted rollout is retried or aborted, not ${r.action}`);
-        return;
+        // A halted rollout: the loop after the phase checks again, or aborts.
+        const halt = status.halted as HaltState;
+        note(`workload check after ${halt.after} resolved by ${r.by}: ${r.action}${comment}`);
+        haltAnswer = r;
+        return halt;
       }
-      if (!status.nodes[r.node]) throw new Error(`no node ${r.node} in this ${noun}`);
       const block = status.nodes[r.node]?.blocked;
-      if (status.nodes[r.node]?.phase !== 'blocked' || !block) throw new Error(`node ${r.node} is not blocked`);
-      if (block.kind === 'StepFailed' && !block.actions.includes(r.action)) {
-        throw new Error(r.action === 'force'
-          ? `force is for blocked drains; ${r.node} is blocked on a failed step (${block.step}): retry or abort`
-          : `skip is not offered once ${r.node} has started to ${noun === 'upgrade' ? 'move to the new version' : 'change'} (${block.step} failed): retry or abort`);
-      }
-      if (r.action === 'force') refuseForeignPods(r.node, r.pods, block.pods);
+      const what = block?.kind === 'StepFailed' ? `${block.step} of ${r.node}` : `drain of ${r.node}`;
+      note(`${what} resolved by ${r.by}: ${r.action}${r.action === 'force' ? ` ${r.pods.join(',')}` : ''}${comment}`);
+      const { node, ...resolution } = r;
+      await getExternalWorkflowHandle(childId(node)).signal(drainResolutionSignal, resolution);
+      return status.nodes[node] as NodeState;
     },
-  });
+    {
+      validator: (r) => {
+        if (!['retry', 'skip', 'force', 'abort'].includes(r.action)) throw new Error(`unknown action ${String(r.action)}`);
+        if (r.node === undefined) {
+          if (!status.halted) throw new Error(`the ${noun} is not halted: name the blocked node`);
+          if (!status.halted.actions.includes(r.action)) throw new Error(`a halted rollout is retried or aborted, not ${r.action}`);
+          return;
+        }
+        if (!status.nodes[r.node]) throw new Error(`no node ${r.node} in this ${noun}`);
+        const block = status.nodes[r.node]?.blocked;
+        if (status.nodes[r.node]?.phase !== 'blocked' || !block) throw new Error(`node ${r.node} is not blocked`);
+        if (block.kind === 'StepFailed' && !block.actions.includes(r.action)) {
+          throw new Error(
+            r.action === 'force'
+              ? `force is for blocked drains; ${r.node} is blocked on a failed step (${block.step}): retry or abort`
+              : `skip is not offered once ${r.node} has started to ${noun === 'upgrade' ? 'move to the new version' : 'change'} (${block.step} failed): retry or abort`,
+          );
+        }
+        if (r.action === 'force') refuseForeignPods(r.node, r.pods, block.pods);
+      },
+    },
+  );
 
   const setPhase = (phase: UpgradePhase) => {
     status.phase = phase;
@@ -195,7 +229,17 @@ export function rolloutControls<S extends RolloutStatus>(options: RolloutControl
   };
 
   return {
-    note, aborted: () => aborted, abort: (reason) => { aborted ??= reason; }, setPhase, updateMemo, gate, stepBlocked, window, verifyWorkloads,
+    note,
+    aborted: () => aborted,
+    abort: (reason) => {
+      aborted ??= reason;
+    },
+    setPhase,
+    updateMemo,
+    gate,
+    stepBlocked,
+    window,
+    verifyWorkloads,
   };
 }
 
@@ -209,5 +253,7 @@ function refuseForeignPods(node: string, pods: unknown, blocking: readonly { nam
   const foreign = pods.filter((p) => !allowed.includes(p as string));
   if (foreign.length === 0) return;
   const named = allowed.length > 0 ? `the pods blocking it: ${allowed.join(', ')}` : 'no pod blocks it';
-  throw new Error(`force takes only pods that block the drain of ${node}; ${foreign.map(String).join(', ')} ${foreign.length === 1 ? 'does' : 'do'} not (${named})`);
+  throw new Error(
+    `force takes only pods that block the drain of ${node}; ${foreign.map(String).join(', ')} ${foreign.length === 1 ? 'does' : 'do'} not (${named})`,
+  );
 }

@@ -35,6 +35,9 @@ export function refuseBadPolicy(policy: unknown, keys: readonly PolicyKey[]): vo
   }
   const retry = (policy as { hostRetrySeconds?: unknown } | undefined)?.hostRetrySeconds;
   if (retry !== undefined && !(typeof retry === 'number' && Number.isFinite(retry) && retry >= 0)) {
-    throw ApplicationFailure.nonRetryable(`refusing to start: hostRetrySeconds must be a number of seconds ≥ 0, got ${JSON.stringify(retry)}`, 'InvalidPolicy');
+    throw ApplicationFailure.nonRetryable(
+      `refusing to start: hostRetrySeconds must be a number of seconds ≥ 0, got ${JSON.stringify(retry)}`,
+      'InvalidPolicy',
+    );
   }
 }

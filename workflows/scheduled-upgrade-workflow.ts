@@ -1,5 +1,13 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { ChildWorkflowCancellationType, ParentClosePolicy, patched, startChild, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  ChildWorkflowCancellationType,
+  ParentClosePolicy,
+  patched,
+  startChild,
+  upsertMemo,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { describeTarget, planUpgrade } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { clusterUpgradeWorkflow, type UpgradePolicy } from './cluster-upgrade-workflow.js';
@@ -50,7 +58,10 @@ export async function scheduledUpgradeWorkflow(input: ScheduledUpgradeInput): Pr
     upsertMemo({ outcome, message });
     return { ...base, outcome, message, ...more };
   };
-  upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.cluster, value: cluster }, { key: SEARCH_ATTRIBUTES.phase, value: 'scheduled' }]);
+  upsertSearchAttributes([
+    { key: SEARCH_ATTRIBUTES.cluster, value: cluster },
+    { key: SEARCH_ATTRIBUTES.phase, value: 'scheduled' },
+  ]);
   upsertMemo({ schedule: input.schedule ?? null, target: to });
 
   // Asked before the cluster is read: mid-upgrade, a plan would look like work of its own, or like none.

@@ -15,11 +15,18 @@ const GAVE_UP: Record<string, StepBlock['gaveUp']> = {
 export function stepBlockOf(err: unknown, step: string, summary: string, skippable: boolean): StepBlock | undefined {
   if (!(err instanceof ActivityFailure) || err.cause instanceof CancelledFailure) return undefined;
   const cause = err.cause;
-  const failure = cause instanceof ApplicationFailure ? (cause.type ?? 'Error')
-    : cause instanceof TimeoutFailure ? `Timeout (${cause.timeoutType ?? 'unknown'})`
-    : (cause?.name ?? 'Error');
+  const failure =
+    cause instanceof ApplicationFailure
+      ? (cause.type ?? 'Error')
+      : cause instanceof TimeoutFailure
+        ? `Timeout (${cause.timeoutType ?? 'unknown'})`
+        : (cause?.name ?? 'Error');
   return {
-    kind: 'StepFailed', step, summary, failure, message: cause?.message ?? err.message,
+    kind: 'StepFailed',
+    step,
+    summary,
+    failure,
+    message: cause?.message ?? err.message,
     gaveUp: GAVE_UP[String(err.retryState)] ?? 'other',
     actions: skippable ? ['retry', 'skip', 'abort'] : ['retry', 'abort'],
     pods: [],

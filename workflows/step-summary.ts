@@ -39,7 +39,8 @@ export const SUMMARY_OF: Summaries = {
   snapshotEtcd: (i) => `etcd snapshot on ${i.node} before ${v(i.hop)}`,
   planMaintenance: (i) => `plan maintenance of ${i.selector === undefined ? `${i.nodes?.length ?? 0} nodes` : `nodes ${i.selector}`}`,
   runMaintenanceCommand: (i) => `run the maintenance command on ${i.node}`,
-  planRestore: (i) => `plan the etcd restore of ${i.cluster} from ${i.hop ? `the snapshot before ${v(i.hop)}` : i.snapshotPath ?? 'a snapshot'}`,
+  planRestore: (i) =>
+    `plan the etcd restore of ${i.cluster} from ${i.hop ? `the snapshot before ${v(i.hop)}` : (i.snapshotPath ?? 'a snapshot')}`,
   placeSnapshot: (i) => `place the etcd snapshot of ${v(i.hop)} on ${i.node}`,
   checkRestoreSnapshot: (i) => `check the etcd snapshot on ${i.node}`,
   stopStaticPods: (i) => `stop the static pods on ${i.node}`,

@@ -22,7 +22,8 @@ export function leftAs(status: UpgradeStatus): string {
   const versions = [...byVersion.entries()].map(([v, nodes]) => `${nodes.join(', ')} at ${v}`).join('; ');
   const stuck = status.events.filter((e) => e.startsWith('compensation: uncordon ')).map((e) => e.split(' ')[2]);
   return `${versions}${status.skipped.length ? `; skipped: ${status.skipped.join(', ')}` : ''}; ${
-    stuck.length ? `STILL CORDONED (uncordon failed): ${stuck.join(', ')}` : 'no node left cordoned by this run'}`;
+    stuck.length ? `STILL CORDONED (uncordon failed): ${stuck.join(', ')}` : 'no node left cordoned by this run'
+  }`;
 }
 
 /** The nodes a run leaves behind: skipped below the target, or moved but cordoned by someone else. */
@@ -41,10 +42,13 @@ export function nodesLeftBehind(status: UpgradeStatus): LeftBehind[] {
  */
 export function doneOutcome(status: UpgradeStatus, reached: string, left: readonly LeftBehind[]): string {
   if (left.length === 0) return `upgraded to ${reached}`;
-  const why = (l: LeftBehind) => l.why === 'skipped'
-    ? `${l.node} at ${l.version ?? 'its old version'} (skipped by the operator)`
-    : `${l.node} at ${l.version ?? '?'} left cordoned (cordoned by someone else before this run cordoned it)`;
-  const finish = left.some((l) => l.why === 'skipped') ? `; finish them with: skewless upgrade --cluster ${status.cluster} --to ${reached}` : '';
+  const why = (l: LeftBehind) =>
+    l.why === 'skipped'
+      ? `${l.node} at ${l.version ?? 'its old version'} (skipped by the operator)`
+      : `${l.node} at ${l.version ?? '?'} left cordoned (cordoned by someone else before this run cordoned it)`;
+  const finish = left.some((l) => l.why === 'skipped')
+    ? `; finish them with: skewless upgrade --cluster ${status.cluster} --to ${reached}`
+    : '';
   return `upgraded to ${reached} EXCEPT ${left.length} node${left.length > 1 ? 's' : ''} left behind: ${left.map(why).join(', ')}${finish}`;
 }
 
@@ -67,6 +71,8 @@ export async function compensate(cluster: string, owner: string, nodes: string[]
         status.events.push(`compensation: uncordon ${node} failed: ${(err as Error).message}`); // keep going: best effort
       }
     }
-    await a.clearStageLabels({ cluster, owner }).catch((err: Error) => status.events.push(`compensation: clear labels failed: ${err.message}`));
+    await a
+      .clearStageLabels({ cluster, owner })
+      .catch((err: Error) => status.events.push(`compensation: clear labels failed: ${err.message}`));
   });
 }

@@ -6,9 +6,23 @@ import type { DrainResolution, NodeBlock, NodePhase } from './node-messages.js';
  * Wire names are API: never rename them.
  */
 
-export type UpgradePhase = 'inventory' | 'backup' | 'preflight' | 'control-plane' | 'workers' | 'verify' | 'gate' | 'paused' | 'waiting' | 'compensating' | 'done' | 'failed' | 'aborted'
+export type UpgradePhase =
+  | 'inventory'
+  | 'backup'
+  | 'preflight'
+  | 'control-plane'
+  | 'workers'
+  | 'verify'
+  | 'gate'
+  | 'paused'
+  | 'waiting'
+  | 'compensating'
+  | 'done'
+  | 'failed'
+  | 'aborted'
   // A blue/green replacement's own (bluegreen-workflow.ts): a green pool being created, a blue pool being deleted.
-  | 'provisioning' | 'removing';
+  | 'provisioning'
+  | 'removing';
 
 export interface NodeState {
   phase: NodePhase;

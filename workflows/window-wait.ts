@@ -50,7 +50,9 @@ export async function waitForWindow(ctx: WindowWaitContext, phase: string): Prom
     delete status.waiting;
     upsertMemo({ waiting: null });
     const waited = Date.now() - started;
-    status.events.push(`${windowPhaseLabel(phase, hop)} waited ${Math.round(waited / 1000)} s for the maintenance window${ctx.aborted() ? ' (aborted while waiting)' : ''}`);
+    status.events.push(
+      `${windowPhaseLabel(phase, hop)} waited ${Math.round(waited / 1000)} s for the maintenance window${ctx.aborted() ? ' (aborted while waiting)' : ''}`,
+    );
     if (!ctx.aborted()) ctx.setPhase(before);
     return ctx.aborted() ? 'aborted' : waited;
   }

@@ -98,7 +98,10 @@ export function parseKubeadmUpgradePlan(text: string): KubeadmUpgradePlan {
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
     const trimmed = line.trim();
-    const version = /^\[upgrade\/versions\] (Cluster version|kubeadm version|Target version|Latest stable version|Latest version in the v\S+ series): (\S+)$/.exec(trimmed);
+    const version =
+      /^\[upgrade\/versions\] (Cluster version|kubeadm version|Target version|Latest stable version|Latest version in the v\S+ series): (\S+)$/.exec(
+        trimmed,
+      );
     if (version) {
       const [, what, value] = version;
       if (what === 'Cluster version') plan.clusterVersion = value;

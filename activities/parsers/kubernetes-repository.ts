@@ -23,7 +23,11 @@ export type RepositoryFile =
 /** `https://user:secret@host/…` → `https://***@host/…`: a URL may carry a mirror's credentials, history must not. */
 export const maskUrlCredentials = (text: string): string => text.replace(/(\b[a-z+]+:\/\/)[^/@\s]+@/gi, '$1***@');
 
-const meaningful = (text: string): string[] => text.split('\n').map((l) => l.replace(/#.*/, '').trim()).filter((l) => l !== '');
+const meaningful = (text: string): string[] =>
+  text
+    .split('\n')
+    .map((l) => l.replace(/#.*/, '').trim())
+    .filter((l) => l !== '');
 
 /** Reads kubernetes.list: the guide's layout and its minor, or why it is not that layout. */
 export function parseAptKubernetesList(text: string): RepositoryFile {
@@ -37,28 +41,39 @@ export function parseAptKubernetesList(text: string): RepositoryFile {
   if (!m) return { layout: 'unrecognised', why: `its line is not a one-line apt source: ${maskUrlCredentials(line)}` };
   const [, url = '', suite, components] = m;
   const minor = MINOR_PATH.exec(url.endsWith('/') ? url : `${url}/`);
-  if (!minor || minor[3] !== 'deb') return { layout: 'unrecognised', why: `its URL names no core:/stable:/v1.XX/deb/ repository: ${maskUrlCredentials(url)}` };
-  if (suite !== '/' || components) return { layout: 'unrecognised', why: `its source is not the flat suite "/" of pkgs.k8s.io: ${maskUrlCredentials(line)}` };
+  if (!minor || minor[3] !== 'deb')
+    return { layout: 'unrecognised', why: `its URL names no core:/stable:/v1.XX/deb/ repository: ${maskUrlCredentials(url)}` };
+  if (suite !== '/' || components)
+    return { layout: 'unrecognised', why: `its source is not the flat suite "/" of pkgs.k8s.io: ${maskUrlCredentials(line)}` };
   return { layout: 'per-minor', minor: `${minor[1]}.${minor[2]}`, line: maskUrlCredentials(line) };
 }
 
 /** Reads kubernetes.repo: the guide's layout (one section, its baseurl at one minor) and that minor, or why not. */
 export function parseDnfKubernetesRepo(text: string): RepositoryFile {
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#') && !l.startsWith(';'));
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#') && !l.startsWith(';'));
   const sections = lines.filter((l) => /^\[.*\]$/.test(l));
   if (sections.length !== 1 || sections[0] !== `[${DNF_REPO_ID}]`) {
-    return { layout: 'unrecognised', why: `it has the section(s) ${sections.join(' ') || '(none)'}; the install guide's has exactly one, [${DNF_REPO_ID}]` };
+    return {
+      layout: 'unrecognised',
+      why: `it has the section(s) ${sections.join(' ') || '(none)'}; the install guide's has exactly one, [${DNF_REPO_ID}]`,
+    };
   }
   const values = (key: string): string[] => lines.filter((l) => new RegExp(`^${key}\\s*=`).test(l)).map((l) => l.replace(/^[^=]*=\s*/, ''));
   const [baseurl, ...more] = values('baseurl');
-  if (baseurl === undefined || more.length || /[\s,]/.test(baseurl)) return { layout: 'unrecognised', why: 'it does not name exactly one baseurl' };
+  if (baseurl === undefined || more.length || /[\s,]/.test(baseurl))
+    return { layout: 'unrecognised', why: 'it does not name exactly one baseurl' };
   const minor = MINOR_PATH.exec(baseurl.endsWith('/') ? baseurl : `${baseurl}/`);
-  if (!minor || minor[3] !== 'rpm') return { layout: 'unrecognised', why: `its baseurl names no core:/stable:/v1.XX/rpm/ repository: ${maskUrlCredentials(baseurl)}` };
+  if (!minor || minor[3] !== 'rpm')
+    return { layout: 'unrecognised', why: `its baseurl names no core:/stable:/v1.XX/rpm/ repository: ${maskUrlCredentials(baseurl)}` };
   const at = `${minor[1]}.${minor[2]}`;
   for (const key of ['gpgkey', 'mirrorlist', 'metalink']) {
     for (const value of values(key)) {
       const other = MINOR_PATH.exec(value);
-      if (key !== 'gpgkey' || (other && `${other[1]}.${other[2]}` !== at)) return { layout: 'unrecognised', why: `its ${key} does not follow the baseurl's minor: ${maskUrlCredentials(value)}` };
+      if (key !== 'gpgkey' || (other && `${other[1]}.${other[2]}` !== at))
+        return { layout: 'unrecognised', why: `its ${key} does not follow the baseurl's minor: ${maskUrlCredentials(value)}` };
     }
   }
   return { layout: 'per-minor', minor: at, line: maskUrlCredentials(`baseurl=${baseurl}`) };

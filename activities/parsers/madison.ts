@@ -17,7 +17,11 @@ export function upstreamVersion(packageVersion: string): string | undefined {
   return UPSTREAM.exec(packageVersion)?.[1];
 }
 
-const numeric = (text: string): number[] => text.split(/[^0-9]+/).filter(Boolean).map(Number);
+const numeric = (text: string): number[] =>
+  text
+    .split(/[^0-9]+/)
+    .filter(Boolean)
+    .map(Number);
 
 function compareNumbers(a: number[], b: number[]): number {
   for (let i = 0; i < Math.max(a.length, b.length); i++) {
@@ -33,9 +37,17 @@ export function comparePackageVersions(a: string, b: string): number {
   const vb = upstreamVersion(b) ?? b;
   const [baseA = '', preA] = va.split('-', 2);
   const [baseB = '', preB] = vb.split('-', 2);
-  return compareNumbers(numeric(baseA), numeric(baseB))
-    || (preA === preB ? 0 : preA === undefined ? 1 : preB === undefined ? -1 : compareNumbers(numeric(preA), numeric(preB)) || preA.localeCompare(preB))
-    || compareNumbers(numeric(a.slice(a.indexOf(va) + va.length)), numeric(b.slice(b.indexOf(vb) + vb.length)));
+  return (
+    compareNumbers(numeric(baseA), numeric(baseB)) ||
+    (preA === preB
+      ? 0
+      : preA === undefined
+        ? 1
+        : preB === undefined
+          ? -1
+          : compareNumbers(numeric(preA), numeric(preB)) || preA.localeCompare(preB)) ||
+    compareNumbers(numeric(a.slice(a.indexOf(va) + va.length)), numeric(b.slice(b.indexOf(vb) + vb.length)))
+  );
 }
 
 /** Every well-formed line, newest version first; lines that are not madison rows are skipped. */

@@ -21,7 +21,8 @@ function humanBytes(text: string): number | undefined {
   return m && unit ? Math.round(Number(m[1]) * unit) : undefined;
 }
 
-const count = (text: string | undefined): number | undefined => (text !== undefined && /^\d+$/.test(text.trim()) ? Number(text.trim()) : undefined);
+const count = (text: string | undefined): number | undefined =>
+  text !== undefined && /^\d+$/.test(text.trim()) ? Number(text.trim()) : undefined;
 
 function fromCells(cells: string[]): SnapshotStatus | undefined {
   const [hash, revision, keys, size, version] = cells.map((c) => c.trim());
@@ -44,12 +45,21 @@ export function parseSnapshotStatus(text: string): SnapshotStatus | undefined {
       const totalKeys = num(j.totalKey);
       const totalSizeBytes = num(j.totalSize);
       if (hash === undefined || revision === undefined || totalKeys === undefined || totalSizeBytes === undefined) return undefined;
-      return { hash: hash.toString(16).padStart(8, '0'), revision, totalKeys, totalSizeBytes, ...(typeof j.version === 'string' ? { version: j.version } : {}) };
+      return {
+        hash: hash.toString(16).padStart(8, '0'),
+        revision,
+        totalKeys,
+        totalSizeBytes,
+        ...(typeof j.version === 'string' ? { version: j.version } : {}),
+      };
     } catch {
       return undefined;
     }
   }
-  const lines = trimmed.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const lines = trimmed
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
   if (lines[0]?.startsWith('+')) {
     const rows = lines.filter((l) => l.startsWith('|')).map((l) => l.slice(1, -1).split('|'));
     if (rows.length !== 2 || rows[0]?.[0]?.trim() !== 'HASH') return undefined;

@@ -54,16 +54,31 @@ const POOL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 function poolName(value: string | undefined, flag: string): string {
   const pool = requireOption(value, flag);
-  if (!POOL.test(pool) || pool.length > 50) throw new UsageError(`${flag} must be a pool name of the cluster configuration (lowercase letters, digits and '-'), got ${JSON.stringify(pool)}`);
+  if (!POOL.test(pool) || pool.length > 50)
+    throw new UsageError(
+      `${flag} must be a pool name of the cluster configuration (lowercase letters, digits and '-'), got ${JSON.stringify(pool)}`,
+    );
   return pool;
 }
 
 export async function bluegreenCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {
-    cluster: { type: 'string' }, from: { type: 'string' }, 'to-pool': { type: 'string' }, to: { type: 'string' }, count: { type: 'string' },
-    canary: { type: 'string' }, 'batch-size': { type: 'string' }, 'approve-canary': { type: 'boolean' }, soak: { type: 'string' },
-    'drain-timeout': { type: 'string' }, 'host-retry': { type: 'string' }, acknowledge: { type: 'string', multiple: true },
-    detach: { type: 'boolean' }, 'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS, ...OUTPUT_OPTION,
+    cluster: { type: 'string' },
+    from: { type: 'string' },
+    'to-pool': { type: 'string' },
+    to: { type: 'string' },
+    count: { type: 'string' },
+    canary: { type: 'string' },
+    'batch-size': { type: 'string' },
+    'approve-canary': { type: 'boolean' },
+    soak: { type: 'string' },
+    'drain-timeout': { type: 'string' },
+    'host-retry': { type: 'string' },
+    acknowledge: { type: 'string', multiple: true },
+    detach: { type: 'boolean' },
+    'task-queue': { type: 'string' },
+    ...TEMPORAL_OPTIONS,
+    ...OUTPUT_OPTION,
   });
   if (values.help) {
     io.out(bluegreenHelp);
@@ -75,11 +90,19 @@ export async function bluegreenCommand(args: string[], io: CommandIo): Promise<n
   const to = poolName(values['to-pool'], '--to-pool');
   if (from === to) throw new UsageError(`--from and --to-pool name the same pool ${from}: green must be another pool`);
   const versionText = requireOption(values.to, '--to');
-  if (!/^v?\d+\.\d+\.\d+$/.test(versionText)) throw new UsageError(`--to must be an exact version such as 1.34.2 (the green kubelets' version), got ${JSON.stringify(versionText)}`);
+  if (!/^v?\d+\.\d+\.\d+$/.test(versionText))
+    throw new UsageError(`--to must be an exact version such as 1.34.2 (the green kubelets' version), got ${JSON.stringify(versionText)}`);
   const version = normalizeVersion(versionText);
   const count = intOption(values.count, '--count', 1);
   if (count !== undefined && count > 200) throw new UsageError(`--count must be at most 200, got ${count}`);
-  const input: BlueGreenInput = { cluster, from, to, version, ...(count === undefined ? {} : { count }), policy: policyFromFlags(values, BLUEGREEN_FLAG_KEYS) };
+  const input: BlueGreenInput = {
+    cluster,
+    from,
+    to,
+    version,
+    ...(count === undefined ? {} : { count }),
+    policy: policyFromFlags(values, BLUEGREEN_FLAG_KEYS),
+  };
 
   const taskQueue = workerConfig(values).taskQueue;
   const { client, close } = await connectClient(values);
@@ -88,10 +111,17 @@ export async function bluegreenCommand(args: string[], io: CommandIo): Promise<n
     await refuseWhileAnotherRolloutRuns(client, cluster, 'bluegreen', 'replace the pool');
     let runId: string;
     try {
-      ({ firstExecutionRunId: runId } = await client.workflow.start(bluegreenWorkflow, { taskQueue, workflowId, workflowIdConflictPolicy: 'FAIL', args: [input] }));
+      ({ firstExecutionRunId: runId } = await client.workflow.start(bluegreenWorkflow, {
+        taskQueue,
+        workflowId,
+        workflowIdConflictPolicy: 'FAIL',
+        args: [input],
+      }));
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) {
-        throw new UsageError(`a blue/green run of ${cluster} is already running; watch it with "skewless watch ${cluster} --workflow bluegreen"`);
+        throw new UsageError(
+          `a blue/green run of ${cluster} is already running; watch it with "skewless watch ${cluster} --workflow bluegreen"`,
+        );
       }
       throw err;
     }
@@ -103,5 +133,3 @@ export async function bluegreenCommand(args: string[], io: CommandIo): Promise<n
     await close();
   }
 }
-
-

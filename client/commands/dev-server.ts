@@ -15,18 +15,30 @@ Defaults: --ip 127.0.0.1 --port 7233 --ui-port 8233.`;
 
 // The temporal CLI's spelling of each search attribute type.
 const CLI_TYPE: Record<string, string> = {
-  KEYWORD: 'Keyword', TEXT: 'Text', INT: 'Int', DOUBLE: 'Double', BOOL: 'Bool', DATETIME: 'Datetime', KEYWORD_LIST: 'KeywordList',
+  KEYWORD: 'Keyword',
+  TEXT: 'Text',
+  INT: 'Int',
+  DOUBLE: 'Double',
+  BOOL: 'Bool',
+  DATETIME: 'Datetime',
+  KEYWORD_LIST: 'KeywordList',
 };
 
 /** The dev server's argv: shared by the CLI and the tests that start one. */
 export function devServerArgs(o: { db: string; ip: string; port: number; uiPort: number }): string[] {
   return [
-    'server', 'start-dev',
-    '--db-filename', o.db,
-    '--ip', o.ip,
-    '--port', String(o.port),
-    '--ui-port', String(o.uiPort),
-    '--log-level', 'warn',
+    'server',
+    'start-dev',
+    '--db-filename',
+    o.db,
+    '--ip',
+    o.ip,
+    '--port',
+    String(o.port),
+    '--ui-port',
+    String(o.uiPort),
+    '--log-level',
+    'warn',
     ...ALL_SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=${CLI_TYPE[key.type] ?? key.type}`]),
   ];
 }

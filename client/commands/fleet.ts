@@ -58,17 +58,26 @@ const who = (by: string | undefined) => by ?? process.env.USER ?? 'operator';
 
 function fleetName(value: string | undefined): string {
   if (!value) throw new UsageError('NAME (the fleet) is required');
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value) || value.length > 63) throw new UsageError(`invalid fleet name ${JSON.stringify(value)}: a DNS label`);
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value) || value.length > 63)
+    throw new UsageError(`invalid fleet name ${JSON.stringify(value)}: a DNS label`);
   return value;
 }
 
 /** One line per cluster, for status and watch. */
 function clusterLines(s: FleetStatus): string[] {
   return s.clusters.map((c) => {
-    const detail = c.phase === 'blocked' ? `: ${(c.blocked ?? []).join('; ')} (skewless resolve ${c.cluster})`
-      : c.phase === 'failed' || c.phase === 'aborted' ? `: ${c.message ?? ''} (skewless fleet resolve ${s.fleet} --cluster ${c.cluster} --action retry|skip)`
-        : c.phase === 'waiting-approval' ? ` (skewless fleet approve ${s.fleet} --cluster ${c.cluster})`
-          : c.result ? `: ${c.result.outcome}` : c.message ? `: ${c.message}` : '';
+    const detail =
+      c.phase === 'blocked'
+        ? `: ${(c.blocked ?? []).join('; ')} (skewless resolve ${c.cluster})`
+        : c.phase === 'failed' || c.phase === 'aborted'
+          ? `: ${c.message ?? ''} (skewless fleet resolve ${s.fleet} --cluster ${c.cluster} --action retry|skip)`
+          : c.phase === 'waiting-approval'
+            ? ` (skewless fleet approve ${s.fleet} --cluster ${c.cluster})`
+            : c.result
+              ? `: ${c.result.outcome}`
+              : c.message
+                ? `: ${c.message}`
+                : '';
     return `  ${c.cluster.padEnd(16)} ${c.stage.padEnd(10)} ${c.to.padEnd(12)} ${c.phase}${detail}`;
   });
 }
@@ -76,7 +85,8 @@ function clusterLines(s: FleetStatus): string[] {
 /** Follows the fleet: its events and clusters' changes as they come, then its outcome as the exit code. */
 async function watchFleet(client: Client, name: string, io: CommandIo, output: Output, pollMs = 1000): Promise<number> {
   const json = output === 'json';
-  const record = (type: string, fields: Record<string, unknown>) => io.out(JSON.stringify({ type, fleet: name, at: new Date().toISOString(), ...fields }));
+  const record = (type: string, fields: Record<string, unknown>) =>
+    io.out(JSON.stringify({ type, fleet: name, at: new Date().toISOString(), ...fields }));
   const handle = client.workflow.getHandle(fleetId(name));
   const live = spinner(io);
   let printed = 0;
@@ -114,7 +124,7 @@ async function watchFleet(client: Client, name: string, io: CommandIo, output: O
           else io.out(`fleet ${name}: ${result.outcome ?? result.phase}`);
           return exit;
         } catch (err) {
-          if (!(isClientError(err, 'WorkflowFailedError'))) throw err;
+          if (!isClientError(err, 'WorkflowFailedError')) throw err;
           const failure = summarizeWorkflowFailure(err);
           if (json) record('failed', { exit: failure.exit, message: failure.message });
           io.err(`skewless: fleet ${name} failed: ${failure.message}`);
@@ -129,10 +139,20 @@ async function watchFleet(client: Client, name: string, io: CommandIo, output: O
 }
 
 export async function fleetCommand(args: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parseOptions(args, {
-    cluster: { type: 'string' }, action: { type: 'string' }, by: { type: 'string' }, comment: { type: 'string' },
-    detach: { type: 'boolean' }, 'task-queue': { type: 'string' }, output: { type: 'string' }, ...TEMPORAL_OPTIONS,
-  }, true);
+  const { values, positionals } = parseOptions(
+    args,
+    {
+      cluster: { type: 'string' },
+      action: { type: 'string' },
+      by: { type: 'string' },
+      comment: { type: 'string' },
+      detach: { type: 'boolean' },
+      'task-queue': { type: 'string' },
+      output: { type: 'string' },
+      ...TEMPORAL_OPTIONS,
+    },
+    true,
+  );
   if (values.help) {
     io.out(fleetHelp);
     return EXIT.ok;
@@ -140,7 +160,8 @@ export async function fleetCommand(args: string[], io: CommandIo): Promise<numbe
   const output = outputFormat(values.output);
   const [verbText, target, ...extra] = positionals;
   if (verbText === undefined) throw new UsageError(`a subcommand is required: ${VERBS.join(', ')}`);
-  if (!(VERBS as readonly string[]).includes(verbText)) throw new UsageError(`unknown subcommand ${JSON.stringify(verbText)}: ${VERBS.join(', ')}`);
+  if (!(VERBS as readonly string[]).includes(verbText))
+    throw new UsageError(`unknown subcommand ${JSON.stringify(verbText)}: ${VERBS.join(', ')}`);
   const verb = verbText as Verb;
   if (extra.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(extra[0])}`);
   const only = (flags: string[]) => {
@@ -160,15 +181,27 @@ export async function fleetCommand(args: string[], io: CommandIo): Promise<numbe
       let runId: string;
       try {
         ({ firstExecutionRunId: runId } = await client.workflow.start(fleetUpgradeWorkflow, {
-          taskQueue, workflowId: fleetId(spec.name), workflowIdConflictPolicy: 'FAIL', args: [{ fleet: spec }],
+          taskQueue,
+          workflowId: fleetId(spec.name),
+          workflowIdConflictPolicy: 'FAIL',
+          args: [{ fleet: spec }],
         }));
       } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError) throw new UsageError(`fleet ${spec.name} is already running; follow it with "skewless fleet watch ${spec.name}"`);
+        if (err instanceof WorkflowExecutionAlreadyStartedError)
+          throw new UsageError(`fleet ${spec.name} is already running; follow it with "skewless fleet watch ${spec.name}"`);
         throw err;
       }
-      const started = { workflowId: fleetId(spec.name), runId, clusters: spec.clusters.map((c) => c.cluster), maxParallel: spec.maxParallel };
+      const started = {
+        workflowId: fleetId(spec.name),
+        runId,
+        clusters: spec.clusters.map((c) => c.cluster),
+        maxParallel: spec.maxParallel,
+      };
       if (output === 'json') io.out(JSON.stringify({ type: 'started', fleet: spec.name, at: new Date().toISOString(), ...started }));
-      else io.out(`started fleet/${spec.name}: ${spec.clusters.map((c) => `${c.cluster} (${c.stage})`).join(', ')}, at most ${spec.maxParallel} at once`);
+      else
+        io.out(
+          `started fleet/${spec.name}: ${spec.clusters.map((c) => `${c.cluster} (${c.stage})`).join(', ')}, at most ${spec.maxParallel} at once`,
+        );
       if (values.detach) return EXIT.ok;
       return await watchFleet(client, spec.name, io, output);
     } finally {
@@ -184,7 +217,10 @@ export async function fleetCommand(args: string[], io: CommandIo): Promise<numbe
     cluster = clusterName(values.cluster, '--cluster');
     if (verb === 'resolve') {
       const a = requireOption(values.action, '--action');
-      if (a !== 'retry' && a !== 'skip') throw new UsageError(`--action must be retry or skip, got ${JSON.stringify(a)} (a blocked node is answered with "skewless resolve ${cluster}")`);
+      if (a !== 'retry' && a !== 'skip')
+        throw new UsageError(
+          `--action must be retry or skip, got ${JSON.stringify(a)} (a blocked node is answered with "skewless resolve ${cluster}")`,
+        );
       action = a;
     }
   } else only([]);
@@ -197,23 +233,42 @@ export async function fleetCommand(args: string[], io: CommandIo): Promise<numbe
       const s = await handle.query(fleetStatusQuery);
       if (output === 'json') printJson(io, s, true);
       else {
-        io.out(`fleet ${name}: ${s.phase}${s.paused ? ' (paused)' : ''}, at most ${s.maxParallel} at once${s.line ? `; line stopped by ${s.line}` : ''}`);
+        io.out(
+          `fleet ${name}: ${s.phase}${s.paused ? ' (paused)' : ''}, at most ${s.maxParallel} at once${s.line ? `; line stopped by ${s.line}` : ''}`,
+        );
         for (const line of clusterLines(s)) io.out(line);
       }
       return EXIT.ok;
     }
     if (verb === 'approve' || verb === 'resolve') {
-      const answered = verb === 'approve'
-        ? await handle.executeUpdate(approveClusterUpdate, { args: [{ cluster: cluster as string, by: who(values.by), ...comment }] })
-        : await handle.executeUpdate(resolveClusterUpdate, { args: [{ cluster: cluster as string, action: action as 'retry' | 'skip', by: who(values.by), ...comment }] });
-      if (output === 'json') printJson(io, { fleet: name, workflowId: handle.workflowId, action: verb === 'approve' ? 'approve' : action, cluster: answered, status: await handle.query(fleetStatusQuery).catch(() => null) });
+      const answered =
+        verb === 'approve'
+          ? await handle.executeUpdate(approveClusterUpdate, { args: [{ cluster: cluster as string, by: who(values.by), ...comment }] })
+          : await handle.executeUpdate(resolveClusterUpdate, {
+              args: [{ cluster: cluster as string, action: action as 'retry' | 'skip', by: who(values.by), ...comment }],
+            });
+      if (output === 'json')
+        printJson(io, {
+          fleet: name,
+          workflowId: handle.workflowId,
+          action: verb === 'approve' ? 'approve' : action,
+          cluster: answered,
+          status: await handle.query(fleetStatusQuery).catch(() => null),
+        });
       else io.out(verb === 'approve' ? `start of ${cluster} approved` : `${cluster}: ${action}`);
       return EXIT.ok;
     }
     const signal = { pause: pauseSignal, resume: resumeSignal, abort: abortSignal }[verb];
     const sent = { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) };
     await handle.signal(signal, sent);
-    if (output === 'json') printJson(io, { fleet: name, workflowId: handle.workflowId, action: verb, ...sent, status: await handle.query(fleetStatusQuery).catch(() => null) });
+    if (output === 'json')
+      printJson(io, {
+        fleet: name,
+        workflowId: handle.workflowId,
+        action: verb,
+        ...sent,
+        status: await handle.query(fleetStatusQuery).catch(() => null),
+      });
     else io.out(`${verb} sent to fleet/${name}`);
     return EXIT.ok;
   } catch (err) {

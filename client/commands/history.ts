@@ -52,7 +52,7 @@ async function parentRuns(client: Client, workflowId: string): Promise<{ runs: R
   const latest = (await client.workflow.getHandle(workflowId).describe()).runId;
   const runs: RunHistory[] = [];
   const seen = new Set<string>();
-  for (let runId: string | undefined = latest; runId && !seen.has(runId); ) {
+  for (let runId: string | undefined = latest; runId && !seen.has(runId);) {
     seen.add(runId);
     let run: RunHistory;
     try {
@@ -71,7 +71,7 @@ async function parentRuns(client: Client, workflowId: string): Promise<{ runs: R
 /** A child's runs, oldest first: from the run the parent started, forward along continue-as-new. */
 async function childRuns(client: Client, workflowId: string, firstRunId: string): Promise<RunHistory[]> {
   const runs: RunHistory[] = [];
-  for (let runId: string | undefined = firstRunId; runId && runs.length < 100; ) {
+  for (let runId: string | undefined = firstRunId; runId && runs.length < 100;) {
     try {
       runs.push(await fetchRun(client, workflowId, runId));
     } catch (err) {
@@ -84,21 +84,29 @@ async function childRuns(client: Client, workflowId: string, firstRunId: string)
 }
 
 /** Every run of upgrade/<cluster> and of its node workflows (a few at a time, for a 1,000-node cluster). */
-export async function fetchUpgradeRuns(client: Client, cluster: string, workflowId = upgradeWorkflowId(cluster)): Promise<{ parent: RunHistory[]; children: RunHistory[]; earlierRunsMissing: boolean }> {
+export async function fetchUpgradeRuns(
+  client: Client,
+  cluster: string,
+  workflowId = upgradeWorkflowId(cluster),
+): Promise<{ parent: RunHistory[]; children: RunHistory[]; earlierRunsMissing: boolean }> {
   const { runs: parent, earlierRunsMissing } = await parentRuns(client, workflowId);
-  const started = parent.flatMap((run) => run.events.flatMap((e) => {
-    const x = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution;
-    return x?.workflowId && x.runId && x.workflowId.startsWith(`${workflowId}/`) ? [{ workflowId: x.workflowId, runId: x.runId }] : [];
-  }));
+  const started = parent.flatMap((run) =>
+    run.events.flatMap((e) => {
+      const x = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution;
+      return x?.workflowId && x.runId && x.workflowId.startsWith(`${workflowId}/`) ? [{ workflowId: x.workflowId, runId: x.runId }] : [];
+    }),
+  );
   const children: RunHistory[][] = new Array(started.length);
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(8, started.length) }, async () => {
-    while (next < started.length) {
-      const i = next++;
-      const child = started[i] as { workflowId: string; runId: string };
-      children[i] = await childRuns(client, child.workflowId, child.runId);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(8, started.length) }, async () => {
+      while (next < started.length) {
+        const i = next++;
+        const child = started[i] as { workflowId: string; runId: string };
+        children[i] = await childRuns(client, child.workflowId, child.runId);
+      }
+    }),
+  );
   return { parent, children: children.flat(), earlierRunsMissing };
 }
 
@@ -113,7 +121,11 @@ function timelinePath(value: string | undefined): string | undefined {
 }
 
 export async function historyCommand(args: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parseOptions(args, { ...TEMPORAL_OPTIONS, output: { type: 'string' }, workflow: { type: 'string' }, timeline: { type: 'string' } }, true);
+  const { values, positionals } = parseOptions(
+    args,
+    { ...TEMPORAL_OPTIONS, output: { type: 'string' }, workflow: { type: 'string' }, timeline: { type: 'string' } },
+    true,
+  );
   if (values.help) {
     io.out(historyHelp);
     return EXIT.ok;
@@ -130,18 +142,33 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
     try {
       runs = await fetchUpgradeRuns(client, cluster, workflowId);
     } catch (err) {
-      if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(`no ${({ upgrade: 'upgrade', maintain: 'maintenance', restore: 'restore', bluegreen: 'blue/green run' } as const)[found]} of ${cluster} found`);
+      if (isClientError(err, 'WorkflowNotFoundError'))
+        throw new UsageError(
+          `no ${({ upgrade: 'upgrade', maintain: 'maintenance', restore: 'restore', bluegreen: 'blue/green run' } as const)[found]} of ${cluster} found`,
+        );
       throw err;
     }
     const entries = auditTrail([...runs.parent, ...runs.children]);
     if (output === 'json') {
-      io.out(JSON.stringify({
-        cluster, workflowId, runs: runs.parent.map((r) => r.runId), earlierRunsMissing: runs.earlierRunsMissing,
-        nodeWorkflows: runs.children.length, entries,
-      }, null, 2));
+      io.out(
+        JSON.stringify(
+          {
+            cluster,
+            workflowId,
+            runs: runs.parent.map((r) => r.runId),
+            earlierRunsMissing: runs.earlierRunsMissing,
+            nodeWorkflows: runs.children.length,
+            entries,
+          },
+          null,
+          2,
+        ),
+      );
     } else {
-      const missing = runs.earlierRunsMissing ? ' (earlier runs are past Temporal\'s retention)' : '';
-      io.out(`${workflowId}: ${runs.parent.length} run${runs.parent.length === 1 ? '' : 's'}${missing}, ${runs.children.length} node workflow${runs.children.length === 1 ? '' : 's'}`);
+      const missing = runs.earlierRunsMissing ? " (earlier runs are past Temporal's retention)" : '';
+      io.out(
+        `${workflowId}: ${runs.parent.length} run${runs.parent.length === 1 ? '' : 's'}${missing}, ${runs.children.length} node workflow${runs.children.length === 1 ? '' : 's'}`,
+      );
       io.out(trailToText(entries));
     }
     if (timelineFile !== undefined) {

@@ -46,10 +46,22 @@ const SELECTOR = /^[A-Za-z0-9_./=!,()\- ]{1,1024}$/;
 
 export async function maintainCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {
-    cluster: { type: 'string' }, selector: { type: 'string' }, node: { type: 'string', multiple: true },
-    canary: { type: 'string' }, 'batch-size': { type: 'string' }, 'max-unavailable': { type: 'string' }, 'approve-canary': { type: 'boolean' },
-    soak: { type: 'string' }, 'drain-timeout': { type: 'string' }, 'host-retry': { type: 'string' }, 'reboot-timeout': { type: 'string' },
-    'force-pod': { type: 'string', multiple: true }, detach: { type: 'boolean' }, 'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS, ...OUTPUT_OPTION,
+    cluster: { type: 'string' },
+    selector: { type: 'string' },
+    node: { type: 'string', multiple: true },
+    canary: { type: 'string' },
+    'batch-size': { type: 'string' },
+    'max-unavailable': { type: 'string' },
+    'approve-canary': { type: 'boolean' },
+    soak: { type: 'string' },
+    'drain-timeout': { type: 'string' },
+    'host-retry': { type: 'string' },
+    'reboot-timeout': { type: 'string' },
+    'force-pod': { type: 'string', multiple: true },
+    detach: { type: 'boolean' },
+    'task-queue': { type: 'string' },
+    ...TEMPORAL_OPTIONS,
+    ...OUTPUT_OPTION,
   });
   if (values.help) {
     io.out(maintainHelp);
@@ -58,9 +70,13 @@ export async function maintainCommand(args: string[], io: CommandIo): Promise<nu
   const output = outputFormat(values.output);
   const cluster = clusterName(values.cluster, '--cluster');
   const input: MaintainInput = { cluster, policy: policyFromFlags(values, MAINTAIN_FLAG_KEYS) };
-  if ((values.selector === undefined) === (values.node === undefined)) throw new UsageError('name the nodes with --selector SELECTOR or with --node NODE (repeated), one of the two');
+  if ((values.selector === undefined) === (values.node === undefined))
+    throw new UsageError('name the nodes with --selector SELECTOR or with --node NODE (repeated), one of the two');
   if (values.selector !== undefined) {
-    if (!SELECTOR.test(values.selector) || values.selector.trim() === '') throw new UsageError(`--selector must be a label selector such as 'pool=blue' or 'pool in (a,b)', got ${JSON.stringify(values.selector)}`);
+    if (!SELECTOR.test(values.selector) || values.selector.trim() === '')
+      throw new UsageError(
+        `--selector must be a label selector such as 'pool=blue' or 'pool in (a,b)', got ${JSON.stringify(values.selector)}`,
+      );
     input.selector = values.selector;
   } else {
     const nodes = (values.node ?? []).map((n) => nodeName(n));
@@ -76,10 +92,17 @@ export async function maintainCommand(args: string[], io: CommandIo): Promise<nu
     await refuseWhileAnotherRolloutRuns(client, cluster, 'maintain', 'maintain');
     let runId: string;
     try {
-      ({ firstExecutionRunId: runId } = await client.workflow.start(maintainWorkflow, { taskQueue, workflowId, workflowIdConflictPolicy: 'FAIL', args: [input] }));
+      ({ firstExecutionRunId: runId } = await client.workflow.start(maintainWorkflow, {
+        taskQueue,
+        workflowId,
+        workflowIdConflictPolicy: 'FAIL',
+        args: [input],
+      }));
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) {
-        throw new UsageError(`a maintenance of ${cluster} is already running; watch it with "skewless watch ${cluster} --workflow maintain"`);
+        throw new UsageError(
+          `a maintenance of ${cluster} is already running; watch it with "skewless watch ${cluster} --workflow maintain"`,
+        );
       }
       throw err;
     }
@@ -91,5 +114,3 @@ export async function maintainCommand(args: string[], io: CommandIo): Promise<nu
     await close();
   }
 }
-
-

@@ -2,12 +2,29 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import { QUERY_WAIT_MS } from '../run-state.js';
 import { isClientError } from '../temporal-sdk.js';
 import {
-  abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal, statusQuery, type HaltState, type NodeState, type UpgradeResolution, type UpgradeStatus,
+  abortSignal,
+  approveUpdate,
+  pauseSignal,
+  resolveDrainUpdate,
+  resumeSignal,
+  statusQuery,
+  type HaltState,
+  type NodeState,
+  type UpgradeResolution,
+  type UpgradeStatus,
 } from '../../workflows/upgrade-messages.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { printJson } from '../output.js';
-import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, type RolloutKind } from '../temporal-connection.js';
+import {
+  clusterName,
+  connectClient,
+  NODE_ROLLOUTS,
+  rolloutKind,
+  rolloutWorkflowId,
+  TEMPORAL_OPTIONS,
+  type RolloutKind,
+} from '../temporal-connection.js';
 import { gateName, namespacedName, nodeName, onlyPositional } from '../input-checks.js';
 import { restoreStatusQuery, type RestoreStatus } from '../../workflows/restore-messages.js';
 import { rollbackUpdate } from '../../workflows/bluegreen-messages.js';
@@ -19,12 +36,15 @@ blue pool's removal started); default: the one running, else the one started las
 restore-... means the restore, remove-blue or canary-bluegreen the blue/green run.`;
 export const withConnection = (help: string) => `${help}\n\n${WORKFLOW_HELP}\n\n${CONNECTION_HELP}`;
 
-const SIGNAL_JSON = '--output json: {cluster, workflowId, action, by, reason, status (the upgrade\'s status after)}.';
+const SIGNAL_JSON = "--output json: {cluster, workflowId, action, by, reason, status (the upgrade's status after)}.";
 
 /** The operator's controls on a running upgrade: approve, resolve, pause, resume, abort (status: status.ts). */
 export const operateHelp = {
-  approve: withConnection('Usage: skewless approve NAME --gate GATE [--by WHO] [--comment TEXT] [--output json|text]\n\nApproves a waiting gate; who and why land in the workflow history.\n--output json: {cluster, workflowId, action, gate (approvedBy, comment), status (the upgrade\'s status after)}.'),
-  resolve: withConnection(`Usage: skewless resolve NAME --node NODE --action retry|skip|force|abort [--pod NS/NAME]... [--by WHO] [--comment TEXT] [--output json|text]
+  approve: withConnection(
+    "Usage: skewless approve NAME --gate GATE [--by WHO] [--comment TEXT] [--output json|text]\n\nApproves a waiting gate; who and why land in the workflow history.\n--output json: {cluster, workflowId, action, gate (approvedBy, comment), status (the upgrade's status after)}.",
+  ),
+  resolve:
+    withConnection(`Usage: skewless resolve NAME --node NODE --action retry|skip|force|abort [--pod NS/NAME]... [--by WHO] [--comment TEXT] [--output json|text]
        skewless resolve NAME --action retry|abort [--by WHO] [--comment TEXT] [--output json|text]
 
 Answers what an upgrade waits for (skewless status shows it and the answers it takes):
@@ -36,15 +56,24 @@ Answers what an upgrade waits for (skewless status shows it and the answers it t
 - without --node, a rollout halted because workloads are unhealthy after a phase: retry checks
   again, abort stops the upgrade.
 --output json: {cluster, workflowId, action, resolution, answered (the node or halted rollout it answered), status (after)}.`),
-  pause: withConnection(`Usage: skewless pause NAME [--by WHO] [--comment TEXT] [--output json|text]\n\nNo new node starts; the steps in flight finish.\n${SIGNAL_JSON}`),
+  pause: withConnection(
+    `Usage: skewless pause NAME [--by WHO] [--comment TEXT] [--output json|text]\n\nNo new node starts; the steps in flight finish.\n${SIGNAL_JSON}`,
+  ),
   resume: withConnection(`Usage: skewless resume NAME [--by WHO] [--output json|text]\n\n${SIGNAL_JSON}`),
-  abort: withConnection(`Usage: skewless abort NAME [--by WHO] [--comment TEXT] [--output json|text]\n\nStops after the steps in flight and compensates: uncordons exactly the nodes this run cordoned and clears its stage labels. Versions are kept (no downgrade).\n${SIGNAL_JSON}`),
+  abort: withConnection(
+    `Usage: skewless abort NAME [--by WHO] [--comment TEXT] [--output json|text]\n\nStops after the steps in flight and compensates: uncordons exactly the nodes this run cordoned and clears its stage labels. Versions are kept (no downgrade).\n${SIGNAL_JSON}`,
+  ),
 };
 
 type Verb = keyof typeof operateHelp;
 
 /** What each kind of run is called in "no running ...". */
-export const RUN_NOUN: Record<RolloutKind, string> = { upgrade: 'upgrade', maintain: 'maintenance', restore: 'restore', bluegreen: 'blue/green run' };
+export const RUN_NOUN: Record<RolloutKind, string> = {
+  upgrade: 'upgrade',
+  maintain: 'maintenance',
+  restore: 'restore',
+  bluegreen: 'blue/green run',
+};
 
 const who = (by: string | undefined) => by ?? process.env.USER ?? 'operator';
 
@@ -54,14 +83,29 @@ const who = (by: string | undefined) => by ?? process.env.USER ?? 'operator';
  */
 const statusAfter = (client: Client, handle: WorkflowHandle, restore = false): Promise<UpgradeStatus | RestoreStatus | null> =>
   // Within the deadline status uses: without a worker the server would hold the query 30 s.
-  client.withDeadline<UpgradeStatus | RestoreStatus>(Date.now() + QUERY_WAIT_MS, () => (restore ? handle.query(restoreStatusQuery) : handle.query(statusQuery))).catch(() => null);
+  client
+    .withDeadline<UpgradeStatus | RestoreStatus>(Date.now() + QUERY_WAIT_MS, () =>
+      restore ? handle.query(restoreStatusQuery) : handle.query(statusQuery),
+    )
+    .catch(() => null);
 
 export function operateCommand(verb: Verb) {
   return async (args: string[], io: CommandIo): Promise<number> => {
-    const { values, positionals } = parseOptions(args, {
-      ...TEMPORAL_OPTIONS, output: { type: 'string' }, gate: { type: 'string' }, node: { type: 'string' }, action: { type: 'string' },
-      pod: { type: 'string', multiple: true }, by: { type: 'string' }, comment: { type: 'string' }, workflow: { type: 'string' },
-    }, true);
+    const { values, positionals } = parseOptions(
+      args,
+      {
+        ...TEMPORAL_OPTIONS,
+        output: { type: 'string' },
+        gate: { type: 'string' },
+        node: { type: 'string' },
+        action: { type: 'string' },
+        pod: { type: 'string', multiple: true },
+        by: { type: 'string' },
+        comment: { type: 'string' },
+        workflow: { type: 'string' },
+      },
+      true,
+    );
     if (values.help) {
       io.out(operateHelp[verb]);
       return EXIT.ok;
@@ -74,7 +118,8 @@ export function operateCommand(verb: Verb) {
       const node = values.node;
       const action = requireOption(values.action, '--action');
       if (node === undefined) {
-        if (action !== 'retry' && action !== 'abort') throw new UsageError(`--action ${action} needs --node (without it, resolve answers a halted rollout: retry or abort)`);
+        if (action !== 'retry' && action !== 'abort')
+          throw new UsageError(`--action ${action} needs --node (without it, resolve answers a halted rollout: retry or abort)`);
         if (values.pod?.length) throw new UsageError('--pod goes with --action force and --node');
         resolution = { action, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) };
       } else if (node === '') throw new UsageError('--node is empty');
@@ -104,14 +149,31 @@ export function operateCommand(verb: Verb) {
       const restore = run.kind === 'restore';
       const handle = client.workflow.getHandle(run.workflowId);
       if (verb === 'approve') {
-        const g = await handle.executeUpdate(approveUpdate, { args: [{ gate: gate as string, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) }] });
-        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, gate: g, status: await statusAfter(client, handle, restore) });
+        const g = await handle.executeUpdate(approveUpdate, {
+          args: [{ gate: gate as string, by: who(values.by), ...(values.comment ? { comment: values.comment } : {}) }],
+        });
+        if (output === 'json')
+          printJson(io, {
+            cluster,
+            workflowId: handle.workflowId,
+            action: verb,
+            gate: g,
+            status: await statusAfter(client, handle, restore),
+          });
         else io.out(`gate ${g.name} approved by ${g.approvedBy}`);
       } else if (verb === 'resolve') {
         const r = resolution as UpgradeResolution;
         const answered = await handle.executeUpdate(resolveDrainUpdate, { args: [r] });
         // `answered` is what was waiting: the node (its block) or the halted rollout.
-        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, resolution: r, answered, status: await statusAfter(client, handle) });
+        if (output === 'json')
+          printJson(io, {
+            cluster,
+            workflowId: handle.workflowId,
+            action: verb,
+            resolution: r,
+            answered,
+            status: await statusAfter(client, handle),
+          });
         else if (r.node === undefined) io.out(`workload check after ${(answered as HaltState).after}: ${r.action}`);
         else {
           const block = (answered as NodeState).blocked;
@@ -127,7 +189,14 @@ export function operateCommand(verb: Verb) {
         const signal = { pause: pauseSignal, resume: resumeSignal, abort: abortSignal }[verb];
         const sent = { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) };
         await handle.signal(signal, sent);
-        if (output === 'json') printJson(io, { cluster, workflowId: handle.workflowId, action: verb, ...sent, status: await statusAfter(client, handle, restore) });
+        if (output === 'json')
+          printJson(io, {
+            cluster,
+            workflowId: handle.workflowId,
+            action: verb,
+            ...sent,
+            status: await statusAfter(client, handle, restore),
+          });
         else io.out(`${verb} sent to ${handle.workflowId}`);
       }
       return EXIT.ok;

@@ -4,7 +4,17 @@ import { isClientError } from '../temporal-sdk.js';
 import { parseTarget, planUpgrade, type ClusterInventory, type RolloutPolicy, type UpgradePlan } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { planClusterWorkflow, type PlanClusterResult } from '../../workflows/plan-cluster-workflow.js';
-import { CommandFailed, EXIT, intOption, outputFormat, parseOptions, readJsonFile, requireOption, UsageError, type CommandIo } from '../cli-support.js';
+import {
+  CommandFailed,
+  EXIT,
+  intOption,
+  outputFormat,
+  parseOptions,
+  readJsonFile,
+  requireOption,
+  UsageError,
+  type CommandIo,
+} from '../cli-support.js';
 import { whileShowing } from '../output.js';
 import { barePodLines, planToJson, planToText } from '../render-plan.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
@@ -44,10 +54,18 @@ refuse to start (named, a broken skew policy among the refusals), or the plan fa
 
 export async function planCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {
-    inventory: { type: 'string' }, to: { type: 'string' }, available: { type: 'string' }, cluster: { type: 'string' },
-    canary: { type: 'string' }, 'batch-size': { type: 'string' }, 'max-unavailable': { type: 'string' },
-    'first-control-plane': { type: 'string' }, acknowledge: { type: 'string', multiple: true }, output: { type: 'string' },
-    'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS,
+    inventory: { type: 'string' },
+    to: { type: 'string' },
+    available: { type: 'string' },
+    cluster: { type: 'string' },
+    canary: { type: 'string' },
+    'batch-size': { type: 'string' },
+    'max-unavailable': { type: 'string' },
+    'first-control-plane': { type: 'string' },
+    acknowledge: { type: 'string', multiple: true },
+    output: { type: 'string' },
+    'task-queue': { type: 'string' },
+    ...TEMPORAL_OPTIONS,
   });
   if (values.help) {
     io.out(planHelp);
@@ -62,19 +80,28 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
   if (batchSize !== undefined) policy.batchSize = batchSize;
   const maxOut = maxUnavailable(values['max-unavailable']);
   if (maxOut !== undefined) policy.maxUnavailable = maxOut;
-  if (values['first-control-plane'] !== undefined) policy.firstControlPlane = nodeName(values['first-control-plane'], '--first-control-plane');
+  if (values['first-control-plane'] !== undefined)
+    policy.firstControlPlane = nodeName(values['first-control-plane'], '--first-control-plane');
 
   let plan: UpgradePlan;
   let live: (PlanClusterResult & { cluster: string }) | undefined;
   if (values.cluster !== undefined) {
-    if (values.inventory !== undefined || values.available !== undefined) throw new UsageError('--cluster reads the live cluster: leave out --inventory and --available');
+    if (values.inventory !== undefined || values.available !== undefined)
+      throw new UsageError('--cluster reads the live cluster: leave out --inventory and --available');
     const cluster = clusterName(values.cluster, '--cluster');
     parseTarget(to); // a bad version is refused here, before Temporal is contacted
     for (const ack of values.acknowledge ?? []) namespacedName(ack, '--acknowledge', 'PDB');
     const taskQueue = workerConfig(values).taskQueue;
     const { client, close } = await connectClient(values);
     try {
-      live = { cluster, ...(await planThroughWorker(client, io, taskQueue, { cluster, to, policy: { ...policy, ...(values.acknowledge ? { acknowledge: values.acknowledge } : {}) } })) };
+      live = {
+        cluster,
+        ...(await planThroughWorker(client, io, taskQueue, {
+          cluster,
+          to,
+          policy: { ...policy, ...(values.acknowledge ? { acknowledge: values.acknowledge } : {}) },
+        })),
+      };
     } finally {
       await close();
     }
@@ -95,7 +122,11 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
     io.out(planToText(plan, to));
     if (live) {
       for (const p of live.problems) io.out(`Inventory: ${p}`);
-      io.out(refusals.length === 0 ? `Pre-flight (${live.cluster}): nothing would stop the upgrade from starting.` : `Pre-flight (${live.cluster}): the upgrade would refuse to start:`);
+      io.out(
+        refusals.length === 0
+          ? `Pre-flight (${live.cluster}): nothing would stop the upgrade from starting.`
+          : `Pre-flight (${live.cluster}): the upgrade would refuse to start:`,
+      );
       for (const r of refusals) io.out(`  ${r}`);
       // A worker older than this CLI reports no bare pods.
       for (const line of barePodLines(live.cluster, live.barePods ?? [], live.barePodCount ?? 0)) io.out(line);
@@ -112,28 +143,41 @@ function skewRefusal(plan: UpgradePlan): string {
 }
 
 /** Runs planClusterWorkflow; a missing worker, an unknown cluster or a refused version is one line. */
-async function planThroughWorker(client: Client, io: CommandIo, taskQueue: string, input: Parameters<typeof planClusterWorkflow>[0]): Promise<PlanClusterResult> {
+async function planThroughWorker(
+  client: Client,
+  io: CommandIo,
+  taskQueue: string,
+  input: Parameters<typeof planClusterWorkflow>[0],
+): Promise<PlanClusterResult> {
   // Without a worker the workflow would wait forever: say so instead (a worker may be starting, so wait a little).
   // What it waits for is shown on stderr while it waits, on a terminal only (never in a log).
   await whileShowing(io, `waiting for a worker on task queue ${taskQueue}`, async () => {
     for (let waited = 0; ; waited += 500) {
-      const { pollers } = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue } });
+      const { pollers } = await client.workflowService.describeTaskQueue({
+        namespace: client.options.namespace,
+        taskQueue: { name: taskQueue },
+      });
       if ((pollers?.length ?? 0) > 0) break;
-      if (waited >= 5000) throw new CommandFailed(`no worker polls task queue ${taskQueue}; start one with "skewless worker --clusters-dir DIR"`);
+      if (waited >= 5000)
+        throw new CommandFailed(`no worker polls task queue ${taskQueue}; start one with "skewless worker --clusters-dir DIR"`);
       await new Promise((r) => setTimeout(r, 500));
     }
   });
   const workflowId = `plan/${input.cluster}/${new Date().toISOString()}-${randomUUID().slice(0, 8)}`;
   try {
-    return await whileShowing(io, `reading cluster ${input.cluster} through the worker on ${taskQueue} (inventory, package versions, PDBs; workflow ${workflowId})`, () =>
-      client.workflow.execute(planClusterWorkflow, {
-        taskQueue,
-        workflowId,
-        workflowExecutionTimeout: '15m', // a backstop: a plan that lost its worker does not linger
-        args: [input],
-      }));
+    return await whileShowing(
+      io,
+      `reading cluster ${input.cluster} through the worker on ${taskQueue} (inventory, package versions, PDBs; workflow ${workflowId})`,
+      () =>
+        client.workflow.execute(planClusterWorkflow, {
+          taskQueue,
+          workflowId,
+          workflowExecutionTimeout: '15m', // a backstop: a plan that lost its worker does not linger
+          args: [input],
+        }),
+    );
   } catch (err) {
-    if (!(isClientError(err, 'WorkflowFailedError'))) throw err;
+    if (!isClientError(err, 'WorkflowFailedError')) throw err;
     const failure = summarizeWorkflowFailure(err);
     const message = `plan of ${input.cluster} failed: ${failure.message}`;
     if (failure.exit === EXIT.invalid) throw new UsageError(message);

@@ -48,7 +48,9 @@ ${TARGET_HELP}
 
 --latencies FILE    YAML of milliseconds per simulated host command, any of
                     ${LATENCY_KEYS.join(', ')}; defaults
-                    ${Object.entries(DEFAULT_LATENCIES).map(([k, v]) => `${k} ${v}`).join(', ')}
+                    ${Object.entries(DEFAULT_LATENCIES)
+                      .map(([k, v]) => `${k} ${v}`)
+                      .join(', ')}
 --repository LIST   the versions the package repository offers (comma-separated), instead of asking
                     the first control plane over SSH
 --drain-timeout     on the twin, default ${TWIN_DRAIN_TIMEOUT_SECONDS} s (a blocked drain is reported after it)
@@ -70,13 +72,18 @@ function latenciesFile(path: string | undefined): Latencies | undefined {
     raw = parseYaml(readFileSync(path, 'utf8'));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new UsageError(code ? `cannot read --latencies ${path}: ${code}` : `--latencies ${path} is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
+    throw new UsageError(
+      code ? `cannot read --latencies ${path}: ${code}` : `--latencies ${path} is not valid YAML: ${(err as Error).message.split('\n')[0]}`,
+    );
   }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new UsageError(`--latencies ${path} must be a mapping of ${LATENCY_KEYS.join(', ')} to milliseconds`);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new UsageError(`--latencies ${path} must be a mapping of ${LATENCY_KEYS.join(', ')} to milliseconds`);
   const out: Latencies = {};
   for (const [k, v] of Object.entries(raw)) {
-    if (!(LATENCY_KEYS as string[]).includes(k)) throw new UsageError(`--latencies ${path}: ${k} is not a latency (${LATENCY_KEYS.join(', ')})`);
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 3_600_000) throw new UsageError(`--latencies ${path}: ${k} must be milliseconds, an integer from 0 to 3600000, got ${JSON.stringify(v)}`);
+    if (!(LATENCY_KEYS as string[]).includes(k))
+      throw new UsageError(`--latencies ${path}: ${k} is not a latency (${LATENCY_KEYS.join(', ')})`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 3_600_000)
+      throw new UsageError(`--latencies ${path}: ${k} must be milliseconds, an integer from 0 to 3600000, got ${JSON.stringify(v)}`);
     out[k as keyof Latencies] = v;
   }
   return out;
@@ -84,7 +91,10 @@ function latenciesFile(path: string | undefined): Latencies | undefined {
 
 function repositoryList(value: string | undefined): string[] | undefined {
   if (value === undefined) return undefined;
-  const versions = value.split(',').map((v) => v.trim()).filter((v) => v !== '');
+  const versions = value
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
   if (versions.length === 0) throw new UsageError('--repository needs at least one version, e.g. 1.33.7,1.34.2');
   return versions.map((v) => {
     try {
@@ -109,22 +119,37 @@ function inventoryOf(d: SimDescription): ClusterInventory {
   };
 }
 
-async function readThroughWorker(client: Client, io: CommandIo, taskQueue: string, cluster: string, askRepository: boolean): Promise<RehearseReadResult> {
+async function readThroughWorker(
+  client: Client,
+  io: CommandIo,
+  taskQueue: string,
+  cluster: string,
+  askRepository: boolean,
+): Promise<RehearseReadResult> {
   for (let waited = 0; ; waited += 500) {
-    const { pollers } = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue } });
+    const { pollers } = await client.workflowService.describeTaskQueue({
+      namespace: client.options.namespace,
+      taskQueue: { name: taskQueue },
+    });
     if ((pollers?.length ?? 0) > 0) break;
-    if (waited >= 5000) throw new CommandFailed(`no worker polls task queue ${taskQueue}; start one with "skewless worker --clusters-dir DIR"`);
+    if (waited >= 5000)
+      throw new CommandFailed(`no worker polls task queue ${taskQueue}; start one with "skewless worker --clusters-dir DIR"`);
     io.transient?.(`waiting for a worker on task queue ${taskQueue}`);
     await new Promise((r) => setTimeout(r, 500));
   }
   io.transient?.(`reading cluster ${cluster} through the worker on ${taskQueue} (workflow ${rehearseWorkflowId(cluster)})`);
   try {
     return await client.workflow.execute(rehearseReadWorkflow, {
-      taskQueue, workflowId: rehearseWorkflowId(cluster), workflowIdConflictPolicy: 'FAIL', workflowExecutionTimeout: '15m', args: [{ cluster, askRepository }],
+      taskQueue,
+      workflowId: rehearseWorkflowId(cluster),
+      workflowIdConflictPolicy: 'FAIL',
+      workflowExecutionTimeout: '15m',
+      args: [{ cluster, askRepository }],
     });
   } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) throw new UsageError(`a rehearsal of ${cluster} is already reading it (${rehearseWorkflowId(cluster)})`);
-    if (!(isClientError(err, 'WorkflowFailedError'))) throw err;
+    if (err instanceof WorkflowExecutionAlreadyStartedError)
+      throw new UsageError(`a rehearsal of ${cluster} is already reading it (${rehearseWorkflowId(cluster)})`);
+    if (!isClientError(err, 'WorkflowFailedError')) throw err;
     const failure = summarizeWorkflowFailure(err);
     const message = `reading ${cluster} for the rehearsal failed: ${failure.message}`;
     if (failure.exit === EXIT.invalid) throw new UsageError(message);
@@ -136,9 +161,17 @@ async function readThroughWorker(client: Client, io: CommandIo, taskQueue: strin
 
 export async function rehearseCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {
-    cluster: { type: 'string' }, to: { type: 'string' }, ...POLICY_OPTIONS, latencies: { type: 'string' }, repository: { type: 'string' },
-    'ssh-user': { type: 'string' }, 'reboot-seconds': { type: 'string' }, 'save-description': { type: 'string' },
-    'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS, ...OUTPUT_OPTION,
+    cluster: { type: 'string' },
+    to: { type: 'string' },
+    ...POLICY_OPTIONS,
+    latencies: { type: 'string' },
+    repository: { type: 'string' },
+    'ssh-user': { type: 'string' },
+    'reboot-seconds': { type: 'string' },
+    'save-description': { type: 'string' },
+    'task-queue': { type: 'string' },
+    ...TEMPORAL_OPTIONS,
+    ...OUTPUT_OPTION,
   });
   if (values.help) {
     io.out(rehearseHelp);
@@ -154,11 +187,14 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
   const latencies = latenciesFile(values.latencies);
   const repository = repositoryList(values.repository);
   const sshUser = values['ssh-user'];
-  if (sshUser !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/.test(sshUser)) throw new UsageError(`--ssh-user must be a user name such as skewless, got ${JSON.stringify(sshUser)}`);
+  if (sshUser !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/.test(sshUser))
+    throw new UsageError(`--ssh-user must be a user name such as skewless, got ${JSON.stringify(sshUser)}`);
   const rebootSeconds = intOption(values['reboot-seconds'], '--reboot-seconds', 0);
-  if (rebootSeconds !== undefined && rebootSeconds > 600) throw new UsageError(`--reboot-seconds must be at most 600, got ${rebootSeconds}`);
+  if (rebootSeconds !== undefined && rebootSeconds > 600)
+    throw new UsageError(`--reboot-seconds must be at most 600, got ${rebootSeconds}`);
   const savePath = values['save-description'] === undefined ? undefined : resolve(values['save-description']);
-  if (savePath !== undefined && (!existsSync(dirname(savePath)) || !statSync(dirname(savePath)).isDirectory())) throw new UsageError(`--save-description: no folder ${dirname(savePath)}`);
+  if (savePath !== undefined && (!existsSync(dirname(savePath)) || !statSync(dirname(savePath)).isDirectory()))
+    throw new UsageError(`--save-description: no folder ${dirname(savePath)}`);
 
   const taskQueue = workerConfig(values).taskQueue;
   const { client, close } = await connectClient(values);
@@ -173,12 +209,18 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
 
   let twinDesc;
   try {
-    twinDesc = twinDescription(cluster, read, { ...(latencies ? { latencies } : {}), ...(sshUser ? { sshUser } : {}), ...(rebootSeconds === undefined ? {} : { rebootSeconds }), ...(repository ? { repository } : {}) });
+    twinDesc = twinDescription(cluster, read, {
+      ...(latencies ? { latencies } : {}),
+      ...(sshUser ? { sshUser } : {}),
+      ...(rebootSeconds === undefined ? {} : { rebootSeconds }),
+      ...(repository ? { repository } : {}),
+    });
     const yaml = descriptionYaml(twinDesc.description);
     parseDescription(yaml, 'the twin description'); // what the simulation would refuse, refused here
     if (savePath) writeFileSync(savePath, yaml);
   } catch (err) {
-    if (err instanceof TwinInputError || (err as Error).name === 'DescriptionError') throw new CommandFailed(`cannot model ${cluster}: ${(err as Error).message}`);
+    if (err instanceof TwinInputError || (err as Error).name === 'DescriptionError')
+      throw new CommandFailed(`cannot model ${cluster}: ${(err as Error).message}`);
     throw err;
   }
   const { description, names, notModelled } = twinDesc;
@@ -188,12 +230,19 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
   // Planned here first, as the upgrade will plan: a target the repository does not offer is invalid
   // input (exit 2), nothing to do or a plan that breaks the skew policy is the cluster's answer (1),
   // and neither needs a twin to find out.
-  const plan = planUpgrade({ inventory: inventoryOf(description), to, available: description.nodes[0]?.repository ?? [], policy: twinRollout });
+  const plan = planUpgrade({
+    inventory: inventoryOf(description),
+    to,
+    available: description.nodes[0]?.repository ?? [],
+    policy: twinRollout,
+  });
   if (plan.hops.length === 0) throw new CommandFailed(`nothing to rehearse: ${cluster} is already at ${plan.from} (target ${to})`);
   if (!plan.skew.compliant) {
     const f = plan.skew.failure;
     const where = f?.step ? `step "${f.step.detail}" of ${f.step.hop}` : 'the cluster as it is';
-    throw new CommandFailed(`the upgrade of ${cluster} would refuse to start: ${where} breaks the skew policy: ${f?.violations.map((v) => `${v.component} on ${nameOfNode(names.nodes, v.node)} at ${v.version}: ${v.rule}`).join('; ')}`);
+    throw new CommandFailed(
+      `the upgrade of ${cluster} would refuse to start: ${where} breaks the skew policy: ${f?.violations.map((v) => `${v.component} on ${nameOfNode(names.nodes, v.node)} at ${v.version}: ${v.rule}`).join('; ')}`,
+    );
   }
   const twinPdbOf = Object.fromEntries(Object.entries(names.pdbs).map(([twin, original]) => [original, twin]));
   const nameOf = (twin: string) => names.nodes[twin] ?? twin;
@@ -202,7 +251,9 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
   // twin acknowledges them all (mapped to its names) so that the rehearsal shows where drains block.
   const findings = auditPdbs(read.facts.pdbs.map((p) => ({ ...p, coveredPods: p.pods }))).filter((f) => f.severity === 'error');
   const preflight = findings.filter((f) => !(policy.acknowledge ?? []).includes(`${f.namespace}/${f.name}`)).map((f) => f.message);
-  const acknowledge = [...new Set([...findings.map((f) => `${f.namespace}/${f.name}`), ...(policy.acknowledge ?? [])].map((a) => twinPdbOf[a] ?? a))];
+  const acknowledge = [
+    ...new Set([...findings.map((f) => `${f.namespace}/${f.name}`), ...(policy.acknowledge ?? [])].map((a) => twinPdbOf[a] ?? a)),
+  ];
   const drainTimeoutSeconds = policy.drainTimeoutSeconds ?? TWIN_DRAIN_TIMEOUT_SECONDS;
   const twinPolicy = { ...twinRollout, drainTimeoutSeconds, ...(acknowledge.length ? { acknowledge } : {}) };
 
@@ -216,14 +267,19 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
   let twin: Twin | undefined;
   let starting: Promise<Twin> | undefined;
   try {
-    const aborted = new Promise<never>((_, reject) => interrupted.signal.addEventListener('abort', () => reject(interrupted.signal.reason as Error), { once: true }));
+    const aborted = new Promise<never>((_, reject) =>
+      interrupted.signal.addEventListener('abort', () => reject(interrupted.signal.reason as Error), { once: true }),
+    );
     aborted.catch(() => undefined);
     // Loaded here: the twin brings the simulation and a worker, 1.5 s of imports every other command skips.
     starting = import('../rehearse/twin.js').then(({ startTwin }) => startTwin(description, { signal: interrupted.signal, say }));
     starting.catch(() => undefined); // awaited here, or on interruption below
     twin = await Promise.race([starting, aborted]);
     say(`upgrading the twin to ${to}`);
-    const outcome = await Promise.race([rehearseUpgrade(twin.client, twin.taskQueue, { cluster, to, policy: twinPolicy }, { signal: interrupted.signal, say }), aborted]);
+    const outcome = await Promise.race([
+      rehearseUpgrade(twin.client, twin.taskQueue, { cluster, to, policy: twinPolicy }, { signal: interrupted.signal, say }),
+      aborted,
+    ]);
     await twin.sim.versionHistorySettled();
     const history = await twin.client.workflow.getHandle(outcome.workflowId).fetchHistory();
     const timings = twinTimings(history.events ?? [], outcome.status);
@@ -232,15 +288,25 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
     const blocks = blocksOf(outcome, names);
     const leftBehind = outcome.status.skipped.length > 0 || blocks.blockedDrains.length + blocks.refusedNodes.length > 0;
     const report: RehearsalReport = {
-      cluster, target: outcome.status.to, from: outcome.status.from, hops: outcome.status.hops,
-      outcome: outcome.failure ? 'failed' : leftBehind ? 'partial' : 'upgraded', ...(outcome.failure ? { failure: outcome.failure } : {}),
+      cluster,
+      target: outcome.status.to,
+      from: outcome.status.from,
+      hops: outcome.status.hops,
+      outcome: outcome.failure ? 'failed' : leftBehind ? 'partial' : 'upgraded',
+      ...(outcome.failure ? { failure: outcome.failure } : {}),
       preflight,
       phases: timings.phases.map((p) => ({ ...p, nodes: p.nodes.map(nameOf) })),
       nodes: timings.nodes.map((n) => ({ ...n, node: nameOf(n.node) })),
       ...blocks,
       skew,
       finalVersions: versions,
-      twin: { nodes: description.nodes.length, workloads: description.workloads.length, drainTimeoutSeconds, latenciesMs: { ...(description.nodes[0]?.latencies ?? {}) }, notModelled },
+      twin: {
+        nodes: description.nodes.length,
+        workloads: description.workloads.length,
+        drainTimeoutSeconds,
+        latenciesMs: { ...(description.nodes[0]?.latencies ?? {}) },
+        notModelled,
+      },
       seconds: Math.round((Date.now() - t0) / 100) / 10,
     };
     await twin.stop();

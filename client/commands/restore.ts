@@ -45,15 +45,24 @@ const PATH = /^(\/[A-Za-z0-9_][A-Za-z0-9._-]{0,127}){1,16}$/;
 
 function seconds(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 3600) throw new UsageError(`${flag} must be whole seconds from 1 to 3600, got ${JSON.stringify(value)}`);
+  if (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 3600)
+    throw new UsageError(`${flag} must be whole seconds from 1 to 3600, got ${JSON.stringify(value)}`);
   return Number(value);
 }
 
 export async function restoreCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {
-    cluster: { type: 'string' }, hop: { type: 'string' }, snapshot: { type: 'string' }, 'control-plane': { type: 'string', multiple: true },
-    'stop-timeout': { type: 'string' }, 'verify-timeout': { type: 'string' }, detach: { type: 'boolean' }, watch: { type: 'boolean' },
-    'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS, ...OUTPUT_OPTION,
+    cluster: { type: 'string' },
+    hop: { type: 'string' },
+    snapshot: { type: 'string' },
+    'control-plane': { type: 'string', multiple: true },
+    'stop-timeout': { type: 'string' },
+    'verify-timeout': { type: 'string' },
+    detach: { type: 'boolean' },
+    watch: { type: 'boolean' },
+    'task-queue': { type: 'string' },
+    ...TEMPORAL_OPTIONS,
+    ...OUTPUT_OPTION,
   });
   if (values.help) {
     io.out(restoreHelp);
@@ -62,7 +71,8 @@ export async function restoreCommand(args: string[], io: CommandIo): Promise<num
   const output = outputFormat(values.output);
   const cluster = clusterName(values.cluster, '--cluster');
   if (values.watch) {
-    if (values.hop !== undefined || values.snapshot !== undefined) throw new UsageError('--watch re-attaches to a running restore: it takes no --hop or --snapshot');
+    if (values.hop !== undefined || values.snapshot !== undefined)
+      throw new UsageError('--watch re-attaches to a running restore: it takes no --hop or --snapshot');
     const { client, close } = await connectClient(values);
     try {
       return await watchRestore(client, cluster, io, output);
@@ -70,10 +80,14 @@ export async function restoreCommand(args: string[], io: CommandIo): Promise<num
       await close();
     }
   }
-  if (values.hop === undefined && values.snapshot === undefined) throw new UsageError('name the snapshot: --hop VERSION (the one the upgrade took before that hop), --snapshot PATH, or both');
-  if (values.hop !== undefined && !HOP.test(values.hop)) throw new UsageError(`--hop must be the version of an upgrade hop such as 1.33.7, got ${JSON.stringify(values.hop)}`);
+  if (values.hop === undefined && values.snapshot === undefined)
+    throw new UsageError('name the snapshot: --hop VERSION (the one the upgrade took before that hop), --snapshot PATH, or both');
+  if (values.hop !== undefined && !HOP.test(values.hop))
+    throw new UsageError(`--hop must be the version of an upgrade hop such as 1.33.7, got ${JSON.stringify(values.hop)}`);
   if (values.snapshot !== undefined && (!PATH.test(values.snapshot) || values.snapshot.split('/').includes('..'))) {
-    throw new UsageError(`--snapshot must be an absolute path on the control planes (letters, digits, '.', '_', '-'), got ${JSON.stringify(values.snapshot)}`);
+    throw new UsageError(
+      `--snapshot must be an absolute path on the control planes (letters, digits, '.', '_', '-'), got ${JSON.stringify(values.snapshot)}`,
+    );
   }
   const controlPlanes = values['control-plane']?.map((n) => nodeName(n, '--control-plane'));
   const input: RestoreInput = {
@@ -82,7 +96,9 @@ export async function restoreCommand(args: string[], io: CommandIo): Promise<num
     ...(values.snapshot !== undefined ? { snapshotPath: values.snapshot } : {}),
     ...(controlPlanes ? { controlPlanes } : {}),
     ...(values['stop-timeout'] !== undefined ? { stopTimeoutSeconds: seconds(values['stop-timeout'], '--stop-timeout') as number } : {}),
-    ...(values['verify-timeout'] !== undefined ? { verifyTimeoutSeconds: seconds(values['verify-timeout'], '--verify-timeout') as number } : {}),
+    ...(values['verify-timeout'] !== undefined
+      ? { verifyTimeoutSeconds: seconds(values['verify-timeout'], '--verify-timeout') as number }
+      : {}),
   };
 
   const taskQueue = workerConfig(values).taskQueue;
@@ -92,13 +108,22 @@ export async function restoreCommand(args: string[], io: CommandIo): Promise<num
     let runId: string;
     try {
       ({ firstExecutionRunId: runId } = await client.workflow.start(restoreWorkflow, {
-        taskQueue, workflowId: restoreWorkflowId(cluster), workflowIdConflictPolicy: 'FAIL', args: [input],
+        taskQueue,
+        workflowId: restoreWorkflowId(cluster),
+        workflowIdConflictPolicy: 'FAIL',
+        args: [input],
       }));
     } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) throw new UsageError(`a restore of ${cluster} is already running; follow it with "skewless restore --cluster ${cluster} --watch"`);
+      if (err instanceof WorkflowExecutionAlreadyStartedError)
+        throw new UsageError(`a restore of ${cluster} is already running; follow it with "skewless restore --cluster ${cluster} --watch"`);
       throw err;
     }
-    if (output === 'json') printRecord(io, 'started', cluster, { workflowId: restoreWorkflowId(cluster), runId, ...(input.hop ? { hop: input.hop } : { snapshot: input.snapshotPath }) });
+    if (output === 'json')
+      printRecord(io, 'started', cluster, {
+        workflowId: restoreWorkflowId(cluster),
+        runId,
+        ...(input.hop ? { hop: input.hop } : { snapshot: input.snapshotPath }),
+      });
     else io.out(`started restore/${cluster} from ${input.hop ? `the snapshot before ${input.hop}` : input.snapshotPath}`);
     if (values.detach) return EXIT.ok;
     return await watchRestore(client, cluster, io, output);
@@ -108,7 +133,10 @@ export async function restoreCommand(args: string[], io: CommandIo): Promise<num
 }
 
 const progressOf = (s: RestoreStatus) => ({
-  phase: s.phase, paused: s.paused, members: s.members.map((m) => ({ node: m.node, member: m.name, phase: m.phase })), revision: s.revision ?? null,
+  phase: s.phase,
+  paused: s.paused,
+  members: s.members.map((m) => ({ node: m.node, member: m.name, phase: m.phase })),
+  revision: s.revision ?? null,
 });
 
 /** Follows `restore/<cluster>` until it closes, as `watch` follows an upgrade; returns the exit code. */
@@ -137,7 +165,10 @@ export async function watchRestore(client: Client, cluster: string, io: CommandI
         const key = JSON.stringify(progress);
         if (key !== last) {
           if (json) record('progress', progress);
-          else io.out(`${cluster}: ${s.phase}${s.paused ? ' (paused)' : ''}; ${progress.members.map((m) => `${m.node} ${m.phase}`).join(', ')}`);
+          else
+            io.out(
+              `${cluster}: ${s.phase}${s.paused ? ' (paused)' : ''}; ${progress.members.map((m) => `${m.node} ${m.phase}`).join(', ')}`,
+            );
         }
         last = key;
         for (const g of s.gates) {

@@ -16,7 +16,8 @@ type Verb = (typeof VERBS)[number];
  * later: an upgrade that starts hours late may fall outside the window people expect it in.
  */
 const CATCHUP_WINDOW = '10 minutes';
-const OVERLAP_WORDS = 'SKIP: never two upgrades of one cluster. A time that comes while the schedule\'s last run still goes on is skipped, and a run that finds upgrade/CLUSTER running (started by hand) ends as skipped, starting nothing.';
+const OVERLAP_WORDS =
+  "SKIP: never two upgrades of one cluster. A time that comes while the schedule's last run still goes on is skipped, and a run that finds upgrade/CLUSTER running (started by hand) ends as skipped, starting nothing.";
 
 export const scheduleHelp = `Usage: skewless schedule create [NAME] --cluster NAME --to TARGET (--cron "EXPR" | --calendar "DAYS HH:MM" | --every DURATION)...
                                 [--time-zone ZONE] [policy flags] [--note TEXT] [--paused] [--task-queue QUEUE]
@@ -61,18 +62,37 @@ function scheduleName(positional: string | undefined, cluster: string | undefine
 }
 
 function checkedId(value: string): string {
-  if (!SCHEDULE_ID.test(value) || value.includes('//')) throw new UsageError(`invalid schedule name ${JSON.stringify(value)}: letters, digits, '-', '_', '.' and '/'`);
+  if (!SCHEDULE_ID.test(value) || value.includes('//'))
+    throw new UsageError(`invalid schedule name ${JSON.stringify(value)}: letters, digits, '-', '_', '.' and '/'`);
   return value;
 }
 
-interface ScheduleMemo { cluster?: string; to?: string; when?: string[]; note?: string }
+interface ScheduleMemo {
+  cluster?: string;
+  to?: string;
+  when?: string[];
+  note?: string;
+}
 
 export async function scheduleCommand(args: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parseOptions(args, {
-    cluster: { type: 'string' }, to: { type: 'string' }, cron: { type: 'string', multiple: true }, calendar: { type: 'string', multiple: true },
-    every: { type: 'string', multiple: true }, 'time-zone': { type: 'string' }, note: { type: 'string' }, paused: { type: 'boolean' },
-    output: { type: 'string' }, 'task-queue': { type: 'string' }, ...POLICY_OPTIONS, ...TEMPORAL_OPTIONS,
-  }, true);
+  const { values, positionals } = parseOptions(
+    args,
+    {
+      cluster: { type: 'string' },
+      to: { type: 'string' },
+      cron: { type: 'string', multiple: true },
+      calendar: { type: 'string', multiple: true },
+      every: { type: 'string', multiple: true },
+      'time-zone': { type: 'string' },
+      note: { type: 'string' },
+      paused: { type: 'boolean' },
+      output: { type: 'string' },
+      'task-queue': { type: 'string' },
+      ...POLICY_OPTIONS,
+      ...TEMPORAL_OPTIONS,
+    },
+    true,
+  );
   const [verbText, name, ...extra] = positionals;
   if (values.help) {
     io.out(scheduleHelp);
@@ -84,7 +104,9 @@ export async function scheduleCommand(args: string[], io: CommandIo): Promise<nu
   const verb = verbText as Verb;
   if (extra.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(extra[0])}: schedule ${verb} takes one NAME`);
   const only = (allowed: string[]) => {
-    const given = Object.entries(values).filter(([k, v]) => v !== undefined && !allowed.includes(k) && !(k in TEMPORAL_OPTIONS) && k !== 'output');
+    const given = Object.entries(values).filter(
+      ([k, v]) => v !== undefined && !allowed.includes(k) && !(k in TEMPORAL_OPTIONS) && k !== 'output',
+    );
     if (given.length > 0) throw new UsageError(`--${given[0]?.[0]} does not go with schedule ${verb}`);
   };
 
@@ -103,7 +125,9 @@ export async function scheduleCommand(args: string[], io: CommandIo): Promise<nu
           scheduleId: id,
           spec,
           action: {
-            type: 'startWorkflow', workflowType: scheduledUpgradeWorkflow, taskQueue,
+            type: 'startWorkflow',
+            workflowType: scheduledUpgradeWorkflow,
+            taskQueue,
             workflowId: `scheduled-upgrade/${cluster}`, // Temporal appends the time of each run
             args: [{ cluster, to, policy, schedule: id }],
             staticSummary: `scheduled upgrade of ${cluster} to ${to}`,
@@ -113,12 +137,16 @@ export async function scheduleCommand(args: string[], io: CommandIo): Promise<nu
           memo: memo as Record<string, unknown>,
         });
       } catch (err) {
-        if (isClientError(err, 'ScheduleAlreadyRunning')) throw new UsageError(`schedule ${id} already exists; delete it first or pick another NAME`);
+        if (isClientError(err, 'ScheduleAlreadyRunning'))
+          throw new UsageError(`schedule ${id} already exists; delete it first or pick another NAME`);
         throw refused(err);
       }
       const d = await client.schedule.getHandle(id).describe();
       if (output === 'json') io.out(JSON.stringify(describeJson(d), null, 2));
-      else io.out(`created schedule ${id}: upgrade ${cluster} to ${to}, ${words.join('; ')}${d.state.paused ? ' (paused)' : ''}; next run ${d.info.nextActionTimes[0]?.toISOString() ?? 'none'}`);
+      else
+        io.out(
+          `created schedule ${id}: upgrade ${cluster} to ${to}, ${words.join('; ')}${d.state.paused ? ' (paused)' : ''}; next run ${d.info.nextActionTimes[0]?.toISOString() ?? 'none'}`,
+        );
       return EXIT.ok;
     });
   }
@@ -132,7 +160,11 @@ export async function scheduleCommand(args: string[], io: CommandIo): Promise<nu
       rows.sort((a, b) => a.scheduleId.localeCompare(b.scheduleId));
       if (output === 'json') io.out(JSON.stringify(rows, null, 2));
       else if (rows.length === 0) io.out('no upgrade schedules');
-      else for (const r of rows) io.out(`${r.scheduleId.padEnd(32)} ${(r.cluster ?? '?').padEnd(16)} ${(r.to ?? '?').padEnd(13)} ${r.paused ? 'paused' : 'active'.padEnd(6)}  ${(r.when ?? []).join('; ')}  next ${r.nextRun ?? '-'}`);
+      else
+        for (const r of rows)
+          io.out(
+            `${r.scheduleId.padEnd(32)} ${(r.cluster ?? '?').padEnd(16)} ${(r.to ?? '?').padEnd(13)} ${r.paused ? 'paused' : 'active'.padEnd(6)}  ${(r.when ?? []).join('; ')}  next ${r.nextRun ?? '-'}`,
+          );
       return EXIT.ok;
     });
   }
@@ -156,7 +188,8 @@ export async function scheduleCommand(args: string[], io: CommandIo): Promise<nu
       // The override defaults to ALLOW_ALL: a trigger obeys the same rule as the schedule's own times.
       else await handle.trigger('SKIP');
       const done = { pause: 'paused', unpause: 'unpaused', delete: 'deleted', trigger: 'triggered' }[verb];
-      if (output === 'json') io.out(JSON.stringify({ scheduleId: id, action: done, ...(verb === 'pause' || verb === 'unpause' ? { note } : {}) }));
+      if (output === 'json')
+        io.out(JSON.stringify({ scheduleId: id, action: done, ...(verb === 'pause' || verb === 'unpause' ? { note } : {}) }));
       else io.out(`schedule ${id} ${done}${verb === 'pause' || verb === 'unpause' ? `: ${note}` : ''}`);
       return EXIT.ok;
     } catch (err) {
@@ -187,7 +220,11 @@ function refused(err: unknown): unknown {
 function summaryJson(s: ScheduleSummary) {
   const memo = (s.memo ?? {}) as ScheduleMemo;
   return {
-    scheduleId: s.scheduleId, cluster: memo.cluster, to: memo.to, when: memo.when, paused: s.state.paused,
+    scheduleId: s.scheduleId,
+    cluster: memo.cluster,
+    to: memo.to,
+    when: memo.when,
+    paused: s.state.paused,
     ...(s.state.note ? { note: s.state.note } : {}),
     nextRun: s.info.nextActionTimes[0]?.toISOString(),
     lastRun: s.info.recentActions.at(-1)?.action.workflow.workflowId,
@@ -198,35 +235,54 @@ function describeJson(d: ScheduleDescription) {
   const memo = (d.memo ?? {}) as ScheduleMemo;
   const args = (d.action.args?.[0] ?? {}) as { policy?: unknown };
   return {
-    scheduleId: d.scheduleId, cluster: memo.cluster, to: memo.to, when: memo.when, timeZone: d.spec.timezone ?? 'UTC',
-    policy: args.policy ?? {}, taskQueue: d.action.taskQueue,
-    overlap: d.policies.overlap, overlapMeans: OVERLAP_WORDS.replace('CLUSTER', memo.cluster ?? 'CLUSTER'), catchupWindowSeconds: d.policies.catchupWindow / 1000,
-    paused: d.state.paused, ...(d.state.note ? { note: d.state.note } : {}),
+    scheduleId: d.scheduleId,
+    cluster: memo.cluster,
+    to: memo.to,
+    when: memo.when,
+    timeZone: d.spec.timezone ?? 'UTC',
+    policy: args.policy ?? {},
+    taskQueue: d.action.taskQueue,
+    overlap: d.policies.overlap,
+    overlapMeans: OVERLAP_WORDS.replace('CLUSTER', memo.cluster ?? 'CLUSTER'),
+    catchupWindowSeconds: d.policies.catchupWindow / 1000,
+    paused: d.state.paused,
+    ...(d.state.note ? { note: d.state.note } : {}),
     nextRuns: d.info.nextActionTimes.map((t) => t.toISOString()),
-    actionsTaken: d.info.numActionsTaken, skippedOverlap: d.info.numActionsSkippedOverlap, missedCatchupWindow: d.info.numActionsMissedCatchupWindow,
+    actionsTaken: d.info.numActionsTaken,
+    skippedOverlap: d.info.numActionsSkippedOverlap,
+    missedCatchupWindow: d.info.numActionsMissedCatchupWindow,
     running: d.info.runningActions.map((a) => a.workflow.workflowId),
   };
 }
 
-interface RecentRun { scheduledAt: string; workflowId: string; runId: string; status: string; outcome?: string; message?: string }
+interface RecentRun {
+  scheduledAt: string;
+  workflowId: string;
+  runId: string;
+  status: string;
+  outcome?: string;
+  message?: string;
+}
 
 /** The schedule's recent runs, newest last, each with what it did (its result once it has ended). */
 async function recentRuns(client: Client, d: ScheduleDescription): Promise<RecentRun[]> {
-  return Promise.all(d.info.recentActions.slice(-10).map(async (a) => {
-    const { workflowId, firstExecutionRunId: runId } = a.action.workflow;
-    const run: RecentRun = { scheduledAt: a.scheduledAt.toISOString(), workflowId, runId, status: 'unknown' };
-    try {
-      const handle = client.workflow.getHandle(workflowId, runId);
-      run.status = (await handle.describe()).status.name;
-      if (run.status === 'COMPLETED') {
-        const result = (await handle.result()) as ScheduledUpgradeResult;
-        Object.assign(run, { outcome: result.outcome, message: result.message });
+  return Promise.all(
+    d.info.recentActions.slice(-10).map(async (a) => {
+      const { workflowId, firstExecutionRunId: runId } = a.action.workflow;
+      const run: RecentRun = { scheduledAt: a.scheduledAt.toISOString(), workflowId, runId, status: 'unknown' };
+      try {
+        const handle = client.workflow.getHandle(workflowId, runId);
+        run.status = (await handle.describe()).status.name;
+        if (run.status === 'COMPLETED') {
+          const result = (await handle.result()) as ScheduledUpgradeResult;
+          Object.assign(run, { outcome: result.outcome, message: result.message });
+        }
+      } catch (err) {
+        if (!isClientError(err, 'WorkflowNotFoundError')) run.message = (err as Error).message.split('\n')[0] ?? '';
       }
-    } catch (err) {
-      if (!(isClientError(err, 'WorkflowNotFoundError'))) run.message = (err as Error).message.split('\n')[0] ?? '';
-    }
-    return run;
-  }));
+      return run;
+    }),
+  );
 }
 
 function describeText(d: ScheduleDescription, runs: RecentRun[]): string[] {

@@ -53,20 +53,27 @@ const CHILD_WAIT_MS = 2_000;
 async function withNodePhases(client: Client, workflowId: string, s: UpgradeStatus): Promise<UpgradeStatus> {
   const inFlight = Object.entries(s.nodes).filter(([, n]) => IN_FLIGHT.includes(n.phase));
   if (!s.hop || inFlight.length === 0) return s;
-  const fresh = await Promise.all(inFlight.map(async ([node, n]): Promise<[string, NodeState]> => {
-    try {
-      const child = await client.withDeadline(Date.now() + CHILD_WAIT_MS, () => client.workflow.getHandle(`${workflowId}/${s.hop}/${node}`).query(nodeStatusQuery));
-      if (child.phase === 'pending') return [node, n];
-      return [node, { ...n, phase: child.phase, ...(child.blocked ? { blocked: child.blocked } : {}) }];
-    } catch {
-      return [node, n]; // the parent's phase: older, never wrong about the node being in flight
-    }
-  }));
+  const fresh = await Promise.all(
+    inFlight.map(async ([node, n]): Promise<[string, NodeState]> => {
+      try {
+        const child = await client.withDeadline(Date.now() + CHILD_WAIT_MS, () =>
+          client.workflow.getHandle(`${workflowId}/${s.hop}/${node}`).query(nodeStatusQuery),
+        );
+        if (child.phase === 'pending') return [node, n];
+        return [node, { ...n, phase: child.phase, ...(child.blocked ? { blocked: child.blocked } : {}) }];
+      } catch {
+        return [node, n]; // the parent's phase: older, never wrong about the node being in flight
+      }
+    }),
+  );
   return { ...s, nodes: { ...s.nodes, ...Object.fromEntries(fresh) } };
 }
 
 async function readRun(client: Client, handle: WorkflowHandle, d: WorkflowExecutionDescription, kind: RolloutKind): Promise<Reading> {
-  const reading: Reading = { run: { workflowId: handle.workflowId, runId: d.runId, state: d.status.name, taskQueue: d.taskQueue }, memo: d.memo ?? {} };
+  const reading: Reading = {
+    run: { workflowId: handle.workflowId, runId: d.runId, state: d.status.name, taskQueue: d.taskQueue },
+    memo: d.memo ?? {},
+  };
   if (d.status.name !== 'RUNNING') {
     const ending = await runEnding<AnyStatus>(handle);
     if (ending.result) return { ...reading, status: ending.result }; // completed: its result is its final status
@@ -116,10 +123,18 @@ export async function statusCommand(args: string[], io: CommandIo): Promise<numb
     const handle = client.workflow.getHandle(run.workflowId);
     const r = await readRun(client, handle, await handle.describe(), run.kind);
     if (output === 'json') {
-      printJson(io, {
-        ...(r.status ?? { cluster }), phase: shownPhase(r) ?? null, run: r.run, ...(r.failure ? { failure: { message: r.failure.message, type: r.failure.type ?? null } } : {}),
-        ...(r.noWorker ? { noWorker: r.noWorker, recorded: r.memo } : {}), ...(r.notYet ? { noAnswer: r.notYet, recorded: r.memo } : {}),
-      }, true);
+      printJson(
+        io,
+        {
+          ...(r.status ?? { cluster }),
+          phase: shownPhase(r) ?? null,
+          run: r.run,
+          ...(r.failure ? { failure: { message: r.failure.message, type: r.failure.type ?? null } } : {}),
+          ...(r.noWorker ? { noWorker: r.noWorker, recorded: r.memo } : {}),
+          ...(r.notYet ? { noAnswer: r.notYet, recorded: r.memo } : {}),
+        },
+        true,
+      );
     } else printText(io, cluster, r);
     const ended = r.run.state !== 'RUNNING';
     return ended && (r.failure || shownPhase(r) !== 'done') ? EXIT.notCompliant : EXIT.ok;

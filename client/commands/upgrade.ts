@@ -47,7 +47,13 @@ upgrade or OS maintenance (skewless maintain) of the cluster already running; 3 
 
 export async function upgradeCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {
-    cluster: { type: 'string' }, to: { type: 'string' }, ...POLICY_OPTIONS, detach: { type: 'boolean' }, 'task-queue': { type: 'string' }, ...TEMPORAL_OPTIONS, ...OUTPUT_OPTION,
+    cluster: { type: 'string' },
+    to: { type: 'string' },
+    ...POLICY_OPTIONS,
+    detach: { type: 'boolean' },
+    'task-queue': { type: 'string' },
+    ...TEMPORAL_OPTIONS,
+    ...OUTPUT_OPTION,
   });
   if (values.help) {
     io.out(upgradeHelp);
@@ -78,11 +84,15 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
       throw err;
     }
     const workflowId = upgradeWorkflowId(cluster);
-    const announce = () => (output === 'json' ? printRecord(io, 'started', cluster, { workflowId, runId, to }) : io.out(`started ${workflowId} to ${to}`));
+    const announce = () =>
+      output === 'json' ? printRecord(io, 'started', cluster, { workflowId, runId, to }) : io.out(`started ${workflowId} to ${to}`);
     if (values.detach) {
       // Detached, the workflow's start is all there is to report: its pre-flight runs later, on the worker.
       if (output === 'json') announce();
-      else io.out(`started ${workflowId} to ${to} (detached: the worker checks it before it touches anything; "skewless watch ${cluster}" says whether it passed)`);
+      else
+        io.out(
+          `started ${workflowId} to ${to} (detached: the worker checks it before it touches anything; "skewless watch ${cluster}" says whether it passed)`,
+        );
       return EXIT.ok;
     }
     // Following: "started" only once the run is past its inventory and pre-flight, so a refusal never reads as a start.

@@ -8,7 +8,15 @@ import { OUTPUT_OPTION, outputFormat, printRecord, spinner, type Output } from '
 import { windowPhaseLabel } from '../../rules/index.js';
 import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
 import type { BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
-import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import {
+  clusterName,
+  connectClient,
+  NODE_ROLLOUTS,
+  rolloutKind,
+  rolloutWorkflowId,
+  TEMPORAL_OPTIONS,
+  upgradeWorkflowId,
+} from '../temporal-connection.js';
 import { onlyPositional } from '../input-checks.js';
 import { reportRunEnding } from '../workflow-failure.js';
 import { queryIfServed } from '../run-state.js';
@@ -37,12 +45,17 @@ ${CONNECTION_HELP}`;
  * An OS maintenance run's status (maintain/<cluster>) read through the same query: it has no hops or
  * versions, so its progress is nodes done of nodes.
  */
-const isMaintenance = (s: UpgradeStatus | MaintenanceStatus): s is UpgradeStatus & MaintenanceStatus => (s as MaintenanceStatus).kind === 'maintenance';
+const isMaintenance = (s: UpgradeStatus | MaintenanceStatus): s is UpgradeStatus & MaintenanceStatus =>
+  (s as MaintenanceStatus).kind === 'maintenance';
 /** A blue/green run's status (bluegreen/<cluster>): its progress is blue nodes drained of the blue pool. */
-const isBlueGreen = (s: UpgradeStatus | BlueGreenStatus): s is UpgradeStatus & BlueGreenStatus => (s as BlueGreenStatus).kind === 'bluegreen';
+const isBlueGreen = (s: UpgradeStatus | BlueGreenStatus): s is UpgradeStatus & BlueGreenStatus =>
+  (s as BlueGreenStatus).kind === 'bluegreen';
 const blueGreenLine = (s: BlueGreenStatus) => {
   const drained = s.blue.nodes.filter((n) => s.nodes[n]?.phase === 'done').length;
-  return { drained, text: `${drained}/${s.blue.nodes.length} blue nodes drained, ${s.green.joined.length}/${s.green.nodes.length} green joined, ${s.step}` };
+  return {
+    drained,
+    text: `${drained}/${s.blue.nodes.length} blue nodes drained, ${s.green.joined.length}/${s.green.nodes.length} green joined, ${s.step}`,
+  };
 };
 
 /**
@@ -60,7 +73,8 @@ function progressLine(s: UpgradeStatus): string {
   const { done, total } = upgradesDone(s);
   const width = 20;
   const filled = total ? Math.round((done / total) * width) : 0;
-  if (isMaintenance(s)) return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} nodes maintained, ${s.phase}${s.paused ? ' (paused)' : ''}`;
+  if (isMaintenance(s))
+    return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} nodes maintained, ${s.phase}${s.paused ? ' (paused)' : ''}`;
   if (isBlueGreen(s)) return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${blueGreenLine(s).text}${s.paused ? ' (paused)' : ''}`;
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} node upgrades, hop ${s.hop ?? '-'} of ${s.hops.join(' → ') || '-'}, ${s.phase}${s.paused ? ' (paused)' : ''}`;
 }
@@ -80,7 +94,9 @@ export function waitingReasons(cluster: string, s: UpgradeStatus): string[] {
   for (const g of s.gates.filter((g) => !g.approvedBy)) {
     reasons.push(g.opensAt ? `soak ${g.name} until ${g.opensAt}` : `approval of gate ${g.name}`);
   }
-  const blocked = Object.entries(s.nodes).filter(([, n]) => n.phase === 'blocked').map(([node]) => node);
+  const blocked = Object.entries(s.nodes)
+    .filter(([, n]) => n.phase === 'blocked')
+    .map(([node]) => node);
   if (blocked.length) reasons.push(`resolve of ${blocked.join(', ')}`);
   if (s.halted) reasons.push(`resolve of the workload check after ${s.halted.after}`);
   if (s.waiting) reasons.push(`the maintenance window (${windowPhaseLabel(s.waiting.phase, s.waiting.hop)}; opens ${s.waiting.opensAt})`);
@@ -91,7 +107,8 @@ export function waitingReasons(cluster: string, s: UpgradeStatus): string[] {
 function spinnerText(cluster: string, s: UpgradeStatus): string {
   const { done, total } = nodesDone(s);
   const waiting = waitingReasons(cluster, s);
-  if (isMaintenance(s)) return `${cluster}: ${done}/${total} nodes maintained, ${s.phase}${waiting.length ? `, waiting for ${waiting.join('; ')}` : ''}`;
+  if (isMaintenance(s))
+    return `${cluster}: ${done}/${total} nodes maintained, ${s.phase}${waiting.length ? `, waiting for ${waiting.join('; ')}` : ''}`;
   if (isBlueGreen(s)) return `${cluster}: ${blueGreenLine(s).text}${waiting.length ? `, waiting for ${waiting.join('; ')}` : ''}`;
   return `${cluster}: ${done}/${total} nodes at ${s.hops.at(-1) ?? s.to}, ${s.phase}${s.hop ? ` ${s.hop}` : ''}${waiting.length ? `, waiting for ${waiting.join('; ')}` : ''}`;
 }
@@ -120,7 +137,11 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
   const record = (type: string, fields: Record<string, unknown>) => printRecord(io, type, cluster, fields);
   const live = spinner(io);
   const handle = client.workflow.getHandle(options.workflowId ?? upgradeWorkflowId(cluster));
-  const kind = handle.workflowId.startsWith('maintain/') ? 'maintain' : handle.workflowId.startsWith('bluegreen/') ? 'bluegreen' : 'upgrade';
+  const kind = handle.workflowId.startsWith('maintain/')
+    ? 'maintain'
+    : handle.workflowId.startsWith('bluegreen/')
+      ? 'bluegreen'
+      : 'upgrade';
   const what = { maintain: 'maintenance', bluegreen: 'blue/green run', upgrade: 'upgrade' }[kind];
   // The commands watch prints answer this run: name it when it is not the upgrade.
   const target = kind === 'upgrade' ? cluster : `${cluster} --workflow ${kind}`;
@@ -178,13 +199,36 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
       if (status && !checking) {
         if (json) {
           const progress = isBlueGreen(status)
-            ? { workflowId: handle.workflowId, phase: status.phase, step: status.step, paused: status.paused, blueDrained: nodesDone(status),
-              greenJoined: { done: status.green.joined.length, total: status.green.nodes.length }, rollback: status.rollback.available, waitingFor: waitingReasons(target, status) }
+            ? {
+                workflowId: handle.workflowId,
+                phase: status.phase,
+                step: status.step,
+                paused: status.paused,
+                blueDrained: nodesDone(status),
+                greenJoined: { done: status.green.joined.length, total: status.green.nodes.length },
+                rollback: status.rollback.available,
+                waitingFor: waitingReasons(target, status),
+              }
             : isMaintenance(status)
-            ? { workflowId: handle.workflowId, phase: status.phase, paused: status.paused, nodes: nodesDone(status), waitingFor: waitingReasons(target, status) }
-            : { phase: status.phase, hop: status.hop ?? null, hops: status.hops, from: status.from, to: status.to, paused: status.paused,
-              nodes: nodesDone(status), nodeUpgrades: upgradesDone(status), waitingFor: waitingReasons(cluster, status),
-              window: status.waiting ?? null };
+              ? {
+                  workflowId: handle.workflowId,
+                  phase: status.phase,
+                  paused: status.paused,
+                  nodes: nodesDone(status),
+                  waitingFor: waitingReasons(target, status),
+                }
+              : {
+                  phase: status.phase,
+                  hop: status.hop ?? null,
+                  hops: status.hops,
+                  from: status.from,
+                  to: status.to,
+                  paused: status.paused,
+                  nodes: nodesDone(status),
+                  nodeUpgrades: upgradesDone(status),
+                  waitingFor: waitingReasons(cluster, status),
+                  window: status.waiting ?? null,
+                };
           const key = JSON.stringify(progress);
           if (key !== lastProgress) record('progress', progress);
           lastProgress = key;
@@ -200,7 +244,8 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
         for (const [node, n] of Object.entries(status.nodes)) {
           if (n.phase === 'blocked' && n.blocked && !blockedShown.has(node)) {
             blockedShown.add(node);
-            if (json) record('blocked', { node, ...n.blocked, command: resolveHint(target, node, n.blocked).replace(/^resolve with: /, '') });
+            if (json)
+              record('blocked', { node, ...n.blocked, command: resolveHint(target, node, n.blocked).replace(/^resolve with: /, '') });
             else {
               // A failed step's message is in the events printed just above.
               io.out(`  BLOCKED ${node}: ${blockText(n.blocked, false)}`);
@@ -210,7 +255,8 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
         }
         const halt = status.halted ? `${status.halted.hop}/${status.halted.after}` : undefined;
         if (status.halted && halt !== haltShown) {
-          if (json) record('halted', { ...status.halted, command: `skewless resolve ${target} --action ${status.halted.actions.join('|')}` });
+          if (json)
+            record('halted', { ...status.halted, command: `skewless resolve ${target} --action ${status.halted.actions.join('|')}` });
           else for (const line of haltLines(target, status.halted, false)) io.out(`  ${line}`);
         }
         haltShown = halt;
@@ -220,7 +266,13 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
           if (gatesShown.get(g.name) === state) continue;
           gatesShown.set(g.name, state);
           const { name: _name, ...gate } = g;
-          if (json) record('gate', { gate: g.name, state, ...gate, ...(state === 'waiting' && !g.opensAt ? { command: `skewless approve ${target} --gate ${g.name}` } : {}) });
+          if (json)
+            record('gate', {
+              gate: g.name,
+              state,
+              ...gate,
+              ...(state === 'waiting' && !g.opensAt ? { command: `skewless approve ${target} --gate ${g.name}` } : {}),
+            });
           else if (state === 'waiting') io.out(`  gate ${g.name} waits: skewless approve ${target} --gate ${g.name}`);
         }
       }

@@ -23,7 +23,11 @@ Exit status: 0 stopped by a signal, 1 failure, 2 invalid directory, configuratio
 
 export async function workerCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {
-    ...TEMPORAL_OPTIONS, 'clusters-dir': { type: 'string' }, 'task-queue': { type: 'string' }, 'metrics-address': { type: 'string' }, 'otlp-endpoint': { type: 'string' },
+    ...TEMPORAL_OPTIONS,
+    'clusters-dir': { type: 'string' },
+    'task-queue': { type: 'string' },
+    'metrics-address': { type: 'string' },
+    'otlp-endpoint': { type: 'string' },
   });
   if (values.help) {
     io.out(workerHelp);

@@ -45,12 +45,19 @@ export interface RehearsalOutcome {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function rehearseUpgrade(
-  client: Client, taskQueue: string, input: { cluster: string; to: string; policy: UpgradePolicy },
+  client: Client,
+  taskQueue: string,
+  input: { cluster: string; to: string; policy: UpgradePolicy },
   o: { signal: AbortSignal; say: (line: string) => void },
 ): Promise<RehearsalOutcome> {
   const workflowId = `upgrade/${input.cluster}`;
   const startedAt = Date.now();
-  const handle = await client.workflow.start(clusterUpgradeWorkflow, { taskQueue, workflowId, args: [input], workflowExecutionTimeout: '24h' });
+  const handle = await client.workflow.start(clusterUpgradeWorkflow, {
+    taskQueue,
+    workflowId,
+    args: [input],
+    workflowExecutionTimeout: '24h',
+  });
   const blocks: RecordedBlock[] = [];
   const approvals: string[] = [];
   const answered = new Set<string>();
@@ -65,8 +72,12 @@ export async function rehearseUpgrade(
       for (const g of s.gates) {
         if (g.approvedBy || g.opensAt || answered.has(`gate ${g.name}`)) continue;
         answered.add(`gate ${g.name}`);
-        await handle.executeUpdate(approveUpdate, { args: [{ gate: g.name, by: REHEARSAL_OPERATOR, comment: 'rehearsal: approved automatically' }] })
-          .then(() => { approvals.push(g.name); o.say(`approved gate ${g.name}`); })
+        await handle
+          .executeUpdate(approveUpdate, { args: [{ gate: g.name, by: REHEARSAL_OPERATOR, comment: 'rehearsal: approved automatically' }] })
+          .then(() => {
+            approvals.push(g.name);
+            o.say(`approved gate ${g.name}`);
+          })
           .catch(() => answered.delete(`gate ${g.name}`));
       }
       for (const [node, n] of Object.entries(s.nodes)) {
@@ -79,15 +90,40 @@ export async function rehearseUpgrade(
         const action = b.kind === 'StepFailed' ? 'abort' : 'skip';
         const pods = b.pods.map((p) => `${p.namespace}/${p.name}`);
         const pdbs = [...new Set(b.pods.flatMap((p) => (p.pdbs ?? []).map((x) => `${p.namespace}/${x}`)))];
-        blocks.push({ node, kind: b.kind, message: b.message, pods, pdbs, action, at: new Date().toISOString(), ...(s.hop ? { hop: s.hop } : {}) });
+        blocks.push({
+          node,
+          kind: b.kind,
+          message: b.message,
+          pods,
+          pdbs,
+          action,
+          at: new Date().toISOString(),
+          ...(s.hop ? { hop: s.hop } : {}),
+        });
         o.say(`${node}: ${b.kind} (${b.message}); answering ${action}`);
-        await handle.executeUpdate(resolveDrainUpdate, { args: [{ node, action, by: REHEARSAL_OPERATOR, comment: 'rehearsal: recorded, the rollout goes on' }] })
+        await handle
+          .executeUpdate(resolveDrainUpdate, {
+            args: [{ node, action, by: REHEARSAL_OPERATOR, comment: 'rehearsal: recorded, the rollout goes on' }],
+          })
           .catch((err: Error) => o.say(`could not resolve ${node}: ${err.message}`));
       }
       if (s.halted && !answered.has(`halt ${s.halted.after} ${s.halted.hop}`)) {
         answered.add(`halt ${s.halted.after} ${s.halted.hop}`);
-        blocks.push({ node: '', kind: 'Halted', message: `${s.halted.message}: ${s.halted.workloads.join('; ')}`, pods: [], pdbs: [], action: 'abort', at: new Date().toISOString(), hop: s.halted.hop });
-        await handle.executeUpdate(resolveDrainUpdate, { args: [{ action: 'abort', by: REHEARSAL_OPERATOR, comment: 'rehearsal: workloads unhealthy' }] }).catch(() => undefined);
+        blocks.push({
+          node: '',
+          kind: 'Halted',
+          message: `${s.halted.message}: ${s.halted.workloads.join('; ')}`,
+          pods: [],
+          pdbs: [],
+          action: 'abort',
+          at: new Date().toISOString(),
+          hop: s.halted.hop,
+        });
+        await handle
+          .executeUpdate(resolveDrainUpdate, {
+            args: [{ action: 'abort', by: REHEARSAL_OPERATOR, comment: 'rehearsal: workloads unhealthy' }],
+          })
+          .catch(() => undefined);
       }
     }
     await Promise.race([result.catch(() => undefined), sleep(500)]);

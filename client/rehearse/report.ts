@@ -21,7 +21,12 @@ export interface RehearsalReport {
   blockedDrains: { node: string; hop?: string; pdbs: string[]; pods: string[]; message: string; action: string }[];
   refusedNodes: { node: string; hop?: string; pods: string[]; message: string; action: string }[];
   otherBlocks: { node: string; kind: string; hop?: string; message: string; action: string }[];
-  skew: { statesChecked: number; unreadable: number; compliant: boolean; violations: { at: string; cause: string; node: string; rule: string }[] };
+  skew: {
+    statesChecked: number;
+    unreadable: number;
+    compliant: boolean;
+    violations: { at: string; cause: string; node: string; rule: string }[];
+  };
   finalVersions: { node: string; kubelet?: string; apiserver?: string; controllerManager?: string; scheduler?: string }[];
   twin: { nodes: number; workloads: number; drainTimeoutSeconds: number; latenciesMs: Record<string, number>; notModelled: string[] };
   seconds: number;
@@ -32,13 +37,21 @@ export function skewOfHistory(records: VersionRecord[], name: (twin: string) => 
   const violations: RehearsalReport['skew']['violations'] = [];
   let unreadable = 0;
   for (const r of records) {
-    if (r.error) { unreadable++; continue; }
+    if (r.error) {
+      unreadable++;
+      continue;
+    }
     for (const v of checkSkew(r.inventory, { topology: 'kubeadm' }).violations) {
       // The rule's sentence names the twin's nodes; `node` is the cluster's name.
       violations.push({ at: r.at, cause: r.cause.split(' ').map(name).join(' '), node: name(v.node), rule: v.rule });
     }
   }
-  return { statesChecked: records.length - unreadable, unreadable, compliant: violations.length === 0 && records.length > unreadable, violations };
+  return {
+    statesChecked: records.length - unreadable,
+    unreadable,
+    compliant: violations.length === 0 && records.length > unreadable,
+    violations,
+  };
 }
 
 export function finalVersions(inventory: SkewInventory, name: (twin: string) => string): RehearsalReport['finalVersions'] {
@@ -58,17 +71,23 @@ export function finalVersions(inventory: SkewInventory, name: (twin: string) => 
 }
 
 /** The operator's records, in the cluster's names. */
-export function blocksOf(outcome: RehearsalOutcome, names: TwinNames): Pick<RehearsalReport, 'blockedDrains' | 'refusedNodes' | 'otherBlocks'> {
+export function blocksOf(
+  outcome: RehearsalOutcome,
+  names: TwinNames,
+): Pick<RehearsalReport, 'blockedDrains' | 'refusedNodes' | 'otherBlocks'> {
   const node = (n: string) => names.nodes[n] ?? n;
   const pod = (p: string) => names.workloads[p] ?? p;
   const pdb = (p: string) => names.pdbs[p] ?? p;
   const hop = (b: { hop?: string }) => (b.hop ? { hop: b.hop } : {});
   return {
-    blockedDrains: outcome.blocks.filter((b) => b.kind === 'DrainBlocked')
+    blockedDrains: outcome.blocks
+      .filter((b) => b.kind === 'DrainBlocked')
       .map((b) => ({ node: node(b.node), ...hop(b), pdbs: b.pdbs.map(pdb), pods: b.pods.map(pod), message: b.message, action: b.action })),
-    refusedNodes: outcome.blocks.filter((b) => b.kind === 'DrainRefused')
+    refusedNodes: outcome.blocks
+      .filter((b) => b.kind === 'DrainRefused')
       .map((b) => ({ node: node(b.node), ...hop(b), pods: b.pods.map(pod), message: b.message, action: b.action })),
-    otherBlocks: outcome.blocks.filter((b) => b.kind === 'StepFailed' || b.kind === 'Halted')
+    otherBlocks: outcome.blocks
+      .filter((b) => b.kind === 'StepFailed' || b.kind === 'Halted')
       .map((b) => ({ node: node(b.node), kind: b.kind, ...hop(b), message: b.message, action: b.action })),
   };
 }
@@ -77,30 +96,59 @@ const s = (seconds: number) => (seconds < 60 ? `${seconds.toFixed(1)} s` : `${Ma
 
 export function reportText(r: RehearsalReport): string {
   const out: string[] = [];
-  const verdict = r.outcome === 'upgraded' ? 'the twin upgraded' : r.outcome === 'partial' ? 'the twin upgraded, with nodes left behind' : 'the twin\'s upgrade FAILED';
-  out.push(`Rehearsal of ${r.cluster}: ${r.from} → ${r.hops.join(' → ') || r.target}: ${verdict} in ${s(r.seconds)}${r.failure ? ` (${r.failure})` : ''}`);
-  out.push(`Twin: ${r.twin.nodes} nodes, ${r.twin.workloads} workloads; drain timeout ${r.twin.drainTimeoutSeconds} s; latencies (ms) ${Object.entries(r.twin.latenciesMs).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  const verdict =
+    r.outcome === 'upgraded'
+      ? 'the twin upgraded'
+      : r.outcome === 'partial'
+        ? 'the twin upgraded, with nodes left behind'
+        : "the twin's upgrade FAILED";
+  out.push(
+    `Rehearsal of ${r.cluster}: ${r.from} → ${r.hops.join(' → ') || r.target}: ${verdict} in ${s(r.seconds)}${r.failure ? ` (${r.failure})` : ''}`,
+  );
+  out.push(
+    `Twin: ${r.twin.nodes} nodes, ${r.twin.workloads} workloads; drain timeout ${r.twin.drainTimeoutSeconds} s; latencies (ms) ${Object.entries(
+      r.twin.latenciesMs,
+    )
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
   if (r.preflight.length) {
-    out.push('', 'Pre-flight: the real upgrade would refuse to start on these unless acknowledged (the rehearsal acknowledged them to go on):');
+    out.push(
+      '',
+      'Pre-flight: the real upgrade would refuse to start on these unless acknowledged (the rehearsal acknowledged them to go on):',
+    );
     for (const p of r.preflight) out.push(`  ${p}`);
   }
   out.push('', 'Phases (time on the twin):');
-  for (const p of r.phases) out.push(`  ${p.hop.padEnd(8)} ${p.phase.padEnd(14)} ${s(p.seconds).padStart(12)}${p.nodes.length ? `  ${p.nodes.join(', ')}` : ''}`);
+  for (const p of r.phases)
+    out.push(`  ${p.hop.padEnd(8)} ${p.phase.padEnd(14)} ${s(p.seconds).padStart(12)}${p.nodes.length ? `  ${p.nodes.join(', ')}` : ''}`);
   if (r.phases.length === 0) out.push('  none ran');
   out.push('', 'Nodes:');
-  for (const n of r.nodes) out.push(`  ${n.hop.padEnd(8)} ${n.node.padEnd(24)} ${s(n.seconds).padStart(12)}  ${n.steps.map((x) => `${x.step} ${s(x.seconds)}${x.outcome === 'done' ? '' : ` (${x.outcome})`}`).join('; ')}`);
+  for (const n of r.nodes)
+    out.push(
+      `  ${n.hop.padEnd(8)} ${n.node.padEnd(24)} ${s(n.seconds).padStart(12)}  ${n.steps.map((x) => `${x.step} ${s(x.seconds)}${x.outcome === 'done' ? '' : ` (${x.outcome})`}`).join('; ')}`,
+    );
   out.push('', r.blockedDrains.length ? 'Drains that blocked:' : 'Drains that blocked: none');
-  for (const b of r.blockedDrains) out.push(`  ${b.node}${b.hop ? ` (${b.hop})` : ''}: PDB ${b.pdbs.join(', ') || '?'} refused evicting ${b.pods.join(', ')}; the rehearsal answered ${b.action}`);
+  for (const b of r.blockedDrains)
+    out.push(
+      `  ${b.node}${b.hop ? ` (${b.hop})` : ''}: PDB ${b.pdbs.join(', ') || '?'} refused evicting ${b.pods.join(', ')}; the rehearsal answered ${b.action}`,
+    );
   out.push(r.refusedNodes.length ? 'Nodes refused (pods nothing would recreate):' : 'Nodes refused: none');
-  for (const b of r.refusedNodes) out.push(`  ${b.node}${b.hop ? ` (${b.hop})` : ''}: ${b.pods.join(', ')}; the rehearsal answered ${b.action}`);
+  for (const b of r.refusedNodes)
+    out.push(`  ${b.node}${b.hop ? ` (${b.hop})` : ''}: ${b.pods.join(', ')}; the rehearsal answered ${b.action}`);
   for (const b of r.otherBlocks) out.push(`${b.kind}${b.node ? ` on ${b.node}` : ''}: ${b.message}; the rehearsal answered ${b.action}`);
-  out.push('', r.skew.compliant
-    ? `Skew policy: every one of the ${r.skew.statesChecked} version states the twin went through complies`
-    : `Skew policy: ${r.skew.violations.length} violation(s) in ${r.skew.statesChecked} version states${r.skew.unreadable ? ` (${r.skew.unreadable} unreadable)` : ''}`);
+  out.push(
+    '',
+    r.skew.compliant
+      ? `Skew policy: every one of the ${r.skew.statesChecked} version states the twin went through complies`
+      : `Skew policy: ${r.skew.violations.length} violation(s) in ${r.skew.statesChecked} version states${r.skew.unreadable ? ` (${r.skew.unreadable} unreadable)` : ''}`,
+  );
   for (const v of r.skew.violations) out.push(`  after ${v.cause}: ${v.rule}`);
   out.push('', 'Final versions on the twin:');
   for (const v of r.finalVersions) {
-    const cp = v.apiserver ? `  apiserver ${v.apiserver}, controller-manager ${v.controllerManager ?? '?'}, scheduler ${v.scheduler ?? '?'}` : '';
+    const cp = v.apiserver
+      ? `  apiserver ${v.apiserver}, controller-manager ${v.controllerManager ?? '?'}, scheduler ${v.scheduler ?? '?'}`
+      : '';
     out.push(`  ${v.node.padEnd(24)} kubelet ${v.kubelet ?? '?'}${cp}`);
   }
   if (r.twin.notModelled.length) {

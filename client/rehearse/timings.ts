@@ -41,37 +41,59 @@ function firstArg(payloads: { payloads?: temporal.api.common.v1.IPayload[] | nul
 }
 
 export function twinTimings(events: HistoryEvent[], status: UpgradeStatus): { phases: PhaseTiming[]; nodes: NodeTiming[] } {
-  const children = new Map<string, { workflowId: string; step: string; node: string; hop: string; start?: number; end?: number; outcome?: string }>();
+  const children = new Map<
+    string,
+    { workflowId: string; step: string; node: string; hop: string; start?: number; end?: number; outcome?: string }
+  >();
   const activities = new Map<string, { name: string; hop?: string; version?: string; start: number; end?: number }>();
   for (const e of events) {
     const id = String(e.eventId ?? '');
     const initiated = e.startChildWorkflowExecutionInitiatedEventAttributes;
     if (initiated) {
       const input = firstArg(initiated.input);
-      children.set(id, { workflowId: initiated.workflowId ?? '', step: String(input.step ?? ''), node: String(input.node ?? ''), hop: String(input.version ?? '') });
+      children.set(id, {
+        workflowId: initiated.workflowId ?? '',
+        step: String(input.step ?? ''),
+        node: String(input.node ?? ''),
+        hop: String(input.version ?? ''),
+      });
     }
     const started = e.childWorkflowExecutionStartedEventAttributes;
-    if (started) { const c = children.get(String(started.initiatedEventId ?? '')); if (c) c.start = ms(e); }
+    if (started) {
+      const c = children.get(String(started.initiatedEventId ?? ''));
+      if (c) c.start = ms(e);
+    }
     for (const [attrs, outcome] of [
-      [e.childWorkflowExecutionCompletedEventAttributes, 'completed'], [e.childWorkflowExecutionFailedEventAttributes, 'failed'],
-      [e.childWorkflowExecutionCanceledEventAttributes, 'canceled'], [e.childWorkflowExecutionTerminatedEventAttributes, 'terminated'],
+      [e.childWorkflowExecutionCompletedEventAttributes, 'completed'],
+      [e.childWorkflowExecutionFailedEventAttributes, 'failed'],
+      [e.childWorkflowExecutionCanceledEventAttributes, 'canceled'],
+      [e.childWorkflowExecutionTerminatedEventAttributes, 'terminated'],
       [e.childWorkflowExecutionTimedOutEventAttributes, 'timed out'],
     ] as const) {
       if (!attrs) continue;
       const c = children.get(String(attrs.initiatedEventId ?? ''));
       if (!c) continue;
       c.end = ms(e);
-      c.outcome = outcome === 'completed'
-        ? String(firstArg((attrs as temporal.api.history.v1.IChildWorkflowExecutionCompletedEventAttributes).result).outcome ?? 'done')
-        : outcome;
+      c.outcome =
+        outcome === 'completed'
+          ? String(firstArg((attrs as temporal.api.history.v1.IChildWorkflowExecutionCompletedEventAttributes).result).outcome ?? 'done')
+          : outcome;
     }
     const scheduled = e.activityTaskScheduledEventAttributes;
     if (scheduled) {
       const input = firstArg(scheduled.input);
-      activities.set(id, { name: scheduled.activityType?.name ?? '', start: ms(e), ...(typeof input.hop === 'string' ? { hop: input.hop } : {}), ...(typeof input.version === 'string' ? { version: input.version } : {}) });
+      activities.set(id, {
+        name: scheduled.activityType?.name ?? '',
+        start: ms(e),
+        ...(typeof input.hop === 'string' ? { hop: input.hop } : {}),
+        ...(typeof input.version === 'string' ? { version: input.version } : {}),
+      });
     }
     const completed = e.activityTaskCompletedEventAttributes;
-    if (completed) { const a = activities.get(String(completed.scheduledEventId ?? '')); if (a) a.end = ms(e); }
+    if (completed) {
+      const a = activities.get(String(completed.scheduledEventId ?? ''));
+      if (a) a.end = ms(e);
+    }
   }
 
   const nodes = new Map<string, NodeTiming>();
@@ -93,14 +115,19 @@ export function twinTimings(events: HistoryEvent[], status: UpgradeStatus): { ph
     if (c.start === undefined || c.end === undefined) continue;
     const key = `${c.hop} ${c.node}`;
     const t = nodes.get(key) ?? { node: c.node, hop: c.hop, steps: [], seconds: 0 };
-    t.steps.push({ step: c.step === 'control-plane' ? 'control-plane components' : 'drain, kubelet, uncordon', seconds: round(c.end - c.start), outcome: c.outcome ?? 'running' });
+    t.steps.push({
+      step: c.step === 'control-plane' ? 'control-plane components' : 'drain, kubelet, uncordon',
+      seconds: round(c.end - c.start),
+      outcome: c.outcome ?? 'running',
+    });
     t.seconds = round(t.seconds * 1000 + (c.end - c.start));
     nodes.set(key, t);
     const stage = status.nodes[c.node]?.stage ?? 'control-plane';
     addPhase(c.hop, /^(canary|batch-\d+)$/.test(stage) ? stage : 'control-plane', c.start, c.end, c.node);
   }
   const hopIndex = (hop: string) => status.hops.indexOf(hop);
-  const phaseOrder = (p: string) => (p === 'backup' ? 0 : p === 'kubeadm-plan' ? 1 : p === 'control-plane' ? 2 : p === 'canary' ? 3 : 4 + Number(p.replace('batch-', '')));
+  const phaseOrder = (p: string) =>
+    p === 'backup' ? 0 : p === 'kubeadm-plan' ? 1 : p === 'control-plane' ? 2 : p === 'canary' ? 3 : 4 + Number(p.replace('batch-', ''));
   return {
     phases: [...phases.values()]
       .sort((a, b) => hopIndex(a.hop) - hopIndex(b.hop) || phaseOrder(a.phase) - phaseOrder(b.phase))

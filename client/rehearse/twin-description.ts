@@ -13,7 +13,12 @@ import type { Latencies, PdbSpec, SimDescription, SimNode, WorkloadSpec } from '
 
 /** Host command latencies (milliseconds) when no --latencies file is given: a quick rehearsal, not a forecast. */
 export const DEFAULT_LATENCIES: Required<Latencies> = {
-  aptInstall: 2000, kubeletRestart: 1000, kubeadmApply: 5000, kubeadmNode: 1000, etcdSnapshot: 500, reboot: 5000,
+  aptInstall: 2000,
+  kubeletRestart: 1000,
+  kubeadmApply: 5000,
+  kubeadmNode: 1000,
+  etcdSnapshot: 500,
+  reboot: 5000,
 };
 export const LATENCY_KEYS = Object.keys(DEFAULT_LATENCIES) as (keyof Latencies)[];
 
@@ -47,11 +52,22 @@ export class TwinInputError extends Error {
 }
 
 /** Labels the simulation sets on every node itself. */
-const SIM_NODE_LABELS = new Set(['kubernetes.io/hostname', 'kubernetes.io/os', 'kubernetes.io/arch', 'node-role.kubernetes.io/control-plane']);
+const SIM_NODE_LABELS = new Set([
+  'kubernetes.io/hostname',
+  'kubernetes.io/os',
+  'kubernetes.io/arch',
+  'node-role.kubernetes.io/control-plane',
+]);
 
 /** A DNS label made from any Kubernetes name, unique among `taken`. */
 function twinName(original: string, taken: Set<string>): string {
-  let base = original.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 58).replace(/-+$/, '') || 'x';
+  let base =
+    original
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 58)
+      .replace(/-+$/, '') || 'x';
   if (!/^[a-z0-9]/.test(base)) base = `x${base}`;
   let name = base;
   for (let i = 2; taken.has(name); i++) name = `${base}-${i}`;
@@ -68,16 +84,23 @@ const validVersion = (v: string | undefined): string | undefined => {
   }
 };
 
-export function twinDescription(cluster: string, read: { facts: RehearsalFacts; repository?: { node: string; versions: string[] } }, options: TwinOptions = {}): TwinDescription {
+export function twinDescription(
+  cluster: string,
+  read: { facts: RehearsalFacts; repository?: { node: string; versions: string[] } },
+  options: TwinOptions = {},
+): TwinDescription {
   const { facts } = read;
   const notModelled: string[] = [];
   const names: TwinNames = { nodes: {}, pdbs: {}, workloads: {} };
 
   const apiservers = facts.nodes.flatMap((n) => (n.components?.apiserver ? [n.components.apiserver] : []));
-  const version = validVersion(facts.clusterVersion) ?? [...apiservers].sort((x, y) => compareVersions(parseVersion(x), parseVersion(y)))[0];
-  if (!version) throw new TwinInputError(`cluster ${cluster} has no readable kubeadm version and no kube-apiserver mirror pod: nothing to model`);
+  const version =
+    validVersion(facts.clusterVersion) ?? [...apiservers].sort((x, y) => compareVersions(parseVersion(x), parseVersion(y)))[0];
+  if (!version)
+    throw new TwinInputError(`cluster ${cluster} has no readable kubeadm version and no kube-apiserver mirror pod: nothing to model`);
   const repository = options.repository ?? read.repository?.versions;
-  if (!repository || repository.length === 0) throw new TwinInputError('the package repository\'s versions are unknown: pass --repository VERSION,...');
+  if (!repository || repository.length === 0)
+    throw new TwinInputError("the package repository's versions are unknown: pass --repository VERSION,...");
   const latencies: Latencies = { ...DEFAULT_LATENCIES, ...options.latencies };
 
   const nodeNames = new Set<string>();
@@ -93,7 +116,8 @@ export function twinDescription(cluster: string, read: { facts: RehearsalFacts; 
     if (n.role === 'control-plane') {
       const c = n.components ?? {};
       const missing = (['apiserver', 'controllerManager', 'scheduler'] as const).filter((k) => !validVersion(c[k]));
-      if (missing.length) notModelled.push(`control plane ${n.name}: no version read for ${missing.join(', ')}; the twin runs them at ${version}`);
+      if (missing.length)
+        notModelled.push(`control plane ${n.name}: no version read for ${missing.join(', ')}; the twin runs them at ${version}`);
       node.components = {
         apiserver: validVersion(c.apiserver) ?? version,
         controllerManager: validVersion(c.controllerManager) ?? version,
@@ -118,11 +142,20 @@ export function twinDescription(cluster: string, read: { facts: RehearsalFacts; 
   for (const w of facts.workloads) {
     // kubeadm's kube-proxy: the simulation runs its own, at the cluster version.
     if (w.kind === 'DaemonSet' && w.namespace === 'kube-system' && w.name === 'kube-proxy') continue;
-    const spec = addWorkload(w.namespace, w.name, { kind: w.kind, replicas: w.kind === 'DaemonSet' ? 1 : w.replicas, ...(w.emptyDir ? { emptyDir: true } : {}) });
+    const spec = addWorkload(w.namespace, w.name, {
+      kind: w.kind,
+      replicas: w.kind === 'DaemonSet' ? 1 : w.replicas,
+      ...(w.emptyDir ? { emptyDir: true } : {}),
+    });
     twinOfWorkload.set(`${w.namespace}/${w.kind}/${w.name}`, spec);
   }
   for (const p of facts.pdbs) {
-    const budget: PdbSpec = p.minAvailable !== undefined ? { minAvailable: p.minAvailable } : p.maxUnavailable !== undefined ? { maxUnavailable: p.maxUnavailable } : {};
+    const budget: PdbSpec =
+      p.minAvailable !== undefined
+        ? { minAvailable: p.minAvailable }
+        : p.maxUnavailable !== undefined
+          ? { maxUnavailable: p.maxUnavailable }
+          : {};
     if (Object.keys(budget).length === 0) {
       notModelled.push(`PDB ${p.namespace}/${p.name} sets neither minAvailable nor maxUnavailable`);
       continue;
@@ -132,10 +165,13 @@ export function twinDescription(cluster: string, read: { facts: RehearsalFacts; 
       notModelled.push(`PDB ${p.namespace}/${p.name} covers no Deployment, StatefulSet or DaemonSet (${p.pods} pod(s)): left out`);
       continue;
     }
-    if (covered.length > 1) notModelled.push(`PDB ${p.namespace}/${p.name} covers ${p.covers.join(', ')}: the twin gives each its own copy of the budget`);
+    if (covered.length > 1)
+      notModelled.push(`PDB ${p.namespace}/${p.name} covers ${p.covers.join(', ')}: the twin gives each its own copy of the budget`);
     for (const w of covered) {
       if (w.pdb) {
-        notModelled.push(`${w.kind} ${p.namespace}/${names.workloads[`${p.namespace}/${w.name}`]?.split('/')[1]} is covered by more than one PDB: the twin keeps ${names.pdbs[`${p.namespace}/${w.name}`]} only`);
+        notModelled.push(
+          `${w.kind} ${p.namespace}/${names.workloads[`${p.namespace}/${w.name}`]?.split('/')[1]} is covered by more than one PDB: the twin keeps ${names.pdbs[`${p.namespace}/${w.name}`]} only`,
+        );
         continue;
       }
       w.pdb = budget;
@@ -156,9 +192,19 @@ export function twinDescription(cluster: string, read: { facts: RehearsalFacts; 
 
   return {
     // No node pools: blue/green is not rehearsed (yet); the simulation reads an absent `pools` as none.
-    description: { name: cluster, version, nodes, workloads, ssh: { user: options.sshUser ?? 'skewless' }, rebootSeconds: options.rebootSeconds ?? 3,
+    description: {
+      name: cluster,
+      version,
+      nodes,
+      workloads,
+      ssh: { user: options.sshUser ?? 'skewless' },
+      rebootSeconds: options.rebootSeconds ?? 3,
       // One minor per host, as the install guide sets nodes up: the rehearsal meets the repository switch of each hop.
-      packageRepository: 'per-minor', packageManager: facts.packageManager ?? 'apt', controlPlane: 'shared', pools: {} },
+      packageRepository: 'per-minor',
+      packageManager: facts.packageManager ?? 'apt',
+      controlPlane: 'shared',
+      pools: {},
+    },
     names,
     notModelled,
   };
@@ -174,12 +220,22 @@ export function descriptionYaml(d: SimDescription): string {
     packageRepository: d.packageRepository,
     packageManager: d.packageManager,
     nodes: d.nodes.map((n) => ({
-      name: n.name, role: n.role, kubelet: n.kubelet, ...(n.components ? { components: n.components } : {}),
-      ...(Object.keys(n.labels).length ? { labels: n.labels } : {}), latencies: n.latencies, repository: n.repository,
+      name: n.name,
+      role: n.role,
+      kubelet: n.kubelet,
+      ...(n.components ? { components: n.components } : {}),
+      ...(Object.keys(n.labels).length ? { labels: n.labels } : {}),
+      latencies: n.latencies,
+      repository: n.repository,
     })),
     workloads: d.workloads.map((w) => ({
-      kind: w.kind, name: w.name, namespace: w.namespace, ...(w.kind === 'Deployment' || w.kind === 'StatefulSet' ? { replicas: w.replicas } : {}),
-      ...(w.pdb ? { pdb: w.pdb } : {}), ...(w.node ? { node: w.node } : {}), ...(w.emptyDir ? { emptyDir: true } : {}),
+      kind: w.kind,
+      name: w.name,
+      namespace: w.namespace,
+      ...(w.kind === 'Deployment' || w.kind === 'StatefulSet' ? { replicas: w.replicas } : {}),
+      ...(w.pdb ? { pdb: w.pdb } : {}),
+      ...(w.node ? { node: w.node } : {}),
+      ...(w.emptyDir ? { emptyDir: true } : {}),
     })),
   };
   return `# A simulated twin for \`skewless rehearse\` (sim/description.ts): names, counts, labels and versions only.\n# Latencies are milliseconds per host command.\n${stringifyYaml(doc)}`;

@@ -37,7 +37,7 @@ async function waitForServer(address: string, server: ChildProcess, signal: Abor
   const deadline = Date.now() + 90_000;
   for (;;) {
     if (signal.aborted) throw signal.reason;
-    if (exited) throw new Error('the twin\'s Temporal dev server exited at start');
+    if (exited) throw new Error("the twin's Temporal dev server exited at start");
     try {
       const { Connection } = await loadTemporalClient();
       const connection = await Connection.connect({ address, connectTimeout: 1000 });
@@ -57,13 +57,15 @@ async function waitForServer(address: string, server: ChildProcess, signal: Abor
  */
 function quietRuntime(logFile: string): void {
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN', (entry) => {
-      try {
-        appendFileSync(logFile, `${entry.level} ${entry.message}\n`);
-      } catch {
-        // The twin's folder is gone (a line after the teardown): nobody would read it.
-      }
-    }) });
+    Runtime.install({
+      logger: new DefaultLogger('WARN', (entry) => {
+        try {
+          appendFileSync(logFile, `${entry.level} ${entry.message}\n`);
+        } catch {
+          // The twin's folder is gone (a line after the teardown): nobody would read it.
+        }
+      }),
+    });
   } catch {
     // Already installed (a second twin in this process): its logger stays.
   }
@@ -107,7 +109,9 @@ export async function startTwin(description: SimDescription, o: { signal: AbortS
     let uiPort = await freePort();
     while (uiPort === port) uiPort = await freePort(); // each was free a moment ago, not both at once
     const address = `127.0.0.1:${port}`;
-    o.say(`starting the twin: ${description.nodes.length} simulated nodes at ${description.version}, and a Temporal dev server of its own on ${address}`);
+    o.say(
+      `starting the twin: ${description.nodes.length} simulated nodes at ${description.version}, and a Temporal dev server of its own on ${address}`,
+    );
     simStarting = startSimulation(description, { stateDir: join(stateDir, 'sim'), binaries });
     simStarting.catch(() => undefined); // awaited below, or by stop()
     server = spawn(temporalBin, devServerArgs({ db: join(stateDir, 'temporal.db'), ip: '127.0.0.1', port, uiPort }), { stdio: 'ignore' });
@@ -117,7 +121,11 @@ export async function startTwin(description: SimDescription, o: { signal: AbortS
     quietRuntime(join(stateDir, 'worker.log'));
     native = await NativeConnection.connect({ address });
     worker = await createSkewlessWorker({
-      connection: native, namespace: 'default', taskQueue: TASK_QUEUE, deps: { clusters: createClusterResolver(sim.endpoints.clustersDir) }, shutdownGraceTime: '2 seconds',
+      connection: native,
+      namespace: 'default',
+      taskQueue: TASK_QUEUE,
+      deps: { clusters: createClusterResolver(sim.endpoints.clustersDir) },
+      shutdownGraceTime: '2 seconds',
     });
     running = worker.run();
     const { Client } = await loadTemporalClient();

@@ -35,7 +35,12 @@ const lastSegment = (workflowId: string | null | undefined): string | undefined 
 
 const isControlPlane = (input: Record<string, unknown>) => input.role === 'control-plane' || input.step === 'control-plane';
 
-interface OpenStep { lane: string; phase: TimelinePhase; startMs: number; label: string }
+interface OpenStep {
+  lane: string;
+  phase: TimelinePhase;
+  startMs: number;
+  label: string;
+}
 
 /**
  * One bar per activity execution of the given runs (the parent's and its node workflows', as
@@ -68,7 +73,13 @@ export function timelineFromRuns(runs: RunHistory[], title: string): Timeline {
       const s = open.get(key);
       if (!s) return;
       open.delete(key);
-      bars.push({ lane: s.lane, phase: s.phase, startMs: s.startMs, endMs: Math.max(s.startMs, tsToMs(e.eventTime)), label: outcome ? `${s.label} (${outcome})` : s.label });
+      bars.push({
+        lane: s.lane,
+        phase: s.phase,
+        startMs: s.startMs,
+        endMs: Math.max(s.startMs, tsToMs(e.eventTime)),
+        label: outcome ? `${s.label} (${outcome})` : s.label,
+      });
     };
     for (const e of run.events) {
       runLastMs = Math.max(runLastMs, tsToMs(e.eventTime));
@@ -92,7 +103,12 @@ export function timelineFromRuns(runs: RunHistory[], title: string): Timeline {
         const lane = str(record(firstArg(a.input)).node) ?? runNode ?? CLUSTER_LANE;
         const decoded = firstArg({ payloads: e.userMetadata?.summary ? [e.userMetadata.summary] : [] });
         const summary = typeof decoded === 'string' ? str(decoded) : undefined;
-        open.set(String(e.eventId), { lane, phase: phaseOf(activity, step), startMs: tsToMs(e.eventTime), label: summary ? `${activity}: ${summary}` : activity });
+        open.set(String(e.eventId), {
+          lane,
+          phase: phaseOf(activity, step),
+          startMs: tsToMs(e.eventTime),
+          label: summary ? `${activity}: ${summary}` : activity,
+        });
       } else if (e.activityTaskCompletedEventAttributes) {
         close(e, e.activityTaskCompletedEventAttributes.scheduledEventId);
       } else if (e.activityTaskFailedEventAttributes) {
@@ -110,7 +126,11 @@ export function timelineFromRuns(runs: RunHistory[], title: string): Timeline {
         if (!node) continue;
         const block = record(args.block);
         if (args.block) {
-          if (!blocked.has(node)) blocked.set(node, { startMs: tsToMs(e.eventTime), label: `blocked: ${str(block.kind) === 'StepFailed' ? `${str(block.step) ?? 'a step'} failed` : 'drain'}` });
+          if (!blocked.has(node))
+            blocked.set(node, {
+              startMs: tsToMs(e.eventTime),
+              label: `blocked: ${str(block.kind) === 'StepFailed' ? `${str(block.step) ?? 'a step'} failed` : 'drain'}`,
+            });
         } else {
           closeBlock(node, tsToMs(e.eventTime));
         }
@@ -120,7 +140,8 @@ export function timelineFromRuns(runs: RunHistory[], title: string): Timeline {
         if (node) closeBlock(node, tsToMs(e.eventTime));
       }
     }
-    for (const s of open.values()) bars.push({ lane: s.lane, phase: s.phase, startMs: s.startMs, endMs: Math.max(s.startMs, runLastMs), label: `${s.label} (running)` });
+    for (const s of open.values())
+      bars.push({ lane: s.lane, phase: s.phase, startMs: s.startMs, endMs: Math.max(s.startMs, runLastMs), label: `${s.label} (running)` });
     lastMs = Math.max(lastMs, runLastMs);
   }
   // A block the parent's runs do not see resolved (the run still waits): up to the last event.

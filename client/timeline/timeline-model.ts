@@ -7,8 +7,20 @@ import { compareNatural } from '../../rules/natural-order.js';
  */
 
 /** The phases a bar can be, in the order the legend lists them. */
-export const TIMELINE_PHASES = ['snapshot', 'control-plane', 'cordon', 'drain', 'packages', 'kubeadm', 'kubelet', 'verify', 'uncordon', 'blocked', 'other'] as const;
-export type TimelinePhase = typeof TIMELINE_PHASES[number];
+export const TIMELINE_PHASES = [
+  'snapshot',
+  'control-plane',
+  'cordon',
+  'drain',
+  'packages',
+  'kubeadm',
+  'kubelet',
+  'verify',
+  'uncordon',
+  'blocked',
+  'other',
+] as const;
+export type TimelinePhase = (typeof TIMELINE_PHASES)[number];
 
 /** One colour per phase: distinct hues, the waiting one (blocked) the only saturated red. */
 export const TIMELINE_COLOURS: Record<TimelinePhase, string> = {

@@ -22,7 +22,10 @@ const MAX_TICKS = 10;
 /** Text for XML: the five special characters escaped, and what XML 1.0 cannot hold at all (control characters, lone surrogates) replaced. */
 export function escapeXml(text: string): string {
   return text
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd')
+    .replace(
+      /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g,
+      '\ufffd',
+    )
     .replace(/&/g, '&amp;')
     .replace(/</g, '&lt;')
     .replace(/>/g, '&gt;')
@@ -83,14 +86,21 @@ export function renderTimelineSvg(t: Timeline): string {
   const legendTop = TOP + plotH + 30;
   const height = legendTop + (legend.length ? (line + 1) * 20 : 0) + 10;
 
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif">`,
+  );
   out.push(`<path d="M0 0H${WIDTH}V${height}H0Z" fill="#ffffff"/>`);
   out.push(`<text x="${left}" y="24" font-size="16" font-weight="bold">${escapeXml(t.title)}</text>`);
-  out.push(`<text x="${left}" y="44" font-size="12" fill="#444444">total ${seconds(totalMs)} s · ${lanes.length} lane${lanes.length === 1 ? '' : 's'} · ${bars.length} bar${bars.length === 1 ? '' : 's'}</text>`);
+  out.push(
+    `<text x="${left}" y="44" font-size="12" fill="#444444">total ${seconds(totalMs)} s · ${lanes.length} lane${lanes.length === 1 ? '' : 's'} · ${bars.length} bar${bars.length === 1 ? '' : 's'}</text>`,
+  );
 
   // Every other row shaded, as one path: a thousand lanes stay one element.
   if (rowH >= 6 && lanes.length > 1) {
-    const stripes = lanes.map((_, i) => i).filter((i) => i % 2 === 1).map((i) => `M${left} ${n(TOP + i * rowH)}h${n(plotW)}v${rowH}h${n(-plotW)}Z`);
+    const stripes = lanes
+      .map((_, i) => i)
+      .filter((i) => i % 2 === 1)
+      .map((i) => `M${left} ${n(TOP + i * rowH)}h${n(plotW)}v${rowH}h${n(-plotW)}Z`);
     out.push(`<path d="${stripes.join('')}" fill="#f3f3f3"/>`);
   }
 
@@ -98,14 +108,21 @@ export function renderTimelineSvg(t: Timeline): string {
   const step = tickStep(spanMs / 1000);
   const ticks: number[] = [];
   for (let i = 0; i * step <= spanMs / 1000 + 1e-9; i++) ticks.push(i * step);
-  out.push(`<path d="${ticks.map((s) => `M${n(x(t0 + s * 1000))} ${TOP - 4}V${TOP + plotH}`).join('')}" stroke="#d0d0d0" stroke-width="1"/>`);
-  for (const s of ticks) out.push(`<text x="${n(x(t0 + s * 1000))}" y="${TOP - 8}" font-size="10" text-anchor="middle" fill="#444444">${step < 1 ? s.toFixed(1) : String(Math.round(s))}</text>`);
+  out.push(
+    `<path d="${ticks.map((s) => `M${n(x(t0 + s * 1000))} ${TOP - 4}V${TOP + plotH}`).join('')}" stroke="#d0d0d0" stroke-width="1"/>`,
+  );
+  for (const s of ticks)
+    out.push(
+      `<text x="${n(x(t0 + s * 1000))}" y="${TOP - 8}" font-size="10" text-anchor="middle" fill="#444444">${step < 1 ? s.toFixed(1) : String(Math.round(s))}</text>`,
+    );
   out.push(`<text x="${left + plotW}" y="${TOP - 22}" font-size="10" text-anchor="end" fill="#444444">seconds from the first step</text>`);
   out.push(`<path d="M${left} ${TOP + plotH}H${left + plotW}" stroke="#888888" stroke-width="1"/>`);
 
   lanes.forEach((lane, i) => {
     if (i % every !== 0) return;
-    out.push(`<text x="${left - 6}" y="${n(TOP + i * rowH + rowH / 2 + fontSize * 0.35)}" font-size="${fontSize}" text-anchor="end">${escapeXml(lane)}</text>`);
+    out.push(
+      `<text x="${left - 6}" y="${n(TOP + i * rowH + rowH / 2 + fontSize * 0.35)}" font-size="${fontSize}" text-anchor="end">${escapeXml(lane)}</text>`,
+    );
   });
 
   for (const b of bars) {
@@ -113,12 +130,16 @@ export function renderTimelineSvg(t: Timeline): string {
     const x0 = x(b.startMs);
     const w = Math.max(1, x(b.endMs) - x0);
     const tip = `${b.lane} · ${b.phase} · ${seconds(b.endMs - b.startMs)} s from ${seconds(b.startMs - t0)} s${b.label ? ` · ${b.label}` : ''}`;
-    out.push(`<rect x="${n(x0)}" y="${n(y)}" width="${n(w)}" height="${barH}" fill="${TIMELINE_COLOURS[b.phase] ?? TIMELINE_COLOURS.other}"><title>${escapeXml(tip)}</title></rect>`);
+    out.push(
+      `<rect x="${n(x0)}" y="${n(y)}" width="${n(w)}" height="${barH}" fill="${TIMELINE_COLOURS[b.phase] ?? TIMELINE_COLOURS.other}"><title>${escapeXml(tip)}</title></rect>`,
+    );
   }
 
   for (const item of legend) {
     const y = legendTop + item.line * 20;
-    out.push(`<rect x="${item.x}" y="${y - 10}" width="12" height="12" fill="${TIMELINE_COLOURS[item.phase as keyof typeof TIMELINE_COLOURS]}"/>`);
+    out.push(
+      `<rect x="${item.x}" y="${y - 10}" width="12" height="12" fill="${TIMELINE_COLOURS[item.phase as keyof typeof TIMELINE_COLOURS]}"/>`,
+    );
     out.push(`<text x="${item.x + 18}" y="${y}" font-size="12">${escapeXml(item.phase)}</text>`);
   }
   if (bars.length === 0) out.push(`<text x="${left}" y="${TOP + rowH}" font-size="12" fill="#444444">no steps recorded</text>`);

@@ -83,13 +83,24 @@ async function startEtcd(options: ControlPlaneOptions) {
   const pki = ensurePki(join(stateDir, 'pki'));
   const [etcdPort, etcdPeer] = await Promise.all([freePort(), freePort()]);
   const etcdEndpoint = `http://127.0.0.1:${etcdPort}`;
-  const etcd = new ManagedProcess('etcd', binaries.bin('etcd'), [
-    '--name=sim', `--data-dir=${data}`,
-    `--listen-client-urls=${etcdEndpoint}`, `--advertise-client-urls=${etcdEndpoint}`,
-    `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
-    `--initial-cluster=sim=http://127.0.0.1:${etcdPeer}`,
-    '--unsafe-no-fsync=true', '--auto-compaction-retention=1', '--quota-backend-bytes=2147483648', '--log-level=warn',
-  ], join(logs, 'etcd.log'));
+  const etcd = new ManagedProcess(
+    'etcd',
+    binaries.bin('etcd'),
+    [
+      '--name=sim',
+      `--data-dir=${data}`,
+      `--listen-client-urls=${etcdEndpoint}`,
+      `--advertise-client-urls=${etcdEndpoint}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-cluster=sim=http://127.0.0.1:${etcdPeer}`,
+      '--unsafe-no-fsync=true',
+      '--auto-compaction-retention=1',
+      '--quota-backend-bytes=2147483648',
+      '--log-level=warn',
+    ],
+    join(logs, 'etcd.log'),
+  );
   const etcdHealthy = () =>
     waitFor('etcd /health', async () => {
       etcd.assertAlive();
@@ -114,11 +125,21 @@ function kwokProcess(options: ControlPlaneOptions, kubeconfig: string, logs: str
   // kwok reads ~/.kwok/kwok.yaml when it exists: give it a HOME of its own.
   const kwokHome = join(stateDir, 'kwok-home');
   mkdirSync(kwokHome, { recursive: true });
-  return new ManagedProcess('kwok', binaries.bin('kwok'), [
-    `--kubeconfig=${kubeconfig}`, `--config=${kwokStages(binaries.kwokStages, stateDir, options.honourPodGrace ?? false)}`,
-    '--manage-all-nodes=false', '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
-    '--node-lease-duration-seconds=40', '--cidr=10.244.0.0/16', '--node-ip=10.0.0.1',
-  ], join(logs, 'kwok.log'), { ...process.env, HOME: kwokHome });
+  return new ManagedProcess(
+    'kwok',
+    binaries.bin('kwok'),
+    [
+      `--kubeconfig=${kubeconfig}`,
+      `--config=${kwokStages(binaries.kwokStages, stateDir, options.honourPodGrace ?? false)}`,
+      '--manage-all-nodes=false',
+      '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
+      '--node-lease-duration-seconds=40',
+      '--cidr=10.244.0.0/16',
+      '--node-ip=10.0.0.1',
+    ],
+    join(logs, 'kwok.log'),
+    { ...process.env, HOME: kwokHome },
+  );
 }
 
 /** The admin's and the worker's kubeconfigs for `server`. */
@@ -150,12 +171,31 @@ async function startShared(options: ControlPlaneOptions, e: Etcd): Promise<Share
   const tls = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
   const log = (name: string) => join(logs, `${name}.log`);
 
-  const apiserver = new ManagedProcess('kube-apiserver', binaries.bin('kube-apiserver'), apiserverFlags({
-    port: apiPort, etcdEndpoint, pki, certDir: join(stateDir, 'apiserver-certs'), auditPolicy: e.auditPolicyPath, auditLog: auditLogPath,
-  }), log('kube-apiserver'));
-  const controllerManager = new ManagedProcess('kube-controller-manager', binaries.bin('kube-controller-manager'),
-    controllerManagerFlags({ kubeconfig, port: kcmPort, pki, stateDir, several: false }), log('kube-controller-manager'));
-  const scheduler = new ManagedProcess('kube-scheduler', binaries.bin('kube-scheduler'), schedulerFlags({ kubeconfig, port: schedPort, several: false }), log('kube-scheduler'));
+  const apiserver = new ManagedProcess(
+    'kube-apiserver',
+    binaries.bin('kube-apiserver'),
+    apiserverFlags({
+      port: apiPort,
+      etcdEndpoint,
+      pki,
+      certDir: join(stateDir, 'apiserver-certs'),
+      auditPolicy: e.auditPolicyPath,
+      auditLog: auditLogPath,
+    }),
+    log('kube-apiserver'),
+  );
+  const controllerManager = new ManagedProcess(
+    'kube-controller-manager',
+    binaries.bin('kube-controller-manager'),
+    controllerManagerFlags({ kubeconfig, port: kcmPort, pki, stateDir, several: false }),
+    log('kube-controller-manager'),
+  );
+  const scheduler = new ManagedProcess(
+    'kube-scheduler',
+    binaries.bin('kube-scheduler'),
+    schedulerFlags({ kubeconfig, port: schedPort, several: false }),
+    log('kube-scheduler'),
+  );
   const kwok = kwokProcess(options, kubeconfig, logs);
 
   const processes = { etcd, apiserver, controllerManager, scheduler, kwok };
@@ -169,10 +209,14 @@ async function startShared(options: ControlPlaneOptions, e: Etcd): Promise<Share
     started.length = 0;
   };
   const apiserverReady = () =>
-    waitFor('kube-apiserver /readyz', async () => {
-      apiserver.assertAlive();
-      return (await httpGet(`${server}/readyz`, tls)).body === 'ok';
-    }, 120_000);
+    waitFor(
+      'kube-apiserver /readyz',
+      async () => {
+        apiserver.assertAlive();
+        return (await httpGet(`${server}/readyz`, tls)).body === 'ok';
+      },
+      120_000,
+    );
 
   try {
     launch(apiserver);
@@ -224,12 +268,19 @@ async function startShared(options: ControlPlaneOptions, e: Etcd): Promise<Share
 
 const COMPONENTS: readonly ControlPlaneManifest[] = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'];
 
-async function startPerNode(options: ControlPlaneOptions, e: Etcd, hosts: NonNullable<ControlPlaneOptions['perNode']>): Promise<PerNodeControlPlane> {
+async function startPerNode(
+  options: ControlPlaneOptions,
+  e: Etcd,
+  hosts: NonNullable<ControlPlaneOptions['perNode']>,
+): Promise<PerNodeControlPlane> {
   const { stateDir, clusterName } = options;
   const { logs, pki, etcd, etcdEndpoint } = e;
   const nodes = new Map<string, NodeComponents>();
   for (const h of hosts) {
-    nodes.set(h.node, await NodeComponents.create({ node: h.node, stateDir, clusterName, pki, etcdEndpoint, auditPolicy: e.auditPolicyPath }));
+    nodes.set(
+      h.node,
+      await NodeComponents.create({ node: h.node, stateDir, clusterName, pki, etcdEndpoint, auditPolicy: e.auditPolicyPath }),
+    );
   }
   const balancer = await startTcpBalancer([...nodes.values()].map((n) => n.apiserverPort));
   const server = `https://127.0.0.1:${balancer.port}`;
@@ -246,7 +297,10 @@ async function startPerNode(options: ControlPlaneOptions, e: Etcd, hosts: NonNul
     for (const h of hosts) await nodes.get(h.node)?.run('kube-apiserver', h.versions['kube-apiserver']);
     for (const h of hosts) {
       const n = nodes.get(h.node) as NodeComponents;
-      await Promise.all([n.run('kube-controller-manager', h.versions['kube-controller-manager']), n.run('kube-scheduler', h.versions['kube-scheduler'])]);
+      await Promise.all([
+        n.run('kube-controller-manager', h.versions['kube-controller-manager']),
+        n.run('kube-scheduler', h.versions['kube-scheduler']),
+      ]);
     }
     kwok.start();
   } catch (err) {
@@ -302,14 +356,20 @@ function kwokStages(stagesPath: string, stateDir: string, honourPodGrace: boolea
   let stages = readFileSync(stagesPath, 'utf8');
   const anchor = /(name: pod-delete\n[\s\S]*?- key: '\.metadata\.deletionTimestamp'\n(\s*)operator: 'Exists'\n)/;
   if (!anchor.test(stages)) throw new Error(`${stagesPath}: kwok's pod-delete stage has an unexpected shape`);
-  stages = stages.replace(anchor, (_m, head: string, indent: string) =>
-    `${head}${indent.slice(2)}- key: '.metadata.annotations["kubernetes.io/config.mirror"]'\n${indent}operator: 'DoesNotExist'\n`);
+  stages = stages.replace(
+    anchor,
+    (_m, head: string, indent: string) =>
+      `${head}${indent.slice(2)}- key: '.metadata.annotations["kubernetes.io/config.mirror"]'\n${indent}operator: 'DoesNotExist'\n`,
+  );
   if (honourPodGrace) {
     // kwok's delay: a timestamp minus now, so the pod goes when its grace period is over.
     const next = /(name: pod-delete\n[\s\S]*?\n(\s*)next:\n)/;
     if (!next.test(stages)) throw new Error(`${stagesPath}: kwok's pod-delete stage has no next:`);
-    stages = stages.replace(next, (_m, head: string, indent: string) =>
-      `${head.slice(0, head.length - `${indent}next:\n`.length)}${indent}delay:\n${indent}  durationMilliseconds: 0\n${indent}  durationFrom:\n${indent}    expressionFrom: '.metadata.deletionTimestamp'\n${indent}next:\n`);
+    stages = stages.replace(
+      next,
+      (_m, head: string, indent: string) =>
+        `${head.slice(0, head.length - `${indent}next:\n`.length)}${indent}delay:\n${indent}  durationMilliseconds: 0\n${indent}  durationFrom:\n${indent}    expressionFrom: '.metadata.deletionTimestamp'\n${indent}next:\n`,
+    );
   }
   const out = join(stateDir, 'kwok-stages.yaml');
   writeFileSync(out, stages);

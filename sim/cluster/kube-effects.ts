@@ -13,11 +13,14 @@ const nodeReady = async (kube: KubeClients, node: string) =>
 
 /** What hosts do to the cluster, done through the real Kubernetes API. */
 export function kubeEffects(kube: KubeClients): ClusterEffects {
-  const readClusterConfiguration = async () =>
-    kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+  const readClusterConfiguration = async () => kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
 
   const controlPlaneVersions = async (node: string) => {
-    const { items } = await kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane', fieldSelector: `spec.nodeName=${node}` });
+    const { items } = await kube.core.listNamespacedPod({
+      namespace: 'kube-system',
+      labelSelector: 'tier=control-plane',
+      fieldSelector: `spec.nodeName=${node}`,
+    });
     const out: Record<string, string> = {};
     for (const pod of items) {
       const component = pod.metadata?.labels?.component;
@@ -36,7 +39,10 @@ export function kubeEffects(kube: KubeClients): ClusterEffects {
       if (pod.metadata?.deletionTimestamp || pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) continue;
       const conditions = ['Ready', 'ContainersReady'].map((type) => ({ type, status: 'True', lastTransitionTime: now }));
       await kube.core
-        .patchNamespacedPodStatus({ name: pod.metadata?.name as string, namespace: pod.metadata?.namespace as string, body: { status: { conditions } } }, strategicMergePatch)
+        .patchNamespacedPodStatus(
+          { name: pod.metadata?.name as string, namespace: pod.metadata?.namespace as string, body: { status: { conditions } } },
+          strategicMergePatch,
+        )
         .catch((err: unknown) => {
           if (statusOf(err) !== 404) throw err; // deleted meanwhile: nothing to report
         });
@@ -72,28 +78,37 @@ export function kubeEffects(kube: KubeClients): ClusterEffects {
       if (recordClusterVersion) {
         const cm = await readClusterConfiguration();
         const text = (cm.data?.ClusterConfiguration ?? '').replace(/^kubernetesVersion:.*$/m, `kubernetesVersion: v${version}`);
-        await kube.core.patchNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system', body: { data: { ClusterConfiguration: text } } }, mergePatch);
+        await kube.core.patchNamespacedConfigMap(
+          { name: 'kubeadm-config', namespace: 'kube-system', body: { data: { ClusterConfiguration: text } } },
+          mergePatch,
+        );
       }
       // The kubelet replaces a static pod whose manifest changed: a new mirror pod, a new UID.
       const nodeObject = await kube.core.readNode({ name: node });
       for (const component of CONTROL_PLANE_COMPONENTS) {
-        const current = await kube.core.readNamespacedPod({ name: `${component}-${node}`, namespace: 'kube-system' }).catch((err: unknown) => {
-          if (statusOf(err) === 404) return undefined;
-          throw err;
-        });
+        const current = await kube.core
+          .readNamespacedPod({ name: `${component}-${node}`, namespace: 'kube-system' })
+          .catch((err: unknown) => {
+            if (statusOf(err) === 404) return undefined;
+            throw err;
+          });
         if (current?.spec?.containers[0]?.image === componentImage(component, version)) continue;
         await replaceMirrorPod(kube, mirrorPod(nodeObject, component, version));
       }
       // kubeadm ≥ 1.28 moves the addons once every control plane runs the new version.
       const { items } = await kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'component=kube-apiserver' });
       if (items.length > 0 && items.every((p) => versionOfImage(p.spec?.containers[0]?.image) === version)) {
-        await kube.apps.patchNamespacedDaemonSet({
-          name: 'kube-proxy',
-          namespace: 'kube-system',
-          body: { spec: { template: { spec: { containers: [{ name: 'kube-proxy', image: `registry.k8s.io/kube-proxy:v${version}` }] } } } },
-        }, strategicMergePatch);
+        await kube.apps.patchNamespacedDaemonSet(
+          {
+            name: 'kube-proxy',
+            namespace: 'kube-system',
+            body: {
+              spec: { template: { spec: { containers: [{ name: 'kube-proxy', image: `registry.k8s.io/kube-proxy:v${version}` }] } } },
+            },
+          },
+          strategicMergePatch,
+        );
       }
     },
   };
 }
-

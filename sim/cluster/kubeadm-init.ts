@@ -126,8 +126,20 @@ export async function kubeadmInit(o: KubeadmInitOptions): Promise<void> {
   const kubeletConfig = readFileSync(onHost(first, '/var/lib/kubelet/config.yaml'), 'utf8');
   const flags = readFileSync(onHost(first, '/var/lib/kubelet/kubeadm-flags.env'), 'utf8');
   for (const w of o.workers) {
-    const kubeconfig = await run(first, ['kubeconfig', 'user', ...config, '--client-name', `system:node:${w.name}`, '--org', 'system:nodes']);
-    for (const [path, text] of [['/etc/kubernetes/kubelet.conf', kubeconfig.stdout], ['/var/lib/kubelet/config.yaml', kubeletConfig], ['/var/lib/kubelet/kubeadm-flags.env', flags]] as const) {
+    const kubeconfig = await run(first, [
+      'kubeconfig',
+      'user',
+      ...config,
+      '--client-name',
+      `system:node:${w.name}`,
+      '--org',
+      'system:nodes',
+    ]);
+    for (const [path, text] of [
+      ['/etc/kubernetes/kubelet.conf', kubeconfig.stdout],
+      ['/var/lib/kubelet/config.yaml', kubeletConfig],
+      ['/var/lib/kubelet/kubeadm-flags.env', flags],
+    ] as const) {
       mkdirSync(dirname(onHost(w, path)), { recursive: true });
       writeFileSync(onHost(w, path), text, { mode: path.endsWith('.conf') ? 0o600 : 0o644 });
     }

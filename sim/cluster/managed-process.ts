@@ -71,9 +71,10 @@ export class ManagedProcess {
       const user = this.options.user;
       const as = user ? [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups'] : [];
       if (user && !existsSync(SETPRIV)) throw new Error(`${this.name}: running as uid ${user.uid} needs ${SETPRIV} (util-linux)`);
-      const [command, args] = dieWithParent || user
-        ? [SETPRIV, [...as, ...(dieWithParent ? ['--pdeathsig', 'KILL'] : []), '--', this.command, ...argv]]
-        : [this.command, argv];
+      const [command, args] =
+        dieWithParent || user
+          ? [SETPRIV, [...as, ...(dieWithParent ? ['--pdeathsig', 'KILL'] : []), '--', this.command, ...argv]]
+          : [this.command, argv];
       this.child = spawn(command, args, { stdio: ['ignore', fd, fd], env: this.env });
     } finally {
       closeSync(fd);
@@ -90,7 +91,8 @@ export class ManagedProcess {
 
   /** Fails fast with the log's path if the process died while someone waits for it. */
   assertAlive(): void {
-    if (!this.running) throw new Error(`${this.name} exited (code ${this.child?.exitCode}, signal ${this.child?.signalCode}); see ${this.logFile}`);
+    if (!this.running)
+      throw new Error(`${this.name} exited (code ${this.child?.exitCode}, signal ${this.child?.signalCode}); see ${this.logFile}`);
   }
 
   async stop(graceMs = 5000): Promise<void> {

@@ -57,15 +57,20 @@ export async function deleteMirrorPod(kube: KubeClients, name: string): Promise<
     if (statusOf(err) === 404) return;
     throw err;
   }
-  await waitFor(`old ${name} gone`, async () => {
-    try {
-      await kube.core.readNamespacedPod({ name, namespace: 'kube-system' });
-      return false;
-    } catch (err) {
-      if (statusOf(err) === 404) return true;
-      throw err;
-    }
-  }, 30_000, 100);
+  await waitFor(
+    `old ${name} gone`,
+    async () => {
+      try {
+        await kube.core.readNamespacedPod({ name, namespace: 'kube-system' });
+        return false;
+      } catch (err) {
+        if (statusOf(err) === 404) return true;
+        throw err;
+      }
+    },
+    30_000,
+    100,
+  );
 }
 
 /** A manifest changed: the old mirror pod goes, the new one comes (a mirror pod's spec cannot change). */

@@ -91,7 +91,12 @@ export class NodeComponents {
     const log = join(this.o.stateDir, 'logs', `${this.o.node}-${component}.log`);
     for (let attempt = 1; ; attempt++) {
       const logFrom = existsSync(log) ? statSync(log).size : 0;
-      const process = new ManagedProcess(`${component} ${version} on ${this.o.node}`, releaseProgram(version, component), this.flags(component), log);
+      const process = new ManagedProcess(
+        `${component} ${version} on ${this.o.node}`,
+        releaseProgram(version, component),
+        this.flags(component),
+        log,
+      );
       this.running.set(component, { process, version });
       process.start();
       // An exit ends the wait at once (it used to poll a dead process for the whole 120 s).
@@ -160,12 +165,23 @@ export class NodeComponents {
     const { o, ports, kubeconfig } = this;
     if (component === 'kube-apiserver') {
       return apiserverFlags({
-        port: ports[component], etcdEndpoint: o.etcdEndpoint, pki: o.pki, certDir: join(o.stateDir, 'nodes', o.node, 'apiserver-certs'),
-        auditPolicy: o.auditPolicy, auditLog: this.auditLog, nodeAuthorizer: true,
+        port: ports[component],
+        etcdEndpoint: o.etcdEndpoint,
+        pki: o.pki,
+        certDir: join(o.stateDir, 'nodes', o.node, 'apiserver-certs'),
+        auditPolicy: o.auditPolicy,
+        auditLog: this.auditLog,
+        nodeAuthorizer: true,
       });
     }
     if (component === 'kube-controller-manager') {
-      return controllerManagerFlags({ kubeconfig, port: ports[component], pki: o.pki, stateDir: join(o.stateDir, 'nodes', o.node), several: true });
+      return controllerManagerFlags({
+        kubeconfig,
+        port: ports[component],
+        pki: o.pki,
+        stateDir: join(o.stateDir, 'nodes', o.node),
+        several: true,
+      });
     }
     return schedulerFlags({ kubeconfig, port: ports[component], several: true });
   }

@@ -44,54 +44,142 @@ export function ensurePki(dir: string): Pki {
 }
 
 function createCaAndAdmin(dir: string): void {
-  openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-sha256', '-days', '3650', '-keyout', 'ca.key', '-out', 'ca.crt',
-    '-subj', '/CN=skewless-sim-ca', '-addext', 'basicConstraints=critical,CA:TRUE',
-    '-addext', 'keyUsage=critical,keyCertSign,cRLSign,digitalSignature'], dir);
-  writeFileSync(join(dir, 'admin.ext'), [
-    'basicConstraints=critical,CA:FALSE',
-    'keyUsage=critical,digitalSignature,keyEncipherment',
-    'extendedKeyUsage=serverAuth,clientAuth',
-    'subjectAltName=DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1',
-    '',
-  ].join('\n'));
-  openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-sha256', '-keyout', 'admin.key', '-out', 'admin.csr', '-subj', '/O=system:masters/CN=skewless-sim-admin'], dir);
-  openssl(['x509', '-req', '-sha256', '-days', '3650', '-in', 'admin.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial',
-    '-out', 'admin.crt', '-extfile', 'admin.ext'], dir);
+  openssl(
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-sha256',
+      '-days',
+      '3650',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-subj',
+      '/CN=skewless-sim-ca',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
+    ],
+    dir,
+  );
+  writeFileSync(
+    join(dir, 'admin.ext'),
+    [
+      'basicConstraints=critical,CA:FALSE',
+      'keyUsage=critical,digitalSignature,keyEncipherment',
+      'extendedKeyUsage=serverAuth,clientAuth',
+      'subjectAltName=DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1',
+      '',
+    ].join('\n'),
+  );
+  openssl(
+    [
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-sha256',
+      '-keyout',
+      'admin.key',
+      '-out',
+      'admin.csr',
+      '-subj',
+      '/O=system:masters/CN=skewless-sim-admin',
+    ],
+    dir,
+  );
+  openssl(
+    [
+      'x509',
+      '-req',
+      '-sha256',
+      '-days',
+      '3650',
+      '-in',
+      'admin.csr',
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      'admin.crt',
+      '-extfile',
+      'admin.ext',
+    ],
+    dir,
+  );
   openssl(['genrsa', '-out', 'sa.key', '2048'], dir);
   openssl(['rsa', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], dir);
   writeFileSync(join(dir, '.complete'), '');
 }
 
 function createWorkerIdentity(dir: string): void {
-  writeFileSync(join(dir, 'client.ext'), ['basicConstraints=critical,CA:FALSE', 'keyUsage=critical,digitalSignature,keyEncipherment', 'extendedKeyUsage=clientAuth', ''].join('\n'));
-  openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-sha256', '-keyout', 'worker.key', '-out', 'worker.csr', '-subj', `/CN=${WORKER_USER}`], dir);
-  openssl(['x509', '-req', '-sha256', '-days', '3650', '-in', 'worker.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial',
-    '-out', 'worker.crt', '-extfile', 'client.ext'], dir);
+  writeFileSync(
+    join(dir, 'client.ext'),
+    ['basicConstraints=critical,CA:FALSE', 'keyUsage=critical,digitalSignature,keyEncipherment', 'extendedKeyUsage=clientAuth', ''].join(
+      '\n',
+    ),
+  );
+  openssl(
+    ['req', '-newkey', 'rsa:2048', '-nodes', '-sha256', '-keyout', 'worker.key', '-out', 'worker.csr', '-subj', `/CN=${WORKER_USER}`],
+    dir,
+  );
+  openssl(
+    [
+      'x509',
+      '-req',
+      '-sha256',
+      '-days',
+      '3650',
+      '-in',
+      'worker.csr',
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      'worker.crt',
+      '-extfile',
+      'client.ext',
+    ],
+    dir,
+  );
 }
 
 /** A kubeconfig for `server` with the certificates inlined: the admin's, or the worker's identity. */
 export function writeKubeconfig(path: string, server: string, pki: Pki, clusterName: string, identity: 'admin' | 'worker' = 'admin'): void {
   const [cert, key] = identity === 'admin' ? [pki.adminCert, pki.adminKey] : [pki.workerCert, pki.workerKey];
   const b64 = (file: string) => readFileSync(file).toString('base64');
-  writeFileSync(path, [
-    'apiVersion: v1',
-    'kind: Config',
-    'clusters:',
-    `- name: ${clusterName}`,
-    '  cluster:',
-    `    server: ${server}`,
-    `    certificate-authority-data: ${b64(pki.caCert)}`,
-    'users:',
-    `- name: ${clusterName}-${identity}`,
-    '  user:',
-    `    client-certificate-data: ${b64(cert)}`,
-    `    client-key-data: ${b64(key)}`,
-    'contexts:',
-    `- name: ${clusterName}`,
-    '  context:',
-    `    cluster: ${clusterName}`,
-    `    user: ${clusterName}-${identity}`,
-    `current-context: ${clusterName}`,
-    '',
-  ].join('\n'), { mode: 0o600 });
+  writeFileSync(
+    path,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      `- name: ${clusterName}`,
+      '  cluster:',
+      `    server: ${server}`,
+      `    certificate-authority-data: ${b64(pki.caCert)}`,
+      'users:',
+      `- name: ${clusterName}-${identity}`,
+      '  user:',
+      `    client-certificate-data: ${b64(cert)}`,
+      `    client-key-data: ${b64(key)}`,
+      'contexts:',
+      `- name: ${clusterName}`,
+      '  context:',
+      `    cluster: ${clusterName}`,
+      `    user: ${clusterName}-${identity}`,
+      `current-context: ${clusterName}`,
+      '',
+    ].join('\n'),
+    { mode: 0o600 },
+  );
 }

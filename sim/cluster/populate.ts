@@ -28,7 +28,10 @@ export function nodeObject(n: SimNode): V1Node {
     // The apiserver accepts status on create; kwok keeps a kubeletVersion that is already set.
     status: {
       // Every simulated host listens on loopback (its own SSH port); kwok keeps addresses set on create.
-      addresses: [{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: n.name }],
+      addresses: [
+        { type: 'InternalIP', address: '127.0.0.1' },
+        { type: 'Hostname', address: n.name },
+      ],
       capacity: resources,
       allocatable: resources,
       nodeInfo: {
@@ -39,7 +42,9 @@ export function nodeObject(n: SimNode): V1Node {
         osImage: 'Debian GNU/Linux 12 (bookworm)',
         kernelVersion: '6.1.0-sim',
         containerRuntimeVersion: 'containerd://1.7.24',
-        bootID: '', machineID: '', systemUUID: '',
+        bootID: '',
+        machineID: '',
+        systemUUID: '',
       },
     },
   };
@@ -70,28 +75,38 @@ export async function populateCluster(kube: KubeClients, d: SimDescription, time
   await createOrKeep(() =>
     kube.core.createNamespacedConfigMap({
       namespace: 'kube-system',
-      body: { metadata: { name: 'kubeadm-config', namespace: 'kube-system' }, data: { ClusterConfiguration: kubeadmClusterConfiguration(d.name, d.version) } },
+      body: {
+        metadata: { name: 'kubeadm-config', namespace: 'kube-system' },
+        data: { ClusterConfiguration: kubeadmClusterConfiguration(d.name, d.version) },
+      },
     }),
   );
 
   await inParallel(d.nodes, 32, (n) => createOrKeep(() => kube.core.createNode({ body: nodeObject(n) })));
-  await waitFor(`${d.nodes.length} nodes Ready without the not-ready taint`, async () => {
-    const { items } = await kube.core.listNode();
-    const ready = items.filter(
-      (n) =>
-        n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') &&
-        !n.spec?.taints?.some((t) => t.key === 'node.kubernetes.io/not-ready'),
-    );
-    return ready.length >= d.nodes.length;
-  }, timeoutMs, 500);
+  await waitFor(
+    `${d.nodes.length} nodes Ready without the not-ready taint`,
+    async () => {
+      const { items } = await kube.core.listNode();
+      const ready = items.filter(
+        (n) =>
+          n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') &&
+          !n.spec?.taints?.some((t) => t.key === 'node.kubernetes.io/not-ready'),
+      );
+      return ready.length >= d.nodes.length;
+    },
+    timeoutMs,
+    500,
+  );
 
   const nodes = new Map((await kube.core.listNode()).items.map((n) => [n.metadata?.name as string, n]));
-  const mirrors = d.nodes.filter((n) => n.components).flatMap((n) => {
-    const node = nodes.get(n.name) as V1Node;
-    const c = n.components as NonNullable<SimNode['components']>;
-    const versions = { 'kube-apiserver': c.apiserver, 'kube-controller-manager': c.controllerManager, 'kube-scheduler': c.scheduler };
-    return [mirrorPod(node, 'etcd', d.version), ...CONTROL_PLANE_COMPONENTS.map((comp) => mirrorPod(node, comp, versions[comp]))];
-  });
+  const mirrors = d.nodes
+    .filter((n) => n.components)
+    .flatMap((n) => {
+      const node = nodes.get(n.name) as V1Node;
+      const c = n.components as NonNullable<SimNode['components']>;
+      const versions = { 'kube-apiserver': c.apiserver, 'kube-controller-manager': c.controllerManager, 'kube-scheduler': c.scheduler };
+      return [mirrorPod(node, 'etcd', d.version), ...CONTROL_PLANE_COMPONENTS.map((comp) => mirrorPod(node, comp, versions[comp]))];
+    });
   await inParallel(mirrors, 16, (pod) => createOrKeep(() => kube.core.createNamespacedPod({ namespace: 'kube-system', body: pod })));
   await createOrKeep(() => kube.apps.createNamespacedDaemonSet({ namespace: 'kube-system', body: kubeProxyDaemonSet(d.version) }));
 
@@ -139,8 +154,13 @@ export async function waitForWorkloads(kube: KubeClients, d: SimDescription, tim
   await waitFor('workloads available', async () => (last = await ready()).length === 0, timeoutMs, 1000).catch((err: Error) => {
     throw new Error(`${err.message} (not yet: ${last.slice(0, 5).join(', ')})`);
   });
-  await waitFor('PodDisruptionBudgets observed', async () => {
-    const { items } = await kube.policy.listPodDisruptionBudgetForAllNamespaces();
-    return items.every((p) => (p.status?.observedGeneration ?? 0) >= (p.metadata?.generation ?? 1));
-  }, timeoutMs, 500);
+  await waitFor(
+    'PodDisruptionBudgets observed',
+    async () => {
+      const { items } = await kube.policy.listPodDisruptionBudgetForAllNamespaces();
+      return items.every((p) => (p.status?.observedGeneration ?? 0) >= (p.metadata?.generation ?? 1));
+    },
+    timeoutMs,
+    500,
+  );
 }

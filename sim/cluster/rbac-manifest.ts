@@ -47,13 +47,19 @@ export function grantsOf(objects: RbacObject[]): Grant[] {
   const grants: Grant[] = [];
   for (const o of objects) {
     if (o.kind !== 'ClusterRole' && o.kind !== 'Role') continue;
-    const namespace = o.kind === 'Role' ? o.metadata?.namespace ?? 'default' : undefined;
+    const namespace = o.kind === 'Role' ? (o.metadata?.namespace ?? 'default') : undefined;
     for (const rule of (o.rules ?? []) as V1PolicyRule[]) {
       for (const verb of rule.verbs) {
         for (const url of rule.nonResourceURLs ?? []) grants.push({ apiGroup: '', resource: '', verb, nonResourceURL: url });
         for (const apiGroup of rule.apiGroups ?? []) {
           for (const resource of rule.resources ?? []) {
-            grants.push({ apiGroup, resource, verb, ...(namespace ? { namespace } : {}), ...(rule.resourceNames?.length ? { resourceNames: rule.resourceNames } : {}) });
+            grants.push({
+              apiGroup,
+              resource,
+              verb,
+              ...(namespace ? { namespace } : {}),
+              ...(rule.resourceNames?.length ? { resourceNames: rule.resourceNames } : {}),
+            });
           }
         }
       }
@@ -64,8 +70,15 @@ export function grantsOf(objects: RbacObject[]): Grant[] {
 
 /** The users and service accounts the manifest's bindings name. */
 export function subjectsOf(objects: RbacObject[]): string[] {
-  return [...new Set(objects.flatMap((o) => (o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding' ? o.subjects ?? [] : [])
-    .map((s) => (s.kind === 'ServiceAccount' ? `system:serviceaccount:${s.namespace}:${s.name}` : s.name))))].sort();
+  return [
+    ...new Set(
+      objects.flatMap((o) =>
+        (o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding' ? (o.subjects ?? []) : []).map((s) =>
+          s.kind === 'ServiceAccount' ? `system:serviceaccount:${s.namespace}:${s.name}` : s.name,
+        ),
+      ),
+    ),
+  ].sort();
 }
 
 /** Creates the manifest's objects with the admin clients, replacing any of the same name (a restarted simulation). */
@@ -76,18 +89,26 @@ export async function applyRbacManifest(kube: KubeClients, objects: RbacObject[]
     const namespace = o.metadata?.namespace ?? 'default';
     const create = (): Promise<unknown> => {
       switch (o.kind) {
-        case 'ClusterRole': return rbac.createClusterRole({ body: o });
-        case 'Role': return rbac.createNamespacedRole({ namespace, body: o });
-        case 'ClusterRoleBinding': return rbac.createClusterRoleBinding({ body: o });
-        case 'RoleBinding': return rbac.createNamespacedRoleBinding({ namespace, body: o });
+        case 'ClusterRole':
+          return rbac.createClusterRole({ body: o });
+        case 'Role':
+          return rbac.createNamespacedRole({ namespace, body: o });
+        case 'ClusterRoleBinding':
+          return rbac.createClusterRoleBinding({ body: o });
+        case 'RoleBinding':
+          return rbac.createNamespacedRoleBinding({ namespace, body: o });
       }
     };
     const replace = (): Promise<unknown> => {
       switch (o.kind) {
-        case 'ClusterRole': return rbac.replaceClusterRole({ name, body: o });
-        case 'Role': return rbac.replaceNamespacedRole({ name, namespace, body: o });
-        case 'ClusterRoleBinding': return rbac.replaceClusterRoleBinding({ name, body: o });
-        case 'RoleBinding': return rbac.replaceNamespacedRoleBinding({ name, namespace, body: o });
+        case 'ClusterRole':
+          return rbac.replaceClusterRole({ name, body: o });
+        case 'Role':
+          return rbac.replaceNamespacedRole({ name, namespace, body: o });
+        case 'ClusterRoleBinding':
+          return rbac.replaceClusterRoleBinding({ name, body: o });
+        case 'RoleBinding':
+          return rbac.replaceNamespacedRoleBinding({ name, namespace, body: o });
       }
     };
     try {

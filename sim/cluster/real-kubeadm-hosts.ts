@@ -34,7 +34,9 @@ export async function prepareRealKubeadmHosts(o: {
 }): Promise<RealKubeadmHosts> {
   const { description: d, controlPlane: cp } = o;
   const root = (name: string) => join(hostDir(o.stateDir, name), 'root');
-  const controlPlanes: KubeadmHost[] = d.nodes.filter((n) => n.role === 'control-plane').map((n, i) => ({ name: n.name, root: root(n.name), address: modelledAddress(i) }));
+  const controlPlanes: KubeadmHost[] = d.nodes
+    .filter((n) => n.role === 'control-plane')
+    .map((n, i) => ({ name: n.name, root: root(n.name), address: modelledAddress(i) }));
   const workers: KubeadmHost[] = d.nodes.filter((n) => n.role === 'worker').map((n) => ({ name: n.name, root: root(n.name), address: '' }));
 
   const cris = controlPlanes.map((h) => {
@@ -63,7 +65,10 @@ export async function prepareRealKubeadmHosts(o: {
     // `kubeadm join` annotates each node with its CRI socket (kubeadm before 1.34 reads it there,
     // `upgrade node` included); init's upload-config did only the first.
     for (const n of d.nodes) {
-      await o.kube.core.patchNode({ name: n.name, body: { metadata: { annotations: { [CRI_SOCKET_ANNOTATION]: CRI_SOCKET } } } }, mergePatch);
+      await o.kube.core.patchNode(
+        { name: n.name, body: { metadata: { annotations: { [CRI_SOCKET_ANNOTATION]: CRI_SOCKET } } } },
+        mergePatch,
+      );
     }
     // The kubelets find kubeadm's manifests: mirror pods made from them.
     for (const h of controlPlanes) await o.noticeManifests(h.name);

@@ -38,7 +38,6 @@ export const STATIC_POD_MANIFESTS = {
 export type StaticPodName = keyof typeof STATIC_POD_MANIFESTS;
 const NAMES = Object.keys(STATIC_POD_MANIFESTS) as StaticPodName[];
 
-
 type StaticPodModel = StaticPodHooks & { settled(): Promise<void> };
 
 export interface StaticPodModelOptions {
@@ -70,13 +69,16 @@ function sharedModel(cp: SharedControlPlane, controlPlaneNodes: readonly string[
   const everything = new Set<string>(Object.values(STATIC_POD_MANIFESTS));
   const present = new Map<string, Set<string>>(controlPlaneNodes.map((n) => [n, new Set(everything)]));
   const processOf: Record<StaticPodName, ManagedProcess> = {
-    etcd: cp.etcd, 'kube-apiserver': cp.processes.apiserver,
-    'kube-controller-manager': cp.processes.controllerManager, 'kube-scheduler': cp.processes.scheduler,
+    etcd: cp.etcd,
+    'kube-apiserver': cp.processes.apiserver,
+    'kube-controller-manager': cp.processes.controllerManager,
+    'kube-scheduler': cp.processes.scheduler,
   };
   /** Whether the real process of `name` should run, from every host's manifests. */
-  const wanted = (name: StaticPodName): boolean => name === 'etcd'
-    ? present.get(primary ?? '')?.has(STATIC_POD_MANIFESTS.etcd) ?? false
-    : [...present.values()].some((m) => m.has(STATIC_POD_MANIFESTS[name]));
+  const wanted = (name: StaticPodName): boolean =>
+    name === 'etcd'
+      ? (present.get(primary ?? '')?.has(STATIC_POD_MANIFESTS.etcd) ?? false)
+      : [...present.values()].some((m) => m.has(STATIC_POD_MANIFESTS[name]));
   const apply = async (): Promise<void> => {
     // Stops: the dependants first.
     for (const name of [...NAMES].reverse()) if (!wanted(name) && processOf[name].running) await processOf[name].stop();
@@ -119,13 +121,23 @@ function sharedModel(cp: SharedControlPlane, controlPlaneNodes: readonly string[
   };
 }
 
-function perNodeModel(cp: PerNodeControlPlane, controlPlaneNodes: readonly string[], { onError, onRestarted, kube }: StaticPodModelOptions): StaticPodModel {
+function perNodeModel(
+  cp: PerNodeControlPlane,
+  controlPlaneNodes: readonly string[],
+  { onError, onRestarted, kube }: StaticPodModelOptions,
+): StaticPodModel {
   const primary = controlPlaneNodes[0];
   /** Each host's manifests by file name; before the host's first report, what the processes run. */
   const present = new Map<string, Map<string, { version: string | undefined; text?: string }>>();
   for (const node of controlPlaneNodes) {
     const n = cp.nodes.get(node);
-    present.set(node, new Map([[STATIC_POD_MANIFESTS.etcd, { version: undefined }], ...CONTROL_PLANE_MANIFESTS.map((c) => [STATIC_POD_MANIFESTS[c], { version: n?.versionOf(c) }] as const)]));
+    present.set(
+      node,
+      new Map([
+        [STATIC_POD_MANIFESTS.etcd, { version: undefined }],
+        ...CONTROL_PLANE_MANIFESTS.map((c) => [STATIC_POD_MANIFESTS[c], { version: n?.versionOf(c) }] as const),
+      ]),
+    );
   }
   /** `node/file` → the hash of the manifest its mirror pod was made from. */
   const mirrored = new Map<string, string>();
@@ -191,9 +203,13 @@ function perNodeModel(cp: PerNodeControlPlane, controlPlaneNodes: readonly strin
     running(node) {
       if (!present.has(node)) return [];
       const n = cp.nodes.get(node);
-      return NAMES.filter((name) => name === 'etcd'
-        ? (node === primary ? cp.etcd.running : present.get(node)?.has(STATIC_POD_MANIFESTS.etcd) ?? false)
-        : n?.versionOf(name) !== undefined);
+      return NAMES.filter((name) =>
+        name === 'etcd'
+          ? node === primary
+            ? cp.etcd.running
+            : (present.get(node)?.has(STATIC_POD_MANIFESTS.etcd) ?? false)
+          : n?.versionOf(name) !== undefined,
+      );
     },
     settled: queue.settled,
   };

@@ -46,7 +46,13 @@ export async function readSimInventory(kube: KubeClients, live?: LiveComponents)
     live ? { items: [] } : kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane' }),
     kube.apps.readNamespacedDaemonSet({ name: 'kube-proxy', namespace: 'kube-system' }).catch(() => undefined),
   ]);
-  const inventory: Required<Omit<SkewInventory, 'kubectl'>> = { apiservers: [], controllerManagers: [], schedulers: [], kubelets: [], kubeProxies: [] };
+  const inventory: Required<Omit<SkewInventory, 'kubectl'>> = {
+    apiservers: [],
+    controllerManagers: [],
+    schedulers: [],
+    kubelets: [],
+    kubeProxies: [],
+  };
   if (live) {
     for (const c of await live()) inventory[COMPONENT_KEYS[c.component]].push({ node: c.node, version: c.version });
   } else {
@@ -86,19 +92,21 @@ export function recordVersions(inner: ClusterEffects, kube: KubeClients, stateDi
   const path = join(stateDir, VERSION_HISTORY_FILE);
   let queue: Promise<void> = Promise.resolve();
   const record = (cause: string): Promise<void> => {
-    queue = queue.then(async () => {
-      const at = new Date().toISOString();
-      let line: VersionRecord;
-      try {
-        line = { at, cause, inventory: await readSimInventory(kube, live) };
-      } catch (err) {
-        line = { at, cause, inventory: { apiservers: [] }, error: err instanceof Error ? err.message : String(err) };
-      }
-      appendFileSync(path, `${JSON.stringify(line)}\n`);
-    }).catch((err: unknown) => {
-      // Deliberately swallowed (after saying so): a full disk must not fail a host's kubelet start.
-      console.error(`version history: could not append to ${path}: ${err instanceof Error ? err.message : String(err)}`);
-    });
+    queue = queue
+      .then(async () => {
+        const at = new Date().toISOString();
+        let line: VersionRecord;
+        try {
+          line = { at, cause, inventory: await readSimInventory(kube, live) };
+        } catch (err) {
+          line = { at, cause, inventory: { apiservers: [] }, error: err instanceof Error ? err.message : String(err) };
+        }
+        appendFileSync(path, `${JSON.stringify(line)}\n`);
+      })
+      .catch((err: unknown) => {
+        // Deliberately swallowed (after saying so): a full disk must not fail a host's kubelet start.
+        console.error(`version history: could not append to ${path}: ${err instanceof Error ? err.message : String(err)}`);
+      });
     return queue;
   };
   const effects: ClusterEffects = {
@@ -121,5 +129,8 @@ export function recordVersions(inner: ClusterEffects, kube: KubeClients, stateDi
 export function readVersionHistory(stateDir: string): VersionRecord[] {
   const path = join(stateDir, VERSION_HISTORY_FILE);
   if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as VersionRecord);
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as VersionRecord);
 }

@@ -16,7 +16,10 @@ function podSpec(w: WorkloadSpec, graceSeconds: number): V1PodSpec {
 const labels = (w: WorkloadSpec) => ({ app: w.name });
 
 /** The API objects that realise one described workload (and its PDB). */
-export function workloadObjects(w: WorkloadSpec, graceSeconds = 1): {
+export function workloadObjects(
+  w: WorkloadSpec,
+  graceSeconds = 1,
+): {
   deployment?: V1Deployment;
   statefulSet?: V1StatefulSet;
   service?: V1Service;

@@ -78,13 +78,17 @@ export function parseSources(file: string, text: string): SourceEntry[] | string
   for (const [i, raw] of text.split('\n').entries()) {
     const line = raw.replace(/#.*/, '').trim();
     if (line === '') continue;
-    const words = line.replace(/\[[^\]]*\]/, ' ').trim().split(/\s+/);
+    const words = line
+      .replace(/\[[^\]]*\]/, ' ')
+      .trim()
+      .split(/\s+/);
     const [type, uri, suite, ...components] = words;
     if (type === 'deb-src') continue;
     if (type !== 'deb') return `E: Malformed entry ${i + 1} in list file ${file} (Component)`;
     if (!uri || !/^[a-z+]+:\/\//.test(uri)) return `E: Malformed entry ${i + 1} in list file ${file} (URI parse)`;
     if (!suite) return `E: Malformed entry ${i + 1} in list file ${file} (Suite)`;
-    if (suite.endsWith('/') !== (components.length === 0)) return `E: Malformed entry ${i + 1} in list file ${file} (absolute Suite Component)`;
+    if (suite.endsWith('/') !== (components.length === 0))
+      return `E: Malformed entry ${i + 1} in list file ${file} (absolute Suite Component)`;
     entries.push({ file, uri: uri.endsWith('/') ? uri : `${uri}/`, suite });
   }
   return entries;
@@ -94,12 +98,20 @@ export function parseSources(file: string, text: string): SourceEntry[] | string
 export const sourceLabel = (entry: SourceEntry): string => `${withoutCredentials(entry.uri).replace(/\/$/, '')}  `;
 
 /** The lists file apt keeps for a flat source (URItoFileName: scheme and credentials dropped, `/` as `_`). */
-export const listsFileName = (entry: SourceEntry): string => `${withoutCredentials(entry.uri).replace(/^[a-z+]+:\/\//, '').replace(/\/$/, '').replace(/\//g, '_')}_Packages`;
+export const listsFileName = (entry: SourceEntry): string =>
+  `${withoutCredentials(entry.uri)
+    .replace(/^[a-z+]+:\/\//, '')
+    .replace(/\/$/, '')
+    .replace(/\//g, '_')}_Packages`;
 
 /** A Packages index of the three Kubernetes packages at `versions`. */
 export function packagesIndex(versions: readonly string[]): string {
   return versions
-    .flatMap((version) => ['kubeadm', 'kubectl', 'kubelet'].map((name) => `Package: ${name}\nVersion: ${version}\nArchitecture: amd64\nMaintainer: Kubernetes Authors <dev@kubernetes.io>\n`))
+    .flatMap((version) =>
+      ['kubeadm', 'kubectl', 'kubelet'].map(
+        (name) => `Package: ${name}\nVersion: ${version}\nArchitecture: amd64\nMaintainer: Kubernetes Authors <dev@kubernetes.io>\n`,
+      ),
+    )
     .join('\n');
 }
 

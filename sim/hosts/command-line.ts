@@ -27,8 +27,17 @@ const refuse = (what: string): never => {
 };
 
 const UNQUOTED_REFUSED: Record<string, string> = {
-  '|': "pipe '|'", '<': 'redirection', '>': 'redirection', '`': 'backticks', '(': "subshell '('", ')': "subshell ')'",
-  '*': "glob '*' (quote it)", '?': "glob '?' (quote it)", '[': "glob '[' (quote it)", '{': "brace '{'", '}': "brace '}'",
+  '|': "pipe '|'",
+  '<': 'redirection',
+  '>': 'redirection',
+  '`': 'backticks',
+  '(': "subshell '('",
+  ')': "subshell ')'",
+  '*': "glob '*' (quote it)",
+  '?': "glob '?' (quote it)",
+  '[': "glob '[' (quote it)",
+  '{': "brace '{'",
+  '}': "brace '}'",
 };
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

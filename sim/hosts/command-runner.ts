@@ -59,7 +59,13 @@ export async function runCommandLine(machine: HostMachine, line: string, io: Exe
   // null when it was cut short or the host went down under it. A reboot "succeeds" though the
   // client never hears its status.
   const logged = result.reboot && !result.crashed ? 0 : result.exitCode;
-  machine.store.appendCommand({ time: new Date(started).toISOString(), command: line, exitCode: logged, durationMs, ...(hungUp ? { hungUp } : {}) });
+  machine.store.appendCommand({
+    time: new Date(started).toISOString(),
+    command: line,
+    exitCode: logged,
+    durationMs,
+    ...(hungUp ? { hungUp } : {}),
+  });
   observe?.({ phase: 'end', host: machine.name, command: line, time: Date.now(), exitCode: logged, hungUp, durationMs });
   return { exitCode, reboot: result.reboot };
 }
@@ -117,8 +123,14 @@ async function runStep(machine: HostMachine, command: SimpleCommand, io: ExecIo)
   }
   if (fault.reboot && !REBOOTS_MIDWAY.has(found.handler)) return CRASH;
   const ctx: CommandContext = {
-    argv: [found.name, ...args], env: command.env, root: command.sudo || machine.loginIsRoot,
-    machine, signal: io.signal, out: io.out, err: io.err, ...(fault.reboot ? { rebootMidway: true } : {}),
+    argv: [found.name, ...args],
+    env: command.env,
+    root: command.sudo || machine.loginIsRoot,
+    machine,
+    signal: io.signal,
+    out: io.out,
+    err: io.err,
+    ...(fault.reboot ? { rebootMidway: true } : {}),
   };
   try {
     return await found.handler(ctx);
@@ -145,16 +157,25 @@ export function execOnChannel(machine: HostMachine, command: string, channel: Se
   if (machine.lifetimeSignal.aborted) aborter.abort();
   machine.lifetimeSignal.addEventListener('abort', onShutdown, { once: true });
   const { signal } = aborter;
-  runCommandLine(machine, command, {
-    out: (text) => void (!hungUp && channel.write(text)),
-    err: (text) => void (!hungUp && channel.stderr.write(text)),
-    signal,
-    hungUp: () => hungUp,
-  }, options.observe).then((result) => {
-    if (result.reboot) return machine.reboot(); // drops this connection too: no exit status, as with a real reboot
-    if (result.exitCode === null || signal.aborted || hungUp) return;
-    channel.exit(result.exitCode);
-    channel.end();
-  }, (err: unknown) => machine.config.onError(err instanceof Error ? err : new Error(String(err))))
+  runCommandLine(
+    machine,
+    command,
+    {
+      out: (text) => void (!hungUp && channel.write(text)),
+      err: (text) => void (!hungUp && channel.stderr.write(text)),
+      signal,
+      hungUp: () => hungUp,
+    },
+    options.observe,
+  )
+    .then(
+      (result) => {
+        if (result.reboot) return machine.reboot(); // drops this connection too: no exit status, as with a real reboot
+        if (result.exitCode === null || signal.aborted || hungUp) return;
+        channel.exit(result.exitCode);
+        channel.end();
+      },
+      (err: unknown) => machine.config.onError(err instanceof Error ? err : new Error(String(err))),
+    )
     .finally(() => machine.lifetimeSignal.removeEventListener('abort', onShutdown));
 }

@@ -15,7 +15,11 @@ export interface PackageChange {
 }
 
 /** `2025-01-31 10:00:00`, as dpkg stamps its log. */
-const stamp = (d = new Date()): string => d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, '');
+const stamp = (d = new Date()): string =>
+  d
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, '');
 
 function log(store: HostStore, lines: string[]): void {
   const path = store.hostPath(DPKG_LOG);
@@ -27,11 +31,14 @@ function log(store: HostStore, lines: string[]): void {
 /** Unpacks each change: the new files are in place and the status file records the new version, not yet configured. */
 export function unpackPackages(store: HostStore, changes: readonly PackageChange[]): void {
   if (changes.length === 0) return;
-  log(store, ['startup archives unpack', ...changes.flatMap((c) => [
-    `upgrade ${c.pkg}:amd64 ${c.from} ${c.to}`,
-    `status half-configured ${c.pkg}:amd64 ${c.from}`,
-    `status unpacked ${c.pkg}:amd64 ${c.to}`,
-  ])]);
+  log(store, [
+    'startup archives unpack',
+    ...changes.flatMap((c) => [
+      `upgrade ${c.pkg}:amd64 ${c.from} ${c.to}`,
+      `status half-configured ${c.pkg}:amd64 ${c.from}`,
+      `status unpacked ${c.pkg}:amd64 ${c.to}`,
+    ]),
+  ]);
   store.update((s) => {
     for (const c of changes) s.packages[c.pkg] = c.to;
     s.unconfigured = [...new Set([...(s.unconfigured ?? []), ...changes.map((c) => c.pkg)])];
@@ -42,11 +49,14 @@ export function unpackPackages(store: HostStore, changes: readonly PackageChange
 export function configurePackages(store: HostStore, only?: readonly PackageName[]): PackageName[] {
   const pending = (store.state.unconfigured ?? []).filter((p) => !only || only.includes(p));
   if (pending.length === 0) return [];
-  log(store, ['startup packages configure', ...pending.flatMap((p) => [
-    `configure ${p}:amd64 ${store.state.packages[p]} <none>`,
-    `status half-configured ${p}:amd64 ${store.state.packages[p]}`,
-    `status installed ${p}:amd64 ${store.state.packages[p]}`,
-  ])]);
+  log(store, [
+    'startup packages configure',
+    ...pending.flatMap((p) => [
+      `configure ${p}:amd64 ${store.state.packages[p]} <none>`,
+      `status half-configured ${p}:amd64 ${store.state.packages[p]}`,
+      `status installed ${p}:amd64 ${store.state.packages[p]}`,
+    ]),
+  ]);
   store.update((s) => {
     const left = (s.unconfigured ?? []).filter((p) => !pending.includes(p));
     if (left.length) s.unconfigured = left;
@@ -58,7 +68,11 @@ export function configurePackages(store: HostStore, only?: readonly PackageName[
 /** The lines of a host's dpkg.log (none before its first package change), read from the state dir. */
 export function readDpkgLog(stateDir: string, host: string): string[] {
   const path = join(hostDir(stateDir, host), 'root', DPKG_LOG);
-  return existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((l) => l !== '') : [];
+  return existsSync(path)
+    ? readFileSync(path, 'utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+    : [];
 }
 
 /** How many times each `package version` was unpacked and configured, from dpkg.log lines. */

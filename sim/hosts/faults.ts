@@ -57,7 +57,10 @@ export function faultPattern(fault: CommandFault): string {
   if (typeof fault.command !== 'string') throw new Error(`sim: fault ${fault.kind}: command must be a string`);
   const parsed = parseCommandLine(fault.command);
   const words = parsed.ok ? parsed.steps.map((s) => s.command.argv.join(' ')) : [fault.command.trim().split(/\s+/).join(' ')];
-  if (words.length > 1) throw new Error(`sim: fault ${fault.kind}: command ${JSON.stringify(fault.command)} is ${words.length} commands; a fault matches one (the host runs each step of && and ; on its own)`);
+  if (words.length > 1)
+    throw new Error(
+      `sim: fault ${fault.kind}: command ${JSON.stringify(fault.command)} is ${words.length} commands; a fault matches one (the host runs each step of && and ; on its own)`,
+    );
   if (!words[0]) throw new Error(`sim: fault ${fault.kind}: command prefix is empty`);
   return words[0];
 }

@@ -106,8 +106,12 @@ export class HostEndpoint implements EndpointControl {
   private onClient(client: Connection): void {
     client.on('error', () => undefined); // resets and reboots are part of the simulation
     client.on('authentication', (ctx) => {
-      if (ctx.method === 'publickey' && ctx.username === this.options.user && ctx.key.algo === this.allowed.type
-        && ctx.key.data.equals(this.allowed.blob)) {
+      if (
+        ctx.method === 'publickey' &&
+        ctx.username === this.options.user &&
+        ctx.key.algo === this.allowed.type &&
+        ctx.key.data.equals(this.allowed.blob)
+      ) {
         if (!ctx.signature) return ctx.accept(); // the client asks whether this key would do
         if (ctx.blob && this.allowed.key.verify(ctx.blob, ctx.signature, ctx.hashAlgo) === true) return ctx.accept();
       }

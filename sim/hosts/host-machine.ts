@@ -204,11 +204,16 @@ export class HostMachine {
     const hooks = this.config.staticPods;
     if (!hooks || this.state.role !== 'control-plane') return Promise.resolve();
     const dir = this.hostPath('/etc/kubernetes/manifests');
-    const manifests: ManifestSeen[] = (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort() : [])
-      .map((file) => {
-        const text = readFileSync(join(dir, file), 'utf8');
-        return { file, image: imageOfManifest(text), text };
-      });
+    const manifests: ManifestSeen[] = (
+      existsSync(dir)
+        ? readdirSync(dir)
+            .filter((f) => f.endsWith('.yaml'))
+            .sort()
+        : []
+    ).map((file) => {
+      const text = readFileSync(join(dir, file), 'utf8');
+      return { file, image: imageOfManifest(text), text };
+    });
     const seen = JSON.stringify(manifests);
     if (seen === this.manifestsSeen && !always) return Promise.resolve();
     this.manifestsSeen = seen;
@@ -233,11 +238,18 @@ export class HostMachine {
     this.generation++;
     // startingVersion is set already, so a simulator restart during the downtime still boots the kubelet.
     this.store.update((s) => {
-      s.kubelet = { active: false, version: null, startingVersion: toKubernetesVersion(s.packages.kubelet), unitPackage: s.packages.kubelet };
+      s.kubelet = {
+        active: false,
+        version: null,
+        startingVersion: toKubernetesVersion(s.packages.kubelet),
+        unitPackage: s.packages.kubelet,
+      };
     });
     const generation = this.generation;
     this.endpoint?.takeOffline('reboot');
-    const stopped = this.effects.kubeletStopped(this.name).catch((err: unknown) => this.config.onError(asError(err, `${this.name}: kubeletStopped`)));
+    const stopped = this.effects
+      .kubeletStopped(this.name)
+      .catch((err: unknown) => this.config.onError(asError(err, `${this.name}: kubeletStopped`)));
     this.later(this.config.latencies.reboot ?? this.config.rebootMs, () => {
       this.newBootId();
       this.endpoint?.bringOnline('reboot');
@@ -270,7 +282,8 @@ export class HostMachine {
       },
       (err: unknown) => {
         this.config.onError(asError(err, `${this.name}: kubeletStarted(${version}), attempt ${attempt}`));
-        if (attempt < 10 && generation === this.generation) this.later(250 * attempt, () => this.reportStarted(version, generation, attempt + 1));
+        if (attempt < 10 && generation === this.generation)
+          this.later(250 * attempt, () => this.reportStarted(version, generation, attempt + 1));
       },
     );
   }

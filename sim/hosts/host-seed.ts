@@ -2,7 +2,16 @@
 // node has, so commands that read them (`cat /etc/os-release`, etcdctl's TLS files) behave.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { archiveOffers, KEYRING, KUBERNETES_LIST, listsFileName, packagesIndex, parseSources, sourcesFileFor, type RepositoryLayout } from './apt-archive.js';
+import {
+  archiveOffers,
+  KEYRING,
+  KUBERNETES_LIST,
+  listsFileName,
+  packagesIndex,
+  parseSources,
+  sourcesFileFor,
+  type RepositoryLayout,
+} from './apt-archive.js';
 import { HostStore, PACKAGES, toPackageVersion, type HostRole, type PackageName } from './host-state.js';
 import { CONTROL_PLANE_MANIFESTS, type ControlPlaneManifest } from './static-pod-manifest.js';
 import { KUBERNETES_REPO, repoFileFor, toRpmVersion, type PackageManager } from './rpm-archive.js';
@@ -32,7 +41,10 @@ export interface SeedSpec {
  */
 function aptFiles(spec: SeedSpec): Record<string, string> {
   const list = sourcesFileFor(spec.packageRepository ?? 'per-minor', spec.installed.kubeadm);
-  const files: Record<string, string> = { [KEYRING]: '# placeholder for the pkgs.k8s.io signing key (simulated host)\n', [KUBERNETES_LIST]: list };
+  const files: Record<string, string> = {
+    [KEYRING]: '# placeholder for the pkgs.k8s.io signing key (simulated host)\n',
+    [KUBERNETES_LIST]: list,
+  };
   const sources = parseSources(KUBERNETES_LIST, list);
   for (const entry of typeof sources === 'string' ? [] : sources) {
     const versions = archiveOffers(spec.repository, entry.uri);
@@ -42,7 +54,9 @@ function aptFiles(spec: SeedSpec): Record<string, string> {
 }
 
 /** The dnf side of the install guide: kubernetes.repo for the minor of its packages (dnf fetches metadata itself). */
-const dnfFiles = (spec: SeedSpec): Record<string, string> => ({ [KUBERNETES_REPO]: repoFileFor(spec.packageRepository ?? 'per-minor', spec.installed.kubeadm) });
+const dnfFiles = (spec: SeedSpec): Record<string, string> => ({
+  [KUBERNETES_REPO]: repoFileFor(spec.packageRepository ?? 'per-minor', spec.installed.kubeadm),
+});
 
 const ROCKY_RELEASE = `NAME="Rocky Linux"
 VERSION="9.5 (Blue Onyx)"
@@ -65,8 +79,13 @@ BUG_REPORT_URL="https://bugs.debian.org/"
 `;
 
 /** kubeadm's etcd TLS files on a control plane: placeholders, checked for existence by the etcdctl shim. */
-const CONTROL_PLANE_FILES = ['/etc/kubernetes/admin.conf',
-  ...['ca', 'server', 'peer', 'healthcheck-client'].flatMap((n) => [`/etc/kubernetes/pki/etcd/${n}.crt`, `/etc/kubernetes/pki/etcd/${n}.key`])];
+const CONTROL_PLANE_FILES = [
+  '/etc/kubernetes/admin.conf',
+  ...['ca', 'server', 'peer', 'healthcheck-client'].flatMap((n) => [
+    `/etc/kubernetes/pki/etcd/${n}.crt`,
+    `/etc/kubernetes/pki/etcd/${n}.key`,
+  ]),
+];
 
 /**
  * kubeadm's etcd static pod manifest, trimmed to what matters here: the member's name, its URLs and
@@ -75,12 +94,22 @@ const CONTROL_PLANE_FILES = ['/etc/kubernetes/admin.conf',
  */
 export function etcdManifest(name: string, address: string): string {
   const flags = [
-    `--advertise-client-urls=https://${address}:2379`, '--cert-file=/etc/kubernetes/pki/etcd/server.crt', '--client-cert-auth=true',
-    '--data-dir=/var/lib/etcd', `--initial-advertise-peer-urls=https://${address}:2380`, `--initial-cluster=${name}=https://${address}:2380`,
-    '--key-file=/etc/kubernetes/pki/etcd/server.key', `--listen-client-urls=https://127.0.0.1:2379,https://${address}:2379`,
-    `--listen-peer-urls=https://${address}:2380`, `--name=${name}`, '--peer-cert-file=/etc/kubernetes/pki/etcd/peer.crt',
-    '--peer-client-cert-auth=true', '--peer-key-file=/etc/kubernetes/pki/etcd/peer.key', '--peer-trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt',
-    '--snapshot-count=10000', '--trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt',
+    `--advertise-client-urls=https://${address}:2379`,
+    '--cert-file=/etc/kubernetes/pki/etcd/server.crt',
+    '--client-cert-auth=true',
+    '--data-dir=/var/lib/etcd',
+    `--initial-advertise-peer-urls=https://${address}:2380`,
+    `--initial-cluster=${name}=https://${address}:2380`,
+    '--key-file=/etc/kubernetes/pki/etcd/server.key',
+    `--listen-client-urls=https://127.0.0.1:2379,https://${address}:2379`,
+    `--listen-peer-urls=https://${address}:2380`,
+    `--name=${name}`,
+    '--peer-cert-file=/etc/kubernetes/pki/etcd/peer.crt',
+    '--peer-client-cert-auth=true',
+    '--peer-key-file=/etc/kubernetes/pki/etcd/peer.key',
+    '--peer-trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt',
+    '--snapshot-count=10000',
+    '--trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt',
   ];
   return `apiVersion: v1
 kind: Pod
@@ -129,7 +158,11 @@ export function seedHost(stateDir: string, spec: SeedSpec, user: string): HostSt
   for (const p of PACKAGES) if (!spec.installed[p]) throw new Error(`sim: host ${spec.name}: installed.${p} is missing`);
   const dnf = spec.packageManager === 'dnf';
   const packageVersion = dnf ? toRpmVersion : toPackageVersion;
-  const packages = { kubeadm: packageVersion(spec.installed.kubeadm), kubelet: packageVersion(spec.installed.kubelet), kubectl: packageVersion(spec.installed.kubectl) };
+  const packages = {
+    kubeadm: packageVersion(spec.installed.kubeadm),
+    kubelet: packageVersion(spec.installed.kubelet),
+    kubectl: packageVersion(spec.installed.kubectl),
+  };
   const store = HostStore.create(stateDir, {
     schema: 1,
     name: spec.name,
@@ -147,7 +180,8 @@ export function seedHost(stateDir: string, spec: SeedSpec, user: string): HostSt
   if (spec.role === 'control-plane') {
     for (const f of CONTROL_PLANE_FILES) files[f] = `# placeholder for ${f} (simulated host)\n`;
     files['/etc/kubernetes/manifests/etcd.yaml'] = etcdManifest(spec.name, spec.address ?? '10.0.0.11');
-    for (const c of CONTROL_PLANE_MANIFESTS) files[`/etc/kubernetes/manifests/${c}.yaml`] = componentManifest(c, spec.components?.[c] ?? spec.installed.kubeadm.replace(/^v/, ''));
+    for (const c of CONTROL_PLANE_MANIFESTS)
+      files[`/etc/kubernetes/manifests/${c}.yaml`] = componentManifest(c, spec.components?.[c] ?? spec.installed.kubeadm.replace(/^v/, ''));
   }
   for (const [path, content] of Object.entries(files)) {
     const file = store.hostPath(path);

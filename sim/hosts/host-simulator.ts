@@ -7,7 +7,16 @@ import type { ClusterEffects, EtcdTools, StaticPodHooks } from './cluster-effect
 import { execOnChannel, type CommandObserver, type HangupPolicy } from './command-runner.js';
 import { isCommandFault, validateFault, type Fault } from './faults.js';
 import { HostEndpoint } from './host-endpoint.js';
-import { ensureClientKey, ensureHostKey, fingerprint, keyWithoutComment, knownHostsName, readKnownHosts, rotateHostKey, writeKnownHosts } from './host-keys.js';
+import {
+  ensureClientKey,
+  ensureHostKey,
+  fingerprint,
+  keyWithoutComment,
+  knownHostsName,
+  readKnownHosts,
+  rotateHostKey,
+  writeKnownHosts,
+} from './host-keys.js';
 import { asError, HostMachine, type Latencies } from './host-machine.js';
 import { seedHost } from './host-seed.js';
 import type { ControlPlaneManifest } from './static-pod-manifest.js';
@@ -140,12 +149,24 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
     const store = existing ?? seedHost(stateDir, { ...spec, address: addressOf(spec) }, user);
     const keys = ensureHostKey(store.dir, spec.name);
     const machine = new HostMachine(store, {
-      repository: spec.repository, packageManager: spec.packageManager ?? 'apt', latencies: spec.latencies ?? {}, user, effects, etcd: options.etcd, ...(options.staticPods ? { staticPods: options.staticPods } : {}),
+      repository: spec.repository,
+      packageManager: spec.packageManager ?? 'apt',
+      latencies: spec.latencies ?? {},
+      user,
+      effects,
+      etcd: options.etcd,
+      ...(options.staticPods ? { staticPods: options.staticPods } : {}),
       ...(options.realKubeadm ? { realKubeadm: { binary: options.realKubeadm, scratchDir: join(stateDir, 'root-view') } } : {}),
-      rebootMs: (options.rebootSeconds ?? 1) * 1000, requireSudo: options.requireSudo ?? true, onError,
+      rebootMs: (options.rebootSeconds ?? 1) * 1000,
+      requireSudo: options.requireSudo ?? true,
+      onError,
     });
     const endpoint = new HostEndpoint({
-      name: spec.name, hostKey: keys.privateKey, user, clientPublicKey: clientKey.publicKey, onError,
+      name: spec.name,
+      hostKey: keys.privateKey,
+      user,
+      clientPublicKey: clientKey.publicKey,
+      onError,
       onExec: (command, channel) => execOnChannel(machine, command, channel, channelOptions),
       onSftp: (sftp) => serveSftp(sftp, machine),
     });
@@ -288,10 +309,12 @@ async function listenAll(hosts: Running[], alsoTaken: Set<number> = new Set()): 
   const taken = new Set([...alsoTaken, ...hosts.map((r) => r.machine.state.port)].filter((p) => p > 0));
   const BATCH = 100;
   for (let i = 0; i < hosts.length; i += BATCH) {
-    await Promise.all(hosts.slice(i, i + BATCH).map(async (r) => {
-      const stored = r.machine.state.port;
-      const port = await listenOnFreePort((p) => r.endpoint.listen(p), stored > 0 ? stored : undefined, taken);
-      if (port !== stored) r.machine.store.update((s) => void (s.port = port));
-    }));
+    await Promise.all(
+      hosts.slice(i, i + BATCH).map(async (r) => {
+        const stored = r.machine.state.port;
+        const port = await listenOnFreePort((p) => r.endpoint.listen(p), stored > 0 ? stored : undefined, taken);
+        if (port !== stored) r.machine.store.update((s) => void (s.port = port));
+      }),
+    );
   }
 }

@@ -136,7 +136,10 @@ export class HostStore {
   commandLog(): CommandLogEntry[] {
     const file = join(this.dir, 'commands.log');
     if (!existsSync(file)) return [];
-    return readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as CommandLogEntry);
+    return readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as CommandLogEntry);
   }
 
   hostPath(path: string, cwd = '/'): string {

@@ -14,14 +14,20 @@ const code = (err: unknown): string | undefined => (err as NodeJS.ErrnoException
  * Listens on `preferred` (retrying briefly: the previous process may still be closing it), or on a
  * random free port not in `taken` (which it joins). Resolves with the port listened on.
  */
-export async function listenOnFreePort(listen: (port: number) => Promise<number>, preferred: number | undefined, taken: Set<number>): Promise<number> {
+export async function listenOnFreePort(
+  listen: (port: number) => Promise<number>,
+  preferred: number | undefined,
+  taken: Set<number>,
+): Promise<number> {
   if (preferred !== undefined) {
     for (let attempt = 1; ; attempt++) {
       try {
         return await listen(preferred);
       } catch (err) {
         if (code(err) !== 'EADDRINUSE' || attempt >= 30) {
-          throw new Error(`sim: cannot listen on port ${preferred}, which the state dir assigns to this host: ${(err as Error).message}`, { cause: err });
+          throw new Error(`sim: cannot listen on port ${preferred}, which the state dir assigns to this host: ${(err as Error).message}`, {
+            cause: err,
+          });
         }
         await sleep(100);
       }

@@ -46,8 +46,16 @@ const minorOf = (version: string): string => {
 /** kubernetes.repo as the install guide writes it for a minor, or for the site mirror. */
 export function repoFileFor(layout: RepositoryLayout, version: string): string {
   const base = layout === 'per-minor' ? `${PKGS_K8S_IO}/core:/stable:/v${minorOf(version)}/rpm/` : LOCAL_MIRROR;
-  return ['[kubernetes]', 'name=Kubernetes', `baseurl=${base}`, 'enabled=1', 'gpgcheck=1',
-    `gpgkey=${base}repodata/repomd.xml.key`, `exclude=${GUIDE_EXCLUDE.join(' ')}`, ''].join('\n');
+  return [
+    '[kubernetes]',
+    'name=Kubernetes',
+    `baseurl=${base}`,
+    'enabled=1',
+    'gpgcheck=1',
+    `gpgkey=${base}repodata/repomd.xml.key`,
+    `exclude=${GUIDE_EXCLUDE.join(' ')}`,
+    '',
+  ].join('\n');
 }
 
 /** rpm versions (`1.32.4-150500.1.1`) the archive serves at `baseurl`; undefined: 404. */
@@ -93,6 +101,9 @@ export function parseRepoFile(file: string, text: string): RepoSection[] | strin
 
 /** dnf's fnmatch of package names and specs: `*` any run, `?` one character, `[…]` a class. */
 export function globMatches(glob: string, text: string): boolean {
-  const body = glob.replace(/[.+^${}()|\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const body = glob
+    .replace(/[.+^${}()|\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${body}$`).test(text);
 }

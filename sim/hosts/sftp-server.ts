@@ -32,7 +32,10 @@ function attrsOf(st: Stats): Attributes {
 
 function longname(name: string, st: Stats): string {
   const type = st.isDirectory() ? 'd' : '-';
-  const perms = [6, 3, 0].map((s) => ((st.mode >> s) & 7)).map((b) => `${b & 4 ? 'r' : '-'}${b & 2 ? 'w' : '-'}${b & 1 ? 'x' : '-'}`).join('');
+  const perms = [6, 3, 0]
+    .map((s) => (st.mode >> s) & 7)
+    .map((b) => `${b & 4 ? 'r' : '-'}${b & 2 ? 'w' : '-'}${b & 1 ? 'x' : '-'}`)
+    .join('');
   return `${type}${perms} 1 root root ${st.size} ${st.mtime.toISOString().slice(0, 10)} ${name}`;
 }
 
@@ -64,7 +67,10 @@ export function serveSftp(sftp: SFTPWrapper, machine: HostMachine): void {
     const path = mapped(id, filename);
     if (path === undefined) return;
     if (flags & WRITE_FLAGS) {
-      if (!userMayWrite(machine, filename) || (machine.ownerOf(filename) === 'root' && !machine.loginIsRoot && statSync(path, { throwIfNoEntry: false }))) {
+      if (
+        !userMayWrite(machine, filename) ||
+        (machine.ownerOf(filename) === 'root' && !machine.loginIsRoot && statSync(path, { throwIfNoEntry: false }))
+      ) {
         return sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'permission denied');
       }
       const mode = typeof attrs?.mode === 'number' ? attrs.mode & 0o777 : 0o644;
@@ -105,7 +111,10 @@ export function serveSftp(sftp: SFTPWrapper, machine: HostMachine): void {
     if (h?.kind !== 'file') return sftp.status(id, STATUS_CODE.FAILURE, 'bad handle');
     fstat(h.fd, (err, st) => (err ? sftp.status(id, statusOf(err)) : sftp.attrs(id, attrsOf(st))));
   });
-  for (const [request, fn] of [['STAT', stat], ['LSTAT', lstat]] as const) {
+  for (const [request, fn] of [
+    ['STAT', stat],
+    ['LSTAT', lstat],
+  ] as const) {
     sftp.on(request, (id: number, p: string) => {
       const path = mapped(id, p);
       if (path !== undefined) fn(path, (err, st) => (err ? sftp.status(id, statusOf(err)) : sftp.attrs(id, attrsOf(st))));
@@ -144,7 +153,11 @@ export function serveSftp(sftp: SFTPWrapper, machine: HostMachine): void {
       for (const name of names) {
         lstat(posix.join(h.path, name), (e, st) => {
           if (!e) entries.push({ filename: name, longname: longname(name, st), attrs: attrsOf(st) });
-          if (--pending === 0) sftp.name(id, entries.sort((a, b) => a.filename.localeCompare(b.filename)));
+          if (--pending === 0)
+            sftp.name(
+              id,
+              entries.sort((a, b) => a.filename.localeCompare(b.filename)),
+            );
         });
       }
     });

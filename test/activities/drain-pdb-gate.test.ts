@@ -20,25 +20,40 @@ describe('PdbGate: one request at a time per key', () => {
     const inFlight = new Map<string, number>();
     let maxSame = 0;
     let maxAll = 0;
-    const task = (k: string, id: string, fail = false) => async () => {
-      inFlight.set(k, (inFlight.get(k) ?? 0) + 1);
-      maxSame = Math.max(maxSame, inFlight.get(k)!);
-      maxAll = Math.max(maxAll, [...inFlight.values()].reduce((a, b) => a + b, 0));
-      log.push(`start ${id}`);
-      await tick();
-      await tick();
-      inFlight.set(k, inFlight.get(k)! - 1);
-      if (fail) throw new Error(`${id} failed`);
-      return id;
-    };
+    const task =
+      (k: string, id: string, fail = false) =>
+      async () => {
+        inFlight.set(k, (inFlight.get(k) ?? 0) + 1);
+        maxSame = Math.max(maxSame, inFlight.get(k)!);
+        maxAll = Math.max(
+          maxAll,
+          [...inFlight.values()].reduce((a, b) => a + b, 0),
+        );
+        log.push(`start ${id}`);
+        await tick();
+        await tick();
+        inFlight.set(k, inFlight.get(k)! - 1);
+        if (fail) throw new Error(`${id} failed`);
+        return id;
+      };
     const results = await Promise.allSettled([
-      gate.run('a', task('a', 'a1')), gate.run('a', task('a', 'a2', true)), gate.run('a', task('a', 'a3')),
-      gate.run('b', task('b', 'b1')), gate.run(undefined, task('-', 'free')),
+      gate.run('a', task('a', 'a1')),
+      gate.run('a', task('a', 'a2', true)),
+      gate.run('a', task('a', 'a3')),
+      gate.run('b', task('b', 'b1')),
+      gate.run(undefined, task('-', 'free')),
     ]);
-    assert.deepEqual(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)), ['a1', 'a2 failed', 'a3', 'b1', 'free']);
+    assert.deepEqual(
+      results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)),
+      ['a1', 'a2 failed', 'a3', 'b1', 'free'],
+    );
     assert.equal(maxSame, 1, 'never two under one key');
     assert.equal(maxAll, 3, 'a, b and the unkeyed task ran side by side');
-    assert.deepEqual(log.filter((l) => l.includes(' a')), ['start a1', 'start a2', 'start a3'], 'in the order asked, past a failure');
+    assert.deepEqual(
+      log.filter((l) => l.includes(' a')),
+      ['start a1', 'start a2', 'start a3'],
+      'in the order asked, past a failure',
+    );
     assert.equal(gate.busy, 0);
   });
 
@@ -70,8 +85,10 @@ workloads:
   - {kind: Deployment, name: a, replicas: 6, pdb: {maxUnavailable: 6}}
   - {kind: Deployment, name: b, replicas: 6, pdb: {maxUnavailable: 6}}
 `;
-const noShell: RemoteShell = { exec: () => Promise.reject(new Error('no SSH here')), download: () => Promise.reject(new Error('no SSH here')) };
-
+const noShell: RemoteShell = {
+  exec: () => Promise.reject(new Error('no SSH here')),
+  download: () => Promise.reject(new Error('no SSH here')),
+};
 
 describe('drains under shared PDBs, against the simulated cluster', () => {
   let tc: TestCluster;
@@ -82,7 +99,9 @@ describe('drains under shared PDBs, against the simulated cluster', () => {
 
   const podsOn = async (node: string) =>
     (await tc.kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` })).items
-      .filter((p) => p.metadata?.namespace === 'default').map((p) => `default/${p.metadata?.name}`).sort();
+      .filter((p) => p.metadata?.namespace === 'default')
+      .map((p) => `default/${p.metadata?.name}`)
+      .sort();
 
   /**
    * Drains `nodes` side by side, the drain of node i through `gateOf(i)` (undefined: the process's
@@ -101,7 +120,10 @@ describe('drains under shared PDBs, against the simulated cluster', () => {
           const app = args[0].name.split('-')[0] as string;
           inFlight.set(app, (inFlight.get(app) ?? 0) + 1);
           max.set(app, Math.max(max.get(app) ?? 0, inFlight.get(app)!));
-          maxAll = Math.max(maxAll, [...inFlight.values()].reduce((x, y) => x + y, 0));
+          maxAll = Math.max(
+            maxAll,
+            [...inFlight.values()].reduce((x, y) => x + y, 0),
+          );
           try {
             await new Promise((r) => setTimeout(r, holdMs));
             return await target.createNamespacedPodEviction(...args);
@@ -117,17 +139,36 @@ describe('drains under shared PDBs, against the simulated cluster', () => {
       return pdbs.length === 2 && pdbs.every((p) => p.status?.currentHealthy === 6 && p.status?.disruptionsAllowed === 6);
     });
     const before = await Promise.all(nodes.map(podsOn));
-    assert.ok(before.every((pods) => pods.length > 0), `pods on every node: ${JSON.stringify(before)}`);
+    assert.ok(
+      before.every((pods) => pods.length > 0),
+      `pods on every node: ${JSON.stringify(before)}`,
+    );
     for (const name of nodes) await tc.kube.core.patchNode({ name, body: { spec: { unschedulable: true } } }, mergePatch);
 
-    const results = (await Promise.all(nodes.map((node, i) => {
-      const gate = gateOf(i);
-      const drains = createDrainActivities({ clusters: (): ClusterAccess => ({ config: tc.config, kube, shell: noShell }), ...(gate ? { pdbGate: gate } : {}) });
-      return new MockActivityEnvironment({ heartbeatTimeoutMs: 60_000 }).run(drains.drainNode, { cluster: 'gates', node, timeoutSeconds: 60 });
-    }))) as DrainResult[];
+    const results = (await Promise.all(
+      nodes.map((node, i) => {
+        const gate = gateOf(i);
+        const drains = createDrainActivities({
+          clusters: (): ClusterAccess => ({ config: tc.config, kube, shell: noShell }),
+          ...(gate ? { pdbGate: gate } : {}),
+        });
+        return new MockActivityEnvironment({ heartbeatTimeoutMs: 60_000 }).run(drains.drainNode, {
+          cluster: 'gates',
+          node,
+          timeoutSeconds: 60,
+        });
+      }),
+    )) as DrainResult[];
 
-    assert.deepEqual(results.map((r) => r.gone), before, 'each drain evicted exactly the pods its node had');
-    assert.deepEqual(await Promise.all(nodes.map(podsOn)), nodes.map(() => []));
+    assert.deepEqual(
+      results.map((r) => r.gone),
+      before,
+      'each drain evicted exactly the pods its node had',
+    );
+    assert.deepEqual(
+      await Promise.all(nodes.map(podsOn)),
+      nodes.map(() => []),
+    );
     return { max: Object.fromEntries(max), maxAll };
   }
 
@@ -146,9 +187,19 @@ describe('drains under shared PDBs, against the simulated cluster', () => {
     assert.deepEqual(max, { a: 1, b: 1 }, 'never two evictions under one PDB at once, across the two workers');
     assert.equal(maxAll, 2, "the two PDBs' evictions went side by side");
     const leases = (await tc.kube.coordination.listNamespacedLease({ namespace: 'default' })).items.map((l) => l.metadata?.name ?? '');
-    assert.deepEqual(leases.filter((n) => n.startsWith(LEASE_PREFIX)), [], 'every Lease given back');
-    const created = tc.sim.auditEvents().filter((e) => e.resource === 'leases' && e.verb === 'create' && e.code === 201).map((e) => e.name);
-    assert.ok(created.includes('skewless-evictions-a') && created.includes('skewless-evictions-b'), `the gates took the PDBs' Leases: ${created.join(', ')}`);
+    assert.deepEqual(
+      leases.filter((n) => n.startsWith(LEASE_PREFIX)),
+      [],
+      'every Lease given back',
+    );
+    const created = tc.sim
+      .auditEvents()
+      .filter((e) => e.resource === 'leases' && e.verb === 'create' && e.code === 201)
+      .map((e) => e.name);
+    assert.ok(
+      created.includes('skewless-evictions-a') && created.includes('skewless-evictions-b'),
+      `the gates took the PDBs' Leases: ${created.join(', ')}`,
+    );
   });
 
   it("takes over a Lease whose holder died, once it has seen it unchanged for the Lease's duration", async () => {
@@ -165,6 +216,9 @@ describe('drains under shared PDBs, against the simulated cluster', () => {
     assert.equal(lease.spec?.leaseTransitions, 1);
     await next.release();
     await dead.release(); // its record is gone: nothing of its own to delete, no error
-    await assert.rejects(api.readNamespacedLease({ name: 'skewless-evictions-orphan', namespace: 'default' }), (err: { code?: number }) => err.code === 404);
+    await assert.rejects(
+      api.readNamespacedLease({ name: 'skewless-evictions-orphan', namespace: 'default' }),
+      (err: { code?: number }) => err.code === 404,
+    );
   });
 });

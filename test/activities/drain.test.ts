@@ -25,7 +25,10 @@ workloads:
   - {kind: Pod, name: lonely, node: worker-1}
 `;
 const OWNER = 'upgrade/drains';
-const noShell: RemoteShell = { exec: () => Promise.reject(new Error('no SSH in drains')), download: () => Promise.reject(new Error('no SSH in drains')) };
+const noShell: RemoteShell = {
+  exec: () => Promise.reject(new Error('no SSH in drains')),
+  download: () => Promise.reject(new Error('no SSH in drains')),
+};
 type Failure = Error & { type?: string; nonRetryable?: boolean; details?: unknown[] };
 
 describe('drain activities against the simulated cluster', () => {
@@ -41,19 +44,31 @@ describe('drain activities against the simulated cluster', () => {
   const c = 'drains';
 
   const podsOn = async (node: string): Promise<V1Pod[]> =>
-    (await tc.kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
-  const uids = async (node: string) => (await podsOn(node)).map((p) => `${p.metadata?.namespace}/${p.metadata?.name} ${p.metadata?.uid}`).sort();
-  const names = (pods: V1Pod[], app: string) => pods.filter((p) => p.metadata?.labels?.app === app).map((p) => p.metadata?.name as string).sort();
+    (await tc.kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` })).items.filter(
+      (p) => !p.metadata?.deletionTimestamp,
+    );
+  const uids = async (node: string) =>
+    (await podsOn(node)).map((p) => `${p.metadata?.namespace}/${p.metadata?.name} ${p.metadata?.uid}`).sort();
+  const names = (pods: V1Pod[], app: string) =>
+    pods
+      .filter((p) => p.metadata?.labels?.app === app)
+      .map((p) => p.metadata?.name as string)
+      .sort();
   const setMinAvailable = (n: number) =>
-    tc.kube.policy.patchNamespacedPodDisruptionBudget({ name: 'web', namespace: 'default', body: { spec: { minAvailable: n } } }, mergePatch);
-  const webAvailable = async () => (await tc.kube.apps.readNamespacedDeployment({ name: 'web', namespace: 'default' })).status?.availableReplicas ?? 0;
+    tc.kube.policy.patchNamespacedPodDisruptionBudget(
+      { name: 'web', namespace: 'default', body: { spec: { minAvailable: n } } },
+      mergePatch,
+    );
+  const webAvailable = async () =>
+    (await tc.kube.apps.readNamespacedDeployment({ name: 'web', namespace: 'default' })).status?.availableReplicas ?? 0;
 
   before(async () => {
     tc = await startTestCluster(DESCRIPTION);
     drains = createDrainActivities(access());
     nodes = createNodeActivities(access());
     // Steer web (2 replicas, PDB minAvailable 2) and cache (emptyDir) onto worker-1 by cordoning the others meanwhile.
-    for (const n of ['worker-2', 'worker-3']) await tc.kube.core.patchNode({ name: n, body: { spec: { unschedulable: true } } }, mergePatch);
+    for (const n of ['worker-2', 'worker-3'])
+      await tc.kube.core.patchNode({ name: n, body: { spec: { unschedulable: true } } }, mergePatch);
     const web = workloadObjects({ kind: 'Deployment', name: 'web', namespace: 'default', replicas: 2, pdb: { minAvailable: 2 } });
     const cache = workloadObjects({ kind: 'Deployment', name: 'cache', namespace: 'default', replicas: 1, emptyDir: true });
     await tc.kube.apps.createNamespacedDeployment({ namespace: 'default', body: web.deployment! });
@@ -61,10 +76,12 @@ describe('drain activities against the simulated cluster', () => {
     await tc.kube.apps.createNamespacedDeployment({ namespace: 'default', body: cache.deployment! });
     await waitFor('web and cache available, PDB observed', async () => {
       const pdb = (await tc.kube.policy.readNamespacedPodDisruptionBudget({ name: 'web', namespace: 'default' })).status;
-      const cacheReady = (await tc.kube.apps.readNamespacedDeployment({ name: 'cache', namespace: 'default' })).status?.availableReplicas ?? 0;
+      const cacheReady =
+        (await tc.kube.apps.readNamespacedDeployment({ name: 'cache', namespace: 'default' })).status?.availableReplicas ?? 0;
       return (await webAvailable()) === 2 && cacheReady === 1 && pdb?.currentHealthy === 2;
     });
-    for (const n of ['worker-2', 'worker-3']) await tc.kube.core.patchNode({ name: n, body: { spec: { unschedulable: false } } }, mergePatch);
+    for (const n of ['worker-2', 'worker-3'])
+      await tc.kube.core.patchNode({ name: n, body: { spec: { unschedulable: false } } }, mergePatch);
     const onWorker1 = await podsOn('worker-1');
     assert.equal(names(onWorker1, 'web').length, 2);
     assert.equal(names(onWorker1, 'cache').length, 1);
@@ -75,8 +92,13 @@ describe('drain activities against the simulated cluster', () => {
     const plan = await drains.planDrain({ cluster: c, node: 'cp-1' });
     assert.deepEqual(plan.evict, []);
     assert.deepEqual(plan.blockers, []);
-    assert.deepEqual(plan.skipped.filter((s) => s.filter === 'mirror').map((s) => s.pod.name).sort(),
-      ['etcd-cp-1', 'kube-apiserver-cp-1', 'kube-controller-manager-cp-1', 'kube-scheduler-cp-1']);
+    assert.deepEqual(
+      plan.skipped
+        .filter((s) => s.filter === 'mirror')
+        .map((s) => s.pod.name)
+        .sort(),
+      ['etcd-cp-1', 'kube-apiserver-cp-1', 'kube-controller-manager-cp-1', 'kube-scheduler-cp-1'],
+    );
     assert.ok(plan.skipped.some((s) => s.filter === 'daemonSet' && s.pod.name.startsWith('kube-proxy-')));
 
     const strict = await createDrainActivities(access({ ignoreDaemonSets: false })).planDrain({ cluster: c, node: 'cp-1' });
@@ -92,13 +114,19 @@ describe('drain activities against the simulated cluster', () => {
   });
 
   it('refuses a schedulable node, and an unmanaged or emptyDir pod without consent, evicting nothing', async () => {
-    await assert.rejects(drains.drainNode({ cluster: c, node: 'worker-1' }), (err: Failure) => err.type === 'Invalid' && /cordon it/.test(err.message));
+    await assert.rejects(
+      drains.drainNode({ cluster: c, node: 'worker-1' }),
+      (err: Failure) => err.type === 'Invalid' && /cordon it/.test(err.message),
+    );
     await nodes.cordonNode({ cluster: c, node: 'worker-1', owner: OWNER });
     const onWorker1 = await podsOn('worker-1');
     const [cachePod] = names(onWorker1, 'cache');
     const plan = await drains.planDrain({ cluster: c, node: 'worker-1' });
     assert.deepEqual(plan.blockers.map((b) => `${b.pod.name}:${b.override}`).sort(), [`${cachePod}:deleteEmptyDirData`, 'lonely:force']);
-    assert.deepEqual(plan.evict.map((p) => p.name), names(onWorker1, 'web'));
+    assert.deepEqual(
+      plan.evict.map((p) => p.name),
+      names(onWorker1, 'web'),
+    );
     assert.deepEqual(plan.skipped.map((s) => s.filter).sort(), ['daemonSet', 'daemonSet']);
 
     const before = await uids('worker-1');
@@ -119,22 +147,36 @@ describe('drain activities against the simulated cluster', () => {
     const onWorker1 = await podsOn('worker-1');
     const web = names(onWorker1, 'web');
     const started = Date.now();
-    await assert.rejects(createDrainActivities(access({ deleteEmptyDirData: true })).drainNode({ cluster: c, node: 'worker-1', force: ['lonely'], timeoutSeconds: 3 }), (err: Failure) => {
-      assert.equal(err.type, 'DrainBlocked');
-      assert.equal(err.nonRetryable, true);
-      assert.match(err.message, /within 3 s; 2 pod\(s\) remain/);
-      for (const name of web) assert.match(err.message, new RegExp(`default/${name} \\(PDB web\\)`));
-      assert.deepEqual(err.details, [{ pods: web.map((name) => ({ namespace: 'default', name, pdbs: ['web'] })) }]);
-      return true;
-    });
+    await assert.rejects(
+      createDrainActivities(access({ deleteEmptyDirData: true })).drainNode({
+        cluster: c,
+        node: 'worker-1',
+        force: ['lonely'],
+        timeoutSeconds: 3,
+      }),
+      (err: Failure) => {
+        assert.equal(err.type, 'DrainBlocked');
+        assert.equal(err.nonRetryable, true);
+        assert.match(err.message, /within 3 s; 2 pod\(s\) remain/);
+        for (const name of web) assert.match(err.message, new RegExp(`default/${name} \\(PDB web\\)`));
+        assert.deepEqual(err.details, [{ pods: web.map((name) => ({ namespace: 'default', name, pdbs: ['web'] })) }]);
+        return true;
+      },
+    );
     const elapsed = Date.now() - started;
     assert.ok(elapsed >= 3000 && elapsed < 12_000, `took ${elapsed} ms`);
     const now = await podsOn('worker-1');
     assert.deepEqual(names(now, 'web'), web, 'web pods stay: the PDB refused');
     assert.deepEqual(names(now, 'cache'), [], 'emptyDir pod evicted with consent');
-    await assert.rejects(tc.kube.core.readNamespacedPod({ name: 'lonely', namespace: 'default' }), (e: { code?: number }) => e.code === 404);
+    await assert.rejects(
+      tc.kube.core.readNamespacedPod({ name: 'lonely', namespace: 'default' }),
+      (e: { code?: number }) => e.code === 404,
+    );
     await waitFor('cache rescheduled elsewhere', async () =>
-      (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=cache' })).items.some((p) => p.spec?.nodeName && p.spec.nodeName !== 'worker-1' && p.status?.phase === 'Running'));
+      (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=cache' })).items.some(
+        (p) => p.spec?.nodeName && p.spec.nodeName !== 'worker-1' && p.status?.phase === 'Running',
+      ),
+    );
   });
 
   it('completes when the PDB is relaxed while it waits, heartbeating the pods left and the PDB in the way', async () => {
@@ -148,14 +190,25 @@ describe('drain activities against the simulated cluster', () => {
     const web = names(await podsOn('worker-1'), 'web');
     const result = (await env.run(drains.drainNode, { cluster: c, node: 'worker-1', timeoutSeconds: 45 })) as DrainResult;
     await relaxed;
-    assert.deepEqual(result.gone, web.map((n) => `default/${n}`));
-    assert.deepEqual(beats[0]?.remaining, web.map((n) => `default/${n}`));
-    assert.ok(beats.some((b) => b.blockedBy.includes('default/web') && b.remaining.length === 2), 'a heartbeat named the PDB while both pods were left');
+    assert.deepEqual(
+      result.gone,
+      web.map((n) => `default/${n}`),
+    );
+    assert.deepEqual(
+      beats[0]?.remaining,
+      web.map((n) => `default/${n}`),
+    );
+    assert.ok(
+      beats.some((b) => b.blockedBy.includes('default/web') && b.remaining.length === 2),
+      'a heartbeat named the PDB while both pods were left',
+    );
     assert.deepEqual(beats.at(-1)?.remaining, []);
 
     const left = await podsOn('worker-1');
-    assert.ok(left.every((p) => p.metadata?.ownerReferences?.some((o) => o.controller && o.kind === 'DaemonSet')),
-      `only DaemonSet pods left: ${left.map((p) => p.metadata?.name).join(', ')}`);
+    assert.ok(
+      left.every((p) => p.metadata?.ownerReferences?.some((o) => o.controller && o.kind === 'DaemonSet')),
+      `only DaemonSet pods left: ${left.map((p) => p.metadata?.name).join(', ')}`,
+    );
     await waitFor('web back to 2 available on other nodes', async () => {
       const pods = (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web' })).items;
       return (await webAvailable()) === 2 && pods.every((p) => p.spec?.nodeName !== 'worker-1');
@@ -181,11 +234,16 @@ describe('drain activities against the simulated cluster', () => {
     const node = webPod.spec?.nodeName as string;
     await nodes.cordonNode({ cluster: c, node, owner: OWNER });
     const env = new MockActivityEnvironment();
-    env.on('heartbeat', (d: DrainProgress) => { if (d.blockedBy.length > 0) env.cancel(); });
+    env.on('heartbeat', (d: DrainProgress) => {
+      if (d.blockedBy.length > 0) env.cancel();
+    });
     const started = Date.now();
     // The cache pod (emptyDir) may share the node: consent to it, so only the PDB stands in the way.
     const drainsWithConsent = createDrainActivities(access({ deleteEmptyDirData: true }));
-    await assert.rejects(env.run(drainsWithConsent.drainNode, { cluster: c, node, timeoutSeconds: 60 }), (err: unknown) => err instanceof CancelledFailure);
+    await assert.rejects(
+      env.run(drainsWithConsent.drainNode, { cluster: c, node, timeoutSeconds: 60 }),
+      (err: unknown) => err instanceof CancelledFailure,
+    );
     assert.ok(Date.now() - started < 10_000, 'stopped long before the drain timeout');
     const after = await tc.kube.core.readNamespacedPod({ name: webPod.metadata?.name as string, namespace: 'default' });
     assert.equal(after.metadata?.uid, webPod.metadata?.uid, 'the blocked pod is still there');

@@ -37,9 +37,13 @@ spec:
       type: DirectoryOrCreate
 `;
 
-describe('parseEtcdManifest: a member\'s restore parameters from kubeadm\'s etcd.yaml', () => {
-  it('reads name, peer URL and the etcd-data hostPath of the simulation\'s seeded manifest', () => {
-    assert.deepEqual(parseEtcdManifest(etcdManifest('cp-1', '10.0.0.11')), { name: 'cp-1', peerUrl: 'https://10.0.0.11:2380', dataDir: '/var/lib/etcd' });
+describe("parseEtcdManifest: a member's restore parameters from kubeadm's etcd.yaml", () => {
+  it("reads name, peer URL and the etcd-data hostPath of the simulation's seeded manifest", () => {
+    assert.deepEqual(parseEtcdManifest(etcdManifest('cp-1', '10.0.0.11')), {
+      name: 'cp-1',
+      peerUrl: 'https://10.0.0.11:2380',
+      dataDir: '/var/lib/etcd',
+    });
   });
 
   it('prefers the hostPath the kubelet mounts over --data-dir, whatever the order of name and hostPath; quoted flags', () => {
@@ -47,7 +51,10 @@ describe('parseEtcdManifest: a member\'s restore parameters from kubeadm\'s etcd
   });
 
   it('takes --data-dir when there is no etcd-data volume, and the first of several peer URLs', () => {
-    const text = JOINED.replace(/ {2}volumes:[\s\S]*$/, '').replace('--initial-advertise-peer-urls=https://10.1.2.12:2380', '--initial-advertise-peer-urls=https://10.1.2.12:2380,https://cp-b.example:2380');
+    const text = JOINED.replace(/ {2}volumes:[\s\S]*$/, '').replace(
+      '--initial-advertise-peer-urls=https://10.1.2.12:2380',
+      '--initial-advertise-peer-urls=https://10.1.2.12:2380,https://cp-b.example:2380',
+    );
     assert.deepEqual(parseEtcdManifest(text), { name: 'cp-b', peerUrl: 'https://10.1.2.12:2380', dataDir: '/var/lib/etcd' });
   });
 
@@ -55,7 +62,10 @@ describe('parseEtcdManifest: a member\'s restore parameters from kubeadm\'s etcd
     ['not a manifest', 'hello\n'],
     ['no name', JOINED.replace('    - "--name=cp-b"\n', '')],
     ['a name with shell syntax', JOINED.replace('--name=cp-b', '--name=cp-b;id')],
-    ['a peer URL with a path', JOINED.replace('--initial-advertise-peer-urls=https://10.1.2.12:2380', '--initial-advertise-peer-urls=https://10.1.2.12:2380/x')],
+    [
+      'a peer URL with a path',
+      JOINED.replace('--initial-advertise-peer-urls=https://10.1.2.12:2380', '--initial-advertise-peer-urls=https://10.1.2.12:2380/x'),
+    ],
     ['a relative data dir', JOINED.replace('path: /data/etcd', 'path: data/etcd')],
     ['a data dir going up', JOINED.replace('path: /data/etcd', 'path: /data/../etc')],
   ];

@@ -54,7 +54,10 @@ describe('snapshotEtcd against the simulated control plane (real etcdctl/etcdutl
       'sudo -n sha256sum /var/lib/skewless/snapshots/etcd-etcdtest-1.33.db',
       'sudo -n chown skewless /var/lib/skewless/snapshots/etcd-etcdtest-1.33.db',
     ]);
-    assert.ok(beats.some((b) => b.step === 'copying snapshot'), JSON.stringify(beats));
+    assert.ok(
+      beats.some((b) => b.step === 'copying snapshot'),
+      JSON.stringify(beats),
+    );
     // The snapshot stays private on the host: 0600, now the SSH user's rather than root's.
     const shell = createClusterResolver(tc.clustersDir)(cluster).shell;
     assert.equal((await shell.exec('cp', ['stat', '-c', '%a', result.remotePath], { timeoutMs: 30_000 })).stdout, '600\n');
@@ -64,10 +67,13 @@ describe('snapshotEtcd against the simulated control plane (real etcdctl/etcdutl
     assert.equal(log().length, mark, 'no command on the host');
   });
 
-  it('parses the host\'s json, table and simple status outputs of one snapshot to the same facts', async () => {
+  it("parses the host's json, table and simple status outputs of one snapshot to the same facts", async () => {
     const { remotePath, revision, totalKeys } = await acts.snapshotEtcd({ cluster, node: 'cp', hop: '1.33' });
     const shell = createClusterResolver(tc.clustersDir)(cluster).shell;
-    const status = async (...w: string[]) => parseSnapshotStatus((await shell.exec('cp', ['etcdutl', 'snapshot', 'status', remotePath, ...w], { timeoutMs: 30_000, sudo: true })).stdout);
+    const status = async (...w: string[]) =>
+      parseSnapshotStatus(
+        (await shell.exec('cp', ['etcdutl', 'snapshot', 'status', remotePath, ...w], { timeoutMs: 30_000, sudo: true })).stdout,
+      );
     const [json, table, simple] = [await status('-w', 'json'), await status('-w', 'table'), await status()];
     assert.equal(json?.revision, revision);
     assert.equal(json?.totalKeys, totalKeys);
@@ -85,7 +91,12 @@ describe('snapshotEtcd against the simulated control plane (real etcdctl/etcdutl
   });
 
   it('fails VerificationFailed when snapshot status fails, recording nothing as verified', async () => {
-    tc.sim.hosts.setFault('cp', { kind: 'fail', command: 'etcdutl snapshot status', exitCode: 1, stderr: 'Error: snapshot file integrity check failed' });
+    tc.sim.hosts.setFault('cp', {
+      kind: 'fail',
+      command: 'etcdutl snapshot status',
+      exitCode: 1,
+      stderr: 'Error: snapshot file integrity check failed',
+    });
     const err = await failsWith(acts.snapshotEtcd({ cluster, node: 'cp', hop: '1.34' }), 'VerificationFailed');
     assert.equal(err.nonRetryable, true);
     assert.match(err.message, /integrity check failed/);
@@ -99,19 +110,27 @@ describe('snapshotEtcd against the simulated control plane (real etcdctl/etcdutl
     assert.ok(log().includes('sudo -n ETCDCTL_API=3 etcdctl snapshot status /var/lib/skewless/snapshots/etcd-etcdtest-1.35.db -w json'));
   });
 
-  it('a copy refused by the host (the file still root\'s) fails non-retryably, recording nothing as verified', async () => {
+  it("a copy refused by the host (the file still root's) fails non-retryably, recording nothing as verified", async () => {
     tc.sim.hosts.setFault('cp', { kind: 'fail', command: 'chown', exitCode: 0, stderr: '' });
     const err = await failsWith(acts.snapshotEtcd({ cluster, node: 'cp', hop: '1.36' }), 'HostCommandFailed');
     assert.equal(err.nonRetryable, true);
     assert.match(err.message, /permission denied/i);
-    assert.ok(!existsSync(`${tc.config.snapshots.dir}/etcd-etcdtest-1.36.db`) && !existsSync(`${tc.config.snapshots.dir}/etcd-etcdtest-1.36.db.sha256`));
+    assert.ok(
+      !existsSync(`${tc.config.snapshots.dir}/etcd-etcdtest-1.36.db`) &&
+        !existsSync(`${tc.config.snapshots.dir}/etcd-etcdtest-1.36.db.sha256`),
+    );
   });
 
   it('refuses an ssh.user that could be read as an option of a host command', () => {
-    const yaml = (user: string) => `name: t\nkubeconfig: /k\nssh: {user: '${user}', privateKeyPath: /id, knownHostsPath: /kh}\nsnapshots: {dir: /s}\n`;
+    const yaml = (user: string) =>
+      `name: t\nkubeconfig: /k\nssh: {user: '${user}', privateKeyPath: /id, knownHostsPath: /kh}\nsnapshots: {dir: /s}\n`;
     assert.equal(parseClusterConfig(yaml('ops-1.admin'), 't.yaml').ssh.user, 'ops-1.admin');
     for (const user of ['-R', '--from=root', 'a b', 'x:y', 'a'.repeat(33)]) {
-      assert.throws(() => parseClusterConfig(yaml(user), 't.yaml'), (e: unknown) => e instanceof ApplicationFailure && e.type === 'ClusterConfigInvalid', user);
+      assert.throws(
+        () => parseClusterConfig(yaml(user), 't.yaml'),
+        (e: unknown) => e instanceof ApplicationFailure && e.type === 'ClusterConfigInvalid',
+        user,
+      );
     }
   });
 

@@ -72,29 +72,47 @@ describe('health activities against the simulated cluster', () => {
       res.writeHead(req.url?.startsWith('/ok') ? 200 : 500).end('body');
     });
     probes = p.server;
-    writeFileSync(join(dir, 'health.yaml'), [
-      simYaml,
-      'probes:',
-      `  - {name: shop, url: "${p.base}/ok?token=s3cr3t", expectStatus: 200, timeoutSeconds: 2}`,
-      `  - {name: checkout, url: "${p.base}/broken", expectStatus: 200, timeoutSeconds: 2}`,
-      `  - {name: search, url: "${p.base}/slow", timeoutSeconds: 1}`,
-      '',
-    ].join('\n'));
+    writeFileSync(
+      join(dir, 'health.yaml'),
+      [
+        simYaml,
+        'probes:',
+        `  - {name: shop, url: "${p.base}/ok?token=s3cr3t", expectStatus: 200, timeoutSeconds: 2}`,
+        `  - {name: checkout, url: "${p.base}/broken", expectStatus: 200, timeoutSeconds: 2}`,
+        `  - {name: search, url: "${p.base}/slow", timeoutSeconds: 1}`,
+        '',
+      ].join('\n'),
+    );
 
     // A stand-in apiserver whose /readyz answers what the test says, reached through a kubeconfig.
     const f = await serve((req, res) => {
       fakeApiRequests.push({ url: req.url, auth: req.headers.authorization });
       const status = fakeApiAnswers.shift() ?? 503;
-      res.writeHead(status).end(status === 200 ? '[+]ping ok\n[+]etcd ok\nreadyz check passed\n' : '[+]ping ok\n[-]etcd failed: reason withheld\n[-]poststarthook/rbac/bootstrap-roles failed: reason withheld\nreadyz check failed\n');
+      res
+        .writeHead(status)
+        .end(
+          status === 200
+            ? '[+]ping ok\n[+]etcd ok\nreadyz check passed\n'
+            : '[+]ping ok\n[-]etcd failed: reason withheld\n[-]poststarthook/rbac/bootstrap-roles failed: reason withheld\nreadyz check failed\n',
+        );
     });
     fakeApi = f.server;
-    writeFileSync(join(dir, 'fake.kubeconfig'), [
-      'apiVersion: v1', 'kind: Config', 'current-context: fake',
-      'clusters: [{name: fake, cluster: {server: "' + f.base + '", insecure-skip-tls-verify: true}}]',
-      'users: [{name: fake, user: {token: tok-s3cr3t}}]',
-      'contexts: [{name: fake, context: {cluster: fake, user: fake}}]', '',
-    ].join('\n'));
-    writeFileSync(join(dir, 'fakeapi.yaml'), simYaml.replace(/^name: .*$/m, 'name: fakeapi').replace(/^kubeconfig: .*$/m, `kubeconfig: ${join(dir, 'fake.kubeconfig')}`));
+    writeFileSync(
+      join(dir, 'fake.kubeconfig'),
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'current-context: fake',
+        'clusters: [{name: fake, cluster: {server: "' + f.base + '", insecure-skip-tls-verify: true}}]',
+        'users: [{name: fake, user: {token: tok-s3cr3t}}]',
+        'contexts: [{name: fake, context: {cluster: fake, user: fake}}]',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(dir, 'fakeapi.yaml'),
+      simYaml.replace(/^name: .*$/m, 'name: fakeapi').replace(/^kubeconfig: .*$/m, `kubeconfig: ${join(dir, 'fake.kubeconfig')}`),
+    );
 
     const clusters: ClusterResolver = (name) => {
       const config = loadClusterConfig(dir, name);
@@ -114,7 +132,11 @@ describe('health activities against the simulated cluster', () => {
     const ok = await health.checkApiserver({ cluster: 'health' });
     assert.deepEqual(ok, { cluster: 'health', checked: 'GET /readyz?verbose', healthy: true, status: 200, failedChecks: [] });
 
-    const details = await failsWith(health.checkApiserver({ cluster: 'fakeapi' }), 'Unhealthy', /kube-apiserver of fakeapi is not ready: readyz answered HTTP 503; failing: etcd, poststarthook\/rbac\/bootstrap-roles/);
+    const details = await failsWith(
+      health.checkApiserver({ cluster: 'fakeapi' }),
+      'Unhealthy',
+      /kube-apiserver of fakeapi is not ready: readyz answered HTTP 503; failing: etcd, poststarthook\/rbac\/bootstrap-roles/,
+    );
     assert.deepEqual(details.failedChecks, ['etcd', 'poststarthook/rbac/bootstrap-roles']);
     assert.deepEqual(fakeApiRequests, [{ url: '/readyz?verbose', auth: 'Bearer tok-s3cr3t' }], 'the kubeconfig credentials are used');
     assert.ok(!JSON.stringify(details).includes('s3cr3t'));
@@ -136,17 +158,31 @@ describe('health activities against the simulated cluster', () => {
   it('checkControlPlane passes at the running version and fails, naming each component, at another', async () => {
     const ok = await health.checkControlPlane({ cluster: 'health', node: 'cp-1', version: 'v1.32.4' });
     assert.equal(ok.healthy, true);
-    assert.deepEqual(ok.components.map((c) => `${c.component} ${c.pod} ${c.version} ${c.phase} ${c.ready}`), [
-      'kube-apiserver kube-apiserver-cp-1 1.32.4 Running true',
-      'kube-controller-manager kube-controller-manager-cp-1 1.32.4 Running true',
-      'kube-scheduler kube-scheduler-cp-1 1.32.4 Running true',
-    ]);
-    const details = await failsWith(health.checkControlPlane({ cluster: 'health', node: 'cp-1', version: '1.33.7' }), 'Unhealthy',
-      /control plane on cp-1 is not healthy at v1\.33\.7: kube-apiserver: image registry\.k8s\.io\/kube-apiserver:v1\.32\.4 is not at v1\.33\.7; kube-controller-manager: .*; kube-scheduler: /);
+    assert.deepEqual(
+      ok.components.map((c) => `${c.component} ${c.pod} ${c.version} ${c.phase} ${c.ready}`),
+      [
+        'kube-apiserver kube-apiserver-cp-1 1.32.4 Running true',
+        'kube-controller-manager kube-controller-manager-cp-1 1.32.4 Running true',
+        'kube-scheduler kube-scheduler-cp-1 1.32.4 Running true',
+      ],
+    );
+    const details = await failsWith(
+      health.checkControlPlane({ cluster: 'health', node: 'cp-1', version: '1.33.7' }),
+      'Unhealthy',
+      /control plane on cp-1 is not healthy at v1\.33\.7: kube-apiserver: image registry\.k8s\.io\/kube-apiserver:v1\.32\.4 is not at v1\.33\.7; kube-controller-manager: .*; kube-scheduler: /,
+    );
     assert.equal((details.failures as string[]).length, 3);
-    await failsWith(health.checkControlPlane({ cluster: 'health', node: 'worker-1', version: '1.32.4' }), 'Unhealthy', /kube-apiserver: no mirror pod/);
+    await failsWith(
+      health.checkControlPlane({ cluster: 'health', node: 'worker-1', version: '1.32.4' }),
+      'Unhealthy',
+      /kube-apiserver: no mirror pod/,
+    );
     await failsWith(health.checkControlPlane({ cluster: 'health', node: 'cp-1,x=y', version: '1.32.4' }), 'Invalid', /invalid node name/);
-    await failsWith(health.checkControlPlane({ cluster: 'health', node: 'cp-1', version: '1.32;id' }), 'Invalid', /invalid Kubernetes version/);
+    await failsWith(
+      health.checkControlPlane({ cluster: 'health', node: 'cp-1', version: '1.32;id' }),
+      'Invalid',
+      /invalid Kubernetes version/,
+    );
   });
 
   it('checkWorkloads reports a Deployment that cannot roll out by name, throws when required, and passes once it recovers', async () => {
@@ -155,30 +191,57 @@ describe('health activities against the simulated cluster', () => {
     assert.deepEqual(first.checked, { deployments: 1, statefulSets: 1, daemonSets: 2 });
 
     // No node carries this label: the new ReplicaSet's pods stay Pending, so the rollout never completes.
-    await tc.kube.apps.patchNamespacedDeployment({ name: 'web', namespace: 'default', body: { spec: { template: { spec: { nodeSelector: { 'skewless.test/nowhere': 'true' } } } } } }, mergePatch);
+    await tc.kube.apps.patchNamespacedDeployment(
+      { name: 'web', namespace: 'default', body: { spec: { template: { spec: { nodeSelector: { 'skewless.test/nowhere': 'true' } } } } } },
+      mergePatch,
+    );
     const broken = await health.checkWorkloads({ cluster: 'health', waitSeconds: 2 });
     assert.equal(broken.healthy, false);
-    assert.deepEqual(broken.unhealthy.map((w) => `${w.kind} ${w.namespace}/${w.name}`), ['Deployment default/web']);
+    assert.deepEqual(
+      broken.unhealthy.map((w) => `${w.kind} ${w.namespace}/${w.name}`),
+      ['Deployment default/web'],
+    );
     assert.match(broken.unhealthy[0]?.reason ?? '', /\d\/2 replicas updated/);
-    assert.equal((await health.checkWorkloads({ cluster: 'health', namespaces: ['kube-system'] })).healthy, true, 'scoped to kube-system it is healthy');
-    await failsWith(health.checkWorkloads({ cluster: 'health', require: true }), 'Unhealthy', /1 workload\(s\) unhealthy: Deployment default\/web \(/);
+    assert.equal(
+      (await health.checkWorkloads({ cluster: 'health', namespaces: ['kube-system'] })).healthy,
+      true,
+      'scoped to kube-system it is healthy',
+    );
+    await failsWith(
+      health.checkWorkloads({ cluster: 'health', require: true }),
+      'Unhealthy',
+      /1 workload\(s\) unhealthy: Deployment default\/web \(/,
+    );
 
-    await tc.kube.apps.patchNamespacedDeployment({ name: 'web', namespace: 'default', body: { spec: { template: { spec: { nodeSelector: null } } } } }, mergePatch);
+    await tc.kube.apps.patchNamespacedDeployment(
+      { name: 'web', namespace: 'default', body: { spec: { template: { spec: { nodeSelector: null } } } } },
+      mergePatch,
+    );
     const healed = await health.checkWorkloads({ cluster: 'health', require: true, waitSeconds: 60 });
     assert.equal(healed.healthy, true);
   });
 
   it('checkPodsOnNode names a pod that is not Ready on the node', async () => {
     assert.equal((await health.checkPodsOnNode({ cluster: 'health', node: 'worker-1' })).healthy, true);
-    const pods = (await tc.kube.core.listNamespacedPod({ namespace: 'default', fieldSelector: 'spec.nodeName=worker-1', labelSelector: 'app=agent' })).items;
+    const pods = (
+      await tc.kube.core.listNamespacedPod({ namespace: 'default', fieldSelector: 'spec.nodeName=worker-1', labelSelector: 'app=agent' })
+    ).items;
     const name = pods[0]?.metadata?.name as string;
-    const setReady = (status: string) => tc.kube.core.patchNamespacedPodStatus({ name, namespace: 'default', body: { status: { conditions: [{ type: 'Ready', status }] } } }, strategicMergePatch);
+    const setReady = (status: string) =>
+      tc.kube.core.patchNamespacedPodStatus(
+        { name, namespace: 'default', body: { status: { conditions: [{ type: 'Ready', status }] } } },
+        strategicMergePatch,
+      );
     await setReady('False');
     const report = await health.checkPodsOnNode({ cluster: 'health', node: 'worker-1' });
     assert.equal(report.healthy, false);
     assert.ok(report.checked >= 3, `kube-proxy, agent and web pods: ${report.checked}`);
     assert.deepEqual(report.notReady, [{ namespace: 'default', name, phase: 'Running', ready: false }]);
-    await failsWith(health.checkPodsOnNode({ cluster: 'health', node: 'worker-1', require: true }), 'Unhealthy', new RegExp(`1 pod\\(s\\) on worker-1 not Running and Ready: default/${name} \\(Running, not Ready\\)`));
+    await failsWith(
+      health.checkPodsOnNode({ cluster: 'health', node: 'worker-1', require: true }),
+      'Unhealthy',
+      new RegExp(`1 pod\\(s\\) on worker-1 not Running and Ready: default/${name} \\(Running, not Ready\\)`),
+    );
     await setReady('True');
     assert.equal((await health.checkPodsOnNode({ cluster: 'health', node: 'worker-1', require: true })).healthy, true);
   });
@@ -196,17 +259,41 @@ describe('health activities against the simulated cluster', () => {
     assert.equal(search?.error, 'no answer within 1 s');
     assert.ok((search?.elapsedMs ?? 0) >= 900 && (search?.elapsedMs ?? 0) < 5000);
     assert.ok(!JSON.stringify(result).includes('s3cr3t'));
-    await failsWith(health.runProbes({ cluster: 'health', require: true }), 'Unhealthy', /probe\(s\) failing: checkout \(HTTP 500, expected 200\); search \(no answer within 1 s\)/);
+    await failsWith(
+      health.runProbes({ cluster: 'health', require: true }),
+      'Unhealthy',
+      /probe\(s\) failing: checkout \(HTTP 500, expected 200\); search \(no answer within 1 s\)/,
+    );
   });
 
   it('checkNodeReady checks Ready and the kubelet version, and waits for Ready to converge', async () => {
     const ok = await health.checkNodeReady({ cluster: 'health', node: 'worker-2', version: '1.32.4' });
-    assert.deepEqual(ok, { cluster: 'health', node: 'worker-2', version: '1.32.4', healthy: true, ready: true, kubeletVersion: '1.32.4', failures: [] });
-    await failsWith(health.checkNodeReady({ cluster: 'health', node: 'worker-2', version: '1.33.0' }), 'NodeNotReady', /node worker-2: kubelet reports v1\.32\.4, expected v1\.33\.0/);
+    assert.deepEqual(ok, {
+      cluster: 'health',
+      node: 'worker-2',
+      version: '1.32.4',
+      healthy: true,
+      ready: true,
+      kubeletVersion: '1.32.4',
+      failures: [],
+    });
+    await failsWith(
+      health.checkNodeReady({ cluster: 'health', node: 'worker-2', version: '1.33.0' }),
+      'NodeNotReady',
+      /node worker-2: kubelet reports v1\.32\.4, expected v1\.33\.0/,
+    );
     await failsWith(health.checkNodeReady({ cluster: 'health', node: 'worker-9' }), 'NotFound', /read node worker-9: HTTP 404/);
 
     await tc.kube.core.patchNode({ name: 'worker-2', body: { metadata: { labels: { [NOT_READY_LABEL]: 'true' } } } }, mergePatch);
-    for (let i = 0; i < 100 && (await health.checkNodeReady({ cluster: 'health', node: 'worker-2' }).then(() => true, () => false)); i++) {
+    for (
+      let i = 0;
+      i < 100 &&
+      (await health.checkNodeReady({ cluster: 'health', node: 'worker-2' }).then(
+        () => true,
+        () => false,
+      ));
+      i++
+    ) {
       await new Promise((r) => setTimeout(r, 100));
     }
     await failsWith(health.checkNodeReady({ cluster: 'health', node: 'worker-2' }), 'NodeNotReady', /node worker-2: not Ready/);
@@ -214,7 +301,12 @@ describe('health activities against the simulated cluster', () => {
     const env = new MockActivityEnvironment();
     const beats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => beats.push(d));
-    const waiting: ReturnType<typeof health.checkNodeReady> = env.run(health.checkNodeReady, { cluster: 'health', node: 'worker-2', version: '1.32.4', waitSeconds: 30 });
+    const waiting: ReturnType<typeof health.checkNodeReady> = env.run(health.checkNodeReady, {
+      cluster: 'health',
+      node: 'worker-2',
+      version: '1.32.4',
+      waitSeconds: 30,
+    });
     await new Promise((r) => setTimeout(r, 1500));
     await tc.kube.core.patchNode({ name: 'worker-2', body: { metadata: { labels: { [NOT_READY_LABEL]: null } } } }, mergePatch);
     const result = await waiting;

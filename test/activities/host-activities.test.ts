@@ -32,15 +32,24 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
   after(async () => tc?.stop());
 
   const { log, during } = hostCommands(() => tc);
-  const images = async (node: string) => (await tc.kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane', fieldSelector: `spec.nodeName=${node}` }))
-    .items.filter((p) => p.metadata?.labels?.component !== 'etcd').map((p) => `${p.metadata?.labels?.component}=${p.spec?.containers[0]?.image?.split(':')[1]}`).sort();
+  const images = async (node: string) =>
+    (
+      await tc.kube.core.listNamespacedPod({
+        namespace: 'kube-system',
+        labelSelector: 'tier=control-plane',
+        fieldSelector: `spec.nodeName=${node}`,
+      })
+    ).items
+      .filter((p) => p.metadata?.labels?.component !== 'etcd')
+      .map((p) => `${p.metadata?.labels?.component}=${p.spec?.containers[0]?.image?.split(':')[1]}`)
+      .sort();
   const nodeInfo = async (node: string) => {
     const n = await tc.kube.core.readNode({ name: node });
     return { ready: n.status?.conditions?.find((c) => c.type === 'Ready')?.status, kubelet: n.status?.nodeInfo?.kubeletVersion };
   };
   const changing = (cmds: string[]) => cmds.filter((c) => c.startsWith('sudo '));
 
-  it('availableVersions parses the host\'s apt-cache madison, newest first (a mirror file: no look ahead)', async () => {
+  it("availableVersions parses the host's apt-cache madison, newest first (a mirror file: no look ahead)", async () => {
     const { result, ran } = await during('cp-1', () => acts.availableVersions({ cluster, node: 'cp-1' }));
     assert.deepEqual(result, ['1.33.7', '1.32.9', '1.32.4']);
     assert.deepEqual(ran, ['cat /etc/apt/sources.list.d/kubernetes.list', 'apt-cache madison kubeadm']);
@@ -56,7 +65,14 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
 
   it('installPackages unholds, installs the exact version, holds; a second run changes nothing', async () => {
     const first = await during('cp-1', () => acts.installPackages({ cluster, node: 'cp-1', version: 'v1.33.7', packages: ['kubeadm'] }));
-    assert.deepEqual(first.result, { node: 'cp-1', version: '1.33.7', installed: ['kubeadm'], held: ['kubeadm'], configured: [], packageVersions: { kubeadm: '1.33.7-1.1' } });
+    assert.deepEqual(first.result, {
+      node: 'cp-1',
+      version: '1.33.7',
+      installed: ['kubeadm'],
+      held: ['kubeadm'],
+      configured: [],
+      packageVersions: { kubeadm: '1.33.7-1.1' },
+    });
     assert.deepEqual(changing(first.ran), [
       'sudo -n DEBIAN_FRONTEND=noninteractive apt-mark unhold kubeadm',
       'sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=120 -o Dpkg::Options::=--force-confold kubeadm=1.33.7-1.1',
@@ -78,15 +94,21 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
     const env = new MockActivityEnvironment();
     const kubelet = ['kubelet', 'kubectl'] as ('kubelet' | 'kubectl')[];
     const opened = tc.sim.hosts.connectionsAccepted('cp-2');
-    const first = await during('cp-2', () => env.run(acts.installPackages, { cluster, node: 'cp-2', version: '1.32.9', packages: kubelet }));
+    const first = await during('cp-2', () =>
+      env.run(acts.installPackages, { cluster, node: 'cp-2', version: '1.32.9', packages: kubelet }),
+    );
     assert.deepEqual((first.result as { installed: string[] }).installed, ['kubelet', 'kubectl']);
     assert.ok(first.ran.length >= 5, `an install runs several commands: ${first.ran.join(' | ')}`);
     assert.equal(tc.sim.hosts.connectionsAccepted('cp-2') - opened, 1, 'one handshake for the whole install');
-    const second = await during('cp-2', () => new MockActivityEnvironment().run(acts.installPackages, { cluster, node: 'cp-2', version: '1.32.9', packages: kubelet }));
+    const second = await during('cp-2', () =>
+      new MockActivityEnvironment().run(acts.installPackages, { cluster, node: 'cp-2', version: '1.32.9', packages: kubelet }),
+    );
     assert.deepEqual((second.result as { installed: string[] }).installed, []);
     assert.equal(tc.sim.hosts.connectionsAccepted('cp-2') - opened, 2, 'a new activity execution meets the host afresh');
     // Without an activity's signal (a call from outside an activity), each command has a connection of its own.
-    const bare = await during('cp-2', () => acts.installPackages({ cluster, node: 'cp-2', version: '1.32.9', packages: ['kubelet', 'kubectl'] }));
+    const bare = await during('cp-2', () =>
+      acts.installPackages({ cluster, node: 'cp-2', version: '1.32.9', packages: ['kubelet', 'kubectl'] }),
+    );
     assert.equal(tc.sim.hosts.connectionsAccepted('cp-2') - opened, 2 + bare.ran.length);
   });
 
@@ -94,22 +116,32 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
     // Unheld, as an attempt interrupted between install and hold would leave it.
     const access = createClusterResolver(tc.clustersDir)(cluster);
     await access.shell.exec('cp-1', ['apt-mark', 'unhold', 'kubeadm'], { timeoutMs: 10_000, sudo: true });
-    const { result, ran } = await during('cp-1', () => acts.installPackages({ cluster, node: 'cp-1', version: '1.33.7', packages: ['kubeadm'] }));
+    const { result, ran } = await during('cp-1', () =>
+      acts.installPackages({ cluster, node: 'cp-1', version: '1.33.7', packages: ['kubeadm'] }),
+    );
     assert.deepEqual([result.installed, result.held], [[], ['kubeadm']]);
     assert.deepEqual(changing(ran), ['sudo -n DEBIAN_FRONTEND=noninteractive apt-mark hold kubeadm']);
   });
 
   it('installPackages refuses a downgrade and a version the repository lacks (VersionNotAvailable)', async () => {
-    const down = await during('cp-1', () => failsWith(acts.installPackages({ cluster, node: 'cp-1', version: '1.32.9', packages: ['kubeadm'] }), 'Invalid'));
+    const down = await during('cp-1', () =>
+      failsWith(acts.installPackages({ cluster, node: 'cp-1', version: '1.32.9', packages: ['kubeadm'] }), 'Invalid'),
+    );
     assert.match(down.result.message, /refusing to downgrade kubeadm on cp-1 from 1\.33\.7-1\.1/);
     assert.deepEqual(changing(down.ran), []);
-    const missing = await during('worker', () => failsWith(acts.installPackages({ cluster, node: 'worker', version: '1.34.2', packages: ['kubelet'] }), 'VersionNotAvailable'));
+    const missing = await during('worker', () =>
+      failsWith(acts.installPackages({ cluster, node: 'worker', version: '1.34.2', packages: ['kubelet'] }), 'VersionNotAvailable'),
+    );
     assert.equal(missing.result.nonRetryable, true);
-    assert.deepEqual(changing(missing.ran), ['sudo -n DEBIAN_FRONTEND=noninteractive apt-get update -q -o DPkg::Lock::Timeout=120'], 'the lists are refreshed once, nothing installed');
+    assert.deepEqual(
+      changing(missing.ran),
+      ['sudo -n DEBIAN_FRONTEND=noninteractive apt-get update -q -o DPkg::Lock::Timeout=120'],
+      'the lists are refreshed once, nothing installed',
+    );
     assert.equal(tc.sim.hosts.state('worker').packages.kubelet, '1.32.4-1.1');
   });
 
-  it('kubeadmUpgradePlan returns the plan parsed from the host\'s real-shaped output, changing nothing', async () => {
+  it("kubeadmUpgradePlan returns the plan parsed from the host's real-shaped output, changing nothing", async () => {
     const before = await images('cp-1');
     const { result, ran } = await during('cp-1', () => acts.kubeadmUpgradePlan({ cluster, node: 'cp-1', version: '1.33.7' }));
     assert.deepEqual(ran, ['sudo -n kubeadm upgrade plan v1.33.7']);
@@ -119,13 +151,19 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
     assert.equal(result.upToDate, false);
     const [upgrade] = result.upgrades;
     assert.equal(upgrade?.applyCommand, 'kubeadm upgrade apply v1.33.7');
-    assert.deepEqual(upgrade?.kubelets.map((k) => [k.node, k.current, k.target]), [['cp-1', 'v1.32.4', 'v1.33.7']]);
-    assert.deepEqual(upgrade?.components.find((c) => c.component === 'kube-apiserver'), { component: 'kube-apiserver', node: 'cp-1', count: 1, current: 'v1.32.4', target: 'v1.33.7' });
+    assert.deepEqual(
+      upgrade?.kubelets.map((k) => [k.node, k.current, k.target]),
+      [['cp-1', 'v1.32.4', 'v1.33.7']],
+    );
+    assert.deepEqual(
+      upgrade?.components.find((c) => c.component === 'kube-apiserver'),
+      { component: 'kube-apiserver', node: 'cp-1', count: 1, current: 'v1.32.4', target: 'v1.33.7' },
+    );
     assert.equal(result.componentConfigs.length, 2);
     assert.deepEqual(await images('cp-1'), before);
   });
 
-  it('kubeadmUpgradePlan surfaces kubeadm\'s refusal as HostCommandFailed with exit code and stderr tail', async () => {
+  it("kubeadmUpgradePlan surfaces kubeadm's refusal as HostCommandFailed with exit code and stderr tail", async () => {
     const err = await failsWith(acts.kubeadmUpgradePlan({ cluster, node: 'cp-2', version: '1.33.7' }), 'HostCommandFailed');
     const [details] = err.details as [{ exitCode: number; stderrTail: string; node: string }];
     assert.equal(details.exitCode, 1);
@@ -151,10 +189,15 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
     const env = new MockActivityEnvironment();
     const beats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => beats.push(d));
-    const first = await env.run(acts.kubeadmUpgradeNode, { cluster, node: 'cp-2', version: '1.33.7' }) as Awaited<ReturnType<typeof acts.kubeadmUpgradeNode>>;
+    const first = (await env.run(acts.kubeadmUpgradeNode, { cluster, node: 'cp-2', version: '1.33.7' })) as Awaited<
+      ReturnType<typeof acts.kubeadmUpgradeNode>
+    >;
     assert.equal(first.ran, true);
     // The wait for the new mirror pods heartbeats too: it may outlast the heartbeat timeout.
-    assert.ok(beats.some((b) => JSON.stringify(b).includes('wait for control-plane pods at v1.33.7')), JSON.stringify(beats));
+    assert.ok(
+      beats.some((b) => JSON.stringify(b).includes('wait for control-plane pods at v1.33.7')),
+      JSON.stringify(beats),
+    );
     assert.deepEqual(await images('cp-2'), ['kube-apiserver=v1.33.7', 'kube-controller-manager=v1.33.7', 'kube-scheduler=v1.33.7']);
     const second = await during('cp-2', () => acts.kubeadmUpgradeNode({ cluster, node: 'cp-2', version: '1.33.7' }));
     assert.equal(second.result.ran, false);
@@ -168,7 +211,13 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
     const env = new MockActivityEnvironment();
     const beats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => beats.push(d));
-    const first = await during('cp-1', () => env.run(acts.restartKubelet, { cluster, node: 'cp-1', version: '1.33.7', timeoutSeconds: 30 }) as ReturnType<typeof acts.restartKubelet>);
+    const first = await during(
+      'cp-1',
+      () =>
+        env.run(acts.restartKubelet, { cluster, node: 'cp-1', version: '1.33.7', timeoutSeconds: 30 }) as ReturnType<
+          typeof acts.restartKubelet
+        >,
+    );
     assert.equal(first.result.restarted, true);
     assert.deepEqual(changing(first.ran), ['sudo -n systemctl daemon-reload', 'sudo -n systemctl restart kubelet']);
     assert.deepEqual(await nodeInfo('cp-1'), { ready: 'True', kubelet: 'v1.33.7' });
@@ -202,7 +251,10 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
     assert.equal((await nodeInfo('worker')).ready, 'True');
     // A retry whose previous attempt heartbeated "issued" and "seen down" must not reboot again.
     const env = new MockActivityEnvironment({ heartbeatDetails: { phase: 'reboot-issued', bootId: null, seenDown: true } });
-    const retry = await during('worker', () => env.run(acts.rebootNode, { cluster, node: 'worker', timeoutSeconds: 30 }) as ReturnType<typeof acts.rebootNode>);
+    const retry = await during(
+      'worker',
+      () => env.run(acts.rebootNode, { cluster, node: 'worker', timeoutSeconds: 30 }) as ReturnType<typeof acts.rebootNode>,
+    );
     assert.equal(retry.ran.filter((c) => c.includes('reboot')).length, 0);
   });
 });

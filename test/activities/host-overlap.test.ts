@@ -33,7 +33,8 @@ describe('a retry meets the command its dead worker left running', () => {
   });
   after(async () => tc?.stop());
 
-  const completed = (node: string, pattern: RegExp) => tc.sim.hosts.commandLog(node).filter((e) => pattern.test(e.command) && e.exitCode === 0);
+  const completed = (node: string, pattern: RegExp) =>
+    tc.sim.hosts.commandLog(node).filter((e) => pattern.test(e.command) && e.exitCode === 0);
 
   /** Runs `attempt` as an activity, cancels it (closing its SSH channel) `afterMs` in, as a worker's death does. */
   async function abandon(attempt: () => Promise<unknown>, afterMs: number): Promise<void> {
@@ -48,18 +49,36 @@ describe('a retry meets the command its dead worker left running', () => {
     const input = { cluster, node: 'worker', version: '1.33.7', packages: ['kubeadm' as const] };
     await abandon(() => acts.installPackages(input), 1200);
     assert.equal(tc.sim.hosts.state('worker').packages.kubeadm, '1.32.4-1.1', 'the abandoned install is still running');
-    const retry = (await new MockActivityEnvironment({ attempt: 2 }).run(() => acts.installPackages(input))) as Awaited<ReturnType<typeof acts.installPackages>>;
+    const retry = (await new MockActivityEnvironment({ attempt: 2 }).run(() => acts.installPackages(input))) as Awaited<
+      ReturnType<typeof acts.installPackages>
+    >;
     assert.deepEqual(retry.installed, [], 'the retry found kubeadm installed');
     assert.equal(tc.sim.hosts.state('worker').packages.kubeadm, '1.33.7-1.1');
-    assert.equal(completed('worker', /apt-get install .*kubeadm=1\.33\.7/).length, 1, tc.sim.hosts.commandLog('worker').map((e) => e.command).join('\n'));
+    assert.equal(
+      completed('worker', /apt-get install .*kubeadm=1\.33\.7/).length,
+      1,
+      tc.sim.hosts
+        .commandLog('worker')
+        .map((e) => e.command)
+        .join('\n'),
+    );
   });
 
   it('kubeadm upgrade apply: the retry waits for the apply in flight and does not run a second one', async () => {
     await acts.installPackages({ cluster, node: 'cp', version: '1.33.7', packages: ['kubeadm'] });
     const input = { cluster, node: 'cp', version: '1.33.7' };
     await abandon(() => acts.kubeadmUpgradeApply(input), 800);
-    const retry = (await new MockActivityEnvironment({ attempt: 2 }).run(() => acts.kubeadmUpgradeApply(input))) as Awaited<ReturnType<typeof acts.kubeadmUpgradeApply>>;
+    const retry = (await new MockActivityEnvironment({ attempt: 2 }).run(() => acts.kubeadmUpgradeApply(input))) as Awaited<
+      ReturnType<typeof acts.kubeadmUpgradeApply>
+    >;
     assert.equal(retry.ran, false, 'the retry found the control plane upgraded');
-    assert.equal(completed('cp', /kubeadm upgrade apply/).length, 1, tc.sim.hosts.commandLog('cp').map((e) => e.command).join('\n'));
+    assert.equal(
+      completed('cp', /kubeadm upgrade apply/).length,
+      1,
+      tc.sim.hosts
+        .commandLog('cp')
+        .map((e) => e.command)
+        .join('\n'),
+    );
   });
 });

@@ -45,18 +45,24 @@ describe('takeInventory against the simulated cluster', () => {
     assert.deepEqual(inv.problems, []);
     assert.equal(inv.cluster, 'inv');
     assert.equal(inv.clusterVersion, '1.32.4');
-    assert.deepEqual(inv.nodes.map((n) => `${n.name} ${n.role} ${n.kubeletVersion} ready=${n.ready} cordoned=${n.unschedulable} ${n.internalIP}`), [
-      'cp-1 control-plane 1.32.4 ready=true cordoned=false 127.0.0.1',
-      'cp-2 control-plane 1.32.4 ready=true cordoned=false 127.0.0.1',
-      'worker-1 worker 1.32.4 ready=true cordoned=false 127.0.0.1',
-      'worker-2 worker 1.32.4 ready=true cordoned=false 127.0.0.1',
-      'worker-3 worker 1.32.4 ready=true cordoned=false 127.0.0.1',
-    ]);
+    assert.deepEqual(
+      inv.nodes.map((n) => `${n.name} ${n.role} ${n.kubeletVersion} ready=${n.ready} cordoned=${n.unschedulable} ${n.internalIP}`),
+      [
+        'cp-1 control-plane 1.32.4 ready=true cordoned=false 127.0.0.1',
+        'cp-2 control-plane 1.32.4 ready=true cordoned=false 127.0.0.1',
+        'worker-1 worker 1.32.4 ready=true cordoned=false 127.0.0.1',
+        'worker-2 worker 1.32.4 ready=true cordoned=false 127.0.0.1',
+        'worker-3 worker 1.32.4 ready=true cordoned=false 127.0.0.1',
+      ],
+    );
     assert.deepEqual(inv.controlPlane, [
       { node: 'cp-1', apiserver: '1.32.4', controllerManager: '1.32.4', scheduler: '1.32.4' },
       { node: 'cp-2', apiserver: '1.32.4', controllerManager: '1.32.4', scheduler: '1.32.4' },
     ]);
-    assert.deepEqual(inv.kubeProxies.map((k) => `${k.node} ${k.version}`), ['cp-1', 'cp-2', 'worker-1', 'worker-2', 'worker-3'].map((n) => `${n} 1.32.4`));
+    assert.deepEqual(
+      inv.kubeProxies.map((k) => `${k.node} ${k.version}`),
+      ['cp-1', 'cp-2', 'worker-1', 'worker-2', 'worker-3'].map((n) => `${n} 1.32.4`),
+    );
     // Paging changes nothing: the default page size gives the same inventory.
     assert.deepEqual(await take(500), inv);
     assert.doesNotThrow(() => JSON.parse(JSON.stringify(inv)));
@@ -74,7 +80,10 @@ describe('takeInventory against the simulated cluster', () => {
     assert.equal(api?.disruptionsAllowed, 1);
     assert.equal(api?.coveredPods, 2);
 
-    assert.deepEqual(inv.pdbFindings.map((f) => `${f.severity} ${f.namespace}/${f.name} ${f.ruleId}`), ['error default/web min-available-all']);
+    assert.deepEqual(
+      inv.pdbFindings.map((f) => `${f.severity} ${f.namespace}/${f.name} ${f.ruleId}`),
+      ['error default/web min-available-all'],
+    );
     assert.match(inv.pdbFindings[0]?.message ?? '', /minAvailable 3 is at least the 3 pod\(s\).*scale the workload above 3/);
   });
 
@@ -82,12 +91,24 @@ describe('takeInventory against the simulated cluster', () => {
     const inv = await take();
     assert.deepEqual([inv.barePods, inv.barePodCount], [[{ namespace: 'default', name: 'pet', node: 'worker-2' }], 1]);
     // A second bare pod, on worker-1, that has finished: nothing is lost by deleting it, so no drain blocks on it.
-    const done = { metadata: { name: 'done', namespace: 'default' }, spec: { nodeName: 'worker-1', containers: [{ name: 'c', image: 'busybox' }] } };
+    const done = {
+      metadata: { name: 'done', namespace: 'default' },
+      spec: { nodeName: 'worker-1', containers: [{ name: 'c', image: 'busybox' }] },
+    };
     await tc.kube.core.createNamespacedPod({ namespace: 'default', body: done });
     const running = await take();
-    assert.deepEqual(running.barePods?.map((p) => `${p.node} ${p.namespace}/${p.name}`), ['worker-1 default/done', 'worker-2 default/pet']);
-    await tc.kube.core.patchNamespacedPodStatus({ name: 'done', namespace: 'default', body: { status: { phase: 'Succeeded' } } }, mergePatch);
-    assert.deepEqual((await take()).barePods?.map((p) => p.name), ['pet']);
+    assert.deepEqual(
+      running.barePods?.map((p) => `${p.node} ${p.namespace}/${p.name}`),
+      ['worker-1 default/done', 'worker-2 default/pet'],
+    );
+    await tc.kube.core.patchNamespacedPodStatus(
+      { name: 'done', namespace: 'default', body: { status: { phase: 'Succeeded' } } },
+      mergePatch,
+    );
+    assert.deepEqual(
+      (await take()).barePods?.map((p) => p.name),
+      ['pet'],
+    );
     await tc.kube.core.deleteNamespacedPod({ name: 'done', namespace: 'default', gracePeriodSeconds: 0 });
   });
 
@@ -95,7 +116,10 @@ describe('takeInventory against the simulated cluster', () => {
     const inv = await take();
     assert.deepEqual(checkSkew(inv.skew), { compliant: true, violations: [] });
     assert.equal(inv.skew.kubelets?.length, 5);
-    assert.deepEqual(inv.skew.nodes.map((n) => `${n.name}/${n.role}`), ['cp-1/control-plane', 'cp-2/control-plane', 'worker-1/worker', 'worker-2/worker', 'worker-3/worker']);
+    assert.deepEqual(
+      inv.skew.nodes.map((n) => `${n.name}/${n.role}`),
+      ['cp-1/control-plane', 'cp-2/control-plane', 'worker-1/worker', 'worker-2/worker', 'worker-3/worker'],
+    );
     const plan = planUpgrade({ inventory: inv.skew, to: '1.33', available: ['1.32.4', '1.33.7'] });
     assert.equal(plan.from, '1.32.4');
     assert.deepEqual(plan.hops, ['1.33.7']);
@@ -105,13 +129,19 @@ describe('takeInventory against the simulated cluster', () => {
 
   it('sees changes made through the API in a new inventory: kubelet version, cordon, stage label, component image, cluster version', async () => {
     await tc.kube.core.patchNodeStatus({ name: 'worker-2', body: { status: { nodeInfo: { kubeletVersion: 'v1.33.0' } } } }, mergePatch);
-    await tc.kube.core.patchNode({ name: 'worker-1', body: { spec: { unschedulable: true }, metadata: { labels: { [STAGE_LABEL]: 'canary' } } } }, mergePatch);
+    await tc.kube.core.patchNode(
+      { name: 'worker-1', body: { spec: { unschedulable: true }, metadata: { labels: { [STAGE_LABEL]: 'canary' } } } },
+      mergePatch,
+    );
     const cm = 'kube-controller-manager-cp-2';
     const containers = [{ name: 'kube-controller-manager', image: 'registry.k8s.io/kube-controller-manager:v1.33.0' }];
     await tc.kube.core.patchNamespacedPod({ name: cm, namespace: 'kube-system', body: { spec: { containers } } }, strategicMergePatch);
     const config = await tc.kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
     const text = config.data?.ClusterConfiguration?.replace(/^kubernetesVersion:.*$/m, 'kubernetesVersion: v1.32.9');
-    await tc.kube.core.patchNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system', body: { data: { ClusterConfiguration: text } } }, mergePatch);
+    await tc.kube.core.patchNamespacedConfigMap(
+      { name: 'kubeadm-config', namespace: 'kube-system', body: { data: { ClusterConfiguration: text } } },
+      mergePatch,
+    );
 
     const inv = await take();
     assert.deepEqual(inv.problems, []);
@@ -123,13 +153,18 @@ describe('takeInventory against the simulated cluster', () => {
     assert.deepEqual(inv.skew.nodes.find((n) => n.name === 'worker-1')?.labels, { [STAGE_LABEL]: 'canary' });
     assert.equal(inv.controlPlane.find((c) => c.node === 'cp-2')?.controllerManager, '1.33.0');
     assert.deepEqual(
-      checkSkew(inv.skew).violations.map((v) => `${v.component}/${v.node}/${v.ruleId}`).sort(),
+      checkSkew(inv.skew)
+        .violations.map((v) => `${v.component}/${v.node}/${v.ruleId}`)
+        .sort(),
       ['controllerManager/cp-2/control-plane-newer-than-apiserver', 'kubelet/worker-2/node-newer-than-apiserver'],
     );
   });
 
   it('reports what it cannot read as problems instead of failing', async () => {
-    await tc.kube.core.patchNodeStatus({ name: 'worker-3', body: { status: { nodeInfo: { kubeletVersion: 'v1.33.0-dirty+abc' } } } }, mergePatch);
+    await tc.kube.core.patchNodeStatus(
+      { name: 'worker-3', body: { status: { nodeInfo: { kubeletVersion: 'v1.33.0-dirty+abc' } } } },
+      mergePatch,
+    );
     await tc.kube.core.deleteNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
     const inv = await take();
     assert.equal(inv.clusterVersion, undefined);

@@ -31,18 +31,38 @@ describe('maintenance activities against the simulated cluster and hosts', () =>
     const resolve = createClusterResolver(tc.clustersDir);
     acts = createMaintenanceActivities({ clusters: resolve });
     // The same cluster with a maintenance command.
-    withCommand = (name) => ({ ...resolve(name), config: { ...resolve(name).config, maintenance: parseClusterConfig(
-      'name: mact\nkubeconfig: /k\nssh: {user: u, privateKeyPath: /p, knownHostsPath: /h}\nsnapshots: {dir: /s}\nmaintenance: {command: [apt-get, -y, dist-upgrade], timeoutSeconds: 60}\n', 'x.yaml').maintenance } });
+    withCommand = (name) => ({
+      ...resolve(name),
+      config: {
+        ...resolve(name).config,
+        maintenance: parseClusterConfig(
+          'name: mact\nkubeconfig: /k\nssh: {user: u, privateKeyPath: /p, knownHostsPath: /h}\nsnapshots: {dir: /s}\nmaintenance: {command: [apt-get, -y, dist-upgrade], timeoutSeconds: 60}\n',
+          'x.yaml',
+        ).maintenance,
+      },
+    });
   });
   after(async () => tc?.stop());
 
   it('selects by label selector or by name, reports unknown names, and finds the bare pod (not the DaemonSet pod)', async () => {
     const blue = await acts.planMaintenance({ cluster: 'mact', selector: 'pool=blue' });
-    assert.deepEqual(blue.nodes.map((n) => [n.name, n.role, n.ready]), [['worker-1', 'worker', true], ['worker-2', 'worker', true]]);
+    assert.deepEqual(
+      blue.nodes.map((n) => [n.name, n.role, n.ready]),
+      [
+        ['worker-1', 'worker', true],
+        ['worker-2', 'worker', true],
+      ],
+    );
     assert.deepEqual(blue.unmanaged, [{ namespace: 'default', name: 'pet', node: 'worker-2' }]);
     assert.equal(blue.hasCommand, false, 'the simulation writes no maintenance.command');
     const named = await acts.planMaintenance({ cluster: 'mact', nodes: ['worker-3', 'cp-1', 'nope'] });
-    assert.deepEqual(named.nodes.map((n) => [n.name, n.role]), [['cp-1', 'control-plane'], ['worker-3', 'worker']]);
+    assert.deepEqual(
+      named.nodes.map((n) => [n.name, n.role]),
+      [
+        ['cp-1', 'control-plane'],
+        ['worker-3', 'worker'],
+      ],
+    );
     assert.deepEqual(named.missing, ['nope']);
     assert.deepEqual(named.unmanaged, []);
     const forced = await acts.planMaintenance({ cluster: 'mact', selector: 'pool in (blue)', force: ['default/pet'] });
@@ -52,7 +72,10 @@ describe('maintenance activities against the simulated cluster and hosts', () =>
   });
 
   it('refuses a malformed selector (the API says why) and both or neither of selector and names', async () => {
-    await assert.rejects(acts.planMaintenance({ cluster: 'mact', selector: 'pool==blue==' }), (err: Error & { type?: string }) => err.type === 'Invalid');
+    await assert.rejects(
+      acts.planMaintenance({ cluster: 'mact', selector: 'pool==blue==' }),
+      (err: Error & { type?: string }) => err.type === 'Invalid',
+    );
     await assert.rejects(acts.planMaintenance({ cluster: 'mact' }), /not both and not neither/);
     await assert.rejects(acts.planMaintenance({ cluster: 'mact', selector: 'a=b', nodes: ['worker-1'] }), /not both and not neither/);
   });

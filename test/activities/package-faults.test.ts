@@ -21,10 +21,14 @@ nodes:
   - {name: worker, role: worker, count: 4}
 `;
 const cluster = 'pkgfaults';
-const FETCH_FAILED = "E: Failed to fetch https://pkgs.k8s.io/core:/stable:/v1.33/deb/amd64/kubelet_1.33.7-1.1_amd64.deb  Temporary failure resolving 'pkgs.k8s.io'\nE: Unable to fetch some archives, maybe run apt-get update or try with --fix-missing?";
+const FETCH_FAILED =
+  "E: Failed to fetch https://pkgs.k8s.io/core:/stable:/v1.33/deb/amd64/kubelet_1.33.7-1.1_amd64.deb  Temporary failure resolving 'pkgs.k8s.io'\nE: Unable to fetch some archives, maybe run apt-get update or try with --fix-missing?";
 
 async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {
-  const err = await p.then(() => assert.fail('expected a failure'), (e: unknown) => e);
+  const err = await p.then(
+    () => assert.fail('expected a failure'),
+    (e: unknown) => e,
+  );
   assert.ok(err instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(err)}`);
   return err;
 }
@@ -45,7 +49,11 @@ describe('installPackages through host faults (simulated hosts, one call = one a
   after(async () => tc?.stop());
 
   const log = (node: string) => tc.sim.hosts.commandLog(node);
-  const changing = (node: string, from: number) => log(node).slice(from).map((e) => e.command).filter((c) => c.startsWith('sudo '));
+  const changing = (node: string, from: number) =>
+    log(node)
+      .slice(from)
+      .map((e) => e.command)
+      .filter((c) => c.startsWith('sudo '));
   const counts = (node: string) => packageInstallCounts(readDpkgLog(tc.sim.stateDir, node));
   const install = (node: string) => acts.installPackages({ cluster, node, version: '1.33.7', packages: ['kubelet', 'kubectl'] });
   const INSTALLED_ONCE = { 'kubelet 1.33.7-1.1': { unpacked: 1, configured: 1 }, 'kubectl 1.33.7-1.1': { unpacked: 1, configured: 1 } };
@@ -79,7 +87,11 @@ describe('installPackages through host faults (simulated hosts, one call = one a
     assert.ok(Date.now() - started >= 3000, 'waited the configured timeout');
     // The host logs the command once it saw the channel close, just after the client gave up.
     await waitFor('the hung install in the host log', () => log('worker-3').some((e) => e.command.includes('apt-get install')), 10_000, 50);
-    assert.equal(log('worker-3').find((e) => e.command.includes('apt-get install'))?.exitCode, null, 'the host saw the channel close before the command finished');
+    assert.equal(
+      log('worker-3').find((e) => e.command.includes('apt-get install'))?.exitCode,
+      null,
+      'the host saw the channel close before the command finished',
+    );
     const result = await install('worker-3');
     assert.deepEqual(result.installed, ['kubelet', 'kubectl']);
     assert.deepEqual(counts('worker-3'), INSTALLED_ONCE);
@@ -103,12 +115,18 @@ describe('installPackages through host faults (simulated hosts, one call = one a
         return undefined;
       });
     }
-    assert.deepEqual({ installed: result.installed, configured: result.configured, held: result.held },
-      { installed: [], configured: ['kubelet', 'kubectl'], held: ['kubelet', 'kubectl'] });
-    assert.deepEqual(changing('worker-4', before), [
-      'sudo -n DEBIAN_FRONTEND=noninteractive dpkg --configure -a',
-      'sudo -n DEBIAN_FRONTEND=noninteractive apt-mark hold kubelet kubectl',
-    ], 'repaired, not installed again');
+    assert.deepEqual(
+      { installed: result.installed, configured: result.configured, held: result.held },
+      { installed: [], configured: ['kubelet', 'kubectl'], held: ['kubelet', 'kubectl'] },
+    );
+    assert.deepEqual(
+      changing('worker-4', before),
+      [
+        'sudo -n DEBIAN_FRONTEND=noninteractive dpkg --configure -a',
+        'sudo -n DEBIAN_FRONTEND=noninteractive apt-mark hold kubelet kubectl',
+      ],
+      'repaired, not installed again',
+    );
     const state = tc.sim.hosts.state('worker-4');
     assert.equal(state.unconfigured, undefined);
     assert.deepEqual([state.packages.kubelet, state.packages.kubectl], ['1.33.7-1.1', '1.33.7-1.1']);
@@ -132,8 +150,13 @@ describe('installPackages through host faults (simulated hosts, one call = one a
       });
       if (result) {
         const ran = changing('worker-2', before);
-        assert.deepEqual(ran.filter((c) => /apt-get install|dpkg --configure/.test(c)).map((c) => c.replace(/^.* (apt-get install|dpkg --configure -a).*$/, '$1')),
-          ['apt-get install', 'dpkg --configure -a', 'apt-get install'], ran.join('\n'));
+        assert.deepEqual(
+          ran
+            .filter((c) => /apt-get install|dpkg --configure/.test(c))
+            .map((c) => c.replace(/^.* (apt-get install|dpkg --configure -a).*$/, '$1')),
+          ['apt-get install', 'dpkg --configure -a', 'apt-get install'],
+          ran.join('\n'),
+        );
       }
     }
     assert.deepEqual([result.installed, result.configured], [['kubelet', 'kubectl'], []]);

@@ -18,9 +18,17 @@ nodes:
 `;
 const cluster = 'dnftest';
 const REPO = '/etc/yum.repos.d/kubernetes.repo';
-const guideRepo = (minor: string) => [
-  '[kubernetes]', 'name=Kubernetes', `baseurl=https://pkgs.k8s.io/core:/stable:/v${minor}/rpm/`, 'enabled=1', 'gpgcheck=1',
-  `gpgkey=https://pkgs.k8s.io/core:/stable:/v${minor}/rpm/repodata/repomd.xml.key`, 'exclude=kubelet kubeadm kubectl cri-tools kubernetes-cni', ''].join('\n');
+const guideRepo = (minor: string) =>
+  [
+    '[kubernetes]',
+    'name=Kubernetes',
+    `baseurl=https://pkgs.k8s.io/core:/stable:/v${minor}/rpm/`,
+    'enabled=1',
+    'gpgcheck=1',
+    `gpgkey=https://pkgs.k8s.io/core:/stable:/v${minor}/rpm/repodata/repomd.xml.key`,
+    'exclude=kubelet kubeadm kubectl cri-tools kubernetes-cni',
+    '',
+  ].join('\n');
 
 describe('the package repository and packages of a RHEL-family node through dnf (activities against the simulated hosts)', () => {
   let tc: TestCluster;
@@ -39,26 +47,59 @@ describe('the package repository and packages of a RHEL-family node through dnf 
     const { result, ran } = await during('cp-1', () => acts.availableVersions({ cluster, node: 'cp-1' }));
     assert.deepEqual(result, ['1.34.2', '1.33.7', '1.32.9', '1.32.4']);
     assert.deepEqual(asRoot(ran), [], 'no command as root');
-    assert.equal(ran.filter((c) => /^dnf list .*--setopt=reposdir=\/tmp\/skewless-dnf-probe-/.test(c)).length, 3, 'one probe each of 1.33, 1.34 and the 1.35 that is not there');
+    assert.equal(
+      ran.filter((c) => /^dnf list .*--setopt=reposdir=\/tmp\/skewless-dnf-probe-/.test(c)).length,
+      3,
+      'one probe each of 1.33, 1.34 and the 1.35 that is not there',
+    );
     assert.equal(repo('cp-1'), guideRepo('1.32'));
-    assert.deepEqual(readdirSync(onHost('cp-1', '/tmp')).filter((f) => f.startsWith('skewless-')), [], 'the probes leave nothing behind');
+    assert.deepEqual(
+      readdirSync(onHost('cp-1', '/tmp')).filter((f) => f.startsWith('skewless-')),
+      [],
+      'the probes leave nothing behind',
+    );
   });
 
-  it('pointPackageRepository seds baseurl and gpgkey to the hop\'s minor and refreshes; installPackages lifts the exclude for its install only', async () => {
+  it("pointPackageRepository seds baseurl and gpgkey to the hop's minor and refreshes; installPackages lifts the exclude for its install only", async () => {
     const point = await during('worker-1', () => acts.pointPackageRepository({ cluster, node: 'worker-1', version: '1.33.7' }));
-    assert.deepEqual(point.result, { node: 'worker-1', file: REPO, minor: '1.33', changed: true, previous: 'baseurl=https://pkgs.k8s.io/core:/stable:/v1.32/rpm/' });
-    assert.deepEqual(asRoot(point.ran), [`sudo -n sed -i s,/core:/stable:/v1.32/,/core:/stable:/v1.33/,g ${REPO}`, 'sudo -n dnf makecache -q --repo=kubernetes']);
+    assert.deepEqual(point.result, {
+      node: 'worker-1',
+      file: REPO,
+      minor: '1.33',
+      changed: true,
+      previous: 'baseurl=https://pkgs.k8s.io/core:/stable:/v1.32/rpm/',
+    });
+    assert.deepEqual(asRoot(point.ran), [
+      `sudo -n sed -i s,/core:/stable:/v1.32/,/core:/stable:/v1.33/,g ${REPO}`,
+      'sudo -n dnf makecache -q --repo=kubernetes',
+    ]);
     assert.equal(repo('worker-1'), guideRepo('1.33'), 'the exclude= line (the hold) stays');
 
-    const install = await during('worker-1', () => acts.installPackages({ cluster, node: 'worker-1', version: '1.33.7', packages: ['kubeadm', 'kubelet', 'kubectl'] }));
-    assert.deepEqual(install.result, { node: 'worker-1', version: '1.33.7', installed: ['kubeadm', 'kubelet', 'kubectl'], held: [], configured: [],
-      packageVersions: { kubeadm: '1.33.7-150500.1.1', kubelet: '1.33.7-150500.1.1', kubectl: '1.33.7-150500.1.1' } });
-    assert.deepEqual(asRoot(install.ran), ['sudo -n dnf install -y -q --disableexcludes=kubernetes kubeadm-1.33.7-150500.1.1 kubelet-1.33.7-150500.1.1 kubectl-1.33.7-150500.1.1']);
+    const install = await during('worker-1', () =>
+      acts.installPackages({ cluster, node: 'worker-1', version: '1.33.7', packages: ['kubeadm', 'kubelet', 'kubectl'] }),
+    );
+    assert.deepEqual(install.result, {
+      node: 'worker-1',
+      version: '1.33.7',
+      installed: ['kubeadm', 'kubelet', 'kubectl'],
+      held: [],
+      configured: [],
+      packageVersions: { kubeadm: '1.33.7-150500.1.1', kubelet: '1.33.7-150500.1.1', kubectl: '1.33.7-150500.1.1' },
+    });
+    assert.deepEqual(asRoot(install.ran), [
+      'sudo -n dnf install -y -q --disableexcludes=kubernetes kubeadm-1.33.7-150500.1.1 kubelet-1.33.7-150500.1.1 kubectl-1.33.7-150500.1.1',
+    ]);
     assert.equal(tc.sim.hosts.state('worker-1').packages.kubelet, '1.33.7-150500.1.1');
 
-    const again = await during('worker-1', () => acts.installPackages({ cluster, node: 'worker-1', version: '1.33.7', packages: ['kubeadm'] }));
+    const again = await during('worker-1', () =>
+      acts.installPackages({ cluster, node: 'worker-1', version: '1.33.7', packages: ['kubeadm'] }),
+    );
     assert.deepEqual(again.result.installed, []);
-    assert.deepEqual(again.ran.filter((c) => /^(sudo -n )?dnf /.test(c)), [], 'at the version already: dnf is not even asked');
+    assert.deepEqual(
+      again.ran.filter((c) => /^(sudo -n )?dnf /.test(c)),
+      [],
+      'at the version already: dnf is not even asked',
+    );
   });
 
   it('never a downgrade, which dnf install would do without asking', async () => {
@@ -75,10 +116,16 @@ describe('the package repository and packages of a RHEL-family node through dnf 
   it('a minor the mirror does not have: VersionNotAvailable, the file put back as it was, nothing installed', async () => {
     const { ran } = await during('worker-3', async () => {
       const err = await failsWith(acts.pointPackageRepository({ cluster, node: 'worker-3', version: '1.35.0' }), 'VersionNotAvailable');
-      assert.equal(err.message, `worker-3: the mirror of ${REPO} has no v1.35 repository (404): the file was put back to v1.32, nothing installed`);
+      assert.equal(
+        err.message,
+        `worker-3: the mirror of ${REPO} has no v1.35 repository (404): the file was put back to v1.32, nothing installed`,
+      );
     });
     assert.equal(repo('worker-3'), guideRepo('1.32'));
-    assert.deepEqual(ran.filter((c) => c.includes('dnf install')), []);
+    assert.deepEqual(
+      ran.filter((c) => c.includes('dnf install')),
+      [],
+    );
   });
 
   it('a kubernetes.repo of another layout or that the SSH user cannot read: stopped with node, file and why, nothing as root', async () => {
@@ -87,7 +134,12 @@ describe('the package repository and packages of a RHEL-family node through dnf 
     chmodSync(onHost('worker-5', REPO), 0o600);
     const { ran } = await during('worker-4', async () => {
       const err = await failsWith(acts.pointPackageRepository({ cluster, node: 'worker-4', version: '1.33.7' }), 'RepositoryLayoutUnknown');
-      assert.match(err.message, new RegExp(`^worker-4: ${REPO} offers no 1\\.33\\.x and skewless does not rewrite it: it has the section\\(s\\) \\[kubernetes\\] \\[kubernetes-extras\\]`));
+      assert.match(
+        err.message,
+        new RegExp(
+          `^worker-4: ${REPO} offers no 1\\.33\\.x and skewless does not rewrite it: it has the section\\(s\\) \\[kubernetes\\] \\[kubernetes-extras\\]`,
+        ),
+      );
     });
     assert.deepEqual(asRoot(ran), []);
     assert.equal(repo('worker-4'), odd);

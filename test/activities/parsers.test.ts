@@ -10,14 +10,25 @@ import { parseSnapshotStatus } from '../../activities/parsers/snapshot-status.js
 /** A recorded output without its `# ` provenance header (dist/test/activities → test/fixtures). */
 function fixture(name: string): string {
   const text = readFileSync(join(import.meta.dirname, '..', '..', '..', 'test', 'fixtures', 'tool-output', name), 'utf8');
-  return text.split('\n').filter((l) => !l.startsWith('# ')).join('\n');
+  return text
+    .split('\n')
+    .filter((l) => !l.startsWith('# '))
+    .join('\n');
 }
 
 describe('parseMadison (recorded apt-cache madison kubeadm)', () => {
   it('reads every row of a single-minor repository, newest first, with the exact Debian version', () => {
     const entries = parseMadison(fixture('apt-cache-madison-kubeadm.txt'));
-    assert.deepEqual(entries.map((e) => e.packageVersion), ['1.29.4-2.1', '1.29.3-1.1', '1.29.2-1.1', '1.29.1-1.1', '1.29.0-1.1']);
-    assert.deepEqual(entries[0], { package: 'kubeadm', packageVersion: '1.29.4-2.1', version: '1.29.4', source: 'https://pkgs.k8s.io/core:/stable:/v1.29/deb' });
+    assert.deepEqual(
+      entries.map((e) => e.packageVersion),
+      ['1.29.4-2.1', '1.29.3-1.1', '1.29.2-1.1', '1.29.1-1.1', '1.29.0-1.1'],
+    );
+    assert.deepEqual(entries[0], {
+      package: 'kubeadm',
+      packageVersion: '1.29.4-2.1',
+      version: '1.29.4',
+      source: 'https://pkgs.k8s.io/core:/stable:/v1.29/deb',
+    });
     assert.equal(packageVersionFor(entries, 'kubeadm', '1.29.4'), '1.29.4-2.1');
     assert.equal(packageVersionFor(entries, 'kubeadm', '1.29.5'), undefined);
     assert.equal(packageVersionFor(entries, 'kubelet', '1.29.4'), undefined);
@@ -34,7 +45,8 @@ describe('parseMadison (recorded apt-cache madison kubeadm)', () => {
   });
 
   it('ignores noise and picks the newest revision of one version', () => {
-    const text = 'N: some notice\n   kubeadm | 1.33.7-1.1 | http://x/deb  Packages\n   kubeadm | 1.33.7-2.1 | http://x/deb  Packages\ngarbage | | \n';
+    const text =
+      'N: some notice\n   kubeadm | 1.33.7-1.1 | http://x/deb  Packages\n   kubeadm | 1.33.7-2.1 | http://x/deb  Packages\ngarbage | | \n';
     assert.equal(packageVersionFor(parseMadison(text), 'kubeadm', '1.33.7'), '1.33.7-2.1');
     assert.equal(upstreamVersion('1:1.33.7-1.1'), '1.33.7');
     assert.ok(comparePackageVersions('1.34.0-1.1', '1.33.10-1.1') > 0);
@@ -54,11 +66,17 @@ describe('parseKubeadmUpgradePlan (recorded kubeadm upgrade plan)', () => {
     assert.equal(minor?.description, 'latest stable version');
     assert.equal(minor?.kubeadmUpdateRequiredTo, 'v1.19.0');
     assert.deepEqual(minor?.kubelets, [{ component: 'kubelet', node: 'node1', count: 1, current: 'v1.18.3', target: 'v1.19.0' }]);
-    assert.deepEqual(minor?.components.map((c) => [c.component, c.node ?? '', c.current, c.target]), [
-      ['kube-apiserver', 'node1', 'v1.18.3', 'v1.19.0'], ['kube-controller-manager', 'node1', 'v1.18.3', 'v1.19.0'],
-      ['kube-scheduler', 'node1', 'v1.18.3', 'v1.19.0'], ['kube-proxy', '', 'v1.18.3', 'v1.19.0'],
-      ['CoreDNS', '', '1.6.7', '1.7.0'], ['etcd', 'node1', '3.4.3-0', '3.4.7-0'],
-    ]);
+    assert.deepEqual(
+      minor?.components.map((c) => [c.component, c.node ?? '', c.current, c.target]),
+      [
+        ['kube-apiserver', 'node1', 'v1.18.3', 'v1.19.0'],
+        ['kube-controller-manager', 'node1', 'v1.18.3', 'v1.19.0'],
+        ['kube-scheduler', 'node1', 'v1.18.3', 'v1.19.0'],
+        ['kube-proxy', '', 'v1.18.3', 'v1.19.0'],
+        ['CoreDNS', '', '1.6.7', '1.7.0'],
+        ['etcd', 'node1', '3.4.3-0', '3.4.7-0'],
+      ],
+    );
     assert.deepEqual(plan.componentConfigs, [
       { group: 'kubeproxy.config.k8s.io', currentVersion: 'v1alpha1', preferredVersion: 'v1alpha1', manualUpgradeRequired: false },
       { group: 'kubelet.config.k8s.io', currentVersion: 'v1beta1', preferredVersion: 'v1beta1', manualUpgradeRequired: false },
@@ -72,7 +90,10 @@ describe('parseKubeadmUpgradePlan (recorded kubeadm upgrade plan)', () => {
     assert.equal(plan.targetVersion, 'v1.29.2');
     assert.equal(plan.latestInSeries, 'v1.29.2');
     assert.deepEqual(plan.upgrades[0]?.kubelets, [{ component: 'kubelet', count: 2, current: 'v1.28.5', target: 'v1.29.2' }]);
-    assert.deepEqual(plan.upgrades[0]?.components.map((c) => c.component), ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'CoreDNS']);
+    assert.deepEqual(
+      plan.upgrades[0]?.components.map((c) => c.component),
+      ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'CoreDNS'],
+    );
   });
 
   it('reads "up-to-date" with no upgrades', () => {
@@ -84,7 +105,10 @@ describe('parseKubeadmUpgradePlan (recorded kubeadm upgrade plan)', () => {
 
   it('reads the `kubelet (node)` layout kubeadm 1.30 printed for a while', () => {
     const text = 'COMPONENT         CURRENT   TARGET\nkubelet (node1)   v1.19.2   v1.19.3\nkubelet (node2)   v1.19.3   v1.19.3\n';
-    assert.deepEqual(parseKubeadmUpgradePlan(text).upgrades[0]?.kubelets.map((k) => k.node), ['node1', 'node2']);
+    assert.deepEqual(
+      parseKubeadmUpgradePlan(text).upgrades[0]?.kubelets.map((k) => k.node),
+      ['node1', 'node2'],
+    );
   });
 });
 
@@ -98,7 +122,10 @@ describe('parseSnapshotStatus (recorded etcdutl 3.6 snapshot status)', () => {
     assert.deepEqual(parseSnapshotStatus(fixture('etcdutl-snapshot-status.simple.txt')), { ...expected, totalSizeBytes: 25000 });
   });
   it('rejects what is not a status: etcdctl 3.6 prints its help for `snapshot status`, with exit 0', () => {
-    assert.equal(parseSnapshotStatus('NAME:\n  snapshot - Manages etcd node snapshots\n\nUSAGE:\n  etcdctl snapshot <subcommand> [flags]\n'), undefined);
+    assert.equal(
+      parseSnapshotStatus('NAME:\n  snapshot - Manages etcd node snapshots\n\nUSAGE:\n  etcdctl snapshot <subcommand> [flags]\n'),
+      undefined,
+    );
     assert.equal(parseSnapshotStatus('{"hash":"x"}'), undefined);
     assert.equal(parseSnapshotStatus(''), undefined);
   });
@@ -106,7 +133,11 @@ describe('parseSnapshotStatus (recorded etcdutl 3.6 snapshot status)', () => {
 
 describe('parseAptPolicy', () => {
   it('reads installed and candidate versions, (none) as null', () => {
-    const text = 'kubeadm:\n  Installed: 1.33.7-1.1\n  Candidate: 1.34.2-1.1\n  Version table:\n *** 1.33.7-1.1 500\nkubectl:\n  Installed: (none)\n  Candidate: 1.34.2-1.1\n';
-    assert.deepEqual(parseAptPolicy(text), { kubeadm: { installed: '1.33.7-1.1', candidate: '1.34.2-1.1' }, kubectl: { installed: null, candidate: '1.34.2-1.1' } });
+    const text =
+      'kubeadm:\n  Installed: 1.33.7-1.1\n  Candidate: 1.34.2-1.1\n  Version table:\n *** 1.33.7-1.1 500\nkubectl:\n  Installed: (none)\n  Candidate: 1.34.2-1.1\n';
+    assert.deepEqual(parseAptPolicy(text), {
+      kubeadm: { installed: '1.33.7-1.1', candidate: '1.34.2-1.1' },
+      kubectl: { installed: null, candidate: '1.34.2-1.1' },
+    });
   });
 });

@@ -36,31 +36,62 @@ describe('describeClusterForRehearsal against the simulated cluster', () => {
   before(async () => {
     tc = await startTestCluster(DESCRIPTION);
     // What must never leave the cluster: a Secret, a Deployment whose env carries its value, an image, an annotation.
-    await tc.kube.core.createNamespacedSecret({ namespace: 'shop', body: { metadata: { name: 'payments-key' }, stringData: { key: SECRET_VALUE } } });
-    await tc.kube.apps.createNamespacedDeployment({ namespace: 'shop', body: {
-      metadata: { name: 'payments', annotations: { 'example.com/owner': SECRET_VALUE } },
-      spec: { replicas: 1, selector: { matchLabels: { app: 'payments' } }, template: {
-        metadata: { labels: { app: 'payments' }, annotations: { 'example.com/token': SECRET_VALUE } },
-        spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: IMAGE, args: [`--key=${SECRET_VALUE}`], env: [{ name: 'PAYMENTS_KEY', value: SECRET_VALUE }] }] },
-      } },
-    } });
+    await tc.kube.core.createNamespacedSecret({
+      namespace: 'shop',
+      body: { metadata: { name: 'payments-key' }, stringData: { key: SECRET_VALUE } },
+    });
+    await tc.kube.apps.createNamespacedDeployment({
+      namespace: 'shop',
+      body: {
+        metadata: { name: 'payments', annotations: { 'example.com/owner': SECRET_VALUE } },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: 'payments' } },
+          template: {
+            metadata: { labels: { app: 'payments' }, annotations: { 'example.com/token': SECRET_VALUE } },
+            spec: {
+              terminationGracePeriodSeconds: 1,
+              containers: [
+                { name: 'app', image: IMAGE, args: [`--key=${SECRET_VALUE}`], env: [{ name: 'PAYMENTS_KEY', value: SECRET_VALUE }] },
+              ],
+            },
+          },
+        },
+      },
+    });
     // A PDB whose name is not its workload's.
-    await tc.kube.policy.createNamespacedPodDisruptionBudget({ namespace: 'shop', body: { metadata: { name: 'payments-budget' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'payments' } } } } });
-    await tc.kube.core.patchNode({ name: 'worker-1', body: { metadata: { annotations: { 'example.com/secret': SECRET_VALUE } } } }, mergePatch);
-    await waitFor('payments available', async () => ((await tc.kube.apps.readNamespacedDeployment({ name: 'payments', namespace: 'shop' })).status?.availableReplicas ?? 0) >= 1, 120_000);
-    facts = await createRehearsalActivities({ clusters: createClusterResolver(tc.clustersDir) }).describeClusterForRehearsal({ cluster: 'twin' });
+    await tc.kube.policy.createNamespacedPodDisruptionBudget({
+      namespace: 'shop',
+      body: { metadata: { name: 'payments-budget' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'payments' } } } },
+    });
+    await tc.kube.core.patchNode(
+      { name: 'worker-1', body: { metadata: { annotations: { 'example.com/secret': SECRET_VALUE } } } },
+      mergePatch,
+    );
+    await waitFor(
+      'payments available',
+      async () =>
+        ((await tc.kube.apps.readNamespacedDeployment({ name: 'payments', namespace: 'shop' })).status?.availableReplicas ?? 0) >= 1,
+      120_000,
+    );
+    facts = await createRehearsalActivities({ clusters: createClusterResolver(tc.clustersDir) }).describeClusterForRehearsal({
+      cluster: 'twin',
+    });
   });
   after(async () => tc?.stop());
 
   it('reads the nodes, roles, versions and labels the simulation was started from', () => {
     const d = tc.sim.description;
     assert.equal(facts.clusterVersion, d.version);
-    assert.deepEqual(facts.nodes.map((n) => [n.name, n.role, n.kubelet]), d.nodes.map((n) => [n.name, n.role, n.kubelet]));
+    assert.deepEqual(
+      facts.nodes.map((n) => [n.name, n.role, n.kubelet]),
+      d.nodes.map((n) => [n.name, n.role, n.kubelet]),
+    );
     assert.deepEqual(facts.nodes[0]?.components, d.nodes[0]?.components);
     assert.equal(facts.nodes[0]?.labels.zone, 'a');
     assert.equal(facts.nodes[1]?.labels.pool, 'blue');
     assert.deepEqual(facts.problems, []);
-    assert.equal(facts.packageManager, 'apt', 'the configuration\'s package tools, for the twin\'s hosts');
+    assert.equal(facts.packageManager, 'apt', "the configuration's package tools, for the twin's hosts");
   });
 
   it('reads the workloads, their PDBs (matched by selector), the bare pod; the twin built from them is the original again', () => {
@@ -68,8 +99,14 @@ describe('describeClusterForRehearsal against the simulated cluster', () => {
     assert.deepEqual(w['Deployment shop/web'], { kind: 'Deployment', namespace: 'shop', name: 'web', replicas: 2, emptyDir: false });
     assert.deepEqual(w['StatefulSet shop/db'], { kind: 'StatefulSet', namespace: 'shop', name: 'db', replicas: 2, emptyDir: true });
     assert.equal(w['DaemonSet monitoring/agent']?.replicas, 2, 'on both workers (the control plane is tainted)');
-    assert.deepEqual(facts.pdbs.map((p) => [p.name, p.covers, p.minAvailable ?? null, p.maxUnavailable ?? null]),
-      [['db', ['StatefulSet/db'], null, 1], ['payments-budget', ['Deployment/payments'], 1, null], ['web', ['Deployment/web'], 2, null]]);
+    assert.deepEqual(
+      facts.pdbs.map((p) => [p.name, p.covers, p.minAvailable ?? null, p.maxUnavailable ?? null]),
+      [
+        ['db', ['StatefulSet/db'], null, 1],
+        ['payments-budget', ['Deployment/payments'], 1, null],
+        ['web', ['Deployment/web'], 2, null],
+      ],
+    );
     assert.deepEqual(facts.barePods, [{ namespace: 'default', name: 'lonely', node: 'worker-2', emptyDir: false }]);
 
     const { description: twin, names } = twinDescription('twin', { facts }, { repository: ['1.33.7', '1.34.2'] });
@@ -77,7 +114,10 @@ describe('describeClusterForRehearsal against the simulated cluster', () => {
     const shape = (d: typeof twin) => ({
       version: d.version,
       nodes: d.nodes.map((n) => [n.name, n.role, n.kubelet, n.components ?? null]),
-      workloads: d.workloads.filter((x) => x.name !== 'payments').map((x) => [x.kind, x.namespace, x.name, x.replicas, x.pdb ?? null, x.node ?? null, x.emptyDir ?? false]).sort(),
+      workloads: d.workloads
+        .filter((x) => x.name !== 'payments')
+        .map((x) => [x.kind, x.namespace, x.name, x.replicas, x.pdb ?? null, x.node ?? null, x.emptyDir ?? false])
+        .sort(),
     });
     assert.deepEqual(shape(twin), shape(original));
     assert.equal(names.pdbs['shop/payments'], 'shop/payments-budget');

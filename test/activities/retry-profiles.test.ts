@@ -28,7 +28,10 @@ nodes:
   - {name: cp, role: control-plane}
   - {name: w, role: worker}
 `),
-      bundleWorkflowCode({ workflowsPath: fixture, logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: console.error } }),
+      bundleWorkflowCode({
+        workflowsPath: fixture,
+        logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: console.error },
+      }),
     ]);
   });
   after(async () => {
@@ -39,10 +42,15 @@ nodes:
   const run = async (name: string, input: unknown) => {
     const taskQueue = uniqueTaskQueue('retries');
     const worker = await createSkewlessWorker({
-      connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: bundle,
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue,
+      workflowBundle: bundle,
       deps: { clusters: createClusterResolver(tc.clustersDir) },
     });
-    return worker.runUntil(env.client.workflow.execute('runActivityWorkflow', { taskQueue, workflowId: `retry/${taskQueue}`, args: [name, input] }));
+    return worker.runUntil(
+      env.client.workflow.execute('runActivityWorkflow', { taskQueue, workflowId: `retry/${taskQueue}`, args: [name, input] }),
+    );
   };
 
   it('retries a host that refuses SSH for a while (HostUnreachable) to success', async () => {

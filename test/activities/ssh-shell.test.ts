@@ -12,8 +12,35 @@ import { createClusterResolver, createSshShell, defaultAddressResolver } from '.
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { failsWith } from '../helpers/failures.js';
 
-const NASTY = ['plain', 'two words', "it's", 'semi;colon', '$(touch /tmp/pwned)', '`id`', '$HOME', '*', '?', '[a]', '~', '#hash', 'a&&b', 'x|y',
-  'new\nline', 'back\\slash', '"double"', "''", '', 'A=b', '=lead', '--flag=x y', 'ünïcødé', '\t tab', '{a,b}', '!bang', "'\\''"];
+const NASTY = [
+  'plain',
+  'two words',
+  "it's",
+  'semi;colon',
+  '$(touch /tmp/pwned)',
+  '`id`',
+  '$HOME',
+  '*',
+  '?',
+  '[a]',
+  '~',
+  '#hash',
+  'a&&b',
+  'x|y',
+  'new\nline',
+  'back\\slash',
+  '"double"',
+  "''",
+  '',
+  'A=b',
+  '=lead',
+  '--flag=x y',
+  'ünïcødé',
+  '\t tab',
+  '{a,b}',
+  '!bang',
+  "'\\''",
+];
 
 /** Asserts a promise fails with an ApplicationFailure of `type`; returns it. */
 describe('shell-words: quoting argv for a POSIX shell', () => {
@@ -32,14 +59,18 @@ describe('shell-words: quoting argv for a POSIX shell', () => {
   });
 
   it('builds sudo/env prefixes, validates env names, and never lets the command word become an assignment', () => {
-    assert.equal(commandLine(['apt-get', 'install', '-y'], { sudo: true, env: { DEBIAN_FRONTEND: 'noninteractive', X: 'a b' } }),
-      "sudo -n DEBIAN_FRONTEND=noninteractive X='a b' apt-get install -y");
+    assert.equal(
+      commandLine(['apt-get', 'install', '-y'], { sudo: true, env: { DEBIAN_FRONTEND: 'noninteractive', X: 'a b' } }),
+      "sudo -n DEBIAN_FRONTEND=noninteractive X='a b' apt-get install -y",
+    );
     assert.equal(commandLine(['A=b', 'c']), "'A=b' c");
-    assert.throws(() => commandLine(['true'], { env: { 'lower': 'x' } }), /invalid environment variable name/);
+    assert.throws(() => commandLine(['true'], { env: { lower: 'x' } }), /invalid environment variable name/);
     assert.throws(() => commandLine(['true'], { env: { 'A;B': 'x' } }), /invalid environment variable name/);
     assert.throws(() => commandLine(['true'], { env: { A: 'x\ny' } }), /invalid value/);
-    const out = execFileSync('/bin/sh', ['-c', `${commandLine(['sh', '-c', 'printf %s "$V"'], { env: { V: "$(id) 'q' \"d\"" } })}`], { encoding: 'utf8' });
-    assert.equal(out, "$(id) 'q' \"d\"");
+    const out = execFileSync('/bin/sh', ['-c', `${commandLine(['sh', '-c', 'printf %s "$V"'], { env: { V: '$(id) \'q\' "d"' } })}`], {
+      encoding: 'utf8',
+    });
+    assert.equal(out, '$(id) \'q\' "d"');
   });
 });
 
@@ -54,7 +85,10 @@ describe('known_hosts matching', () => {
     assert.ok(hostsFieldMatches(hashed, 'cp-1'));
     assert.ok(!hostsFieldMatches(hashed, 'cp-2'));
     const key = Buffer.from('key-blob').toString('base64');
-    const policy = hostKeyPolicy(`# comment\nh ssh-ed25519 ${key}\n@revoked h ssh-ed25519 ${key}\n@cert-authority h ssh-ed25519 ${key}\n`, 'h');
+    const policy = hostKeyPolicy(
+      `# comment\nh ssh-ed25519 ${key}\n@revoked h ssh-ed25519 ${key}\n@cert-authority h ssh-ed25519 ${key}\n`,
+      'h',
+    );
     assert.equal(policy.accepted.length, 1);
     assert.ok(!keyAccepted(policy, Buffer.from('key-blob')), 'a revoked key is refused even if listed');
   });
@@ -133,8 +167,14 @@ describe('createSshShell against the simulated hosts (real SSH)', () => {
 
   it('reports an unreadable key or known_hosts file as ClusterConfigInvalid, not as a retry', async () => {
     const missing = join(scratch, 'no-such-file');
-    for (const ssh of [{ ...config.ssh, privateKeyPath: missing }, { ...config.ssh, knownHostsPath: missing }]) {
-      const err = await failsWith(createSshShell({ ...config, ssh }, defaultAddressResolver(config, tc.workerKube)).exec('worker-1', ['true'], { timeoutMs: 10_000 }), 'ClusterConfigInvalid');
+    for (const ssh of [
+      { ...config.ssh, privateKeyPath: missing },
+      { ...config.ssh, knownHostsPath: missing },
+    ]) {
+      const err = await failsWith(
+        createSshShell({ ...config, ssh }, defaultAddressResolver(config, tc.workerKube)).exec('worker-1', ['true'], { timeoutMs: 10_000 }),
+        'ClusterConfigInvalid',
+      );
       assert.match(err.message, /ENOENT/);
     }
   });
@@ -161,7 +201,9 @@ describe('createSshShell against the simulated hosts (real SSH)', () => {
     tc.sim.hosts.setFault('worker-4', { kind: 'hang', command: 'echo cancel-me', times: 1 });
     const abort = new AbortController();
     setTimeout(() => abort.abort(new Error('cancelled by test')), 400);
-    const err = await shell().exec('worker-4', ['echo', 'cancel-me'], { timeoutMs: 60_000, signal: abort.signal }).catch((e: Error) => e);
+    const err = await shell()
+      .exec('worker-4', ['echo', 'cancel-me'], { timeoutMs: 60_000, signal: abort.signal })
+      .catch((e: Error) => e);
     assert.equal((err as Error).message, 'cancelled by test');
     await waitUntil(() => log('worker-4').at(-1)?.command === 'echo cancel-me' && log('worker-4').at(-1)?.exitCode === null);
   });
@@ -170,7 +212,10 @@ describe('createSshShell against the simulated hosts (real SSH)', () => {
     const local = join(scratch, 'copies', 'os-release');
     await shell().download('cp', '/etc/os-release', local, { timeoutMs: 10_000 });
     assert.match(readFileSync(local, 'utf8'), /Debian GNU\/Linux 12/);
-    const err = await failsWith(shell().download('cp', '/no/such/file', join(scratch, 'copies', 'missing'), { timeoutMs: 10_000 }), 'HostCommandFailed');
+    const err = await failsWith(
+      shell().download('cp', '/no/such/file', join(scratch, 'copies', 'missing'), { timeoutMs: 10_000 }),
+      'HostCommandFailed',
+    );
     assert.equal(err.nonRetryable, true);
     assert.deepEqual(readdirSync(join(scratch, 'copies')), ['os-release']);
   });
@@ -178,13 +223,19 @@ describe('createSshShell against the simulated hosts (real SSH)', () => {
   it('resolves addresses from config overrides, else the Node InternalIP and ssh.port; caches clusters by name', async () => {
     const port = tc.sim.hosts.hosts.find((h) => h.name === 'cp')!.port;
     assert.deepEqual(await defaultAddressResolver(config, tc.workerKube)('cp'), { host: '127.0.0.1', port });
-    assert.deepEqual(await defaultAddressResolver({ ...config, nodes: {}, ssh: { ...config.ssh, port: 2200 } }, tc.kube)('cp'), { host: '127.0.0.1', port: 2200 });
+    assert.deepEqual(await defaultAddressResolver({ ...config, nodes: {}, ssh: { ...config.ssh, port: 2200 } }, tc.kube)('cp'), {
+      host: '127.0.0.1',
+      port: 2200,
+    });
     await failsWith(defaultAddressResolver(config, tc.workerKube)('Bad Name'), 'Invalid');
     const resolve = createClusterResolver(tc.clustersDir);
     const access = resolve('sshtest');
     assert.equal(resolve('sshtest'), access);
     assert.equal((await access.shell.exec('cp', ['hostname'], { timeoutMs: 10_000 })).stdout, 'cp\n');
-    assert.throws(() => resolve('nope'), (e: unknown) => e instanceof ApplicationFailure && e.type === 'ClusterConfigInvalid');
+    assert.throws(
+      () => resolve('nope'),
+      (e: unknown) => e instanceof ApplicationFailure && e.type === 'ClusterConfigInvalid',
+    );
     assert.ok(existsSync(config.ssh.knownHostsPath));
   });
 });

@@ -30,7 +30,7 @@ function bench(args: string[]): Promise<{ code: number; stdout: string; stderr: 
 
 const positive = (n: unknown, what: string) => assert.ok(typeof n === 'number' && Number.isFinite(n) && n > 0, `${what}: ${String(n)}`);
 
-describe('npm run bench (the suite\'s small version)', () => {
+describe("npm run bench (the suite's small version)", () => {
   it('refuses bad input in one line, exit 2, starting nothing', async () => {
     const r = await bench(['--sizes', '7x7', '--out', join(out, 'never')]);
     assert.equal(r.code, 2);
@@ -46,7 +46,10 @@ describe('npm run bench (the suite\'s small version)', () => {
     assert.equal(result.schema, RESULT_SCHEMA);
     assert.ok(Date.parse(result.finishedAt) >= Date.parse(result.startedAt));
     for (const [k, v] of Object.entries(result.simulated.latenciesMs)) positive(v, `latency ${k}`);
-    assert.deepEqual(result.runs.map((x) => `${x.tool}/${x.batchSize}`), ['baseline/1', 'skewless/1', 'skewless/2']);
+    assert.deepEqual(
+      result.runs.map((x) => `${x.tool}/${x.batchSize}`),
+      ['baseline/1', 'skewless/1', 'skewless/2'],
+    );
     for (const run of result.runs) {
       positive(run.wallSeconds, `${run.id} wall`);
       positive(run.lowerBoundSeconds, `${run.id} bound`);

@@ -26,16 +26,33 @@ describe('benchmark lower bound', () => {
   it('adds control planes up and takes the slowest worker of each batch', () => {
     const waits: Record<string, number> = { 'cp-1': 3, 'worker-1': 2, 'worker-2': 2.5, 'worker-3': 1, 'worker-10': 4 };
     const start = LATENCIES_MS.kubeletRestart / 1000;
-    const bound = measuredLowerBoundSeconds({ hops: 1, batchSize: 2, controlPlanes: ['cp-1'], workers: ['worker-10', 'worker-2', 'worker-1', 'worker-3'], hostWaits: (n) => waits[n] ?? 0 });
+    const bound = measuredLowerBoundSeconds({
+      hops: 1,
+      batchSize: 2,
+      controlPlanes: ['cp-1'],
+      workers: ['worker-10', 'worker-2', 'worker-1', 'worker-3'],
+      hostWaits: (n) => waits[n] ?? 0,
+    });
     // batches in natural order: [worker-1], [worker-2, worker-3], [worker-10]
-    const expected = (3 + start) + (2 + start + TERMINATION_GRACE_SECONDS) + (2.5 + start + TERMINATION_GRACE_SECONDS) + (4 + start + TERMINATION_GRACE_SECONDS);
+    const expected =
+      3 +
+      start +
+      (2 + start + TERMINATION_GRACE_SECONDS) +
+      (2.5 + start + TERMINATION_GRACE_SECONDS) +
+      (4 + start + TERMINATION_GRACE_SECONDS);
     assert.equal(bound, Math.round(expected * 1000) / 1000);
     // node by node it is the sum
-    const sequential = measuredLowerBoundSeconds({ hops: 1, batchSize: 1, controlPlanes: ['cp-1'], workers: ['worker-10', 'worker-2', 'worker-1', 'worker-3'], hostWaits: (n) => waits[n] ?? 0 });
+    const sequential = measuredLowerBoundSeconds({
+      hops: 1,
+      batchSize: 1,
+      controlPlanes: ['cp-1'],
+      workers: ['worker-10', 'worker-2', 'worker-1', 'worker-3'],
+      hostWaits: (n) => waits[n] ?? 0,
+    });
     assert.ok(sequential > bound);
   });
 
-  it('nominal bound: batching shortens only the workers\' part, hops multiply', () => {
+  it("nominal bound: batching shortens only the workers' part, hops multiply", () => {
     const one = nominalLowerBoundSeconds({ controlPlanes: 1, workers: 10, hops: 1, batchSize: 1 });
     const two = nominalLowerBoundSeconds({ controlPlanes: 1, workers: 10, hops: 2, batchSize: 1 });
     const batched = nominalLowerBoundSeconds({ controlPlanes: 1, workers: 10, hops: 1, batchSize: 5 });

@@ -7,7 +7,8 @@ import { nodeBreakdown } from '../../bench/node-breakdown.js';
 import { repoRoot } from '../helpers/run-cli.js';
 
 type JsonEvent = Record<string, unknown> & { eventId: string; eventType: string; eventTime: string };
-const saved = (name: string): { events: JsonEvent[] } => JSON.parse(readFileSync(join(repoRoot, 'test', 'replay', 'histories', name), 'utf8'));
+const saved = (name: string): { events: JsonEvent[] } =>
+  JSON.parse(readFileSync(join(repoRoot, 'test', 'replay', 'histories', name), 'utf8'));
 const ms = (e: JsonEvent) => Math.floor(Date.parse(e.eventTime.replace(/(\.\d{3})\d*Z$/, '$1Z')));
 const attrs = (e: JsonEvent, key: string) => e[key] as Record<string, string>;
 
@@ -26,8 +27,14 @@ describe('where a node workflow spent its time (bench/node-breakdown.ts)', () =>
     const byId = new Map(worker.events.map((e) => [e.eventId, e]));
     const scheduled = worker.events.filter((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED');
     const closed = worker.events.filter((e) => /^EVENT_TYPE_ACTIVITY_TASK_(COMPLETED|FAILED|TIMED_OUT|CANCELED)$/.test(e.eventType));
-    const closeOf = (id: string) => closed.find((e) => Object.values(e).some((v) => typeof v === 'object' && v !== null && (v as Record<string, string>).scheduledEventId === id))!;
-    const startOf = (id: string) => worker.events.find((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_STARTED' && attrs(e, 'activityTaskStartedEventAttributes').scheduledEventId === id)!;
+    const closeOf = (id: string) =>
+      closed.find((e) =>
+        Object.values(e).some((v) => typeof v === 'object' && v !== null && (v as Record<string, string>).scheduledEventId === id),
+      )!;
+    const startOf = (id: string) =>
+      worker.events.find(
+        (e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_STARTED' && attrs(e, 'activityTaskStartedEventAttributes').scheduledEventId === id,
+      )!;
     let queue = 0;
     let between = ms(scheduled[0]!) - ms(worker.events[0]!);
     scheduled.forEach((s, i) => {
@@ -46,10 +53,17 @@ describe('where a node workflow spent its time (bench/node-breakdown.ts)', () =>
     const drain = scheduled.find((s) => names[scheduled.indexOf(s)] === 'drainNode')!;
     assert.equal(b.activities.drainNode?.runMs, ms(closeOf(drain.eventId)) - ms(startOf(drain.eventId)));
     const sum = Object.values(b.activities).reduce((n, a) => n + (a.queueMs + a.runMs) * a.count, 0) / 1000;
-    assert.ok(Math.abs(sum + b.perNode.betweenStepsSeconds - b.perNode.spanSeconds) < 0.01 * names.length + 0.002, 'queue + run + between add up to the span');
+    assert.ok(
+      Math.abs(sum + b.perNode.betweenStepsSeconds - b.perNode.spanSeconds) < 0.01 * names.length + 0.002,
+      'queue + run + between add up to the span',
+    );
   });
 
   it('is empty without node workflows', () => {
-    assert.deepEqual(nodeBreakdown(runs.slice(0, 1)), { nodeWorkflows: 0, activities: {}, perNode: { spanSeconds: 0, queueSeconds: 0, betweenStepsSeconds: 0 } });
+    assert.deepEqual(nodeBreakdown(runs.slice(0, 1)), {
+      nodeWorkflows: 0,
+      activities: {},
+      perNode: { spanSeconds: 0, queueSeconds: 0, betweenStepsSeconds: 0 },
+    });
   });
 });

@@ -20,7 +20,10 @@ describe('skewless skew-check', () => {
   it('exits 1 and lists each violation with component, node, version and rule', () => {
     const f = writeFiles({
       inv: {
-        apiservers: [{ node: 'cp1', version: '1.34.1' }, { node: 'cp2', version: '1.33.0' }],
+        apiservers: [
+          { node: 'cp1', version: '1.34.1' },
+          { node: 'cp2', version: '1.33.0' },
+        ],
         kubelets: [{ node: 'w1', version: '1.34.0' }],
         kubectl: [{ node: 'laptop', version: '1.35.0' }],
       },
@@ -29,20 +32,32 @@ describe('skewless skew-check', () => {
     assert.equal(r.code, 1);
     const out = JSON.parse(r.stdout);
     assert.equal(out.compliant, false);
-    assert.deepEqual(out.violations.map((v: Record<string, string>) => Object.keys(v).sort()), [
-      ['component', 'node', 'rule', 'version'],
-      ['component', 'node', 'rule', 'version'],
-    ]);
-    assert.deepEqual(out.violations.map((v: Record<string, string>) => [v.component, v.node, v.version]), [
-      ['kubelet', 'w1', '1.34.0'],
-      ['kubectl', 'laptop', '1.35.0'],
-    ]);
+    assert.deepEqual(
+      out.violations.map((v: Record<string, string>) => Object.keys(v).sort()),
+      [
+        ['component', 'node', 'rule', 'version'],
+        ['component', 'node', 'rule', 'version'],
+      ],
+    );
+    assert.deepEqual(
+      out.violations.map((v: Record<string, string>) => [v.component, v.node, v.version]),
+      [
+        ['kubelet', 'w1', '1.34.0'],
+        ['kubectl', 'laptop', '1.35.0'],
+      ],
+    );
     assert.match(out.violations[0].rule, /newer than the oldest kube-apiserver/);
   });
 
-  it('--topology kubeadm judges controller-managers by their own node\'s apiserver', () => {
+  it("--topology kubeadm judges controller-managers by their own node's apiserver", () => {
     const f = writeFiles({
-      inv: { apiservers: [{ node: 'cp1', version: '1.34.1' }, { node: 'cp2', version: '1.33.0' }], controllerManagers: [{ node: 'cp1', version: '1.34.1' }] },
+      inv: {
+        apiservers: [
+          { node: 'cp1', version: '1.34.1' },
+          { node: 'cp2', version: '1.33.0' },
+        ],
+        controllerManagers: [{ node: 'cp1', version: '1.34.1' }],
+      },
     });
     assert.equal(runCli(['skew-check', '--inventory', f.inv as string, '--output', 'json']).code, 1);
     assert.equal(runCli(['skew-check', '--inventory', f.inv as string, '--topology', 'kubeadm', '--output', 'json']).code, 0);
@@ -59,8 +74,16 @@ describe('skewless skew-check', () => {
     ['missing file', () => ['--inventory', '/nonexistent/inv.json'], /cannot read inventory \/nonexistent\/inv\.json: ENOENT/],
     ['not JSON', () => ['--inventory', writeFiles({ inv: '{nope' }).inv as string], /is not valid JSON/],
     ['no apiservers', () => ['--inventory', writeFiles({ inv: { kubelets: [] } }).inv as string], /at least one kube-apiserver/],
-    ['bad version', () => ['--inventory', writeFiles({ inv: { apiservers: [{ node: 'cp1', version: '1.34.1; reboot' }] } }).inv as string], /invalid Kubernetes version/],
-    ['unknown component key is ignored but wrong types are not', () => ['--inventory', writeFiles({ inv: { apiservers: [{ node: 'cp1', version: '1.34.1' }], kubelets: 'w1' } }).inv as string], /kubelets must be an array/],
+    [
+      'bad version',
+      () => ['--inventory', writeFiles({ inv: { apiservers: [{ node: 'cp1', version: '1.34.1; reboot' }] } }).inv as string],
+      /invalid Kubernetes version/,
+    ],
+    [
+      'unknown component key is ignored but wrong types are not',
+      () => ['--inventory', writeFiles({ inv: { apiservers: [{ node: 'cp1', version: '1.34.1' }], kubelets: 'w1' } }).inv as string],
+      /kubelets must be an array/,
+    ],
     ['missing --inventory', () => [], /--inventory is required/],
     ['unknown flag', () => ['--inventory', 'x', '--force'], /Unknown option '--force'/],
     ['bad --output', () => ['--inventory', 'x', '--output', 'yaml'], /--output must be "json" or "text"/],
@@ -116,16 +139,38 @@ describe('skewless plan', () => {
   const example = (name: string) => join(repoRoot, 'examples', name);
 
   it('plans the 3+7 example from 1.32 to 1.34: two hops, backup first, uncordon last on every node', () => {
-    const r = runCli(['plan', '--inventory', example('inventory-3cp-7w.json'), '--to', '1.34', '--available', example('available.json'),
-      '--canary', '1', '--batch-size', '3', '--max-unavailable', '2', '--output', 'json']);
+    const r = runCli([
+      'plan',
+      '--inventory',
+      example('inventory-3cp-7w.json'),
+      '--to',
+      '1.34',
+      '--available',
+      example('available.json'),
+      '--canary',
+      '1',
+      '--batch-size',
+      '3',
+      '--max-unavailable',
+      '2',
+      '--output',
+      'json',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const plan = JSON.parse(r.stdout);
     assert.deepEqual(plan.hops, ['1.33.7', '1.34.2']);
     assert.equal(plan.stageLabel, 'skewless.io/stage');
     assert.deepEqual(plan.stageLabels, {
-      cp1: 'control-plane', cp2: 'control-plane', cp3: 'control-plane', 'worker-1': 'canary',
-      'worker-2': 'batch-1', 'worker-3': 'batch-1', 'worker-4': 'batch-1',
-      'worker-5': 'batch-2', 'worker-6': 'batch-2', 'worker-7': 'batch-2',
+      cp1: 'control-plane',
+      cp2: 'control-plane',
+      cp3: 'control-plane',
+      'worker-1': 'canary',
+      'worker-2': 'batch-1',
+      'worker-3': 'batch-1',
+      'worker-4': 'batch-1',
+      'worker-5': 'batch-2',
+      'worker-6': 'batch-2',
+      'worker-7': 'batch-2',
     });
     assert.equal(plan.runbook.length, 2);
     for (const hop of plan.runbook) {
@@ -144,12 +189,21 @@ describe('skewless plan', () => {
     assert.match(r.stdout, /^Upgrade 1\.32\.4 → 1\.34: 2 hops \(1\.33\.7 → 1\.34\.2\)/);
     assert.match(r.stdout, /Hop 1\/2: 1\.32\.4 → 1\.33\.7\n +1\. \[hop\] etcd snapshot on cp1/);
     assert.match(r.stdout, /Hop 2\/2: 1\.33\.7 → 1\.34\.2/);
-    assert.match(r.stdout, /\$ point kubernetes\.list at v1\.34 && apt-get update && apt-get install kubeadm=1\.34\.2-\* && kubeadm upgrade apply v1\.34\.2 --yes/);
+    assert.match(
+      r.stdout,
+      /\$ point kubernetes\.list at v1\.34 && apt-get update && apt-get install kubeadm=1\.34\.2-\* && kubeadm upgrade apply v1\.34\.2 --yes/,
+    );
   });
 
   it('exits 1 and names the step when the plan would break the skew policy', () => {
     const f = writeFiles({
-      inv: { apiservers: [{ node: 'cp1', version: '1.32.4' }], kubelets: [{ node: 'cp1', version: '1.32.4' }, { node: 'leftover', version: '1.29.0' }] },
+      inv: {
+        apiservers: [{ node: 'cp1', version: '1.32.4' }],
+        kubelets: [
+          { node: 'cp1', version: '1.32.4' },
+          { node: 'leftover', version: '1.29.0' },
+        ],
+      },
       av: ['1.33.7'],
     });
     const r = runCli(['plan', '--inventory', f.inv as string, '--to', '1.33', '--available', f.av as string, '--output', 'json']);
@@ -157,18 +211,34 @@ describe('skewless plan', () => {
     const plan = JSON.parse(r.stdout);
     assert.equal(plan.skew.compliant, false);
     assert.match(plan.skew.failure.step, /control-plane components of cp1/);
-    assert.deepEqual(plan.skew.failure.violations.map((v: { node: string }) => v.node), ['leftover']);
+    assert.deepEqual(
+      plan.skew.failure.violations.map((v: { node: string }) => v.node),
+      ['leftover'],
+    );
   });
 
   const invalid: [string, string[], RegExp][] = [
     ['a batch size of 0', ['--batch-size', '0'], /--batch-size must be an integer ≥ 1/],
     ['a non-numeric canary', ['--canary', 'two'], /--canary must be an integer/],
-    ['a bad max-unavailable', ['--max-unavailable', 'lots'], /--max-unavailable must be a count ≥ 1 or a percentage from 1% to 100%, got "lots"/],
+    [
+      'a bad max-unavailable',
+      ['--max-unavailable', 'lots'],
+      /--max-unavailable must be a count ≥ 1 or a percentage from 1% to 100%, got "lots"/,
+    ],
     ['a downgrade', ['--to', '1.31'], /refusing to downgrade/],
   ];
   for (const [name, extra, message] of invalid) {
     it(`exits 2 with one line on ${name}`, () => {
-      const args = ['plan', '--inventory', example('inventory-3cp-7w.json'), '--to', '1.34', '--available', example('available.json'), ...extra];
+      const args = [
+        'plan',
+        '--inventory',
+        example('inventory-3cp-7w.json'),
+        '--to',
+        '1.34',
+        '--available',
+        example('available.json'),
+        ...extra,
+      ];
       const r = runCli(args);
       assert.equal(r.code, 2, r.stdout);
       oneLineError(r.stderr);

@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseOptions } from '../../client/cli-support.js';
 import { TEMPORAL_OPTIONS } from '../../client/temporal-connection.js';
-import { ConfigError, connectionOptions, connectionSettings, describeConnection, redactSecrets, workerConfig } from '../../worker/config.js';
+import {
+  ConfigError,
+  connectionOptions,
+  connectionSettings,
+  describeConnection,
+  redactSecrets,
+  workerConfig,
+} from '../../worker/config.js';
 
 const PEM = (what: string) => `-----BEGIN ${what}-----\nMIIBfake\n-----END ${what}-----\n`;
 const dir = mkdtempSync(join(tmpdir(), 'skewless-tls-'));
@@ -18,16 +25,32 @@ const cert = file('client.crt', PEM('CERTIFICATE'));
 const key = file('client.key', PEM('PRIVATE KEY') + 'SECRET-KEY-MATERIAL\n');
 const ca = file('ca.crt', PEM('CERTIFICATE'));
 const settings = (flags: Parameters<typeof connectionSettings>[0], env: NodeJS.ProcessEnv = {}) => connectionSettings(flags, env);
-const configError = (fn: () => unknown, message: RegExp) => assert.throws(fn, (err: Error) => err instanceof ConfigError && message.test(err.message) && !err.message.includes('\n'));
+const configError = (fn: () => unknown, message: RegExp) =>
+  assert.throws(fn, (err: Error) => err instanceof ConfigError && message.test(err.message) && !err.message.includes('\n'));
 
-describe('connection settings: flags, then the temporal CLI\'s variables', () => {
+describe("connection settings: flags, then the temporal CLI's variables", () => {
   it('defaults to the local dev server without TLS', () => {
     assert.deepEqual(settings({}), { address: '127.0.0.1:7233', namespace: 'default', tls: false });
   });
 
-  const precedence: [string, Parameters<typeof connectionSettings>[0], NodeJS.ProcessEnv, Partial<ReturnType<typeof connectionSettings>>][] = [
-    ['env address and namespace', {}, { TEMPORAL_ADDRESS: 'temporal.example:7233', TEMPORAL_NAMESPACE: 'ops' }, { address: 'temporal.example:7233', namespace: 'ops' }],
-    ['flags beat env', { address: 'a.example:1', namespace: 'flag-ns' }, { TEMPORAL_ADDRESS: 'b.example:2', TEMPORAL_NAMESPACE: 'env-ns' }, { address: 'a.example:1', namespace: 'flag-ns' }],
+  const precedence: [
+    string,
+    Parameters<typeof connectionSettings>[0],
+    NodeJS.ProcessEnv,
+    Partial<ReturnType<typeof connectionSettings>>,
+  ][] = [
+    [
+      'env address and namespace',
+      {},
+      { TEMPORAL_ADDRESS: 'temporal.example:7233', TEMPORAL_NAMESPACE: 'ops' },
+      { address: 'temporal.example:7233', namespace: 'ops' },
+    ],
+    [
+      'flags beat env',
+      { address: 'a.example:1', namespace: 'flag-ns' },
+      { TEMPORAL_ADDRESS: 'b.example:2', TEMPORAL_NAMESPACE: 'env-ns' },
+      { address: 'a.example:1', namespace: 'flag-ns' },
+    ],
     ['an empty variable counts as unset', {}, { TEMPORAL_ADDRESS: '', TEMPORAL_API_KEY: '' }, { address: '127.0.0.1:7233', tls: false }],
     ['IPv6 literal', { address: '[::1]:7233' }, {}, { address: '[::1]:7233' }],
     ['TEMPORAL_TLS=true turns TLS on alone', {}, { TEMPORAL_TLS: 'true' }, { tls: {} }],
@@ -44,11 +67,28 @@ describe('connection settings: flags, then the temporal CLI\'s variables', () =>
   }
 
   it('reads the cert, key and CA paths from flags, else TEMPORAL_TLS_CERT/KEY/CA, else the envconfig names', () => {
-    const fromFlags = settings({ 'tls-cert-path': cert, 'tls-key-path': key, 'tls-ca-path': ca }, { TEMPORAL_TLS_CERT: '/env/c', TEMPORAL_TLS_KEY: '/env/k', TEMPORAL_TLS_CA: '/env/ca' });
-    assert.deepEqual(fromFlags.tls, { cert: { value: cert, source: '--tls-cert-path' }, key: { value: key, source: '--tls-key-path' }, ca: { value: ca, source: '--tls-ca-path' } });
-    const fromEnv = settings({}, { TEMPORAL_TLS_CERT: cert, TEMPORAL_TLS_KEY: key, TEMPORAL_TLS_CA: ca, TEMPORAL_TLS_CLIENT_CERT_PATH: '/other' });
-    assert.deepEqual(fromEnv.tls, { cert: { value: cert, source: 'TEMPORAL_TLS_CERT' }, key: { value: key, source: 'TEMPORAL_TLS_KEY' }, ca: { value: ca, source: 'TEMPORAL_TLS_CA' } });
-    const envconfig = settings({}, { TEMPORAL_TLS_CLIENT_CERT_PATH: cert, TEMPORAL_TLS_CLIENT_KEY_PATH: key, TEMPORAL_TLS_SERVER_CA_CERT_PATH: ca });
+    const fromFlags = settings(
+      { 'tls-cert-path': cert, 'tls-key-path': key, 'tls-ca-path': ca },
+      { TEMPORAL_TLS_CERT: '/env/c', TEMPORAL_TLS_KEY: '/env/k', TEMPORAL_TLS_CA: '/env/ca' },
+    );
+    assert.deepEqual(fromFlags.tls, {
+      cert: { value: cert, source: '--tls-cert-path' },
+      key: { value: key, source: '--tls-key-path' },
+      ca: { value: ca, source: '--tls-ca-path' },
+    });
+    const fromEnv = settings(
+      {},
+      { TEMPORAL_TLS_CERT: cert, TEMPORAL_TLS_KEY: key, TEMPORAL_TLS_CA: ca, TEMPORAL_TLS_CLIENT_CERT_PATH: '/other' },
+    );
+    assert.deepEqual(fromEnv.tls, {
+      cert: { value: cert, source: 'TEMPORAL_TLS_CERT' },
+      key: { value: key, source: 'TEMPORAL_TLS_KEY' },
+      ca: { value: ca, source: 'TEMPORAL_TLS_CA' },
+    });
+    const envconfig = settings(
+      {},
+      { TEMPORAL_TLS_CLIENT_CERT_PATH: cert, TEMPORAL_TLS_CLIENT_KEY_PATH: key, TEMPORAL_TLS_SERVER_CA_CERT_PATH: ca },
+    );
     assert.equal(envconfig.tls && envconfig.tls.cert?.source, 'TEMPORAL_TLS_CLIENT_CERT_PATH');
   });
 
@@ -61,12 +101,20 @@ describe('connection settings: flags, then the temporal CLI\'s variables', () =>
     ['cert without key', { 'tls-cert-path': cert }, {}, /--tls-cert-path needs the client key too/],
     ['key without cert', {}, { TEMPORAL_TLS_KEY: key }, /TEMPORAL_TLS_KEY needs the client certificate too/],
     ['TLS files with TLS off', { tls: false, 'tls-ca-path': ca }, {}, /TLS is off \(--tls=false\) but --tls-ca-path is set/],
-    ['TLS files with TEMPORAL_TLS=false', { 'tls-server-name': 'x.example' }, { TEMPORAL_TLS: 'false' }, /TLS is off \(TEMPORAL_TLS=false\)/],
+    [
+      'TLS files with TEMPORAL_TLS=false',
+      { 'tls-server-name': 'x.example' },
+      { TEMPORAL_TLS: 'false' },
+      /TLS is off \(TEMPORAL_TLS=false\)/,
+    ],
   ];
   for (const [name, flags, env, message] of invalid) it(`refuses ${name}`, () => configError(() => settings(flags, env), message));
 
   it('never puts the API key in an error or a description', () => {
-    assert.throws(() => settings({ 'api-key': 'abc\nSECRET' }), (err: Error) => err instanceof ConfigError && !err.message.includes('SECRET') && /--api-key must be one line/.test(err.message));
+    assert.throws(
+      () => settings({ 'api-key': 'abc\nSECRET' }),
+      (err: Error) => err instanceof ConfigError && !err.message.includes('SECRET') && /--api-key must be one line/.test(err.message),
+    );
     const s = settings({}, { TEMPORAL_API_KEY: 'tk_live_SECRET' });
     assert.doesNotMatch(describeConnection(s), /SECRET/);
     assert.match(describeConnection(s), /API key set/);
@@ -75,8 +123,16 @@ describe('connection settings: flags, then the temporal CLI\'s variables', () =>
 });
 
 describe('connection options: TLS files read at startup', () => {
-  it('reads the PEM files into the SDK\'s TLS config', () => {
-    const o = connectionOptions(settings({ 'tls-cert-path': cert, 'tls-key-path': key, 'tls-ca-path': ca, 'tls-server-name': 'frontend.internal', 'api-key': 'k-123456' }));
+  it("reads the PEM files into the SDK's TLS config", () => {
+    const o = connectionOptions(
+      settings({
+        'tls-cert-path': cert,
+        'tls-key-path': key,
+        'tls-ca-path': ca,
+        'tls-server-name': 'frontend.internal',
+        'api-key': 'k-123456',
+      }),
+    );
     assert.equal(o.address, '127.0.0.1:7233');
     assert.equal(o.apiKey, 'k-123456');
     assert.ok(o.tls);
@@ -88,10 +144,19 @@ describe('connection options: TLS files read at startup', () => {
   });
 
   it('names an unreadable file and its source in one line, never its content', () => {
-    configError(() => connectionOptions(settings({ 'tls-cert-path': cert, 'tls-key-path': join(dir, 'missing.key') })), /cannot read the TLS client key .*missing\.key \(--tls-key-path\): ENOENT/);
-    configError(() => connectionOptions(settings({}, { TEMPORAL_TLS_CA: dir })), /cannot read the TLS CA certificate .* \(TEMPORAL_TLS_CA\): EISDIR/);
+    configError(
+      () => connectionOptions(settings({ 'tls-cert-path': cert, 'tls-key-path': join(dir, 'missing.key') })),
+      /cannot read the TLS client key .*missing\.key \(--tls-key-path\): ENOENT/,
+    );
+    configError(
+      () => connectionOptions(settings({}, { TEMPORAL_TLS_CA: dir })),
+      /cannot read the TLS CA certificate .* \(TEMPORAL_TLS_CA\): EISDIR/,
+    );
     const notPem = file('not-pem.key', 'SECRET-KEY-MATERIAL');
-    assert.throws(() => connectionOptions(settings({ 'tls-cert-path': cert, 'tls-key-path': notPem })), (err: Error) => /is not PEM/.test(err.message) && !err.message.includes('SECRET'));
+    assert.throws(
+      () => connectionOptions(settings({ 'tls-cert-path': cert, 'tls-key-path': notPem })),
+      (err: Error) => /is not PEM/.test(err.message) && !err.message.includes('SECRET'),
+    );
     if (process.getuid?.() !== 0) {
       const locked = file('locked.key', PEM('PRIVATE KEY'));
       chmodSync(locked, 0o000);
@@ -101,7 +166,7 @@ describe('connection options: TLS files read at startup', () => {
 });
 
 describe('connection flags on the command line', () => {
-  it('takes --tls, --no-tls and the temporal CLI\'s --tls=false', () => {
+  it("takes --tls, --no-tls and the temporal CLI's --tls=false", () => {
     assert.equal(parseOptions(['--tls'], TEMPORAL_OPTIONS).values.tls, true);
     assert.equal(parseOptions(['--tls=false'], TEMPORAL_OPTIONS).values.tls, false);
     assert.equal(parseOptions(['--tls=true'], TEMPORAL_OPTIONS).values.tls, true);
@@ -112,8 +177,14 @@ describe('connection flags on the command line', () => {
 
   it('worker settings: --task-queue and --clusters-dir beat SKEWLESS_TASK_QUEUE and SKEWLESS_CLUSTERS_DIR', () => {
     assert.deepEqual(workerConfig({}, {}), { taskQueue: 'skewless' });
-    assert.deepEqual(workerConfig({}, { SKEWLESS_TASK_QUEUE: 'site-a', SKEWLESS_CLUSTERS_DIR: '/etc/skewless' }), { taskQueue: 'site-a', clustersDir: '/etc/skewless' });
-    assert.deepEqual(workerConfig({ 'task-queue': 'q', 'clusters-dir': '/d' }, { SKEWLESS_TASK_QUEUE: 'site-a', SKEWLESS_CLUSTERS_DIR: '/etc/skewless' }), { taskQueue: 'q', clustersDir: '/d' });
+    assert.deepEqual(workerConfig({}, { SKEWLESS_TASK_QUEUE: 'site-a', SKEWLESS_CLUSTERS_DIR: '/etc/skewless' }), {
+      taskQueue: 'site-a',
+      clustersDir: '/etc/skewless',
+    });
+    assert.deepEqual(
+      workerConfig({ 'task-queue': 'q', 'clusters-dir': '/d' }, { SKEWLESS_TASK_QUEUE: 'site-a', SKEWLESS_CLUSTERS_DIR: '/etc/skewless' }),
+      { taskQueue: 'q', clustersDir: '/d' },
+    );
     configError(() => workerConfig({ 'task-queue': 'bad queue' }, {}), /invalid task queue/);
   });
 });

@@ -14,9 +14,13 @@ import { repoRoot } from '../helpers/run-cli.js';
 const started: ChildProcess[] = [];
 
 function startDevServer(db: string, port: number, uiPort: number): ChildProcess {
-  const child = spawn(process.execPath, [join(repoRoot, 'bin', 'skewless.js'), 'dev-server', '--db', db, '--port', String(port), '--ui-port', String(uiPort)], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [join(repoRoot, 'bin', 'skewless.js'), 'dev-server', '--db', db, '--port', String(port), '--ui-port', String(uiPort)],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   started.push(child);
   return child;
 }

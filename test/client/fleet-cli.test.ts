@@ -30,7 +30,8 @@ describe('skewless fleet: input checks before Temporal', () => {
   it('--help names every subcommand and the file format', () => {
     const r = runCli(['fleet', '--help']);
     assert.equal(r.code, 0);
-    for (const word of ['fleet start FILE', 'status|watch NAME', '--action retry|skip', 'maxParallel', 'stages:', '--output json|text']) assert.ok(r.stdout.includes(word), word);
+    for (const word of ['fleet start FILE', 'status|watch NAME', '--action retry|skip', 'maxParallel', 'stages:', '--output json|text'])
+      assert.ok(r.stdout.includes(word), word);
   });
 
   it('a good file passes every check and only then meets the unreachable server (exit 3)', () => {
@@ -45,17 +46,41 @@ describe('skewless fleet: input checks before Temporal', () => {
     ['start without a file', () => ['start'], /FILE \(the fleet file\) is required/],
     ['a file that does not exist', () => ['start', '/nonexistent/fleet.yaml'], /cannot read fleet file \/nonexistent\/fleet\.yaml: ENOENT/],
     ['a file that is not YAML', () => ['start', writeFiles({ f: 'stages: [a, b\n  name: {' }).f as string], /is not valid YAML: /],
-    ['a key given twice', () => ['start', writeFiles({ f: 'name: a\nname: b\nstages: []\n' }).f as string], /is not valid YAML: .*[Mm]ap keys must be unique/],
-    ['a bad target in the file', () => ['start', writeFiles({ f: GOOD.replace('"1.34"', 'next-major') }).f as string], /stages\[0\]\.clusters\[0\]\.to: invalid target "next-major"/],
-    ['a policy typo in the file', () => ['start', writeFiles({ f: GOOD.replace('batchSize', 'batch-size') }).f as string], /stages\[1\]\.clusters\[1\]\.policy: unknown key "batch-size"/],
-    ['a cluster twice', () => ['start', writeFiles({ f: GOOD.replace('user-a,', 'admin,') }).f as string], /cluster admin is already listed/],
-    ['start with --cluster', () => ['start', writeFiles({ f: GOOD }).f as string, '--cluster', 'x'], /--cluster does not go with fleet start/],
+    [
+      'a key given twice',
+      () => ['start', writeFiles({ f: 'name: a\nname: b\nstages: []\n' }).f as string],
+      /is not valid YAML: .*[Mm]ap keys must be unique/,
+    ],
+    [
+      'a bad target in the file',
+      () => ['start', writeFiles({ f: GOOD.replace('"1.34"', 'next-major') }).f as string],
+      /stages\[0\]\.clusters\[0\]\.to: invalid target "next-major"/,
+    ],
+    [
+      'a policy typo in the file',
+      () => ['start', writeFiles({ f: GOOD.replace('batchSize', 'batch-size') }).f as string],
+      /stages\[1\]\.clusters\[1\]\.policy: unknown key "batch-size"/,
+    ],
+    [
+      'a cluster twice',
+      () => ['start', writeFiles({ f: GOOD.replace('user-a,', 'admin,') }).f as string],
+      /cluster admin is already listed/,
+    ],
+    [
+      'start with --cluster',
+      () => ['start', writeFiles({ f: GOOD }).f as string, '--cluster', 'x'],
+      /--cluster does not go with fleet start/,
+    ],
     ['status without NAME', () => ['status'], /NAME \(the fleet\) is required/],
     ['a bad fleet NAME', () => ['status', 'Prod/1'], /invalid fleet name "Prod\/1"/],
     ['two names', () => ['status', 'a', 'b'], /unexpected argument "b"/],
     ['resolve without --cluster', () => ['resolve', 'prod', '--action', 'retry'], /--cluster \(the cluster\) is required/],
     ['resolve without --action', () => ['resolve', 'prod', '--cluster', 'a'], /--action is required/],
-    ['resolve with a node action', () => ['resolve', 'prod', '--cluster', 'a', '--action', 'force'], /--action must be retry or skip, got "force" \(a blocked node is answered with "skewless resolve a"\)/],
+    [
+      'resolve with a node action',
+      () => ['resolve', 'prod', '--cluster', 'a', '--action', 'force'],
+      /--action must be retry or skip, got "force" \(a blocked node is answered with "skewless resolve a"\)/,
+    ],
     ['approve with a bad cluster', () => ['approve', 'prod', '--cluster', 'A_B'], /invalid cluster name "A_B"/],
     ['approve with --action', () => ['approve', 'prod', '--cluster', 'a', '--action', 'skip'], /--action does not go with fleet approve/],
     ['pause with --detach', () => ['pause', 'prod', '--detach'], /--detach does not go with fleet pause/],

@@ -8,7 +8,11 @@ import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { startDevServer, uniqueTaskQueue, workflowBundle, temporalVars } from '../helpers/temporal-env.js';
 
 type Rec = Record<string, unknown> & { type: string };
-const records = (stdout: string): Rec[] => stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Rec);
+const records = (stdout: string): Rec[] =>
+  stdout
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Rec);
 
 async function until<T>(what: string, check: () => T | undefined, timeoutMs = 60_000): Promise<T> {
   for (const start = Date.now(); Date.now() - start < timeoutMs; await new Promise((r) => setTimeout(r, 200))) {
@@ -29,17 +33,31 @@ describe('skewless maintain and the operator commands on maintain/NAME (mocked a
   let follow: RunningCli | undefined;
   const taskQueue = uniqueTaskQueue('maintain-cli');
   let drains = 0;
-  const m = mockMaintenanceCluster({}, {
-    drainNode: (i) => {
-      if (i.node === 'w2' && drains++ === 0) {
-        throw ApplicationFailure.create({ type: 'DrainBlocked', nonRetryable: true, message: 'PDB default/web refuses the eviction of default/web-1', details: [{ pods: [{ namespace: 'default', name: 'web-1', pdbs: ['web'] }] }] });
-      }
-      return { node: i.node, gone: [], skipped: [], warnings: [], resumed: false };
+  const m = mockMaintenanceCluster(
+    {},
+    {
+      drainNode: (i) => {
+        if (i.node === 'w2' && drains++ === 0) {
+          throw ApplicationFailure.create({
+            type: 'DrainBlocked',
+            nonRetryable: true,
+            message: 'PDB default/web refuses the eviction of default/web-1',
+            details: [{ pods: [{ namespace: 'default', name: 'web-1', pdbs: ['web'] }] }],
+          });
+        }
+        return { node: i.node, gone: [], skipped: [], warnings: [], resumed: false };
+      },
     },
-  });
+  );
   before(async () => {
     env = await startDevServer();
-    worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: await workflowBundle(), activities: m.acts });
+    worker = await Worker.create({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue,
+      workflowBundle: await workflowBundle(),
+      activities: m.acts,
+    });
     running = worker.run();
   });
   after(async () => {
@@ -52,8 +70,26 @@ describe('skewless maintain and the operator commands on maintain/NAME (mocked a
   const cli = (...args: string[]) => cliAsync(args, cliEnv());
 
   it('follows in NDJSON; status, approve and resolve find the run without --workflow; the hints name it', async () => {
-    follow = spawnCli(['maintain', '--cluster', 'lab', '--selector', 'pool=blue', '--approve-canary', '--batch-size', '2', '--max-unavailable', '2', '--output', 'json'], cliEnv());
-    const gate = await until('the canary gate', () => records(follow?.stdout() ?? '').find((r) => r.type === 'gate' && r.state === 'waiting'));
+    follow = spawnCli(
+      [
+        'maintain',
+        '--cluster',
+        'lab',
+        '--selector',
+        'pool=blue',
+        '--approve-canary',
+        '--batch-size',
+        '2',
+        '--max-unavailable',
+        '2',
+        '--output',
+        'json',
+      ],
+      cliEnv(),
+    );
+    const gate = await until('the canary gate', () =>
+      records(follow?.stdout() ?? '').find((r) => r.type === 'gate' && r.state === 'waiting'),
+    );
     assert.equal(gate.gate, 'canary-maintenance');
     assert.equal(gate.command, 'skewless approve lab --workflow maintain --gate canary-maintenance');
     const text = await cli('status', 'lab');
@@ -62,13 +98,22 @@ describe('skewless maintain and the operator commands on maintain/NAME (mocked a
     assert.match(text.stdout, /gate canary-maintenance: waiting/);
     const upgrade = await cli('upgrade', '--cluster', 'lab', '--to', '1.33');
     assert.equal(upgrade.code, 2);
-    assert.equal(upgrade.stderr.trim(), 'skewless: an OS maintenance of lab is running (maintain/lab); upgrade once it ends: "skewless watch lab --workflow maintain"');
+    assert.equal(
+      upgrade.stderr.trim(),
+      'skewless: an OS maintenance of lab is running (maintain/lab); upgrade once it ends: "skewless watch lab --workflow maintain"',
+    );
     const rehearse = await cli('rehearse', '--cluster', 'lab', '--to', '1.33');
     assert.equal(rehearse.code, 2);
-    assert.equal(rehearse.stderr.trim(), 'skewless: an OS maintenance of lab is running (maintain/lab); rehearse once it ends: "skewless watch lab --workflow maintain"');
+    assert.equal(
+      rehearse.stderr.trim(),
+      'skewless: an OS maintenance of lab is running (maintain/lab); rehearse once it ends: "skewless watch lab --workflow maintain"',
+    );
     const restore = await cli('restore', '--cluster', 'lab', '--hop', '1.33.7');
     assert.equal(restore.code, 2);
-    assert.equal(restore.stderr.trim(), 'skewless: an OS maintenance of lab is running (maintain/lab); restore once it ends: "skewless watch lab --workflow maintain"');
+    assert.equal(
+      restore.stderr.trim(),
+      'skewless: an OS maintenance of lab is running (maintain/lab); restore once it ends: "skewless watch lab --workflow maintain"',
+    );
     const approved = await cli('approve', 'lab', '--gate', 'canary-maintenance', '--output', 'json');
     assert.equal(approved.code, 0, approved.stderr);
     assert.equal((JSON.parse(approved.stdout) as { workflowId: string }).workflowId, 'maintain/lab');
@@ -82,9 +127,15 @@ describe('skewless maintain and the operator commands on maintain/NAME (mocked a
     for (const pods of [['default/nope'], ['default/web-1', 'default/web-2']]) {
       const forced = await cli('resolve', 'lab', '--node', 'w2', '--action', 'force', ...pods.flatMap((p) => ['--pod', p]));
       assert.equal(forced.code, 2, forced.stderr);
-      assert.equal(forced.stderr, `skewless: refused: force takes only pods that block the drain of w2; ${pods.at(-1)} does not (the pods blocking it: default/web-1)\n`);
+      assert.equal(
+        forced.stderr,
+        `skewless: refused: force takes only pods that block the drain of w2; ${pods.at(-1)} does not (the pods blocking it: default/web-1)\n`,
+      );
     }
-    const after = JSON.parse((await cli('status', 'lab', '--output', 'json')).stdout) as { nodes: Record<string, { phase: string }>; events: string[] };
+    const after = JSON.parse((await cli('status', 'lab', '--output', 'json')).stdout) as {
+      nodes: Record<string, { phase: string }>;
+      events: string[];
+    };
     assert.equal(after.nodes.w2?.phase, 'blocked');
     assert.ok(!after.events.some((e) => /force/.test(e)), after.events.join('\n'));
     const resolved = await cli('resolve', 'lab', '--workflow', 'maintain', '--node', 'w2', '--action', 'retry', '--comment', 'PDB relaxed');
@@ -102,7 +153,8 @@ describe('skewless maintain and the operator commands on maintain/NAME (mocked a
     assert.ok(result.status.events.includes('drain of w2 resolved by dana: retry (PDB relaxed)'));
     assert.ok(all.some((r) => r.type === 'progress' && (r.nodes as { done: number; total: number }).done === 5));
     assert.deepEqual([...m.reboots].sort(), ['w1', 'w2', 'w3', 'w4', 'w5']);
-    for (const [, input] of m.calls.filter(([n, i]) => n === 'drainNode' && i.node === 'w2')) assert.deepEqual(input.force, [], 'the refused pods never reached a drain');
+    for (const [, input] of m.calls.filter(([n, i]) => n === 'drainNode' && i.node === 'w2'))
+      assert.deepEqual(input.force, [], 'the refused pods never reached a drain');
 
     const trail = await cli('history', 'lab');
     assert.equal(trail.code, 0, trail.stderr);
@@ -115,7 +167,11 @@ describe('skewless maintain and the operator commands on maintain/NAME (mocked a
     assert.equal(records(again.stdout).length, 1);
     const twice = await cli('maintain', '--cluster', 'lab', '--node', 'w1');
     // The detached run may already be done: refused only while it runs.
-    if (twice.code !== 0) assert.equal(twice.stderr.trim(), 'skewless: a maintenance of lab is already running; watch it with "skewless watch lab --workflow maintain"');
+    if (twice.code !== 0)
+      assert.equal(
+        twice.stderr.trim(),
+        'skewless: a maintenance of lab is already running; watch it with "skewless watch lab --workflow maintain"',
+      );
     const watched = await cli('watch', 'lab', '--workflow', 'maintain');
     assert.equal(watched.code, 0, watched.stderr);
     assert.match(watched.stdout, /lab: maintained 1 nodes \(w1\); no node left cordoned by this run/);

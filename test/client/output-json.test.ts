@@ -44,8 +44,17 @@ describe('--output json against the dev server: NDJSON while following, what ope
   const started: RunningCli[] = [];
   before(async () => {
     env = await startDevServer();
-    for (const [taskQueue, cluster] of [[queues.lab, fakeCluster({ blockDrainOf: 'w2' })], [queues.other, fakeCluster()]] as const) {
-      const worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: await workflowBundle(), activities: cluster.acts });
+    for (const [taskQueue, cluster] of [
+      [queues.lab, fakeCluster({ blockDrainOf: 'w2' })],
+      [queues.other, fakeCluster()],
+    ] as const) {
+      const worker = await Worker.create({
+        connection: env.nativeConnection,
+        namespace: env.namespace ?? 'default',
+        taskQueue,
+        workflowBundle: await workflowBundle(),
+        activities: cluster.acts,
+      });
       workers.push({ worker, running: worker.run() });
     }
   });
@@ -83,21 +92,28 @@ describe('--output json against the dev server: NDJSON while following, what ope
     const gate = await until('a gate waiting', () => records(upgrade.stdout()).find((r) => r.type === 'gate' && r.state === 'waiting'));
     assert.match(String(gate.gate), /^workers-1\.33\.7$/);
     assert.equal(gate.command, `skewless approve lab --gate ${gate.gate}`);
-    const waiting = records(upgrade.stdout()).filter((r) => r.type === 'progress').at(-1) as Rec;
+    const waiting = records(upgrade.stdout())
+      .filter((r) => r.type === 'progress')
+      .at(-1) as Rec;
     assert.deepEqual(waiting.waitingFor, [`approval of gate ${gate.gate}`]);
     assert.deepEqual(waiting.nodes, { done: 1, total: 3 }, 'the control plane is done when the workers wait');
 
     const approved = await json(['approve', 'lab', '--gate', String(gate.gate), '--by', 'dana', '--comment', 'cp fine']);
     assert.equal(approved.action, 'approve');
     assert.equal(approved.workflowId, 'upgrade/lab');
-    assert.deepEqual({ name: approved.gate.name, by: approved.gate.approvedBy, comment: approved.gate.comment }, { name: gate.gate, by: 'dana', comment: 'cp fine' });
+    assert.deepEqual(
+      { name: approved.gate.name, by: approved.gate.approvedBy, comment: approved.gate.comment },
+      { name: gate.gate, by: 'dana', comment: 'cp fine' },
+    );
     assert.equal(approved.status.gates.find((g: { name: string }) => g.name === gate.gate).approvedBy, 'dana');
 
     const blocked = await until('w2 blocked', () => records(upgrade.stdout()).find((r) => r.type === 'blocked'));
     assert.equal(blocked.node, 'w2');
     assert.equal(blocked.kind, 'DrainBlocked');
     assert.match(String(blocked.command), /^skewless resolve lab --node w2 --action retry\|skip\|force\|abort$/);
-    const w2 = records(upgrade.stdout()).filter((r) => r.type === 'node' && r.node === 'w2').map((r) => r.phase);
+    const w2 = records(upgrade.stdout())
+      .filter((r) => r.type === 'node' && r.node === 'w2')
+      .map((r) => r.phase);
     assert.equal(w2.at(-1), 'blocked');
     assert.ok(w2.length >= 2, `w2's phases as they changed: ${w2.join(', ')}`);
 
@@ -116,7 +132,10 @@ describe('--output json against the dev server: NDJSON while following, what ope
     await untilStatus(env.client.workflow.getHandle('upgrade/lab'), 'w2 no longer blocked', (s) => s.nodes.w2?.phase !== 'blocked', 30_000);
 
     const [u, w] = await Promise.all([upgrade.exited, watch.exited]);
-    for (const [name, r] of [['upgrade', u], ['watch', w]] as const) {
+    for (const [name, r] of [
+      ['upgrade', u],
+      ['watch', w],
+    ] as const) {
       assert.equal(r.stderr, '', `${name}: no spinner or notice on stderr without a terminal`);
       const recs = records(r.stdout);
       const last = recs.at(-1) as Rec;
@@ -126,8 +145,14 @@ describe('--output json against the dev server: NDJSON while following, what ope
       assert.equal(status.phase, 'done');
       assert.deepEqual(status.skipped, ['w2']);
       assert.equal(status.nodes.w1?.version, '1.33.7');
-      assert.ok(recs.some((x) => x.type === 'event'), `${name}: the run's log as event records`);
-      assert.ok(recs.some((x) => x.type === 'gate' && x.state === 'approved' && x.approvedBy === 'dana'), `${name}: the approval`);
+      assert.ok(
+        recs.some((x) => x.type === 'event'),
+        `${name}: the run's log as event records`,
+      );
+      assert.ok(
+        recs.some((x) => x.type === 'gate' && x.state === 'approved' && x.approvedBy === 'dana'),
+        `${name}: the approval`,
+      );
       const types = new Set(recs.map((x) => x.type));
       for (const t of ['progress', 'node', 'blocked', 'gate', 'event', 'result']) assert.ok(types.has(t), `${name} printed a ${t} record`);
     }
@@ -136,11 +161,17 @@ describe('--output json against the dev server: NDJSON while following, what ope
     assert.equal(status.phase, 'done');
     const history = await json(['history', 'lab']);
     assert.equal(history.workflowId, 'upgrade/lab');
-    assert.ok(history.entries.some((e: { kind?: string; text?: string }) => JSON.stringify(e).includes('dana')), 'the approval is in the audit trail');
+    assert.ok(
+      history.entries.some((e: { kind?: string; text?: string }) => JSON.stringify(e).includes('dana')),
+      'the approval is in the audit trail',
+    );
   });
 
   it('upgrade --detach prints one object; abort answers with the status after; watch ends with the aborted result and exit 1', async () => {
-    const r = await cli(['upgrade', '--cluster', 'other', '--to', '1.33', '--approve-workers', '--detach', '--output', 'json'], queues.other);
+    const r = await cli(
+      ['upgrade', '--cluster', 'other', '--to', '1.33', '--approve-workers', '--detach', '--output', 'json'],
+      queues.other,
+    );
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout.trim().split('\n').length, 1);
     const detached = JSON.parse(r.stdout);
@@ -191,19 +222,27 @@ describe('--output json against the dev server: NDJSON while following, what ope
     });
   };
 
-  it('on a terminal, watch shows a live progress line on stderr (erased after), and stdout stays NDJSON', { skip: noTerminal }, async () => {
-    const tty = await onTerminal(['watch', 'lab', '--output', 'json']);
-    assert.equal(tty.code, 4, `done, with w2 (skipped) left behind: ${tty.terminal}`);
-    assert.match(tty.terminal, /lab: 2\/3 nodes at 1\.33\.7, done/, 'the live line: nodes done of total, phase');
-    assert.ok(tty.terminal.includes('\r\x1b[2K'), 'and it is erased');
-    assert.equal(records(tty.stdout).at(-1)?.type, 'result');
-  });
+  it(
+    'on a terminal, watch shows a live progress line on stderr (erased after), and stdout stays NDJSON',
+    { skip: noTerminal },
+    async () => {
+      const tty = await onTerminal(['watch', 'lab', '--output', 'json']);
+      assert.equal(tty.code, 4, `done, with w2 (skipped) left behind: ${tty.terminal}`);
+      assert.match(tty.terminal, /lab: 2\/3 nodes at 1\.33\.7, done/, 'the live line: nodes done of total, phase');
+      assert.ok(tty.terminal.includes('\r\x1b[2K'), 'and it is erased');
+      assert.equal(records(tty.stdout).at(-1)?.type, 'result');
+    },
+  );
 
   it('on a terminal, plan --cluster says what it waits for: a worker, then the cluster read through it', { skip: noTerminal }, async () => {
     const none = await onTerminal(['plan', '--cluster', 'lab', '--to', '1.34', '--task-queue', 'nobody-polls-this', '--output', 'json']);
     assert.equal(none.code, 1, none.terminal);
     assert.match(none.terminal, /waiting for a worker on task queue nobody-polls-this/);
-    assert.match(none.terminal, /\r\x1b\[2Kskewless: no worker polls task queue nobody-polls-this/, 'the live line is erased before the one-line error');
+    assert.match(
+      none.terminal,
+      /\r\x1b\[2Kskewless: no worker polls task queue nobody-polls-this/,
+      'the live line is erased before the one-line error',
+    );
     assert.equal(none.stdout, '');
 
     const planned = await onTerminal(['plan', '--cluster', 'lab', '--to', '1.34', '--output', 'json']);

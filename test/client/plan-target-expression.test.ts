@@ -4,14 +4,28 @@ import { runCli, writeFiles } from '../helpers/run-cli.js';
 
 const inventory = {
   apiservers: [{ node: 'cp1', version: '1.33.2' }],
-  kubelets: [{ node: 'cp1', version: '1.33.2' }, { node: 'w1', version: '1.33.2' }, { node: 'w2', version: '1.33.2' }],
+  kubelets: [
+    { node: 'cp1', version: '1.33.2' },
+    { node: 'w1', version: '1.33.2' },
+    { node: 'w2', version: '1.33.2' },
+  ],
 };
 
 describe('skewless plan and path with target expressions', () => {
   const f = writeFiles({ inv: inventory, avail: ['1.33.2', '1.33.5', '1.34.0', '1.34.3', '1.35.0-rc.1'], old: ['1.33.2'] });
 
   it('plan --to latest-patch plans the newest patch of the current minor, and names it', () => {
-    const r = runCli(['plan', '--inventory', f.inv as string, '--available', f.avail as string, '--to', 'latest-patch', '--output', 'json']);
+    const r = runCli([
+      'plan',
+      '--inventory',
+      f.inv as string,
+      '--available',
+      f.avail as string,
+      '--to',
+      'latest-patch',
+      '--output',
+      'json',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const plan = JSON.parse(r.stdout);
     assert.deepEqual(plan.hops, ['1.33.5']);

@@ -32,9 +32,31 @@ function makePki(dir: string): Record<'ca' | 'serverCert' | 'serverKey' | 'clien
   writeFileSync(p('client.ext'), 'extendedKeyUsage=clientAuth\n');
   for (const who of ['server', 'client']) {
     openssl('req', ...ec, '-keyout', `${who}.key`, '-out', `${who}.csr`, '-subj', `/CN=${who}`);
-    openssl('x509', '-req', '-in', `${who}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${who}.pem`, '-days', '1', '-extfile', `${who}.ext`);
+    openssl(
+      'x509',
+      '-req',
+      '-in',
+      `${who}.csr`,
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      `${who}.pem`,
+      '-days',
+      '1',
+      '-extfile',
+      `${who}.ext`,
+    );
   }
-  return { ca: p('ca.pem'), serverCert: p('server.pem'), serverKey: p('server.key'), clientCert: p('client.pem'), clientKey: p('client.key') };
+  return {
+    ca: p('ca.pem'),
+    serverCert: p('server.pem'),
+    serverKey: p('server.key'),
+    clientCert: p('client.pem'),
+    clientKey: p('client.key'),
+  };
 }
 
 /**
@@ -51,7 +73,14 @@ describe('TLS: the CLI and the worker through a mutual-TLS front of the dev serv
     env = await startDevServer();
     const [host, port] = env.address.split(':') as [string, string];
     front = tls.createServer(
-      { key: readFileSync(pki.serverKey), cert: readFileSync(pki.serverCert), ca: readFileSync(pki.ca), requestCert: true, rejectUnauthorized: true, ALPNProtocols: ['h2'] },
+      {
+        key: readFileSync(pki.serverKey),
+        cert: readFileSync(pki.serverCert),
+        ca: readFileSync(pki.ca),
+        requestCert: true,
+        rejectUnauthorized: true,
+        ALPNProtocols: ['h2'],
+      },
       (socket) => {
         const upstream = net.connect(Number(port), host);
         socket.pipe(upstream).pipe(socket);
@@ -68,7 +97,8 @@ describe('TLS: the CLI and the worker through a mutual-TLS front of the dev serv
     await env?.teardown();
   });
 
-  const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TEMPORAL_') && !k.startsWith('SKEWLESS_')));
+  const cleanEnv = () =>
+    Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TEMPORAL_') && !k.startsWith('SKEWLESS_')));
   // Asynchronous: the TLS front runs in this process's event loop.
   const cli = (args: string[], vars: NodeJS.ProcessEnv = {}) =>
     new Promise<{ status: number | null; stderr: string }>((resolve) => {
@@ -77,17 +107,37 @@ describe('TLS: the CLI and the worker through a mutual-TLS front of the dev serv
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       child.on('close', (status) => resolve({ status, stderr }));
     });
-  const tlsEnv = () => ({ TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: env.namespace ?? 'default', TEMPORAL_TLS_CA: pki.ca, TEMPORAL_TLS_CERT: pki.clientCert, TEMPORAL_TLS_KEY: pki.clientKey, TEMPORAL_TLS_SERVER_NAME: 'temporal.test' });
+  const tlsEnv = () => ({
+    TEMPORAL_ADDRESS: address,
+    TEMPORAL_NAMESPACE: env.namespace ?? 'default',
+    TEMPORAL_TLS_CA: pki.ca,
+    TEMPORAL_TLS_CERT: pki.clientCert,
+    TEMPORAL_TLS_KEY: pki.clientKey,
+    TEMPORAL_TLS_SERVER_NAME: 'temporal.test',
+  });
 
   it('connects with the CA, client certificate and server name from flags or from the environment', async () => {
-    const flags = await cli(['history', 'nope', '--address', address, '--tls-ca-path', pki.ca, '--tls-cert-path', pki.clientCert, '--tls-key-path', pki.clientKey, '--tls-server-name', 'temporal.test']);
+    const flags = await cli([
+      'history',
+      'nope',
+      '--address',
+      address,
+      '--tls-ca-path',
+      pki.ca,
+      '--tls-cert-path',
+      pki.clientCert,
+      '--tls-key-path',
+      pki.clientKey,
+      '--tls-server-name',
+      'temporal.test',
+    ]);
     assert.equal(flags.status, 2, flags.stderr);
     assert.equal(flags.stderr, 'skewless: no upgrade of nope found\n', 'an answer from the server, through TLS');
     const vars = await cli(['history', 'nope'], tlsEnv());
     assert.equal(vars.stderr, 'skewless: no upgrade of nope found\n');
   });
 
-  it('is refused without the client certificate, or without the CA that signed the server\'s (exit 3)', async () => {
+  it("is refused without the client certificate, or without the CA that signed the server's (exit 3)", async () => {
     const { TEMPORAL_TLS_CERT: _c, TEMPORAL_TLS_KEY: _k, ...noClientCert } = tlsEnv();
     const { TEMPORAL_TLS_CA: _ca, ...noCa } = tlsEnv();
     for (const vars of [noClientCert, noCa]) {
@@ -102,16 +152,27 @@ describe('TLS: the CLI and the worker through a mutual-TLS front of the dev serv
     for (const f of ['kubeconfig', 'known_hosts']) writeFileSync(join(dir, f), 'x');
     writeFileSync(join(dir, 'id_ed25519'), freshPrivateKey()); // the worker parses the key at start-up
     mkdirSync(join(dir, 'conf'));
-    writeFileSync(join(dir, 'conf', 'lab.yaml'), `name: lab\nkubeconfig: ${dir}/kubeconfig\nssh: {user: u, privateKeyPath: ${dir}/id_ed25519, knownHostsPath: ${dir}/known_hosts}\nsnapshots: {dir: ${dir}}\n`);
+    writeFileSync(
+      join(dir, 'conf', 'lab.yaml'),
+      `name: lab\nkubeconfig: ${dir}/kubeconfig\nssh: {user: u, privateKeyPath: ${dir}/id_ed25519, knownHostsPath: ${dir}/known_hosts}\nsnapshots: {dir: ${dir}}\n`,
+    );
     const taskQueue = uniqueTaskQueue('tls-worker');
-    const worker = spawn(process.execPath, [join(repoRoot, 'bin', 'skewless.js'), 'worker', '--clusters-dir', join(dir, 'conf'), '--task-queue', taskQueue], { env: { ...cleanEnv(), ...tlsEnv() } });
+    const worker = spawn(
+      process.execPath,
+      [join(repoRoot, 'bin', 'skewless.js'), 'worker', '--clusters-dir', join(dir, 'conf'), '--task-queue', taskQueue],
+      { env: { ...cleanEnv(), ...tlsEnv() } },
+    );
     let stderr = '';
     worker.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((r) => worker.on('exit', (code) => r(code)));
     try {
       for (let i = 0; i < 300 && !stderr.includes('skewless worker: task queue'); i++) await new Promise((r) => setTimeout(r, 100));
       assert.match(stderr, /TLS with client certificate, own CA, server name temporal\.test; clusters lab/);
-      const handle = await env.client.workflow.start(toolchainSmokeWorkflow, { taskQueue, workflowId: `tls/${taskQueue}`, args: [{ from: '1.32.4', to: '1.33', available: ['1.32.4', '1.33.7'] }] });
+      const handle = await env.client.workflow.start(toolchainSmokeWorkflow, {
+        taskQueue,
+        workflowId: `tls/${taskQueue}`,
+        args: [{ from: '1.32.4', to: '1.33', available: ['1.32.4', '1.33.7'] }],
+      });
       await handle.signal(proceedSmokeSignal, { by: 'tls test' });
       assert.deepEqual((await handle.result()).hops, ['1.33.7']);
     } finally {

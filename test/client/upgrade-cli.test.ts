@@ -14,11 +14,20 @@ describe('skewless upgrade / watch / status / resolve', () => {
   let worker: Worker;
   let running: Promise<void>;
   const taskQueue = uniqueTaskQueue('cli');
-  const bare = [{ namespace: 'default', name: 'pet', node: 'w2' }, { namespace: 'lab', name: 'scratch', node: 'w2' }];
+  const bare = [
+    { namespace: 'default', name: 'pet', node: 'w2' },
+    { namespace: 'lab', name: 'scratch', node: 'w2' },
+  ];
   const cluster = fakeCluster({ blockDrainOf: 'w2', barePods: bare });
   before(async () => {
     env = await startDevServer();
-    worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: await workflowBundle(), activities: cluster.acts });
+    worker = await Worker.create({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue,
+      workflowBundle: await workflowBundle(),
+      activities: cluster.acts,
+    });
     running = worker.run();
   });
   after(async () => {
@@ -45,8 +54,11 @@ describe('skewless upgrade / watch / status / resolve', () => {
     const lines = text.stdout.trimEnd().split('\n');
     const at = lines.findIndex((l) => l.startsWith('Drains that will block'));
     assert.ok(at > lines.findIndex((l) => l.startsWith('Pre-flight (lab): nothing would stop')), text.stdout);
-    assert.equal(lines[at], 'Drains that will block (2 pods no controller manages, lost for good if deleted): the upgrade waits at each node for'
-      + ' "skewless resolve lab --node NODE --action skip" (the node keeps its version) or "--action force --pod NS/NAME":');
+    assert.equal(
+      lines[at],
+      'Drains that will block (2 pods no controller manages, lost for good if deleted): the upgrade waits at each node for' +
+        ' "skewless resolve lab --node NODE --action skip" (the node keeps its version) or "--action force --pod NS/NAME":',
+    );
     assert.deepEqual(lines.slice(at + 1), ['  w2: default/pet, lab/scratch']);
     const json = await cli(['plan', '--cluster', 'lab', '--to', '1.33', '--output', 'json']);
     assert.equal(json.status, 0, json.stderr);
@@ -91,7 +103,10 @@ describe('skewless upgrade / watch / status / resolve', () => {
   it('--first-control-plane: a node name is passed on; one that is not a control plane is refused before anything is touched', async () => {
     const shape = await cli(['upgrade', '--cluster', 'fcp', '--to', '1.33', '--first-control-plane', 'cp1;reboot']);
     assert.equal(shape.status, 2);
-    assert.equal(shape.stderr, 'skewless: --first-control-plane must be a node name (lowercase letters, digits, \'-\' and \'.\'), got "cp1;reboot"\n');
+    assert.equal(
+      shape.stderr,
+      "skewless: --first-control-plane must be a node name (lowercase letters, digits, '-' and '.'), got \"cp1;reboot\"\n",
+    );
     const worker = await cli(['upgrade', '--cluster', 'fcp', '--to', '1.33', '--first-control-plane', 'w1']);
     assert.equal(worker.status, 2, worker.stderr);
     assert.equal(worker.stderr, 'skewless: upgrade of fcp failed: firstControlPlane w1 is not a control-plane node\n');

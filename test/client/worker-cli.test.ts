@@ -23,20 +23,34 @@ function clustersDir(yaml?: (dir: string) => string): string {
   const dir = mkdtempSync(join(tmpdir(), 'skewless-clusters-'));
   for (const f of ['kubeconfig', 'known_hosts']) writeFileSync(join(dir, f), 'x');
   writeFileSync(join(dir, 'id_ed25519'), freshPrivateKey()); // the worker parses the key at start-up
-  const config = yaml?.(dir) ?? [
-    'name: lab', `kubeconfig: ${dir}/kubeconfig`, 'ssh:', '  user: skewless', `  privateKeyPath: ${dir}/id_ed25519`,
-    `  knownHostsPath: ${dir}/known_hosts`, 'snapshots:', `  dir: ${dir}/snapshots`, '',
-  ].join('\n');
+  const config =
+    yaml?.(dir) ??
+    [
+      'name: lab',
+      `kubeconfig: ${dir}/kubeconfig`,
+      'ssh:',
+      '  user: skewless',
+      `  privateKeyPath: ${dir}/id_ed25519`,
+      `  knownHostsPath: ${dir}/known_hosts`,
+      'snapshots:',
+      `  dir: ${dir}/snapshots`,
+      '',
+    ].join('\n');
   mkdirSync(join(dir, 'conf'));
   writeFileSync(join(dir, 'conf', 'lab.yaml'), config);
   return join(dir, 'conf');
 }
 
 // The plain environment, so a TEMPORAL_* variable of the machine running the tests changes nothing.
-const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TEMPORAL_') && !k.startsWith('SKEWLESS_')));
+const cleanEnv = () =>
+  Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TEMPORAL_') && !k.startsWith('SKEWLESS_')));
 /** The real executable, synchronously: fine here, as no worker runs in this process. */
 const cli = (args: string[], env: NodeJS.ProcessEnv = {}) => {
-  const r = spawnSync(process.execPath, [join(repoRoot, 'bin', 'skewless.js'), ...args], { encoding: 'utf8', env: { ...cleanEnv(), ...env }, timeout: 60_000 });
+  const r = spawnSync(process.execPath, [join(repoRoot, 'bin', 'skewless.js'), ...args], {
+    encoding: 'utf8',
+    env: { ...cleanEnv(), ...env },
+    timeout: 60_000,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 
@@ -69,7 +83,10 @@ describe('connection options against the real dev server (TLS off)', () => {
     oneLine(tls.stderr, new RegExp(`cannot reach Temporal at ${env.address}`));
     const closed = `127.0.0.1:${await freePort()}`;
     const secret = 'tk_SECRET_4711';
-    for (const [args, vars] of [[['--address', closed], { TEMPORAL_API_KEY: secret }], [['--address', closed, '--api-key', secret, '--tls=false'], {}]] as [string[], NodeJS.ProcessEnv][]) {
+    for (const [args, vars] of [
+      [['--address', closed], { TEMPORAL_API_KEY: secret }],
+      [['--address', closed, '--api-key', secret, '--tls=false'], {}],
+    ] as [string[], NodeJS.ProcessEnv][]) {
       const r = cli(['status', 'nope', ...args], vars);
       assert.equal(r.code, 3, r.stderr);
       oneLine(r.stderr, /cannot reach Temporal/);
@@ -81,13 +98,25 @@ describe('connection options against the real dev server (TLS off)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'skewless-tls-'));
     writeFileSync(join(dir, 'c.pem'), '-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n');
     const cases: [string[], NodeJS.ProcessEnv, RegExp][] = [
-      [['--tls-cert-path', join(dir, 'c.pem'), '--tls-key-path', join(dir, 'nope.key')], {}, /cannot read the TLS client key .*nope\.key \(--tls-key-path\): ENOENT/],
-      [[], { TEMPORAL_TLS_CERT: join(dir, 'c.pem'), TEMPORAL_TLS_KEY: join(dir, 'c.pem'), TEMPORAL_TLS_CA: join(dir, 'ca.pem') }, /cannot read the TLS CA certificate .*\(TEMPORAL_TLS_CA\): ENOENT/],
+      [
+        ['--tls-cert-path', join(dir, 'c.pem'), '--tls-key-path', join(dir, 'nope.key')],
+        {},
+        /cannot read the TLS client key .*nope\.key \(--tls-key-path\): ENOENT/,
+      ],
+      [
+        [],
+        { TEMPORAL_TLS_CERT: join(dir, 'c.pem'), TEMPORAL_TLS_KEY: join(dir, 'c.pem'), TEMPORAL_TLS_CA: join(dir, 'ca.pem') },
+        /cannot read the TLS CA certificate .*\(TEMPORAL_TLS_CA\): ENOENT/,
+      ],
       [['--address', 'no-port'], {}, /must be HOST:PORT/],
       [['--tls-cert-path', join(dir, 'c.pem')], {}, /needs the client key too/],
     ];
     for (const [args, vars, message] of cases) {
-      for (const command of [['status', 'lab'], ['history', 'lab'], ['plan', '--cluster', 'lab', '--to', '1.33']]) {
+      for (const command of [
+        ['status', 'lab'],
+        ['history', 'lab'],
+        ['plan', '--cluster', 'lab', '--to', '1.33'],
+      ]) {
         const r = cli([...command, ...args], { ...temporalVars(env), ...vars });
         assert.equal(r.code, 2, `${command[0]}: ${r.stderr}`);
         oneLine(r.stderr, message);
@@ -113,11 +142,37 @@ describe('skewless worker', () => {
       [['--clusters-dir', '/nonexistent/clusters'], /cannot read clusters directory \/nonexistent\/clusters: ENOENT/],
       [['--clusters-dir', mkdtempSync(join(tmpdir(), 'skewless-empty-'))], /no cluster configuration \(<cluster>\.yaml\) in /],
       [['--clusters-dir', clustersDir(() => 'name: lab\nkubeconfig: relative/path\n')], /lab\.yaml: kubeconfig must be an absolute path/],
-      [['--clusters-dir', clustersDir((d) => `name: other\nkubeconfig: ${d}/kubeconfig\nssh: {user: u, privateKeyPath: ${d}/id_ed25519, knownHostsPath: ${d}/known_hosts}\nsnapshots: {dir: /tmp}\n`)], /name is other, expected lab/],
-      [['--clusters-dir', clustersDir((d) => `name: lab\nkubeconfig: ${d}/missing\nssh: {user: u, privateKeyPath: ${d}/id_ed25519, knownHostsPath: ${d}/known_hosts}\nsnapshots: {dir: /tmp}\n`)], /kubeconfig .*missing is not readable: ENOENT/],
+      [
+        [
+          '--clusters-dir',
+          clustersDir(
+            (d) =>
+              `name: other\nkubeconfig: ${d}/kubeconfig\nssh: {user: u, privateKeyPath: ${d}/id_ed25519, knownHostsPath: ${d}/known_hosts}\nsnapshots: {dir: /tmp}\n`,
+          ),
+        ],
+        /name is other, expected lab/,
+      ],
+      [
+        [
+          '--clusters-dir',
+          clustersDir(
+            (d) =>
+              `name: lab\nkubeconfig: ${d}/missing\nssh: {user: u, privateKeyPath: ${d}/id_ed25519, knownHostsPath: ${d}/known_hosts}\nsnapshots: {dir: /tmp}\n`,
+          ),
+        ],
+        /kubeconfig .*missing is not readable: ENOENT/,
+      ],
       [['--clusters-dir', clustersDir(() => ': : not yaml [')], /lab\.yaml: not valid YAML/],
-      [['--clusters-dir', clustersDir((d) => `name: lab\nkubeconfig: ${d}/kubeconfig\nssh: {user: u, privateKeyPath: ${d}/id_ed25519, knownHostsPath: ${d}/known_hosts}\nsnapshots: {dir: /tmp}\nnodes: {"../worker-1": {port: 2201}}\n`)],
-        /lab\.yaml: nodes: "\.\.\/worker-1" is not a node name/],
+      [
+        [
+          '--clusters-dir',
+          clustersDir(
+            (d) =>
+              `name: lab\nkubeconfig: ${d}/kubeconfig\nssh: {user: u, privateKeyPath: ${d}/id_ed25519, knownHostsPath: ${d}/known_hosts}\nsnapshots: {dir: /tmp}\nnodes: {"../worker-1": {port: 2201}}\n`,
+          ),
+        ],
+        /lab\.yaml: nodes: "\.\.\/worker-1" is not a node name/,
+      ],
     ];
     for (const [args, message] of cases) {
       const r = cli(['worker', ...args, '--address', env.address]);
@@ -134,18 +189,29 @@ describe('skewless worker', () => {
 
   it('runs workflows from its task queue until SIGTERM, then stops gracefully with exit 0', async () => {
     const taskQueue = uniqueTaskQueue('worker-cli');
-    const child = spawn(process.execPath, [join(repoRoot, 'bin', 'skewless.js'), 'worker', '--clusters-dir', clustersDir(), '--task-queue', taskQueue], {
-      env: { ...cleanEnv(), ...temporalVars(env) },
-    });
+    const child = spawn(
+      process.execPath,
+      [join(repoRoot, 'bin', 'skewless.js'), 'worker', '--clusters-dir', clustersDir(), '--task-queue', taskQueue],
+      {
+        env: { ...cleanEnv(), ...temporalVars(env) },
+      },
+    );
     children.push(child);
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     for (let i = 0; i < 300 && !stderr.includes('skewless worker: task queue'); i++) await new Promise((r) => setTimeout(r, 100));
-    assert.match(stderr, new RegExp(`skewless worker: task queue ${taskQueue} on ${env.address}, namespace ${env.namespace ?? 'default'}, no TLS; clusters lab from `));
+    assert.match(
+      stderr,
+      new RegExp(
+        `skewless worker: task queue ${taskQueue} on ${env.address}, namespace ${env.namespace ?? 'default'}, no TLS; clusters lab from `,
+      ),
+    );
 
     const handle = await env.client.workflow.start(toolchainSmokeWorkflow, {
-      taskQueue, workflowId: `smoke/${taskQueue}`, args: [{ from: '1.32.4', to: '1.34', available: ['1.32.4', '1.33.7', '1.34.2'] }],
+      taskQueue,
+      workflowId: `smoke/${taskQueue}`,
+      args: [{ from: '1.32.4', to: '1.34', available: ['1.32.4', '1.33.7', '1.34.2'] }],
     });
     await handle.signal(proceedSmokeSignal, { by: 'worker-cli test' });
     const result = await handle.result();

@@ -20,7 +20,8 @@ nodes:
 `;
 const MADISON_MS = 6000;
 
-const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TEMPORAL_') && !k.startsWith('SKEWLESS_')));
+const cleanEnv = () =>
+  Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TEMPORAL_') && !k.startsWith('SKEWLESS_')));
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -54,13 +55,17 @@ describe('skewless worker on SIGTERM', () => {
     await waitFor('the worker to poll', () => (running.stderr().includes('skewless worker: task queue') ? true : undefined));
 
     const handle = await env.client.workflow.start(planClusterWorkflow, {
-      taskQueue, workflowId: `plan/stoptest/${taskQueue}`, args: [{ cluster: 'stoptest', to: '1.33' }],
+      taskQueue,
+      workflowId: `plan/stoptest/${taskQueue}`,
+      args: [{ cluster: 'stoptest', to: '1.33' }],
     });
     try {
       // availableVersions has started on the worker: its `apt-cache madison` is running on the host.
       await waitFor('availableVersions to be running', async () => {
         const { raw } = await handle.describe();
-        return raw.pendingActivities?.some((p) => p.activityType?.name === 'availableVersions' && p.lastStartedTime != null) ? true : undefined;
+        return raw.pendingActivities?.some((p) => p.activityType?.name === 'availableVersions' && p.lastStartedTime != null)
+          ? true
+          : undefined;
       });
       await new Promise((r) => setTimeout(r, 500)); // the SSH command is under way
       running.child.kill('SIGTERM');
@@ -81,8 +86,13 @@ describe('skewless worker on SIGTERM', () => {
       const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'availableVersions');
       assert.ok(scheduled, 'availableVersions was scheduled');
       const completed = events.find((e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId) === String(scheduled.eventId));
-      const failed = events.find((e) => e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes || e.activityTaskCanceledEventAttributes);
-      assert.ok(completed, `no completion of availableVersions in the history${failed ? `; found ${JSON.stringify(failed).slice(0, 300)}` : ''}`);
+      const failed = events.find(
+        (e) => e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes || e.activityTaskCanceledEventAttributes,
+      );
+      assert.ok(
+        completed,
+        `no completion of availableVersions in the history${failed ? `; found ${JSON.stringify(failed).slice(0, 300)}` : ''}`,
+      );
     } finally {
       await handle.terminate('test over').catch(() => undefined);
     }

@@ -40,11 +40,23 @@ function demoEnv(): NodeJS.ProcessEnv {
 async function startDemo(): Promise<DemoRun> {
   const stateDir = join(mkdtempSync(join(tmpdir(), 'skewless-demo-test-')), 'state');
   const ports = { temporal: await freePort(), ui: await freePort() };
-  const child = spawn(process.execPath, [join(repoRoot, 'dist', 'demo', 'run-demo.js'), '--address', `127.0.0.1:${ports.temporal}`, '--ui-port', String(ports.ui), '--state-dir', stateDir], {
-    cwd: repoRoot,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: demoEnv(),
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      join(repoRoot, 'dist', 'demo', 'run-demo.js'),
+      '--address',
+      `127.0.0.1:${ports.temporal}`,
+      '--ui-port',
+      String(ports.ui),
+      '--state-dir',
+      stateDir,
+    ],
+    {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: demoEnv(),
+    },
+  );
   let out = '';
   let err = '';
   const waiters: { text: string; resolve: () => void }[] = [];
@@ -56,19 +68,23 @@ async function startDemo(): Promise<DemoRun> {
   child.stdout?.on('error', () => undefined);
   const exited = new Promise<number | null>((r) => child.once('exit', (code, signal) => r(code ?? (signal ? -1 : null))));
   const run: DemoRun = {
-    child, stateDir, ports, exited,
+    child,
+    stateDir,
+    ports,
+    exited,
     stdout: () => out,
     stderr: () => err,
-    waitFor: (text, timeoutMs) => new Promise((resolve, reject) => {
-      if (out.includes(text)) return resolve();
-      const timer = setTimeout(() => reject(new Error(`"${text}" not printed within ${timeoutMs / 1000} s\n${out}\n${err}`)), timeoutMs);
-      const done = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      waiters.push({ text, resolve: done });
-      void exited.then(() => reject(new Error(`the demo exited before printing "${text}"\n${out}\n${err}`)));
-    }),
+    waitFor: (text, timeoutMs) =>
+      new Promise((resolve, reject) => {
+        if (out.includes(text)) return resolve();
+        const timer = setTimeout(() => reject(new Error(`"${text}" not printed within ${timeoutMs / 1000} s\n${out}\n${err}`)), timeoutMs);
+        const done = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        waiters.push({ text, resolve: done });
+        void exited.then(() => reject(new Error(`the demo exited before printing "${text}"\n${out}\n${err}`)));
+      }),
   };
   runs.push(run);
   return run;
@@ -82,11 +98,12 @@ async function exitWithin(run: DemoRun, ms: number): Promise<number | null> {
   return code as number | null;
 }
 
-const portFree = (port: number) => new Promise<boolean>((resolve) => {
-  const server = createServer();
-  server.once('error', () => resolve(false));
-  server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-});
+const portFree = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
 
 /** Every process the demo recorded is gone, and every port it recorded is free again. */
 async function assertNothingLeft(run: DemoRun, expectAtLeast: string[]): Promise<void> {
@@ -130,7 +147,11 @@ describe('npm run demo (the README main command)', () => {
     assert.equal(code, 0, `${out}\n${run.stderr()}`);
 
     const rows = [...out.matchAll(/^(cp-\d+|worker-\d+)\s+(control-plane|worker)\s+(v\S+)\s+(v\S+)\s+([\d.]+ s|-)/gm)];
-    assert.deepEqual(rows.map((m) => m[1]).sort(), ['cp-1', 'cp-2', 'cp-3', 'worker-1', 'worker-2', 'worker-3', 'worker-4', 'worker-5'], out);
+    assert.deepEqual(
+      rows.map((m) => m[1]).sort(),
+      ['cp-1', 'cp-2', 'cp-3', 'worker-1', 'worker-2', 'worker-3', 'worker-4', 'worker-5'],
+      out,
+    );
     for (const [, node, , from, to, drain] of rows) {
       assert.match(from as string, /^v1\.32\./, `${node} started at 1.32`);
       assert.match(to as string, /^v1\.34\./, `${node} ended at 1.34`);
@@ -141,12 +162,30 @@ describe('npm run demo (the README main command)', () => {
     // The blocking PDB did block, and the operator fixed it and retried; every gate was approved.
     assert.match(out, /^\[operator\] \$ skewless resolve demo --node \S+ --action retry/m);
     assert.match(out, /drain blocked by PDB default\/payments/);
-    assert.equal([...out.matchAll(/^\[operator\] {3}gate \S+ approved by demo-operator/gm)].length, 4, 'workers and canary gates of both hops');
+    assert.equal(
+      [...out.matchAll(/^\[operator\] {3}gate \S+ approved by demo-operator/gm)].length,
+      4,
+      'workers and canary gates of both hops',
+    );
     assert.equal([...out.matchAll(/^ {2}before 1\.3\d\.\d+: .*\.db \(\d+ bytes/gm)].length, 2, 'one etcd snapshot per hop');
-    assert.match(out, new RegExp(`^Temporal UI: http://localhost:${run.ports.ui}/namespaces/default/workflows/upgrade%2Fdemo/[0-9a-f-]{36}/history$`, 'm'));
+    assert.match(
+      out,
+      new RegExp(`^Temporal UI: http://localhost:${run.ports.ui}/namespaces/default/workflows/upgrade%2Fdemo/[0-9a-f-]{36}/history$`, 'm'),
+    );
     assert.match(out, /^wall time: \d+/m);
 
-    await assertNothingLeft(run, ['temporal-dev-server', 'worker', 'sim-etcd', 'sim-cp-1/kube-apiserver', 'sim-cp-3/kube-scheduler', 'sim-cp-1/kube-apiserver-at-end', 'sim-kwok', 'skewless-upgrade', 'skewless-resolve', 'skewless-approve']);
+    await assertNothingLeft(run, [
+      'temporal-dev-server',
+      'worker',
+      'sim-etcd',
+      'sim-cp-1/kube-apiserver',
+      'sim-cp-3/kube-scheduler',
+      'sim-cp-1/kube-apiserver-at-end',
+      'sim-kwok',
+      'skewless-upgrade',
+      'skewless-resolve',
+      'skewless-approve',
+    ]);
   });
 
   it('SIGINT mid-upgrade stops everything it started', { timeout: 300_000 }, async () => {

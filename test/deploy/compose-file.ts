@@ -54,17 +54,19 @@ export class MissingVariable extends Error {}
  * ${VAR:?message} and ${VAR?message}. A required variable that is unset throws MissingVariable.
  */
 export function interpolate(text: string, env: Record<string, string>): string {
-  return text.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+  return text.replace(
+    /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
     (whole, braced: string | undefined, op: string | undefined, arg: string | undefined, bare: string | undefined) => {
       if (whole === '$$') return '$';
       const name = (braced ?? bare)!;
       const value = env[name];
       const unset = value === undefined || (op?.startsWith(':') === true && value === '');
       if (op === undefined) return value ?? '';
-      if (op.endsWith('-')) return unset ? arg ?? '' : value!;
+      if (op.endsWith('-')) return unset ? (arg ?? '') : value!;
       if (unset) throw new MissingVariable(`${name}: ${arg}`);
       return value!;
-    });
+    },
+  );
 }
 
 /** Every variable a compose text refers to: name, whether it has a default, whether it is required. */
@@ -81,10 +83,12 @@ export function variablesOf(text: string): { name: string; hasDefault: boolean; 
 export function environmentOf(service: ComposeService): Record<string, string> {
   const env = service.environment ?? {};
   if (Array.isArray(env)) {
-    return Object.fromEntries(env.map((line) => {
-      const i = line.indexOf('=');
-      return i < 0 ? [line, ''] : [line.slice(0, i), line.slice(i + 1)];
-    }));
+    return Object.fromEntries(
+      env.map((line) => {
+        const i = line.indexOf('=');
+        return i < 0 ? [line, ''] : [line.slice(0, i), line.slice(i + 1)];
+      }),
+    );
   }
   return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === null ? '' : String(v)]));
 }
@@ -135,7 +139,7 @@ export function dependsOn(service: ComposeService): Record<string, string | unde
   return Object.fromEntries(Object.entries(d).map(([name, v]) => [name, v?.condition]));
 }
 
-export const asText = (v: string | string[] | undefined): string => (Array.isArray(v) ? v.join(' ') : v ?? '');
+export const asText = (v: string | string[] | undefined): string => (Array.isArray(v) ? v.join(' ') : (v ?? ''));
 
 // ---- Dockerfile ----
 
@@ -147,7 +151,11 @@ export interface Instruction {
 
 /** The instructions, continuation lines joined, comments dropped; each with the stage it is in. */
 export function parseDockerfile(text: string): { args: Record<string, string>; instructions: Instruction[] } {
-  const lines = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+  const lines = text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
   const args: Record<string, string> = {};
   const instructions: Instruction[] = [];
   let stage = '';
@@ -205,7 +213,10 @@ function globToRegExp(pattern: string): RegExp {
  * and `!` re-includes.
  */
 export function dockerIgnored(path: string, ignoreText: string): boolean {
-  const rules = ignoreText.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'))
+  const rules = ignoreText
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'))
     .map((l) => ({ negate: l.startsWith('!'), re: globToRegExp((l.startsWith('!') ? l.slice(1) : l).replace(/^\/+|\/+$/g, '')) }));
   const parts = path.replace(/^\.\/|\/$/g, '').split('/');
   let ignored = false;

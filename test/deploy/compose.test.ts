@@ -12,8 +12,23 @@ import { checkClustersDir } from '../../worker/run-worker.js';
 import { connectionSettings, workerConfig } from '../../worker/config.js';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
 import {
-  asText, copyParts, dependsOn, dockerIgnored, environmentOf, execForm, interpolate, loadCompose, MissingVariable, mountsOf,
-  parseDockerfile, parseEnvFile, portsOf, readRepoFile, repoRoot, variablesOf, type ComposeFile,
+  asText,
+  copyParts,
+  dependsOn,
+  dockerIgnored,
+  environmentOf,
+  execForm,
+  interpolate,
+  loadCompose,
+  MissingVariable,
+  mountsOf,
+  parseDockerfile,
+  parseEnvFile,
+  portsOf,
+  readRepoFile,
+  repoRoot,
+  variablesOf,
+  type ComposeFile,
 } from './compose-file.js';
 
 const SERVICES = ['postgresql', 'temporal', 'temporal-setup', 'temporal-ui', 'worker'];
@@ -44,11 +59,12 @@ function envNamesReadByWorker(): Set<string> {
 }
 
 /** The image reference with ARG defaults substituted. */
-const resolveArgs = (text: string): string => text.replace(/\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g, (_, n: string) => {
-  const v = dockerfile.args[n];
-  assert.ok(v !== undefined && v !== '', `Dockerfile ARG ${n} has no default`);
-  return v;
-});
+const resolveArgs = (text: string): string =>
+  text.replace(/\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g, (_, n: string) => {
+    const v = dockerfile.args[n];
+    assert.ok(v !== undefined && v !== '', `Dockerfile ARG ${n} has no default`);
+    return v;
+  });
 
 /** name:tag pinned: a tag that is a version (a digit in it), never `latest`, never absent. */
 function assertPinned(image: string, where: string): void {
@@ -59,11 +75,11 @@ function assertPinned(image: string, where: string): void {
 }
 
 describe('docker-compose.yml: the production stack', () => {
-  it('has exactly the stack\'s services', () => {
+  it("has exactly the stack's services", () => {
     assert.deepEqual(Object.keys(compose.services).sort(), [...SERVICES].sort());
   });
 
-  it('pins every image to a version, the Dockerfile\'s base images too', () => {
+  it("pins every image to a version, the Dockerfile's base images too", () => {
     for (const [name, s] of Object.entries(compose.services)) {
       assert.ok(s.image, `${name} names no image`);
       assertPinned(s.image, name);
@@ -73,7 +89,7 @@ describe('docker-compose.yml: the production stack', () => {
     for (const image of froms) assertPinned(image, 'Dockerfile FROM');
   });
 
-  it('needs the secrets\' paths from .env (no default), and the example .env names every variable', () => {
+  it("needs the secrets' paths from .env (no default), and the example .env names every variable", () => {
     const vars = variablesOf(composeText);
     for (const name of ['KUBECONFIG_FILE', 'SSH_KEY_FILE', 'KNOWN_HOSTS_FILE', 'DB_PASSWORD_FILE']) {
       const v = vars.find((x) => x.name === name);
@@ -82,11 +98,15 @@ describe('docker-compose.yml: the production stack', () => {
     for (const v of vars) {
       if (!v.hasDefault) assert.ok(exampleEnv[v.name] !== undefined, `deploy/compose.env.example does not set ${v.name}`);
     }
-    for (const name of Object.keys(exampleEnv)) assert.ok(vars.some((v) => v.name === name), `deploy/compose.env.example sets ${name}, which compose never reads`);
-    assert.throws(() => mountsOf(service('worker'), {}), MissingVariable, 'without .env the worker\'s mounts cannot resolve');
+    for (const name of Object.keys(exampleEnv))
+      assert.ok(
+        vars.some((v) => v.name === name),
+        `deploy/compose.env.example sets ${name}, which compose never reads`,
+      );
+    assert.throws(() => mountsOf(service('worker'), {}), MissingVariable, "without .env the worker's mounts cannot resolve");
   });
 
-  it('gives every long-running service a health check, Postgres\'s with pg_isready, the worker\'s on its metrics port', () => {
+  it("gives every long-running service a health check, Postgres's with pg_isready, the worker's on its metrics port", () => {
     for (const [name, s] of Object.entries(compose.services)) {
       if (s.restart === 'no') continue;
       const test = s.healthcheck?.test;
@@ -95,7 +115,9 @@ describe('docker-compose.yml: the production stack', () => {
     }
     assert.match(asText(service('postgresql').healthcheck?.test), /\bpg_isready\b/);
     assert.match(asText(service('temporal').healthcheck?.test), /\btemporal operator\b.*--address temporal:7233/);
-    const metricsPort = String(environmentOf(service('worker')).SKEWLESS_METRICS_ADDRESS ?? '').split(':').pop();
+    const metricsPort = String(environmentOf(service('worker')).SKEWLESS_METRICS_ADDRESS ?? '')
+      .split(':')
+      .pop();
     assert.ok(metricsPort, 'the worker sets SKEWLESS_METRICS_ADDRESS');
     assert.match(asText(service('worker').healthcheck?.test), new RegExp(`127\\.0\\.0\\.1:${metricsPort}/metrics`));
   });
@@ -112,7 +134,8 @@ describe('docker-compose.yml: the production stack', () => {
       assert.deepEqual(deps, want[name] ?? {}, `${name}'s depends_on`);
       for (const [dep, condition] of Object.entries(deps)) {
         const target = service(dep);
-        if (condition === 'service_healthy') assert.ok(target.healthcheck?.test, `${name} waits for ${dep} to be healthy, which has no health check`);
+        if (condition === 'service_healthy')
+          assert.ok(target.healthcheck?.test, `${name} waits for ${dep} to be healthy, which has no health check`);
         if (condition === 'service_completed_successfully') assert.equal(target.restart, 'no', `${dep} runs once: restart must be "no"`);
       }
     }
@@ -137,13 +160,25 @@ describe('docker-compose.yml: the production stack', () => {
     }
     const worker = mountsOf(service('worker'), exampleEnv);
     const writable = worker.filter((m) => !m.readOnly);
-    assert.deepEqual(writable.map((m) => `${m.type}:${m.target}`), ['volume:/var/lib/skewless/snapshots']);
-    for (const target of ['/etc/skewless/clusters', '/etc/skewless/secrets/kubeconfig', '/etc/skewless/secrets/ssh/id_ed25519', '/etc/skewless/secrets/ssh/known_hosts']) {
-      assert.ok(worker.some((m) => m.target === target && m.readOnly), `worker: ${target} is not mounted read-only`);
+    assert.deepEqual(
+      writable.map((m) => `${m.type}:${m.target}`),
+      ['volume:/var/lib/skewless/snapshots'],
+    );
+    for (const target of [
+      '/etc/skewless/clusters',
+      '/etc/skewless/secrets/kubeconfig',
+      '/etc/skewless/secrets/ssh/id_ed25519',
+      '/etc/skewless/secrets/ssh/known_hosts',
+    ]) {
+      assert.ok(
+        worker.some((m) => m.target === target && m.readOnly),
+        `worker: ${target} is not mounted read-only`,
+      );
     }
     // The database password: a compose secret (a read-only file) taken from a path in .env.
     assert.match(compose.secrets?.['db-password']?.file ?? '', /^\$\{DB_PASSWORD_FILE:\?/);
-    for (const name of ['postgresql', 'temporal']) assert.deepEqual(service(name).secrets, ['db-password'], `${name} reads the password from its secret`);
+    for (const name of ['postgresql', 'temporal'])
+      assert.deepEqual(service(name).secrets, ['db-password'], `${name} reads the password from its secret`);
   });
 
   it('puts no secret in an environment value', () => {
@@ -163,7 +198,7 @@ describe('docker-compose.yml: the production stack', () => {
     assert.match(entry, /exec \/etc\/temporal\/entrypoint\.sh autosetup/);
   });
 
-  it('publishes only the CLI\'s, the UI\'s and the metrics\' ports, on the loopback interface', () => {
+  it("publishes only the CLI's, the UI's and the metrics' ports, on the loopback interface", () => {
     const published: Record<number, string> = {};
     for (const [name, s] of Object.entries(compose.services)) {
       for (const p of portsOf(s)) {
@@ -174,7 +209,10 @@ describe('docker-compose.yml: the production stack', () => {
     assert.deepEqual(published, PUBLISHED);
     const metrics = environmentOf(service('worker')).SKEWLESS_METRICS_ADDRESS;
     assert.ok(metrics, 'the worker serves metrics');
-    assert.ok(portsOf(service('worker')).some((p) => String(p.target) === metrics.split(':').at(-1)), 'the metrics port is the one SKEWLESS_METRICS_ADDRESS listens on');
+    assert.ok(
+      portsOf(service('worker')).some((p) => String(p.target) === metrics.split(':').at(-1)),
+      'the metrics port is the one SKEWLESS_METRICS_ADDRESS listens on',
+    );
     assert.match(metrics, /^0\.0\.0\.0:/, 'inside the container the metrics listen beyond loopback, or the published port reaches nothing');
   });
 
@@ -191,7 +229,10 @@ describe('docker-compose.yml: the production stack', () => {
     assert.equal(connection.tls, false, 'plaintext on the compose network (docs/deployment.md for TLS)');
     const config = workerConfig({}, env);
     assert.equal(config.taskQueue, env.SKEWLESS_TASK_QUEUE);
-    assert.ok(mountsOf(service('worker'), exampleEnv).some((m) => m.target === config.clustersDir && m.readOnly), 'SKEWLESS_CLUSTERS_DIR is the mounted clusters directory');
+    assert.ok(
+      mountsOf(service('worker'), exampleEnv).some((m) => m.target === config.clustersDir && m.readOnly),
+      'SKEWLESS_CLUSTERS_DIR is the mounted clusters directory',
+    );
   });
 });
 
@@ -201,9 +242,14 @@ describe('the worker image: Dockerfile and .dockerignore', () => {
   const runtime = stages.at(-1)!;
   const of = (stage: string, keyword: string) => dockerfile.instructions.filter((i) => i.stage === stage && i.keyword === keyword);
 
-  it('is what compose builds for the worker, tagged with the package\'s version', () => {
+  it("is what compose builds for the worker, tagged with the package's version", () => {
     const worker = service('worker');
-    assert.ok(worker.build === '.' || (typeof worker.build === 'object' && (worker.build.context ?? '.') === '.' && (worker.build.dockerfile ?? 'Dockerfile') === 'Dockerfile'));
+    assert.ok(
+      worker.build === '.' ||
+        (typeof worker.build === 'object' &&
+          (worker.build.context ?? '.') === '.' &&
+          (worker.build.dockerfile ?? 'Dockerfile') === 'Dockerfile'),
+    );
     const { version } = JSON.parse(readRepoFile('package.json')) as { version: string };
     assert.equal(worker.image, `skewless-worker:${version}`);
   });
@@ -224,18 +270,25 @@ describe('the worker image: Dockerfile and .dockerignore', () => {
 
   it('copies into the build everything tsconfig.json compiles', () => {
     const include = (JSON.parse(readRepoFile('tsconfig.json')) as { include: string[] }).include;
-    const copied = new Set(of(build, 'COPY').flatMap((i) => copyParts(i.args).sources).map((s) => s.replace(/\/$/, '')));
+    const copied = new Set(
+      of(build, 'COPY')
+        .flatMap((i) => copyParts(i.args).sources)
+        .map((s) => s.replace(/\/$/, '')),
+    );
     for (const dir of include) assert.ok(copied.has(dir), `the build stage does not copy ${dir}/, which tsconfig.json includes`);
     assert.ok(copied.has('tsconfig.json') && copied.has('package.json') && copied.has('package-lock.json'));
   });
 
-  it('runs the build through package.json\'s scripts, and installs production dependencies only at runtime', () => {
+  it("runs the build through package.json's scripts, and installs production dependencies only at runtime", () => {
     const scripts = (JSON.parse(readRepoFile('package.json')) as { scripts: Record<string, string> }).scripts;
     const runs = dockerfile.instructions.filter((i) => i.keyword === 'RUN').map((i) => i.args);
     const named = runs.flatMap((r) => [...r.matchAll(/\bnpm run(?:-script)? ([A-Za-z0-9:_-]+)/g)].map((m) => m[1]!));
     assert.ok(named.includes('build'), 'the build stage runs npm run build');
     for (const script of named) assert.ok(scripts[script], `npm run ${script}: no such script in package.json`);
-    assert.ok(of(build, 'RUN').some((r) => /\bnpm ci\b/.test(r.args)), 'the build installs from the lock file');
+    assert.ok(
+      of(build, 'RUN').some((r) => /\bnpm ci\b/.test(r.args)),
+      'the build installs from the lock file',
+    );
     const runtimeInstall = of(runtime, 'RUN').find((r) => /\bnpm ci\b/.test(r.args));
     assert.match(runtimeInstall?.args ?? '', /--omit=dev/, 'the runtime installs production dependencies only');
     // npm ci would run the project's prepare (a tsc build) where there is no TypeScript: skip scripts.
@@ -282,10 +335,18 @@ describe('the worker image: Dockerfile and .dockerignore', () => {
       const code = readFileSync(repoFile, 'utf8');
       // Statements only (an import or export at the start of a line, or a dynamic import()): a comment
       // saying "from's minor" must not read as an import.
-      for (const m of code.matchAll(/^\s*(?:import|export)\b[^'";]*?\bfrom\s*['"]([^'"]+)['"]|^\s*import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/gm)) {
+      for (const m of code.matchAll(
+        /^\s*(?:import|export)\b[^'";]*?\bfrom\s*['"]([^'"]+)['"]|^\s*import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/gm,
+      )) {
         const spec = (m[1] ?? m[2] ?? m[3])!;
         if (spec.startsWith('.')) visit(posix.resolve(posix.dirname(imageFile), spec));
-        else if (!spec.startsWith('node:')) packages.add(spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/'));
+        else if (!spec.startsWith('node:'))
+          packages.add(
+            spec
+              .split('/')
+              .slice(0, spec.startsWith('@') ? 2 : 1)
+              .join('/'),
+          );
       }
     };
     visit(entry);
@@ -297,7 +358,16 @@ describe('the worker image: Dockerfile and .dockerignore', () => {
   });
 
   it('keeps local state and credentials out of the build context', () => {
-    for (const path of ['.env', 'node_modules', '.git', 'dist', '.skewless', 'test-output', 'secrets/id_ed25519', 'deploy/clusters/prod.yaml']) {
+    for (const path of [
+      '.env',
+      'node_modules',
+      '.git',
+      'dist',
+      '.skewless',
+      'test-output',
+      'secrets/id_ed25519',
+      'deploy/clusters/prod.yaml',
+    ]) {
       assert.ok(dockerIgnored(path, dockerignore), `.dockerignore lets ${path} into the context`);
     }
     for (const path of ['deploy/clusters/example.yaml', 'worker/main.ts', 'package-lock.json']) {
@@ -306,16 +376,20 @@ describe('the worker image: Dockerfile and .dockerignore', () => {
   });
 });
 
-describe('deploy/clusters/example.yaml through the worker\'s own loader, as compose mounts it', () => {
+describe("deploy/clusters/example.yaml through the worker's own loader, as compose mounts it", () => {
   const root = mkdtempSync(join(tmpdir(), 'skewless-compose-'));
   after(() => rmSync(root, { recursive: true, force: true }));
 
-  it('loads, names only mounted files, and passes the worker\'s start-up check', () => {
+  it("loads, names only mounted files, and passes the worker's start-up check", () => {
     const env = environmentOf(service('worker'));
     const mounts = mountsOf(service('worker'), exampleEnv);
     const clustersMount = mounts.find((m) => m.target === env.SKEWLESS_CLUSTERS_DIR);
     assert.ok(clustersMount, 'SKEWLESS_CLUSTERS_DIR is a mount');
-    assert.equal(resolve(repoRoot, clustersMount.source), join(repoRoot, 'deploy/clusters'), 'the default clusters directory is the example\'s');
+    assert.equal(
+      resolve(repoRoot, clustersMount.source),
+      join(repoRoot, 'deploy/clusters'),
+      "the default clusters directory is the example's",
+    );
     const files = readdirSync(join(repoRoot, 'deploy/clusters')).filter((f) => f.endsWith('.yaml'));
     assert.deepEqual(files, ['example.yaml']);
     const text = readRepoFile('deploy/clusters/example.yaml');
@@ -323,13 +397,20 @@ describe('deploy/clusters/example.yaml through the worker\'s own loader, as comp
     assert.equal(config.name, 'example');
 
     const mountOf = (path: string) => mounts.find((m) => path === m.target || path.startsWith(`${m.target}/`));
-    for (const [what, path] of [['kubeconfig', config.kubeconfig], ['ssh.privateKeyPath', config.ssh.privateKeyPath], ['ssh.knownHostsPath', config.ssh.knownHostsPath]] as const) {
+    for (const [what, path] of [
+      ['kubeconfig', config.kubeconfig],
+      ['ssh.privateKeyPath', config.ssh.privateKeyPath],
+      ['ssh.knownHostsPath', config.ssh.knownHostsPath],
+    ] as const) {
       const m = mountOf(path);
       assert.ok(m && m.type === 'bind' && m.readOnly, `${what} ${path} is not on a read-only mount of the worker`);
       assert.notEqual(m.target, env.SKEWLESS_CLUSTERS_DIR, `${what} must not live in the clusters directory`);
     }
     const snapshots = mountOf(config.snapshots.dir);
-    assert.ok(snapshots && !snapshots.readOnly && snapshots.type === 'volume', `snapshots.dir ${config.snapshots.dir} is not on the writable volume`);
+    assert.ok(
+      snapshots && !snapshots.readOnly && snapshots.type === 'volume',
+      `snapshots.dir ${config.snapshots.dir} is not on the writable volume`,
+    );
 
     // The container's file tree under `root`: the clusters directory as mounted, and stand-ins for
     // the secrets (a real ed25519 key, since the loader parses it); paths rewritten mount by mount.
@@ -342,12 +423,18 @@ describe('deploy/clusters/example.yaml through the worker\'s own loader, as comp
     mkdirSync(dirname(inRoot(config.kubeconfig)), { recursive: true });
     writeFileSync(inRoot(config.ssh.privateKeyPath), ssh2.utils.generateKeyPairSync('ed25519').private, { mode: 0o600 });
     writeFileSync(inRoot(config.kubeconfig), 'apiVersion: v1\nkind: Config\n');
-    writeFileSync(inRoot(config.ssh.knownHostsPath), '10.0.0.11 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE1lZ2FzdGFuZGluIGZvciB0aGUgdGVzdCBvbmx5\n');
+    writeFileSync(
+      inRoot(config.ssh.knownHostsPath),
+      '10.0.0.11 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE1lZ2FzdGFuZGluIGZvciB0aGUgdGVzdCBvbmx5\n',
+    );
     const clustersDir = inRoot(env.SKEWLESS_CLUSTERS_DIR!);
     mkdirSync(clustersDir, { recursive: true });
     let rewritten = text;
     for (const m of [...mounts].sort((a, b) => b.target.length - a.target.length)) {
-      rewritten = rewritten.replace(new RegExp(`(?<=[\\s:])${m.target.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?=[/\\s]|$)`, 'gm'), inRoot(m.target));
+      rewritten = rewritten.replace(
+        new RegExp(`(?<=[\\s:])${m.target.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?=[/\\s]|$)`, 'gm'),
+        inRoot(m.target),
+      );
     }
     assert.notEqual(rewritten, text);
     writeFileSync(join(clustersDir, 'example.yaml'), rewritten);

@@ -9,7 +9,12 @@ import { parseClusterConfig } from '../../activities/cluster-config.js';
 import { main } from '../../client/cli.js';
 import { repoRoot } from './compose-file.js';
 
-const FILES = ['README.md', ...readdirSync(join(repoRoot, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const FILES = [
+  'README.md',
+  ...readdirSync(join(repoRoot, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 const SHELL_BLOCKS = ['', 'sh', 'bash', 'shell', 'console', 'zsh'];
 
@@ -36,7 +41,11 @@ export function skewlessCommands(file: string, markdown: string): Shown[] {
       let text = raw;
       const start = i;
       while (text.endsWith('\\') && i + 1 < lines.length) text = `${text.slice(0, -1)} ${lines[++i]!.trim()}`;
-      text = text.trim().replace(/\s+/g, ' ').replace(/^\$ /, '').replace(/^(?:[A-Za-z_][A-Za-z0-9_]*=\S* )+/, '');
+      text = text
+        .trim()
+        .replace(/\s+/g, ' ')
+        .replace(/^\$ /, '')
+        .replace(/^(?:[A-Za-z_][A-Za-z0-9_]*=\S* )+/, '');
       if (/^skewless /.test(text)) out.push({ file, line: start + 1, text });
       continue;
     }
@@ -68,16 +77,26 @@ export function flagsShown(text: string, policy: readonly string[]): string[] {
 
 async function helpOf(args: string[]): Promise<{ code: number; text: string }> {
   let text = '';
-  const io = { out: (t: string) => { text += `${t}\n`; }, err: (t: string) => { text += `${t}\n`; } };
+  const io = {
+    out: (t: string) => {
+      text += `${t}\n`;
+    },
+    err: (t: string) => {
+      text += `${t}\n`;
+    },
+  };
   const code = await main(args, io);
   return { code, text };
 }
 
-describe('the guides\' skewless commands exist, with the flags they show', () => {
+describe("the guides' skewless commands exist, with the flags they show", () => {
   it('checks every command line of the guides', async () => {
     const commandList = (await helpOf(['--help'])).text;
     const commands = new Set([...commandList.matchAll(/^ {2}([a-z][a-z-]*)\s{2,}/gm)].map((m) => m[1]!));
-    assert.ok(commands.has('upgrade') && commands.has('plan') && commands.has('worker'), `commands read from the help: ${[...commands].join(', ')}`);
+    assert.ok(
+      commands.has('upgrade') && commands.has('plan') && commands.has('worker'),
+      `commands read from the help: ${[...commands].join(', ')}`,
+    );
     const helps = new Map<string, string>();
     const shown = FILES.flatMap((f) => skewlessCommands(f, readFileSync(join(repoRoot, f), 'utf8')));
     const policy = policyFlags(readFileSync(join(repoRoot, 'README.md'), 'utf8'));
@@ -102,25 +121,42 @@ describe('the guides\' skewless commands exist, with the flags they show', () =>
       }
       const help = helps.get(command)!;
       for (const flag of flagsShown(s.text, policy)) {
-        if (flag !== '--help' && !new RegExp(`(^|[\\s\\[(,])${flag}(?![a-z0-9-])`, 'm').test(help)) problems.push(`${where}: skewless ${command} has no ${flag}`);
+        if (flag !== '--help' && !new RegExp(`(^|[\\s\\[(,])${flag}(?![a-z0-9-])`, 'm').test(help))
+          problems.push(`${where}: skewless ${command} has no ${flag}`);
       }
     }
     assert.deepEqual(problems, []);
   });
 
   it('finds a wrong flag (the check can fail)', async () => {
-    const shown = skewlessCommands('x.md', 'text `skewless plan --cluster prod --to 1.33`\n```sh\nskewless upgrade --cluster a \\\n  --to 1.33 --no-such-flag\n```\n');
-    assert.deepEqual(shown.map((s) => s.text), ['skewless plan --cluster prod --to 1.33', 'skewless upgrade --cluster a --to 1.33 --no-such-flag']);
+    const shown = skewlessCommands(
+      'x.md',
+      'text `skewless plan --cluster prod --to 1.33`\n```sh\nskewless upgrade --cluster a \\\n  --to 1.33 --no-such-flag\n```\n',
+    );
+    assert.deepEqual(
+      shown.map((s) => s.text),
+      ['skewless plan --cluster prod --to 1.33', 'skewless upgrade --cluster a --to 1.33 --no-such-flag'],
+    );
     const help = (await helpOf(['upgrade', '--help'])).text;
     assert.match(help, /--cluster/);
     assert.doesNotMatch(help, /--no-such-flag/);
   });
 
-  it('expands a [policy] placeholder to README\'s policy flags (the check can fail on them)', () => {
+  it("expands a [policy] placeholder to README's policy flags (the check can fail on them)", () => {
     const policy = policyFlags('intro\nPolicy flags: `--canary N --first-control-plane NODE`.\n');
     assert.deepEqual(policy, ['--canary', '--first-control-plane']);
-    assert.deepEqual(flagsShown('skewless upgrade --cluster NAME --to V [policy] [--detach]', policy), ['--cluster', '--to', '--detach', '--canary', '--first-control-plane']);
-    assert.deepEqual(flagsShown('skewless rehearse --cluster NAME [policy as upgrade]', policy), ['--cluster', '--canary', '--first-control-plane']);
+    assert.deepEqual(flagsShown('skewless upgrade --cluster NAME --to V [policy] [--detach]', policy), [
+      '--cluster',
+      '--to',
+      '--detach',
+      '--canary',
+      '--first-control-plane',
+    ]);
+    assert.deepEqual(flagsShown('skewless rehearse --cluster NAME [policy as upgrade]', policy), [
+      '--cluster',
+      '--canary',
+      '--first-control-plane',
+    ]);
     assert.deepEqual(flagsShown('skewless status NAME | less --policy', policy), []);
   });
 });

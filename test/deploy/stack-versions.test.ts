@@ -39,13 +39,18 @@ describe('docker-compose.yml runs what the stack without Docker runs (tooling/ve
   });
 
   it('the versions scripts build and install are the same file the stack reads', () => {
-    for (const [script, key] of [['scripts/ensure-temporal-server.sh', 'temporalServer'], ['scripts/ensure-temporal-ui.sh', 'temporalUi'], ['scripts/ensure-postgres.sh', 'postgresMajor']]) {
+    for (const [script, key] of [
+      ['scripts/ensure-temporal-server.sh', 'temporalServer'],
+      ['scripts/ensure-temporal-ui.sh', 'temporalUi'],
+      ['scripts/ensure-postgres.sh', 'postgresMajor'],
+    ]) {
       assert.match(readRepoFile(script!), new RegExp(`tooling/versions\\.json'\\)\\.${key}\\b`), `${script} reads ${key}`);
     }
   });
 
   it('the deployment guide names the images compose runs', () => {
     const guide = readRepoFile('docs/deployment.md');
-    for (const service of ['postgresql', 'temporal', 'temporal-setup', 'temporal-ui']) assert.ok(guide.includes(`\`${imageOf(service)}\``), `docs/deployment.md does not name ${imageOf(service)}`);
+    for (const service of ['postgresql', 'temporal', 'temporal-setup', 'temporal-ui'])
+      assert.ok(guide.includes(`\`${imageOf(service)}\``), `docs/deployment.md does not name ${imageOf(service)}`);
   });
 });

@@ -8,7 +8,10 @@ describe('the workflow bundle the build writes', () => {
   it('is what bundling the compiled workflows gives now, and the worker takes it', async () => {
     assert.deepEqual(prebuiltBundle(), { codePath: prebuiltBundlePath });
     const quiet = () => undefined;
-    const { code } = await bundleWorkflowCode({ workflowsPath, logger: { log: quiet, trace: quiet, debug: quiet, info: quiet, warn: quiet, error: quiet } });
+    const { code } = await bundleWorkflowCode({
+      workflowsPath,
+      logger: { log: quiet, trace: quiet, debug: quiet, info: quiet, warn: quiet, error: quiet },
+    });
     assert.ok(readFileSync(prebuiltBundlePath, 'utf8') === code, 'dist/workflow-bundle.js matches a fresh bundle of dist/workflows');
   });
 

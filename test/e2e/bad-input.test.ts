@@ -12,7 +12,15 @@ import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
-import { BROKEN_CONFIGS, cliCases, noUpgradeCases, workerCases, workerStartCases, type BadInput, type CaseContext } from './bad-input-cases.js';
+import {
+  BROKEN_CONFIGS,
+  cliCases,
+  noUpgradeCases,
+  workerCases,
+  workerStartCases,
+  type BadInput,
+  type CaseContext,
+} from './bad-input-cases.js';
 
 // The repository offers a patch of the cluster's minor (a valid target) and 1.34 without any 1.33.
 const LAB = `
@@ -58,7 +66,8 @@ describe('e2e: bad input gets one line, a non-zero exit and no write to the clus
 
   const cliEnv = (): NodeJS.ProcessEnv => {
     const e: NodeJS.ProcessEnv = { ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' };
-    for (const name of Object.keys(e)) if (name.startsWith('TEMPORAL_') && name !== 'TEMPORAL_ADDRESS' && name !== 'TEMPORAL_NAMESPACE') delete e[name];
+    for (const name of Object.keys(e))
+      if (name.startsWith('TEMPORAL_') && name !== 'TEMPORAL_ADDRESS' && name !== 'TEMPORAL_NAMESPACE') delete e[name];
     return e;
   };
   /** The CLI, asynchronously, killed if it outlives `timeoutMs` (a hang is a failure, not a stuck suite). */
@@ -110,14 +119,22 @@ describe('e2e: bad input gets one line, a non-zero exit and no write to the clus
     unreachable = { mark: await writes.mark(), run: spawnCli(['upgrade', '--cluster', 'unreachable', '--to', '1.32.6'], cliEnv()) };
 
     worker = spawnCli(['worker', '--clusters-dir', clustersDir, '--task-queue', taskQueue, '--address', env.address], cliEnv());
-    await waitFor('the worker polls', () => worker?.stderr().includes('skewless worker: task queue') === true || worker?.child.exitCode !== null, 120_000, 100);
+    await waitFor(
+      'the worker polls',
+      () => worker?.stderr().includes('skewless worker: task queue') === true || worker?.child.exitCode !== null,
+      120_000,
+      100,
+    );
     assert.equal(worker.child.exitCode, null, worker.stderr());
 
     // Written after the worker's start-up check, which refuses most of them (see the worker cases):
     // what a worker meets when a configuration breaks while it runs, or is added after it started.
     writeFileSync(join(clustersDir, 'empty-known-hosts'), '');
     for (const b of BROKEN_CONFIGS) {
-      writeFileSync(join(clustersDir, `${b.name}.yaml`), b.edit(named(b.name), { dir: clustersDir, someFile, publicKey: `${tc.config.ssh.privateKeyPath}.pub` }));
+      writeFileSync(
+        join(clustersDir, `${b.name}.yaml`),
+        b.edit(named(b.name), { dir: clustersDir, someFile, publicKey: `${tc.config.ssh.privateKeyPath}.pub` }),
+      );
     }
 
     const badDir = (name: string, yaml: string) => {
@@ -127,7 +144,11 @@ describe('e2e: bad input gets one line, a non-zero exit and no write to the clus
       return dir;
     };
     Object.assign(ctx, {
-      cluster: 'bad', kube: tc.kube, someFile, taskQueue, address: env.address,
+      cluster: 'bad',
+      kube: tc.kube,
+      someFile,
+      taskQueue,
+      address: env.address,
       hostFile: (node: string, path: string) => join(tc.sim.stateDir, 'hosts', node, 'root', path),
       badWorkerDirs: {
         missing: join(scratch, 'no-such-dir'),
@@ -155,15 +176,29 @@ describe('e2e: bad input gets one line, a non-zero exit and no write to the clus
 
   it('controls of a cluster that has no upgrade are refused', (t) => runAll(t, noUpgradeCases(), true));
 
-  it('the worker refuses an unknown cluster, a version the cluster cannot go to, and a cluster not fit to start', (t) => runAll(t, workerCases(ctx)));
+  it('the worker refuses an unknown cluster, a version the cluster cannot go to, and a cluster not fit to start', (t) =>
+    runAll(t, workerCases(ctx)));
 
   it('the worker refuses a broken cluster configuration: missing fields, wrong types, unknown keys, unusable files', (t) =>
-    runAll(t, BROKEN_CONFIGS.map((b) => ({ name: `configuration ${b.name}`, args: ['upgrade', '--cluster', b.name, '--to', '1.32.6'], exit: b.exit, stderr: b.stderr }))));
+    runAll(
+      t,
+      BROKEN_CONFIGS.map((b) => ({
+        name: `configuration ${b.name}`,
+        args: ['upgrade', '--cluster', b.name, '--to', '1.32.6'],
+        exit: b.exit,
+        stderr: b.stderr,
+      })),
+    ));
 
   it('a kubeconfig for an unreachable apiserver: the inventory gives up after its retries, with one line', async () => {
     assert.ok(unreachable);
     const r = await unreachable.run.exited;
-    assertRefused(r, { name: 'unreachable', exit: 1, stderr: /^skewless: upgrade of unreachable failed: request to https:\/\/127\.0\.0\.1:1\/\S+ failed, reason: connect ECONNREFUSED 127\.0\.0\.1:1$/ });
+    assertRefused(r, {
+      name: 'unreachable',
+      exit: 1,
+      stderr:
+        /^skewless: upgrade of unreachable failed: request to https:\/\/127\.0\.0\.1:1\/\S+ failed, reason: connect ECONNREFUSED 127\.0\.0\.1:1$/,
+    });
     await writes.assertNoneSince(unreachable.mark, 'an upgrade of a cluster whose apiserver is unreachable');
   });
 
@@ -173,17 +208,48 @@ describe('e2e: bad input gets one line, a non-zero exit and no write to the clus
     assert.equal(started.code, 0, started.stderr);
     const handle = env.client.workflow.getHandle('upgrade/bad');
     try {
-      await untilStatus(handle, 'the workers gate waiting', (s) => s.gates.some((g) => g.name === 'workers-1.32.6' && !g.approvedBy), 180_000);
+      await untilStatus(
+        handle,
+        'the workers gate waiting',
+        (s) => s.gates.some((g) => g.name === 'workers-1.32.6' && !g.approvedBy),
+        180_000,
+      );
       // The counter sees what a real upgrade changes: "nothing changed" above is not a blind counter's answer.
       const upgraded = await writes.since(beforeUpgrade);
-      assert.ok(upgraded.apiWrites.some((e) => e.verb === 'patch' && e.resource === 'nodes'), JSON.stringify(upgraded.apiWrites));
-      assert.ok(upgraded.hostCommands.some((c) => c.host === 'cp-1' && c.command === 'sudo -n kubeadm upgrade apply v1.32.6 --yes'), JSON.stringify(upgraded.hostCommands));
+      assert.ok(
+        upgraded.apiWrites.some((e) => e.verb === 'patch' && e.resource === 'nodes'),
+        JSON.stringify(upgraded.apiWrites),
+      );
+      assert.ok(
+        upgraded.hostCommands.some((c) => c.host === 'cp-1' && c.command === 'sudo -n kubeadm upgrade apply v1.32.6 --yes'),
+        JSON.stringify(upgraded.hostCommands),
+      );
       assert.ok(upgraded.reads > 0);
       await runAll(t, [
-        { name: 'approve a gate that is not waiting', args: ['approve', 'bad', '--gate', 'canary-1.32.6'], exit: 2, stderr: /^skewless: refused: no gate canary-1\.32\.6 is waiting$/ },
-        { name: 'resolve a node that is not blocked', args: ['resolve', 'bad', '--node', 'worker-1', '--action', 'skip'], exit: 2, stderr: /^skewless: refused: node worker-1 is not blocked$/ },
-        { name: 'resolve a halted rollout that is not halted', args: ['resolve', 'bad', '--action', 'retry'], exit: 2, stderr: /^skewless: refused: the upgrade is not halted: name the blocked node$/ },
-        { name: 'resolve a node that does not exist', args: ['resolve', 'bad', '--node', 'worker-9', '--action', 'retry'], exit: 2, stderr: /^skewless: refused: no node worker-9 in this upgrade$/ },
+        {
+          name: 'approve a gate that is not waiting',
+          args: ['approve', 'bad', '--gate', 'canary-1.32.6'],
+          exit: 2,
+          stderr: /^skewless: refused: no gate canary-1\.32\.6 is waiting$/,
+        },
+        {
+          name: 'resolve a node that is not blocked',
+          args: ['resolve', 'bad', '--node', 'worker-1', '--action', 'skip'],
+          exit: 2,
+          stderr: /^skewless: refused: node worker-1 is not blocked$/,
+        },
+        {
+          name: 'resolve a halted rollout that is not halted',
+          args: ['resolve', 'bad', '--action', 'retry'],
+          exit: 2,
+          stderr: /^skewless: refused: the upgrade is not halted: name the blocked node$/,
+        },
+        {
+          name: 'resolve a node that does not exist',
+          args: ['resolve', 'bad', '--node', 'worker-9', '--action', 'retry'],
+          exit: 2,
+          stderr: /^skewless: refused: no node worker-9 in this upgrade$/,
+        },
       ]);
     } finally {
       await handle.signal(abortSignal, { by: 'bad-input test' }).catch(() => undefined);

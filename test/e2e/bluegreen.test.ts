@@ -30,7 +30,21 @@ workloads:
 `;
 const BLUE = ['blue-1', 'blue-2', 'blue-3', 'blue-4'];
 const GREEN = ['green-1', 'green-2', 'green-3', 'green-4'];
-const ARGS = ['bluegreen', '--cluster', 'bg', '--from', 'blue', '--to-pool', 'green', '--to', '1.34.2', '--batch-size', '2', '--drain-timeout', '120'];
+const ARGS = [
+  'bluegreen',
+  '--cluster',
+  'bg',
+  '--from',
+  'blue',
+  '--to-pool',
+  'green',
+  '--to',
+  '1.34.2',
+  '--batch-size',
+  '2',
+  '--drain-timeout',
+  '120',
+];
 
 const ready = (n: V1Node) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
@@ -60,11 +74,14 @@ describe('e2e: skewless bluegreen replaces a 4-node pool at 1.33 with a 4-node p
     let last: BlueGreenStatus | undefined;
     for (const begun = Date.now(); Date.now() - begun < 600_000; await new Promise((r) => setTimeout(r, 1000))) {
       if ((await handle.describe()).status.name !== 'RUNNING') {
-        const why = await handle.result().then(() => 'completed', (err: Error) => {
-          let root: Error = err;
-          while (root.cause instanceof Error) root = root.cause;
-          return root.message;
-        });
+        const why = await handle.result().then(
+          () => 'completed',
+          (err: Error) => {
+            let root: Error = err;
+            while (root.cause instanceof Error) root = root.cause;
+            return root.message;
+          },
+        );
         throw new Error(`bluegreen/bg ended before the gate: ${why}`);
       }
       last = await status();
@@ -112,7 +129,10 @@ describe('e2e: skewless bluegreen replaces a 4-node pool at 1.33 with a 4-node p
       assert.equal(byName.get(b)?.status?.nodeInfo?.kubeletVersion, 'v1.33.7', `${b} not upgraded in place`);
     }
     const web = (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web' })).items;
-    assert.ok(web.length > 0 && web.every((p) => GREEN.includes(p.spec?.nodeName ?? '')), `web runs on green: ${web.map((p) => p.spec?.nodeName).join(', ')}`);
+    assert.ok(
+      web.length > 0 && web.every((p) => GREEN.includes(p.spec?.nodeName ?? '')),
+      `web runs on green: ${web.map((p) => p.spec?.nodeName).join(', ')}`,
+    );
 
     const text = await cli('status', 'bg', '--workflow', 'bluegreen');
     assert.match(text.stdout, /gate remove-blue: waiting/);
@@ -125,18 +145,29 @@ describe('e2e: skewless bluegreen replaces a 4-node pool at 1.33 with a 4-node p
     assert.equal(result.type, 'result');
     assert.equal(result.status.step, 'rolled-back', result.status.outcome);
     const after = await nodes();
-    assert.deepEqual(after.map((n) => n.metadata?.name ?? '').filter((n) => n.startsWith('green')), [], 'green Nodes deleted');
+    assert.deepEqual(
+      after.map((n) => n.metadata?.name ?? '').filter((n) => n.startsWith('green')),
+      [],
+      'green Nodes deleted',
+    );
     const hosts = tc.sim.endpoints.ssh.hosts.map((h) => h.name);
     for (const g of GREEN) assert.ok(!hosts.includes(g), `${g}'s machine torn down`);
     for (const b of BLUE) {
       const n = after.find((x) => x.metadata?.name === b);
       assert.ok(n && ready(n) && !n.spec?.unschedulable, `${b} back in service`);
     }
-    await waitFor('web back on blue', async () => {
-      const pods = (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web' })).items;
-      return pods.length >= 4 && pods.every((p) => BLUE.includes(p.spec?.nodeName ?? '') && p.status?.phase === 'Running');
-    }, 120_000, 500);
-    console.log(`bluegreen: control plane + 4 green joined + 4 blue drained in ${toGate.toFixed(0)} s; rollback in ${((Date.now() - started) / 1000 - toGate).toFixed(0)} s`);
+    await waitFor(
+      'web back on blue',
+      async () => {
+        const pods = (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web' })).items;
+        return pods.length >= 4 && pods.every((p) => BLUE.includes(p.spec?.nodeName ?? '') && p.status?.phase === 'Running');
+      },
+      120_000,
+      500,
+    );
+    console.log(
+      `bluegreen: control plane + 4 green joined + 4 blue drained in ${toGate.toFixed(0)} s; rollback in ${((Date.now() - started) / 1000 - toGate).toFixed(0)} s`,
+    );
   });
 
   it('the second run replaces blue: approve the gate, blue Nodes and machines deleted, no PDB violated throughout', async () => {
@@ -149,7 +180,10 @@ describe('e2e: skewless bluegreen replaces a 4-node pool at 1.33 with a 4-node p
     assert.equal(approve.code, 0, approve.stderr);
     const watched = await cli('watch', 'bg', '--workflow', 'bluegreen');
     assert.equal(watched.code, 0, watched.stderr);
-    assert.match(watched.stdout, /bg: replaced pool blue \(blue-1, blue-2, blue-3, blue-4\) by pool green \(green-1, green-2, green-3, green-4\) at 1\.34\.2/);
+    assert.match(
+      watched.stdout,
+      /bg: replaced pool blue \(blue-1, blue-2, blue-3, blue-4\) by pool green \(green-1, green-2, green-3, green-4\) at 1\.34\.2/,
+    );
     const refused = await cli('abort', 'bg', '--workflow', 'bluegreen');
     assert.equal(refused.code, 2);
     assert.equal(refused.stderr.trim(), 'skewless: no running blue/green run of bg', 'nothing to roll back once blue is removed');
@@ -179,6 +213,8 @@ describe('e2e: skewless bluegreen replaces a 4-node pool at 1.33 with a 4-node p
     const entries = (JSON.parse(trail.stdout) as { entries: { kind: string; activity?: string; gate?: string; by?: string }[] }).entries;
     assert.ok(entries.some((e) => e.kind === 'approval' && e.gate === 'remove-blue' && e.by === 'dana'));
     assert.ok(entries.some((e) => e.kind === 'step' && e.activity === 'deletePoolMachines'));
-    console.log(`bluegreen: replacement with removal in ${((Date.now() - started) / 1000).toFixed(0)} s; ${availability.samples} availability samples, no PDB violated; ${verdict.states} version states, all within the skew policy`);
+    console.log(
+      `bluegreen: replacement with removal in ${((Date.now() - started) / 1000).toFixed(0)} s; ${availability.samples} availability samples, no PDB violated; ${verdict.states} version states, all within the skew policy`,
+    );
   });
 });

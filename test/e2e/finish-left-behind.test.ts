@@ -49,7 +49,8 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     await waitFor(what, async () => (found = await probe().catch(() => undefined)) !== undefined, timeoutMs, 250);
     return found as T;
   };
-  const kubelets = async () => Object.fromEntries((await tc.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
+  const kubelets = async () =>
+    Object.fromEntries((await tc.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
   const applies = () => tc.sim.hosts.commandLog('cp-1').filter((e) => /kubeadm upgrade apply/.test(e.command) && e.exitCode === 0).length;
 
   before(async () => {
@@ -66,7 +67,9 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
 
   it('an abort once the control plane moved: exit 1, and the last line names the workers left at 1.32.4 and the command that finishes them', async () => {
     const run = spawnCli(['upgrade', '--cluster', 'behind', '--to', '1.33', '--approve-workers'], cliEnv());
-    await until('the workers gate', async () => ((await status()).gates.some((g) => g.name === 'workers-1.33.7' && !g.approvedBy) ? true : undefined));
+    await until('the workers gate', async () =>
+      (await status()).gates.some((g) => g.name === 'workers-1.33.7' && !g.approvedBy) ? true : undefined,
+    );
     const aborted = await cli('abort', 'behind', '--by', 'dana', '--comment', 'change freeze');
     assert.equal(aborted.code, 0, aborted.stderr);
     const ended = await run.exited;
@@ -76,7 +79,13 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     assert.match(last, /worker-1, worker-2, worker-3 at 1\.32\.4/);
     assert.match(last, /; finish with: skewless upgrade --cluster behind --to 1\.33$/);
     const versions = await kubelets();
-    assert.deepEqual(versions, { 'cp-1': 'v1.33.7', 'cp-2': 'v1.33.7', 'worker-1': 'v1.32.4', 'worker-2': 'v1.32.4', 'worker-3': 'v1.32.4' });
+    assert.deepEqual(versions, {
+      'cp-1': 'v1.33.7',
+      'cp-2': 'v1.33.7',
+      'worker-1': 'v1.32.4',
+      'worker-2': 'v1.32.4',
+      'worker-3': 'v1.32.4',
+    });
     assert.equal(applies(), 1);
   });
 
@@ -92,24 +101,43 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     // Someone cordons worker-3 by hand before the run: the run moves it and leaves their cordon.
     await tc.kube.core.patchNode({ name: 'worker-3', body: { spec: { unschedulable: true } } }, mergePatch);
     const run = spawnCli(['upgrade', '--cluster', 'behind', '--to', '1.33'], cliEnv());
-    await until('worker-2 blocked by its bare pod', async () => ((await status()).nodes['worker-2']?.phase === 'blocked' ? true : undefined));
+    await until('worker-2 blocked by its bare pod', async () =>
+      (await status()).nodes['worker-2']?.phase === 'blocked' ? true : undefined,
+    );
     const skipped = await cli('resolve', 'behind', '--node', 'worker-2', '--action', 'skip', '--by', 'dana', '--comment', 'pet owner away');
     assert.equal(skipped.code, 0, skipped.stderr);
     const ended = await run.exited;
     assert.equal(ended.code, 4, ended.stdout + ended.stderr);
     const last = ended.stdout.trimEnd().split('\n').at(-1) ?? '';
-    assert.equal(last, 'behind: upgraded to 1.33.7 EXCEPT 2 nodes left behind: worker-2 at 1.32.4 (skipped by the operator), '
-      + 'worker-3 at 1.33.7 left cordoned (cordoned by someone else before this run cordoned it); finish them with: skewless upgrade --cluster behind --to 1.33.7');
+    assert.equal(
+      last,
+      'behind: upgraded to 1.33.7 EXCEPT 2 nodes left behind: worker-2 at 1.32.4 (skipped by the operator), ' +
+        'worker-3 at 1.33.7 left cordoned (cordoned by someone else before this run cordoned it); finish them with: skewless upgrade --cluster behind --to 1.33.7',
+    );
     const result = (await handle().result()) as UpgradeStatus;
-    assert.ok(result.events.includes('the drain of worker-2 will block on default/pet (no controller): skewless resolve behind --node worker-2 --action skip|force when it does'), result.events.join('\n'));
-    assert.deepEqual(result.leftBehind, [{ node: 'worker-2', version: '1.32.4', why: 'skipped' }, { node: 'worker-3', version: '1.33.7', why: 'cordoned-by-someone-else' }]);
+    assert.ok(
+      result.events.includes(
+        'the drain of worker-2 will block on default/pet (no controller): skewless resolve behind --node worker-2 --action skip|force when it does',
+      ),
+      result.events.join('\n'),
+    );
+    assert.deepEqual(result.leftBehind, [
+      { node: 'worker-2', version: '1.32.4', why: 'skipped' },
+      { node: 'worker-3', version: '1.33.7', why: 'cordoned-by-someone-else' },
+    ]);
     // The control planes were already there: no kubeadm run, no drain, no node workflow of theirs.
     assert.equal(applies(), 1);
     for (const cp of ['cp-1', 'cp-2']) assert.deepEqual([result.nodes[cp]?.phase, result.nodes[cp]?.startedAt], ['done', undefined], cp);
     // SKEWLESS_SAVE_HISTORIES=dir keeps this finishing run's history for the replay test (test/replay/histories).
     const dir = process.env.SKEWLESS_SAVE_HISTORIES;
     if (dir) writeFileSync(`${dir}/upgrade_behind@finish-left-behind.json`, historyToJSON(await handle().fetchHistory()));
-    assert.deepEqual(await nodeLines(tc.kube), ['cp-1 v1.33.7 schedulable', 'cp-2 v1.33.7 schedulable', 'worker-1 v1.33.7 schedulable', 'worker-2 v1.32.4 schedulable', 'worker-3 v1.33.7 cordoned']);
+    assert.deepEqual(await nodeLines(tc.kube), [
+      'cp-1 v1.33.7 schedulable',
+      'cp-2 v1.33.7 schedulable',
+      'worker-1 v1.33.7 schedulable',
+      'worker-2 v1.32.4 schedulable',
+      'worker-3 v1.33.7 cordoned',
+    ]);
   });
 
   it('`upgrade --to` the exact version then finishes the skipped node alone, exit 0; the skew policy held in every state of the three runs', async () => {
@@ -119,8 +147,17 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     assert.equal(ended.code, 0, ended.stdout + ended.stderr);
     assert.equal(ended.stdout.trimEnd().split('\n').at(-1), 'behind: upgraded to 1.33.7');
     const result = (await handle().result()) as UpgradeStatus;
-    assert.deepEqual(Object.entries(result.nodes).filter(([, n]) => n.startedAt).map(([name]) => name), ['worker-2'], 'only the node left behind moved');
-    assert.deepEqual(await nodeLines(tc.kube), ['cp-1', 'cp-2', ...WORKERS].map((n) => `${n} v1.33.7 schedulable`));
+    assert.deepEqual(
+      Object.entries(result.nodes)
+        .filter(([, n]) => n.startedAt)
+        .map(([name]) => name),
+      ['worker-2'],
+      'only the node left behind moved',
+    );
+    assert.deepEqual(
+      await nodeLines(tc.kube),
+      ['cp-1', 'cp-2', ...WORKERS].map((n) => `${n} v1.33.7 schedulable`),
+    );
 
     const verdict = await judgeSimulation(tc.sim);
     assert.deepEqual(verdict.problems, []);

@@ -65,7 +65,11 @@ describe('e2e: a fleet of an admin and two user clusters on three simulations', 
     // One worker, one clusters directory holding the three configurations (their paths are absolute).
     const clustersDir = join(dir, 'clusters');
     mkdirSync(clustersDir);
-    for (const [name, tc] of [['admin', clusters[0]], ['user-a', clusters[1]], ['user-b', clusters[2]]] as const) {
+    for (const [name, tc] of [
+      ['admin', clusters[0]],
+      ['user-a', clusters[1]],
+      ['user-b', clusters[2]],
+    ] as const) {
       sims[name] = tc as TestCluster;
       copyFileSync(join((tc as TestCluster).clustersDir, `${name}.yaml`), join(clustersDir, `${name}.yaml`));
     }
@@ -81,7 +85,8 @@ describe('e2e: a fleet of an admin and two user clusters on three simulations', 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const kubelets = async (name: string) => Object.fromEntries((await sims[name]!.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
+  const kubelets = async (name: string) =>
+    Object.fromEntries((await sims[name]!.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
   const phases = (s: FleetStatus) => Object.fromEntries(s.clusters.map((c) => [c.cluster, c.phase]));
 
   it('upgrades in order and stops the line while user-a is blocked, then finishes every cluster', { timeout: 900_000 }, async () => {
@@ -91,22 +96,34 @@ describe('e2e: a fleet of an admin and two user clusters on three simulations', 
     let last: FleetStatus | undefined;
     // Until the CLI has started the fleet, the query finds nothing: keep polling.
     const until = (what: string, check: (s: FleetStatus) => boolean) =>
-      waitFor(what, async () => {
-        last = (await fleet.query(fleetStatusQuery).catch(() => undefined)) ?? last;
-        return last !== undefined && check(last);
-      }, 600_000, 500).catch((err: Error) => {
+      waitFor(
+        what,
+        async () => {
+          last = (await fleet.query(fleetStatusQuery).catch(() => undefined)) ?? last;
+          return last !== undefined && check(last);
+        },
+        600_000,
+        500,
+      ).catch((err: Error) => {
         throw new Error(`${err.message}\n${JSON.stringify(last?.clusters)}\n${last?.events.join('\n')}\nCLI: ${follow.stderr()}`);
       });
 
     await until('user-a blocked', (s) => s.clusters.find((c) => c.cluster === 'user-a')?.phase === 'blocked');
     const blockedAt = Date.now();
     assert.equal(phases(last!).admin, 'done');
-    assert.deepEqual(await kubelets('admin'), { 'cp-1': 'v1.33.7', 'worker-1': 'v1.33.7' }, 'the admin cluster is upgraded before the user clusters');
+    assert.deepEqual(
+      await kubelets('admin'),
+      { 'cp-1': 'v1.33.7', 'worker-1': 'v1.33.7' },
+      'the admin cluster is upgraded before the user clusters',
+    );
     assert.equal(last!.phase, 'line-stopped');
     assert.match(last!.line ?? '', /^user-a blocked: node worker-1: drain (refused|blocked) \(.*pet/);
     // user-b waits at its approval gate; approved now, with a slot free, it still does not start behind user-a.
     assert.equal(phases(last!)['user-b'], 'waiting-approval');
-    const approve = await cliAsync(['fleet', 'approve', 'e2e', '--cluster', 'user-b', '--comment', 'window 7', '--output', 'json'], cliEnv());
+    const approve = await cliAsync(
+      ['fleet', 'approve', 'e2e', '--cluster', 'user-b', '--comment', 'window 7', '--output', 'json'],
+      cliEnv(),
+    );
     assert.equal(approve.code, 0, approve.stderr);
     assert.equal(JSON.parse(approve.stdout).cluster.approvedBy, 'erin');
     await new Promise((r) => setTimeout(r, 3000));
@@ -123,23 +140,33 @@ describe('e2e: a fleet of an admin and two user clusters on three simulations', 
     const text = await cliAsync(['fleet', 'status', 'e2e'], cliEnv());
     assert.match(text.stdout, /user-a +users +1\.33 +blocked: node worker-1: drain (refused|blocked) .*\(skewless resolve user-a\)/);
     const resolvedAt = Date.now();
-    const force = await cliAsync(['resolve', 'user-a', '--node', 'worker-1', '--action', 'force', '--pod', 'default/pet', '--comment', 'pet is disposable'], cliEnv());
+    const force = await cliAsync(
+      ['resolve', 'user-a', '--node', 'worker-1', '--action', 'force', '--pod', 'default/pet', '--comment', 'pet is disposable'],
+      cliEnv(),
+    );
     assert.equal(force.code, 0, force.stderr);
 
     const end = await follow.exited;
     assert.equal(end.code, 0, end.stderr + end.stdout.slice(-2000));
-    const records = end.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; fleet: string; status?: FleetStatus });
+    const records = end.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; fleet: string; status?: FleetStatus });
     assert.equal(records[0]?.type, 'started');
     assert.ok(records.every((r) => r.fleet === 'e2e'));
     const result = records.at(-1);
     assert.equal(result?.type, 'result');
     assert.deepEqual(phases(result!.status!), { admin: 'done', 'user-a': 'done', 'user-b': 'done' });
-    for (const name of ['admin', 'user-a', 'user-b']) assert.deepEqual(await kubelets(name), { 'cp-1': 'v1.33.7', 'worker-1': 'v1.33.7' }, name);
+    for (const name of ['admin', 'user-a', 'user-b'])
+      assert.deepEqual(await kubelets(name), { 'cp-1': 'v1.33.7', 'worker-1': 'v1.33.7' }, name);
     // In order, from Temporal's own record of the three upgrades: admin closed before user-a started; user-b started only after the resolve.
     const d = async (name: string) => env.client.workflow.getHandle(`upgrade/${name}`).describe();
     const [admin, a, b] = await Promise.all([d('admin'), d('user-a'), d('user-b')]);
     assert.ok(admin.closeTime && admin.closeTime <= a.startTime, `${admin.closeTime?.toISOString()} ≤ ${a.startTime.toISOString()}`);
-    assert.ok(b.startTime.getTime() >= resolvedAt, `user-b started ${b.startTime.toISOString()}, after the resolve at ${new Date(resolvedAt).toISOString()}`);
+    assert.ok(
+      b.startTime.getTime() >= resolvedAt,
+      `user-b started ${b.startTime.toISOString()}, after the resolve at ${new Date(resolvedAt).toISOString()}`,
+    );
     assert.equal(a.parentExecution?.workflowId, 'fleet/e2e');
     // SKEWLESS_SAVE_HISTORIES=dir keeps the fleet's and user-a's histories (its reports to the fleet, behind the patch) for test/replay.
     const save = process.env.SKEWLESS_SAVE_HISTORIES;
@@ -148,6 +175,8 @@ describe('e2e: a fleet of an admin and two user clusters on three simulations', 
         writeFileSync(`${save}/${id.replace(/\//g, '_')}.json`, historyToJSON(await env.client.workflow.getHandle(id).fetchHistory()));
       }
     }
-    console.log(`fleet e2e: user-a blocked after ${((blockedAt - started) / 1000).toFixed(0)} s, all done after ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    console.log(
+      `fleet e2e: user-a blocked after ${((blockedAt - started) / 1000).toFixed(0)} s, all done after ${((Date.now() - started) / 1000).toFixed(0)} s`,
+    );
   });
 });

@@ -57,13 +57,22 @@ describe('e2e: host and cluster faults wait for the operator', () => {
   const until = (what: string, check: (s: UpgradeStatus) => boolean) => untilStatus(handle, what, check, 240_000);
   const readyAt = async (node: string) => {
     const n = await tc.kube.core.readNode({ name: node });
-    return n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && n.status?.nodeInfo?.kubeletVersion === `v${HOP}`;
+    return (
+      n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true &&
+      n.status?.nodeInfo?.kubeletVersion === `v${HOP}`
+    );
   };
   /** The attempt of the last start of `activity` in a node workflow's history (the one that failed). */
   const attemptsOf = async (node: string, activity: string) => {
     const history = await child(node).fetchHistory();
-    const scheduled = new Set((history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === activity).map((e) => String(e.eventId)));
-    return (history.events ?? []).filter((e) => scheduled.has(String(e.activityTaskStartedEventAttributes?.scheduledEventId))).map((e) => e.activityTaskStartedEventAttributes?.attempt);
+    const scheduled = new Set(
+      (history.events ?? [])
+        .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === activity)
+        .map((e) => String(e.eventId)),
+    );
+    return (history.events ?? [])
+      .filter((e) => scheduled.has(String(e.activityTaskStartedEventAttributes?.scheduledEventId)))
+      .map((e) => e.activityTaskStartedEventAttributes?.attempt);
   };
 
   before(async () => {
@@ -84,7 +93,10 @@ describe('e2e: host and cluster faults wait for the operator', () => {
 
   it('starts the upgrade, watched from the CLI', async () => {
     handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
-      taskQueue, workflowId: 'upgrade/hf', workflowIdConflictPolicy: 'FAIL', args: [{ cluster: 'hf', to: '1.33', policy: POLICY }],
+      taskQueue,
+      workflowId: 'upgrade/hf',
+      workflowIdConflictPolicy: 'FAIL',
+      args: [{ cluster: 'hf', to: '1.33', policy: POLICY }],
     });
     watch = spawnCli(['watch', 'hf'], cliEnv());
     await until('the control plane upgraded', (s) => s.nodes['cp-1']?.phase === 'done');
@@ -93,22 +105,41 @@ describe('e2e: host and cluster faults wait for the operator', () => {
   it('a node not Ready after its kubelet restart waits for the operator; the next batch does not start; retry after it recovers', async () => {
     const s = await until('worker-1 blocked', (st) => st.nodes['worker-1']?.phase === 'blocked');
     const block = s.nodes['worker-1']?.blocked as StepBlock;
-    assert.deepEqual([block.kind, block.step, block.failure, block.gaveUp], ['StepFailed', 'restartKubelet', 'NodeNotReady', 'not retryable']);
+    assert.deepEqual(
+      [block.kind, block.step, block.failure, block.gaveUp],
+      ['StepFailed', 'restartKubelet', 'NodeNotReady', 'not retryable'],
+    );
     assert.match(block.message, /^worker-1 was not Ready at kubelet v1\.33\.7 within 15 s/);
     assert.deepEqual(block.actions, ['retry', 'abort'], 'the kubelet package moved: no skip');
 
     const text = await cli('status', 'hf');
     assert.equal(text.code, 0, text.stderr);
-    assert.match(text.stdout, /^ {2}worker-1 +canary +blocked: restart kubelet on worker-1 at v1\.33\.7 failed \(NodeNotReady, not retryable\): worker-1 was not Ready/m);
+    assert.match(
+      text.stdout,
+      /^ {2}worker-1 +canary +blocked: restart kubelet on worker-1 at v1\.33\.7 failed \(NodeNotReady, not retryable\): worker-1 was not Ready/m,
+    );
     assert.match(text.stdout, /^ {4}resolve with: skewless resolve hf --node worker-1 --action retry\|abort$/m);
     const force = await cli('resolve', 'hf', '--node', 'worker-1', '--action', 'force', '--pod', 'default/web-x');
     assert.equal(force.code, 2);
-    assert.equal(force.stderr, 'skewless: refused: force is for blocked drains; worker-1 is blocked on a failed step (restartKubelet): retry or abort\n');
+    assert.equal(
+      force.stderr,
+      'skewless: refused: force is for blocked drains; worker-1 is blocked on a failed step (restartKubelet): retry or abort\n',
+    );
 
     // A workload breaks meanwhile (every pod replaced by one that cannot be scheduled): the canary's check will see it.
-    await tc.kube.apps.patchNamespacedDeployment({ name: 'web', namespace: 'default', body: {
-      spec: { strategy: { type: 'Recreate', rollingUpdate: null }, template: { spec: { nodeSelector: { 'example.com/nowhere': 'true' } } } },
-    } }, strategicMergePatch);
+    await tc.kube.apps.patchNamespacedDeployment(
+      {
+        name: 'web',
+        namespace: 'default',
+        body: {
+          spec: {
+            strategy: { type: 'Recreate', rollingUpdate: null },
+            template: { spec: { nodeSelector: { 'example.com/nowhere': 'true' } } },
+          },
+        },
+      },
+      strategicMergePatch,
+    );
 
     // The node comes back on its own; the upgrade still waits for the operator, and batch-1 has not started.
     await waitFor('worker-1 Ready at the new version', () => readyAt('worker-1'), 90_000, 500);
@@ -131,7 +162,10 @@ describe('e2e: host and cluster faults wait for the operator', () => {
     const s = await until('halted after the canary', (st) => st.halted !== undefined);
     assert.equal(s.halted?.after, 'canary');
     assert.equal(s.halted?.failure, 'Unhealthy');
-    assert.ok(s.halted?.workloads.some((w) => /^Deployment default\/web: .*replicas available/.test(w)), JSON.stringify(s.halted));
+    assert.ok(
+      s.halted?.workloads.some((w) => /^Deployment default\/web: .*replicas available/.test(w)),
+      JSON.stringify(s.halted),
+    );
     const text = await cli('status', 'hf');
     assert.match(text.stdout, /^ {2}HALTED after canary of hop 1\.33\.7: workload check failed \(Unhealthy\): .*Deployment default\/web/m);
     assert.match(text.stdout, /^ {4}resolve with: skewless resolve hf --action retry\|abort$/m);
@@ -140,16 +174,31 @@ describe('e2e: host and cluster faults wait for the operator', () => {
     assert.equal(skip.code, 2);
     assert.match(skip.stderr, /^skewless: --action skip needs --node/);
 
-    await tc.kube.apps.patchNamespacedDeployment({ name: 'web', namespace: 'default', body: { spec: { template: { spec: { nodeSelector: null } } } } }, mergePatch);
-    await waitFor('web available again', async () => {
-      const d = await tc.kube.apps.readNamespacedDeployment({ name: 'web', namespace: 'default' });
-      return (d.status?.availableReplicas ?? 0) === 3 && (d.status?.updatedReplicas ?? 0) === 3 && (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1);
-    }, 60_000, 250);
+    await tc.kube.apps.patchNamespacedDeployment(
+      { name: 'web', namespace: 'default', body: { spec: { template: { spec: { nodeSelector: null } } } } },
+      mergePatch,
+    );
+    await waitFor(
+      'web available again',
+      async () => {
+        const d = await tc.kube.apps.readNamespacedDeployment({ name: 'web', namespace: 'default' });
+        return (
+          (d.status?.availableReplicas ?? 0) === 3 &&
+          (d.status?.updatedReplicas ?? 0) === 3 &&
+          (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1)
+        );
+      },
+      60_000,
+      250,
+    );
     const retry = await cli('resolve', 'hf', '--action', 'retry', '--comment', 'nodeSelector reverted');
     assert.equal(retry.code, 0, retry.stderr);
     assert.equal(retry.stdout, 'workload check after canary: retry\n');
     const after = await until('batch-1 started', (st) => st.halted === undefined && st.nodes['worker-2']?.phase !== 'pending');
-    assert.ok(after.events.includes('workload check after canary resolved by olga: retry (nodeSelector reverted)'), after.events.join('\n'));
+    assert.ok(
+      after.events.includes('workload check after canary resolved by olga: retry (nodeSelector reverted)'),
+      after.events.join('\n'),
+    );
   });
 
   it('a host refusing SSH past the retry budget is reported blocked; retry once it listens again', async () => {
@@ -188,29 +237,50 @@ describe('e2e: host and cluster faults wait for the operator', () => {
   });
 
   it('ends with every node at 1.33.7 and uncordoned, the skew policy held, and watch and history telling the story', async () => {
-    assert.deepEqual(await nodeLines(tc.kube),
-      ['cp-1', 'worker-1', 'worker-2', 'worker-3'].map((x) => `${x} v1.33.7 schedulable`));
+    assert.deepEqual(
+      await nodeLines(tc.kube),
+      ['cp-1', 'worker-1', 'worker-2', 'worker-3'].map((x) => `${x} v1.33.7 schedulable`),
+    );
     assert.deepEqual((await judgeSimulation(tc.sim)).problems, []);
-    const installs = (node: string) => tc.sim.hosts.commandLog(node).filter((e) => /apt-get install/.test(e.command) && /kubeadm=/.test(e.command)).length;
+    const installs = (node: string) =>
+      tc.sim.hosts.commandLog(node).filter((e) => /apt-get install/.test(e.command) && /kubeadm=/.test(e.command)).length;
     assert.equal(installs('worker-3'), 1, 'the kubeadm package went in once, after the key was trusted');
 
     const watched = await watch?.exited;
     assert.equal(watched?.code, 0, `${watched?.stdout}\n${watched?.stderr}`);
     const out = watched?.stdout ?? '';
     // Every failed step and the halt are in the run's events, with their messages: watch prints them whenever it attaches.
-    assert.match(out, /^ {2}worker-1 blocked: restart kubelet on worker-1 at v1\.33\.7 failed \(NodeNotReady, not retryable\): worker-1 was not Ready/m);
+    assert.match(
+      out,
+      /^ {2}worker-1 blocked: restart kubelet on worker-1 at v1\.33\.7 failed \(NodeNotReady, not retryable\): worker-1 was not Ready/m,
+    );
     assert.match(out, /^ {2}halted after canary: 1 workload\(s\) unhealthy: Deployment default\/web/m);
-    assert.match(out, /^ {2}worker-2 blocked: point the package repository of worker-2 at v1\.33 failed \(HostUnreachable, retries spent\): host worker-2 unreachable/m);
-    assert.match(out, /^ {2}worker-3 blocked: point the package repository of worker-3 at v1\.33 failed \(HostKeyMismatch, not retryable\): .*presented host key SHA256:/m);
+    assert.match(
+      out,
+      /^ {2}worker-2 blocked: point the package repository of worker-2 at v1\.33 failed \(HostUnreachable, retries spent\): host worker-2 unreachable/m,
+    );
+    assert.match(
+      out,
+      /^ {2}worker-3 blocked: point the package repository of worker-3 at v1\.33 failed \(HostKeyMismatch, not retryable\): .*presented host key SHA256:/m,
+    );
     // While a block lasts (worker-1's and the halt's last tens of seconds), watch says how to answer it.
-    assert.match(out, /^ {2}BLOCKED worker-1: restart kubelet on worker-1 at v1\.33\.7 failed \(NodeNotReady, not retryable\)\n {4}resolve with: skewless resolve hf --node worker-1 --action retry\|abort\n/m);
-    assert.match(out, /^ {2}HALTED after canary of hop 1\.33\.7: workload check failed \(Unhealthy\)\n {4}Deployment default\/web: .*\n {4}resolve with: skewless resolve hf --action retry\|abort\n/m);
+    assert.match(
+      out,
+      /^ {2}BLOCKED worker-1: restart kubelet on worker-1 at v1\.33\.7 failed \(NodeNotReady, not retryable\)\n {4}resolve with: skewless resolve hf --node worker-1 --action retry\|abort\n/m,
+    );
+    assert.match(
+      out,
+      /^ {2}HALTED after canary of hop 1\.33\.7: workload check failed \(Unhealthy\)\n {4}Deployment default\/web: .*\n {4}resolve with: skewless resolve hf --action retry\|abort\n/m,
+    );
     assert.match(out, /^hf: upgraded to 1\.33\.7$/m);
 
     const history = await cli('history', 'hf');
     assert.equal(history.code, 0, history.stderr);
     assert.match(history.stdout, /worker-3 +blocked: pointPackageRepository failed \(HostKeyMismatch\): host worker-3/);
-    assert.match(history.stdout, /worker-3 +failed step pointPackageRepository of worker-3 resolved by olga: retry \("host reinstalled, key verified"\)/);
+    assert.match(
+      history.stdout,
+      /worker-3 +failed step pointPackageRepository of worker-3 resolved by olga: retry \("host reinstalled, key verified"\)/,
+    );
     assert.match(history.stdout, /- +halted rollout resolved by olga: retry \("nodeSelector reverted"\)/);
   });
 });

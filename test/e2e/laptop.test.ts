@@ -33,7 +33,7 @@ const GATE = 'canary-1.33.7';
  * another terminal while a re-attached `skewless watch` runs. Real CLI processes, the real dev server,
  * a real worker in this process, a simulated 1+2 cluster, one hop.
  */
-describe('e2e: the operator\'s laptop dies mid-upgrade and a gate is approved from another terminal', () => {
+describe("e2e: the operator's laptop dies mid-upgrade and a gate is approved from another terminal", () => {
   let env: TestWorkflowEnvironment;
   let tc: TestCluster;
   let worker: Worker;
@@ -44,7 +44,8 @@ describe('e2e: the operator\'s laptop dies mid-upgrade and a gate is approved fr
   let firstRunId: string | undefined;
   const taskQueue = uniqueTaskQueue('laptop');
   const cliEnv = (user: string) => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: user });
-  const chainOf = async () => (await env.client.workflow.getHandle('upgrade/lap').describe()).raw.workflowExecutionInfo?.firstRunId ?? undefined;
+  const chainOf = async () =>
+    (await env.client.workflow.getHandle('upgrade/lap').describe()).raw.workflowExecutionInfo?.firstRunId ?? undefined;
   const until = (what: string, check: (s: UpgradeStatus) => boolean) => untilStatus(handle, what, check, 180_000);
 
   before(async () => {
@@ -64,7 +65,12 @@ describe('e2e: the operator\'s laptop dies mid-upgrade and a gate is approved fr
   it('`skewless upgrade` killed with SIGKILL while it follows the run: the upgrade goes on without it', async () => {
     upgrade = spawnCli(['upgrade', '--cluster', 'lap', '--to', '1.33', '--canary', '1', '--approve-canary'], cliEnv('dana'));
     // Killed once it is following: it said it started and printed the run's progress.
-    await waitFor('the upgrade CLI following the run', () => /^started upgrade\/lap to 1\.33\n[\s\S]*node upgrades/m.test(upgrade?.stdout() ?? ''), 60_000, 100);
+    await waitFor(
+      'the upgrade CLI following the run',
+      () => /^started upgrade\/lap to 1\.33\n[\s\S]*node upgrades/m.test(upgrade?.stdout() ?? ''),
+      60_000,
+      100,
+    );
     handle = env.client.workflow.getHandle('upgrade/lap');
     firstRunId = await chainOf();
     const atKill = await handle.query(statusQuery);
@@ -96,7 +102,12 @@ describe('e2e: the operator\'s laptop dies mid-upgrade and a gate is approved fr
 
   it('a re-attached `skewless watch` shows the gate, a separate `skewless approve` passes it, and the watch shows who and follows to done', async () => {
     watch = spawnCli(['watch', 'lap'], cliEnv('dana'));
-    await waitFor('the watch showing the waiting gate', () => new RegExp(`gate ${GATE} waits: skewless approve lap --gate ${GATE}`).test(watch?.stdout() ?? ''), 30_000, 100);
+    await waitFor(
+      'the watch showing the waiting gate',
+      () => new RegExp(`gate ${GATE} waits: skewless approve lap --gate ${GATE}`).test(watch?.stdout() ?? ''),
+      30_000,
+      100,
+    );
     // Its first poll says where the run stands: the control plane and the canary done, at the gate.
     assert.match(watch.stdout(), /^\[#{13}\.{7}\] 2\/3 node upgrades, hop 1\.33\.7 of 1\.33\.7, gate$/m);
 
@@ -105,9 +116,20 @@ describe('e2e: the operator\'s laptop dies mid-upgrade and a gate is approved fr
     assert.equal(approve.code, 0, approve.stderr);
     assert.equal(approve.stdout, `gate ${GATE} approved by sam\n`);
 
-    const end = await until('the upgrade finished, or a node waiting for the operator',
-      (s) => ['done', 'failed', 'aborted'].includes(s.phase) || s.halted !== undefined || Object.values(s.nodes).some((n) => n.blocked !== undefined));
-    assert.deepEqual(Object.entries(end.nodes).filter(([, n]) => n.blocked).map(([name, n]) => `${name}: ${n.blocked?.message}`), [], 'no node waits for the operator');
+    const end = await until(
+      'the upgrade finished, or a node waiting for the operator',
+      (s) =>
+        ['done', 'failed', 'aborted'].includes(s.phase) ||
+        s.halted !== undefined ||
+        Object.values(s.nodes).some((n) => n.blocked !== undefined),
+    );
+    assert.deepEqual(
+      Object.entries(end.nodes)
+        .filter(([, n]) => n.blocked)
+        .map(([name, n]) => `${name}: ${n.blocked?.message}`),
+      [],
+      'no node waits for the operator',
+    );
     const watched = await watch.exited;
     assert.equal(watched.code, 0, `${watched.stdout}\n${watched.stderr}`);
     assert.match(watched.stdout, new RegExp(`gate ${GATE} approved by sam: canary looks good`));
@@ -119,9 +141,11 @@ describe('e2e: the operator\'s laptop dies mid-upgrade and a gate is approved fr
 
     const result = await handle.result();
     assert.equal(result.phase, 'done', result.events.join('\n'));
-    assert.deepEqual(result.gates.map((g) => [g.name, g.approvedBy]), [[GATE, 'sam']]);
+    assert.deepEqual(
+      result.gates.map((g) => [g.name, g.approvedBy]),
+      [[GATE, 'sam']],
+    );
     assert.equal(await chainOf(), firstRunId, 'the upgrade that was started is the one that finished');
-    assert.deepEqual(await nodeLines(tc.kube),
-      ['cp v1.33.7 schedulable', 'worker-1 v1.33.7 schedulable', 'worker-2 v1.33.7 schedulable']);
+    assert.deepEqual(await nodeLines(tc.kube), ['cp v1.33.7 schedulable', 'worker-1 v1.33.7 schedulable', 'worker-2 v1.33.7 schedulable']);
   });
 });

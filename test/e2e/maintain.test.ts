@@ -91,30 +91,58 @@ describe('e2e: skewless maintain reboots 5 nodes in batches of 2', () => {
     await cordons;
     const availability = await sampler.stop();
     assert.equal(r.code, 0, `${r.stderr}\n${r.stdout.split('\n').slice(-3).join('\n')}`);
-    const records = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; status?: MaintenanceStatus });
+    const records = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; status?: MaintenanceStatus });
     const result = records.at(-1);
     assert.equal(result?.type, 'result');
     assert.equal(result?.status?.phase, 'done');
     assert.deepEqual(Object.keys(result?.status?.nodes ?? {}).sort(), WORKERS, 'the selector took the five workers, not the control plane');
-    assert.deepEqual(Object.fromEntries(Object.entries(result?.status?.nodes ?? {}).map(([n, s]) => [n, s.stage])),
-      { 'worker-1': 'canary', 'worker-2': 'batch-1', 'worker-3': 'batch-1', 'worker-4': 'batch-2', 'worker-5': 'batch-2' });
+    assert.deepEqual(Object.fromEntries(Object.entries(result?.status?.nodes ?? {}).map(([n, s]) => [n, s.stage])), {
+      'worker-1': 'canary',
+      'worker-2': 'batch-1',
+      'worker-3': 'batch-1',
+      'worker-4': 'batch-2',
+      'worker-5': 'batch-2',
+    });
 
     // Each worker ran the OS upgrade and rebooted once (a new boot id); the control plane did neither.
     for (const w of WORKERS) {
-      const log = tc.sim.hosts.commandLog(w).slice(logStart[w]).map((e) => e.command);
+      const log = tc.sim.hosts
+        .commandLog(w)
+        .slice(logStart[w])
+        .map((e) => e.command);
       assert.equal(log.filter((c) => /apt-get -y dist-upgrade$/.test(c)).length, 1, `${w}: ${log.join(' | ')}`);
       assert.equal(log.filter((c) => /(^|\s)reboot$/.test(c)).length, 1, `${w}: ${log.join(' | ')}`);
       assert.notEqual(await bootId(w), before[w], `${w} has a new boot id`);
     }
     assert.equal(await bootId('cp-1'), cpBoot, 'the control plane was not rebooted');
-    assert.ok(!tc.sim.hosts.commandLog('cp-1').slice(logStart['cp-1']).some((e) => /reboot|dist-upgrade/.test(e.command)));
+    assert.ok(
+      !tc.sim.hosts
+        .commandLog('cp-1')
+        .slice(logStart['cp-1'])
+        .some((e) => /reboot|dist-upgrade/.test(e.command)),
+    );
 
     assert.ok(maxCordoned >= 1 && maxCordoned <= 2, `at most 2 nodes out at once, saw ${maxCordoned}`);
     assert.equal(availability.violated, false, formatAvailability(availability));
     const nodes = (await tc.kube.core.listNode()).items;
-    assert.ok(nodes.every((n) => !n.spec?.unschedulable), `cordoned: ${nodes.filter((n) => n.spec?.unschedulable).map((n) => n.metadata?.name).join(', ')}`);
-    assert.ok(nodes.every((n) => !n.metadata?.labels?.['skewless.io/stage']), 'no stage label left');
-    assert.ok(nodes.every((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')), 'every node Ready');
+    assert.ok(
+      nodes.every((n) => !n.spec?.unschedulable),
+      `cordoned: ${nodes
+        .filter((n) => n.spec?.unschedulable)
+        .map((n) => n.metadata?.name)
+        .join(', ')}`,
+    );
+    assert.ok(
+      nodes.every((n) => !n.metadata?.labels?.['skewless.io/stage']),
+      'no stage label left',
+    );
+    assert.ok(
+      nodes.every((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')),
+      'every node Ready',
+    );
     const bare = await tc.kube.core.readNamespacedPod({ name: 'bare', namespace: 'default' }).catch(() => undefined);
     assert.equal(bare, undefined, 'the forced bare pod was deleted by the drain (and nothing brought it back)');
     assert.deepEqual(result?.status?.forced, ['default/bare']);
@@ -128,9 +156,19 @@ describe('e2e: skewless maintain reboots 5 nodes in batches of 2', () => {
     // The audit trail: every node's reboot as a step of its own node workflow.
     const history = await cli('history', 'mnt', '--output', 'json');
     assert.equal(history.code, 0, history.stderr);
-    const trail = JSON.parse(history.stdout) as { workflowId: string; nodeWorkflows: number; entries: { kind: string; node?: string; activity?: string; outcome?: string }[] };
+    const trail = JSON.parse(history.stdout) as {
+      workflowId: string;
+      nodeWorkflows: number;
+      entries: { kind: string; node?: string; activity?: string; outcome?: string }[];
+    };
     assert.equal(trail.workflowId, 'maintain/mnt');
-    for (const w of WORKERS) assert.ok(trail.entries.some((e) => e.kind === 'step' && e.node === w && e.activity === 'rebootNode' && e.outcome === 'completed'), `reboot of ${w} in the trail`);
-    console.log(`maintain: 5 workers in ${seconds.toFixed(0)} s; at most ${maxCordoned} cordoned at once; ${availability.samples} availability samples`);
+    for (const w of WORKERS)
+      assert.ok(
+        trail.entries.some((e) => e.kind === 'step' && e.node === w && e.activity === 'rebootNode' && e.outcome === 'completed'),
+        `reboot of ${w} in the trail`,
+      );
+    console.log(
+      `maintain: 5 workers in ${seconds.toFixed(0)} s; at most ${maxCordoned} cordoned at once; ${availability.samples} availability samples`,
+    );
   });
 });

@@ -69,13 +69,14 @@ describe('e2e: what the operator sees is true', () => {
     tc.kube.core.patchNodeStatus({ name: node, body: { status: { nodeInfo: { kubeletVersion: version } } } }, mergePatch);
   const events = async () => (await handle().fetchHistory()).events ?? [];
   /** `skewless ARGS` whose stdout reader has gone before it writes (`skewless ... | head -0`). */
-  const intoClosedPipe = (args: string[]) => new Promise<CliResult>((resolve) => {
-    const child = spawn(process.execPath, [join(repoRoot, 'bin', 'skewless.js'), ...args], { env: cliEnv(), cwd: repoRoot });
-    child.stdout.destroy();
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('close', (code) => resolve({ code, stdout: '', stderr }));
-  });
+  const intoClosedPipe = (args: string[]) =>
+    new Promise<CliResult>((resolve) => {
+      const child = spawn(process.execPath, [join(repoRoot, 'bin', 'skewless.js'), ...args], { env: cliEnv(), cwd: repoRoot });
+      child.stdout.destroy();
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('close', (code) => resolve({ code, stdout: '', stderr }));
+    });
 
   before(async () => {
     [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
@@ -95,26 +96,41 @@ describe('e2e: what the operator sees is true', () => {
     assert.equal(text.code, 0, text.stdout + text.stderr);
     assert.equal(text.stderr, '');
     assert.ok(text.seconds < 10, `answered in ${text.seconds} s`);
-    assert.equal(text.stdout, `truth: upgrade/truth running; not yet started by a worker\n  no worker polls task queue ${taskQueue}: nodes and gates need one ("skewless worker --clusters-dir DIR")\n`);
+    assert.equal(
+      text.stdout,
+      `truth: upgrade/truth running; not yet started by a worker\n  no worker polls task queue ${taskQueue}: nodes and gates need one ("skewless worker --clusters-dir DIR")\n`,
+    );
     const json = await timed('status', 'truth', '--output', 'json');
     assert.equal(json.code, 0, json.stderr);
     const s = JSON.parse(json.stdout);
-    assert.deepEqual([s.run.workflowId, s.run.state, s.run.taskQueue, s.noWorker], ['upgrade/truth', 'RUNNING', taskQueue, `no worker polls task queue ${taskQueue}`]);
+    assert.deepEqual(
+      [s.run.workflowId, s.run.state, s.run.taskQueue, s.noWorker],
+      ['upgrade/truth', 'RUNNING', taskQueue, `no worker polls task queue ${taskQueue}`],
+    );
     // Detached, the start is all there is to say: its pre-flight has not run yet.
-    assert.match(start.stdout, /^started upgrade\/truth to 1\.33 \(detached: the worker checks it before it touches anything; "skewless watch truth" says whether it passed\)\n$/);
+    assert.match(
+      start.stdout,
+      /^started upgrade\/truth to 1\.33 \(detached: the worker checks it before it touches anything; "skewless watch truth" says whether it passed\)\n$/,
+    );
   });
 
   it('watch without a worker says so within seconds; Ctrl-C stops it and says how to re-attach', async () => {
     const watch = spawnCli(['watch', 'truth'], cliEnv());
     try {
       await waitFor('watch says no worker polls', () => watch.stderr().includes(`no worker polls task queue ${taskQueue}`), 15_000, 100);
-      assert.equal(watch.stderr(), `skewless: no worker polls task queue ${taskQueue}; the upgrade waits for a worker ("skewless worker --clusters-dir DIR")\n`);
+      assert.equal(
+        watch.stderr(),
+        `skewless: no worker polls task queue ${taskQueue}; the upgrade waits for a worker ("skewless worker --clusters-dir DIR")\n`,
+      );
     } finally {
       watch.child.kill('SIGINT');
     }
     const watched = await watch.exited;
     assert.equal(watched.code, 130, 'Ctrl-C: 130, as for any interrupted command');
-    assert.match(watched.stderr, /^skewless: stopped following upgrade\/truth; the upgrade goes on in Temporal: re-attach with "skewless watch truth"$/m);
+    assert.match(
+      watched.stderr,
+      /^skewless: stopped following upgrade\/truth; the upgrade goes on in Temporal: re-attach with "skewless watch truth"$/m,
+    );
   });
 
   it('a refused upgrade: status says failed with the refusal and exits 1', async () => {
@@ -167,7 +183,10 @@ describe('e2e: what the operator sees is true', () => {
       assert.match(refused.stderr, /^skewless: upgrade of truth failed: refusing to start: .*kubelet on worker-2 at 1\.29\.0[^\n]*\n$/);
       const refusedJson = await cli('upgrade', '--cluster', 'truth', '--to', '1.33', '--output', 'json');
       assert.equal(refusedJson.code, 1, refusedJson.stderr);
-      const types = refusedJson.stdout.trim().split('\n').map((line) => (JSON.parse(line) as { type: string }).type);
+      const types = refusedJson.stdout
+        .trim()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as { type: string }).type);
       assert.ok(!types.includes('started') && !types.includes('progress'), types.join(', '));
       assert.equal(types.at(-1), 'failed');
     } finally {
@@ -178,9 +197,15 @@ describe('e2e: what the operator sees is true', () => {
   it('an attached upgrade says started once its pre-flight passed, then follows it', async () => {
     // Cordoned by hand before the run: not this run's to undo.
     await tc.kube.core.patchNode({ name: 'worker-2', body: { spec: { unschedulable: true } } }, mergePatch);
-    upgrade = spawnCli(['upgrade', '--cluster', 'truth', '--to', '1.33', '--canary', '1', '--approve-workers', '--approve-canary'], cliEnv());
+    upgrade = spawnCli(
+      ['upgrade', '--cluster', 'truth', '--to', '1.33', '--canary', '1', '--approve-workers', '--approve-canary'],
+      cliEnv(),
+    );
     await waitFor('the upgrade following the run', () => /node upgrades/.test(upgrade?.stdout() ?? ''), 60_000, 100);
-    assert.match(upgrade.stdout(), /^checking upgrade\/truth to 1\.33: inventory, skew and pre-flight on the worker\nstarted upgrade\/truth to 1\.33\n/);
+    assert.match(
+      upgrade.stdout(),
+      /^checking upgrade\/truth to 1\.33: inventory, skew and pre-flight on the worker\nstarted upgrade\/truth to 1\.33\n/,
+    );
   });
 
   it('Ctrl-C on the attached upgrade leaves it running and says how to re-attach, exit 130', async () => {
@@ -188,14 +213,19 @@ describe('e2e: what the operator sees is true', () => {
     upgrade?.child.kill('SIGINT');
     const interrupted = await upgrade?.exited;
     assert.equal(interrupted?.code, 130, interrupted?.stderr);
-    assert.equal(interrupted?.stderr, 'skewless: stopped following upgrade/truth; the upgrade goes on in Temporal: re-attach with "skewless watch truth"\n');
+    assert.equal(
+      interrupted?.stderr,
+      'skewless: stopped following upgrade/truth; the upgrade goes on in Temporal: re-attach with "skewless watch truth"\n',
+    );
     assert.equal((await handle().describe()).status.name, 'RUNNING');
   });
 
-  it('Temporal\'s own identity of an operator\'s update is its --by, of a start without --by user@host', async () => {
+  it("Temporal's own identity of an operator's update is its --by, of a start without --by user@host", async () => {
     const approve = await cli('approve', 'truth', '--gate', WORKERS_GATE, '--by', 'sam');
     assert.equal(approve.code, 0, approve.stderr);
-    const accepted = (await events()).find((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'approve');
+    const accepted = (await events()).find(
+      (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'approve',
+    );
     assert.equal(accepted?.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.meta?.identity, 'sam');
     const started = (await events())[0]?.workflowExecutionStartedEventAttributes;
     assert.equal(started?.identity, `dana@${hostname()}`, 'no --by: the login name and host');
@@ -214,7 +244,7 @@ describe('e2e: what the operator sees is true', () => {
     }
   });
 
-  it('after an abort, history says the node cordoned by hand was left cordoned; the abort\'s identity is its --by', async () => {
+  it("after an abort, history says the node cordoned by hand was left cordoned; the abort's identity is its --by", async () => {
     await until('the canary gate', (s) => s.gates.some((g) => g.name === CANARY_GATE && !g.approvedBy));
     const abort = await cli('abort', 'truth', '--by', 'erin', '--comment', 'enough');
     assert.equal(abort.code, 0, abort.stderr);
@@ -223,7 +253,10 @@ describe('e2e: what the operator sees is true', () => {
 
     const history = await cli('history', 'truth');
     assert.equal(history.code, 0, history.stderr);
-    assert.match(history.stdout, /^\S+ {2}worker-2 +uncordonNode: uncordon worker-2 +[\d.]+ s {2}left cordoned: cordoned by someone else$/m);
+    assert.match(
+      history.stdout,
+      /^\S+ {2}worker-2 +uncordonNode: uncordon worker-2 +[\d.]+ s {2}left cordoned: cordoned by someone else$/m,
+    );
     assert.equal((await tc.kube.core.readNode({ name: 'worker-2' })).spec?.unschedulable, true, 'still cordoned, as its owner left it');
     const signal = (await events()).find((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'abort');
     assert.equal(signal?.workflowExecutionSignaledEventAttributes?.identity, 'erin');
@@ -238,12 +271,16 @@ describe('e2e: what the operator sees is true', () => {
 
   it('status and history into a pipe whose reader is gone end quietly with their own exit status', async () => {
     const status = await intoClosedPipe(['status', 'truth']);
-    assert.deepEqual([status.code, status.stderr], [1, ''], 'the aborted run\'s 1, and no EPIPE stack');
+    assert.deepEqual([status.code, status.stderr], [1, ''], "the aborted run's 1, and no EPIPE stack");
     const history = await intoClosedPipe(['history', 'truth']);
     assert.deepEqual([history.code, history.stderr], [0, '']);
     // As the operator types it.
     const head = await new Promise<CliResult>((resolve) => {
-      const child = spawn('bash', ['-c', `node ${JSON.stringify(join(repoRoot, 'bin', 'skewless.js'))} history truth | head -1; exit "\${PIPESTATUS[0]}"`], { env: cliEnv(), cwd: repoRoot });
+      const child = spawn(
+        'bash',
+        ['-c', `node ${JSON.stringify(join(repoRoot, 'bin', 'skewless.js'))} history truth | head -1; exit "\${PIPESTATUS[0]}"`],
+        { env: cliEnv(), cwd: repoRoot },
+      );
       let [stdout, stderr] = ['', ''];
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));

@@ -54,10 +54,24 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
     // The bare pod, on a worker without a web pod (2 replicas, 3 workers: there is one).
-    webNodes = [...new Set((await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web' })).items.map((p) => p.spec?.nodeName ?? ''))].sort();
+    webNodes = [
+      ...new Set(
+        (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web' })).items.map((p) => p.spec?.nodeName ?? ''),
+      ),
+    ].sort();
     bareNode = ['worker-1', 'worker-2', 'worker-3'].find((w) => !webNodes.includes(w)) as string;
-    await tc.kube.core.createNamespacedPod({ namespace: 'default', body: { metadata: { name: 'lonely' }, spec: { nodeName: bareNode, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] } } });
-    await waitFor('the bare pod running', async () => (await tc.kube.core.readNamespacedPod({ name: 'lonely', namespace: 'default' })).status?.phase === 'Running', 60_000);
+    await tc.kube.core.createNamespacedPod({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'lonely' },
+        spec: { nodeName: bareNode, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] },
+      },
+    });
+    await waitFor(
+      'the bare pod running',
+      async () => (await tc.kube.core.readNamespacedPod({ name: 'lonely', namespace: 'default' })).status?.phase === 'Running',
+      60_000,
+    );
   });
   after(async () => {
     worker?.shutdown();
@@ -70,12 +84,26 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
   it('reports the drain the PDB blocks, the phases and nodes timed, every state skew-checked; the original untouched', async () => {
     const writes = clusterWrites(tc.sim, tc.workerKube);
     const mark = await writes.mark();
-    const kubelets = async () => Object.fromEntries((await tc.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
+    const kubelets = async () =>
+      Object.fromEntries((await tc.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
     const before = await kubelets();
     const saved = join(dir, 'twin.yaml');
     const started = Date.now();
-    const r = await cli('rehearse', '--cluster', 'rh', '--to', 'next-minor', '--latencies', latencies, '--drain-timeout', '10',
-      '--save-description', saved, '--output', 'json');
+    const r = await cli(
+      'rehearse',
+      '--cluster',
+      'rh',
+      '--to',
+      'next-minor',
+      '--latencies',
+      latencies,
+      '--drain-timeout',
+      '10',
+      '--save-description',
+      saved,
+      '--output',
+      'json',
+    );
     const seconds = (Date.now() - started) / 1000;
     assert.equal(r.code, 0, `${r.stderr}\n${r.stdout.slice(-2000)}`);
     assert.equal(r.stderr, '', 'nothing on stderr when it ran');
@@ -87,7 +115,10 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
     // Every worker running a web pod, and only those (the twin's pods land where they land: the
     // twin's web pods need not sit on the same workers as the original's, so the count is compared).
     assert.equal(new Set(report.blockedDrains.map((b) => b.node)).size, report.blockedDrains.length, 'one block per node');
-    assert.ok(report.blockedDrains.length >= 1 && report.blockedDrains.length <= webNodes.length, `${JSON.stringify(report.blockedDrains)} vs web on ${webNodes.join(', ')}`);
+    assert.ok(
+      report.blockedDrains.length >= 1 && report.blockedDrains.length <= webNodes.length,
+      `${JSON.stringify(report.blockedDrains)} vs web on ${webNodes.join(', ')}`,
+    );
     for (const b of report.blockedDrains) {
       assert.deepEqual(b.pdbs, ['default/web'], JSON.stringify(b));
       assert.ok(b.pods.length >= 1 && b.pods.every((p) => p.startsWith('default/web-')), JSON.stringify(b));
@@ -97,13 +128,22 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
     }
     assert.equal(report.outcome, 'partial');
     // The bare pod is the original's, on the same node: its drain is refused before any eviction.
-    assert.deepEqual(report.refusedNodes.map((n) => [n.node, n.pods, n.action]), [[bareNode, ['default/lonely'], 'skip']]);
-    assert.ok(report.preflight.some((p) => p.includes('default/web')), 'the pre-flight finding on web is reported');
+    assert.deepEqual(
+      report.refusedNodes.map((n) => [n.node, n.pods, n.action]),
+      [[bareNode, ['default/lonely'], 'skip']],
+    );
+    assert.ok(
+      report.preflight.some((p) => p.includes('default/web')),
+      'the pre-flight finding on web is reported',
+    );
 
     // Timings: the control-plane phase and a worker phase, and every node's steps.
     const phases = report.phases.map((p) => p.phase);
     assert.ok(phases.includes('backup') && phases.includes('control-plane') && phases.includes('canary'), phases.join(', '));
-    assert.deepEqual(report.nodes.find((n) => n.node === 'cp-1')?.steps.map((s) => s.step), ['control-plane components', 'drain, kubelet, uncordon']);
+    assert.deepEqual(
+      report.nodes.find((n) => n.node === 'cp-1')?.steps.map((s) => s.step),
+      ['control-plane components', 'drain, kubelet, uncordon'],
+    );
     for (const p of report.phases) assert.ok(p.seconds >= 0);
 
     // Skew: the initial state and each version move, all judged.
@@ -113,7 +153,8 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
     const final = Object.fromEntries(report.finalVersions.map((v) => [v.node, v]));
     assert.equal(final['cp-1']?.apiserver, '1.34.2');
     assert.equal(final['cp-1']?.kubelet, '1.34.2');
-    for (const n of [...report.blockedDrains, ...report.refusedNodes]) assert.equal(final[n.node]?.kubelet, '1.33.7', `${n.node} was skipped`);
+    for (const n of [...report.blockedDrains, ...report.refusedNodes])
+      assert.equal(final[n.node]?.kubelet, '1.33.7', `${n.node} was skipped`);
     // Its workers: each either upgraded or left behind with a reason in the report.
     for (const w of ['worker-1', 'worker-2', 'worker-3']) {
       const left = [...report.blockedDrains, ...report.refusedNodes].some((n) => n.node === w);
@@ -122,26 +163,51 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
 
     // The saved description: the twin the operator can look at.
     const twin = readDescription(saved);
-    assert.deepEqual(twin.nodes.map((n) => n.name), ['cp-1', 'worker-1', 'worker-2', 'worker-3']);
-    assert.deepEqual(twin.workloads.find((w) => w.name === 'lonely'), { kind: 'Pod', name: 'lonely', namespace: 'default', replicas: 1, node: bareNode });
+    assert.deepEqual(
+      twin.nodes.map((n) => n.name),
+      ['cp-1', 'worker-1', 'worker-2', 'worker-3'],
+    );
+    assert.deepEqual(
+      twin.workloads.find((w) => w.name === 'lonely'),
+      { kind: 'Pod', name: 'lonely', namespace: 'default', replicas: 1, node: bareNode },
+    );
     assert.deepEqual(twin.workloads.find((w) => w.name === 'web')?.pdb, { minAvailable: 2 });
     assert.doesNotMatch(readFileSync(saved, 'utf8'), /BEGIN|PRIVATE|kubeconfig/);
 
     // The original: versions as they were, no write by the worker's identity, no host changed.
     assert.deepEqual(await kubelets(), before);
     await writes.assertNoneSince(mark, 'a rehearsal');
-    console.log(`rehearse: ${seconds.toFixed(0)} s through the CLI; twin report ${report.seconds} s; phases ${report.phases.map((p) => `${p.phase} ${p.seconds}s`).join(', ')}; blocked ${report.blockedDrains.map((b) => b.node).join(', ')}`);
+    console.log(
+      `rehearse: ${seconds.toFixed(0)} s through the CLI; twin report ${report.seconds} s; phases ${report.phases.map((p) => `${p.phase} ${p.seconds}s`).join(', ')}; blocked ${report.blockedDrains.map((b) => b.node).join(', ')}`,
+    );
   });
 
   it('in text, with --repository (no SSH to the cluster at all): the blocking PDB, timings and the skew verdict', async () => {
     const writes = clusterWrites(tc.sim, tc.workerKube);
     const mark = await writes.mark();
     const commands = tc.sim.hosts.commandLog('cp-1').length;
-    const r = await cli('rehearse', '--cluster', 'rh', '--to', '1.34', '--latencies', latencies, '--drain-timeout', '10', '--repository', '1.33.7,1.34.2');
+    const r = await cli(
+      'rehearse',
+      '--cluster',
+      'rh',
+      '--to',
+      '1.34',
+      '--latencies',
+      latencies,
+      '--drain-timeout',
+      '10',
+      '--repository',
+      '1.33.7,1.34.2',
+    );
     assert.equal(r.code, 0, `${r.stderr}\n${r.stdout}`);
     assert.match(r.stdout, /^Rehearsal of rh: 1\.33\.7 → 1\.34\.2: the twin upgraded, with nodes left behind/);
     assert.match(r.stdout, /\n {2}worker-\d \(1\.34\.2\): PDB default\/web refused evicting default\/web-\S+; the rehearsal answered skip/);
-    assert.match(r.stdout, new RegExp(`\\nNodes refused \\(pods nothing would recreate\\):\\n {2}${bareNode} \\(1\\.34\\.2\\): default/lonely; the rehearsal answered skip`));
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `\\nNodes refused \\(pods nothing would recreate\\):\\n {2}${bareNode} \\(1\\.34\\.2\\): default/lonely; the rehearsal answered skip`,
+      ),
+    );
     assert.match(r.stdout, /\nSkew policy: every one of the \d+ version states the twin went through complies/);
     assert.match(r.stdout, /\n {2}1\.34\.2 +control-plane +\d+\.\d s +cp-1/);
     assert.equal(tc.sim.hosts.commandLog('cp-1').length, commands, 'with --repository nothing runs on the hosts');
@@ -165,46 +231,125 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
       }
       const out: { pid: number; cmd: string }[] = [];
       const walk = (p: number) => {
-        for (const [child, parent] of parentOf) if (parent === p) { out.push({ pid: child, cmd: cmdOf.get(child) ?? '' }); walk(child); }
+        for (const [child, parent] of parentOf)
+          if (parent === p) {
+            out.push({ pid: child, cmd: cmdOf.get(child) ?? '' });
+            walk(child);
+          }
       };
       walk(pid);
       return out;
     };
-    const run = spawnCli(['rehearse', '--cluster', 'rh', '--to', '1.34', '--latencies', latencies, '--repository', '1.33.7,1.34.2'], cliEnv());
+    const run = spawnCli(
+      ['rehearse', '--cluster', 'rh', '--to', '1.34', '--latencies', latencies, '--repository', '1.33.7,1.34.2'],
+      cliEnv(),
+    );
     const pid = run.child.pid as number;
     let seen: { pid: number; cmd: string }[] = [];
     const deadline = Date.now() + 120_000;
     while (Date.now() < deadline) {
       seen = descendants(pid);
-      if (seen.some((p) => /temporal.* server start-dev/.test(p.cmd)) && seen.some((p) => /kube-apiserver/.test(p.cmd)) && seen.some((p) => /kwok/.test(p.cmd))) break;
+      if (
+        seen.some((p) => /temporal.* server start-dev/.test(p.cmd)) &&
+        seen.some((p) => /kube-apiserver/.test(p.cmd)) &&
+        seen.some((p) => /kwok/.test(p.cmd))
+      )
+        break;
       await new Promise((r) => setTimeout(r, 250));
     }
-    assert.ok(seen.some((p) => /kube-apiserver/.test(p.cmd)), `the twin started: ${seen.map((p) => p.cmd.slice(0, 60)).join('; ')}`);
+    assert.ok(
+      seen.some((p) => /kube-apiserver/.test(p.cmd)),
+      `the twin started: ${seen.map((p) => p.cmd.slice(0, 60)).join('; ')}`,
+    );
     await new Promise((r) => setTimeout(r, 2000)); // mid-start or mid-upgrade: either must be torn down
     run.child.kill('SIGINT');
     const r = await run.exited;
     assert.equal(r.code, 130, r.stderr);
     assert.deepEqual(r.stderr.trim().split('\n'), ['skewless: rehearsal of rh interrupted: the twin was stopped and removed']);
     const left = seen.filter((p) => existsSync(`/proc/${p.pid}`) && !readFileSync(`/proc/${p.pid}/stat`, 'utf8').includes(') Z '));
-    assert.deepEqual(left.map((p) => p.cmd.slice(0, 80)), [], 'processes the twin left behind');
+    assert.deepEqual(
+      left.map((p) => p.cmd.slice(0, 80)),
+      [],
+      'processes the twin left behind',
+    );
   });
 
   describe('bad input: one line on stderr, the exit code, nothing touched', () => {
     const rows: { name: string; args: string[]; exit: number; stderr: RegExp; env?: () => NodeJS.ProcessEnv }[] = [
       { name: 'no --cluster', args: ['rehearse', '--to', '1.34'], exit: 2, stderr: /^skewless: --cluster \(the cluster\) is required$/ },
       { name: 'no --to', args: ['rehearse', '--cluster', 'rh'], exit: 2, stderr: /^skewless: --to is required$/ },
-      { name: 'a target that is no version', args: ['rehearse', '--cluster', 'rh', '--to', '1.34;reboot'], exit: 2, stderr: /^skewless: invalid target/ },
-      { name: 'a policy flag out of range', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--batch-size', '0'], exit: 2, stderr: /^skewless: --batch-size must be an integer ≥ 1, got "0"$/ },
-      { name: 'a latencies file that does not exist', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--latencies', '/nonexistent/l.yaml'], exit: 2, stderr: /^skewless: cannot read --latencies \/nonexistent\/l\.yaml: ENOENT$/ },
-      { name: 'a latency that is not one', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--latencies', 'BAD_LATENCIES'], exit: 2, stderr: /^skewless: --latencies .*: coffee is not a latency/ },
-      { name: 'a repository that is no list of versions', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--repository', '1.34.x'], exit: 2, stderr: /^skewless: --repository: "1\.34\.x" is not a version/ },
-      { name: 'an ssh user with shell text', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--ssh-user', 'root;id'], exit: 2, stderr: /^skewless: --ssh-user must be a user name/ },
-      { name: '--save-description into a folder that does not exist', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--save-description', '/nonexistent/twin.yaml'], exit: 2, stderr: /^skewless: --save-description: no folder \/nonexistent$/ },
-      { name: 'a cluster the worker does not know', args: ['rehearse', '--cluster', 'nowhere', '--to', '1.34'], exit: 2, stderr: /^skewless: reading nowhere for the rehearsal failed: .*nowhere/ },
-      { name: 'a target the repository does not offer (planned before any twin)', args: ['rehearse', '--cluster', 'rh', '--to', '1.36', '--repository', '1.33.7,1.34.2'], exit: 2, stderr: /^skewless: .*1\.36/ },
-      { name: 'nothing to rehearse: the cluster is at the target', args: ['rehearse', '--cluster', 'rh', '--to', 'latest-patch'], exit: 1, stderr: /^skewless: nothing to rehearse: rh is already at 1\.33\.7 \(target latest-patch\)$/ },
-      { name: 'no worker on the task queue', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--task-queue', 'nobody-polls-this'], exit: 1, stderr: /^skewless: no worker polls task queue nobody-polls-this/ },
-      { name: 'Temporal unreachable', args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--address', '127.0.0.1:1'], exit: 3, stderr: /^skewless: cannot reach Temporal at 127\.0\.0\.1:1/ },
+      {
+        name: 'a target that is no version',
+        args: ['rehearse', '--cluster', 'rh', '--to', '1.34;reboot'],
+        exit: 2,
+        stderr: /^skewless: invalid target/,
+      },
+      {
+        name: 'a policy flag out of range',
+        args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--batch-size', '0'],
+        exit: 2,
+        stderr: /^skewless: --batch-size must be an integer ≥ 1, got "0"$/,
+      },
+      {
+        name: 'a latencies file that does not exist',
+        args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--latencies', '/nonexistent/l.yaml'],
+        exit: 2,
+        stderr: /^skewless: cannot read --latencies \/nonexistent\/l\.yaml: ENOENT$/,
+      },
+      {
+        name: 'a latency that is not one',
+        args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--latencies', 'BAD_LATENCIES'],
+        exit: 2,
+        stderr: /^skewless: --latencies .*: coffee is not a latency/,
+      },
+      {
+        name: 'a repository that is no list of versions',
+        args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--repository', '1.34.x'],
+        exit: 2,
+        stderr: /^skewless: --repository: "1\.34\.x" is not a version/,
+      },
+      {
+        name: 'an ssh user with shell text',
+        args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--ssh-user', 'root;id'],
+        exit: 2,
+        stderr: /^skewless: --ssh-user must be a user name/,
+      },
+      {
+        name: '--save-description into a folder that does not exist',
+        args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--save-description', '/nonexistent/twin.yaml'],
+        exit: 2,
+        stderr: /^skewless: --save-description: no folder \/nonexistent$/,
+      },
+      {
+        name: 'a cluster the worker does not know',
+        args: ['rehearse', '--cluster', 'nowhere', '--to', '1.34'],
+        exit: 2,
+        stderr: /^skewless: reading nowhere for the rehearsal failed: .*nowhere/,
+      },
+      {
+        name: 'a target the repository does not offer (planned before any twin)',
+        args: ['rehearse', '--cluster', 'rh', '--to', '1.36', '--repository', '1.33.7,1.34.2'],
+        exit: 2,
+        stderr: /^skewless: .*1\.36/,
+      },
+      {
+        name: 'nothing to rehearse: the cluster is at the target',
+        args: ['rehearse', '--cluster', 'rh', '--to', 'latest-patch'],
+        exit: 1,
+        stderr: /^skewless: nothing to rehearse: rh is already at 1\.33\.7 \(target latest-patch\)$/,
+      },
+      {
+        name: 'no worker on the task queue',
+        args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--task-queue', 'nobody-polls-this'],
+        exit: 1,
+        stderr: /^skewless: no worker polls task queue nobody-polls-this/,
+      },
+      {
+        name: 'Temporal unreachable',
+        args: ['rehearse', '--cluster', 'rh', '--to', '1.34', '--address', '127.0.0.1:1'],
+        exit: 3,
+        stderr: /^skewless: cannot reach Temporal at 127\.0\.0\.1:1/,
+      },
     ];
     for (const row of rows) {
       it(row.name, async () => {

@@ -37,7 +37,8 @@ describe('e2e: skip and abort leave the cluster as the workflow reports it', () 
     const worker = await simWorker(env, tc.clustersDir, taskQueue);
     const status = await worker.runUntil(async () => {
       const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
-        taskQueue, workflowId: 'upgrade/skipabort',
+        taskQueue,
+        workflowId: 'upgrade/skipabort',
         args: [{ cluster: 'skipabort', to: '1.34', policy: { canary: 1, maxUnavailable: 1, approveAfterCanary: true, verifySeconds: 60 } }],
       });
       const until = (what: string, check: (s: UpgradeStatus) => boolean) => untilStatus(handle, what, check, 300_000);
@@ -46,10 +47,15 @@ describe('e2e: skip and abort leave the cluster as the workflow reports it', () 
       await handle.executeUpdate(approveUpdate, { args: [{ gate: 'canary-1.33.7', by: 'ops' }] });
       const blocked = await until('worker-2 blocked', (s) => s.nodes['worker-2']?.phase === 'blocked');
       assert.equal(blocked.nodes['worker-2']?.blocked?.kind, 'DrainRefused');
-      assert.deepEqual(blocked.nodes['worker-2']?.blocked?.pods.map((p) => p.name), ['pet']);
-      const w2 = (await tc.kube.core.readNode({ name: 'worker-2' }));
+      assert.deepEqual(
+        blocked.nodes['worker-2']?.blocked?.pods.map((p) => p.name),
+        ['pet'],
+      );
+      const w2 = await tc.kube.core.readNode({ name: 'worker-2' });
       assert.equal(w2.spec?.unschedulable, true, 'cordoned while blocked');
-      await handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'worker-2', action: 'skip', by: 'ops', comment: 'pet pod owner on holiday' }] });
+      await handle.executeUpdate(resolveDrainUpdate, {
+        args: [{ node: 'worker-2', action: 'skip', by: 'ops', comment: 'pet pod owner on holiday' }],
+      });
       // Hop 1.34.2: abort at the canary gate.
       await until('canary gate of 1.34.2', (s) => s.gates.some((g) => g.name === 'canary-1.34.2' && !g.approvedBy));
       const mid = await tc.kube.core.readNode({ name: 'worker-2' });
@@ -63,17 +69,50 @@ describe('e2e: skip and abort leave the cluster as the workflow reports it', () 
     assert.deepEqual(status.skipped, ['worker-2']);
     // The report and the cluster agree, node by node.
     const nodes = (await tc.kube.core.listNode()).items;
-    const actual = Object.fromEntries(nodes.map((n) => [n.metadata?.name as string, n.status?.nodeInfo?.kubeletVersion?.replace(/^v/, '')]));
+    const actual = Object.fromEntries(
+      nodes.map((n) => [n.metadata?.name as string, n.status?.nodeInfo?.kubeletVersion?.replace(/^v/, '')]),
+    );
     const reported = Object.fromEntries(Object.entries(status.nodes).map(([n, s]) => [n, s.version]));
     assert.deepEqual(reported, actual);
-    assert.deepEqual(actual, { 'cp-1': '1.34.2', 'cp-2': '1.34.2', 'cp-3': '1.34.2', 'worker-1': '1.34.2', 'worker-2': '1.32.4', 'worker-3': '1.33.7' });
-    for (const [node, version] of Object.entries(actual)) assert.match(status.outcome ?? '', new RegExp(`${node}[^;]* at ${version.replace(/\./g, '\\.')}|${node}, [^;]* at ${version.replace(/\./g, '\\.')}`));
-    assert.match(status.outcome ?? '', /^aborted by ops: change freeze; .*skipped: worker-2; no node left cordoned by this run; finish with: skewless upgrade --cluster skipabort --to 1\.34$/);
-    assert.ok(nodes.every((n) => !n.spec?.unschedulable), `cordoned: ${nodes.filter((n) => n.spec?.unschedulable).map((n) => n.metadata?.name).join(', ')}`);
-    assert.ok(nodes.every((n) => !n.metadata?.labels?.['skewless.io/stage']), 'no stage label left');
-    assert.ok(nodes.every((n) => !Object.keys(n.metadata?.annotations ?? {}).some((k) => k.startsWith('skewless.io/'))), 'no ownership annotation left');
-    const mirrors = (await tc.kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane,component!=etcd' })).items;
-    assert.ok(mirrors.every((p) => p.spec?.containers[0]?.image?.endsWith(':v1.34.2')), 'the control plane keeps the version it reached: no downgrade');
+    assert.deepEqual(actual, {
+      'cp-1': '1.34.2',
+      'cp-2': '1.34.2',
+      'cp-3': '1.34.2',
+      'worker-1': '1.34.2',
+      'worker-2': '1.32.4',
+      'worker-3': '1.33.7',
+    });
+    for (const [node, version] of Object.entries(actual))
+      assert.match(
+        status.outcome ?? '',
+        new RegExp(`${node}[^;]* at ${version.replace(/\./g, '\\.')}|${node}, [^;]* at ${version.replace(/\./g, '\\.')}`),
+      );
+    assert.match(
+      status.outcome ?? '',
+      /^aborted by ops: change freeze; .*skipped: worker-2; no node left cordoned by this run; finish with: skewless upgrade --cluster skipabort --to 1\.34$/,
+    );
+    assert.ok(
+      nodes.every((n) => !n.spec?.unschedulable),
+      `cordoned: ${nodes
+        .filter((n) => n.spec?.unschedulable)
+        .map((n) => n.metadata?.name)
+        .join(', ')}`,
+    );
+    assert.ok(
+      nodes.every((n) => !n.metadata?.labels?.['skewless.io/stage']),
+      'no stage label left',
+    );
+    assert.ok(
+      nodes.every((n) => !Object.keys(n.metadata?.annotations ?? {}).some((k) => k.startsWith('skewless.io/'))),
+      'no ownership annotation left',
+    );
+    const mirrors = (
+      await tc.kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane,component!=etcd' })
+    ).items;
+    assert.ok(
+      mirrors.every((p) => p.spec?.containers[0]?.image?.endsWith(':v1.34.2')),
+      'the control plane keeps the version it reached: no downgrade',
+    );
     const pet = await tc.kube.core.readNamespacedPod({ name: 'pet', namespace: 'default' });
     assert.equal(pet.spec?.nodeName, 'worker-2', 'the unmanaged pod was never deleted');
   });

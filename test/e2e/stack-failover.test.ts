@@ -14,23 +14,38 @@ import { runStackUpgrade } from '../stack/stack-upgrade.js';
  * an undrained node. The test starts the stack and stops it (its programs die with this process).
  */
 describe('e2e: an upgrade on PostgreSQL and the Temporal server, two workers, through their failures', () => {
-  it('finishes with every promise kept after a server restart, a PostgreSQL restart and a worker SIGKILL', { timeout: 20 * 60_000 }, async (t) => {
-    const lines: string[] = [];
-    const report = await runStackUpgrade({ temporal: 'stack', faults: true, log: (l) => lines.push(l) });
-    for (const f of report.faults) t.diagnostic(`${f.what} at ${(f.atMs / 1000).toFixed(1)} s, ${f.outageMs} ms, during ${f.during}`);
-    const workers = [...new Set(report.drains.map((d) => d.worker))];
-    t.diagnostic(`${report.drains.length} drains by ${workers.join(', ')}; ${overlappingAcrossWorkers(report.drains).length} pairs on different workers at once`);
-    t.diagnostic(`stack ready in ${report.temporalStartMs} ms; upgrade ${(report.upgradeMs / 1000).toFixed(0)} s; run ${(report.wallMs / 1000).toFixed(0)} s`);
-    const trace = `\n${lines.join('\n')}\n${JSON.stringify(report.drains)}`;
-    assert.deepEqual(report.problems, [], trace);
-    assert.deepEqual(report.faults.map((f) => f.what), ['server-restart', 'postgres-restart', 'worker-kill'], trace);
+  it(
+    'finishes with every promise kept after a server restart, a PostgreSQL restart and a worker SIGKILL',
+    { timeout: 20 * 60_000 },
+    async (t) => {
+      const lines: string[] = [];
+      const report = await runStackUpgrade({ temporal: 'stack', faults: true, log: (l) => lines.push(l) });
+      for (const f of report.faults) t.diagnostic(`${f.what} at ${(f.atMs / 1000).toFixed(1)} s, ${f.outageMs} ms, during ${f.during}`);
+      const workers = [...new Set(report.drains.map((d) => d.worker))];
+      t.diagnostic(
+        `${report.drains.length} drains by ${workers.join(', ')}; ${overlappingAcrossWorkers(report.drains).length} pairs on different workers at once`,
+      );
+      t.diagnostic(
+        `stack ready in ${report.temporalStartMs} ms; upgrade ${(report.upgradeMs / 1000).toFixed(0)} s; run ${(report.wallMs / 1000).toFixed(0)} s`,
+      );
+      const trace = `\n${lines.join('\n')}\n${JSON.stringify(report.drains)}`;
+      assert.deepEqual(report.problems, [], trace);
+      assert.deepEqual(
+        report.faults.map((f) => f.what),
+        ['server-restart', 'postgres-restart', 'worker-kill'],
+        trace,
+      );
 
-    // The drain the kill cut off was finished by the other worker, on a later attempt.
-    const [, node, killed] = /^drainNode (\S+) on (\S+)$/.exec(report.faults[2]!.during) ?? [];
-    assert.ok(node && killed, `the kill met a drain: ${report.faults[2]!.during}`);
-    const finished = report.drains.filter((d) => d.workflowId.endsWith(`/1.34.2/${node}`));
-    assert.ok(finished.some((d) => d.worker !== killed && d.attempt >= 2), `${node}'s drain finished by the surviving worker on a retry${trace}`);
-    assert.equal(workers.length, 2, `both workers drained nodes${trace}`);
-    assert.equal(report.status?.phase, 'done', trace);
-  });
+      // The drain the kill cut off was finished by the other worker, on a later attempt.
+      const [, node, killed] = /^drainNode (\S+) on (\S+)$/.exec(report.faults[2]!.during) ?? [];
+      assert.ok(node && killed, `the kill met a drain: ${report.faults[2]!.during}`);
+      const finished = report.drains.filter((d) => d.workflowId.endsWith(`/1.34.2/${node}`));
+      assert.ok(
+        finished.some((d) => d.worker !== killed && d.attempt >= 2),
+        `${node}'s drain finished by the surviving worker on a retry${trace}`,
+      );
+      assert.equal(workers.length, 2, `both workers drained nodes${trace}`);
+      assert.equal(report.status?.phase, 'done', trace);
+    },
+  );
 });

@@ -33,7 +33,8 @@ workloads:
   - {kind: DaemonSet, name: agent}
 `;
 const NODES = ['cp', 'worker-1', 'worker-2', 'worker-3'];
-const FETCH_FAILED = "E: Failed to fetch https://pkgs.k8s.io/core:/stable:/v1.33/deb/amd64/kubeadm_1.33.7-1.1_amd64.deb  Temporary failure resolving 'pkgs.k8s.io'\nE: Unable to fetch some archives, maybe run apt-get update or try with --fix-missing?";
+const FETCH_FAILED =
+  "E: Failed to fetch https://pkgs.k8s.io/core:/stable:/v1.33/deb/amd64/kubeadm_1.33.7-1.1_amd64.deb  Temporary failure resolving 'pkgs.k8s.io'\nE: Unable to fetch some archives, maybe run apt-get update or try with --fix-missing?";
 /** The kubelet/kubectl install of the hop (sudo and env stripped, as faults match). */
 const KUBELET_INSTALL = 'apt-get install -y -q -o DPkg::Lock::Timeout=120 -o Dpkg::Options::=--force-confold kubelet=1.33.7-1.1';
 
@@ -56,7 +57,11 @@ async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[]> {
     const started = e.activityTaskStartedEventAttributes;
     if (started) {
       const type = started.lastFailure?.applicationFailureInfo?.type ?? (started.lastFailure?.timeoutFailureInfo ? 'timeout' : undefined);
-      runs.push({ activity: names.get(String(started.scheduledEventId)) ?? '?', attempt: started.attempt ?? 1, ...(type ? { lastFailure: type } : {}) });
+      runs.push({
+        activity: names.get(String(started.scheduledEventId)) ?? '?',
+        attempt: started.attempt ?? 1,
+        ...(type ? { lastFailure: type } : {}),
+      });
     }
   }
   return runs;
@@ -99,38 +104,85 @@ describe('e2e: an upgrade rides through transient host and cluster faults', () =
     tc.sim.hosts.setFault('worker-1', { kind: 'fail', command: 'apt-get install', times: 2, exitCode: 100, stderr: FETCH_FAILED });
     tc.sim.hosts.setFault('worker-2', { kind: 'hang', command: 'apt-get install', times: 1 });
     tc.sim.hosts.setFault('worker-3', { kind: 'rebootDuring', command: KUBELET_INSTALL });
-    const holders = (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=hold' })).items.map((p) => p.spec?.nodeName as string);
+    const holders = (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=hold' })).items.map(
+      (p) => p.spec?.nodeName as string,
+    );
     assert.equal(holders.length, 2);
     sampler = startAvailabilitySampler(tc.kube, { intervalMs: 250 });
     handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
-      taskQueue, workflowId: 'upgrade/transient', workflowIdConflictPolicy: 'FAIL',
-      args: [{ cluster: 'transient', to: '1.33', policy: { canary: 1, batchSize: 1, maxUnavailable: 1, drainTimeoutSeconds: 240, verifySeconds: 60, acknowledge: ['default/hold'] } }],
+      taskQueue,
+      workflowId: 'upgrade/transient',
+      workflowIdConflictPolicy: 'FAIL',
+      args: [
+        {
+          cluster: 'transient',
+          to: '1.33',
+          policy: {
+            canary: 1,
+            batchSize: 1,
+            maxUnavailable: 1,
+            drainTimeoutSeconds: 240,
+            verifySeconds: 60,
+            acknowledge: ['default/hold'],
+          },
+        },
+      ],
     });
 
     // The first drain of a node running a `hold` pod waits on its PDB: restart the API server then.
-    const status = await untilStatus(handle, 'a node running a hold pod draining', (s) => holders.some((n) => s.nodes[n]?.phase === 'draining'), 180_000);
+    const status = await untilStatus(
+      handle,
+      'a node running a hold pod draining',
+      (s) => holders.some((n) => s.nodes[n]?.phase === 'draining'),
+      180_000,
+    );
     drainedThroughRestart = holders.find((n) => status.nodes[n]?.phase === 'draining') as string;
-    await waitFor(`the drain of ${drainedThroughRestart} refused by the hold PDB`, async () => {
-      const pending = (await child(drainedThroughRestart).describe()).raw.pendingActivities ?? [];
-      // Heartbeat details are JSON payloads: the drain names the PDB that refuses (`default/hold`).
-      const details = (a: (typeof pending)[number]) => (a.heartbeatDetails?.payloads ?? []).map((p) => Buffer.from(p.data ?? []).toString('utf8')).join('');
-      return pending.some((a) => a.activityType?.name === 'drainNode' && details(a).includes('"default/hold"'));
-    }, 60_000, 250);
+    await waitFor(
+      `the drain of ${drainedThroughRestart} refused by the hold PDB`,
+      async () => {
+        const pending = (await child(drainedThroughRestart).describe()).raw.pendingActivities ?? [];
+        // Heartbeat details are JSON payloads: the drain names the PDB that refuses (`default/hold`).
+        const details = (a: (typeof pending)[number]) =>
+          (a.heartbeatDetails?.payloads ?? []).map((p) => Buffer.from(p.data ?? []).toString('utf8')).join('');
+        return pending.some((a) => a.activityType?.name === 'drainNode' && details(a).includes('"default/hold"'));
+      },
+      60_000,
+      250,
+    );
     const restartStarted = Date.now();
     await tc.sim.controlPlane.restartApiserver();
     const restartSeconds = (Date.now() - restartStarted) / 1000;
     const node = await tc.kube.core.readNode({ name: drainedThroughRestart });
     assert.equal(node.spec?.unschedulable, true, 'still cordoned, still draining');
     // The owners relax the budget; the drain that outlived the restart goes on by itself.
-    await tc.kube.policy.patchNamespacedPodDisruptionBudget({ name: 'hold', namespace: 'default', body: { spec: { minAvailable: 1 } } }, mergePatch);
+    await tc.kube.policy.patchNamespacedPodDisruptionBudget(
+      { name: 'hold', namespace: 'default', body: { spec: { minAvailable: 1 } } },
+      mergePatch,
+    );
 
     // Fails fast (instead of waiting forever) if a step gave up and the node waits for the operator.
-    const end = await untilStatus(handle, 'the upgrade finished, or a node waiting for the operator',
-      (s) => ['done', 'failed', 'aborted'].includes(s.phase) || s.halted !== undefined || Object.values(s.nodes).some((n) => n.blocked !== undefined), 300_000);
-    assert.deepEqual(Object.entries(end.nodes).filter(([, n]) => n.blocked).map(([name, n]) => `${name}: ${n.blocked?.message}`), [], 'no node waits for the operator');
+    const end = await untilStatus(
+      handle,
+      'the upgrade finished, or a node waiting for the operator',
+      (s) =>
+        ['done', 'failed', 'aborted'].includes(s.phase) ||
+        s.halted !== undefined ||
+        Object.values(s.nodes).some((n) => n.blocked !== undefined),
+      300_000,
+    );
+    assert.deepEqual(
+      Object.entries(end.nodes)
+        .filter(([, n]) => n.blocked)
+        .map(([name, n]) => `${name}: ${n.blocked?.message}`),
+      [],
+      'no node waits for the operator',
+    );
     result = await handle.result();
     assert.equal(result.phase, 'done', result.events.join('\n'));
-    assert.ok(Object.values(result.nodes).every((n) => n.phase === 'done'), JSON.stringify(result.nodes));
+    assert.ok(
+      Object.values(result.nodes).every((n) => n.phase === 'done'),
+      JSON.stringify(result.nodes),
+    );
     console.log(`# apiserver restart took ${restartSeconds.toFixed(1)} s, during the drain of ${drainedThroughRestart}`);
   });
 
@@ -146,7 +198,11 @@ describe('e2e: an upgrade rides through transient host and cluster faults', () =
     for (const n of NODES) {
       const runs = await activityRuns(child(n));
       const others = runs.filter((r) => r.activity !== 'installPackages' && r.activity !== 'drainNode');
-      assert.deepEqual(others.filter((r) => r.attempt > 1), [], `${n}: nothing else had to retry`);
+      assert.deepEqual(
+        others.filter((r) => r.attempt > 1),
+        [],
+        `${n}: nothing else had to retry`,
+      );
     }
   });
 
@@ -162,19 +218,26 @@ describe('e2e: an upgrade rides through transient host and cluster faults', () =
       for (const [pkg, c] of Object.entries(counts)) assert.deepEqual(c, { unpacked: 1, configured: 1 }, `${n} ${pkg}`);
       assert.equal(tc.sim.hosts.state(n).unconfigured, undefined, n);
     }
-    const w3 = tc.sim.hosts.commandLog('worker-3').map((e) => `${e.command.replace(/^sudo -n (DEBIAN_FRONTEND=\S+ )?/, '')} → ${e.exitCode}`);
+    const w3 = tc.sim.hosts
+      .commandLog('worker-3')
+      .map((e) => `${e.command.replace(/^sudo -n (DEBIAN_FRONTEND=\S+ )?/, '')} → ${e.exitCode}`);
     const kubeletInstalls = w3.filter((c) => c.startsWith(KUBELET_INSTALL));
     assert.deepEqual(kubeletInstalls, [`${KUBELET_INSTALL} kubectl=1.33.7-1.1 → null`], 'the cut install is not run again');
     assert.ok(w3.includes('dpkg --configure -a → 0'), w3.join('\n'));
   });
 
   it('leaves every node at 1.33.7 and uncordoned, with no PDB violated and the skew policy held in every state', async () => {
-    assert.deepEqual(await nodeLines(tc.kube),
-      NODES.map((x) => `${x} v1.33.7 schedulable`));
+    assert.deepEqual(
+      await nodeLines(tc.kube),
+      NODES.map((x) => `${x} v1.33.7 schedulable`),
+    );
     const report = await (sampler as AvailabilitySampler).stop();
     sampler = undefined;
     assert.equal(report.violated, false, formatAvailability(report));
-    assert.deepEqual(report.pdbs.map((p) => p.name), ['hold', 'web']);
+    assert.deepEqual(
+      report.pdbs.map((p) => p.name),
+      ['hold', 'web'],
+    );
     assert.deepEqual((await judgeSimulation(tc.sim)).problems, []);
   });
 });

@@ -23,7 +23,7 @@ workloads:
   - {kind: Deployment, name: web, replicas: 3, pdb: {minAvailable: 2}}
 `;
 
-describe('e2e: a dnf-based cluster 1.32 → 1.33, each node\'s kubernetes.repo switched to the hop\'s minor', () => {
+describe("e2e: a dnf-based cluster 1.32 → 1.33, each node's kubernetes.repo switched to the hop's minor", () => {
   let env: TestWorkflowEnvironment;
   let tc: TestCluster;
   before(async () => {
@@ -37,28 +37,47 @@ describe('e2e: a dnf-based cluster 1.32 → 1.33, each node\'s kubernetes.repo s
   it('upgrades every node with dnf, the skew policy held in every state, every .repo at v1.33 with its exclude kept', async () => {
     const taskQueue = uniqueTaskQueue('rhel');
     const worker = await simWorker(env, tc.clustersDir, taskQueue);
-    const status = await worker.runUntil(env.client.workflow.execute(clusterUpgradeWorkflow, {
-      taskQueue, workflowId: `upgrade/rhel-${taskQueue}`, args: [{ cluster: 'rhel', to: '1.33', policy: { canary: 1, batchSize: 2, maxUnavailable: 1, verifySeconds: 5 } }],
-    })).catch((err: unknown) => assert.fail(failureChain(err)));
+    const status = await worker
+      .runUntil(
+        env.client.workflow.execute(clusterUpgradeWorkflow, {
+          taskQueue,
+          workflowId: `upgrade/rhel-${taskQueue}`,
+          args: [{ cluster: 'rhel', to: '1.33', policy: { canary: 1, batchSize: 2, maxUnavailable: 1, verifySeconds: 5 } }],
+        }),
+      )
+      .catch((err: unknown) => assert.fail(failureChain(err)));
     assert.equal(status.phase, 'done', status.events.join('\n'));
     assert.deepEqual(status.hops, ['1.33.7']);
 
     await tc.sim.versionHistorySettled();
     assert.deepEqual(judgeVersionHistory(readVersionHistory(tc.sim.stateDir)).problems, []);
     const nodes = (await tc.kube.core.listNode()).items;
-    assert.ok(nodes.every((n) => n.status?.nodeInfo?.kubeletVersion === 'v1.33.7'), nodes.map((n) => `${n.metadata?.name} ${n.status?.nodeInfo?.kubeletVersion}`).join(', '));
+    assert.ok(
+      nodes.every((n) => n.status?.nodeInfo?.kubeletVersion === 'v1.33.7'),
+      nodes.map((n) => `${n.metadata?.name} ${n.status?.nodeInfo?.kubeletVersion}`).join(', '),
+    );
 
     for (const node of ['cp-1', 'cp-2', 'worker-1', 'worker-2', 'worker-3']) {
       const repo = readFileSync(join(tc.sim.stateDir, 'hosts', node, 'root', '/etc/yum.repos.d/kubernetes.repo'), 'utf8');
       assert.match(repo, /^baseurl=https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.33\/rpm\/$/m, `${node}: ${repo}`);
       assert.match(repo, /^exclude=kubelet kubeadm kubectl cri-tools kubernetes-cni$/m, `${node} keeps the guide's hold`);
-      assert.deepEqual(tc.sim.hosts.state(node).packages, { kubeadm: '1.33.7-150500.1.1', kubelet: '1.33.7-150500.1.1', kubectl: '1.33.7-150500.1.1' });
+      assert.deepEqual(tc.sim.hosts.state(node).packages, {
+        kubeadm: '1.33.7-150500.1.1',
+        kubelet: '1.33.7-150500.1.1',
+        kubectl: '1.33.7-150500.1.1',
+      });
       const commands = tc.sim.hosts.commandLog(node).map((e) => e.command);
-      assert.deepEqual(commands.filter((c) => /\bapt|dpkg/.test(c)), [], `${node}: no apt on a dnf node`);
+      assert.deepEqual(
+        commands.filter((c) => /\bapt|dpkg/.test(c)),
+        [],
+        `${node}: no apt on a dnf node`,
+      );
       const installs = commands.filter((c) => /dnf install/.test(c));
       assert.ok(installs.length >= 1 && installs.every((c) => c.includes('--disableexcludes=kubernetes')), installs.join('\n'));
       // The switch comes before the first install of the hop.
-      const sed = commands.findIndex((c) => c.includes('sed -i s,/core:/stable:/v1.32/,/core:/stable:/v1.33/,g /etc/yum.repos.d/kubernetes.repo'));
+      const sed = commands.findIndex((c) =>
+        c.includes('sed -i s,/core:/stable:/v1.32/,/core:/stable:/v1.33/,g /etc/yum.repos.d/kubernetes.repo'),
+      );
       assert.ok(sed >= 0 && sed < commands.findIndex((c) => /dnf install/.test(c)), `${node}: ${commands.join('\n')}`);
     }
   });

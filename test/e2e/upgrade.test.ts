@@ -45,15 +45,25 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
     const taskQueue = uniqueTaskQueue('e2e');
     const worker = await simWorker(env, tc.clustersDir, taskQueue);
     const sampler = startAvailabilitySampler(tc.kube, { intervalMs: 250 });
-    const status = await worker.runUntil(env.client.workflow.execute(clusterUpgradeWorkflow, {
-      taskQueue, workflowId: 'upgrade/e2e', args: [{ cluster: 'e2e', to: '1.34', policy: { canary: 1, batchSize: 2, maxUnavailable: 2, verifySeconds: 60 } }],
-    })).catch((err: unknown) => assert.fail(failureChain(err))).finally(() => sampler.stop().then((r) => (availability = r)));
+    const status = await worker
+      .runUntil(
+        env.client.workflow.execute(clusterUpgradeWorkflow, {
+          taskQueue,
+          workflowId: 'upgrade/e2e',
+          args: [{ cluster: 'e2e', to: '1.34', policy: { canary: 1, batchSize: 2, maxUnavailable: 2, verifySeconds: 60 } }],
+        }),
+      )
+      .catch((err: unknown) => assert.fail(failureChain(err)))
+      .finally(() => sampler.stop().then((r) => (availability = r)));
     assert.equal(status.phase, 'done', status.events.join('\n'));
 
     // No workload with a PDB dropped below it at any sample of the run.
     assert.ok(availability, 'the sampler reported');
     assert.equal(availability.violated, false, formatAvailability(availability));
-    assert.deepEqual(availability.pdbs.map((p) => p.name), ['db', 'web']);
+    assert.deepEqual(
+      availability.pdbs.map((p) => p.name),
+      ['db', 'web'],
+    );
     assert.ok(availability.samples >= 20, `${availability.samples} samples over the run`);
 
     // The skew policy held in every state the cluster passed through, as the sim recorded it.
@@ -64,16 +74,24 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
     // 8 kubelets × 2 hops + 3 control planes × 2 hops, after the initial state.
     assert.ok(verdict.states - 1 >= 8 * 2 + 3 * 2, `${verdict.states} states: ${history.map((h) => h.cause).join(', ')}`);
     for (const node of nodeNames) {
-      assert.deepEqual(verdict.versionsSeen[`kubelets ${node}`], ['1.32.13', '1.33.13', '1.34.4'], `${node}'s kubelet went through each minor`);
+      assert.deepEqual(
+        verdict.versionsSeen[`kubelets ${node}`],
+        ['1.32.13', '1.33.13', '1.34.4'],
+        `${node}'s kubelet went through each minor`,
+      );
       if (node.startsWith('cp-')) assert.deepEqual(verdict.versionsSeen[`apiservers ${node}`], ['1.32.13', '1.33.13', '1.34.4']);
     }
     assert.deepEqual(status.hops, ['1.33.13', '1.34.4']);
     // Mid-hop, apiservers of two minors served the one etcd at once, each reporting its own /version.
-    assert.ok(history.some((h) => new Set(h.inventory.apiservers?.map((a) => a.version)).size === 2), 'a recorded state with a real HA skew');
+    assert.ok(
+      history.some((h) => new Set(h.inventory.apiservers?.map((a) => a.version)).size === 2),
+      'a recorded state with a real HA skew',
+    );
     const cp = tc.sim.controlPlane;
     assert.ok(cp.mode === 'per-node', 'each control plane runs its own programs');
     for (const n of cp.nodes.values()) {
-      for (const c of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const) assert.equal(await n.reportedVersion(c), '1.34.4', `${n.node}'s ${c} runs 1.34.4`);
+      for (const c of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const)
+        assert.equal(await n.reportedVersion(c), '1.34.4', `${n.node}'s ${c} runs 1.34.4`);
     }
     // The real kubeadm of each hop did its own work: CoreDNS and etcd as kubeadm 1.34 wants them.
     const coredns = await tc.kube.apps.readNamespacedDeployment({ name: 'coredns', namespace: 'kube-system' });
@@ -82,13 +100,30 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
     assert.equal(etcdPod.spec?.containers[0]?.image, 'registry.k8s.io/etcd:3.6.5-0');
 
     const nodes = (await tc.kube.core.listNode()).items;
-    assert.ok(nodes.every((n) => n.status?.nodeInfo?.kubeletVersion === 'v1.34.4'), nodes.map((n) => `${n.metadata?.name} ${n.status?.nodeInfo?.kubeletVersion}`).join(', '));
-    assert.ok(nodes.every((n) => !n.spec?.unschedulable), 'no node left cordoned');
-    assert.ok(nodes.every((n) => !n.metadata?.labels?.['skewless.io/stage']), 'no stage label left');
-    const mirrors = (await tc.kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane,component!=etcd' })).items;
-    assert.ok(mirrors.every((p) => p.spec?.containers[0]?.image?.endsWith(':v1.34.4')), mirrors.map((p) => p.spec?.containers[0]?.image).join(', '));
+    assert.ok(
+      nodes.every((n) => n.status?.nodeInfo?.kubeletVersion === 'v1.34.4'),
+      nodes.map((n) => `${n.metadata?.name} ${n.status?.nodeInfo?.kubeletVersion}`).join(', '),
+    );
+    assert.ok(
+      nodes.every((n) => !n.spec?.unschedulable),
+      'no node left cordoned',
+    );
+    assert.ok(
+      nodes.every((n) => !n.metadata?.labels?.['skewless.io/stage']),
+      'no stage label left',
+    );
+    const mirrors = (
+      await tc.kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane,component!=etcd' })
+    ).items;
+    assert.ok(
+      mirrors.every((p) => p.spec?.containers[0]?.image?.endsWith(':v1.34.4')),
+      mirrors.map((p) => p.spec?.containers[0]?.image).join(', '),
+    );
 
-    const applies = tc.sim.hosts.commandLog('cp-1').filter((e) => /kubeadm upgrade apply/.test(e.command) && e.exitCode === 0).map((e) => e.command);
+    const applies = tc.sim.hosts
+      .commandLog('cp-1')
+      .filter((e) => /kubeadm upgrade apply/.test(e.command) && e.exitCode === 0)
+      .map((e) => e.command);
     assert.equal(applies.length, 2, applies.join('\n'));
     assert.equal(status.snapshots.length, 2);
 

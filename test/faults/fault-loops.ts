@@ -49,22 +49,28 @@ export interface ServerRestartRecord {
 }
 
 /** Resolves after `ms`, or false as soon as `signal` fires. */
-const wait = (ms: number, signal: AbortSignal): Promise<boolean> => new Promise((resolve) => {
-  if (signal.aborted) return resolve(false);
-  const timer = setTimeout(() => {
-    signal.removeEventListener('abort', onAbort);
-    resolve(true);
-  }, ms);
-  const onAbort = () => {
-    clearTimeout(timer);
-    resolve(false);
-  };
-  signal.addEventListener('abort', onAbort, { once: true });
-});
+const wait = (ms: number, signal: AbortSignal): Promise<boolean> =>
+  new Promise((resolve) => {
+    if (signal.aborted) return resolve(false);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-const short = (command: string) => command.replace(/^sudo -n (\S+=\S+ )*/, '').replace(/ -o \S+/g, '').replace(/ -[qy]\b/g, '');
-const describeCommands = (cs: RunningCommand[], now: number) => cs.map((c) => `${c.host}: '${short(c.command)}' (${now - c.startedAt} ms in)`);
+const short = (command: string) =>
+  command
+    .replace(/^sudo -n (\S+=\S+ )*/, '')
+    .replace(/ -o \S+/g, '')
+    .replace(/ -[qy]\b/g, '');
+const describeCommands = (cs: RunningCommand[], now: number) =>
+  cs.map((c) => `${c.host}: '${short(c.command)}' (${now - c.startedAt} ms in)`);
 
 /**
  * An AbortSignal that fires at the deadline or when `parent` does; `done()` releases it. Not
@@ -77,7 +83,13 @@ function until(parent: AbortSignal, ms: number): { signal: AbortSignal; done(): 
   const timer = setTimeout(abort, ms);
   parent.addEventListener('abort', abort, { once: true });
   if (parent.aborted) abort();
-  return { signal: controller.signal, done: () => { clearTimeout(timer); parent.removeEventListener('abort', abort); } };
+  return {
+    signal: controller.signal,
+    done: () => {
+      clearTimeout(timer);
+      parent.removeEventListener('abort', abort);
+    },
+  };
 }
 
 interface Moment {
@@ -90,7 +102,12 @@ interface Moment {
 const LATENCY_OF = { apply: 'kubeadmApply', 'apt-install': 'aptInstall', 'kubelet-restart': 'kubeletRestart' } as const;
 
 /** Waits for a host command of the target to be in flight `into` of its latency; undefined when none came in time. */
-async function commandMoment(ctx: LoopContext, target: Exclude<KillTarget, 'drain'>, into: number, waitMs: number): Promise<Moment | undefined> {
+async function commandMoment(
+  ctx: LoopContext,
+  target: Exclude<KillTarget, 'drain'>,
+  into: number,
+  waitMs: number,
+): Promise<Moment | undefined> {
   const deadline = until(ctx.finished, waitMs);
   try {
     for (;;) {
@@ -112,8 +129,9 @@ const identityOf = (pid: number | undefined) => `${pid}@${hostname()}`;
 
 /** A drainNode attempt of the live worker is out for `node` (a dead worker's stays "started" until its heartbeat times out). */
 const drainRunning = async (ctx: LoopContext, node: string): Promise<boolean> =>
-  (await pendingActivities(ctx.client).catch(() => [])).some((a) => a.activity === 'drainNode' && a.started
-    && a.worker === identityOf(ctx.worker.pid) && a.workflowId.endsWith(`/${node}`));
+  (await pendingActivities(ctx.client).catch(() => [])).some(
+    (a) => a.activity === 'drainNode' && a.started && a.worker === identityOf(ctx.worker.pid) && a.workflowId.endsWith(`/${node}`),
+  );
 
 /** Waits until a node cordoned by skewless still has pods to evict while its drainNode activity runs. */
 async function drainMoment(ctx: LoopContext, into: number, waitMs: number): Promise<Moment | undefined> {
@@ -172,16 +190,26 @@ export async function killWorkerLoop(ctx: LoopContext, plan: PlannedKill[], out:
       new Promise<undefined>((r) => setTimeout(() => r(undefined), 5_000)),
     ]).catch(() => undefined);
     if (moment.drainNode && activities) {
-      moment.hit = activities.some((a) => a.activity === 'drainNode' && a.started && a.worker === killed && a.workflowId.endsWith(`/${moment.drainNode}`));
+      moment.hit = activities.some(
+        (a) => a.activity === 'drainNode' && a.started && a.worker === killed && a.workflowId.endsWith(`/${moment.drainNode}`),
+      );
     }
     // A target not hit yet is tried again by the next kill, until each has been hit once.
     if (target !== 'random' && !moment.hit && !out.some((k) => k.target === target && k.hit)) retarget = target;
     const record: KillRecord = {
-      n: i + 1, atMs, target, hit: moment.hit, moment: moment.what, commands,
-      activities: activities ? activities.map((a) => describeActivity(a, killed)) : ['(Temporal did not answer)'], downMs: planned.downMs,
+      n: i + 1,
+      atMs,
+      target,
+      hit: moment.hit,
+      moment: moment.what,
+      commands,
+      activities: activities ? activities.map((a) => describeActivity(a, killed)) : ['(Temporal did not answer)'],
+      downMs: planned.downMs,
     };
     out.push(record);
-    ctx.log(`[faults] kill ${record.n}/${plan.length} at ${seconds(atMs)} [${target}${target === 'random' ? '' : record.hit ? ', hit' : ', MISSED'}]: ${record.moment}`);
+    ctx.log(
+      `[faults] kill ${record.n}/${plan.length} at ${seconds(atMs)} [${target}${target === 'random' ? '' : record.hit ? ', hit' : ', MISSED'}]: ${record.moment}`,
+    );
     ctx.log(`[faults]   commands in flight: ${commands.join('; ') || 'none'}`);
     ctx.log(`[faults]   activities out: ${record.activities.join(', ') || 'none'}; worker down ${seconds(planned.downMs)}`);
     await new Promise((r) => setTimeout(r, planned.downMs));
@@ -199,6 +227,8 @@ export async function restartServerLoop(ctx: LoopContext, plan: PlannedServerRes
     await ctx.server.start();
     const record: ServerRestartRecord = { n: i + 1, atMs: now - ctx.t0, downMs: planned.downMs, outageMs: Date.now() - now, commands };
     out.push(record);
-    ctx.log(`[faults] server restart ${record.n}/${plan.length} at ${seconds(record.atMs)}: down ${seconds(record.outageMs)} (same port, same db); commands in flight: ${commands.join('; ') || 'none'}`);
+    ctx.log(
+      `[faults] server restart ${record.n}/${plan.length} at ${seconds(record.atMs)}: down ${seconds(record.outageMs)} (same port, same db); commands in flight: ${commands.join('; ') || 'none'}`,
+    );
   }
 }

@@ -72,7 +72,8 @@ export class DevServerProcess {
     const deadline = Date.now() + timeoutMs;
     while (!(await answers(this.address))) {
       this.process.assertAlive();
-      if (Date.now() > deadline) throw new Error(`the Temporal dev server did not answer at ${this.address} within ${timeoutMs / 1000} s; see ${this.logFile}`);
+      if (Date.now() > deadline)
+        throw new Error(`the Temporal dev server did not answer at ${this.address} within ${timeoutMs / 1000} s; see ${this.logFile}`);
       await sleep(200);
     }
   }
@@ -119,7 +120,8 @@ export class WorkerProcess {
     this.starts++;
     const deadline = Date.now() + timeoutMs;
     while (!logSince(this.options.logFile, from).includes('skewless worker: task queue')) {
-      if (!this.process.running) throw new Error(`the worker exited at start: ${logSince(this.options.logFile, from).trim().split('\n').slice(-3).join(' | ')}`);
+      if (!this.process.running)
+        throw new Error(`the worker exited at start: ${logSince(this.options.logFile, from).trim().split('\n').slice(-3).join(' | ')}`);
       if (Date.now() > deadline) throw new Error(`the worker did not poll within ${timeoutMs / 1000} s; see ${this.options.logFile}`);
       await sleep(100);
     }

@@ -28,8 +28,9 @@ export async function checkUpgradeOutcome(e: Evidence): Promise<string[]> {
   const target = e.hops.at(-1) as string;
   if (e.failure) problems.push(`the workflow did not complete: ${e.failure}`);
   if (e.status && e.status.phase !== 'done') problems.push(`the workflow ended in phase ${e.status.phase}: ${e.status.outcome ?? ''}`);
-  if (e.status && e.status.hops.join(',') !== e.hops.join(',')) problems.push(`the workflow went through ${e.status.hops.join(' → ')}, not ${e.hops.join(' → ')}`);
-  problems.push(...await checkCluster(e.sim, target));
+  if (e.status && e.status.hops.join(',') !== e.hops.join(','))
+    problems.push(`the workflow went through ${e.status.hops.join(' → ')}, not ${e.hops.join(' → ')}`);
+  problems.push(...(await checkCluster(e.sim, target)));
   problems.push(...checkHosts(e.sim, e.hops));
   problems.push(...checkHistory(e.sim, e.hops));
   if (e.availability.violated) problems.push(`a PodDisruptionBudget went below its floor:\n${formatAvailability(e.availability)}`);
@@ -45,16 +46,20 @@ async function checkCluster(sim: Simulation, target: string): Promise<string[]> 
     const name = n.metadata?.name ?? '?';
     const kubelet = n.status?.nodeInfo?.kubeletVersion;
     if (kubelet !== `v${target}`) problems.push(`${name}: kubelet ${kubelet}, not v${target}`);
-    if (n.spec?.unschedulable) problems.push(`${name}: left cordoned (by ${n.metadata?.annotations?.[CORDONED_BY_ANNOTATION] ?? 'someone'})`);
+    if (n.spec?.unschedulable)
+      problems.push(`${name}: left cordoned (by ${n.metadata?.annotations?.[CORDONED_BY_ANNOTATION] ?? 'someone'})`);
     if (n.metadata?.labels?.[STAGE_LABEL]) problems.push(`${name}: stage label ${n.metadata.labels[STAGE_LABEL]} left`);
-    if (n.metadata?.annotations?.[STAGE_OWNER_ANNOTATION] || n.metadata?.annotations?.[CORDONED_BY_ANNOTATION]) problems.push(`${name}: a skewless annotation left`);
+    if (n.metadata?.annotations?.[STAGE_OWNER_ANNOTATION] || n.metadata?.annotations?.[CORDONED_BY_ANNOTATION])
+      problems.push(`${name}: a skewless annotation left`);
     if (!n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) problems.push(`${name}: not Ready`);
   }
-  const mirrors = (await sim.kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane,component!=etcd' })).items;
+  const mirrors = (await sim.kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane,component!=etcd' }))
+    .items;
   const controlPlanes = sim.description.nodes.filter((n) => n.role === 'control-plane').map((n) => n.name);
   for (const cp of controlPlanes) {
     const images = mirrors.filter((p) => p.spec?.nodeName === cp).map((p) => p.spec?.containers[0]?.image ?? '?');
-    if (images.length !== 3 || !images.every((i) => i.endsWith(`:v${target}`))) problems.push(`${cp}: control-plane components ${images.join(', ')}, not all v${target}`);
+    if (images.length !== 3 || !images.every((i) => i.endsWith(`:v${target}`)))
+      problems.push(`${cp}: control-plane components ${images.join(', ')}, not all v${target}`);
   }
   const cm = await sim.kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
   const recorded = /^kubernetesVersion:\s*v?(\S+)\s*$/m.exec(cm.data?.ClusterConfiguration ?? '')?.[1];
@@ -74,9 +79,16 @@ function checkHosts(sim: Simulation, hops: string[]): string[] {
   const hosts = sim.description.nodes.map((n) => n.name);
   const firstControlPlane = sim.description.nodes.find((n) => n.role === 'control-plane')?.name;
   for (const hop of hops) {
-    const applies = hosts.flatMap((h) => sim.hosts.commandLog(h).filter((c) => ok(c) && /\bkubeadm upgrade apply v?(\S+)/.exec(c.command)?.[1] === hop).map(() => h));
+    const applies = hosts.flatMap((h) =>
+      sim.hosts
+        .commandLog(h)
+        .filter((c) => ok(c) && /\bkubeadm upgrade apply v?(\S+)/.exec(c.command)?.[1] === hop)
+        .map(() => h),
+    );
     if (applies.length !== 1 || applies[0] !== firstControlPlane) {
-      problems.push(`kubeadm upgrade apply ${hop} completed ${applies.length} time(s) (on ${applies.join(', ') || 'no host'}), not once on ${firstControlPlane}`);
+      problems.push(
+        `kubeadm upgrade apply ${hop} completed ${applies.length} time(s) (on ${applies.join(', ') || 'no host'}), not once on ${firstControlPlane}`,
+      );
     }
   }
   for (const host of hosts) {
@@ -92,9 +104,11 @@ function checkHosts(sim: Simulation, hops: string[]): string[] {
       const n = installs.get(key) ?? 0;
       if (n !== 1) problems.push(`${host}: ${key} installed ${n} times, not once`);
     }
-    for (const [key, n] of installs) if (!wanted.includes(key)) problems.push(`${host}: ${key} installed ${n} time(s), not part of the plan`);
+    for (const [key, n] of installs)
+      if (!wanted.includes(key)) problems.push(`${host}: ${key} installed ${n} time(s), not part of the plan`);
     const state = sim.hosts.state(host);
-    for (const p of PACKAGES) if (toKubernetesVersion(state.packages[p]) !== target) problems.push(`${host}: package ${p} at ${state.packages[p]}, not ${target}`);
+    for (const p of PACKAGES)
+      if (toKubernetesVersion(state.packages[p]) !== target) problems.push(`${host}: package ${p} at ${state.packages[p]}, not ${target}`);
     if (state.kubelet.version !== target) problems.push(`${host}: kubelet runs ${state.kubelet.version ?? 'nothing'}, not ${target}`);
   }
   return problems;
@@ -106,7 +120,8 @@ function checkHistory(sim: Simulation, hops: string[]): string[] {
   const problems = [...verdict.problems];
   for (const n of sim.description.nodes) {
     const seen = verdict.versionsSeen[`kubelets ${n.name}`] ?? [];
-    for (const hop of hops) if (!seen.includes(hop)) problems.push(`${n.name}: the recorded kubelet versions ${seen.join(' → ')} skip ${hop}`);
+    for (const hop of hops)
+      if (!seen.includes(hop)) problems.push(`${n.name}: the recorded kubelet versions ${seen.join(' → ')} skip ${hop}`);
   }
   return problems;
 }

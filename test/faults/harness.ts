@@ -64,7 +64,11 @@ export interface FaultRunReport {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Waits for the workflow's result through server restarts: a lost connection is retried, a failed workflow is not. */
-export async function outcomeOf(client: Client, workflowId: string, deadline: number): Promise<{ status?: UpgradeStatus; failure?: string }> {
+export async function outcomeOf(
+  client: Client,
+  workflowId: string,
+  deadline: number,
+): Promise<{ status?: UpgradeStatus; failure?: string }> {
   for (;;) {
     try {
       return { status: (await client.workflow.getHandle(workflowId).result()) as UpgradeStatus };
@@ -89,8 +93,18 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
   const hops = o.hops ?? FAULT_HOPS;
   const timeoutMs = o.timeoutMs ?? 15 * 60_000 + 120_000 * (plan.kills + plan.serverRestarts);
   const report: FaultRunReport = {
-    seed: o.seed, requested: { kills: plan.kills, serverRestarts: plan.serverRestarts }, kills: [], serverRestarts: [], hangups: [],
-    targetsHit: { apply: 0, drain: 0, 'apt-install': 0, 'kubelet-restart': 0 }, undrained: [], problems: [], ok: false, wallMs: 0, upgradeMs: 0, stateDir,
+    seed: o.seed,
+    requested: { kills: plan.kills, serverRestarts: plan.serverRestarts },
+    kills: [],
+    serverRestarts: [],
+    hangups: [],
+    targetsHit: { apply: 0, drain: 0, 'apt-install': 0, 'kubelet-restart': 0 },
+    undrained: [],
+    problems: [],
+    ok: false,
+    wallMs: 0,
+    upgradeMs: 0,
+    stateDir,
   };
 
   let sim: Simulation | undefined;
@@ -108,7 +122,9 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
     simStarting.catch(() => undefined);
     await server.start();
     sim = await simStarting;
-    log(`[faults] seed ${o.seed}: ${description.nodes.length} nodes at ${description.version}, Temporal ${server.address} (pid ${server.pid}, ${server.db}), state ${stateDir}`);
+    log(
+      `[faults] seed ${o.seed}: ${description.nodes.length} nodes at ${description.version}, Temporal ${server.address} (pid ${server.pid}, ${server.db}), state ${stateDir}`,
+    );
     log(`[faults] plan: ${kills.length} worker kills (${kills.map((k) => k.target).join(', ')}), ${restarts.length} server restarts`);
 
     // A command whose client died goes either way on a real host (sim/hosts/command-runner.ts): the seed
@@ -123,22 +139,32 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
       if (e.phase !== 'end' || !e.hungUp) return;
       const fate: HangupFate = e.exitCode === null ? 'dies' : 'finishes';
       report.hangups.push({ atMs: e.time - t0, host: e.host, command: e.command, fate, exitCode: e.exitCode });
-      log(`[faults]   ${e.host}: '${e.command}' lost its client; ${fate === 'dies' ? 'it died there (no effect)' : `it finished on the host (exit ${e.exitCode})`}`);
+      log(
+        `[faults]   ${e.host}: '${e.command}' lost its client; ${fate === 'dies' ? 'it died there (no effect)' : `it finished on the host (exit ${e.exitCode})`}`,
+      );
     });
     // A kubelet restarts only on a drained node: pods a drain moves that are still there are a broken promise.
     const undrained: string[] = report.undrained;
     sim.hosts.onCommand((e) => {
       if (e.phase !== 'start' || !TARGET_COMMAND['kubelet-restart'].test(e.command)) return;
-      podsLeftOn(started.kube, e.host).then((left) => {
-        if (left.length === 0) return;
-        undrained.push(`${e.host} restarted its kubelet at ${((e.time - t0) / 1000).toFixed(1)} s with ${left.join(', ')} still on it`);
-        log(`[faults]   NOT DRAINED: ${undrained.at(-1)}`);
-      }, (err: unknown) => log(`[faults]   could not list the pods on ${e.host}: ${(err as Error).message}`));
+      podsLeftOn(started.kube, e.host).then(
+        (left) => {
+          if (left.length === 0) return;
+          undrained.push(`${e.host} restarted its kubelet at ${((e.time - t0) / 1000).toFixed(1)} s with ${left.join(', ')} still on it`);
+          log(`[faults]   NOT DRAINED: ${undrained.at(-1)}`);
+        },
+        (err: unknown) => log(`[faults]   could not list the pods on ${e.host}: ${(err as Error).message}`),
+      );
     });
     tracker = trackCommands(sim.hosts);
 
     const taskQueue = `faults-${o.seed}-${process.pid}`;
-    worker = new WorkerProcess({ clustersDir: sim.endpoints.clustersDir, address: server.address, taskQueue, logFile: join(stateDir, 'worker.log') });
+    worker = new WorkerProcess({
+      clustersDir: sim.endpoints.clustersDir,
+      address: server.address,
+      taskQueue,
+      logFile: join(stateDir, 'worker.log'),
+    });
     await worker.start();
     connection = await Connection.connect({ address: server.address });
     const client = new Client({ connection });
@@ -146,12 +172,25 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
     const workflowId = `upgrade/${description.name}`;
     const tUpgrade = Date.now();
     await client.workflow.start(clusterUpgradeWorkflow, {
-      taskQueue, workflowId, workflowIdConflictPolicy: 'FAIL', args: [{ cluster: description.name, to: o.to ?? FAULT_TARGET, policy: FAULT_POLICY }],
+      taskQueue,
+      workflowId,
+      workflowIdConflictPolicy: 'FAIL',
+      args: [{ cluster: description.name, to: o.to ?? FAULT_TARGET, policy: FAULT_POLICY }],
     });
     log(`[faults] started ${workflowId}: ${description.version} → ${o.to ?? FAULT_TARGET} on task queue ${taskQueue}`);
 
     const outcome = outcomeOf(client, workflowId, tUpgrade + timeoutMs).finally(() => finished.abort());
-    const loopCtx = { sim: started, client, worker, server, tracker, log, t0: tUpgrade, finished: finished.signal, targetWaitMs: o.targetWaitMs ?? 20_000 };
+    const loopCtx = {
+      sim: started,
+      client,
+      worker,
+      server,
+      tracker,
+      log,
+      t0: tUpgrade,
+      finished: finished.signal,
+      targetWaitMs: o.targetWaitMs ?? 20_000,
+    };
     loops = [killWorkerLoop(loopCtx, kills, report.kills), restartServerLoop(loopCtx, restarts, report.serverRestarts)];
     const [result] = await Promise.all([outcome, ...loops]);
     report.upgradeMs = Date.now() - tUpgrade;
@@ -161,12 +200,17 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
     await sim.versionHistorySettled();
 
     for (const k of report.kills) if (k.target !== 'random' && k.hit) report.targetsHit[k.target]++;
-    report.problems.push(...await checkUpgradeOutcome({ sim, hops, status: result.status, failure: result.failure, availability }));
+    report.problems.push(...(await checkUpgradeOutcome({ sim, hops, status: result.status, failure: result.failure, availability })));
     report.problems.push(...report.undrained);
-    if (report.kills.length < plan.kills) report.problems.push(`only ${report.kills.length} of ${plan.kills} planned kills happened before the upgrade ended`);
-    if (report.serverRestarts.length < plan.serverRestarts) report.problems.push(`only ${report.serverRestarts.length} of ${plan.serverRestarts} server restarts happened before the upgrade ended`);
+    if (report.kills.length < plan.kills)
+      report.problems.push(`only ${report.kills.length} of ${plan.kills} planned kills happened before the upgrade ended`);
+    if (report.serverRestarts.length < plan.serverRestarts)
+      report.problems.push(
+        `only ${report.serverRestarts.length} of ${plan.serverRestarts} server restarts happened before the upgrade ended`,
+      );
     for (const t of TARGETS) {
-      if (kills.some((k) => k.target === t) && report.targetsHit[t] === 0) report.problems.push(`no kill landed in ${t} (planned, never hit)`);
+      if (kills.some((k) => k.target === t) && report.targetsHit[t] === 0)
+        report.problems.push(`no kill landed in ${t} (planned, never hit)`);
     }
   } catch (err) {
     report.problems.push(`the harness failed: ${(err as Error).stack ?? String(err)}`);
@@ -178,7 +222,10 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
     await sampler?.stop().catch(() => undefined);
     // The secret scan at the end of the suite reads every history this run made, and the keys it must not hold.
     if (sim) recordWorldSecrets(sim.stateDir, archiveLabel('faults-sim'));
-    if (connection) await archiveHistories(connection, archiveLabel('faults')).catch((err: unknown) => report.problems.push(`archiving histories: ${(err as Error).message}`));
+    if (connection)
+      await archiveHistories(connection, archiveLabel('faults')).catch((err: unknown) =>
+        report.problems.push(`archiving histories: ${(err as Error).message}`),
+      );
     await connection?.close().catch(() => undefined);
     await worker?.stop().catch(() => undefined);
     await sim?.stop().catch((err: unknown) => report.problems.push(`stopping the simulation: ${(err as Error).message}`));

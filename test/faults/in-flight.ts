@@ -52,10 +52,14 @@ export function trackCommands(hosts: HostSimulator): CommandTracker {
       return new Promise((resolve) => {
         const waiter = { match, resolve: (c: RunningCommand) => resolve(c) };
         waiters.add(waiter);
-        signal.addEventListener('abort', () => {
-          waiters.delete(waiter);
-          resolve(undefined);
-        }, { once: true });
+        signal.addEventListener(
+          'abort',
+          () => {
+            waiters.delete(waiter);
+            resolve(undefined);
+          },
+          { once: true },
+        );
       });
     },
     stop() {
@@ -74,10 +78,14 @@ export interface DrainInProgress {
 
 /** Pods on `node` that a drain has to move: not DaemonSet pods, not mirror pods, not finished. */
 export function podsToMove(pods: V1Pod[], node: string): V1Pod[] {
-  return pods.filter((p) => p.spec?.nodeName === node
-    && !p.metadata?.annotations?.['kubernetes.io/config.mirror']
-    && !p.metadata?.ownerReferences?.some((o) => o.kind === 'DaemonSet')
-    && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed');
+  return pods.filter(
+    (p) =>
+      p.spec?.nodeName === node &&
+      !p.metadata?.annotations?.['kubernetes.io/config.mirror'] &&
+      !p.metadata?.ownerReferences?.some((o) => o.kind === 'DaemonSet') &&
+      p.status?.phase !== 'Succeeded' &&
+      p.status?.phase !== 'Failed',
+  );
 }
 
 const podName = (p: V1Pod) => `${p.metadata?.namespace}/${p.metadata?.name}`;
@@ -85,11 +93,14 @@ const podName = (p: V1Pod) => `${p.metadata?.namespace}/${p.metadata?.name}`;
 /** Nodes cordoned by skewless that still run pods a drain evicts. */
 export async function drainsInProgress(kube: KubeClients): Promise<DrainInProgress[]> {
   const [nodes, pods] = await Promise.all([kube.core.listNode(), kube.core.listPodForAllNamespaces()]);
-  const cordoned = nodes.items.filter((n) => n.spec?.unschedulable && n.metadata?.annotations?.[CORDONED_BY_ANNOTATION]).map((n) => n.metadata?.name as string);
+  const cordoned = nodes.items
+    .filter((n) => n.spec?.unschedulable && n.metadata?.annotations?.[CORDONED_BY_ANNOTATION])
+    .map((n) => n.metadata?.name as string);
   const out: DrainInProgress[] = [];
   for (const node of cordoned) {
     const evictable = podsToMove(pods.items, node);
-    if (evictable.length > 0) out.push({ node, remaining: evictable.map(podName), terminating: evictable.filter((p) => p.metadata?.deletionTimestamp).length });
+    if (evictable.length > 0)
+      out.push({ node, remaining: evictable.map(podName), terminating: evictable.filter((p) => p.metadata?.deletionTimestamp).length });
   }
   return out;
 }

@@ -51,7 +51,12 @@ export function planKills(rng: Rng, o: KillScheduleOptions): PlannedKill[] {
   const plan: PlannedKill[] = [];
   for (let i = 0; i < o.kills; i++) {
     const target = i < first.length ? (first[i] as KillTarget) : rng.chance(0.5) ? rng.pick(later) : 'random';
-    plan.push({ target, afterMs: Math.round(rng.between(rMin, rMax)), into: rng.between(0.1, 0.8), downMs: Math.round(rng.between(dMin, dMax)) });
+    plan.push({
+      target,
+      afterMs: Math.round(rng.between(rMin, rMax)),
+      into: rng.between(0.1, 0.8),
+      downMs: Math.round(rng.between(dMin, dMax)),
+    });
   }
   return plan;
 }
@@ -59,7 +64,10 @@ export function planKills(rng: Rng, o: KillScheduleOptions): PlannedKill[] {
 export function planServerRestarts(rng: Rng, o: KillScheduleOptions): PlannedServerRestart[] {
   const [gMin, gMax] = o.serverGapMs ?? [15_000, 45_000];
   const [dMin, dMax] = o.serverDownMs ?? [500, 3_000];
-  return Array.from({ length: o.serverRestarts }, () => ({ afterMs: Math.round(rng.between(gMin, gMax)), downMs: Math.round(rng.between(dMin, dMax)) }));
+  return Array.from({ length: o.serverRestarts }, () => ({
+    afterMs: Math.round(rng.between(gMin, gMax)),
+    downMs: Math.round(rng.between(dMin, dMax)),
+  }));
 }
 
 /** Which host command a target waits for (as the host logs it, after `sudo -n` and env). */

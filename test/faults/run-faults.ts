@@ -25,7 +25,9 @@ function count(value: string | undefined, flag: string, fallback: number): numbe
 }
 
 function verdict(r: FaultRunReport): string {
-  const hit = Object.entries(r.targetsHit).map(([t, n]) => `${t} ${n}`).join(', ');
+  const hit = Object.entries(r.targetsHit)
+    .map(([t, n]) => `${t} ${n}`)
+    .join(', ');
   const what = `seed ${r.seed}: ${r.kills.length} worker kills (targets hit: ${hit}), ${r.serverRestarts.length} server restarts, ${r.hangups.length} commands lost their client, in ${(r.wallMs / 1000).toFixed(0)} s`;
   return r.ok ? `PASS ${what}: upgrade done, every check held` : `FAIL ${what}: ${r.problems.length} problem(s)`;
 }
@@ -33,18 +35,33 @@ function verdict(r: FaultRunReport): string {
 async function main(): Promise<number> {
   let values;
   try {
-    ({ values } = parseArgs({ options: { kills: { type: 'string' }, seed: { type: 'string' }, 'server-restarts': { type: 'string' }, 'state-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+    ({ values } = parseArgs({
+      options: {
+        kills: { type: 'string' },
+        seed: { type: 'string' },
+        'server-restarts': { type: 'string' },
+        'state-dir': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
     if (values.help) {
       console.log(help);
       return 0;
     }
-    values = { ...values, killsN: count(values.kills, '--kills', 20), seedN: count(values.seed, '--seed', 1), restartsN: count(values['server-restarts'], '--server-restarts', 0) };
+    values = {
+      ...values,
+      killsN: count(values.kills, '--kills', 20),
+      seedN: count(values.seed, '--seed', 1),
+      restartsN: count(values['server-restarts'], '--server-restarts', 0),
+    };
   } catch (err) {
     console.error(`faults: ${(err as Error).message.split('\n')[0]} (see --help)`);
     return 2;
   }
   const report = await runFaultHarness({
-    seed: values.seedN, kills: values.killsN, serverRestarts: values.restartsN,
+    seed: values.seedN,
+    kills: values.killsN,
+    serverRestarts: values.restartsN,
     ...(values['state-dir'] ? { stateDir: values['state-dir'] } : {}),
     log: (line) => console.log(line),
   });
@@ -54,7 +71,10 @@ async function main(): Promise<number> {
   return report.ok ? 0 : 1;
 }
 
-main().then((code) => process.exit(code), (err: unknown) => {
-  console.error(`faults: ${(err as Error).stack ?? String(err)}`);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(`faults: ${(err as Error).stack ?? String(err)}`);
+    process.exit(1);
+  },
+);

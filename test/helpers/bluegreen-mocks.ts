@@ -3,8 +3,21 @@ import type { Activities } from '../../activities/index.js';
 
 export type Call = [string, Record<string, unknown>];
 /** Activities that change the cluster: none may run before the pre-flight checks passed. */
-export const BLUEGREEN_WRITES = ['setStageLabels', 'cordonNode', 'drainNode', 'uncordonNode', 'createPoolMachines', 'deletePoolMachines', 'pointPackageRepository', 'installPackages',
-  'kubeadmUpgradeApply', 'kubeadmUpgradeNode', 'restartKubelet', 'snapshotEtcd', 'clearStageLabels'];
+export const BLUEGREEN_WRITES = [
+  'setStageLabels',
+  'cordonNode',
+  'drainNode',
+  'uncordonNode',
+  'createPoolMachines',
+  'deletePoolMachines',
+  'pointPackageRepository',
+  'installPackages',
+  'kubeadmUpgradeApply',
+  'kubeadmUpgradeNode',
+  'restartKubelet',
+  'snapshotEtcd',
+  'clearStageLabels',
+];
 export const BLUE = ['blue-1', 'blue-2', 'blue-3', 'blue-4'];
 export const GREEN = ['green-1', 'green-2', 'green-3', 'green-4'];
 
@@ -31,7 +44,10 @@ export function mockBlueGreenCluster(options: { version?: string; override?: Rec
     return fn(input);
   };
   const inventory = () => ({
-    cluster: 'lab', nodes: Object.keys(kubelet).map((name) => ({ name, ready: true })), pdbFindings: [], problems: [],
+    cluster: 'lab',
+    nodes: Object.keys(kubelet).map((name) => ({ name, ready: true })),
+    pdbFindings: [],
+    problems: [],
     skew: {
       apiservers: Object.entries(apiserver).map(([node, version]) => ({ node, version })),
       controllerManagers: Object.entries(apiserver).map(([node, version]) => ({ node, version })),
@@ -44,14 +60,27 @@ export function mockBlueGreenCluster(options: { version?: string; override?: Rec
     findRunningRollout: () => ({ running: false }),
     takeInventory: () => inventory(),
     availableVersions: () => ['1.34.2', '1.33.7'],
-    snapshotEtcd: (i) => ({ remotePath: `/snap-${String(i.hop)}.db`, localPath: `/backups/snap-${String(i.hop)}.db`, sizeBytes: 1, sha256: 'ab'.repeat(32), revision: 7, totalKeys: 1 }),
+    snapshotEtcd: (i) => ({
+      remotePath: `/snap-${String(i.hop)}.db`,
+      localPath: `/backups/snap-${String(i.hop)}.db`,
+      sizeBytes: 1,
+      sha256: 'ab'.repeat(32),
+      revision: 7,
+      totalKeys: 1,
+    }),
     kubeadmUpgradePlan: () => ({}),
     pointPackageRepository: () => ({}),
     installPackages: () => ({}),
-    kubeadmUpgradeApply: (i) => { apiserver[i.node as string] = i.version as string; return {}; },
+    kubeadmUpgradeApply: (i) => {
+      apiserver[i.node as string] = i.version as string;
+      return {};
+    },
     kubeadmUpgradeNode: () => ({}),
     checkControlPlane: () => ({}),
-    restartKubelet: (i) => { kubelet[i.node as string] = i.version as string; return {}; },
+    restartKubelet: (i) => {
+      kubelet[i.node as string] = i.version as string;
+      return {};
+    },
     checkNodeReady: () => ({}),
     checkPodsOnNode: () => ({}),
     checkWorkloads: () => ({}),
@@ -75,21 +104,36 @@ export function mockBlueGreenCluster(options: { version?: string; override?: Rec
     },
     planBlueGreen: (i) => {
       const cp = Object.values(apiserver)[0] as string;
-      if (i.from !== 'blue' || i.to !== 'green') throw ApplicationFailure.create({ type: 'BlueGreenInvalid', nonRetryable: true, message: `no pool ${String(i.from)}` });
-      if ((i.version as string) > cp) throw ApplicationFailure.create({ type: 'BlueGreenInvalid', nonRetryable: true, message: `version ${String(i.version)} is above the control plane's ${cp}` });
+      if (i.from !== 'blue' || i.to !== 'green')
+        throw ApplicationFailure.create({ type: 'BlueGreenInvalid', nonRetryable: true, message: `no pool ${String(i.from)}` });
+      if ((i.version as string) > cp)
+        throw ApplicationFailure.create({
+          type: 'BlueGreenInvalid',
+          nonRetryable: true,
+          message: `version ${String(i.version)} is above the control plane's ${cp}`,
+        });
       const count = (i.count as number | undefined) ?? BLUE.length;
       return {
         blue: BLUE.filter((n) => kubelet[n]).map((name) => ({ name, kubelet: kubelet[name], labels: { 'skewless.io/pool': 'blue' } })),
         green: { pool: 'green', names: GREEN.slice(0, count), version: i.version, labels: { 'skewless.io/pool': 'green' } },
-        controlPlaneVersion: cp, provider: 'simulation',
+        controlPlaneVersion: cp,
+        provider: 'simulation',
       };
     },
-    createPoolMachines: (i) => { for (const n of i.names as string[]) kubelet[n] = i.version as string; return { joined: i.names }; },
+    createPoolMachines: (i) => {
+      for (const n of i.names as string[]) kubelet[n] = i.version as string;
+      return { joined: i.names };
+    },
     deletePoolMachines: (i) => {
       for (const n of i.names as string[]) {
-        if (!cordoned.has(n) || !empty.has(n)) throw ApplicationFailure.create({ type: 'BlueGreenInvalid', nonRetryable: true, message: `${n} is not drained` });
+        if (!cordoned.has(n) || !empty.has(n))
+          throw ApplicationFailure.create({ type: 'BlueGreenInvalid', nonRetryable: true, message: `${n} is not drained` });
       }
-      for (const n of i.names as string[]) { delete kubelet[n]; cordoned.delete(n); deleted.push(n); }
+      for (const n of i.names as string[]) {
+        delete kubelet[n];
+        cordoned.delete(n);
+        deleted.push(n);
+      }
       return { deleted: i.names };
     },
   };

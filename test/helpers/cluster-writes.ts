@@ -66,7 +66,12 @@ export function clusterWrites(sim: Simulation, workerKube: KubeApi): ClusterWrit
     const name = `skewless-fence-${randomUUID().slice(0, 8)}`;
     await workerKube.core.readNamespace({ name }).catch(() => undefined); // 404, audited all the same
     let events: AuditEvent[] = [];
-    await waitFor(`the fence ${name} in the audit log`, () => (events = sim.auditEvents()).some((e) => e.name === name && e.verb === 'get'), 15_000, 50);
+    await waitFor(
+      `the fence ${name} in the audit log`,
+      () => (events = sim.auditEvents()).some((e) => e.name === name && e.verb === 'get'),
+      15_000,
+      50,
+    );
     return events;
   };
   const logs = (): Record<string, CommandLogEntry[]> => Object.fromEntries(hosts.map((h) => [h, sim.hosts.commandLog(h)]));
@@ -94,10 +99,14 @@ export function clusterWrites(sim: Simulation, workerKube: KubeApi): ClusterWrit
     async assertNoneSince(m, what) {
       const changes = await since(m);
       if (changes.apiWrites.length === 0 && changes.hostCommands.length === 0) return;
-      throw new Error(`${what} changed the cluster:\n${[
-        ...changes.apiWrites.map((e) => `  API ${e.verb} ${e.resource} ${e.namespace ? `${e.namespace}/` : ''}${e.name ?? ''} → ${e.code ?? '?'}`),
-        ...changes.hostCommands.map((c) => `  ${c.host}$ ${c.command}`),
-      ].join('\n')}`);
+      throw new Error(
+        `${what} changed the cluster:\n${[
+          ...changes.apiWrites.map(
+            (e) => `  API ${e.verb} ${e.resource} ${e.namespace ? `${e.namespace}/` : ''}${e.name ?? ''} → ${e.code ?? '?'}`,
+          ),
+          ...changes.hostCommands.map((c) => `  ${c.host}$ ${c.command}`),
+        ].join('\n')}`,
+      );
     },
   };
 }

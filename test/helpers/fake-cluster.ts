@@ -9,9 +9,16 @@ import type { Activities } from '../../activities/index.js';
  * `blockDrainAt`: block `blockDrainOf` only while its kubelet is at this version (a hop other than the first).
  * `versions`: the starting versions of nodes, e.g. `{ 'apiserver cp2': '1.33.7', 'kubelet w1': '1.33.7' }`; `controlPlanes` adds cp2, cp3, ...
  */
-export function fakeCluster(options: { blockDrainOf?: string; blockDrainAt?: string; pdbFinding?: boolean; controlPlanes?: number; versions?: Record<string, string>;
-  barePods?: { namespace: string; name: string; node: string }[];
-} = {}) {
+export function fakeCluster(
+  options: {
+    blockDrainOf?: string;
+    blockDrainAt?: string;
+    pdbFinding?: boolean;
+    controlPlanes?: number;
+    versions?: Record<string, string>;
+    barePods?: { namespace: string; name: string; node: string }[];
+  } = {},
+) {
   const v = '1.32.4';
   const cps = Array.from({ length: options.controlPlanes ?? 1 }, (_, i) => `cp${i + 1}`);
   const at = (kind: string, node: string) => options.versions?.[`${kind} ${node}`] ?? v;
@@ -23,7 +30,9 @@ export function fakeCluster(options: { blockDrainOf?: string; blockDrainAt?: str
   const rec = (name: string, input: Record<string, unknown>) => calls.push([name, input]);
   const inventory = () => ({
     nodes: Object.keys(state.kubelet).map((name) => ({ name, ready: true })),
-    pdbFindings: options.pdbFinding ? [{ namespace: 'default', name: 'solo', severity: 'error', message: 'PDB default/solo blocks every drain' }] : [],
+    pdbFindings: options.pdbFinding
+      ? [{ namespace: 'default', name: 'solo', severity: 'error', message: 'PDB default/solo blocks every drain' }]
+      : [],
     problems: [],
     ...(options.barePods ? { barePods: options.barePods, barePodCount: options.barePods.length } : {}),
     skew: {
@@ -38,20 +47,46 @@ export function fakeCluster(options: { blockDrainOf?: string; blockDrainAt?: str
     findRunningRollout: async (i: Record<string, unknown>) => (rec('findRunningRollout', i), { running: false }),
     takeInventory: async (i: Record<string, unknown>) => (rec('takeInventory', i), inventory()),
     availableVersions: async (i: Record<string, unknown>) => (rec('availableVersions', i), ['1.34.2', '1.33.7', '1.32.4']),
-    snapshotEtcd: async (i: { hop: string }) => (rec('snapshotEtcd', i), { remotePath: `/var/lib/skewless/snapshots/etcd-${i.hop}.db`, localPath: `/backups/etcd-${i.hop}.db`, sizeBytes: 1024, sha256: 'ab'.repeat(32), revision: 42, totalKeys: 7 }),
+    snapshotEtcd: async (i: { hop: string }) => (
+      rec('snapshotEtcd', i),
+      {
+        remotePath: `/var/lib/skewless/snapshots/etcd-${i.hop}.db`,
+        localPath: `/backups/etcd-${i.hop}.db`,
+        sizeBytes: 1024,
+        sha256: 'ab'.repeat(32),
+        revision: 42,
+        totalKeys: 7,
+      }
+    ),
     kubeadmUpgradePlan: async (i: Record<string, unknown>) => (rec('kubeadmUpgradePlan', i), {}),
     setStageLabels: async (i: Record<string, unknown>) => (rec('setStageLabels', i), { changed: [], unchanged: [] }),
     clearStageLabels: async (i: Record<string, unknown>) => (rec('clearStageLabels', i), { cleared: [] }),
-    pointPackageRepository: async (i: { node: string; version: string }) => (rec('pointPackageRepository', i), { node: i.node, file: '/etc/apt/sources.list.d/kubernetes.list', minor: i.version.split('.').slice(0, 2).join('.'), changed: true }),
+    pointPackageRepository: async (i: { node: string; version: string }) => (
+      rec('pointPackageRepository', i),
+      { node: i.node, file: '/etc/apt/sources.list.d/kubernetes.list', minor: i.version.split('.').slice(0, 2).join('.'), changed: true }
+    ),
     installPackages: async (i: Record<string, unknown>) => (rec('installPackages', i), {}),
-    kubeadmUpgradeApply: async (i: { node: string; version: string }) => (rec('kubeadmUpgradeApply', i), (state.apiserver[i.node] = i.version), {}),
-    kubeadmUpgradeNode: async (i: { node: string; version: string }) => (rec('kubeadmUpgradeNode', i), state.apiserver[i.node] && (state.apiserver[i.node] = i.version), {}),
+    kubeadmUpgradeApply: async (i: { node: string; version: string }) => (
+      rec('kubeadmUpgradeApply', i),
+      (state.apiserver[i.node] = i.version),
+      {}
+    ),
+    kubeadmUpgradeNode: async (i: { node: string; version: string }) => (
+      rec('kubeadmUpgradeNode', i),
+      state.apiserver[i.node] && (state.apiserver[i.node] = i.version),
+      {}
+    ),
     checkControlPlane: async (i: Record<string, unknown>) => (rec('checkControlPlane', i), {}),
     cordonNode: async (i: Record<string, unknown>) => (rec('cordonNode', i), { cordoned: true, ownedByUs: true, changed: true }),
     drainNode: async (i: { node: string }) => {
       rec('drainNode', i);
       if (i.node === options.blockDrainOf && (options.blockDrainAt === undefined || state.kubelet[i.node] === options.blockDrainAt)) {
-        throw ApplicationFailure.create({ type: 'DrainBlocked', nonRetryable: true, message: `drain of ${i.node} blocked`, details: [{ pods: [{ namespace: 'default', name: 'solo-0', pdbs: ['solo'] }] }] });
+        throw ApplicationFailure.create({
+          type: 'DrainBlocked',
+          nonRetryable: true,
+          message: `drain of ${i.node} blocked`,
+          details: [{ pods: [{ namespace: 'default', name: 'solo-0', pdbs: ['solo'] }] }],
+        });
       }
       return {};
     },
@@ -63,4 +98,3 @@ export function fakeCluster(options: { blockDrainOf?: string; blockDrainAt?: str
   } as unknown as Partial<Activities>;
   return { state, calls, acts };
 }
-

@@ -38,7 +38,10 @@ export function archiveLabel(what: string): string {
 const safe = (s: string): string => s.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 150);
 
 /** Every execution the namespace lists (every run, open or closed), listed until two listings agree. */
-async function listExecutions(service: WorkflowService, namespace: string): Promise<{ workflowId: string; runId: string; type: string; status: string }[]> {
+async function listExecutions(
+  service: WorkflowService,
+  namespace: string,
+): Promise<{ workflowId: string; runId: string; type: string; status: string }[]> {
   const listOnce = async () => {
     const out = new Map<string, { workflowId: string; runId: string; type: string; status: string }>();
     let nextPageToken: Uint8Array | undefined;
@@ -66,11 +69,21 @@ async function listExecutions(service: WorkflowService, namespace: string): Prom
   return [...seen.values()];
 }
 
-async function fetchHistory(service: WorkflowService, namespace: string, workflowId: string, runId: string): Promise<temporal.api.history.v1.IHistory> {
+async function fetchHistory(
+  service: WorkflowService,
+  namespace: string,
+  workflowId: string,
+  runId: string,
+): Promise<temporal.api.history.v1.IHistory> {
   const events: temporal.api.history.v1.IHistoryEvent[] = [];
   let nextPageToken: Uint8Array | undefined;
   do {
-    const page = await service.getWorkflowExecutionHistory({ namespace, execution: { workflowId, runId }, maximumPageSize: 1000, ...(nextPageToken ? { nextPageToken } : {}) });
+    const page = await service.getWorkflowExecutionHistory({
+      namespace,
+      execution: { workflowId, runId },
+      maximumPageSize: 1000,
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
     events.push(...(page.history?.events ?? []));
     nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
   } while (nextPageToken);
@@ -88,7 +101,11 @@ export interface ArchiveResult {
  * still encoded) to the run's archive. Call it before stopping a Temporal server a test started;
  * a no-op without SKEWLESS_HISTORY_ARCHIVE (unless `dir` is given).
  */
-export async function archiveHistories(from: { workflowService: WorkflowService }, label: string, options: { namespace?: string; dir?: string } = {}): Promise<ArchiveResult> {
+export async function archiveHistories(
+  from: { workflowService: WorkflowService },
+  label: string,
+  options: { namespace?: string; dir?: string } = {},
+): Promise<ArchiveResult> {
   const dir = options.dir ?? archiveDir();
   if (!dir) return { label, histories: 0, events: 0 };
   const namespace = options.namespace ?? 'default';
@@ -99,7 +116,13 @@ export async function archiveHistories(from: { workflowService: WorkflowService 
   for (const e of executions) {
     const history = await fetchHistory(from.workflowService, namespace, e.workflowId, e.runId);
     events += history.events?.length ?? 0;
-    const record = { workflowId: e.workflowId, runId: e.runId, workflowType: e.type, status: e.status, history: JSON.parse(historyToJSON(history as never)) as unknown };
+    const record = {
+      workflowId: e.workflowId,
+      runId: e.runId,
+      workflowType: e.type,
+      status: e.status,
+      history: JSON.parse(historyToJSON(history as never)) as unknown,
+    };
     writeFileSync(join(target, `${safe(e.workflowId)}@${e.runId}.json.gz`), gzipSync(JSON.stringify(record)));
   }
   const result = { label, histories: executions.length, events };
@@ -116,9 +139,13 @@ export async function archivePersistedServer(db: string, label: string, options:
   const dir = options.dir ?? archiveDir();
   if (!dir) return { label, histories: 0, events: 0 };
   const port = await freePort();
-  const child = spawn(ensureTemporalBinary(), ['server', 'start-dev', '--db-filename', db, '--ip', '127.0.0.1', '--port', String(port), '--headless', '--log-level', 'error'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    ensureTemporalBinary(),
+    ['server', 'start-dev', '--db-filename', db, '--ip', '127.0.0.1', '--port', String(port), '--headless', '--log-level', 'error'],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => void (stderr.length < 4000 && (stderr += d.toString())));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
@@ -219,7 +246,9 @@ export function* readArchivedHistories(dir: string): Generator<ArchivedHistory> 
     return;
   }
   for (const label of labelsIn) {
-    for (const name of readdirSync(join(root, label)).filter((f) => f.endsWith('.json.gz')).sort()) {
+    for (const name of readdirSync(join(root, label))
+      .filter((f) => f.endsWith('.json.gz'))
+      .sort()) {
       const file = join(root, label, name);
       const record = JSON.parse(gunzipSync(readFileSync(file)).toString('utf8')) as Omit<ArchivedHistory, 'label' | 'file'>;
       yield { ...record, label, file };
@@ -237,7 +266,10 @@ export function readWorldSecrets(dir: string): Map<string, string> {
     return known;
   }
   for (const name of names.filter((n) => n.endsWith('.json')).sort()) {
-    const { label, files } = JSON.parse(readFileSync(join(dir, 'secrets', name), 'utf8')) as { label: string; files: Record<string, string[]> };
+    const { label, files } = JSON.parse(readFileSync(join(dir, 'secrets', name), 'utf8')) as {
+      label: string;
+      files: Record<string, string[]>;
+    };
     for (const [file, hashes] of Object.entries(files)) for (const h of hashes) known.set(h, `${label}: ${file}`);
   }
   return known;

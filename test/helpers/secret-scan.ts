@@ -67,7 +67,8 @@ export const RULES: Rule[] = [
 ];
 
 /** Keys of decoded payload objects whose non-empty string values are secrets by name. */
-const SECRET_KEY = /^(?:token|bearerToken|password|passwd|secret|clientKey|client-key|clientKeyData|privateKey|private-key|apiKey|api-key)$/i;
+const SECRET_KEY =
+  /^(?:token|bearerToken|password|passwd|secret|clientKey|client-key|clientKeyData|privateKey|private-key|apiKey|api-key)$/i;
 
 export interface Finding {
   workflowId: string;
@@ -98,7 +99,12 @@ const b64 = (s: unknown): Buffer => Buffer.from(typeof s === 'string' ? s : '', 
 
 function isPayload(v: Record<string, unknown>): v is { metadata: Record<string, string>; data?: string } {
   const m = v.metadata;
-  return typeof m === 'object' && m !== null && typeof (m as Record<string, unknown>).encoding === 'string' && (v.data === undefined || typeof v.data === 'string');
+  return (
+    typeof m === 'object' &&
+    m !== null &&
+    typeof (m as Record<string, unknown>).encoding === 'string' &&
+    (v.data === undefined || typeof v.data === 'string')
+  );
 }
 
 /** Scans one string: the rule names and world-secret sources it matches. */
@@ -141,7 +147,8 @@ export function scanHistory(h: HistoryToScan, known: ReadonlyMap<string, string>
         const at = path ? `${path}.${key}` : key;
         if (decoded) {
           report(`${at}<key>`, key);
-          if (SECRET_KEY.test(key) && typeof value === 'string' && value !== '') findings.push({ ...where, field: at, rule: `value of a "${key}" key` });
+          if (SECRET_KEY.test(key) && typeof value === 'string' && value !== '')
+            findings.push({ ...where, field: at, rule: `value of a "${key}" key` });
         }
         walk(value, at, decoded);
       }

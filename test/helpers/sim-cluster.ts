@@ -45,7 +45,10 @@ export async function startTestCluster(descriptionYaml: string): Promise<TestClu
 
 /** The command lines a simulated host ran, and those it ran while `fn` ran (what an activity did there). */
 export function hostCommands(tc: () => TestCluster) {
-  const log = (node: string): string[] => tc().sim.hosts.commandLog(node).map((e) => e.command);
+  const log = (node: string): string[] =>
+    tc()
+      .sim.hosts.commandLog(node)
+      .map((e) => e.command);
   const during = async <T>(node: string, fn: () => Promise<T>): Promise<{ result: T; ran: string[] }> => {
     const start = log(node).length;
     const result = await fn();

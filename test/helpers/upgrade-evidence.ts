@@ -30,7 +30,8 @@ export function judgeVersionHistory(history: VersionRecord[]): HistoryVerdict {
       for (const { node, version } of state.inventory[key] ?? []) {
         const id = `${key} ${node}`;
         const before = last.get(id);
-        if (before !== undefined && compareVersions(parseVersion(version), parseVersion(before)) < 0) problems.push(`${where}: ${id} went back from ${before} to ${version}`);
+        if (before !== undefined && compareVersions(parseVersion(version), parseVersion(before)) < 0)
+          problems.push(`${where}: ${id} went back from ${before} to ${version}`);
         last.set(id, version);
         const seen = (versionsSeen[id] ??= []);
         if (seen.at(-1) !== version) seen.push(version);

@@ -20,7 +20,8 @@ export function parseExposition(text: string): Sample[] {
     const m = SAMPLE.exec(line);
     if (!m) throw new Error(`not an exposition line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const [, key, raw] of (m[2] ?? '').matchAll(LABEL)) labels[key as string] = (raw as string).replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    for (const [, key, raw] of (m[2] ?? '').matchAll(LABEL))
+      labels[key as string] = (raw as string).replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
     const value = m[3] === '+Inf' ? Infinity : m[3] === '-Inf' ? -Infinity : Number(m[3]);
     if (Number.isNaN(value) && m[3] !== 'NaN') throw new Error(`not a number in: ${line}`);
     samples.push({ name: m[1] as string, labels, value });
@@ -37,7 +38,9 @@ export async function scrape(address: string): Promise<Sample[]> {
 
 /** The sum of a metric's samples whose labels include `where`. */
 export function total(samples: Sample[], name: string, where: Record<string, string> = {}): number {
-  return samples.filter((s) => s.name === name && Object.entries(where).every(([k, v]) => s.labels[k] === v)).reduce((sum, s) => sum + s.value, 0);
+  return samples
+    .filter((s) => s.name === name && Object.entries(where).every(([k, v]) => s.labels[k] === v))
+    .reduce((sum, s) => sum + s.value, 0);
 }
 
 export const has = (samples: Sample[], name: string) => samples.some((s) => s.name === name);
@@ -60,14 +63,27 @@ export interface OtlpReceiver {
   close(): Promise<void>;
 }
 
-interface AnyValue { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number }
-interface KeyValue { key: string; value?: AnyValue }
+interface AnyValue {
+  stringValue?: string;
+  intValue?: string | number;
+  boolValue?: boolean;
+  doubleValue?: number;
+}
+interface KeyValue {
+  key: string;
+  value?: AnyValue;
+}
 interface ExportRequest {
-  resourceSpans?: { resource?: { attributes?: KeyValue[] }; scopeSpans?: { spans?: { name: string; traceId: string; spanId: string; parentSpanId?: string; attributes?: KeyValue[] }[] }[] }[];
+  resourceSpans?: {
+    resource?: { attributes?: KeyValue[] };
+    scopeSpans?: { spans?: { name: string; traceId: string; spanId: string; parentSpanId?: string; attributes?: KeyValue[] }[] }[];
+  }[];
 }
 
 const flat = (kvs: KeyValue[] = []): Record<string, string> =>
-  Object.fromEntries(kvs.map((kv) => [kv.key, String(kv.value?.stringValue ?? kv.value?.intValue ?? kv.value?.boolValue ?? kv.value?.doubleValue ?? '')]));
+  Object.fromEntries(
+    kvs.map((kv) => [kv.key, String(kv.value?.stringValue ?? kv.value?.intValue ?? kv.value?.boolValue ?? kv.value?.doubleValue ?? '')]),
+  );
 
 /** A local OTLP/HTTP traces endpoint that keeps what it is sent (JSON; protobuf bodies are counted, not decoded). */
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
@@ -87,7 +103,14 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
           const service = flat(rs.resource?.attributes)['service.name'];
           for (const ss of rs.scopeSpans ?? []) {
             for (const s of ss.spans ?? []) {
-              spans.push({ name: s.name, traceId: s.traceId, spanId: s.spanId, ...(s.parentSpanId ? { parentSpanId: s.parentSpanId } : {}), ...(service ? { service } : {}), attributes: flat(s.attributes) });
+              spans.push({
+                name: s.name,
+                traceId: s.traceId,
+                spanId: s.spanId,
+                ...(s.parentSpanId ? { parentSpanId: s.parentSpanId } : {}),
+                ...(service ? { service } : {}),
+                attributes: flat(s.attributes),
+              });
             }
           }
         }

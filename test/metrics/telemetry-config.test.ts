@@ -2,17 +2,24 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, telemetryConfig } from '../../worker/config.js';
 
-const refused = (f: () => unknown, message: RegExp) => assert.throws(f, (err: Error) => err instanceof ConfigError && message.test(err.message));
+const refused = (f: () => unknown, message: RegExp) =>
+  assert.throws(f, (err: Error) => err instanceof ConfigError && message.test(err.message));
 
 describe('telemetryConfig: metrics and tracing settings', () => {
   it('is off unless set; a flag beats its variable', () => {
     assert.deepEqual(telemetryConfig({}, {}), {});
     assert.deepEqual(telemetryConfig({}, { SKEWLESS_METRICS_ADDRESS: '', SKEWLESS_OTLP_ENDPOINT: '' }), {});
-    assert.deepEqual(telemetryConfig({}, { SKEWLESS_METRICS_ADDRESS: '0.0.0.0:9464', SKEWLESS_OTLP_ENDPOINT: 'http://otel:4318/v1/traces' }),
-      { metricsAddress: '0.0.0.0:9464', otlpEndpoint: 'http://otel:4318/v1/traces' });
-    assert.deepEqual(telemetryConfig({ 'metrics-address': '127.0.0.1:9100', 'otlp-endpoint': 'https://otel.example/v1/traces' },
-      { SKEWLESS_METRICS_ADDRESS: '0.0.0.0:9464', SKEWLESS_OTLP_ENDPOINT: 'http://otel:4318/v1/traces' }),
-    { metricsAddress: '127.0.0.1:9100', otlpEndpoint: 'https://otel.example/v1/traces' });
+    assert.deepEqual(
+      telemetryConfig({}, { SKEWLESS_METRICS_ADDRESS: '0.0.0.0:9464', SKEWLESS_OTLP_ENDPOINT: 'http://otel:4318/v1/traces' }),
+      { metricsAddress: '0.0.0.0:9464', otlpEndpoint: 'http://otel:4318/v1/traces' },
+    );
+    assert.deepEqual(
+      telemetryConfig(
+        { 'metrics-address': '127.0.0.1:9100', 'otlp-endpoint': 'https://otel.example/v1/traces' },
+        { SKEWLESS_METRICS_ADDRESS: '0.0.0.0:9464', SKEWLESS_OTLP_ENDPOINT: 'http://otel:4318/v1/traces' },
+      ),
+      { metricsAddress: '127.0.0.1:9100', otlpEndpoint: 'https://otel.example/v1/traces' },
+    );
     assert.deepEqual(telemetryConfig({ 'metrics-address': '[::]:9464' }, {}), { metricsAddress: '[::]:9464' });
   });
 

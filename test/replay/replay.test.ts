@@ -9,7 +9,9 @@ import { workflowBundle } from '../helpers/temporal-env.js';
 
 // Histories saved from real runs (the e2e test writes them with SKEWLESS_SAVE_HISTORIES=<dir>).
 const dir = fileURLToPath(new URL('../../../test/replay/histories/', import.meta.url));
-const histories = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+const histories = readdirSync(dir)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 
 describe('replay of saved histories through the current workflow code', () => {
   it('has histories to replay', () => assert.ok(histories.length >= 3, histories.join(', ')));
@@ -27,8 +29,13 @@ describe('replay of saved histories through the current workflow code', () => {
   it('detects a changed command sequence (the negative case)', async () => {
     const history = JSON.parse(readFileSync(join(dir, 'upgrade_e2e_1.33.7_worker-3.json'), 'utf8'));
     // Rename the first scheduled activity: the code now schedules something the history does not have.
-    const scheduled = history.events.find((e: { activityTaskScheduledEventAttributes?: unknown }) => e.activityTaskScheduledEventAttributes);
+    const scheduled = history.events.find(
+      (e: { activityTaskScheduledEventAttributes?: unknown }) => e.activityTaskScheduledEventAttributes,
+    );
     scheduled.activityTaskScheduledEventAttributes.activityType.name = 'somethingElse';
-    await assert.rejects(Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, 'upgrade/e2e/1.33.7/worker-3'), DeterminismViolationError);
+    await assert.rejects(
+      Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, 'upgrade/e2e/1.33.7/worker-3'),
+      DeterminismViolationError,
+    );
   });
 });

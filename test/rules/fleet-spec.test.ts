@@ -16,11 +16,14 @@ describe('fleet file: parseFleetSpec accepts', () => {
     const spec = parseFleetSpec(base());
     assert.equal(spec.name, 'prod');
     assert.equal(spec.maxParallel, 1);
-    assert.deepEqual(spec.clusters.map((c) => [c.cluster, c.stage, c.stageIndex, c.to, c.approve]), [
-      ['admin', 'admin', 0, '1.34', true],
-      ['user-a', 'users', 1, 'latest-patch', false],
-      ['user-b', 'users', 1, 'next-minor', false],
-    ]);
+    assert.deepEqual(
+      spec.clusters.map((c) => [c.cluster, c.stage, c.stageIndex, c.to, c.approve]),
+      [
+        ['admin', 'admin', 0, '1.34', true],
+        ['user-a', 'users', 1, 'latest-patch', false],
+        ['user-b', 'users', 1, 'next-minor', false],
+      ],
+    );
     assert.deepEqual(spec.clusters[0]?.policy, { canary: 1, approveWorkers: true });
     assert.deepEqual(spec.clusters[1]?.policy, { canary: 1 });
     assert.deepEqual(spec.clusters[2]?.policy, { canary: 1, batchSize: 2, maxUnavailable: '25%' });
@@ -28,9 +31,20 @@ describe('fleet file: parseFleetSpec accepts', () => {
 
   it('every UpgradePolicy key, with its bounds', () => {
     const policy = {
-      canary: 0, canaryNodes: ['w-1'], batchSize: 3, maxUnavailable: 2, order: 'inventory', firstControlPlane: 'cp-1', approveWorkers: false,
-      approveAfterCanary: false, acknowledge: ['kube-system/coredns'], drainTimeoutSeconds: 60, hostRetrySeconds: 86_400,
-      kubeletTimeoutSeconds: 300, verifySeconds: 0, continueAsNewAfterEvents: 100,
+      canary: 0,
+      canaryNodes: ['w-1'],
+      batchSize: 3,
+      maxUnavailable: 2,
+      order: 'inventory',
+      firstControlPlane: 'cp-1',
+      approveWorkers: false,
+      approveAfterCanary: false,
+      acknowledge: ['kube-system/coredns'],
+      drainTimeoutSeconds: 60,
+      hostRetrySeconds: 86_400,
+      kubeletTimeoutSeconds: 300,
+      verifySeconds: 0,
+      continueAsNewAfterEvents: 100,
     };
     const spec = parseFleetSpec({ name: 'f', maxParallel: 3, stages: [{ clusters: [{ name: 'c1', to: '1.33.7', policy }] }] });
     assert.deepEqual(spec.clusters[0]?.policy, policy);
@@ -54,39 +68,136 @@ describe('fleet file: parseFleetSpec refuses with one line naming the entry', ()
     ['maxParallel 0', edit((d) => (d.maxParallel = 0)), /^fleet file: maxParallel: must be an integer from 1 to 100, got 0/],
     ['maxParallel as text', edit((d) => (d.maxParallel = '2')), /maxParallel: must be an integer from 1 to 100, got "2"/],
     ['no stages', edit((d) => (d.stages = [])), /^fleet file: stages: must be a non-empty list/],
-    ['a stage without clusters', edit((d) => (d.stages[1] = { name: 'users', clusters: [] })), /^fleet file: stages\[1\]\.clusters: must be a non-empty list/],
-    ['a stage listed twice', edit((d) => ((d.stages[1] as { name: string }).name = 'admin')), /stages\[1\]\.name: stage admin is listed twice/],
-    ['a cluster listed twice', edit((d) => (d.stages[1]!.clusters as unknown[]).push('admin')), /stages\[1\]\.clusters\[2\]\.name: cluster admin is already listed at stages\[0\]\.clusters\[0\]/],
-    ['a bad cluster name', edit((d) => (d.stages[1]!.clusters as unknown[]).push('User_A')), /stages\[1\]\.clusters\[2\]\.name: the cluster name must be a DNS label/],
-    ['a cluster entry that is a number', edit((d) => (d.stages[1]!.clusters as unknown[]).push(7)), /stages\[1\]\.clusters\[2\]: must be a cluster name or a mapping/],
-    ['an unknown cluster key', edit((d) => ((d.stages[0]!.clusters[0] as Record<string, unknown>).gate = true)), /stages\[0\]\.clusters\[0\]: unknown key "gate"/],
-    ['a bad target', edit((d) => ((d.stages[0]!.clusters[0] as Record<string, unknown>).to = '1.34.2;reboot')), /stages\[0\]\.clusters\[0\]\.to: invalid target "1\.34\.2;reboot"/],
-    ['a target expression misspelt', edit((d) => ((d.stages[0]!.clusters[0] as Record<string, unknown>).to = 'latest')), /clusters\[0\]\.to: invalid target "latest"/],
-    ['no target and no default', edit((d) => delete (d.defaults as Record<string, unknown>).to), /stages\[1\]\.clusters\[0\]\.to: is required \(or defaults\.to\)/],
-    ['approve not a boolean', edit((d) => ((d.stages[0]!.clusters[0] as Record<string, unknown>).approve = 'yes')), /clusters\[0\]\.approve: must be true or false, got "yes"/],
-    ['an unknown policy key (a typo)', edit((d) => ((d.stages[0]!.clusters[0] as { policy: Record<string, unknown> }).policy.batchsize = 2)), /clusters\[0\]\.policy: unknown key "batchsize"/],
-    ['a CLI flag name as policy key', edit((d) => ((d.defaults.policy as Record<string, unknown>)['host-retry'] = 5)), /^fleet file: defaults\.policy: unknown key "host-retry"/],
-    ['batchSize 0', edit((d) => ((d.stages[0]!.clusters[0] as { policy: Record<string, unknown> }).policy.batchSize = 0)), /policy\.batchSize: must be an integer ≥ 1, got 0/],
-    ['canary negative', edit((d) => ((d.defaults.policy as Record<string, unknown>).canary = -1)), /defaults\.policy\.canary: must be an integer ≥ 0, got -1/],
-    ['maxUnavailable 0%', edit((d) => ((d.defaults.policy as Record<string, unknown>).maxUnavailable = '0%')), /maxUnavailable: must be a count ≥ 1 or a percentage from 1% to 100%, got "0%"/],
-    ['drainTimeoutSeconds past the drain activity', edit((d) => ((d.defaults.policy as Record<string, unknown>).drainTimeoutSeconds = 9000)), /defaults\.policy\.drainTimeoutSeconds: must be an integer from 1 to 6900 \(the drain activity ends at 2 hours\), got 9000/],
-    ['hostRetrySeconds over a day', edit((d) => ((d.defaults.policy as Record<string, unknown>).hostRetrySeconds = 86_401)), /hostRetrySeconds: must be an integer from 0 to 86400 \(a day\), got 86401/],
-    ['soakSeconds fractional', edit((d) => ((d.defaults.policy as Record<string, unknown>).soakSeconds = 1.5)), /soakSeconds: must be an integer ≥ 0, got 1\.5/],
-    ['acknowledge without a namespace', edit((d) => ((d.defaults.policy as Record<string, unknown>).acknowledge = ['coredns'])), /defaults\.policy\.acknowledge\[0\]: must be NAMESPACE\/PDB names, got "coredns"/],
-    ['order unknown', edit((d) => ((d.defaults.policy as Record<string, unknown>).order = 'random')), /order: must be "name" or "inventory"/],
-    ['approveAfterCanary with soakSeconds (merged from defaults)', edit((d) => {
-      (d.defaults.policy as Record<string, unknown>).soakSeconds = 60;
-      (d.stages[0]!.clusters[0] as { policy: Record<string, unknown> }).policy.approveAfterCanary = true;
-    }), /stages\[0\]\.clusters\[0\]\.policy: soakSeconds waits after the canary when no approval is asked/],
-    ['canary 0 with a soak', edit((d) => Object.assign(d.defaults.policy, { canary: 0, soakSeconds: 30 })), /policy: canary 0 means no canary: soakSeconds would never apply/],
-    ['a policy that is a list', edit((d) => ((d.stages[0]!.clusters[0] as Record<string, unknown>).policy = ['canary'])), /clusters\[0\]\.policy: must be a mapping of policy keys/],
+    [
+      'a stage without clusters',
+      edit((d) => (d.stages[1] = { name: 'users', clusters: [] })),
+      /^fleet file: stages\[1\]\.clusters: must be a non-empty list/,
+    ],
+    [
+      'a stage listed twice',
+      edit((d) => ((d.stages[1] as { name: string }).name = 'admin')),
+      /stages\[1\]\.name: stage admin is listed twice/,
+    ],
+    [
+      'a cluster listed twice',
+      edit((d) => (d.stages[1]!.clusters as unknown[]).push('admin')),
+      /stages\[1\]\.clusters\[2\]\.name: cluster admin is already listed at stages\[0\]\.clusters\[0\]/,
+    ],
+    [
+      'a bad cluster name',
+      edit((d) => (d.stages[1]!.clusters as unknown[]).push('User_A')),
+      /stages\[1\]\.clusters\[2\]\.name: the cluster name must be a DNS label/,
+    ],
+    [
+      'a cluster entry that is a number',
+      edit((d) => (d.stages[1]!.clusters as unknown[]).push(7)),
+      /stages\[1\]\.clusters\[2\]: must be a cluster name or a mapping/,
+    ],
+    [
+      'an unknown cluster key',
+      edit((d) => ((d.stages[0]!.clusters[0] as Record<string, unknown>).gate = true)),
+      /stages\[0\]\.clusters\[0\]: unknown key "gate"/,
+    ],
+    [
+      'a bad target',
+      edit((d) => ((d.stages[0]!.clusters[0] as Record<string, unknown>).to = '1.34.2;reboot')),
+      /stages\[0\]\.clusters\[0\]\.to: invalid target "1\.34\.2;reboot"/,
+    ],
+    [
+      'a target expression misspelt',
+      edit((d) => ((d.stages[0]!.clusters[0] as Record<string, unknown>).to = 'latest')),
+      /clusters\[0\]\.to: invalid target "latest"/,
+    ],
+    [
+      'no target and no default',
+      edit((d) => delete (d.defaults as Record<string, unknown>).to),
+      /stages\[1\]\.clusters\[0\]\.to: is required \(or defaults\.to\)/,
+    ],
+    [
+      'approve not a boolean',
+      edit((d) => ((d.stages[0]!.clusters[0] as Record<string, unknown>).approve = 'yes')),
+      /clusters\[0\]\.approve: must be true or false, got "yes"/,
+    ],
+    [
+      'an unknown policy key (a typo)',
+      edit((d) => ((d.stages[0]!.clusters[0] as { policy: Record<string, unknown> }).policy.batchsize = 2)),
+      /clusters\[0\]\.policy: unknown key "batchsize"/,
+    ],
+    [
+      'a CLI flag name as policy key',
+      edit((d) => ((d.defaults.policy as Record<string, unknown>)['host-retry'] = 5)),
+      /^fleet file: defaults\.policy: unknown key "host-retry"/,
+    ],
+    [
+      'batchSize 0',
+      edit((d) => ((d.stages[0]!.clusters[0] as { policy: Record<string, unknown> }).policy.batchSize = 0)),
+      /policy\.batchSize: must be an integer ≥ 1, got 0/,
+    ],
+    [
+      'canary negative',
+      edit((d) => ((d.defaults.policy as Record<string, unknown>).canary = -1)),
+      /defaults\.policy\.canary: must be an integer ≥ 0, got -1/,
+    ],
+    [
+      'maxUnavailable 0%',
+      edit((d) => ((d.defaults.policy as Record<string, unknown>).maxUnavailable = '0%')),
+      /maxUnavailable: must be a count ≥ 1 or a percentage from 1% to 100%, got "0%"/,
+    ],
+    [
+      'drainTimeoutSeconds past the drain activity',
+      edit((d) => ((d.defaults.policy as Record<string, unknown>).drainTimeoutSeconds = 9000)),
+      /defaults\.policy\.drainTimeoutSeconds: must be an integer from 1 to 6900 \(the drain activity ends at 2 hours\), got 9000/,
+    ],
+    [
+      'hostRetrySeconds over a day',
+      edit((d) => ((d.defaults.policy as Record<string, unknown>).hostRetrySeconds = 86_401)),
+      /hostRetrySeconds: must be an integer from 0 to 86400 \(a day\), got 86401/,
+    ],
+    [
+      'soakSeconds fractional',
+      edit((d) => ((d.defaults.policy as Record<string, unknown>).soakSeconds = 1.5)),
+      /soakSeconds: must be an integer ≥ 0, got 1\.5/,
+    ],
+    [
+      'acknowledge without a namespace',
+      edit((d) => ((d.defaults.policy as Record<string, unknown>).acknowledge = ['coredns'])),
+      /defaults\.policy\.acknowledge\[0\]: must be NAMESPACE\/PDB names, got "coredns"/,
+    ],
+    [
+      'order unknown',
+      edit((d) => ((d.defaults.policy as Record<string, unknown>).order = 'random')),
+      /order: must be "name" or "inventory"/,
+    ],
+    [
+      'approveAfterCanary with soakSeconds (merged from defaults)',
+      edit((d) => {
+        (d.defaults.policy as Record<string, unknown>).soakSeconds = 60;
+        (d.stages[0]!.clusters[0] as { policy: Record<string, unknown> }).policy.approveAfterCanary = true;
+      }),
+      /stages\[0\]\.clusters\[0\]\.policy: soakSeconds waits after the canary when no approval is asked/,
+    ],
+    [
+      'canary 0 with a soak',
+      edit((d) => Object.assign(d.defaults.policy, { canary: 0, soakSeconds: 30 })),
+      /policy: canary 0 means no canary: soakSeconds would never apply/,
+    ],
+    [
+      'a policy that is a list',
+      edit((d) => ((d.stages[0]!.clusters[0] as Record<string, unknown>).policy = ['canary'])),
+      /clusters\[0\]\.policy: must be a mapping of policy keys/,
+    ],
   ];
   for (const [name, doc, message] of rows) {
-    it(name, () => assert.throws(() => parseFleetSpec(doc), (e: unknown) => {
-      assert.ok(e instanceof RuleError && e.code === 'InvalidFleet', String(e));
-      assert.equal(e.message.split('\n').length, 1);
-      assert.match(e.message, message);
-      return true;
-    }));
+    it(name, () =>
+      assert.throws(
+        () => parseFleetSpec(doc),
+        (e: unknown) => {
+          assert.ok(e instanceof RuleError && e.code === 'InvalidFleet', String(e));
+          assert.equal(e.message.split('\n').length, 1);
+          assert.match(e.message, message);
+          return true;
+        },
+      ),
+    );
   }
 });

@@ -3,10 +3,19 @@ import { describe, it } from 'node:test';
 import { planHops, RuleError, type RuleErrorCode } from '../../rules/index.js';
 
 const AVAILABLE = [
-  '1.31.14', '1.32.0', '1.32.4', '1.32.9',
-  '1.33.0', '1.33.5', '1.33.7', '1.33.8-rc.0',
-  '1.34.0-rc.1', '1.34.0', '1.34.2',
-  '1.35.0-alpha.1', '1.35.0-rc.0',
+  '1.31.14',
+  '1.32.0',
+  '1.32.4',
+  '1.32.9',
+  '1.33.0',
+  '1.33.5',
+  '1.33.7',
+  '1.33.8-rc.0',
+  '1.34.0-rc.1',
+  '1.34.0',
+  '1.34.2',
+  '1.35.0-alpha.1',
+  '1.35.0-rc.0',
 ];
 
 describe('planHops', () => {
@@ -34,24 +43,46 @@ describe('planHops', () => {
   const refused: [string, string, string, RuleErrorCode, RegExp, (readonly string[])?][] = [
     ['downgrade of a minor', '1.34.2', '1.33', 'Downgrade', /refusing to downgrade 1\.34\.2 → 1\.33.*etcd snapshot/],
     ['downgrade of a patch', '1.34.2', '1.34.0', 'Downgrade', /refusing to downgrade 1\.34\.2 → 1\.34\.0/],
-    ['missing intermediate minor', '1.32.4', '1.34', 'MissingRelease', /no 1\.33\.x release is available, and minors cannot be skipped/,
-      ['1.32.4', '1.34.2']],
+    [
+      'missing intermediate minor',
+      '1.32.4',
+      '1.34',
+      'MissingRelease',
+      /no 1\.33\.x release is available, and minors cannot be skipped/,
+      ['1.32.4', '1.34.2'],
+    ],
     ['intermediate minor with only a pre-release', '1.32.4', '1.34', 'MissingRelease', /no 1\.33\.x release/, ['1.33.0-rc.1', '1.34.2']],
-    ['target minor with only pre-releases', '1.34.2', '1.35', 'MissingRelease', /no 1\.35\.x release is available \(pre-releases are used only when named exactly/],
+    [
+      'target minor with only pre-releases',
+      '1.34.2',
+      '1.35',
+      'MissingRelease',
+      /no 1\.35\.x release is available \(pre-releases are used only when named exactly/,
+    ],
     ['exact target not available', '1.33.0', '1.34.9', 'MissingRelease', /1\.34\.9 is not among the available versions/],
     ['across majors', '1.34.2', '2.0', 'UnsupportedMajor', /across major versions/],
     ['invalid from', '1.34', '1.35', 'InvalidVersion', /invalid Kubernetes version "1\.34"/],
     ['invalid to', '1.33.0', 'latest', 'InvalidVersion', /invalid target "latest"/],
-    ['invalid available entry', '1.33.0', '1.34', 'InvalidVersion', /available version #2: invalid Kubernetes version "1\.34\.x"/, ['1.34.1', '1.34.x']],
+    [
+      'invalid available entry',
+      '1.33.0',
+      '1.34',
+      'InvalidVersion',
+      /available version #2: invalid Kubernetes version "1\.34\.x"/,
+      ['1.34.1', '1.34.x'],
+    ],
   ];
   for (const [name, from, to, code, message, available] of refused) {
     it(`refuses: ${name}`, () => {
-      assert.throws(() => planHops({ from, to, available: available ?? AVAILABLE }), (err: unknown) => {
-        assert.ok(err instanceof RuleError, String(err));
-        assert.equal(err.code, code);
-        assert.match(err.message, message);
-        return true;
-      });
+      assert.throws(
+        () => planHops({ from, to, available: available ?? AVAILABLE }),
+        (err: unknown) => {
+          assert.ok(err instanceof RuleError, String(err));
+          assert.equal(err.code, code);
+          assert.match(err.message, message);
+          return true;
+        },
+      );
     });
   }
 

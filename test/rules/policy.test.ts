@@ -2,34 +2,74 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import {
-  ACTIVITY_LIMITS, BLUEGREEN_POLICY_KEYS, checkPolicy, INT_BOUNDS, MAINTENANCE_POLICY_KEYS, POLICY_DEFAULTS, RuleError, UPGRADE_POLICY_KEYS, withDefaults, type PolicyKey,
+  ACTIVITY_LIMITS,
+  BLUEGREEN_POLICY_KEYS,
+  checkPolicy,
+  INT_BOUNDS,
+  MAINTENANCE_POLICY_KEYS,
+  POLICY_DEFAULTS,
+  RuleError,
+  UPGRADE_POLICY_KEYS,
+  withDefaults,
+  type PolicyKey,
 } from '../../rules/index.js';
 import { drain, healthCheck, kubeletRestart, PROFILE_OF, reboot } from '../../workflows/activity-options.js';
 import { policyFromFlags, MAINTAIN_FLAG_KEYS, BLUEGREEN_FLAG_KEYS } from '../../client/policy-flags.js';
 import { UsageError } from '../../client/cli-support.js';
 
 const refused = (policy: unknown, message: RegExp, keys: readonly PolicyKey[] = UPGRADE_POLICY_KEYS) =>
-  assert.throws(() => checkPolicy(policy, undefined, keys), (err: unknown) => err instanceof RuleError && err.code === 'InvalidPolicy' && message.test(err.message));
+  assert.throws(
+    () => checkPolicy(policy, undefined, keys),
+    (err: unknown) => err instanceof RuleError && err.code === 'InvalidPolicy' && message.test(err.message),
+  );
 
 describe('the one policy (rules/policy.ts)', () => {
   const cases: [string, unknown, RegExp][] = [
-    ['a drain timeout past the drain activity', { drainTimeoutSeconds: 9000 }, /^drainTimeoutSeconds must be an integer from 1 to 6900 \(the drain activity ends at 2 hours\), got 9000$/],
-    ['a kubelet timeout past its activity', { kubeletTimeoutSeconds: 600 }, /^kubeletTimeoutSeconds must be an integer from 1 to 540 \(the kubelet restart activity ends at 10 minutes\), got 600$/],
+    [
+      'a drain timeout past the drain activity',
+      { drainTimeoutSeconds: 9000 },
+      /^drainTimeoutSeconds must be an integer from 1 to 6900 \(the drain activity ends at 2 hours\), got 9000$/,
+    ],
+    [
+      'a kubelet timeout past its activity',
+      { kubeletTimeoutSeconds: 600 },
+      /^kubeletTimeoutSeconds must be an integer from 1 to 540 \(the kubelet restart activity ends at 10 minutes\), got 600$/,
+    ],
     ['a verify wait longer than a health check waits', { verifySeconds: 300 }, /^verifySeconds must be an integer from 0 to 240/],
     ['a host retry over a day', { hostRetrySeconds: 86_401 }, /^hostRetrySeconds must be an integer from 0 to 86400 \(a day\), got 86401$/],
     ['a fractional canary', { canary: 1.5 }, /^canary must be an integer ≥ 0, got 1\.5$/],
     ['maxUnavailable 0%', { maxUnavailable: '0%' }, /^maxUnavailable must be a count ≥ 1 or a percentage/],
-    ['an acknowledgement without a namespace', { acknowledge: ['default/web', 'web'] }, /^acknowledge\[1\] must be NAMESPACE\/PDB names, got "web"$/],
-    ['a soak with an approval', { approveAfterCanary: true, soakSeconds: 30 }, /^soakSeconds waits after the canary when no approval is asked: leave it out with approveAfterCanary$/],
-    ['no canary with an approval', { canary: 0, approveAfterCanary: true }, /^canary 0 means no canary: approveAfterCanary would never apply$/],
+    [
+      'an acknowledgement without a namespace',
+      { acknowledge: ['default/web', 'web'] },
+      /^acknowledge\[1\] must be NAMESPACE\/PDB names, got "web"$/,
+    ],
+    [
+      'a soak with an approval',
+      { approveAfterCanary: true, soakSeconds: 30 },
+      /^soakSeconds waits after the canary when no approval is asked: leave it out with approveAfterCanary$/,
+    ],
+    [
+      'no canary with an approval',
+      { canary: 0, approveAfterCanary: true },
+      /^canary 0 means no canary: approveAfterCanary would never apply$/,
+    ],
     ['a key the upgrade does not take', { rebootTimeoutSeconds: 60 }, /^unknown key "rebootTimeoutSeconds"/],
     ['not a mapping', ['canary'], /^a policy must be a mapping of keys/],
   ];
   for (const [name, policy, message] of cases) it(`refuses ${name}`, () => refused(policy, message));
 
   it('takes the limits themselves, and each flow only its own keys', () => {
-    assert.deepEqual(checkPolicy({ drainTimeoutSeconds: 6900, kubeletTimeoutSeconds: 540, verifySeconds: 240, hostRetrySeconds: 86_400 }), { drainTimeoutSeconds: 6900, kubeletTimeoutSeconds: 540, verifySeconds: 240, hostRetrySeconds: 86_400 });
-    assert.deepEqual(checkPolicy({ rebootTimeoutSeconds: 1500, forcePods: ['default/pet'] }, undefined, MAINTENANCE_POLICY_KEYS), { rebootTimeoutSeconds: 1500, forcePods: ['default/pet'] });
+    assert.deepEqual(checkPolicy({ drainTimeoutSeconds: 6900, kubeletTimeoutSeconds: 540, verifySeconds: 240, hostRetrySeconds: 86_400 }), {
+      drainTimeoutSeconds: 6900,
+      kubeletTimeoutSeconds: 540,
+      verifySeconds: 240,
+      hostRetrySeconds: 86_400,
+    });
+    assert.deepEqual(checkPolicy({ rebootTimeoutSeconds: 1500, forcePods: ['default/pet'] }, undefined, MAINTENANCE_POLICY_KEYS), {
+      rebootTimeoutSeconds: 1500,
+      forcePods: ['default/pet'],
+    });
     refused({ acknowledge: ['default/web'] }, /^unknown key "acknowledge"/, MAINTENANCE_POLICY_KEYS);
     refused({ maxUnavailable: 2 }, /^unknown key "maxUnavailable"/, BLUEGREEN_POLICY_KEYS);
     refused({ rebootTimeoutSeconds: 1501 }, /reboot activity ends at 30 minutes/, MAINTENANCE_POLICY_KEYS);
@@ -54,21 +94,43 @@ describe('the one policy (rules/policy.ts)', () => {
 });
 
 describe('the policy flags of every command, through the one policy', () => {
-  const usage = (fn: () => unknown, message: RegExp) => assert.throws(fn, (err: unknown) => err instanceof UsageError && message.test(err.message));
+  const usage = (fn: () => unknown, message: RegExp) =>
+    assert.throws(fn, (err: unknown) => err instanceof UsageError && message.test(err.message));
 
-  it('an upgrade\'s flags: the values and their names as typed', () => {
-    assert.deepEqual(policyFromFlags({ canary: '2', 'batch-size': '3', 'max-unavailable': '25%', 'drain-timeout': '6900', 'approve-workers': true, acknowledge: ['default/web'] }),
-      { canary: 2, batchSize: 3, maxUnavailable: '25%', drainTimeoutSeconds: 6900, approveWorkers: true, acknowledge: ['default/web'] });
-    usage(() => policyFromFlags({ 'drain-timeout': '9000' }), /^--drain-timeout must be an integer from 1 to 6900 \(the drain activity ends at 2 hours\), got 9000$/);
+  it("an upgrade's flags: the values and their names as typed", () => {
+    assert.deepEqual(
+      policyFromFlags({
+        canary: '2',
+        'batch-size': '3',
+        'max-unavailable': '25%',
+        'drain-timeout': '6900',
+        'approve-workers': true,
+        acknowledge: ['default/web'],
+      }),
+      { canary: 2, batchSize: 3, maxUnavailable: '25%', drainTimeoutSeconds: 6900, approveWorkers: true, acknowledge: ['default/web'] },
+    );
+    usage(
+      () => policyFromFlags({ 'drain-timeout': '9000' }),
+      /^--drain-timeout must be an integer from 1 to 6900 \(the drain activity ends at 2 hours\), got 9000$/,
+    );
     usage(() => policyFromFlags({ 'drain-timeout': '-5' }), /^--drain-timeout must be an integer ≥ 1, got "-5"$/);
-    usage(() => policyFromFlags({ 'approve-canary': true, soak: '60' }), /^--soak waits after the canary when no approval is asked: leave it out with --approve-canary$/);
+    usage(
+      () => policyFromFlags({ 'approve-canary': true, soak: '60' }),
+      /^--soak waits after the canary when no approval is asked: leave it out with --approve-canary$/,
+    );
   });
 
-  it('maintain\'s and bluegreen\'s flags are judged by the same rules', () => {
-    assert.deepEqual(policyFromFlags({ 'reboot-timeout': '600', 'force-pod': ['default/pet', 'default/pet'] }, MAINTAIN_FLAG_KEYS), { rebootTimeoutSeconds: 600, forcePods: ['default/pet'] });
+  it("maintain's and bluegreen's flags are judged by the same rules", () => {
+    assert.deepEqual(policyFromFlags({ 'reboot-timeout': '600', 'force-pod': ['default/pet', 'default/pet'] }, MAINTAIN_FLAG_KEYS), {
+      rebootTimeoutSeconds: 600,
+      forcePods: ['default/pet'],
+    });
     usage(() => policyFromFlags({ 'drain-timeout': '9000' }, MAINTAIN_FLAG_KEYS), /^--drain-timeout must be an integer from 1 to 6900/);
     usage(() => policyFromFlags({ 'drain-timeout': '9000' }, BLUEGREEN_FLAG_KEYS), /^--drain-timeout must be an integer from 1 to 6900/);
     usage(() => policyFromFlags({ canary: '0', soak: '5' }, BLUEGREEN_FLAG_KEYS), /^--canary 0 means no canary: --soak would never apply$/);
-    usage(() => policyFromFlags({ 'reboot-timeout': '7200' }, MAINTAIN_FLAG_KEYS), /^--reboot-timeout must be an integer from 1 to 1500 \(the reboot activity ends at 30 minutes\), got 7200$/);
+    usage(
+      () => policyFromFlags({ 'reboot-timeout': '7200' }, MAINTAIN_FLAG_KEYS),
+      /^--reboot-timeout must be an integer from 1 to 1500 \(the reboot activity ends at 30 minutes\), got 7200$/,
+    );
   });
 });

@@ -8,17 +8,24 @@ const workers = (n: number) => Array.from({ length: n }, (_, i) => w(`worker-${i
 
 describe('planRollout', () => {
   it('control planes one at a time, then the canary, then batches, with stage labels', () => {
-    const plan = planRollout([cp('cp2'), w('worker-10'), cp('cp1'), ...workers(7), cp('cp3')], { canary: 1, batchSize: 3, maxUnavailable: 2 });
+    const plan = planRollout([cp('cp2'), w('worker-10'), cp('cp1'), ...workers(7), cp('cp3')], {
+      canary: 1,
+      batchSize: 3,
+      maxUnavailable: 2,
+    });
     assert.deepEqual(plan.controlPlanes, ['cp1', 'cp2', 'cp3']);
-    assert.deepEqual(plan.phases.map((p) => [p.kind, p.stage, p.nodes, p.maxUnavailable]), [
-      ['control-plane', 'control-plane', ['cp1'], 1],
-      ['control-plane', 'control-plane', ['cp2'], 1],
-      ['control-plane', 'control-plane', ['cp3'], 1],
-      ['canary', 'canary', ['worker-1'], 1],
-      ['batch', 'batch-1', ['worker-2', 'worker-3', 'worker-4'], 2],
-      ['batch', 'batch-2', ['worker-5', 'worker-6', 'worker-7'], 2],
-      ['batch', 'batch-3', ['worker-10'], 1],
-    ]);
+    assert.deepEqual(
+      plan.phases.map((p) => [p.kind, p.stage, p.nodes, p.maxUnavailable]),
+      [
+        ['control-plane', 'control-plane', ['cp1'], 1],
+        ['control-plane', 'control-plane', ['cp2'], 1],
+        ['control-plane', 'control-plane', ['cp3'], 1],
+        ['canary', 'canary', ['worker-1'], 1],
+        ['batch', 'batch-1', ['worker-2', 'worker-3', 'worker-4'], 2],
+        ['batch', 'batch-2', ['worker-5', 'worker-6', 'worker-7'], 2],
+        ['batch', 'batch-3', ['worker-10'], 1],
+      ],
+    );
     assert.equal(plan.stageLabels['worker-1'], 'canary');
     assert.equal(plan.stageLabels['worker-10'], 'batch-3');
     assert.equal(plan.stageLabels.cp2, 'control-plane');
@@ -33,13 +40,19 @@ describe('planRollout', () => {
 
   it('keeps the listed order when asked', () => {
     const plan = planRollout([cp('cp1'), w('b'), w('a'), w('c')], { order: 'inventory', canary: 1, batchSize: 2 });
-    assert.deepEqual(plan.phases.slice(1).map((p) => p.nodes), [['b'], ['a', 'c']]);
+    assert.deepEqual(
+      plan.phases.slice(1).map((p) => p.nodes),
+      [['b'], ['a', 'c']],
+    );
   });
 
   it('defaults: canary 1, maxUnavailable 1, batch size = maxUnavailable', () => {
     const plan = planRollout([cp('cp1'), ...workers(3)]);
     assert.deepEqual(plan.policy, { canary: 1, batchSize: 1, maxUnavailable: 1, order: 'name' });
-    assert.deepEqual(plan.phases.map((p) => p.stage), ['control-plane', 'canary', 'batch-1', 'batch-2']);
+    assert.deepEqual(
+      plan.phases.map((p) => p.stage),
+      ['control-plane', 'canary', 'batch-1', 'batch-2'],
+    );
   });
 
   it('resolves a percentage of the workers, rounding down but never to zero', () => {
@@ -48,12 +61,21 @@ describe('planRollout', () => {
     assert.equal(resolveMaxUnavailable('25%', 10), 2);
     assert.equal(resolveMaxUnavailable('3', 10), 3);
     const plan = planRollout([cp('cp1'), ...workers(20)], { maxUnavailable: '10%', canary: 2 });
-    assert.deepEqual(plan.phases.slice(1).map((p) => p.nodes.length), [2, 2, 2, 2, 2, 2, 2, 2, 2, 2]);
+    assert.deepEqual(
+      plan.phases.slice(1).map((p) => p.nodes.length),
+      [2, 2, 2, 2, 2, 2, 2, 2, 2, 2],
+    );
   });
 
   it('caps the nodes out at once at maxUnavailable even when batches are bigger', () => {
     const plan = planRollout([cp('cp1'), ...workers(9)], { canary: 3, batchSize: 6, maxUnavailable: 2 });
-    assert.deepEqual(plan.phases.slice(1).map((p) => [p.nodes.length, p.maxUnavailable]), [[3, 2], [6, 2]]);
+    assert.deepEqual(
+      plan.phases.slice(1).map((p) => [p.nodes.length, p.maxUnavailable]),
+      [
+        [3, 2],
+        [6, 2],
+      ],
+    );
   });
 
   it('takes explicit canary nodes and a chosen first control plane', () => {
@@ -64,9 +86,18 @@ describe('planRollout', () => {
   });
 
   it('canary 0 goes straight to batches; more canaries than workers takes them all', () => {
-    assert.deepEqual(planRollout([cp('cp1'), ...workers(2)], { canary: 0 }).phases.map((p) => p.stage), ['control-plane', 'batch-1', 'batch-2']);
-    assert.deepEqual(planRollout([cp('cp1'), ...workers(2)], { canary: 5 }).phases.map((p) => p.stage), ['control-plane', 'canary']);
-    assert.deepEqual(planRollout([cp('cp1')]).phases.map((p) => p.stage), ['control-plane']);
+    assert.deepEqual(
+      planRollout([cp('cp1'), ...workers(2)], { canary: 0 }).phases.map((p) => p.stage),
+      ['control-plane', 'batch-1', 'batch-2'],
+    );
+    assert.deepEqual(
+      planRollout([cp('cp1'), ...workers(2)], { canary: 5 }).phases.map((p) => p.stage),
+      ['control-plane', 'canary'],
+    );
+    assert.deepEqual(
+      planRollout([cp('cp1')]).phases.map((p) => p.stage),
+      ['control-plane'],
+    );
   });
 
   const bad: [string, PlanNode[], object, RegExp][] = [
@@ -79,11 +110,20 @@ describe('planRollout', () => {
     ['fractional maxUnavailable', [cp('cp1'), ...workers(2)], { maxUnavailable: 1.5 }, /maxUnavailable must be an integer/],
     ['bad percentage', [cp('cp1'), ...workers(2)], { maxUnavailable: '150%' }, /count or a percentage/],
     ['canary that is not a worker', [cp('cp1'), ...workers(2)], { canaryNodes: ['cp1'] }, /canary node cp1 is not a worker/],
-    ['unknown first control plane', [cp('cp1'), ...workers(2)], { firstControlPlane: 'worker-1' }, /firstControlPlane worker-1 is not a control-plane node/],
+    [
+      'unknown first control plane',
+      [cp('cp1'), ...workers(2)],
+      { firstControlPlane: 'worker-1' },
+      /firstControlPlane worker-1 is not a control-plane node/,
+    ],
     ['unknown order', [cp('cp1')], { order: 'random' }, /order must be/],
   ];
   for (const [name, nodes, policy, message] of bad) {
-    it(`refuses ${name}`, () => assert.throws(() => planRollout(nodes, policy), (err: unknown) => err instanceof RuleError && message.test(err.message)));
+    it(`refuses ${name}`, () =>
+      assert.throws(
+        () => planRollout(nodes, policy),
+        (err: unknown) => err instanceof RuleError && message.test(err.message),
+      ));
   }
 });
 
@@ -102,7 +142,10 @@ describe('withoutNodes', () => {
 
   it('takes skipped workers out of their phases and drops a phase left empty', () => {
     const out = withoutNodes(plan, ['w1', 'w3']);
-    assert.deepEqual(out.phases.map((p) => `${p.stage}:${p.nodes.join(',')}:${p.maxUnavailable}`), ['control-plane:cp1:1', 'batch-1:w2:1', 'batch-2:w4,w5:2']);
+    assert.deepEqual(
+      out.phases.map((p) => `${p.stage}:${p.nodes.join(',')}:${p.maxUnavailable}`),
+      ['control-plane:cp1:1', 'batch-1:w2:1', 'batch-2:w4,w5:2'],
+    );
     assert.deepEqual(Object.keys(out.stageLabels), ['cp1', 'w2', 'w4', 'w5']);
   });
 

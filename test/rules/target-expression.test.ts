@@ -3,9 +3,16 @@ import { describe, it } from 'node:test';
 import { describeTarget, parseTarget, planHops, planUpgrade, resolveTarget, RuleError } from '../../rules/index.js';
 
 const AVAILABLE = [
-  '1.32.0', '1.32.4', '1.32.9',
-  '1.33.0', '1.33.5', '1.33.7', '1.33.8-rc.0',
-  '1.34.0-rc.1', '1.34.0', '1.34.2',
+  '1.32.0',
+  '1.32.4',
+  '1.32.9',
+  '1.33.0',
+  '1.33.5',
+  '1.33.7',
+  '1.33.8-rc.0',
+  '1.34.0-rc.1',
+  '1.34.0',
+  '1.34.2',
   '1.35.0-rc.0',
 ];
 
@@ -21,21 +28,46 @@ describe('target expressions: parseTarget', () => {
   const refused: unknown[] = ['latest', 'Latest-Patch', 'latest-patch ', 'next-major', 'next-minor;reboot', 'previous-minor', '', 42];
   for (const input of refused) {
     it(`refuses ${JSON.stringify(input)}, naming what it takes`, () =>
-      assert.throws(() => parseTarget(input), (e: unknown) => e instanceof RuleError && e.code === 'InvalidVersion' &&
-        /expected a version such as 1\.34\.2, a minor such as 1\.34, latest-patch or next-minor$/.test(e.message)));
+      assert.throws(
+        () => parseTarget(input),
+        (e: unknown) =>
+          e instanceof RuleError &&
+          e.code === 'InvalidVersion' &&
+          /expected a version such as 1\.34\.2, a minor such as 1\.34, latest-patch or next-minor$/.test(e.message),
+      ));
   }
 });
 
 describe('target expressions: resolveTarget against the cluster and the repository', () => {
   const rows: [string, string, string, { to: string; nothing?: RegExp }, (readonly string[])?][] = [
     ['latest-patch: the newest release of the current minor', 'latest-patch', '1.33.0', { to: '1.33.7' }],
-    ['latest-patch never takes a pre-release', 'latest-patch', '1.33.7', { to: '1.33.7', nothing: /^1\.33\.7 is already the newest 1\.33 release the repository offers$/ }],
+    [
+      'latest-patch never takes a pre-release',
+      'latest-patch',
+      '1.33.7',
+      { to: '1.33.7', nothing: /^1\.33\.7 is already the newest 1\.33 release the repository offers$/ },
+    ],
     ['latest-patch from a pre-release goes to its release line', 'latest-patch', '1.34.0-rc.1', { to: '1.34.2' }],
-    ['latest-patch: a repository behind the cluster is nothing to do, never a downgrade', 'latest-patch', '1.34.5', { to: '1.34.5', nothing: /already the newest 1\.34 release/ }],
-    ['latest-patch with no release of the minor at all', 'latest-patch', '1.31.3', { to: '1.31.3', nothing: /already the newest 1\.31 release/ }],
+    [
+      'latest-patch: a repository behind the cluster is nothing to do, never a downgrade',
+      'latest-patch',
+      '1.34.5',
+      { to: '1.34.5', nothing: /already the newest 1\.34 release/ },
+    ],
+    [
+      'latest-patch with no release of the minor at all',
+      'latest-patch',
+      '1.31.3',
+      { to: '1.31.3', nothing: /already the newest 1\.31 release/ },
+    ],
     ['next-minor: the newest release of minor + 1', 'next-minor', '1.32.4', { to: '1.33.7' }],
     ['next-minor from an old patch skips no minor', 'next-minor', '1.33.0', { to: '1.34.2' }],
-    ['next-minor with only pre-releases of the next minor: nothing to do', 'next-minor', '1.34.2', { to: '1.34.2', nothing: /^the repository offers no 1\.35\.x release$/ }],
+    [
+      'next-minor with only pre-releases of the next minor: nothing to do',
+      'next-minor',
+      '1.34.2',
+      { to: '1.34.2', nothing: /^the repository offers no 1\.35\.x release$/ },
+    ],
     ['next-minor with nothing at all after', 'next-minor', '1.34.2', { to: '1.34.2', nothing: /no 1\.35\.x release/ }, ['1.34.2']],
     ['numeric, not lexical, patch order', 'latest-patch', '1.34.2', { to: '1.34.10' }, ['1.34.9', '1.34.10', '1.34.2']],
     ['an exact version is returned as asked', '1.34.2', '1.32.4', { to: '1.34.2' }],
@@ -68,7 +100,13 @@ describe('target expressions: the hops they plan', () => {
 });
 
 describe('target expressions: the plan says what they became', () => {
-  const inventory = { apiservers: [{ node: 'cp1', version: '1.33.5' }], kubelets: [{ node: 'cp1', version: '1.33.5' }, { node: 'w1', version: '1.33.5' }] };
+  const inventory = {
+    apiservers: [{ node: 'cp1', version: '1.33.5' }],
+    kubelets: [
+      { node: 'cp1', version: '1.33.5' },
+      { node: 'w1', version: '1.33.5' },
+    ],
+  };
   it('latest-patch names the version in the plan', () => {
     const plan = planUpgrade({ inventory, to: 'latest-patch', available: AVAILABLE });
     assert.deepEqual(plan.hops, ['1.33.7']);

@@ -43,10 +43,15 @@ describe('planUpgrade: 3 control planes and 7 workers, 1.32 → 1.34', () => {
   it('uncordons last on every node, after cordon → drain → kubelet → Ready', () => {
     for (const hop of plan.hops) {
       for (const node of Object.keys(plan.rollout.stageLabels)) {
-        const mine = stepsOf(plan.steps, hop).filter((s) => s.node === node).map((s) => s.action);
+        const mine = stepsOf(plan.steps, hop)
+          .filter((s) => s.node === node)
+          .map((s) => s.action);
         assert.equal(mine.at(-1), 'uncordon', `${hop} ${node}: ${mine.join(',')}`);
         const order = ['cordon', 'drain', 'upgrade-kubelet', 'wait-ready', 'uncordon'].map((a) => mine.indexOf(a as RunbookStep['action']));
-        assert.ok(order.every((i, k) => i >= 0 && (k === 0 || i > (order[k - 1] as number))), `${hop} ${node}: ${mine.join(',')}`);
+        assert.ok(
+          order.every((i, k) => i >= 0 && (k === 0 || i > (order[k - 1] as number))),
+          `${hop} ${node}: ${mine.join(',')}`,
+        );
       }
     }
   });
@@ -54,10 +59,16 @@ describe('planUpgrade: 3 control planes and 7 workers, 1.32 → 1.34', () => {
   it('runs kubeadm upgrade apply once per hop, on the first control plane, and upgrade node on the others', () => {
     for (const hop of plan.hops) {
       const cpSteps = stepsOf(plan.steps, hop).filter((s) => s.action === 'upgrade-control-plane');
-      assert.deepEqual(cpSteps.map((s) => s.node), ['cp1', 'cp2', 'cp3']);
+      assert.deepEqual(
+        cpSteps.map((s) => s.node),
+        ['cp1', 'cp2', 'cp3'],
+      );
       assert.match(cpSteps[0]?.command ?? '', new RegExp(`kubeadm upgrade apply v${hop.replace(/\./g, '\\.')} --yes`));
       assert.ok(cpSteps.slice(1).every((s) => s.command?.endsWith('kubeadm upgrade node')));
-      assert.deepEqual(cpSteps.map((s) => Boolean(s.addons)), [false, false, true]);
+      assert.deepEqual(
+        cpSteps.map((s) => Boolean(s.addons)),
+        [false, false, true],
+      );
     }
   });
 
@@ -87,7 +98,10 @@ describe('checkRunbook names the first step that would break the policy', () => 
     assert.equal(failure?.step?.action, 'upgrade-control-plane');
     assert.equal(failure?.step?.node, 'cp1');
     assert.equal(failure?.step?.hop, '1.33.7');
-    assert.deepEqual(failure?.violations.map((v) => `${v.component}/${v.node}/${v.ruleId}`), ['kubelet/old-mini-pc/node-too-old']);
+    assert.deepEqual(
+      failure?.violations.map((v) => `${v.component}/${v.node}/${v.ruleId}`),
+      ['kubelet/old-mini-pc/node-too-old'],
+    );
   });
 
   it('an operator kubectl left two minors behind by the second hop', () => {
@@ -100,15 +114,21 @@ describe('checkRunbook names the first step that would break the policy', () => 
 
   it('a cluster already out of policy fails at the current state', () => {
     const inventory = cluster('1.32.4', 1, 1);
-    inventory.kubelets = [{ node: 'cp1', version: '1.32.4' }, { node: 'worker-1', version: '1.33.0' }];
+    inventory.kubelets = [
+      { node: 'cp1', version: '1.32.4' },
+      { node: 'worker-1', version: '1.33.0' },
+    ];
     const plan = planUpgrade({ inventory, to: '1.33', available: AVAILABLE });
     assert.equal(plan.skew.failure?.stepIndex, -1);
     assert.equal(plan.skew.failure?.violations[0]?.ruleId, 'node-newer-than-apiserver');
   });
 
-  it('refuses kubeadm\'s per-node order in HA: a control-plane kubelet moved before the other apiservers', () => {
+  it("refuses kubeadm's per-node order in HA: a control-plane kubelet moved before the other apiservers", () => {
     const inventory = cluster('1.32.4', 2, 0);
-    const rollout = planRollout([{ name: 'cp1', role: 'control-plane' }, { name: 'cp2', role: 'control-plane' }]);
+    const rollout = planRollout([
+      { name: 'cp1', role: 'control-plane' },
+      { name: 'cp2', role: 'control-plane' },
+    ]);
     const naive = buildRunbook(['1.33.7'], rollout);
     // Reorder to "cp1: apply, then its kubelet" before cp2's components.
     const cp1Kubelet = naive.findIndex((s) => s.action === 'upgrade-kubelet' && s.node === 'cp1');
@@ -140,7 +160,10 @@ describe('planUpgrade: inventory shape', () => {
 
   it('upgrades from the oldest apiserver of a half-done HA cluster', () => {
     const inventory = cluster('1.33.7', 2, 1);
-    inventory.apiservers = [{ node: 'cp1', version: '1.34.2' }, { node: 'cp2', version: '1.33.7' }];
+    inventory.apiservers = [
+      { node: 'cp1', version: '1.34.2' },
+      { node: 'cp2', version: '1.33.7' },
+    ];
     const plan = planUpgrade({ inventory, to: '1.34', available: AVAILABLE });
     assert.equal(plan.from, '1.33.7');
     assert.deepEqual(plan.hops, ['1.34.2']);
@@ -154,14 +177,34 @@ describe('planUpgrade: inventory shape', () => {
   });
 
   const bad: [string, ClusterInventory, RegExp][] = [
-    ['control plane without an apiserver', { ...cluster('1.33.7', 1, 1), nodes: [{ name: 'cp1', role: 'control-plane' }, { name: 'cp9', role: 'control-plane' }] },
-      /control-plane node cp9 has no kube-apiserver/],
-    ['apiserver node listed as worker', { ...cluster('1.33.7', 1, 0), nodes: [{ name: 'cp1', role: 'worker' }] }, /cp1 runs a kube-apiserver but is listed as a worker/],
-    ['apiserver node missing from nodes', { ...cluster('1.33.7', 2, 0), nodes: [{ name: 'cp1', role: 'control-plane' }] }, /kube-apiserver node cp2 is missing/],
+    [
+      'control plane without an apiserver',
+      {
+        ...cluster('1.33.7', 1, 1),
+        nodes: [
+          { name: 'cp1', role: 'control-plane' },
+          { name: 'cp9', role: 'control-plane' },
+        ],
+      },
+      /control-plane node cp9 has no kube-apiserver/,
+    ],
+    [
+      'apiserver node listed as worker',
+      { ...cluster('1.33.7', 1, 0), nodes: [{ name: 'cp1', role: 'worker' }] },
+      /cp1 runs a kube-apiserver but is listed as a worker/,
+    ],
+    [
+      'apiserver node missing from nodes',
+      { ...cluster('1.33.7', 2, 0), nodes: [{ name: 'cp1', role: 'control-plane' }] },
+      /kube-apiserver node cp2 is missing/,
+    ],
     ['bad version', cluster('1.33', 1, 0), /apiservers\[0\] \(cp1\): invalid Kubernetes version/],
   ];
   for (const [name, inventory, message] of bad) {
     it(`refuses ${name}`, () =>
-      assert.throws(() => planUpgrade({ inventory, to: '1.34', available: AVAILABLE }), (err: unknown) => err instanceof RuleError && message.test(err.message)));
+      assert.throws(
+        () => planUpgrade({ inventory, to: '1.34', available: AVAILABLE }),
+        (err: unknown) => err instanceof RuleError && message.test(err.message),
+      ));
   }
 });

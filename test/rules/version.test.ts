@@ -20,20 +20,48 @@ describe('parseVersion', () => {
   });
 
   const invalid: unknown[] = [
-    '', '1.33', '1.33.2.1', 'V1.33.2', 'vv1.33.2', ' 1.33.2', '1.33.2 ', '01.33.2', '1.033.2', '1.33.02',
-    '1.33.x', 'latest', '1.33.2-', '1.33.2-rc..1', '1.33.2+build.5',
-    '1.33.2;reboot', '1.33.2 && rm -rf /', '$(id)', '1.33.2`id`', '1.33.2|sh', '1.33.2\n', "1.33.2'", '1.33.2-rc.1;id',
-    '1.33.2-' + 'a'.repeat(80), 33, null, undefined, {}, ['1.33.2'],
+    '',
+    '1.33',
+    '1.33.2.1',
+    'V1.33.2',
+    'vv1.33.2',
+    ' 1.33.2',
+    '1.33.2 ',
+    '01.33.2',
+    '1.033.2',
+    '1.33.02',
+    '1.33.x',
+    'latest',
+    '1.33.2-',
+    '1.33.2-rc..1',
+    '1.33.2+build.5',
+    '1.33.2;reboot',
+    '1.33.2 && rm -rf /',
+    '$(id)',
+    '1.33.2`id`',
+    '1.33.2|sh',
+    '1.33.2\n',
+    "1.33.2'",
+    '1.33.2-rc.1;id',
+    '1.33.2-' + 'a'.repeat(80),
+    33,
+    null,
+    undefined,
+    {},
+    ['1.33.2'],
   ];
   for (const input of invalid) {
     it(`rejects ${JSON.stringify(input) ?? String(input)} with a one-line message`, () => {
-      assert.throws(() => parseVersion(input), (err: unknown) => {
-        assert.ok(err instanceof RuleError);
-        assert.equal(err.code, 'InvalidVersion');
-        assert.match(err.message, /expected MAJOR\.MINOR\.PATCH/);
-        assert.ok(!err.message.includes('\n'), 'message is one line');
-        return true;
-      });
+      assert.throws(
+        () => parseVersion(input),
+        (err: unknown) => {
+          assert.ok(err instanceof RuleError);
+          assert.equal(err.code, 'InvalidVersion');
+          assert.match(err.message, /expected MAJOR\.MINOR\.PATCH/);
+          assert.ok(!err.message.includes('\n'), 'message is one line');
+          return true;
+        },
+      );
     });
   }
 

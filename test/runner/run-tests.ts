@@ -80,7 +80,12 @@ async function runNodeTest(name: string, files: string[], concurrency: number, e
   const started = Date.now();
   const cpuBefore = childrenCpuMs();
   // Its own process group, so an interrupted run takes every test file's process with it.
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...env, SKEWLESS_FILE_TIMES_OUT: timesFile }, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...env, SKEWLESS_FILE_TIMES_OUT: timesFile },
+    stdio: ['ignore', 'pipe', 'inherit'],
+    detached: true,
+  });
   current = { kill: () => child.pid && process.kill(-child.pid, 'SIGTERM') };
   // node's summary (`ℹ pass 12`, at the start of a line) comes before the list of failures, which may be long.
   let summary = '';
@@ -128,7 +133,10 @@ function parseArgs(argv: string[]): { tiers: TierName[]; only: string[] } {
       if (!text) throw new Error('--only needs a piece of a test file path');
       only.push(text);
     } else if ((TIER_NAMES as readonly string[]).includes(arg)) tiers.push(arg as TierName);
-    else throw new Error(`unknown tier or option ${JSON.stringify(arg)}: tiers are ${TIER_NAMES.join(', ')}; --only TEXT (repeatable) runs the files whose path contains TEXT`);
+    else
+      throw new Error(
+        `unknown tier or option ${JSON.stringify(arg)}: tiers are ${TIER_NAMES.join(', ')}; --only TEXT (repeatable) runs the files whose path contains TEXT`,
+      );
   }
   return { tiers: tiers.length ? tiers : [...TIER_NAMES], only };
 }
@@ -141,9 +149,14 @@ function printSummary(results: TierResult[]): Counts {
   for (const r of results) {
     for (const key of Object.keys(total) as (keyof Counts)[]) total[key] += r.counts[key];
     const c = r.counts;
-    console.log(`# ${r.name.padEnd(12)} ${String(c.tests).padStart(5)} tests  ${String(c.pass).padStart(5)} pass  ${String(c.fail).padStart(3)} fail  ${String(c.skipped).padStart(3)} skipped  ${seconds(r.wallMs).padStart(9)} wall${r.cpuMs === undefined ? '' : `  ${(r.cpuMs / r.wallMs).toFixed(2)} cores`}${r.exitCode === 0 ? '' : `  (node --test exited ${r.exitCode})`}`);
+    console.log(
+      `# ${r.name.padEnd(12)} ${String(c.tests).padStart(5)} tests  ${String(c.pass).padStart(5)} pass  ${String(c.fail).padStart(3)} fail  ${String(c.skipped).padStart(3)} skipped  ${seconds(r.wallMs).padStart(9)} wall${r.cpuMs === undefined ? '' : `  ${(r.cpuMs / r.wallMs).toFixed(2)} cores`}${r.exitCode === 0 ? '' : `  (node --test exited ${r.exitCode})`}`,
+    );
   }
-  const slowest = results.flatMap((r) => Object.entries(r.fileMs).map(([file, ms]) => ({ file: relative(root, file), ms, tier: r.name }))).sort((a, b) => b.ms - a.ms).slice(0, 10);
+  const slowest = results
+    .flatMap((r) => Object.entries(r.fileMs).map(([file, ms]) => ({ file: relative(root, file), ms, tier: r.name })))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 10);
   if (slowest.length) {
     console.log('# slowest files (their top-level tests and hooks):');
     for (const s of slowest) console.log(`#   ${seconds(s.ms).padStart(9)}  ${s.tier.padEnd(12)} ${s.file}`);
@@ -168,7 +181,9 @@ async function main(): Promise<number> {
     const tier = TIERS[name];
     const files = selectFiles(tier.files, only);
     if (files.length === 0) continue;
-    console.log(`\n# tier ${name}: ${files.length} files, ${tier.concurrency} at a time${tier.temporal ? ', one shared Temporal dev server' : ''}`);
+    console.log(
+      `\n# tier ${name}: ${files.length} files, ${tier.concurrency} at a time${tier.temporal ? ', one shared Temporal dev server' : ''}`,
+    );
     const tierEnv = { ...env };
     if (tier.temporal) {
       services = await startSharedTemporal();
@@ -186,8 +201,16 @@ async function main(): Promise<number> {
   // Every file's time, for whoever orders the tiers (tiers.ts lists the slowest first) or reads a slow run.
   const timesOut = join(root, '.skewless', 'test-times.json');
   mkdirSync(dirname(timesOut), { recursive: true });
-  const filesOf = (r: TierResult) => Object.fromEntries(Object.entries(r.fileMs).sort(([, a], [, b]) => b - a).map(([f, ms]) => [relative(root, f), Math.round(ms)]));
-  writeFileSync(timesOut, `${JSON.stringify(Object.fromEntries(results.map((r) => [r.name, { wallMs: r.wallMs, files: filesOf(r) }])), null, 1)}\n`);
+  const filesOf = (r: TierResult) =>
+    Object.fromEntries(
+      Object.entries(r.fileMs)
+        .sort(([, a], [, b]) => b - a)
+        .map(([f, ms]) => [relative(root, f), Math.round(ms)]),
+    );
+  writeFileSync(
+    timesOut,
+    `${JSON.stringify(Object.fromEntries(results.map((r) => [r.name, { wallMs: r.wallMs, files: filesOf(r) }])), null, 1)}\n`,
+  );
   console.log(`# every file's time: ${relative(root, timesOut)}`);
   console.log(`# all tiers: ${seconds(Date.now() - started)} wall`);
   console.log(`total: ${total.pass} passed, ${total.fail + total.cancelled} failed, ${total.skipped} skipped`);

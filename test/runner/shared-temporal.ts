@@ -43,7 +43,9 @@ export async function startSharedTemporal(): Promise<SharedTemporal> {
     } catch (err) {
       if (Date.now() > deadline) {
         await server.stop();
-        throw new Error(`the shared Temporal dev server did not answer on ${address} within 60 s (log: ${join(dir, 'temporal.log')}): ${String(err)}`);
+        throw new Error(
+          `the shared Temporal dev server did not answer on ${address} within 60 s (log: ${join(dir, 'temporal.log')}): ${String(err)}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 200));
     }

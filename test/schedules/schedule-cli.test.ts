@@ -24,12 +24,22 @@ describe('skewless schedule: create, list, describe, pause, unpause, delete thro
   const listed = () => {
     const r = cli('schedule', 'list', '--output', 'json');
     assert.equal(r.code, 0, r.detail);
-    return JSON.parse(r.stdout) as { scheduleId: string; cluster: string; to: string; paused: boolean; note?: string; when: string[]; nextRun?: string }[];
+    return JSON.parse(r.stdout) as {
+      scheduleId: string;
+      cluster: string;
+      to: string;
+      paused: boolean;
+      note?: string;
+      when: string[];
+      nextRun?: string;
+    }[];
   };
   /** The list view is eventually consistent: wait until it shows what `check` wants. */
   const untilListed = async (what: string, check: (rows: ReturnType<typeof listed>) => boolean) => {
     let rows: ReturnType<typeof listed> = [];
-    await waitFor(what, () => check((rows = listed())), 30_000, 300).catch((err: Error) => assert.fail(`${err.message}\n${JSON.stringify(rows)}`));
+    await waitFor(what, () => check((rows = listed())), 30_000, 300).catch((err: Error) =>
+      assert.fail(`${err.message}\n${JSON.stringify(rows)}`),
+    );
     return rows;
   };
   const refused = (r: CliResult & { detail: string }, line: RegExp) => {
@@ -43,13 +53,34 @@ describe('skewless schedule: create, list, describe, pause, unpause, delete thro
     env = await startDevServer();
   });
   after(async () => {
-    for await (const s of env.client.schedule.list()) await env.client.schedule.getHandle(s.scheduleId).delete().catch(() => undefined);
+    for await (const s of env.client.schedule.list())
+      await env.client.schedule
+        .getHandle(s.scheduleId)
+        .delete()
+        .catch(() => undefined);
     await env?.teardown();
   });
 
   it('creates schedules from a cron in a time zone and from a calendar line, and lists them with their next run', async () => {
-    const cron = cli('schedule', 'create', '--cluster', 'prod-eu', '--to', 'latest-patch', '--cron', '0 3 * * SAT', '--time-zone', 'Europe/Berlin',
-      '--batch-size', '2', '--approve-workers', '--note', 'patch Saturdays', '--output', 'json');
+    const cron = cli(
+      'schedule',
+      'create',
+      '--cluster',
+      'prod-eu',
+      '--to',
+      'latest-patch',
+      '--cron',
+      '0 3 * * SAT',
+      '--time-zone',
+      'Europe/Berlin',
+      '--batch-size',
+      '2',
+      '--approve-workers',
+      '--note',
+      'patch Saturdays',
+      '--output',
+      'json',
+    );
     assert.equal(cron.code, 0, cron.detail);
     const c = JSON.parse(cron.stdout);
     assert.equal(c.scheduleId, 'upgrade-schedule/prod-eu');
@@ -59,23 +90,38 @@ describe('skewless schedule: create, list, describe, pause, unpause, delete thro
     assert.equal(c.note, 'patch Saturdays');
     // The server computed the next time from the cron in Berlin's clock: a Saturday, 03:00 there.
     const next = new Date(c.nextRuns[0]);
-    const berlin = new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', weekday: 'short', hour: '2-digit', minute: '2-digit', hour12: false }).format(next);
+    const berlin = new Intl.DateTimeFormat('en-GB', {
+      timeZone: 'Europe/Berlin',
+      weekday: 'short',
+      hour: '2-digit',
+      minute: '2-digit',
+      hour12: false,
+    }).format(next);
     assert.equal(berlin, 'Sat 03:00', c.nextRuns[0]);
 
     const cal = cli('schedule', 'create', 'nightly-staging', '--cluster', 'staging', '--to', 'next-minor', '--calendar', 'Mon-Fri 22:30');
     assert.equal(cal.code, 0, cal.detail);
-    assert.match(cal.stdout, /^created schedule nightly-staging: upgrade staging to next-minor, calendar "Mon-Fri 22:30"; next run \d{4}-\d\d-\d\dT22:30:00\.000Z$/m);
+    assert.match(
+      cal.stdout,
+      /^created schedule nightly-staging: upgrade staging to next-minor, calendar "Mon-Fri 22:30"; next run \d{4}-\d\d-\d\dT22:30:00\.000Z$/m,
+    );
     const day = new Date(/next run (\S+)/.exec(cal.stdout)?.[1] ?? '').getUTCDay();
     assert.ok(day >= 1 && day <= 5, `a weekday: ${cal.stdout}`);
 
     const rows = await untilListed('both schedules listed', (r) => r.length === 2);
-    assert.deepEqual(rows.map((r) => [r.scheduleId, r.cluster, r.to, r.paused, r.when]), [
-      ['nightly-staging', 'staging', 'next-minor', false, ['calendar "Mon-Fri 22:30"']],
-      ['upgrade-schedule/prod-eu', 'prod-eu', 'latest-patch', false, ['cron "0 3 * * SAT"', 'time zone Europe/Berlin']],
-    ]);
+    assert.deepEqual(
+      rows.map((r) => [r.scheduleId, r.cluster, r.to, r.paused, r.when]),
+      [
+        ['nightly-staging', 'staging', 'next-minor', false, ['calendar "Mon-Fri 22:30"']],
+        ['upgrade-schedule/prod-eu', 'prod-eu', 'latest-patch', false, ['cron "0 3 * * SAT"', 'time zone Europe/Berlin']],
+      ],
+    );
     const text = cli('schedule', 'list');
     assert.equal(text.code, 0, text.detail);
-    assert.match(text.stdout, /^upgrade-schedule\/prod-eu\s+prod-eu\s+latest-patch\s+active\s+cron "0 3 \* \* SAT"; time zone Europe\/Berlin\s+next \S+$/m);
+    assert.match(
+      text.stdout,
+      /^upgrade-schedule\/prod-eu\s+prod-eu\s+latest-patch\s+active\s+cron "0 3 \* \* SAT"; time zone Europe\/Berlin\s+next \S+$/m,
+    );
 
     const again = cli('schedule', 'create', '--cluster', 'prod-eu', '--to', '1.34', '--every', '1h');
     refused(again, /^skewless: schedule upgrade-schedule\/prod-eu already exists; delete it first or pick another NAME$/);
@@ -109,9 +155,15 @@ describe('skewless schedule: create, list, describe, pause, unpause, delete thro
     refused(create('--calendar', 'Caturday 02:00'), /^skewless: --calendar takes "\[DAYS\] HH:MM" .*got "Caturday 02:00"$/);
     refused(create('--calendar', 'Sat 25:00'), /--calendar takes/);
     refused(create('--every', '5 minutes'), /^skewless: --every takes a duration such as 30s, 10m, 6h or 7d, got "5 minutes"$/);
-    refused(create('--cron', '0 3 * * SAT', '--time-zone', 'Mars/Olympus'), /^skewless: --time-zone must be an IANA time zone .*got "Mars\/Olympus"$/);
+    refused(
+      create('--cron', '0 3 * * SAT', '--time-zone', 'Mars/Olympus'),
+      /^skewless: --time-zone must be an IANA time zone .*got "Mars\/Olympus"$/,
+    );
     refused(create(), /^skewless: a schedule needs --cron "EXPR", --calendar "Sat 02:00" or --every DURATION$/);
-    refused(cli('schedule', 'create', '--cluster', 'qa', '--to', 'newest', '--every', '1h'), /^skewless: invalid target "newest": expected a version such as 1\.34\.2, a minor such as 1\.34, latest-patch or next-minor$/);
+    refused(
+      cli('schedule', 'create', '--cluster', 'qa', '--to', 'newest', '--every', '1h'),
+      /^skewless: invalid target "newest": expected a version such as 1\.34\.2, a minor such as 1\.34, latest-patch or next-minor$/,
+    );
     refused(cli('schedule', 'create', '--cluster', 'QA!', '--to', '1.34', '--every', '1h'), /^skewless: invalid cluster name "QA!"/);
     refused(create('--every', '1h', '--canary', '0', '--soak', '60'), /--canary 0 means no canary: --soak would never apply/);
     refused(cli('schedule', 'frobnicate'), /^skewless: unknown schedule command "frobnicate"/);

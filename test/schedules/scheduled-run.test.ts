@@ -32,9 +32,12 @@ describe('scheduledUpgradeWorkflow (mocked cluster, real dev server)', () => {
     await withMockedWorker(env, { ...c.acts, findRunningRollout }, 'scheduled', async (taskQueue) => {
       const cluster = 'abandon';
       const upgrade = env.client.workflow.getHandle(`upgrade/${cluster}`);
-      const start = (n: number) => env.client.workflow.start(scheduledUpgradeWorkflow, {
-        taskQueue, workflowId: `scheduled-upgrade/${cluster}-${n}`, args: [{ cluster, to: 'next-minor', policy: { approveWorkers: true }, schedule: 'test' }],
-      });
+      const start = (n: number) =>
+        env.client.workflow.start(scheduledUpgradeWorkflow, {
+          taskQueue,
+          workflowId: `scheduled-upgrade/${cluster}-${n}`,
+          args: [{ cluster, to: 'next-minor', policy: { approveWorkers: true }, schedule: 'test' }],
+        });
       const first = await start(1);
       const waiting = await untilStatus(upgrade, 'the upgrade at its workers gate', (s) => s.gates.some((g) => !g.approvedBy), 60_000);
       assert.equal(waiting.to, '1.33.7', 'the run passed the version next-minor names');
@@ -63,11 +66,18 @@ describe('scheduledUpgradeWorkflow (mocked cluster, real dev server)', () => {
     await withMockedWorker(env, { ...c.acts, findRunningRollout: stale }, 'scheduled-race', async (taskQueue) => {
       const cluster = 'race';
       const byHand = await env.client.workflow.start(clusterUpgradeWorkflow, {
-        taskQueue, workflowId: `upgrade/${cluster}`, workflowIdConflictPolicy: 'FAIL', args: [{ cluster, to: '1.33', policy: { approveWorkers: true } }],
+        taskQueue,
+        workflowId: `upgrade/${cluster}`,
+        workflowIdConflictPolicy: 'FAIL',
+        args: [{ cluster, to: '1.33', policy: { approveWorkers: true } }],
       });
       await untilStatus(byHand, 'the upgrade by hand at its gate', (s) => s.gates.some((g) => !g.approvedBy), 60_000);
       // next-minor has a hop to plan (1.34.2), so the run gets as far as starting upgrade/race.
-      const tried = await env.client.workflow.execute(scheduledUpgradeWorkflow, { taskQueue, workflowId: `scheduled-upgrade/${cluster}-1`, args: [{ cluster, to: 'next-minor' }] });
+      const tried = await env.client.workflow.execute(scheduledUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `scheduled-upgrade/${cluster}-1`,
+        args: [{ cluster, to: 'next-minor' }],
+      });
       assert.deepEqual([tried.outcome, tried.message], ['skipped', 'skipped: upgrade/race already running']);
       const d = await byHand.describe();
       assert.equal(d.status.name, 'RUNNING');
@@ -83,10 +93,16 @@ describe('scheduledUpgradeWorkflow (mocked cluster, real dev server)', () => {
     await withMockedWorker(env, { ...c.acts, ...m.acts, findRunningRollout }, 'scheduled-busy', async (taskQueue) => {
       const cluster = 'busy';
       const maintenance = await env.client.workflow.start(maintainWorkflow, {
-        taskQueue, workflowId: `maintain/${cluster}`, args: [{ cluster, selector: 'pool=blue', policy: { canary: 1, approveAfterCanary: true } }],
+        taskQueue,
+        workflowId: `maintain/${cluster}`,
+        args: [{ cluster, selector: 'pool=blue', policy: { canary: 1, approveAfterCanary: true } }],
       });
       await untilStatus(maintenance, 'the maintenance at its canary gate', (s) => s.gates.some((g) => !g.approvedBy), 60_000);
-      const tried = await env.client.workflow.execute(scheduledUpgradeWorkflow, { taskQueue, workflowId: `scheduled-upgrade/${cluster}-1`, args: [{ cluster, to: 'next-minor' }] });
+      const tried = await env.client.workflow.execute(scheduledUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `scheduled-upgrade/${cluster}-1`,
+        args: [{ cluster, to: 'next-minor' }],
+      });
       assert.deepEqual([tried.outcome, tried.message], ['skipped', `skipped: maintain/${cluster} already running`]);
       assert.deepEqual(c.calls, [], 'the scheduled run read nothing of the cluster');
       await assert.rejects(env.client.workflow.getHandle(`upgrade/${cluster}`).describe(), 'no upgrade was started');

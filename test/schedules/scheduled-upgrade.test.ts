@@ -51,17 +51,23 @@ describe('schedules: a Temporal Schedule starts upgrades, one per cluster at a t
   const upgradeExecutions = async () => {
     const out: { runId: string; status: string; parent?: string }[] = [];
     for await (const w of env.client.workflow.list({ query: 'WorkflowId = "upgrade/sched"' })) {
-      out.push({ runId: w.runId, status: w.status.name, ...(w.parentExecution?.workflowId ? { parent: w.parentExecution.workflowId } : {}) });
+      out.push({
+        runId: w.runId,
+        status: w.status.name,
+        ...(w.parentExecution?.workflowId ? { parent: w.parentExecution.workflowId } : {}),
+      });
     }
     return out;
   };
   const untilExecutions = async (check: (e: Awaited<ReturnType<typeof upgradeExecutions>>) => boolean) => {
     let last: Awaited<ReturnType<typeof upgradeExecutions>> = [];
-    await waitFor('the list of upgrade/sched executions', async () => check((last = await upgradeExecutions())), 15_000, 250)
-      .catch((err: Error) => assert.fail(`${err.message}: ${JSON.stringify(last)}`));
+    await waitFor('the list of upgrade/sched executions', async () => check((last = await upgradeExecutions())), 15_000, 250).catch(
+      (err: Error) => assert.fail(`${err.message}: ${JSON.stringify(last)}`),
+    );
     return last;
   };
-  const kubelets = async () => Object.fromEntries((await tc.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
+  const kubelets = async () =>
+    Object.fromEntries((await tc.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
 
   before(async () => {
     [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
@@ -69,7 +75,9 @@ describe('schedules: a Temporal Schedule starts upgrades, one per cluster at a t
     running = worker.run();
   });
   after(async () => {
-    await schedule().delete().catch(() => undefined);
+    await schedule()
+      .delete()
+      .catch(() => undefined);
     worker?.shutdown();
     await running;
     await tc?.stop();
@@ -77,7 +85,22 @@ describe('schedules: a Temporal Schedule starts upgrades, one per cluster at a t
   });
 
   it('fires by itself every 5 s and starts upgrade/sched to the latest patch, which completes', async () => {
-    const created = await cli('schedule', 'create', '--cluster', 'sched', '--to', 'latest-patch', '--every', '5s', '--canary', '1', '--note', 'patch Tuesdays', '--output', 'json');
+    const created = await cli(
+      'schedule',
+      'create',
+      '--cluster',
+      'sched',
+      '--to',
+      'latest-patch',
+      '--every',
+      '5s',
+      '--canary',
+      '1',
+      '--note',
+      'patch Tuesdays',
+      '--output',
+      'json',
+    );
     assert.equal(created.code, 0, created.detail);
     const c = JSON.parse(created.stdout);
     assert.equal(c.scheduleId, SCHEDULE);
@@ -94,7 +117,11 @@ describe('schedules: a Temporal Schedule starts upgrades, one per cluster at a t
     await schedule().pause('the test checks what the first run did');
     assert.equal(result.outcome, 'upgraded', JSON.stringify(result));
     assert.equal(result.target, 'latest-patch');
-    assert.deepEqual(result.upgrade && { from: result.upgrade.from, to: result.upgrade.to, phase: result.upgrade.phase }, { from: '1.32.4', to: '1.32.6', phase: 'done' });
+    assert.deepEqual(result.upgrade && { from: result.upgrade.from, to: result.upgrade.to, phase: result.upgrade.phase }, {
+      from: '1.32.4',
+      to: '1.32.6',
+      phase: 'done',
+    });
     assert.match(result.message, /^upgrade\/sched: upgraded to 1\.32\.6$/);
 
     // The kubelets moved, and the upgrade is the ordinary upgrade/sched, a child of the scheduled run.
@@ -103,7 +130,10 @@ describe('schedules: a Temporal Schedule starts upgrades, one per cluster at a t
     const executions = await untilExecutions((e) => e.length === 1 && e[0]?.status === 'COMPLETED');
     assert.deepEqual(executions[0], { runId: result.upgrade?.runId, status: 'COMPLETED', parent: first.workflowId });
     const described = await schedule().describe();
-    assert.ok(described.info.numActionsSkippedOverlap >= 1 || described.info.recentActions.length === 1, 'no second run while the first went on');
+    assert.ok(
+      described.info.numActionsSkippedOverlap >= 1 || described.info.recentActions.length === 1,
+      'no second run while the first went on',
+    );
     assert.equal((await runsOfSchedule()).filter((r) => r.workflowId !== first?.workflowId).length, 0, 'SKIP: no other run started');
 
     // `schedule describe` shows the run and what it did.
@@ -116,7 +146,10 @@ describe('schedules: a Temporal Schedule starts upgrades, one per cluster at a t
     const json = await cli('schedule', 'describe', '--cluster', 'sched', '--output', 'json');
     assert.equal(json.code, 0, json.detail);
     const d = JSON.parse(json.stdout);
-    assert.deepEqual(d.recentRuns.map((r: { workflowId: string; outcome: string }) => [r.workflowId, r.outcome]), [[first.workflowId, 'upgraded']]);
+    assert.deepEqual(
+      d.recentRuns.map((r: { workflowId: string; outcome: string }) => [r.workflowId, r.outcome]),
+      [[first.workflowId, 'upgraded']],
+    );
     assert.deepEqual(d.policy, { canary: 1 });
   });
 
@@ -151,7 +184,11 @@ describe('schedules: a Temporal Schedule starts upgrades, one per cluster at a t
       assert.equal(result.message, 'skipped: upgrade/sched already running');
       // Only the upgrade started by hand runs; the one from the first test has ended.
       const executions = await untilExecutions((e) => e.length === 2);
-      assert.deepEqual(executions.filter((e) => e.status === 'RUNNING').map((e) => e.runId), [manualRun], JSON.stringify(executions));
+      assert.deepEqual(
+        executions.filter((e) => e.status === 'RUNNING').map((e) => e.runId),
+        [manualRun],
+        JSON.stringify(executions),
+      );
       assert.equal(executions.length, 2, JSON.stringify(executions));
       assert.equal((await manual.describe()).status.name, 'RUNNING', 'the upgrade by hand goes on');
       const text = await cli('schedule', 'describe', SCHEDULE);

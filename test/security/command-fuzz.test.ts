@@ -8,7 +8,15 @@ import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ClusterAccess, ExecOptions, ExecResult, RemoteShell } from '../../activities/cluster-access.js';
 import type { ClusterConfig } from '../../activities/cluster-config.js';
-import { checkRestoreSnapshot, placeSnapshot, planRestore, restoreEtcdMember, startStaticPods, stopStaticPods, verifyEtcdRestore } from '../../activities/etcd-restore.js';
+import {
+  checkRestoreSnapshot,
+  placeSnapshot,
+  planRestore,
+  restoreEtcdMember,
+  startStaticPods,
+  stopStaticPods,
+  verifyEtcdRestore,
+} from '../../activities/etcd-restore.js';
 import { snapshotEtcd } from '../../activities/etcd-snapshot.js';
 import { kubeadmUpgradeApply, kubeadmUpgradeNode, kubeadmUpgradePlan } from '../../activities/host-kubeadm.js';
 import { rebootNode, restartKubelet } from '../../activities/host-kubelet.js';
@@ -45,19 +53,95 @@ function mulberry32(seed: number): () => number {
 
 const PWNED = join(tmpdir(), `skewless-fuzz-pwned-${process.pid}`);
 const HOSTILE = [
-  ';', '&&', '||', '|', '&', `$(touch ${PWNED})`, `\`touch ${PWNED}\``, '$HOME', '${IFS}', '$((1+1))', "'", '"', "'\\''", '\\', '\n', '\r', '\t', ' ', '\0',
-  '*', '?', '[a-z]', '~', '~root', '#', '!', '{a,b}', '<', '>', '>>', '2>&1', '<(id)', '%s%n', '%3B', '..', '../../etc/passwd', '/etc/shadow',
-  '-oProxyCommand=touch /tmp/x', '-o', '--help', '--', '-rf', '-', '=', 'A=b', '--force-yes', '-y', '--allow-downgrades', '--root=/', '-c',
-  'ü', '🚀', '\u202e', '\u200b', '；', '＄(id)', 'ｖ1.33.7', '١.٣٣.٧', 'v1.33.7\u0000', '\u00a0', '\x1b[31m', '\x7f',
+  ';',
+  '&&',
+  '||',
+  '|',
+  '&',
+  `$(touch ${PWNED})`,
+  `\`touch ${PWNED}\``,
+  '$HOME',
+  '${IFS}',
+  '$((1+1))',
+  "'",
+  '"',
+  "'\\''",
+  '\\',
+  '\n',
+  '\r',
+  '\t',
+  ' ',
+  '\0',
+  '*',
+  '?',
+  '[a-z]',
+  '~',
+  '~root',
+  '#',
+  '!',
+  '{a,b}',
+  '<',
+  '>',
+  '>>',
+  '2>&1',
+  '<(id)',
+  '%s%n',
+  '%3B',
+  '..',
+  '../../etc/passwd',
+  '/etc/shadow',
+  '-oProxyCommand=touch /tmp/x',
+  '-o',
+  '--help',
+  '--',
+  '-rf',
+  '-',
+  '=',
+  'A=b',
+  '--force-yes',
+  '-y',
+  '--allow-downgrades',
+  '--root=/',
+  '-c',
+  'ü',
+  '🚀',
+  '\u202e',
+  '\u200b',
+  '；',
+  '＄(id)',
+  'ｖ1.33.7',
+  '١.٣٣.٧',
+  'v1.33.7\u0000',
+  '\u00a0',
+  '\x1b[31m',
+  '\x7f',
 ];
-const ATOMS = ['cp-1', 'worker-3', 'w', '1', '1.33.7', 'v1.34.2', '1.33.7-rc.1', '1.33', 'kubeadm', 'kubelet', 'kubectl', 'reboot', 'a', 'x'.repeat(300)];
+const ATOMS = [
+  'cp-1',
+  'worker-3',
+  'w',
+  '1',
+  '1.33.7',
+  'v1.34.2',
+  '1.33.7-rc.1',
+  '1.33',
+  'kubeadm',
+  'kubelet',
+  'kubectl',
+  'reboot',
+  'a',
+  'x'.repeat(300),
+];
 
 /** A hostile string: valid-looking atoms and metacharacters glued together, sometimes huge. */
 function hostileString(r: () => number): string {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
   const roll = r();
-  if (roll < 0.03) return pick(ATOMS).repeat(1 + Math.floor(r() * 2000)).slice(0, 20_000); // very long
-  if (roll < 0.10) return `${pick(ATOMS)}${pick(HOSTILE)}`; // valid value with a tail
+  if (roll < 0.03)
+    return pick(ATOMS)
+      .repeat(1 + Math.floor(r() * 2000))
+      .slice(0, 20_000); // very long
+  if (roll < 0.1) return `${pick(ATOMS)}${pick(HOSTILE)}`; // valid value with a tail
   if (roll < 0.17) return `${pick(HOSTILE)}${pick(ATOMS)}`; // and with a head (leading `-`: option injection)
   if (roll < 0.22) return pick(ATOMS);
   let s = '';
@@ -69,7 +153,22 @@ function hostileString(r: () => number): string {
 function hostileValue(r: () => number): unknown {
   const roll = r();
   if (roll < 0.85) return hostileString(r);
-  const others = [undefined, null, 0, -1, 1.5, 1e309, true, [], ['cp-1'], {}, JSON.parse('{"toString":1}'), JSON.parse('{"toString":null,"valueOf":null}'), JSON.parse('{"length":3}'), Object.create(null)];
+  const others = [
+    undefined,
+    null,
+    0,
+    -1,
+    1.5,
+    1e309,
+    true,
+    [],
+    ['cp-1'],
+    {},
+    JSON.parse('{"toString":1}'),
+    JSON.parse('{"toString":null,"valueOf":null}'),
+    JSON.parse('{"length":3}'),
+    Object.create(null),
+  ];
   return others[Math.floor(r() * others.length)];
 }
 
@@ -93,7 +192,11 @@ interface Recorded {
 }
 
 const FIXTURES = join(import.meta.dirname, '..', '..', '..', 'test', 'fixtures', 'tool-output');
-const fixture = (name: string): string => readFileSync(join(FIXTURES, name), 'utf8').split('\n').filter((l) => !l.startsWith('# ')).join('\n');
+const fixture = (name: string): string =>
+  readFileSync(join(FIXTURES, name), 'utf8')
+    .split('\n')
+    .filter((l) => !l.startsWith('# '))
+    .join('\n');
 
 interface World {
   access: ClusterAccess;
@@ -103,7 +206,14 @@ interface World {
 function fakeWorld(o: { from: string; target: string; clusterAt: string; snapshots: string; madisonExtra?: string }): World {
   const execs: Recorded[] = [];
   let kube = 0;
-  const s = { applied: false, restarted: false, rebooted: false, clusterAt: o.clusterAt, repoMinor: o.from.split('.').slice(0, 2).join('.'), probes: 0 };
+  const s = {
+    applied: false,
+    restarted: false,
+    rebooted: false,
+    clusterAt: o.clusterAt,
+    repoMinor: o.from.split('.').slice(0, 2).join('.'),
+    probes: 0,
+  };
   const snapshot = Buffer.from('etcd snapshot bytes');
   const sum = createHash('sha256').update(snapshot).digest('hex');
   const shell: RemoteShell = {
@@ -112,13 +222,27 @@ function fakeWorld(o: { from: string; target: string; clusterAt: string; snapsho
       const ok = (stdout = ''): ExecResult => ({ exitCode: 0, stdout, stderr: '' });
       const [cmd, a1, a2] = argv;
       const pkgs = argv.slice(2).filter((w) => !w.startsWith('-'));
-      if (cmd === 'apt-cache' && argv.includes('madison')) return ok(`${argv.slice(argv.indexOf('madison') + 1).map((p) => `   ${p} | ${o.target}-1.1 | https://pkgs.k8s.io/core:/stable:/v1.33/deb  Packages`).join('\n')}\n${o.madisonExtra ?? ''}`);
-      if (cmd === 'apt-cache' && a1 === 'policy') return ok(pkgs.map((p) => `${p}:\n  Installed: ${o.from}-1.1\n  Candidate: ${o.target}-1.1\n`).join(''));
+      if (cmd === 'apt-cache' && argv.includes('madison'))
+        return ok(
+          `${argv
+            .slice(argv.indexOf('madison') + 1)
+            .map((p) => `   ${p} | ${o.target}-1.1 | https://pkgs.k8s.io/core:/stable:/v1.33/deb  Packages`)
+            .join('\n')}\n${o.madisonExtra ?? ''}`,
+        );
+      if (cmd === 'apt-cache' && a1 === 'policy')
+        return ok(pkgs.map((p) => `${p}:\n  Installed: ${o.from}-1.1\n  Candidate: ${o.target}-1.1\n`).join(''));
       // kubernetes.list as the install guide writes it; `sed -i` points it at another minor.
-      if (cmd === 'cat' && a1 === '/etc/apt/sources.list.d/kubernetes.list') return ok(`deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] https://pkgs.k8s.io/core:/stable:/v${s.repoMinor}/deb/ /\n`);
+      if (cmd === 'cat' && a1 === '/etc/apt/sources.list.d/kubernetes.list')
+        return ok(
+          `deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] https://pkgs.k8s.io/core:/stable:/v${s.repoMinor}/deb/ /\n`,
+        );
       // The look ahead at the next minors: the mirror has the first one, the one after answers 404.
       if (cmd === 'apt-get' && a1 === 'update' && argv.some((w) => w.startsWith('Dir::Etc::SourceList=')) && ++s.probes > 1) {
-        return { exitCode: 100, stdout: 'Err:2 https://pkgs.k8s.io/core:/stable:/v1.35/deb  Release\n  404  Not Found\n', stderr: "E: The repository 'https://pkgs.k8s.io/core:/stable:/v1.35/deb  Release' does not have a Release file.\n" };
+        return {
+          exitCode: 100,
+          stdout: 'Err:2 https://pkgs.k8s.io/core:/stable:/v1.35/deb  Release\n  404  Not Found\n',
+          stderr: "E: The repository 'https://pkgs.k8s.io/core:/stable:/v1.35/deb  Release' does not have a Release file.\n",
+        };
       }
       if (cmd === 'sed') s.repoMinor = /\/v([\d.]+)\/,g$/.exec(a2 ?? '')?.[1] ?? s.repoMinor;
       if (cmd === 'pgrep') return { exitCode: 1, stdout: '', stderr: '' }; // as pgrep says "no such process": the host is quiet
@@ -129,13 +253,16 @@ function fakeWorld(o: { from: string; target: string; clusterAt: string; snapsho
       if (cmd === 'kubeadm' && a1 === 'upgrade' && a2 === 'apply') Object.assign(s, { applied: true, clusterAt: o.target });
       if (cmd === 'kubeadm' && a1 === 'upgrade' && a2 === 'node') s.applied = true;
       if (cmd === 'cat' && a1 === '/proc/sys/kernel/random/boot_id') return ok(s.rebooted ? 'boot-2\n' : 'boot-1\n');
-      if (['reboot', 'shutdown', '/sbin/reboot', '/usr/sbin/reboot'].includes(cmd ?? '') || (cmd === 'systemctl' && a1 === 'reboot')) s.rebooted = true;
-      if ((cmd === 'etcdutl' || cmd === 'etcdctl') && a1 === 'snapshot' && a2 === 'status') return ok(fixture('etcdutl-snapshot-status.json.txt'));
+      if (['reboot', 'shutdown', '/sbin/reboot', '/usr/sbin/reboot'].includes(cmd ?? '') || (cmd === 'systemctl' && a1 === 'reboot'))
+        s.rebooted = true;
+      if ((cmd === 'etcdutl' || cmd === 'etcdctl') && a1 === 'snapshot' && a2 === 'status')
+        return ok(fixture('etcdutl-snapshot-status.json.txt'));
       if (cmd === 'sha256sum') return ok(`${sum}  ${argv[1]}\n`);
       // The restore: a kubeadm etcd manifest, its fresh and previous data dirs not there yet, etcd answering.
       if (cmd === 'cat' && a1?.endsWith('/etcd.yaml')) return ok(etcdManifest('cp-1', '10.0.0.11'));
       if (cmd === 'test' && (argv[2] ?? '').includes('.skewless-')) return { exitCode: 1, stdout: '', stderr: '' };
-      if (cmd === 'etcdctl' && argv.includes('endpoint') && argv.includes('status')) return ok('[{"Endpoint":"https://127.0.0.1:2379","Status":{"header":{"revision":2000000008}}}]');
+      if (cmd === 'etcdctl' && argv.includes('endpoint') && argv.includes('status'))
+        return ok('[{"Endpoint":"https://127.0.0.1:2379","Status":{"header":{"revision":2000000008}}}]');
       return ok();
     },
     async download(node, remotePath, localPath) {
@@ -146,27 +273,49 @@ function fakeWorld(o: { from: string; target: string; clusterAt: string; snapsho
       execs.push({ node, argv: ['<sftp upload>', remotePath], sudo: false, env: {} });
     },
   };
-  const pods = (node: string) => (node.startsWith('cp') ? ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] : []).map((component) => ({
-    metadata: { labels: { component } }, spec: { containers: [{ image: `registry.k8s.io/${component}:v${s.applied ? o.target : o.from}` }] },
-  }));
+  const pods = (node: string) =>
+    (node.startsWith('cp') ? ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] : []).map((component) => ({
+      metadata: { labels: { component } },
+      spec: { containers: [{ image: `registry.k8s.io/${component}:v${s.applied ? o.target : o.from}` }] },
+    }));
   const counted = <T>(value: T): Promise<T> => {
     kube++;
     return Promise.resolve(value);
   };
   const api = {
     core: {
-      readNode: () => counted({ status: { conditions: [{ type: 'Ready', status: 'True' }], nodeInfo: { kubeletVersion: `v${s.restarted ? o.target : o.from}` } } }),
+      readNode: () =>
+        counted({
+          status: { conditions: [{ type: 'Ready', status: 'True' }], nodeInfo: { kubeletVersion: `v${s.restarted ? o.target : o.from}` } },
+        }),
       listNamespacedPod: (req: { fieldSelector?: string }) => counted({ items: pods(req.fieldSelector?.split('=')[1] ?? '') }),
       readNamespacedConfigMap: () => counted({ data: { ClusterConfiguration: `kubernetesVersion: v${s.clusterAt}\n` } }),
       listNode: () => counted({ items: [{ metadata: { name: 'cp-1' } }] }),
     },
   } as unknown as KubeApi;
   const config = {
-    name: 'fuzz', kubeconfig: '/nonexistent', ssh: { user: 'ops', port: 22, privateKeyPath: '/nonexistent', knownHostsPath: '/nonexistent', sudo: true, connectTimeoutSeconds: 5 },
-    nodes: {}, packageManager: 'apt',
-    etcd: { endpoint: 'https://127.0.0.1:2379', caCert: '/etc/kubernetes/pki/etcd/ca.crt', cert: '/etc/kubernetes/pki/etcd/server.crt', key: '/etc/kubernetes/pki/etcd/server.key', remoteDir: '/var/lib/skewless/snapshots' },
-    snapshots: { dir: o.snapshots }, drain: { timeoutSeconds: 60, deleteEmptyDirData: false, ignoreDaemonSets: true }, probes: [],
-    timeouts: { commandSeconds: 60, packageInstallSeconds: 480, kubeadmPlanSeconds: 300, kubeadmApplySeconds: 1080, kubeadmNodeSeconds: 540 },
+    name: 'fuzz',
+    kubeconfig: '/nonexistent',
+    ssh: { user: 'ops', port: 22, privateKeyPath: '/nonexistent', knownHostsPath: '/nonexistent', sudo: true, connectTimeoutSeconds: 5 },
+    nodes: {},
+    packageManager: 'apt',
+    etcd: {
+      endpoint: 'https://127.0.0.1:2379',
+      caCert: '/etc/kubernetes/pki/etcd/ca.crt',
+      cert: '/etc/kubernetes/pki/etcd/server.crt',
+      key: '/etc/kubernetes/pki/etcd/server.key',
+      remoteDir: '/var/lib/skewless/snapshots',
+    },
+    snapshots: { dir: o.snapshots },
+    drain: { timeoutSeconds: 60, deleteEmptyDirData: false, ignoreDaemonSets: true },
+    probes: [],
+    timeouts: {
+      commandSeconds: 60,
+      packageInstallSeconds: 480,
+      kubeadmPlanSeconds: 300,
+      kubeadmApplySeconds: 1080,
+      kubeadmNodeSeconds: 540,
+    },
   } satisfies ClusterConfig;
   return { access: { config, kube: api, shell }, calls: () => ({ execs, kube }) };
 }
@@ -191,25 +340,133 @@ const RESTORE = {
   initialCluster: 'cp-1=https://10.0.0.11:2380',
 };
 const TARGETS: Target[] = [
-  { name: 'availableVersions', valid: { node: 'cp-1' }, fields: ['node'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => availableVersions(a, any(i)) },
-  { name: 'pointPackageRepository', valid: { node: 'worker-1', version: '1.33.7' }, fields: ['node', 'version'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => pointPackageRepository(a, any(i)) },
-  { name: 'installPackages', valid: { node: 'worker-1', version: '1.33.7', packages: ['kubeadm', 'kubelet', 'kubectl'] }, fields: ['node', 'version', 'packages', 'packages[]'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => installPackages(a, any(i)) },
-  { name: 'kubeadmUpgradePlan', valid: { node: 'cp-1', version: '1.33.7' }, fields: ['node', 'version'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => kubeadmUpgradePlan(a, any(i)) },
-  { name: 'kubeadmUpgradeApply', valid: { node: 'cp-1', version: '1.33.7' }, fields: ['node', 'version'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => kubeadmUpgradeApply(a, any(i)) },
-  { name: 'kubeadmUpgradeNode', valid: { node: 'worker-1', version: '1.33.7' }, fields: ['node', 'version'], world: (i) => ({ from: '1.32.4', clusterAt: typeof i.version === 'string' ? i.version.replace(/^v/, '') : '1.33.7' }), run: (a, i) => kubeadmUpgradeNode(a, any(i)) },
-  { name: 'restartKubelet', valid: { node: 'worker-1', version: '1.33.7', timeoutSeconds: 60 }, fields: ['node', 'version', 'timeoutSeconds'], world: () => ({ from: '1.32.4', clusterAt: '1.33.7' }), run: (a, i) => restartKubelet(a, any(i)) },
-  { name: 'rebootNode', valid: { node: 'worker-1', command: ['systemctl', 'reboot'], timeoutSeconds: 60 }, fields: ['node', 'command', 'command[]', 'timeoutSeconds'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => rebootNode(a, any(i)) },
-  { name: 'snapshotEtcd', valid: { node: 'cp-1', hop: '1.33.7' }, fields: ['node', 'hop'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => snapshotEtcd(a, any(i)) },
+  {
+    name: 'availableVersions',
+    valid: { node: 'cp-1' },
+    fields: ['node'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => availableVersions(a, any(i)),
+  },
+  {
+    name: 'pointPackageRepository',
+    valid: { node: 'worker-1', version: '1.33.7' },
+    fields: ['node', 'version'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => pointPackageRepository(a, any(i)),
+  },
+  {
+    name: 'installPackages',
+    valid: { node: 'worker-1', version: '1.33.7', packages: ['kubeadm', 'kubelet', 'kubectl'] },
+    fields: ['node', 'version', 'packages', 'packages[]'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => installPackages(a, any(i)),
+  },
+  {
+    name: 'kubeadmUpgradePlan',
+    valid: { node: 'cp-1', version: '1.33.7' },
+    fields: ['node', 'version'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => kubeadmUpgradePlan(a, any(i)),
+  },
+  {
+    name: 'kubeadmUpgradeApply',
+    valid: { node: 'cp-1', version: '1.33.7' },
+    fields: ['node', 'version'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => kubeadmUpgradeApply(a, any(i)),
+  },
+  {
+    name: 'kubeadmUpgradeNode',
+    valid: { node: 'worker-1', version: '1.33.7' },
+    fields: ['node', 'version'],
+    world: (i) => ({ from: '1.32.4', clusterAt: typeof i.version === 'string' ? i.version.replace(/^v/, '') : '1.33.7' }),
+    run: (a, i) => kubeadmUpgradeNode(a, any(i)),
+  },
+  {
+    name: 'restartKubelet',
+    valid: { node: 'worker-1', version: '1.33.7', timeoutSeconds: 60 },
+    fields: ['node', 'version', 'timeoutSeconds'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.33.7' }),
+    run: (a, i) => restartKubelet(a, any(i)),
+  },
+  {
+    name: 'rebootNode',
+    valid: { node: 'worker-1', command: ['systemctl', 'reboot'], timeoutSeconds: 60 },
+    fields: ['node', 'command', 'command[]', 'timeoutSeconds'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => rebootNode(a, any(i)),
+  },
+  {
+    name: 'snapshotEtcd',
+    valid: { node: 'cp-1', hop: '1.33.7' },
+    fields: ['node', 'hop'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => snapshotEtcd(a, any(i)),
+  },
   // The restore (activities/etcd-restore.ts): every value that reaches a command line.
-  { name: 'planRestore', valid: { snapshotPath: RESTORE.remotePath, controlPlanes: ['cp-1'] }, fields: ['snapshotPath', 'hop', 'controlPlanes', 'controlPlanes[]'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => planRestore(a, any(i)) },
-  { name: 'planRestore by hop', valid: { hop: '1.33.7', controlPlanes: ['cp-1'] }, fields: ['hop'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => planRestore(a, any(i)) },
-  { name: 'placeSnapshot', valid: { node: 'cp-2', hop: '1.33.7' }, fields: ['node', 'hop'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => placeSnapshot(a, any(i)) },
-  { name: 'checkRestoreSnapshot', valid: { node: 'cp-1', remotePath: RESTORE.remotePath, sha256: FAKE_SUM, revision: 8 }, fields: ['node', 'remotePath', 'sha256'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => checkRestoreSnapshot(a, any(i)) },
-  { name: 'stopStaticPods', valid: { node: 'cp-1', timeoutSeconds: 5 }, fields: ['node', 'timeoutSeconds'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => stopStaticPods(a, any(i)) },
-  { name: 'restoreEtcdMember', valid: { node: 'cp-1', member: { ...RESTORE.member }, remotePath: RESTORE.remotePath, initialCluster: RESTORE.initialCluster, bumpRevision: 1_000_000_000, tag: '1.33.7' },
-    fields: ['node', 'member', 'member.name', 'member.peerUrl', 'member.dataDir', 'remotePath', 'initialCluster', 'bumpRevision', 'tag'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => restoreEtcdMember(a, any(i)) },
-  { name: 'startStaticPods', valid: { node: 'cp-1' }, fields: ['node'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => startStaticPods(a, any(i)) },
-  { name: 'verifyEtcdRestore', valid: { node: 'cp-1', minRevision: 1_000_000_008, timeoutSeconds: 5 }, fields: ['node', 'minRevision', 'timeoutSeconds'], world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }), run: (a, i) => verifyEtcdRestore(a, any(i)) },
+  {
+    name: 'planRestore',
+    valid: { snapshotPath: RESTORE.remotePath, controlPlanes: ['cp-1'] },
+    fields: ['snapshotPath', 'hop', 'controlPlanes', 'controlPlanes[]'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => planRestore(a, any(i)),
+  },
+  {
+    name: 'planRestore by hop',
+    valid: { hop: '1.33.7', controlPlanes: ['cp-1'] },
+    fields: ['hop'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => planRestore(a, any(i)),
+  },
+  {
+    name: 'placeSnapshot',
+    valid: { node: 'cp-2', hop: '1.33.7' },
+    fields: ['node', 'hop'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => placeSnapshot(a, any(i)),
+  },
+  {
+    name: 'checkRestoreSnapshot',
+    valid: { node: 'cp-1', remotePath: RESTORE.remotePath, sha256: FAKE_SUM, revision: 8 },
+    fields: ['node', 'remotePath', 'sha256'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => checkRestoreSnapshot(a, any(i)),
+  },
+  {
+    name: 'stopStaticPods',
+    valid: { node: 'cp-1', timeoutSeconds: 5 },
+    fields: ['node', 'timeoutSeconds'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => stopStaticPods(a, any(i)),
+  },
+  {
+    name: 'restoreEtcdMember',
+    valid: {
+      node: 'cp-1',
+      member: { ...RESTORE.member },
+      remotePath: RESTORE.remotePath,
+      initialCluster: RESTORE.initialCluster,
+      bumpRevision: 1_000_000_000,
+      tag: '1.33.7',
+    },
+    fields: ['node', 'member', 'member.name', 'member.peerUrl', 'member.dataDir', 'remotePath', 'initialCluster', 'bumpRevision', 'tag'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => restoreEtcdMember(a, any(i)),
+  },
+  {
+    name: 'startStaticPods',
+    valid: { node: 'cp-1' },
+    fields: ['node'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => startStaticPods(a, any(i)),
+  },
+  {
+    name: 'verifyEtcdRestore',
+    valid: { node: 'cp-1', minRevision: 1_000_000_008, timeoutSeconds: 5 },
+    fields: ['node', 'minRevision', 'timeoutSeconds'],
+    world: () => ({ from: '1.32.4', clusterAt: '1.32.4' }),
+    run: (a, i) => verifyEtcdRestore(a, any(i)),
+  },
 ];
 
 function mutate(t: Target, field: string, r: () => number): Record<string, unknown> {
@@ -277,7 +534,10 @@ describe('command builders under hostile input (seeded fuzz)', () => {
   const asRun = (c: Recorded): { line: string; expect: string[] } => {
     const argv = [programName(c.argv[0] as string), ...c.argv.slice(1)];
     const env = Object.entries(c.env).map(([k, v]) => `${k}=${v}`);
-    return { line: commandLine(argv, { env: c.env, sudo: c.sudo }), expect: c.sudo ? ['sudo', '-n', ...env, ...argv, '<unset>'] : [...argv, '<unset>'] };
+    return {
+      line: commandLine(argv, { env: c.env, sudo: c.sudo }),
+      expect: c.sudo ? ['sudo', '-n', ...env, ...argv, '<unset>'] : [...argv, '<unset>'],
+    };
   };
 
   it('valid inputs run their commands (the baseline: which options the product uses)', async () => {
@@ -305,7 +565,11 @@ describe('command builders under hostile input (seeded fuzz)', () => {
           mkdirSync(snapshots, { recursive: true });
           const version = typeof input.version === 'string' ? input.version.replace(/^v/, '') : '1.33.7';
           const w = fakeWorld({ ...t.world(input), target: version, snapshots });
-          const shownValue = field.includes('.') ? (input[field.split('.')[0] as string] as Record<string, unknown>)[field.split('.')[1] as string] : field.endsWith('[]') ? input[field.slice(0, -2)] : input[field];
+          const shownValue = field.includes('.')
+            ? (input[field.split('.')[0] as string] as Record<string, unknown>)[field.split('.')[1] as string]
+            : field.endsWith('[]')
+              ? input[field.slice(0, -2)]
+              : input[field];
           const where = `seed ${SEED}, ${t.name} case ${i}: ${field} = ${show(shownValue)}`;
           let error: unknown;
           try {
@@ -316,7 +580,10 @@ describe('command builders under hostile input (seeded fuzz)', () => {
           counts.cases++;
           const { execs, kube } = w.calls();
           if (error !== undefined) {
-            assert.ok(error instanceof ApplicationFailure, `${where}: a plain ${(error as Error)?.name ?? typeof error} escaped (${(error as Error)?.message}); hostile input must be a typed failure`);
+            assert.ok(
+              error instanceof ApplicationFailure,
+              `${where}: a plain ${(error as Error)?.name ?? typeof error} escaped (${(error as Error)?.message}); hostile input must be a typed failure`,
+            );
             if (error.type === 'Invalid' && execs.length === 0 && kube === 0) {
               counts.refused++;
               continue;
@@ -327,7 +594,8 @@ describe('command builders under hostile input (seeded fuzz)', () => {
           for (const c of execs.filter((x) => !['<sftp download>', '<sftp upload>'].includes(x.argv[0] as string))) {
             for (const word of c.argv) {
               assert.ok(harmless(word), `${where}: argv word ${show(word)} in '${c.argv.join(' ')}' is not a validated value`);
-              if (word.startsWith('-')) assert.ok(PRODUCT_OPTIONS.has(word), `${where}: option ${show(word)} injected into '${c.argv.join(' ')}'`);
+              if (word.startsWith('-'))
+                assert.ok(PRODUCT_OPTIONS.has(word), `${where}: option ${show(word)} injected into '${c.argv.join(' ')}'`);
             }
             accepted.push(c);
           }
@@ -341,7 +609,13 @@ describe('command builders under hostile input (seeded fuzz)', () => {
     for (let i = 0; i < CASES_PER_FIELD; i++) {
       const cell = hostileString(r).replace(/[\n|]/g, ' ');
       const snapshots = join(scratch, 'snapshots-madison');
-      const w = fakeWorld({ from: '1.32.4', target: '1.33.6', clusterAt: '1.32.4', snapshots, madisonExtra: `   kubeadm | ${cell} | x\n   kubelet | 1.33.7-${cell} | x\n   kubectl | 1.33.7${cell} | x\n` });
+      const w = fakeWorld({
+        from: '1.32.4',
+        target: '1.33.6',
+        clusterAt: '1.32.4',
+        snapshots,
+        madisonExtra: `   kubeadm | ${cell} | x\n   kubelet | 1.33.7-${cell} | x\n   kubectl | 1.33.7${cell} | x\n`,
+      });
       counts.cases++;
       try {
         await installPackages(w.access, { node: 'worker-1', version: '1.33.7', packages: ['kubeadm', 'kubelet', 'kubectl'] });
@@ -350,7 +624,11 @@ describe('command builders under hostile input (seeded fuzz)', () => {
       }
       counts.accepted++;
       for (const c of w.calls().execs) {
-        for (const word of c.argv) assert.ok(harmless(word) && (!word.startsWith('-') || PRODUCT_OPTIONS.has(word)), `seed ${SEED}, madison case ${i} (${show(cell)}): argv word ${show(word)}`);
+        for (const word of c.argv)
+          assert.ok(
+            harmless(word) && (!word.startsWith('-') || PRODUCT_OPTIONS.has(word)),
+            `seed ${SEED}, madison case ${i} (${show(cell)}): argv word ${show(word)}`,
+          );
         accepted.push(c);
       }
     }
@@ -360,7 +638,10 @@ describe('command builders under hostile input (seeded fuzz)', () => {
     assert.ok(accepted.length > 1000, `${accepted.length} commands recorded`);
     // Each distinct command line once: most valid-input cases build the same lines again.
     const runs = [...new Map(accepted.map(asRun).map((x) => [x.line, x])).values()];
-    const seen = throughShell(runs.map((x) => x.line), new Set(['sudo', ...accepted.map((c) => programName(c.argv[0] as string))]));
+    const seen = throughShell(
+      runs.map((x) => x.line),
+      new Set(['sudo', ...accepted.map((c) => programName(c.argv[0] as string))]),
+    );
     assert.equal(seen.length, runs.length, 'one program run per command line');
     runs.forEach((x, i) => assert.deepEqual(seen[i], x.expect, x.line));
     counts.commands = runs.length;
@@ -389,9 +670,15 @@ describe('command builders under hostile input (seeded fuzz)', () => {
       }
       const envWords = env ? [`FUZZ_V=${env.FUZZ_V}`] : [];
       const utf8 = (s: string) => Buffer.from(s, 'utf8').toString('utf8'); // what bytes on a wire can carry
-      runs.push({ line, expect: (sudo ? ['sudo', '-n', ...envWords, ...argv, '<unset>'] : [...argv, env ? env.FUZZ_V : '<unset>']).map(utf8) });
+      runs.push({
+        line,
+        expect: (sudo ? ['sudo', '-n', ...envWords, ...argv, '<unset>'] : [...argv, env ? env.FUZZ_V : '<unset>']).map(utf8),
+      });
     }
-    const seen = throughShell(runs.map((x) => x.line), ['sudo', ...names]);
+    const seen = throughShell(
+      runs.map((x) => x.line),
+      ['sudo', ...names],
+    );
     assert.equal(seen.length, runs.length);
     runs.forEach((x, i) => assert.deepEqual(seen[i], x.expect, `seed ${SEED}: ${JSON.stringify(x.line).slice(0, 300)}`));
     assert.ok(refused > 0 && runs.length > 2500, `${runs.length} round trips, ${refused} refused`);
@@ -406,15 +693,23 @@ describe('command builders under hostile input (seeded fuzz)', () => {
       resolved++;
       return { host: '127.0.0.1', port: 1 };
     });
-    for (const [argv, env] of [[['echo', 'a\0b']], [['echo'], { 'A B': 'x' }], [['echo'], { A: 'x\ny' }], [[]]] as [string[], Record<string, string>?][]) {
-      const err = await shell.exec('cp-1', argv, { timeoutMs: 1000, ...(env ? { env } : {}) }).then(() => undefined, (e: unknown) => e);
+    for (const [argv, env] of [[['echo', 'a\0b']], [['echo'], { 'A B': 'x' }], [['echo'], { A: 'x\ny' }], [[]]] as [
+      string[],
+      Record<string, string>?,
+    ][]) {
+      const err = await shell.exec('cp-1', argv, { timeoutMs: 1000, ...(env ? { env } : {}) }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       assert.ok(err instanceof ApplicationFailure && err.type === 'Invalid', `${show(argv)} ${show(env)}: ${String(err)}`);
     }
     assert.equal(resolved, 0, 'no address resolved, no connection opened');
   });
 
   it('counts', (t) => {
-    t.diagnostic(`seed ${SEED}: ${counts.cases} hostile cases, ${counts.refused} refused before any call, ${counts.accepted} accepted; ${counts.commands} command lines round-tripped through /bin/sh`);
+    t.diagnostic(
+      `seed ${SEED}: ${counts.cases} hostile cases, ${counts.refused} refused before any call, ${counts.accepted} accepted; ${counts.commands} command lines round-tripped through /bin/sh`,
+    );
     assert.ok(counts.cases >= 8000, `${counts.cases} cases`);
   });
 });

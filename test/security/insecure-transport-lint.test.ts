@@ -20,9 +20,12 @@ interface Rule {
 const RULES: Rule[] = [
   { name: 'StrictHostKeyChecking off', test: /StrictHostKeyChecking\s*[= ]\s*["']?(?:no|off|false|accept-new)\b/i },
   { name: 'known_hosts file /dev/null', test: /KnownHostsFile\s*[= ]\s*["']?\/dev\/null/i },
-  { name: 'hostVerifier that accepts any key', test: /hostVerifier\s*[:=]?\s*(?:async\s*)?(?:function\s*)?\([^)]*\)\s*(?:=>\s*(?:true|!0|\(\s*true\s*\)|\{\s*return\s+(?:true|!0)\s*;?\s*\})|\{\s*return\s+(?:true|!0)\b)/ },
+  {
+    name: 'hostVerifier that accepts any key',
+    test: /hostVerifier\s*[:=]?\s*(?:async\s*)?(?:function\s*)?\([^)]*\)\s*(?:=>\s*(?:true|!0|\(\s*true\s*\)|\{\s*return\s+(?:true|!0)\s*;?\s*\})|\{\s*return\s+(?:true|!0)\b)/,
+  },
   { name: 'host keys fetched on first use (ssh-keyscan)', test: /\bssh-keyscan\b/ },
-  { name: 'known_hosts written (trust on first use)', test: /(?:append|write)File(?:Sync)?\([^)\n]*known_?hosts/i },
+  { name: 'known_hosts written (trust on first use)', test: /(?:append|write)File(?:Sync)?\([^)]*known_?hosts/i },
   { name: 'TLS peer not verified (rejectUnauthorized false)', test: /rejectUnauthorized\s*[:=]\s*(?:false|0|!1)\b/ },
   { name: 'TLS verification off for the process', test: /NODE_TLS_REJECT_UNAUTHORIZED/ },
   { name: 'kubeconfig TLS verification off', test: /insecure-skip-tls-verify\s*:\s*true|skipTLSVerify\s*[:=]\s*true/i },
@@ -31,7 +34,19 @@ const RULES: Rule[] = [
 ];
 
 /** The product: everything that ships or runs against a real cluster. */
-const PRODUCT = ['activities', 'worker', 'client', 'workflows', 'rules', 'demo', 'tooling', 'scripts', 'bin', 'examples', 'docker-compose.yml'];
+const PRODUCT = [
+  'activities',
+  'worker',
+  'client',
+  'workflows',
+  'rules',
+  'demo',
+  'tooling',
+  'scripts',
+  'bin',
+  'examples',
+  'docker-compose.yml',
+];
 /** The test world and the tests: scanned with an explicit allow-list. */
 const TEST_WORLD = ['sim', 'test'];
 /** This file names every pattern it looks for. */
@@ -39,13 +54,41 @@ const SELF = 'test/security/insecure-transport-lint.test.ts';
 
 /** Allowed places outside the product: file, rule, and why it is safe there. */
 const ALLOWED: { file: string; rule: string; why: string }[] = [
-  { file: 'sim/cluster/control-plane.ts', rule: 'TLS peer not verified (rejectUnauthorized false)', why: 'the sim polls its own controller-manager and scheduler /healthz on loopback, served with self-signed certificates' },
-  { file: 'sim/cluster/node-components.ts', rule: 'TLS peer not verified (rejectUnauthorized false)', why: 'the sim polls its own per-host controller-managers and schedulers (/healthz, /metrics) on loopback, served with self-signed certificates' },
-  { file: 'test/sim/hosts/host-keys.test.ts', rule: 'hostVerifier that accepts any key', why: 'the test proves the sim host rejects a client key it does not authorize, whatever the host key' },
-  { file: 'test/sim/hosts/host-keys.test.ts', rule: 'known_hosts file /dev/null', why: 'GlobalKnownHostsFile=/dev/null beside a pinned UserKnownHostsFile and StrictHostKeyChecking=yes: only the pinned file counts' },
-  { file: 'test/sim/hosts/host-keys.test.ts', rule: 'known_hosts written (trust on first use)', why: 'the test swaps two hosts\' lines in the sim\'s known_hosts to prove the mismatch is refused' },
-  { file: 'test/activities/health.test.ts', rule: 'kubeconfig TLS verification off', why: 'a kubeconfig for a fake plain-HTTP apiserver on loopback in a unit test' },
-  { file: 'test/deploy/compose.test.ts', rule: 'known_hosts written (trust on first use)', why: 'a stand-in known_hosts in a temporary copy of the worker container\'s files, so the worker\'s start-up check can read the example cluster configuration; nothing connects' },
+  {
+    file: 'sim/cluster/control-plane.ts',
+    rule: 'TLS peer not verified (rejectUnauthorized false)',
+    why: 'the sim polls its own controller-manager and scheduler /healthz on loopback, served with self-signed certificates',
+  },
+  {
+    file: 'sim/cluster/node-components.ts',
+    rule: 'TLS peer not verified (rejectUnauthorized false)',
+    why: 'the sim polls its own per-host controller-managers and schedulers (/healthz, /metrics) on loopback, served with self-signed certificates',
+  },
+  {
+    file: 'test/sim/hosts/host-keys.test.ts',
+    rule: 'hostVerifier that accepts any key',
+    why: 'the test proves the sim host rejects a client key it does not authorize, whatever the host key',
+  },
+  {
+    file: 'test/sim/hosts/host-keys.test.ts',
+    rule: 'known_hosts file /dev/null',
+    why: 'GlobalKnownHostsFile=/dev/null beside a pinned UserKnownHostsFile and StrictHostKeyChecking=yes: only the pinned file counts',
+  },
+  {
+    file: 'test/sim/hosts/host-keys.test.ts',
+    rule: 'known_hosts written (trust on first use)',
+    why: "the test swaps two hosts' lines in the sim's known_hosts to prove the mismatch is refused",
+  },
+  {
+    file: 'test/activities/health.test.ts',
+    rule: 'kubeconfig TLS verification off',
+    why: 'a kubeconfig for a fake plain-HTTP apiserver on loopback in a unit test',
+  },
+  {
+    file: 'test/deploy/compose.test.ts',
+    rule: 'known_hosts written (trust on first use)',
+    why: "a stand-in known_hosts in a temporary copy of the worker container's files, so the worker's start-up check can read the example cluster configuration; nothing connects",
+  },
 ];
 
 const SOURCE = /\.(?:ts|js|mjs|cjs|sh|ya?ml|json|conf)$/;
@@ -68,7 +111,8 @@ function* files(path: string): Generator<string> {
 function violations(text: string): string[] {
   const out = RULES.filter((r) => r.test.test(text)).map((r) => r.name);
   // ssh2's Client accepts any host key unless a hostVerifier is given.
-  if (/from ['"]ssh2['"]/.test(text) && /\.connect\(/.test(text) && !/hostVerifier/.test(text)) out.push('ssh2 client without hostVerifier');
+  if (/from ['"]ssh2['"]/.test(text) && /\.connect\(/.test(text) && !/hostVerifier/.test(text))
+    out.push('ssh2 client without hostVerifier');
   return out;
 }
 
@@ -86,9 +130,12 @@ describe('no StrictHostKeyChecking=no equivalent anywhere', () => {
     assert.ok(scanned > 80, `${scanned} product files scanned`);
   });
 
-  it('the product\'s SSH client pins host keys: a hostVerifier that asks known_hosts, no trust on first use', () => {
+  it("the product's SSH client pins host keys: a hostVerifier that asks known_hosts, no trust on first use", () => {
     const shell = readFileSync(join(repoRoot, 'activities/ssh-shell.ts'), 'utf8');
-    assert.match(shell, /hostVerifier: \(key: Buffer\) => \{\s*if \(keyAccepted\(policy, key\)\) return true;\s*seen = fingerprint\(key\);\s*return false;/);
+    assert.match(
+      shell,
+      /hostVerifier: \(key: Buffer\) => \{\s*if \(keyAccepted\(policy, key\)\) return true;\s*seen = fingerprint\(key\);\s*return false;/,
+    );
     assert.match(readFileSync(join(repoRoot, 'activities/host-known-hosts.ts'), 'utf8'), /There is no trust on first use/);
   });
 
@@ -101,8 +148,16 @@ describe('no StrictHostKeyChecking=no equivalent anywhere', () => {
       }
     }
     const allowed = new Set(ALLOWED.map((a) => `${a.file}: ${a.rule}`));
-    assert.deepEqual([...found].filter((f) => !allowed.has(f)), [], 'not allowed');
-    assert.deepEqual([...allowed].filter((a) => !found.has(a)), [], 'allowed but no longer there: remove from ALLOWED');
+    assert.deepEqual(
+      [...found].filter((f) => !allowed.has(f)),
+      [],
+      'not allowed',
+    );
+    assert.deepEqual(
+      [...allowed].filter((a) => !found.has(a)),
+      [],
+      'allowed but no longer there: remove from ALLOWED',
+    );
   });
 
   it('each rule catches what it is for, and passes the strict form', () => {

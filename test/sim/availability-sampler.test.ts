@@ -41,7 +41,9 @@ describe('the availability sampler on a simulated cluster', () => {
   });
 
   const pods = async (app: string) =>
-    (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: `app=${app}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
+    (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: `app=${app}` })).items.filter(
+      (p) => !p.metadata?.deletionTimestamp,
+    );
   const ready = async (app: string) =>
     (await pods(app)).filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
   const cordon = (unschedulable: boolean) =>
@@ -56,11 +58,17 @@ describe('the availability sampler on a simulated cluster', () => {
     assert.equal(report.violated, false, formatAvailability(report));
     assert.ok(report.samples >= 3, `${report.samples} samples`);
     assert.equal(report.errors, 0, report.lastError);
-    assert.deepEqual(report.pdbs.map((p) => [p.name, p.floor, p.minReady, p.samples]), [
-      ['db', 1, 2, report.samples], // 2 − ceil(50% of 2)
-      ['web', 2, 3, report.samples],
-    ]);
-    assert.match(formatAvailability(report), /^default\/db: min ready 2, floor 1, \d+ samples, ok\ndefault\/web: min ready 3, floor 2, \d+ samples, ok$/);
+    assert.deepEqual(
+      report.pdbs.map((p) => [p.name, p.floor, p.minReady, p.samples]),
+      [
+        ['db', 1, 2, report.samples], // 2 − ceil(50% of 2)
+        ['web', 2, 3, report.samples],
+      ],
+    );
+    assert.match(
+      formatAvailability(report),
+      /^default\/db: min ready 2, floor 1, \d+ samples, ok\ndefault\/web: min ready 3, floor 2, \d+ samples, ok$/,
+    );
   });
 
   it('records a violation when pods are deleted past the budget (no eviction) and cannot come back', async () => {
@@ -69,7 +77,11 @@ describe('the availability sampler on a simulated cluster', () => {
     // With every worker cordoned the replacements stay Pending, so the dip lasts until we uncordon.
     await cordon(true);
     const victims = (await pods('web')).slice(0, 2);
-    await Promise.all(victims.map((p) => tc.kube.core.deleteNamespacedPod({ name: p.metadata?.name as string, namespace: 'default', gracePeriodSeconds: 0 })));
+    await Promise.all(
+      victims.map((p) =>
+        tc.kube.core.deleteNamespacedPod({ name: p.metadata?.name as string, namespace: 'default', gracePeriodSeconds: 0 }),
+      ),
+    );
     await waitFor('web down to 1 Ready', async () => (await ready('web')) === 1, 10_000, 100);
     await new Promise((r) => setTimeout(r, 500));
     await cordon(false);
@@ -83,7 +95,10 @@ describe('the availability sampler on a simulated cluster', () => {
     assert.deepEqual(web?.violations.map((v) => [v.ready, v.floor, v.expected])[0], [1, 2, 3]);
     assert.ok(web?.violations.every((v) => !Number.isNaN(Date.parse(v.at))));
     assert.deepEqual(report.pdbs.find((p) => p.name === 'db')?.violations, [], 'the other PDB is unaffected');
-    assert.match(formatAvailability(report), /^default\/web: min ready 1, floor 2, \d+ samples, VIOLATED \d+× \(first \S+: 1 ready < 2\)$/m);
+    assert.match(
+      formatAvailability(report),
+      /^default\/web: min ready 1, floor 2, \d+ samples, VIOLATED \d+× \(first \S+: 1 ready < 2\)$/m,
+    );
   });
 
   it('follows the controller: scaling below minAvailable violates it; below maxUnavailable the floor scales down', async () => {

@@ -40,12 +40,15 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
   });
 
   const webPods = async () =>
-    (await sim.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web' })).items.filter((p) => !p.metadata?.deletionTimestamp);
+    (await sim.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web' })).items.filter(
+      (p) => !p.metadata?.deletionTimestamp,
+    );
   const evict = (name: string) =>
     sim.kube.core.createNamespacedPodEviction({ name, namespace: 'default', body: { metadata: { name, namespace: 'default' } } });
   const pdbAllows = async () =>
     (await sim.kube.policy.readNamespacedPodDisruptionBudget({ name: 'web', namespace: 'default' })).status?.disruptionsAllowed ?? 0;
-  const readyReplicas = async () => (await sim.kube.apps.readNamespacedDeployment({ name: 'web', namespace: 'default' })).status?.readyReplicas ?? 0;
+  const readyReplicas = async () =>
+    (await sim.kube.apps.readNamespacedDeployment({ name: 'web', namespace: 'default' })).status?.readyReplicas ?? 0;
 
   it('brings nodes up with their kubelet versions and control planes with mirror pods', async () => {
     const nodes = (await sim.kube.core.listNode()).items;
@@ -59,19 +62,30 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
     assert.ok(mirrors.every((p) => p.metadata?.annotations?.['kubernetes.io/config.mirror']));
   });
 
-  it('audits the worker\'s identity (its own user, not system:masters) and nothing else', async () => {
+  it("audits the worker's identity (its own user, not system:masters) and nothing else", async () => {
     const worker = kubeApiFromFile(sim.endpoints.kubeconfig);
     const marker = `audit-${Date.now()}`;
     await worker.core.patchNode({ name: 'worker-3', body: { metadata: { annotations: { 'skewless.test/audit': marker } } } }, mergePatch);
     await sim.kube.core.patchNode({ name: 'worker-2', body: { metadata: { annotations: { 'skewless.test/audit': marker } } } }, mergePatch);
     await worker.core.readNode({ name: 'worker-3' });
     let events: ReturnType<Simulation['auditEvents']> = [];
-    await waitFor('the worker\'s read in the audit log', async () => {
-      events = sim.auditEvents();
-      return events.some((e) => e.verb === 'get' && e.name === 'worker-3');
-    }, 10_000, 100);
-    assert.ok(events.every((e) => e.user === WORKER_USER), JSON.stringify(events.map((e) => e.user)));
-    assert.deepEqual(writesIn(events).map((e) => `${e.verb} ${e.resource} ${e.name} ${e.code}`), ['patch nodes worker-3 200']);
+    await waitFor(
+      "the worker's read in the audit log",
+      async () => {
+        events = sim.auditEvents();
+        return events.some((e) => e.verb === 'get' && e.name === 'worker-3');
+      },
+      10_000,
+      100,
+    );
+    assert.ok(
+      events.every((e) => e.user === WORKER_USER),
+      JSON.stringify(events.map((e) => e.user)),
+    );
+    assert.deepEqual(
+      writesIn(events).map((e) => `${e.verb} ${e.resource} ${e.name} ${e.code}`),
+      ['patch nodes worker-3 200'],
+    );
   });
 
   it('refuses an eviction with 429 while the PDB allows no disruption, and allows it once it does', async () => {
@@ -79,9 +93,15 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
     const name = pod?.metadata?.name as string;
     assert.equal(await pdbAllows(), 0);
     await assert.rejects(evict(name), (err: unknown) => statusOf(err) === 429);
-    assert.ok((await webPods()).some((p) => p.metadata?.name === name), 'the pod is still there');
+    assert.ok(
+      (await webPods()).some((p) => p.metadata?.name === name),
+      'the pod is still there',
+    );
 
-    await sim.kube.policy.patchNamespacedPodDisruptionBudget({ name: 'web', namespace: 'default', body: { spec: { minAvailable: 2 } } }, mergePatch);
+    await sim.kube.policy.patchNamespacedPodDisruptionBudget(
+      { name: 'web', namespace: 'default', body: { spec: { minAvailable: 2 } } },
+      mergePatch,
+    );
     await waitFor('PDB allows one disruption', async () => (await pdbAllows()) >= 1);
     await evict(name);
     await waitFor(`${name} gone`, async () => !(await webPods()).some((p) => p.metadata?.name === name));
@@ -93,14 +113,25 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
     const node = victim?.spec?.nodeName as string;
     await sim.kube.core.patchNode({ name: node, body: { spec: { unschedulable: true } } }, mergePatch);
     await evict(victim?.metadata?.name as string);
-    await waitFor('web rescheduled to 3 ready', async () => (await readyReplicas()) === 3 && !(await webPods()).some((p) => p.metadata?.uid === victim?.metadata?.uid));
-    assert.ok((await webPods()).every((p) => p.spec?.nodeName !== node), `no web pod on cordoned ${node}`);
+    await waitFor(
+      'web rescheduled to 3 ready',
+      async () => (await readyReplicas()) === 3 && !(await webPods()).some((p) => p.metadata?.uid === victim?.metadata?.uid),
+    );
+    assert.ok(
+      (await webPods()).every((p) => p.spec?.nodeName !== node),
+      `no web pod on cordoned ${node}`,
+    );
 
     await sim.kube.apps.patchNamespacedDeployment({ name: 'web', namespace: 'default', body: { spec: { replicas: 6 } } }, mergePatch);
     await waitFor('web scaled to 6 ready', async () => (await readyReplicas()) === 6);
-    assert.ok((await webPods()).every((p) => p.spec?.nodeName !== node), `still no web pod on cordoned ${node}`);
+    assert.ok(
+      (await webPods()).every((p) => p.spec?.nodeName !== node),
+      `still no web pod on cordoned ${node}`,
+    );
 
-    const agents = (await sim.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=agent', fieldSelector: `spec.nodeName=${node}` })).items;
+    const agents = (
+      await sim.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=agent', fieldSelector: `spec.nodeName=${node}` })
+    ).items;
     assert.equal(agents.length, 1, 'the DaemonSet pod stays on the cordoned node');
     assert.equal(agents[0]?.status?.phase, 'Running');
     await sim.kube.core.patchNode({ name: node, body: { spec: { unschedulable: false } } }, mergePatch);
@@ -111,18 +142,31 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
     assert.equal(install.code, 0, install.stderr);
     let sawNotReady = false;
     const restart = sshExec(sim.endpoints, 'worker-1', 'sudo systemctl daemon-reload && sudo systemctl restart kubelet');
-    const watch = waitFor('worker-1 NotReady during the restart', async () => {
-      const n = await sim.kube.core.readNode({ name: 'worker-1' });
-      sawNotReady ||= n.status?.conditions?.some((c) => c.type === 'Ready' && c.status !== 'True') ?? false;
-      return sawNotReady;
-    }, 20_000, 50);
+    const watch = waitFor(
+      'worker-1 NotReady during the restart',
+      async () => {
+        const n = await sim.kube.core.readNode({ name: 'worker-1' });
+        sawNotReady ||= n.status?.conditions?.some((c) => c.type === 'Ready' && c.status !== 'True') ?? false;
+        return sawNotReady;
+      },
+      20_000,
+      50,
+    );
     const [result] = await Promise.all([restart, watch]);
     assert.equal(result.code, 0, result.stderr);
     // Like systemd, the restart returns once the unit is started; the node reports in later.
-    await waitFor('worker-1 Ready at v1.32.9', async () => {
-      const node = await sim.kube.core.readNode({ name: 'worker-1' });
-      return node.status?.nodeInfo?.kubeletVersion === 'v1.32.9' && (node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false);
-    }, 20_000, 100);
+    await waitFor(
+      'worker-1 Ready at v1.32.9',
+      async () => {
+        const node = await sim.kube.core.readNode({ name: 'worker-1' });
+        return (
+          node.status?.nodeInfo?.kubeletVersion === 'v1.32.9' &&
+          (node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false)
+        );
+      },
+      20_000,
+      100,
+    );
     assert.match((await sshExec(sim.endpoints, 'worker-1', 'kubelet --version')).stdout, /Kubernetes v1\.32\.9/);
   });
 
@@ -130,8 +174,10 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
     const image = async (component: string, node: string) =>
       (await sim.kube.core.readNamespacedPod({ name: `${component}-${node}`, namespace: 'kube-system' })).spec?.containers[0]?.image;
     // As an operator does it: the node's one-minor repository pointed at the version's minor first.
-    const repoTo = (v: string) => `sudo sed -i 's,/core:/stable:/v[0-9.]*/,/core:/stable:/v${v.split('.').slice(0, 2).join('.')}/,g' /etc/apt/sources.list.d/kubernetes.list && sudo apt-get update -q`;
-    const kubeadmTo = (v: string) => `${repoTo(v)} && sudo apt-mark unhold kubeadm && sudo apt-get install -y --allow-downgrades kubeadm=${v}-1.1 && sudo apt-mark hold kubeadm`;
+    const repoTo = (v: string) =>
+      `sudo sed -i 's,/core:/stable:/v[0-9.]*/,/core:/stable:/v${v.split('.').slice(0, 2).join('.')}/,g' /etc/apt/sources.list.d/kubernetes.list && sudo apt-get update -q`;
+    const kubeadmTo = (v: string) =>
+      `${repoTo(v)} && sudo apt-mark unhold kubeadm && sudo apt-get install -y --allow-downgrades kubeadm=${v}-1.1 && sudo apt-mark hold kubeadm`;
 
     assert.equal((await sshExec(sim.endpoints, 'cp-1', kubeadmTo('1.34.2'))).code, 0);
     const skip = await sshExec(sim.endpoints, 'cp-1', 'sudo kubeadm upgrade apply v1.34.2 --yes');
@@ -148,7 +194,9 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
       assert.equal(await image(c, 'cp-1'), `registry.k8s.io/${c}:v1.33.7`);
       assert.equal(await image(c, 'cp-2'), `registry.k8s.io/${c}:v1.32.4`, 'the other control plane waits for upgrade node');
     }
-    const proxyImage = async () => (await sim.kube.apps.readNamespacedDaemonSet({ name: 'kube-proxy', namespace: 'kube-system' })).spec?.template.spec?.containers[0]?.image;
+    const proxyImage = async () =>
+      (await sim.kube.apps.readNamespacedDaemonSet({ name: 'kube-proxy', namespace: 'kube-system' })).spec?.template.spec?.containers[0]
+        ?.image;
     assert.equal(await proxyImage(), 'registry.k8s.io/kube-proxy:v1.32.4');
 
     assert.equal((await sshExec(sim.endpoints, 'cp-2', kubeadmTo('1.33.7'))).code, 0);
@@ -159,9 +207,14 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
   });
 
   it('takes a real etcd snapshot that snapshot status accepts', async () => {
-    const tls = '--cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/server.crt --key=/etc/kubernetes/pki/etcd/server.key';
+    const tls =
+      '--cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/server.crt --key=/etc/kubernetes/pki/etcd/server.key';
     assert.equal((await sshExec(sim.endpoints, 'cp-1', 'sudo mkdir -p /var/lib/skewless')).code, 0);
-    const save = await sshExec(sim.endpoints, 'cp-1', `sudo ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 ${tls} snapshot save /var/lib/skewless/snap.db`);
+    const save = await sshExec(
+      sim.endpoints,
+      'cp-1',
+      `sudo ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 ${tls} snapshot save /var/lib/skewless/snap.db`,
+    );
     assert.equal(save.code, 0, save.stderr);
     const status = await sshExec(sim.endpoints, 'cp-1', 'sudo etcdutl snapshot status /var/lib/skewless/snap.db -w json');
     assert.equal(status.code, 0, status.stderr);

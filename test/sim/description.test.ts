@@ -28,14 +28,22 @@ describe('the simulation description: how the control plane runs', () => {
     assert.equal(parseDescription(cluster('')).controlPlane, 'shared');
     const d = parseDescription(cluster('controlPlane: per-node'));
     assert.equal(d.controlPlane, 'per-node');
-    assert.deepEqual(d.nodes.filter((n) => n.components).map((n) => n.components?.apiserver), ['1.32.13', '1.32.13']);
+    assert.deepEqual(
+      d.nodes.filter((n) => n.components).map((n) => n.components?.apiserver),
+      ['1.32.13', '1.32.13'],
+    );
   });
 
   it('refuses a per-node control plane that names a version no release was built for, saying which', () => {
-    assert.throws(() => parseDescription(cluster('controlPlane: per-node', '1.32.4', '[1.32.4]')),
-      (err: Error) => err instanceof DescriptionError && /per-node runs real releases only \(.*1\.32\.13.*\); version names 1\.32\.4/.test(err.message));
-    assert.throws(() => parseDescription(cluster('controlPlane: per-node', '1.32.13', '[1.32.13, 1.33.7]')),
-      /cp-1's components or repository names 1\.33\.7/);
+    assert.throws(
+      () => parseDescription(cluster('controlPlane: per-node', '1.32.4', '[1.32.4]')),
+      (err: Error) =>
+        err instanceof DescriptionError && /per-node runs real releases only \(.*1\.32\.13.*\); version names 1\.32\.4/.test(err.message),
+    );
+    assert.throws(
+      () => parseDescription(cluster('controlPlane: per-node', '1.32.13', '[1.32.13, 1.33.7]')),
+      /cp-1's components or repository names 1\.33\.7/,
+    );
     // The shared model runs any version (its one apiserver is 1.34 whatever the manifests say).
     assert.equal(parseDescription(cluster('', '1.32.4', '[1.32.4, 1.33.7]')).version, '1.32.4');
   });
@@ -45,8 +53,9 @@ describe('the simulation description: how the control plane runs', () => {
   });
 });
 
-describe('a static-pod manifest\'s image', () => {
-  const manifest = 'apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - command:\n    - kube-apiserver\n    image: registry.k8s.io/kube-apiserver:v1.32.13\n    name: kube-apiserver\n';
+describe("a static-pod manifest's image", () => {
+  const manifest =
+    'apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - command:\n    - kube-apiserver\n    image: registry.k8s.io/kube-apiserver:v1.32.13\n    name: kube-apiserver\n';
 
   it('is read from the container, and rewritten in place leaving every other line alone', () => {
     assert.equal(imageOfManifest(manifest), 'registry.k8s.io/kube-apiserver:v1.32.13');
@@ -55,7 +64,7 @@ describe('a static-pod manifest\'s image', () => {
     assert.equal(next.replace('v1.33.13', 'v1.32.13'), manifest);
   });
 
-  it('is read when the image is the list item\'s first key, quoted, and absent when there is none', () => {
+  it("is read when the image is the list item's first key, quoted, and absent when there is none", () => {
     assert.equal(imageOfManifest('spec:\n  containers:\n  - image: "registry.k8s.io/etcd:3.5.24-0"\n'), 'registry.k8s.io/etcd:3.5.24-0');
     assert.equal(imageOfManifest('spec:\n  containers: []\n'), undefined);
     assert.equal(withImage('spec: {}\n', 'x'), 'spec: {}\n');
@@ -63,9 +72,12 @@ describe('a static-pod manifest\'s image', () => {
 });
 
 describe('examples/mid-hop.yaml: the per-node keys', () => {
-  it('loads, and each node runs what its kubelet:, components: and repository: say, the cluster\'s values elsewhere', () => {
+  it("loads, and each node runs what its kubelet:, components: and repository: say, the cluster's values elsewhere", () => {
     const d = readDescription(join(repoRoot, 'examples', 'mid-hop.yaml'));
-    const summary = d.nodes.map((n) => `${n.name} ${n.role} kubelet ${n.kubelet}${n.components ? ` components ${Object.values(n.components).join('/')}` : ''} repository ${n.repository.join(',')}`);
+    const summary = d.nodes.map(
+      (n) =>
+        `${n.name} ${n.role} kubelet ${n.kubelet}${n.components ? ` components ${Object.values(n.components).join('/')}` : ''} repository ${n.repository.join(',')}`,
+    );
     assert.deepEqual(summary, [
       'cp-1 control-plane kubelet 1.32.4 components 1.33.7/1.33.7/1.33.7 repository 1.32.4,1.33.7,1.34.2',
       'cp-2 control-plane kubelet 1.32.4 components 1.32.4/1.32.4/1.32.4 repository 1.32.4,1.33.7,1.34.2',
@@ -73,6 +85,6 @@ describe('examples/mid-hop.yaml: the per-node keys', () => {
       'worker-2 worker kubelet 1.32.4 repository 1.32.4,1.33.7,1.34.2',
       'worker-3 worker kubelet 1.31.9 repository 1.31.9,1.32.4,1.33.7',
     ]);
-    assert.equal(d.version, '1.33.7', 'the cluster\'s version is only the default');
+    assert.equal(d.version, '1.33.7', "the cluster's version is only the default");
   });
 });

@@ -6,7 +6,7 @@ import { freePort, freePortIn, HOST_PORTS_LOW } from '../../sim/free-port.js';
 
 const ephemeralStart = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
 
-test('freePort picks ports below the ephemeral range, where client sockets cannot take them before the server starts, and below the hosts\' SSH ports', async () => {
+test("freePort picks ports below the ephemeral range, where client sockets cannot take them before the server starts, and below the hosts' SSH ports", async () => {
   const ports = await Promise.all(Array.from({ length: 20 }, () => freePort()));
   const high = Math.min(ephemeralStart, HOST_PORTS_LOW);
   for (const port of ports) {

@@ -60,33 +60,52 @@ describe('a per-node control plane: each host runs the release its static-pod ma
   };
   const ssh = (node: string, command: string) => sshExec(tc.sim.endpoints, node, command);
 
-  it('starts every host\'s three programs at the described release, behind one endpoint', async () => {
+  it("starts every host's three programs at the described release, behind one endpoint", async () => {
     const running = Object.keys(cp().running()).sort();
-    assert.deepEqual(running, ['cp-1/kube-apiserver', 'cp-1/kube-controller-manager', 'cp-1/kube-scheduler',
-      'cp-2/kube-apiserver', 'cp-2/kube-controller-manager', 'cp-2/kube-scheduler', 'etcd', 'kwok']);
+    assert.deepEqual(running, [
+      'cp-1/kube-apiserver',
+      'cp-1/kube-controller-manager',
+      'cp-1/kube-scheduler',
+      'cp-2/kube-apiserver',
+      'cp-2/kube-controller-manager',
+      'cp-2/kube-scheduler',
+      'etcd',
+      'kwok',
+    ]);
     for (const n of cp().nodes.values()) {
-      for (const c of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const) assert.equal(await n.reportedVersion(c), '1.32.13', `${n.node} ${c}`);
+      for (const c of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const)
+        assert.equal(await n.reportedVersion(c), '1.32.13', `${n.node} ${c}`);
     }
-    assert.deepEqual([...await versionsBehindEndpoint()], ['v1.32.13']);
+    assert.deepEqual([...(await versionsBehindEndpoint())], ['v1.32.13']);
     // The cluster works through it: kwok's nodes are Ready, the scheduler placed the pods.
     const pods = (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web' })).items;
     assert.equal(pods.filter((p) => p.spec?.nodeName).length, 2);
   });
 
-  it('set its hosts up with the real kubeadm: kubeadm\'s manifests, ConfigMaps and mirror pods, the real binary on the host', async () => {
+  it("set its hosts up with the real kubeadm: kubeadm's manifests, ConfigMaps and mirror pods, the real binary on the host", async () => {
     const version = await ssh('cp-2', 'sudo kubeadm version -o short');
     assert.equal(version.stdout.trim(), 'v1.32.13', version.stderr);
     const config = await tc.kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
     assert.match(config.data?.ClusterConfiguration ?? '', /kubernetesVersion: v1\.32\.13/);
-    assert.match(config.data?.ClusterConfiguration ?? '', new RegExp(`controlPlaneEndpoint: ${new URL(tc.sim.server).host.replace(/\./g, '\\.')}`));
+    assert.match(
+      config.data?.ClusterConfiguration ?? '',
+      new RegExp(`controlPlaneEndpoint: ${new URL(tc.sim.server).host.replace(/\./g, '\\.')}`),
+    );
     await tc.kube.core.readNamespacedConfigMap({ name: 'kubelet-config', namespace: 'kube-system' });
     // The mirror pods are the kubelet's copies of kubeadm's manifests.
     const apiserver = await tc.kube.core.readNamespacedPod({ name: 'kube-apiserver-cp-2', namespace: 'kube-system' });
     assert.equal(apiserver.spec?.containers[0]?.image, 'registry.k8s.io/kube-apiserver:v1.32.13');
-    assert.match(apiserver.metadata?.annotations?.['kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint'] ?? '', /^10\.0\.0\.12:\d+$/);
+    assert.match(
+      apiserver.metadata?.annotations?.['kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint'] ?? '',
+      /^10\.0\.0\.12:\d+$/,
+    );
     assert.match(apiserver.metadata?.annotations?.['kubernetes.io/config.hash'] ?? '', /^[0-9a-f]{32}$/);
     const etcd = await tc.kube.core.readNamespacedPod({ name: 'etcd-cp-2', namespace: 'kube-system' });
-    assert.equal(etcd.metadata?.annotations?.['kubeadm.kubernetes.io/etcd.advertise-client-urls'], tc.sim.etcdEndpoint, 'every member points at the one real etcd');
+    assert.equal(
+      etcd.metadata?.annotations?.['kubeadm.kubernetes.io/etcd.advertise-client-urls'],
+      tc.sim.etcdEndpoint,
+      'every member points at the one real etcd',
+    );
     // A worker has what `kubeadm join` leaves: its own node credentials.
     const kubeletConf = await ssh('worker-1', 'sudo cat /etc/kubernetes/kubelet.conf');
     assert.match(kubeletConf.stdout, /client-certificate-data: /);
@@ -97,7 +116,7 @@ describe('a per-node control plane: each host runs the release its static-pod ma
     assert.match(plan.stderr, /open \/etc\/kubernetes\/admin\.conf: permission denied/);
   });
 
-  it('restarts a host\'s apiserver at the release a rewritten manifest names; both versions then serve the same etcd', async () => {
+  it("restarts a host's apiserver at the release a rewritten manifest names; both versions then serve the same etcd", async () => {
     const changed = await ssh('cp-1', 'sudo sed -i s/v1.32.13/v1.33.13/ /etc/kubernetes/manifests/kube-apiserver.yaml');
     assert.equal(changed.code, 0, changed.stderr);
     const cp1 = cp().nodes.get('cp-1');
@@ -106,27 +125,42 @@ describe('a per-node control plane: each host runs the release its static-pod ma
     assert.equal(await cp1.reportedVersion('kube-controller-manager'), '1.32.13', 'only the changed manifest restarts');
     await waitFor('both versions behind the endpoint', async () => (await versionsBehindEndpoint()).size === 2, 30_000, 250);
     // A write through one version is read through the other: one etcd.
-    await tc.kube.core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'written-mid-hop' }, data: { a: '1' } } });
-    for (let i = 0; i < 4; i++) assert.equal((await tc.kube.core.readNamespacedConfigMap({ name: 'written-mid-hop', namespace: 'default' })).data?.a, '1');
+    await tc.kube.core.createNamespacedConfigMap({
+      namespace: 'default',
+      body: { metadata: { name: 'written-mid-hop' }, data: { a: '1' } },
+    });
+    for (let i = 0; i < 4; i++)
+      assert.equal((await tc.kube.core.readNamespacedConfigMap({ name: 'written-mid-hop', namespace: 'default' })).data?.a, '1');
 
     // The restart is a recorded state, with each apiserver's own /version.
     const cause = 'static-pod cp-1 kube-apiserver 1.33.13';
-    await waitFor(`a recorded "${cause}"`, async () => {
-      await tc.sim.versionHistorySettled();
-      return readVersionHistory(tc.sim.stateDir).some((r) => r.cause === cause);
-    }, 30_000, 250);
+    await waitFor(
+      `a recorded "${cause}"`,
+      async () => {
+        await tc.sim.versionHistorySettled();
+        return readVersionHistory(tc.sim.stateDir).some((r) => r.cause === cause);
+      },
+      30_000,
+      250,
+    );
     const restarted = readVersionHistory(tc.sim.stateDir).find((r) => r.cause === cause);
-    assert.deepEqual(restarted?.inventory.apiservers, [{ node: 'cp-1', version: '1.33.13' }, { node: 'cp-2', version: '1.32.13' }]);
+    assert.deepEqual(restarted?.inventory.apiservers, [
+      { node: 'cp-1', version: '1.33.13' },
+      { node: 'cp-2', version: '1.32.13' },
+    ]);
   });
 
-  it('meets a refusal of the real kubeadm for real: kubeadm\'s own words in the failure, not retried, nothing changed', async (t) => {
+  it("meets a refusal of the real kubeadm for real: kubeadm's own words in the failure, not retried, nothing changed", async (t) => {
     const acts = createHostActivities({ clusters: createClusterResolver(tc.clustersDir) });
     // An operator's slip on cp-2: its repository pointed two minors ahead, and that kubeadm installed.
     const slip = await ssh('cp-2', "sudo sed -i 's|/v1.32/|/v1.34/|' /etc/apt/sources.list.d/kubernetes.list && sudo apt-get update -q");
     assert.equal(slip.code, 0, slip.stderr);
     await acts.installPackages({ cluster: 'pernode', node: 'cp-2', version: '1.34.4', packages: ['kubeadm'] });
     const applies = () => tc.sim.hosts.commandLog('cp-2').filter((e) => e.command.includes('kubeadm upgrade apply'));
-    const err = await failsWith(acts.kubeadmUpgradeApply({ cluster: 'pernode', node: 'cp-2', version: '1.34.4' }), ErrorType.HostCommandFailed);
+    const err = await failsWith(
+      acts.kubeadmUpgradeApply({ cluster: 'pernode', node: 'cp-2', version: '1.34.4' }),
+      ErrorType.HostCommandFailed,
+    );
     assert.equal(err.nonRetryable, true);
     assert.match(err.message, /^'kubeadm upgrade apply v1\.34\.4 --yes' on cp-2 exited 1: .*(too high|only 1 minor|only supports)/);
     assert.doesNotMatch(err.message, /stack trace/);
@@ -137,14 +171,19 @@ describe('a per-node control plane: each host runs the release its static-pod ma
     assert.match(config.data?.ClusterConfiguration ?? '', /kubernetesVersion: v1\.32\.13/);
   });
 
-  it('stops a host\'s program when its manifest leaves the dir, and starts it again when it comes back', async () => {
+  it("stops a host's program when its manifest leaves the dir, and starts it again when it comes back", async () => {
     const out = await ssh('cp-2', 'sudo mv /etc/kubernetes/manifests/kube-scheduler.yaml /tmp/kube-scheduler.yaml');
     assert.equal(out.code, 0, out.stderr);
     await waitFor('cp-2 scheduler stopped', () => !('cp-2/kube-scheduler' in cp().running()), 30_000, 100);
     assert.equal((await ssh('cp-2', 'pgrep -x kube-scheduler')).code, 1);
     const back = await ssh('cp-2', 'sudo mv /tmp/kube-scheduler.yaml /etc/kubernetes/manifests/kube-scheduler.yaml');
     assert.equal(back.code, 0, back.stderr);
-    await waitFor('cp-2 scheduler back', async () => (await cp().nodes.get('cp-2')?.reportedVersion('kube-scheduler')) === '1.32.13', 60_000, 250);
+    await waitFor(
+      'cp-2 scheduler back',
+      async () => (await cp().nodes.get('cp-2')?.reportedVersion('kube-scheduler')) === '1.32.13',
+      60_000,
+      250,
+    );
     assert.equal((await ssh('cp-2', 'pgrep -x kube-scheduler')).code, 0);
   });
 
@@ -164,7 +203,7 @@ describe('a per-node control plane: each host runs the release its static-pod ma
     }
   });
 
-  it('starts an apiserver again on its own port (the balancer\'s backend) once a listener that held it for a moment lets go', async () => {
+  it("starts an apiserver again on its own port (the balancer's backend) once a listener that held it for a moment lets go", async () => {
     const node = cp().nodes.get('cp-2');
     assert.ok(node);
     const port = node.apiserverPort;

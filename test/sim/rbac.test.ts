@@ -44,23 +44,34 @@ function covers(grant: Grant, e: AuditEvent): boolean {
     const url = grant.nonResourceURL;
     return e.resource === '' && any(grant.verb, e.verb) && (url.endsWith('*') ? path.startsWith(url.slice(0, -1)) : path === url);
   }
-  return e.resource !== '' && any(grant.apiGroup, e.apiGroup) && any(grant.resource, e.resource) && any(grant.verb, e.verb)
-    && (grant.namespace === undefined || grant.namespace === e.namespace)
-    && (grant.resourceNames === undefined || grant.resourceNames.includes(e.name ?? ''));
+  return (
+    e.resource !== '' &&
+    any(grant.apiGroup, e.apiGroup) &&
+    any(grant.resource, e.resource) &&
+    any(grant.verb, e.verb) &&
+    (grant.namespace === undefined || grant.namespace === e.namespace) &&
+    (grant.resourceNames === undefined || grant.resourceNames.includes(e.name ?? ''))
+  );
 }
-const describeGrant = (g: Grant) => g.nonResourceURL !== undefined ? `${g.verb} ${g.nonResourceURL}`
-  : `${g.verb} ${g.apiGroup || 'core'}/${g.resource}${g.namespace ? ` in ${g.namespace}` : ''}${g.resourceNames ? ` ${g.resourceNames.join(',')}` : ''}`;
-const describeEvent = (e: AuditEvent) => `${e.verb} ${e.resource ? `${e.apiGroup || 'core'}/${e.resource}` : e.uri}${e.namespace ? ` in ${e.namespace}` : ''}${e.name ? ` ${e.name}` : ''} → ${e.code}`;
+const describeGrant = (g: Grant) =>
+  g.nonResourceURL !== undefined
+    ? `${g.verb} ${g.nonResourceURL}`
+    : `${g.verb} ${g.apiGroup || 'core'}/${g.resource}${g.namespace ? ` in ${g.namespace}` : ''}${g.resourceNames ? ` ${g.resourceNames.join(',')}` : ''}`;
+const describeEvent = (e: AuditEvent) =>
+  `${e.verb} ${e.resource ? `${e.apiGroup || 'core'}/${e.resource}` : e.uri}${e.namespace ? ` in ${e.namespace}` : ''}${e.name ? ` ${e.name}` : ''} → ${e.code}`;
 const refused = (e: AuditEvent) => e.code === 401 || e.code === 403;
 
-describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, RBAC on, audit log)', () => {
+describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, RBAC on, audit log)", () => {
   let tc: TestCluster;
   let manifest: RbacObject[];
   /**
    * Activities that ask Temporal, not the cluster (the scheduled run's check for a running upgrade):
    * they need an activity context to run and no Kubernetes permission.
    */
-  const TEMPORAL_ONLY: Record<string, string> = { findRunningUpgrade: 'find-running-upgrade.ts', findRunningRollout: 'find-running-upgrade.ts' };
+  const TEMPORAL_ONLY: Record<string, string> = {
+    findRunningUpgrade: 'find-running-upgrade.ts',
+    findRunningRollout: 'find-running-upgrade.ts',
+  };
   /**
    * The restore's steps that move files and run etcdutl as root over SSH (activities/etcd-restore.ts):
    * no Kubernetes request, and run here they would stop this cluster's control plane mid-test. Their
@@ -77,12 +88,17 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
   const settledEvents = async (): Promise<AuditEvent[]> => {
     let last = -1;
     let events: AuditEvent[] = [];
-    await waitFor('the audit log to settle', async () => {
-      events = tc.sim.auditEvents();
-      const settled = events.length === last;
-      last = events.length;
-      return settled;
-    }, 30_000, 700);
+    await waitFor(
+      'the audit log to settle',
+      async () => {
+        events = tc.sim.auditEvents();
+        const settled = events.length === last;
+        last = events.length;
+        return settled;
+      },
+      30_000,
+      700,
+    );
     return events.filter((e) => e.user === WORKER_USER);
   };
 
@@ -97,18 +113,27 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
     const web = workloadObjects({ kind: 'Deployment', name: 'web', namespace: 'default', replicas: 2, pdb: { minAvailable: 2 } });
     await tc.kube.apps.createNamespacedDeployment({ namespace: 'default', body: web.deployment! });
     await tc.kube.policy.createNamespacedPodDisruptionBudget({ namespace: 'default', body: web.pdb! });
-    await waitFor('web available and its PDB observed', async () => {
-      const pdb = (await tc.kube.policy.readNamespacedPodDisruptionBudget({ name: 'web', namespace: 'default' })).status;
-      return pdb?.currentHealthy === 2 && pdb.observedGeneration !== undefined;
-    }, 120_000);
+    await waitFor(
+      'web available and its PDB observed',
+      async () => {
+        const pdb = (await tc.kube.policy.readNamespacedPodDisruptionBudget({ name: 'web', namespace: 'default' })).status;
+        return pdb?.currentHealthy === 2 && pdb.observedGeneration !== undefined;
+      },
+      120_000,
+    );
     await tc.kube.core.patchNode({ name: 'worker-2', body: { spec: { unschedulable: false } } }, mergePatch);
 
     // The worker's own wiring: clusters directory → worker.kubeconfig (CN=skewless-worker) and SSH.
     const all = createActivities({ clusters: createClusterResolver(tc.clustersDir) });
-    acts = Object.fromEntries(Object.entries(all).map(([name, fn]) => [name, (...args: unknown[]) => {
-      called.add(name);
-      return (fn as (...a: unknown[]) => unknown)(...args);
-    }])) as Activities;
+    acts = Object.fromEntries(
+      Object.entries(all).map(([name, fn]) => [
+        name,
+        (...args: unknown[]) => {
+          called.add(name);
+          return (fn as (...a: unknown[]) => unknown)(...args);
+        },
+      ]),
+    ) as Activities;
   });
   after(async () => tc?.stop());
 
@@ -118,7 +143,9 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
     } finally {
       sweep = await settledEvents(); // also when an activity failed: the next test names the refusal
     }
-    const missing = Object.keys(createActivities()).filter((name) => !called.has(name) && !(name in TEMPORAL_ONLY) && !HOST_ONLY.includes(name));
+    const missing = Object.keys(createActivities()).filter(
+      (name) => !called.has(name) && !(name in TEMPORAL_ONLY) && !HOST_ONLY.includes(name),
+    );
     assert.deepEqual(missing, [], 'an activity this test does not run may need a permission nobody checked');
   });
 
@@ -128,7 +155,11 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
       const source = readFileSync(new URL(`../../../activities/${file}`, import.meta.url), 'utf8');
       const imports = [...source.matchAll(/^import[^;]*?from\s*'([^']+)'/gm)].map((m) => m[1]);
       // Temporal's SDK, and the pure list of rollout ids (contracts/: it imports nothing, lint-enforced).
-      assert.deepEqual(imports.filter((i) => !i!.startsWith('@temporalio/') && i !== '../contracts/workflow-ids.js'), [], `${file} imports more than Temporal's SDK`);
+      assert.deepEqual(
+        imports.filter((i) => !i!.startsWith('@temporalio/') && i !== '../contracts/workflow-ids.js'),
+        [],
+        `${file} imports more than Temporal's SDK`,
+      );
     }
   });
 
@@ -154,13 +185,19 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
     await acts.runProbes({ cluster, require: true });
     // skewless rehearse: the read-only description of the cluster a twin is built from.
     const facts = await acts.describeClusterForRehearsal({ cluster });
-    assert.deepEqual(facts.barePods.map((p) => p.name), ['lonely']);
+    assert.deepEqual(
+      facts.barePods.map((p) => p.name),
+      ['lonely'],
+    );
     await acts.setStageLabels({ cluster, owner: OWNER, labels: { 'worker-1': 'canary', 'worker-2': 'batch-1' } });
 
     // OS maintenance: which nodes a selector takes and the bare pods on them (read-only). The
     // maintenance command needs no API permission, only SSH; this configuration names none.
     const maintenance = await acts.planMaintenance({ cluster, selector: 'node-role.kubernetes.io/control-plane' });
-    assert.deepEqual(maintenance.nodes.map((n) => n.name), ['cp-1']);
+    assert.deepEqual(
+      maintenance.nodes.map((n) => n.name),
+      ['cp-1'],
+    );
     await assert.rejects(acts.runMaintenanceCommand({ cluster, node: 'worker-1' }), /no maintenance\.command/);
 
     // Control plane: packages, etcd snapshot, kubeadm upgrade apply, kubelet.
@@ -181,9 +218,14 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
     assert.ok(plan.evict.some((p) => p.name === 'lonely') && plan.skipped.some((s) => s.filter === 'daemonSet'), JSON.stringify(plan));
     const blocked = await failsWith(acts.drainNode({ cluster, node: 'worker-1', force: ['lonely'], timeoutSeconds: 3 }), 'DrainBlocked');
     assert.match(blocked.message, /PDB web/);
-    await tc.kube.policy.patchNamespacedPodDisruptionBudget({ name: 'web', namespace: 'default', body: { spec: { minAvailable: 1 } } }, mergePatch);
+    await tc.kube.policy.patchNamespacedPodDisruptionBudget(
+      { name: 'web', namespace: 'default', body: { spec: { minAvailable: 1 } } },
+      mergePatch,
+    );
     // web's pods on worker-1: both, unless the scheduler put one on the control plane.
-    const webOnNode = (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web', fieldSelector: 'spec.nodeName=worker-1' })).items.length;
+    const webOnNode = (
+      await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web', fieldSelector: 'spec.nodeName=worker-1' })
+    ).items.length;
     assert.ok(webOnNode >= 1, 'the drain has a web pod to evict');
     const drained = await acts.drainNode({ cluster, node: 'worker-1', force: ['lonely'], timeoutSeconds: 120 });
     assert.equal(drained.gone.filter((p) => p.startsWith('default/web-')).length, webOnNode, JSON.stringify(drained));
@@ -211,7 +253,10 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
     // The restore from the hop's snapshot, the steps that leave the control plane running: the plan
     // (lists the control planes), the file placed and checked, etcd's revision, the apiserver's /readyz.
     const restore = await acts.planRestore({ cluster, hop: V });
-    assert.deepEqual(restore.members.map((m) => m.node), ['cp-1']);
+    assert.deepEqual(
+      restore.members.map((m) => m.node),
+      ['cp-1'],
+    );
     await acts.placeSnapshot({ cluster, node: 'cp-1', hop: V });
     const { remotePath, sha256, revision } = restore.snapshot;
     await acts.checkRestoreSnapshot({ cluster, node: 'cp-1', remotePath, sha256, revision });
@@ -222,7 +267,10 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
     // simulation's machine API, then removed once cordoned and drained (its Node deleted).
     const bg = await acts.planBlueGreen({ cluster, from: 'blue', to: 'green', version: V, count: 1 });
     assert.deepEqual(bg.green.names, ['green-1']);
-    assert.deepEqual((await acts.createPoolMachines({ cluster, pool: 'green', names: bg.green.names, version: V, labels: bg.green.labels })).joined, ['green-1']);
+    assert.deepEqual(
+      (await acts.createPoolMachines({ cluster, pool: 'green', names: bg.green.names, version: V, labels: bg.green.labels })).joined,
+      ['green-1'],
+    );
     await acts.cordonNode({ cluster, node: 'green-1', owner: OWNER });
     await acts.drainNode({ cluster, node: 'green-1', timeoutSeconds: 60 });
     assert.deepEqual((await acts.deletePoolMachines({ cluster, pool: 'green', names: ['green-1'] })).deleted, ['green-1']);
@@ -230,42 +278,136 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
   }
 
   it('no request was refused, each was one the manifest grants, and each grant was used', () => {
-    assert.ok(sweep.length > 0, 'the audit log holds the worker\'s requests');
+    assert.ok(sweep.length > 0, "the audit log holds the worker's requests");
     assert.deepEqual(sweep.filter(refused).map(describeEvent), [], 'a missing permission');
     const grants = grantsOf(manifest);
-    assert.deepEqual(sweep.filter((e) => !grants.some((g) => covers(g, e))).map(describeEvent), [], 'allowed by something other than the manifest');
-    assert.deepEqual(grants.filter((g) => !sweep.some((e) => !refused(e) && covers(g, e))).map(describeGrant), [], 'an excess permission: granted, never used');
+    assert.deepEqual(
+      sweep.filter((e) => !grants.some((g) => covers(g, e))).map(describeEvent),
+      [],
+      'allowed by something other than the manifest',
+    );
+    assert.deepEqual(
+      grants.filter((g) => !sweep.some((e) => !refused(e) && covers(g, e))).map(describeGrant),
+      [],
+      'an excess permission: granted, never used',
+    );
   });
 
   it('refuses the worker what it must never do (403 from the apiserver, in the audit log)', async () => {
     const worker = kubeClients(tc.sim.endpoints.kubeconfig);
     const never: { what: string; verb: string; resource: string; call: () => Promise<unknown> }[] = [
-      { what: 'read Secrets', verb: 'list', resource: 'secrets', call: () => worker.core.listNamespacedSecret({ namespace: 'kube-system' }) },
+      {
+        what: 'read Secrets',
+        verb: 'list',
+        resource: 'secrets',
+        call: () => worker.core.listNamespacedSecret({ namespace: 'kube-system' }),
+      },
       { what: 'read Secrets anywhere', verb: 'list', resource: 'secrets', call: () => worker.core.listSecretForAllNamespaces() },
-      { what: 'read a Secret by name', verb: 'get', resource: 'secrets', call: () => worker.core.readNamespacedSecret({ name: 'any', namespace: 'default' }) },
-      { what: 'write a Node\'s status', verb: 'patch', resource: 'nodes/status', call: () => worker.core.patchNodeStatus({ name: 'worker-2', body: { status: {} } }, mergePatch) },
-      { what: 'delete a Pod (bypassing PDBs)', verb: 'delete', resource: 'pods', call: () => worker.core.deleteNamespacedPod({ name: 'web', namespace: 'default' }) },
-      { what: 'create a Pod', verb: 'create', resource: 'pods', call: () => worker.core.createNamespacedPod({ namespace: 'default', body: { metadata: { name: 'x' }, spec: { containers: [{ name: 'x', image: 'x' }] } } }) },
-      { what: 'create a Deployment', verb: 'create', resource: 'deployments', call: () => worker.apps.createNamespacedDeployment({ namespace: 'default', body: workloadObjects({ kind: 'Deployment', name: 'intruder', namespace: 'default', replicas: 1 }).deployment! }) },
-      { what: 'patch kubeadm-config', verb: 'patch', resource: 'configmaps', call: () => worker.core.patchNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system', body: { data: { x: 'y' } } }, mergePatch) },
-      { what: 'read another ConfigMap in kube-system', verb: 'get', resource: 'configmaps', call: () => worker.core.readNamespacedConfigMap({ name: 'kube-root-ca.crt', namespace: 'kube-system' }) },
-      { what: 'list ConfigMaps in kube-system', verb: 'list', resource: 'configmaps', call: () => worker.core.listNamespacedConfigMap({ namespace: 'kube-system' }) },
-      { what: 'relax a PDB', verb: 'patch', resource: 'poddisruptionbudgets', call: () => worker.policy.patchNamespacedPodDisruptionBudget({ name: 'web', namespace: 'default', body: { spec: { minAvailable: 0 } } }, mergePatch) },
-      { what: 'scale a Deployment', verb: 'patch', resource: 'deployments/scale', call: () => worker.apps.patchNamespacedDeploymentScale({ name: 'web', namespace: 'default', body: { spec: { replicas: 0 } } }, mergePatch) },
-      { what: 'grant itself more', verb: 'create', resource: 'clusterrolebindings', call: () => worker.rbac.createClusterRoleBinding({ body: {
-        metadata: { name: 'skewless-escalation' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: WORKER_USER }],
-      } }) },
+      {
+        what: 'read a Secret by name',
+        verb: 'get',
+        resource: 'secrets',
+        call: () => worker.core.readNamespacedSecret({ name: 'any', namespace: 'default' }),
+      },
+      {
+        what: "write a Node's status",
+        verb: 'patch',
+        resource: 'nodes/status',
+        call: () => worker.core.patchNodeStatus({ name: 'worker-2', body: { status: {} } }, mergePatch),
+      },
+      {
+        what: 'delete a Pod (bypassing PDBs)',
+        verb: 'delete',
+        resource: 'pods',
+        call: () => worker.core.deleteNamespacedPod({ name: 'web', namespace: 'default' }),
+      },
+      {
+        what: 'create a Pod',
+        verb: 'create',
+        resource: 'pods',
+        call: () =>
+          worker.core.createNamespacedPod({
+            namespace: 'default',
+            body: { metadata: { name: 'x' }, spec: { containers: [{ name: 'x', image: 'x' }] } },
+          }),
+      },
+      {
+        what: 'create a Deployment',
+        verb: 'create',
+        resource: 'deployments',
+        call: () =>
+          worker.apps.createNamespacedDeployment({
+            namespace: 'default',
+            body: workloadObjects({ kind: 'Deployment', name: 'intruder', namespace: 'default', replicas: 1 }).deployment!,
+          }),
+      },
+      {
+        what: 'patch kubeadm-config',
+        verb: 'patch',
+        resource: 'configmaps',
+        call: () =>
+          worker.core.patchNamespacedConfigMap(
+            { name: 'kubeadm-config', namespace: 'kube-system', body: { data: { x: 'y' } } },
+            mergePatch,
+          ),
+      },
+      {
+        what: 'read another ConfigMap in kube-system',
+        verb: 'get',
+        resource: 'configmaps',
+        call: () => worker.core.readNamespacedConfigMap({ name: 'kube-root-ca.crt', namespace: 'kube-system' }),
+      },
+      {
+        what: 'list ConfigMaps in kube-system',
+        verb: 'list',
+        resource: 'configmaps',
+        call: () => worker.core.listNamespacedConfigMap({ namespace: 'kube-system' }),
+      },
+      {
+        what: 'relax a PDB',
+        verb: 'patch',
+        resource: 'poddisruptionbudgets',
+        call: () =>
+          worker.policy.patchNamespacedPodDisruptionBudget(
+            { name: 'web', namespace: 'default', body: { spec: { minAvailable: 0 } } },
+            mergePatch,
+          ),
+      },
+      {
+        what: 'scale a Deployment',
+        verb: 'patch',
+        resource: 'deployments/scale',
+        call: () =>
+          worker.apps.patchNamespacedDeploymentScale({ name: 'web', namespace: 'default', body: { spec: { replicas: 0 } } }, mergePatch),
+      },
+      {
+        what: 'grant itself more',
+        verb: 'create',
+        resource: 'clusterrolebindings',
+        call: () =>
+          worker.rbac.createClusterRoleBinding({
+            body: {
+              metadata: { name: 'skewless-escalation' },
+              roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+              subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: WORKER_USER }],
+            },
+          }),
+      },
     ];
     const start = (await settledEvents()).length;
     for (const n of never) {
-      const err = await n.call().then(() => assert.fail(`the worker could ${n.what}`), (e: unknown) => e);
+      const err = await n.call().then(
+        () => assert.fail(`the worker could ${n.what}`),
+        (e: unknown) => e,
+      );
       assert.equal(statusOf(err), 403, `${n.what}: ${String(err).split('\n')[0]}`);
     }
     const logged = (await settledEvents()).slice(start);
     for (const n of never) {
-      assert.ok(logged.some((e) => e.code === 403 && e.verb === n.verb && e.resource === n.resource), `${n.what}: no 403 for ${n.verb} ${n.resource} in ${logged.map(describeEvent).join('; ')}`);
+      assert.ok(
+        logged.some((e) => e.code === 403 && e.verb === n.verb && e.resource === n.resource),
+        `${n.what}: no 403 for ${n.verb} ${n.resource} in ${logged.map(describeEvent).join('; ')}`,
+      );
     }
     assert.equal((await tc.kube.core.readNode({ name: 'worker-2' })).metadata?.name, 'worker-2', 'nothing refused took effect');
   });
@@ -275,14 +417,21 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
     // eviction's own error handling, an apps list, the raw /readyz request).
     const role = manifest.find((o) => o.kind === 'ClusterRole');
     assert.ok(role?.kind === 'ClusterRole' && role.rules);
-    const without = (drop: Record<string, string[]>) => role.rules!.flatMap((r) => {
-      const keep = (name: string) => !(drop[name] ?? []).some((v) => r.verbs.includes(v));
-      const resources = r.resources?.filter(keep);
-      const urls = r.nonResourceURLs?.filter(keep);
-      if ((r.resources && resources?.length === 0) || (r.nonResourceURLs && urls?.length === 0)) return [];
-      return [{ ...r, ...(resources ? { resources } : {}), ...(urls ? { nonResourceURLs: urls } : {}) }];
+    const without = (drop: Record<string, string[]>) =>
+      role.rules!.flatMap((r) => {
+        const keep = (name: string) => !(drop[name] ?? []).some((v) => r.verbs.includes(v));
+        const resources = r.resources?.filter(keep);
+        const urls = r.nonResourceURLs?.filter(keep);
+        if ((r.resources && resources?.length === 0) || (r.nonResourceURLs && urls?.length === 0)) return [];
+        return [{ ...r, ...(resources ? { resources } : {}), ...(urls ? { nonResourceURLs: urls } : {}) }];
+      });
+    const rules = without({
+      nodes: ['patch'],
+      'pods/eviction': ['create'],
+      poddisruptionbudgets: ['list'],
+      deployments: ['list'],
+      '/readyz': ['get'],
     });
-    const rules = without({ 'nodes': ['patch'], 'pods/eviction': ['create'], 'poddisruptionbudgets': ['list'], 'deployments': ['list'], '/readyz': ['get'] });
     assert.ok(rules.length < role.rules.length, 'some rules were dropped');
     await tc.kube.rbac.replaceClusterRole({ name: role.metadata?.name as string, body: { ...role, rules } });
     try {
@@ -290,18 +439,53 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
       await tc.kube.core.patchNode({ name: 'worker-2', body: { spec: { unschedulable: true } } }, mergePatch);
       assert.ok((await acts.planDrain({ cluster, node: 'worker-2' })).evict.length > 0, 'worker-2 runs something to evict');
       let cordon: ApplicationFailure | undefined;
-      await waitFor('the reduced role to take effect', async () => {
-        cordon = await acts.cordonNode({ cluster, node: 'worker-1', owner: OWNER }).then(() => undefined, (e: unknown) => e as ApplicationFailure);
-        if (cordon === undefined) await tc.kube.core.patchNode({ name: 'worker-1', body: { spec: { unschedulable: false }, metadata: { annotations: { 'skewless.io/cordoned-by': null } } } }, mergePatch);
-        return cordon !== undefined;
-      }, 30_000, 250);
+      await waitFor(
+        'the reduced role to take effect',
+        async () => {
+          cordon = await acts.cordonNode({ cluster, node: 'worker-1', owner: OWNER }).then(
+            () => undefined,
+            (e: unknown) => e as ApplicationFailure,
+          );
+          if (cordon === undefined)
+            await tc.kube.core.patchNode(
+              {
+                name: 'worker-1',
+                body: { spec: { unschedulable: false }, metadata: { annotations: { 'skewless.io/cordoned-by': null } } },
+              },
+              mergePatch,
+            );
+          return cordon !== undefined;
+        },
+        30_000,
+        250,
+      );
       const cases: [string, () => Promise<unknown>, RegExp][] = [
-        ['cordonNode', () => Promise.reject(cordon), /^cordon worker-1: HTTP 403: .*User "skewless-worker" cannot patch resource "nodes" in API group ""/],
+        [
+          'cordonNode',
+          () => Promise.reject(cordon),
+          /^cordon worker-1: HTTP 403: .*User "skewless-worker" cannot patch resource "nodes" in API group ""/,
+        ],
         // The drain reads the PDBs of the pods it evicts first (one eviction at a time per PDB).
-        ['drainNode', () => acts.drainNode({ cluster, node: 'worker-2', timeoutSeconds: 30 }), /^list PodDisruptionBudgets in default: HTTP 403: .*cannot list resource "poddisruptionbudgets" in API group "policy" in the namespace "default"/],
-        ['takeInventory', () => acts.takeInventory({ cluster }), /^list PodDisruptionBudgets: HTTP 403: .*cannot list resource "poddisruptionbudgets" in API group "policy" at the cluster scope/],
-        ['checkWorkloads', () => acts.checkWorkloads({ cluster, waitSeconds: 30 }), /^list Deployments in all namespaces: HTTP 403: .*cannot list resource "deployments" in API group "apps"/],
-        ['checkApiserver', () => acts.checkApiserver({ cluster, waitSeconds: 30 }), /^GET \/readyz\?verbose: HTTP 403: .*cannot get path "\/readyz"/],
+        [
+          'drainNode',
+          () => acts.drainNode({ cluster, node: 'worker-2', timeoutSeconds: 30 }),
+          /^list PodDisruptionBudgets in default: HTTP 403: .*cannot list resource "poddisruptionbudgets" in API group "policy" in the namespace "default"/,
+        ],
+        [
+          'takeInventory',
+          () => acts.takeInventory({ cluster }),
+          /^list PodDisruptionBudgets: HTTP 403: .*cannot list resource "poddisruptionbudgets" in API group "policy" at the cluster scope/,
+        ],
+        [
+          'checkWorkloads',
+          () => acts.checkWorkloads({ cluster, waitSeconds: 30 }),
+          /^list Deployments in all namespaces: HTTP 403: .*cannot list resource "deployments" in API group "apps"/,
+        ],
+        [
+          'checkApiserver',
+          () => acts.checkApiserver({ cluster, waitSeconds: 30 }),
+          /^GET \/readyz\?verbose: HTTP 403: .*cannot get path "\/readyz"/,
+        ],
       ];
       for (const [name, call, message] of cases) {
         const err = await failsWith(call(), 'Forbidden');
@@ -309,14 +493,25 @@ describe('deploy/rbac.yaml: the worker\'s permissions, exactly (real apiserver, 
         assert.match(err.message, message, name);
       }
       // The eviction's own 403 handling: the PDBs readable again, evictions still refused.
-      await tc.kube.rbac.replaceClusterRole({ name: role.metadata?.name as string, body: { ...role, rules: without({ 'pods/eviction': ['create'] }) } });
+      await tc.kube.rbac.replaceClusterRole({
+        name: role.metadata?.name as string,
+        body: { ...role, rules: without({ 'pods/eviction': ['create'] }) },
+      });
       let evict: ApplicationFailure | undefined;
-      await waitFor('PodDisruptionBudgets readable again', async () => {
-        evict = await failsWith(acts.drainNode({ cluster, node: 'worker-2', timeoutSeconds: 30 }), 'Forbidden');
-        return !/PodDisruptionBudgets/.test(evict.message);
-      }, 30_000, 250);
+      await waitFor(
+        'PodDisruptionBudgets readable again',
+        async () => {
+          evict = await failsWith(acts.drainNode({ cluster, node: 'worker-2', timeoutSeconds: 30 }), 'Forbidden');
+          return !/PodDisruptionBudgets/.test(evict.message);
+        },
+        30_000,
+        250,
+      );
       assert.equal(evict?.nonRetryable, true);
-      assert.match(evict?.message ?? '', /^evict pod default\/web-\S+: HTTP 403: .*cannot create resource "pods\/eviction" in API group "" in the namespace "default"/);
+      assert.match(
+        evict?.message ?? '',
+        /^evict pod default\/web-\S+: HTTP 403: .*cannot create resource "pods\/eviction" in API group "" in the namespace "default"/,
+      );
     } finally {
       await applyRbacManifest(tc.kube, manifest);
       await tc.kube.core.patchNode({ name: 'worker-2', body: { spec: { unschedulable: false } } }, mergePatch);

@@ -12,7 +12,9 @@ const sim = (args: string[], timeout = 300_000) =>
 
 /** Processes whose command line mentions `text` (the state dir is in every component's flags). */
 const processesMentioning = (text: string) =>
-  execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(text) && !l.includes('ps -eo'));
+  execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l.includes(text) && !l.includes('ps -eo'));
 
 describe('skewless-sim up / down', () => {
   const dir = mkdtempSync(join(tmpdir(), 'skewless-sim-cli-'));
@@ -34,11 +36,20 @@ describe('skewless-sim up / down', () => {
 
   it('brings a cluster up, prints its kubeconfig and SSH endpoints, and down stops every process it started', () => {
     const file = join(dir, 'tiny.yaml');
-    writeFileSync(file, [
-      'name: tiny', 'version: 1.33.7', 'repository: [1.33.7, 1.34.2]',
-      'nodes:', '  - {name: cp, role: control-plane}', '  - {name: w, role: worker, count: 2}',
-      'workloads:', '  - {kind: Deployment, name: web, replicas: 2}', '',
-    ].join('\n'));
+    writeFileSync(
+      file,
+      [
+        'name: tiny',
+        'version: 1.33.7',
+        'repository: [1.33.7, 1.34.2]',
+        'nodes:',
+        '  - {name: cp, role: control-plane}',
+        '  - {name: w, role: worker, count: 2}',
+        'workloads:',
+        '  - {kind: Deployment, name: web, replicas: 2}',
+        '',
+      ].join('\n'),
+    );
     const up = sim(['up', file, '--state', state]);
     assert.equal(up.status, 0, up.stderr);
     const kubeconfig = /^kubeconfig: (\S+) \(admin/m.exec(up.stdout)?.[1] as string;
@@ -50,11 +61,16 @@ describe('skewless-sim up / down', () => {
     assert.match(up.stdout, new RegExp(`^cluster configuration: ${join(clusters, 'tiny.yaml')}$`, 'm'));
     assert.match(readFileSync(join(clusters, 'tiny.yaml'), 'utf8'), /^name: tiny$/m);
     assert.ok(up.stdout.includes(`\nstart a worker on it: skewless worker --clusters-dir ${clusters} (`), up.stdout);
-    assert.ok(up.stdout.includes(`\nevery command a host runs: ${join(state, 'hosts', '<node>', 'commands.log')} (one JSON line each)\n`), up.stdout);
+    assert.ok(
+      up.stdout.includes(`\nevery command a host runs: ${join(state, 'hosts', '<node>', 'commands.log')} (one JSON line each)\n`),
+      up.stdout,
+    );
     assert.ok(existsSync(join(state, 'hosts', 'w-2')), 'each host keeps its state (and its commands.log) there');
 
     // The real kubectl of the simulation's Kubernetes version sees the described nodes.
-    const nodes = execFileSync(ensureSimBinaries().bin('kubectl'), ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'name'], { encoding: 'utf8' });
+    const nodes = execFileSync(ensureSimBinaries().bin('kubectl'), ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'name'], {
+      encoding: 'utf8',
+    });
     assert.deepEqual(nodes.trim().split('\n').sort(), ['node/cp', 'node/w-1', 'node/w-2']);
     assert.ok(processesMentioning(state).length >= 5, 'etcd, apiserver, controller-manager, scheduler, kwok and the daemon run');
 
@@ -64,7 +80,11 @@ describe('skewless-sim up / down', () => {
     assert.equal(created.status, 0, created.stderr);
     assert.match(created.stdout, /^machine g-1 created: ssh 127\.0\.0\.1:\d+$/m);
     assert.match(sim(['status', '--state', state]).stdout, /^ {2}g-1 +127\.0\.0\.1:\d+$/m);
-    const green = execFileSync(ensureSimBinaries().bin('kubectl'), ['--kubeconfig', kubeconfig, 'get', 'nodes', '-l', 'skewless.io/pool=green', '-o', 'name'], { encoding: 'utf8' });
+    const green = execFileSync(
+      ensureSimBinaries().bin('kubectl'),
+      ['--kubeconfig', kubeconfig, 'get', 'nodes', '-l', 'skewless.io/pool=green', '-o', 'name'],
+      { encoding: 'utf8' },
+    );
     assert.equal(green.trim(), 'node/g-1');
     const deleted = sim(['machine', 'delete', 'g-1', '--state', state]);
     assert.equal(deleted.status, 0, deleted.stderr);

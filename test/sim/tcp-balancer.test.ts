@@ -34,7 +34,11 @@ describe('the loopback TCP balancer in front of several apiservers', () => {
     try {
       assert.deepEqual([await ask(lb.port), await ask(lb.port), await ask(lb.port), await ask(lb.port)], ['a', 'b', 'a', 'b']);
       await new Promise<void>((resolve) => b.server.close(() => resolve()));
-      assert.deepEqual([await ask(lb.port), await ask(lb.port), await ask(lb.port)], ['a', 'a', 'a'], 'b restarting: a takes every connection');
+      assert.deepEqual(
+        [await ask(lb.port), await ask(lb.port), await ask(lb.port)],
+        ['a', 'a', 'a'],
+        'b restarting: a takes every connection',
+      );
       const c = await namedServer('c');
       servers.push(c.server);
       lb.setBackends([c.port]);

@@ -42,7 +42,10 @@ describe('the version history of a simulated cluster', () => {
   };
   // As an operator does it: the node's one-minor repository pointed at the version's minor, then the package.
   const install = (node: string, pkg: string, v: string) =>
-    ssh(node, `sudo sed -i 's,/core:/stable:/v[0-9.]*/,/core:/stable:/v${v.split('.').slice(0, 2).join('.')}/,g' /etc/apt/sources.list.d/kubernetes.list && sudo apt-get update -q && sudo apt-mark unhold ${pkg} && sudo apt-get install -y ${pkg}=${v}-1.1 && sudo apt-mark hold ${pkg}`);
+    ssh(
+      node,
+      `sudo sed -i 's,/core:/stable:/v[0-9.]*/,/core:/stable:/v${v.split('.').slice(0, 2).join('.')}/,g' /etc/apt/sources.list.d/kubernetes.list && sudo apt-get update -q && sudo apt-mark unhold ${pkg} && sudo apt-get install -y ${pkg}=${v}-1.1 && sudo apt-mark hold ${pkg}`,
+    );
 
   it('starts with the initial state read through the API', async () => {
     assert.equal(tc.sim.versionHistoryPath, join(tc.sim.stateDir, 'version-history.jsonl'));
@@ -74,7 +77,10 @@ describe('the version history of a simulated cluster', () => {
     await ssh('cp-2', 'sudo kubeadm upgrade node');
 
     const lines = await history();
-    assert.deepEqual(lines.map((l) => l.cause), ['initial', 'kubelet worker-1 1.32.9', 'control-plane cp-1 1.33.7', 'control-plane cp-2 1.33.7']);
+    assert.deepEqual(
+      lines.map((l) => l.cause),
+      ['initial', 'kubelet worker-1 1.32.9', 'control-plane cp-1 1.33.7', 'control-plane cp-2 1.33.7'],
+    );
     const [, , apply, node] = lines;
     assert.deepEqual(apply?.inventory.apiservers, [...at('1.33.7', 'cp-1'), ...at('1.32.4', 'cp-2')]);
     assert.deepEqual(apply?.inventory.schedulers, [...at('1.33.7', 'cp-1'), ...at('1.32.4', 'cp-2')]);
@@ -84,7 +90,10 @@ describe('the version history of a simulated cluster', () => {
     assert.ok(lines.every((l) => l.error === undefined));
     // Every state of this sequence is within the policy; the history is what the e2e tests judge.
     for (const l of lines) assert.ok(checkSkew(l.inventory, { topology: 'kubeadm' }).compliant, l.cause);
-    assert.ok(lines.every((l, i) => i === 0 || (lines[i - 1]?.at ?? '') <= l.at), 'in time order');
+    assert.ok(
+      lines.every((l, i) => i === 0 || (lines[i - 1]?.at ?? '') <= l.at),
+      'in time order',
+    );
   });
 });
 
@@ -105,17 +114,23 @@ describe('recordVersions (the wrapper alone)', () => {
       upgradeControlPlane: async (n, v) => void calls.push(`cp ${n} ${v}`),
     };
     const refused = () => Promise.reject(new Error('connect ECONNREFUSED'));
-    const kube = { core: { listNode: refused, listNamespacedPod: refused }, apps: { readNamespacedDaemonSet: refused } } as unknown as KubeClients;
+    const kube = {
+      core: { listNode: refused, listNamespacedPod: refused },
+      apps: { readNamespacedDaemonSet: refused },
+    } as unknown as KubeClients;
     const recorder = recordVersions(inner, kube, dir);
     await recorder.effects.kubeletStopped('w1');
     await recorder.effects.kubeletStarted('w1', '1.33.7');
     await recorder.effects.upgradeControlPlane('cp1', '1.33.7', { recordClusterVersion: true });
     assert.deepEqual(calls, ['stopped w1', 'started w1 1.33.7', 'cp cp1 1.33.7']);
     const lines = readVersionHistory(dir);
-    assert.deepEqual(lines.map((l) => [l.cause, l.error]), [
-      ['kubelet w1 1.33.7', 'connect ECONNREFUSED'],
-      ['control-plane cp1 1.33.7', 'connect ECONNREFUSED'],
-    ]);
+    assert.deepEqual(
+      lines.map((l) => [l.cause, l.error]),
+      [
+        ['kubelet w1 1.33.7', 'connect ECONNREFUSED'],
+        ['control-plane cp1 1.33.7', 'connect ECONNREFUSED'],
+      ],
+    );
   });
 
   it('reads an empty history when nothing was recorded', () => {

@@ -29,7 +29,12 @@ export async function drainAttempts(client: Client, cluster: string): Promise<Dr
       if (e.activityTaskScheduledEventAttributes?.activityType?.name === 'drainNode') drains.add(id);
       const started = e.activityTaskStartedEventAttributes;
       if (started && drains.has(String(started.scheduledEventId))) {
-        const attempt: DrainAttempt = { workflowId: wf.workflowId, worker: started.identity ?? '?', attempt: started.attempt ?? 1, startMs: tsToMs(e.eventTime) };
+        const attempt: DrainAttempt = {
+          workflowId: wf.workflowId,
+          worker: started.identity ?? '?',
+          attempt: started.attempt ?? 1,
+          startMs: tsToMs(e.eventTime),
+        };
         out.push(attempt);
         open.set(String(started.scheduledEventId), attempt);
       }

@@ -10,5 +10,15 @@ if (temporal !== 'stack' && temporal !== 'dev') {
   process.exit(2);
 }
 const report = await runStackUpgrade({ temporal, faults: false });
-console.log(JSON.stringify({ temporal, ok: report.problems.length === 0, temporalStartMs: report.temporalStartMs, upgradeMs: report.upgradeMs, wallMs: report.wallMs, memory: report.memory, problems: report.problems }));
+console.log(
+  JSON.stringify({
+    temporal,
+    ok: report.problems.length === 0,
+    temporalStartMs: report.temporalStartMs,
+    upgradeMs: report.upgradeMs,
+    wallMs: report.wallMs,
+    memory: report.memory,
+    problems: report.problems,
+  }),
+);
 process.exit(report.problems.length === 0 ? 0 : 1);

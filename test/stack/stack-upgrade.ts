@@ -117,12 +117,23 @@ export async function runStackUpgrade(o: StackUpgradeOptions): Promise<StackUpgr
     tracker = trackCommands(sim.hosts);
     sim.hosts.onCommand((e) => {
       if (e.phase !== 'start' || !TARGET_COMMAND['kubelet-restart'].test(e.command)) return;
-      podsLeftOn(started.kube, e.host).then((left) => {
-        if (left.length > 0) report.problems.push(`${e.host} restarted its kubelet with ${left.join(', ')} still on it`);
-      }, () => undefined);
+      podsLeftOn(started.kube, e.host).then(
+        (left) => {
+          if (left.length > 0) report.problems.push(`${e.host} restarted its kubelet with ${left.join(', ')} still on it`);
+        },
+        () => undefined,
+      );
     });
     const taskQueue = `stack-${o.temporal}-${process.pid}`;
-    workers = [1, 2].map((n) => new WorkerProcess({ clustersDir: started.endpoints.clustersDir, address: temporal!.address, taskQueue, logFile: join(stateDir, `worker-${n}.log`) }));
+    workers = [1, 2].map(
+      (n) =>
+        new WorkerProcess({
+          clustersDir: started.endpoints.clustersDir,
+          address: temporal!.address,
+          taskQueue,
+          logFile: join(stateDir, `worker-${n}.log`),
+        }),
+    );
     await Promise.all(workers.map((w) => w.start()));
     connection = await Connection.connect({ address: temporal.address });
     const client = new Client({ connection });
@@ -130,11 +141,19 @@ export async function runStackUpgrade(o: StackUpgradeOptions): Promise<StackUpgr
     const workflowId = `upgrade/${description.name}`;
     const tUpgrade = Date.now();
     await client.workflow.start(clusterUpgradeWorkflow, {
-      taskQueue, workflowId, workflowIdConflictPolicy: 'FAIL', args: [{ cluster: description.name, to: '1.34', policy: FAULT_POLICY }],
+      taskQueue,
+      workflowId,
+      workflowIdConflictPolicy: 'FAIL',
+      args: [{ cluster: description.name, to: '1.34', policy: FAULT_POLICY }],
     });
-    log(`[stack] ${o.temporal}: Temporal ${temporal.address} ready in ${report.temporalStartMs} ms; workers ${workers.map((w) => w.pid).join(', ')}; ${workflowId} started`);
+    log(
+      `[stack] ${o.temporal}: Temporal ${temporal.address} ready in ${report.temporalStartMs} ms; workers ${workers.map((w) => w.pid).join(', ')}; ${workflowId} started`,
+    );
     const outcome = outcomeOf(client, workflowId, tUpgrade + (o.timeoutMs ?? 15 * 60_000)).finally(() => finished.abort());
-    const faults = o.faults && temporal.stack ? injectFaults({ stack: temporal.stack, client, workers, tracker, t0: tUpgrade, signal: finished.signal, log, out: report.faults }) : Promise.resolve();
+    const faults =
+      o.faults && temporal.stack
+        ? injectFaults({ stack: temporal.stack, client, workers, tracker, t0: tUpgrade, signal: finished.signal, log, out: report.faults })
+        : Promise.resolve();
     const [result] = await Promise.all([outcome, faults]);
     report.upgradeMs = Date.now() - tUpgrade;
     report.status = result.status;
@@ -144,7 +163,9 @@ export async function runStackUpgrade(o: StackUpgradeOptions): Promise<StackUpgr
     const availability = await sampler.stop();
     sampler = undefined;
     await sim.versionHistorySettled();
-    report.problems.push(...await checkUpgradeOutcome({ sim, hops: STACK_HOPS, status: result.status, failure: result.failure, availability }));
+    report.problems.push(
+      ...(await checkUpgradeOutcome({ sim, hops: STACK_HOPS, status: result.status, failure: result.failure, availability })),
+    );
     if (o.faults) report.problems.push(...checkFaults(report.faults, workers));
   } catch (err) {
     report.problems.push(`the run failed: ${(err as Error).stack ?? String(err)}`);
@@ -154,7 +175,10 @@ export async function runStackUpgrade(o: StackUpgradeOptions): Promise<StackUpgr
     tracker?.stop();
     await sampler?.stop().catch(() => undefined);
     if (sim) recordWorldSecrets(sim.stateDir, archiveLabel(`stack-${o.temporal}-sim`));
-    if (connection) await archiveHistories(connection, archiveLabel(`stack-${o.temporal}`)).catch((err: unknown) => report.problems.push(`archiving histories: ${(err as Error).message}`));
+    if (connection)
+      await archiveHistories(connection, archiveLabel(`stack-${o.temporal}`)).catch((err: unknown) =>
+        report.problems.push(`archiving histories: ${(err as Error).message}`),
+      );
     await connection?.close().catch(() => undefined);
     await Promise.all(workers.map((w) => w.stop().catch(() => undefined)));
     await sim?.stop().catch((err: unknown) => report.problems.push(`stopping the simulation: ${(err as Error).message}`));
@@ -172,7 +196,8 @@ function checkFaults(faults: FaultRecord[], workers: WorkerProcess[]): string[] 
     if (!faults.some((f) => f.what === what)) problems.push(`no ${what} happened before the upgrade ended`);
   }
   const alive = workers.filter((w) => w.running);
-  if (alive.length !== 1 || alive[0]?.starts !== 1) problems.push(`expected the one surviving worker to carry on alone, ${alive.length} running`);
+  if (alive.length !== 1 || alive[0]?.starts !== 1)
+    problems.push(`expected the one surviving worker to carry on alone, ${alive.length} running`);
   return problems;
 }
 
@@ -192,7 +217,10 @@ const short = (c: RunningCommand) => `${c.host}: '${c.command.replace(/^sudo -n 
 /** The three faults, each at its moment, in the order the upgrade reaches them. */
 async function injectFaults(ctx: FaultContext): Promise<void> {
   const { tracker, signal } = ctx;
-  const workerInstall = await tracker.nextStart((c) => c.host.startsWith('worker-') && TARGET_COMMAND['apt-install'].test(c.command), signal);
+  const workerInstall = await tracker.nextStart(
+    (c) => c.host.startsWith('worker-') && TARGET_COMMAND['apt-install'].test(c.command),
+    signal,
+  );
   if (!workerInstall) return;
   await timed(ctx, 'server-restart', short(workerInstall), () => ctx.stack.restartServer());
 
@@ -206,7 +234,9 @@ async function injectFaults(ctx: FaultContext): Promise<void> {
 /** SIGKILLs the worker (`pid@host`) that started the first drainNode of a node workflow whose id has `hop`; not restarted. */
 async function killDrainingWorker(ctx: FaultContext, hop: string): Promise<void> {
   while (!ctx.signal.aborted) {
-    const drain = (await pendingActivities(ctx.client).catch(() => [])).find((a) => a.activity === 'drainNode' && a.started && a.workflowId.includes(hop));
+    const drain = (await pendingActivities(ctx.client).catch(() => [])).find(
+      (a) => a.activity === 'drainNode' && a.started && a.workflowId.includes(hop),
+    );
     const victim = ctx.workers.find((w) => w.running && `${w.pid}@${hostname()}` === drain?.worker);
     if (drain && victim) {
       const node = drain.workflowId.split('/').at(-1);

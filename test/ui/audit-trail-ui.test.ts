@@ -79,37 +79,79 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
   });
 
   it('runs an upgrade through the CLI: a gate approved by dana, a drain blocked by a PDB resolved by erin, an etcd snapshot', async () => {
-    const started = await cli('upgrade', '--cluster', CLUSTER, '--to', '1.33', '--approve-workers', '--drain-timeout', '5',
-      '--acknowledge', 'default/payments', '--detach');
+    const started = await cli(
+      'upgrade',
+      '--cluster',
+      CLUSTER,
+      '--to',
+      '1.33',
+      '--approve-workers',
+      '--drain-timeout',
+      '5',
+      '--acknowledge',
+      'default/payments',
+      '--detach',
+    );
     assert.equal(started.code, 0, started.stdout + started.stderr);
     const handle = env.client.workflow.getHandle(WORKFLOW_ID);
     const problems: string[] = [];
     // The operator: approves the gate when it waits; when a drain blocks, relaxes the PDB and retries.
-    await waitFor('the upgrade to end, gate approved and the blocked drain resolved', async () => {
-      const s = await handle.query(statusQuery);
-      const waiting = s.gates.find((g) => !g.approvedBy && !g.opensAt);
-      if (waiting) {
-        const r = await cli('approve', CLUSTER, '--gate', waiting.name, '--by', APPROVER.by, '--comment', APPROVER.comment);
-        if (r.code !== 0) problems.push(`approve: ${r.stderr}`);
-        gateName = waiting.name;
-      }
-      const blocked = Object.entries(s.nodes).find(([, n]) => n.phase === 'blocked');
-      if (blocked) {
-        // Once the PDB is relaxed no other drain may block: a second block fails the test, not the wait.
-        if (blockedNode !== undefined) problems.push(`${blocked[0]} blocked after ${blockedNode}'s block was resolved: ${JSON.stringify(blocked[1].blocked)}`);
-        if (blocked[1].blocked?.kind !== 'DrainBlocked') problems.push(`${blocked[0]} blocked on ${JSON.stringify(blocked[1].blocked)}`);
-        if (problems.length) return true;
-        blockedNode = blocked[0];
-        await tc.kube.policy.patchNamespacedPodDisruptionBudget({ name: 'payments', namespace: 'default', body: { spec: { minAvailable: 1 } } }, mergePatch);
-        await waitFor('the PDB allows one disruption', async () =>
-          ((await tc.kube.policy.readNamespacedPodDisruptionBudget({ name: 'payments', namespace: 'default' })).status?.disruptionsAllowed ?? 0) >= 1, 30_000, 100);
-        const r = await cli('resolve', CLUSTER, '--node', blockedNode, '--action', 'retry', '--by', RESOLVER.by, '--comment', RESOLVER.comment);
-        if (r.code !== 0) problems.push(`resolve: ${r.stderr}`);
-        // The node tells the parent it moves again: until then status still says blocked.
-        await waitFor(`${blockedNode} moving again`, async () => (await handle.query(statusQuery)).nodes[blockedNode as string]?.phase !== 'blocked', 60_000, 250);
-      }
-      return problems.length > 0 || ['done', 'failed', 'aborted'].includes(s.phase);
-    }, 600_000, 500);
+    await waitFor(
+      'the upgrade to end, gate approved and the blocked drain resolved',
+      async () => {
+        const s = await handle.query(statusQuery);
+        const waiting = s.gates.find((g) => !g.approvedBy && !g.opensAt);
+        if (waiting) {
+          const r = await cli('approve', CLUSTER, '--gate', waiting.name, '--by', APPROVER.by, '--comment', APPROVER.comment);
+          if (r.code !== 0) problems.push(`approve: ${r.stderr}`);
+          gateName = waiting.name;
+        }
+        const blocked = Object.entries(s.nodes).find(([, n]) => n.phase === 'blocked');
+        if (blocked) {
+          // Once the PDB is relaxed no other drain may block: a second block fails the test, not the wait.
+          if (blockedNode !== undefined)
+            problems.push(`${blocked[0]} blocked after ${blockedNode}'s block was resolved: ${JSON.stringify(blocked[1].blocked)}`);
+          if (blocked[1].blocked?.kind !== 'DrainBlocked') problems.push(`${blocked[0]} blocked on ${JSON.stringify(blocked[1].blocked)}`);
+          if (problems.length) return true;
+          blockedNode = blocked[0];
+          await tc.kube.policy.patchNamespacedPodDisruptionBudget(
+            { name: 'payments', namespace: 'default', body: { spec: { minAvailable: 1 } } },
+            mergePatch,
+          );
+          await waitFor(
+            'the PDB allows one disruption',
+            async () =>
+              ((await tc.kube.policy.readNamespacedPodDisruptionBudget({ name: 'payments', namespace: 'default' })).status
+                ?.disruptionsAllowed ?? 0) >= 1,
+            30_000,
+            100,
+          );
+          const r = await cli(
+            'resolve',
+            CLUSTER,
+            '--node',
+            blockedNode,
+            '--action',
+            'retry',
+            '--by',
+            RESOLVER.by,
+            '--comment',
+            RESOLVER.comment,
+          );
+          if (r.code !== 0) problems.push(`resolve: ${r.stderr}`);
+          // The node tells the parent it moves again: until then status still says blocked.
+          await waitFor(
+            `${blockedNode} moving again`,
+            async () => (await handle.query(statusQuery)).nodes[blockedNode as string]?.phase !== 'blocked',
+            60_000,
+            250,
+          );
+        }
+        return problems.length > 0 || ['done', 'failed', 'aborted'].includes(s.phase);
+      },
+      600_000,
+      500,
+    );
     assert.deepEqual(problems, []);
     finalStatus = await handle.result();
     parentRunId = (await handle.describe()).runId;
@@ -118,7 +160,12 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
     assert.ok(blockedNode, 'a drain was blocked by the payments PDB');
     assert.equal(finalStatus.snapshots.length, 1);
     assert.match(finalStatus.snapshots[0]?.sha256 ?? '', /^[0-9a-f]{64}$/);
-    assert.deepEqual(Object.entries(finalStatus.nodes).map(([n, s]) => `${n} ${s.phase} ${s.version}`).sort(), NODES.map((n) => `${n} done ${HOP}`));
+    assert.deepEqual(
+      Object.entries(finalStatus.nodes)
+        .map(([n, s]) => `${n} ${s.phase} ${s.version}`)
+        .sort(),
+      NODES.map((n) => `${n} done ${HOP}`),
+    );
   });
 
   // The browser: Debian's chromium, headless, a fresh profile (playwright's own temporary one) per run.
@@ -126,13 +173,22 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
     if (browser) return;
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     page = await browser.newPage({ viewport: VIEWPORT });
   };
   const ns = () => `${uiUrl}/namespaces/default`;
-  const workflowUrl = (workflowId: string, runId: string, tail = 'history') => `${ns()}/workflows/${encodeURIComponent(workflowId)}/${runId}/${tail}`;
+  const workflowUrl = (workflowId: string, runId: string, tail = 'history') =>
+    `${ns()}/workflows/${encodeURIComponent(workflowId)}/${runId}/${tail}`;
   const open = async (url: string) => {
     await page.setViewportSize(VIEWPORT);
     await page.goto(url);
@@ -144,7 +200,10 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
   const expectVisible = async (what: string, needles: string[]) => {
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const text = await page.locator('body').innerText().catch(() => '');
+      const text = await page
+        .locator('body')
+        .innerText()
+        .catch(() => '');
       const missing = needles.filter((n) => !text.includes(n));
       if (missing.length === 0) return;
       if (Date.now() > deadline) assert.fail(`${what}: the UI does not show ${JSON.stringify(missing)}`);
@@ -153,8 +212,11 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
   };
   /** A screenshot of the whole page: the app scrolls inside its own frame, so the viewport grows to its content first. */
   const shoot = async (name: string, grow = true) => {
-    const height = !grow ? VIEWPORT.height : await page.evaluate<number>(
-      'Math.max(innerHeight, ...[...document.querySelectorAll("*")].filter((e) => e.clientHeight >= innerHeight * 0.7).map((e) => e.scrollHeight))');
+    const height = !grow
+      ? VIEWPORT.height
+      : await page.evaluate<number>(
+          'Math.max(innerHeight, ...[...document.querySelectorAll("*")].filter((e) => e.clientHeight >= innerHeight * 0.7).map((e) => e.scrollHeight))',
+        );
     await page.setViewportSize({ width: VIEWPORT.width, height: Math.min(height, 12_000) });
     await page.waitForTimeout(300);
     await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
@@ -184,27 +246,47 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
     await shoot('01-list-upgrade-found-by-SkewlessCluster-with-search-attribute-columns', false);
 
     await open(`${ns()}/workflows?query=${encodeURIComponent(`WorkflowId STARTS_WITH "${WORKFLOW_ID}/"`)}`);
-    await expectVisible('the node workflows in the list', NODES.map((n) => `${WORKFLOW_ID}/${HOP}/${n}`));
+    await expectVisible(
+      'the node workflows in the list',
+      NODES.map((n) => `${WORKFLOW_ID}/${HOP}/${n}`),
+    );
     await shoot('02-list-node-workflows-upgrade-cluster-hop-node', false);
   });
 
-  it('the upgrade\'s page: input and result, the event history with runbook summaries, gates, resolutions and children', async () => {
+  it("the upgrade's page: input and result, the event history with runbook summaries, gates, resolutions and children", async () => {
     await open(workflowUrl(WORKFLOW_ID, parentRunId));
     await expectVisible('the upgrade page', [WORKFLOW_ID, 'Completed', 'clusterUpgradeWorkflow', 'Event History']);
     await compactView();
     await expectVisible('the compact history', [
-      `etcd snapshot on cp-1 before v${HOP}`, `install kubeadm v${HOP} on cp-1`, `kubeadm upgrade plan v${HOP} on cp-1`, 'label 4 nodes with their stage',
-      `control plane of cp-1 to v${HOP}`, ...['cp-1', 'worker-1', 'worker-2', 'worker-3'].map((n) => `${n}: drain, kubelet v${HOP}, uncordon`),
-      'check workloads of audit', 'clear stage labels',
-      'Workflow Update', 'approve', `"approvedBy":"${APPROVER.by}"`, 'resolveDrain', 'drainResolution', `upgrade/${CLUSTER}/${HOP}/${blockedNode}`,
+      `etcd snapshot on cp-1 before v${HOP}`,
+      `install kubeadm v${HOP} on cp-1`,
+      `kubeadm upgrade plan v${HOP} on cp-1`,
+      'label 4 nodes with their stage',
+      `control plane of cp-1 to v${HOP}`,
+      ...['cp-1', 'worker-1', 'worker-2', 'worker-3'].map((n) => `${n}: drain, kubelet v${HOP}, uncordon`),
+      'check workloads of audit',
+      'clear stage labels',
+      'Workflow Update',
+      'approve',
+      `"approvedBy":"${APPROVER.by}"`,
+      'resolveDrain',
+      'drainResolution',
+      `upgrade/${CLUSTER}/${HOP}/${blockedNode}`,
     ]);
     await shoot('03-upgrade-page-compact-history-with-activity-summaries');
 
     await open(workflowUrl(WORKFLOW_ID, parentRunId, 'metadata'));
     // The memo and the search attributes, as the UI prints their JSON.
     await expectVisible('memo and search attributes', [
-      'Memo', `"hop": "${HOP}"`, '"phase": "done"', '"progress": "4/4 nodes done"', '"from": "1.32.4"',
-      `"SkewlessCluster": "${CLUSTER}"`, '"SkewlessFromVersion": "1.32.4"', `"SkewlessTargetVersion": "${HOP}"`, '"SkewlessPhase": "done"',
+      'Memo',
+      `"hop": "${HOP}"`,
+      '"phase": "done"',
+      '"progress": "4/4 nodes done"',
+      '"from": "1.32.4"',
+      `"SkewlessCluster": "${CLUSTER}"`,
+      '"SkewlessFromVersion": "1.32.4"',
+      `"SkewlessTargetVersion": "${HOP}"`,
+      '"SkewlessPhase": "done"',
     ]);
     await shoot('04-upgrade-memo-hop-phase-progress-and-search-attributes');
 
@@ -215,37 +297,74 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
 
   it('event by event: the approval and the resolution with who and why, the etcd snapshot with its path and sha256', async () => {
     const events = (await env.client.workflow.getHandle(WORKFLOW_ID, parentRunId).fetchHistory()).events ?? [];
-    const updateEvent = (name: string) => String(events.find((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === name)?.eventId);
-    const snapshotEvent = String(events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'snapshotEtcd')?.eventId);
+    const updateEvent = (name: string) =>
+      String(events.find((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === name)?.eventId);
+    const snapshotEvent = String(
+      events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'snapshotEtcd')?.eventId,
+    );
     const snapshot = finalStatus.snapshots[0] as UpgradeStatus['snapshots'][number];
 
     await open(workflowUrl(WORKFLOW_ID, parentRunId, `history/events/${updateEvent('approve')}`));
-    await expectVisible('the approval', ['Workflow Execution Update Accepted', '"name": "approve"', `"gate": "workers-${HOP}"`,
-      `"by": "${APPROVER.by}"`, `"comment": "${APPROVER.comment}"`, 'Workflow Execution Update Completed', `"approvedBy": "${APPROVER.by}"`]);
+    await expectVisible('the approval', [
+      'Workflow Execution Update Accepted',
+      '"name": "approve"',
+      `"gate": "workers-${HOP}"`,
+      `"by": "${APPROVER.by}"`,
+      `"comment": "${APPROVER.comment}"`,
+      'Workflow Execution Update Completed',
+      `"approvedBy": "${APPROVER.by}"`,
+    ]);
     await shoot('06-approval-gate-workers-approved-by-dana-with-comment');
 
     await open(workflowUrl(WORKFLOW_ID, parentRunId, `history/events/${updateEvent('resolveDrain')}`));
-    await expectVisible('the resolution', ['Workflow Execution Update Accepted', '"name": "resolveDrain"', `"node": "${blockedNode}"`,
-      '"action": "retry"', `"by": "${RESOLVER.by}"`, `"comment": "${RESOLVER.comment}"`, '"kind": "DrainBlocked"', '(PDB payments)']);
+    await expectVisible('the resolution', [
+      'Workflow Execution Update Accepted',
+      '"name": "resolveDrain"',
+      `"node": "${blockedNode}"`,
+      '"action": "retry"',
+      `"by": "${RESOLVER.by}"`,
+      `"comment": "${RESOLVER.comment}"`,
+      '"kind": "DrainBlocked"',
+      '(PDB payments)',
+    ]);
     await shoot('07-drain-resolution-retry-by-erin-with-why-and-the-pdb-block');
 
     await open(workflowUrl(WORKFLOW_ID, parentRunId, `history/events/${snapshotEvent}`));
-    await expectVisible('the etcd snapshot', ['Activity Task Scheduled', `etcd snapshot on cp-1 before v${HOP}`, 'Activity Task Completed',
-      `"localPath": "${snapshot.localPath}"`, `"remotePath": "${snapshot.remotePath}"`, `"sha256": "${snapshot.sha256}"`, `"revision": ${snapshot.revision}`]);
+    await expectVisible('the etcd snapshot', [
+      'Activity Task Scheduled',
+      `etcd snapshot on cp-1 before v${HOP}`,
+      'Activity Task Completed',
+      `"localPath": "${snapshot.localPath}"`,
+      `"remotePath": "${snapshot.remotePath}"`,
+      `"sha256": "${snapshot.sha256}"`,
+      `"revision": ${snapshot.revision}`,
+    ]);
     await shoot('08-etcd-snapshot-activity-path-and-sha256');
   });
 
-  it('the node workflows: the blocked node\'s drains and the operator\'s answer, the control plane\'s kubeadm steps', async () => {
-    const children = ((await env.client.workflow.getHandle(WORKFLOW_ID, parentRunId).fetchHistory()).events ?? [])
-      .flatMap((e) => { const x = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution; return x?.workflowId && x.runId ? [{ workflowId: x.workflowId, runId: x.runId }] : []; });
+  it("the node workflows: the blocked node's drains and the operator's answer, the control plane's kubeadm steps", async () => {
+    const children = ((await env.client.workflow.getHandle(WORKFLOW_ID, parentRunId).fetchHistory()).events ?? []).flatMap((e) => {
+      const x = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution;
+      return x?.workflowId && x.runId ? [{ workflowId: x.workflowId, runId: x.runId }] : [];
+    });
     const blocked = children.find((c) => c.workflowId === `${WORKFLOW_ID}/${HOP}/${blockedNode}`) as { workflowId: string; runId: string };
     const node = blockedNode as string;
     await open(workflowUrl(blocked.workflowId, blocked.runId));
-    await expectVisible('the blocked node\'s page', [blocked.workflowId, 'nodeUpgradeWorkflow']);
+    await expectVisible("the blocked node's page", [blocked.workflowId, 'nodeUpgradeWorkflow']);
     await compactView();
-    await expectVisible('the blocked node\'s steps', [`cordon ${node}`, `drain ${node}`, 'nodeBlocked', 'drainResolution', `"by":"${RESOLVER.by}"`,
-      `install kubeadm v${HOP} on ${node}`, `kubeadm upgrade node on ${node} (v${HOP})`, `install kubelet, kubectl v${HOP} on ${node}`,
-      `restart kubelet on ${node} at v${HOP}`, `wait for ${node} Ready at v${HOP}`, `uncordon ${node}`]);
+    await expectVisible("the blocked node's steps", [
+      `cordon ${node}`,
+      `drain ${node}`,
+      'nodeBlocked',
+      'drainResolution',
+      `"by":"${RESOLVER.by}"`,
+      `install kubeadm v${HOP} on ${node}`,
+      `kubeadm upgrade node on ${node} (v${HOP})`,
+      `install kubelet, kubectl v${HOP} on ${node}`,
+      `restart kubelet on ${node} at v${HOP}`,
+      `wait for ${node} Ready at v${HOP}`,
+      `uncordon ${node}`,
+    ]);
     const drains = await page.locator('tr', { hasText: `drain ${node}` }).count();
     assert.equal(drains, 2, 'the blocked drain and the one after the retry');
     await shoot(`09-node-${node}-history-drain-blocked-resolved-by-erin-then-upgraded`);
@@ -253,14 +372,23 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
     const nodeEvents = (await env.client.workflow.getHandle(blocked.workflowId, blocked.runId).fetchHistory()).events ?? [];
     const firstDrain = String(nodeEvents.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'drainNode')?.eventId);
     await open(workflowUrl(blocked.workflowId, blocked.runId, `history/events/${firstDrain}`));
-    await expectVisible('the blocked drain', [`drain ${node}`, 'Activity Task Failed', 'DrainBlocked', `drain of ${node} did not finish within 5 s`, '(PDB payments)']);
+    await expectVisible('the blocked drain', [
+      `drain ${node}`,
+      'Activity Task Failed',
+      'DrainBlocked',
+      `drain of ${node} did not finish within 5 s`,
+      '(PDB payments)',
+    ]);
     await shoot(`10-node-${node}-first-drain-failed-blocked-by-pdb-payments`);
 
     const cp = children.find((c) => c.workflowId === `${WORKFLOW_ID}/${HOP}/cp-1`) as { workflowId: string; runId: string }; // its first step: the control plane
     await open(workflowUrl(cp.workflowId, cp.runId));
-    await expectVisible('the control plane\'s page', [cp.workflowId, 'nodeUpgradeWorkflow']);
+    await expectVisible("the control plane's page", [cp.workflowId, 'nodeUpgradeWorkflow']);
     await compactView();
-    await expectVisible('the control plane\'s steps', [`kubeadm upgrade apply v${HOP} on cp-1`, `check the control plane on cp-1 at v${HOP}`]);
+    await expectVisible("the control plane's steps", [
+      `kubeadm upgrade apply v${HOP} on cp-1`,
+      `check the control plane on cp-1 at v${HOP}`,
+    ]);
     await shoot('11-node-cp-1-control-plane-kubeadm-upgrade-apply');
   });
 
@@ -279,7 +407,10 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
     line('the approval', new RegExp(`- +gate workers-${esc(HOP)} approved by ${APPROVER.by} \\("${esc(APPROVER.comment)}"\\)$`));
     line('the resolution', new RegExp(`${node} +drain of ${node} resolved by ${RESOLVER.by}: retry \\("${esc(RESOLVER.comment)}"\\)$`));
     line('the block', new RegExp(`${node} +drain blocked: drain of ${node} did not finish within 5 s; .*\\(PDB payments\\)`));
-    line('the snapshot', new RegExp(`cp-1 +etcd snapshot ${esc(snapshot.localPath)} sha256 ${snapshot.sha256} revision ${snapshot.revision}$`));
+    line(
+      'the snapshot',
+      new RegExp(`cp-1 +etcd snapshot ${esc(snapshot.localPath)} sha256 ${snapshot.sha256} revision ${snapshot.revision}$`),
+    );
     assert.equal(line('the drains', new RegExp(`${node} +drainNode: drain ${node} `)).length, 2);
     line('kubeadm apply', new RegExp(`cp-1 +kubeadmUpgradeApply: kubeadm upgrade apply v${esc(HOP)} on cp-1 `));
     for (const n of NODES) line(`${n}'s node upgrade`, new RegExp(`${n} +node upgrade to ${esc(HOP)}: done`));

@@ -32,12 +32,17 @@ describe('maintenance windows survive continue-as-new (mocked activities, real d
     const acts = {
       ...c.acts,
       // Only the run that plans reads the inventory's windows; later runs get them from the carried plan.
-      takeInventory: async (i: Record<string, unknown>) => ({ ...(await fake.takeInventory?.(i)), maintenanceWindows: [a.window, b.window] }),
+      takeInventory: async (i: Record<string, unknown>) => ({
+        ...(await fake.takeInventory?.(i)),
+        maintenanceWindows: [a.window, b.window],
+      }),
       cordonNode: async (i: Record<string, unknown>) => ((cordoned[String(i.node)] ??= Date.now()), fake.cordonNode?.(i)),
     } as unknown as Partial<Activities>;
     const status = await withMockedWorker(env, acts, 'carried-windows', async (taskQueue) => {
       const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
-        taskQueue, workflowId: `upgrade/carried-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33', policy: { approveWorkers: true, continueAsNewAfterEvents: 1 } }],
+        taskQueue,
+        workflowId: `upgrade/carried-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.33', policy: { approveWorkers: true, continueAsNewAfterEvents: 1 } }],
       });
       await untilStatus(handle, 'the workers gate', (s) => s.gates.some((g) => g.name === 'workers-1.33.7'), 60_000);
       await new Promise((r) => setTimeout(r, Math.max(0, a.closesAt + 500 - Date.now())));
@@ -50,9 +55,15 @@ describe('maintenance windows survive continue-as-new (mocked activities, real d
       return latest.result() as Promise<UpgradeStatus>;
     });
     assert.equal(status.phase, 'done', status.events.join('\n'));
-    assert.ok(status.events.some((e) => /^canary of 1\.33\.7 waited \d+ s for the maintenance window$/.test(e)), status.events.join('\n'));
+    assert.ok(
+      status.events.some((e) => /^canary of 1\.33\.7 waited \d+ s for the maintenance window$/.test(e)),
+      status.events.join('\n'),
+    );
     assert.equal(c.calls.filter(([n]) => n === 'takeInventory').length, 2, 'the plan and the post-hop check: no run re-read the windows');
     const w1 = cordoned.w1;
-    assert.ok(w1 !== undefined && w1 >= b.opensAt, `the canary's cordon at ${w1 === undefined ? 'never' : iso(w1)}, window B opened ${iso(b.opensAt)}`);
+    assert.ok(
+      w1 !== undefined && w1 >= b.opensAt,
+      `the canary's cordon at ${w1 === undefined ? 'never' : iso(w1)}, window B opened ${iso(b.opensAt)}`,
+    );
   });
 });

@@ -64,7 +64,8 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
 
   const cliEnv = (): NodeJS.ProcessEnv => {
     const e: NodeJS.ProcessEnv = { ...process.env, ...temporalVars(env) };
-    for (const name of Object.keys(e)) if (name.startsWith('TEMPORAL_') && name !== 'TEMPORAL_ADDRESS' && name !== 'TEMPORAL_NAMESPACE') delete e[name];
+    for (const name of Object.keys(e))
+      if (name.startsWith('TEMPORAL_') && name !== 'TEMPORAL_ADDRESS' && name !== 'TEMPORAL_NAMESPACE') delete e[name];
     return e;
   };
 
@@ -72,8 +73,13 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
   const changesSince = async (mark: WritesMark) => {
     await writes.since(mark); // the fence: every write before it is in the audit log
     const apiWrites = writesIn(tc.sim.auditEvents().slice(mark.auditEvents), WORKER_USER).map((e) => ({ ...e, at: Date.parse(e.time) }));
-    const hostCommands = tc.sim.endpoints.ssh.hosts.flatMap(({ name }) => tc.sim.hosts.commandLog(name).slice(mark.hostCommands[name] ?? 0)
-      .filter((e) => !isReadOnlyHostCommand(e.command)).map((e) => ({ host: name, command: e.command, at: startedAt(e) })));
+    const hostCommands = tc.sim.endpoints.ssh.hosts.flatMap(({ name }) =>
+      tc.sim.hosts
+        .commandLog(name)
+        .slice(mark.hostCommands[name] ?? 0)
+        .filter((e) => !isReadOnlyHostCommand(e.command))
+        .map((e) => ({ host: name, command: e.command, at: startedAt(e) })),
+    );
     return { apiWrites, hostCommands };
   };
 
@@ -88,7 +94,13 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
         await new Promise((r) => setTimeout(r, 200));
       }
     })();
-    return { seen, stop: async () => { stopped = true; await done; } };
+    return {
+      seen,
+      stop: async () => {
+        stopped = true;
+        await done;
+      },
+    };
   };
 
   /** SKEWLESS_SAVE_HISTORIES=dir keeps a run's history for the replay test (the patched path: test/replay/histories). */
@@ -98,12 +110,21 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
   };
 
   /** Runs one upgrade with `windows` in the cluster configuration and a fresh worker (which reads it). */
-  const upgrade = async (windows: MaintenanceWindow[], to: string, policy: UpgradePolicy, body: (handle: WorkflowHandle<typeof clusterUpgradeWorkflow>) => Promise<void> = async () => undefined) => {
+  const upgrade = async (
+    windows: MaintenanceWindow[],
+    to: string,
+    policy: UpgradePolicy,
+    body: (handle: WorkflowHandle<typeof clusterUpgradeWorkflow>) => Promise<void> = async () => undefined,
+  ) => {
     writeFileSync(configPath, pristine + windowsYaml(windows));
     const taskQueue = uniqueTaskQueue('windows');
     const worker = await simWorker(env, tc.clustersDir, taskQueue);
     return worker.runUntil(async () => {
-      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, { taskQueue, workflowId: 'upgrade/win', args: [{ cluster: 'win', to, policy }] });
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: 'upgrade/win',
+        args: [{ cluster: 'win', to, policy }],
+      });
       const waits = watchWaits(handle);
       try {
         await body(handle);
@@ -121,18 +142,35 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
     const later = windowBetween(Date.now() + 10 * 60_000, Date.now() + 15 * 60_000, ZONE);
     const { status } = await upgrade([later.window], '1.32.6', {}, async (handle) => {
       const waiting = await untilStatus(handle, 'the control plane waiting for the window', (s) => s.waiting !== undefined, 120_000);
-      assert.deepEqual(waiting.waiting, { for: 'maintenance-window', phase: 'control-plane', hop: '1.32.6', since: waiting.waiting?.since, opensAt: iso(later.opensAt) });
+      assert.deepEqual(waiting.waiting, {
+        for: 'maintenance-window',
+        phase: 'control-plane',
+        hop: '1.32.6',
+        since: waiting.waiting?.since,
+        opensAt: iso(later.opensAt),
+      });
       assert.equal(waiting.phase, 'waiting');
-      assert.ok(waiting.events.includes(`control-plane of 1.32.6 waits for the maintenance window: opens ${iso(later.opensAt)}`), waiting.events.join('\n'));
+      assert.ok(
+        waiting.events.includes(`control-plane of 1.32.6 waits for the maintenance window: opens ${iso(later.opensAt)}`),
+        waiting.events.join('\n'),
+      );
       // The list view: the memo and the SkewlessPhase search attribute.
       const description = await handle.describe();
-      assert.deepEqual((description.memo as Record<string, unknown>).waiting, { for: 'maintenance-window', phase: 'control-plane', hop: '1.32.6', opensAt: iso(later.opensAt) });
+      assert.deepEqual((description.memo as Record<string, unknown>).waiting, {
+        for: 'maintenance-window',
+        phase: 'control-plane',
+        hop: '1.32.6',
+        opensAt: iso(later.opensAt),
+      });
       assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.phase), 'waiting');
       // What an operator reads.
       const text = await cliAsync(['status', 'win'], cliEnv());
       assert.equal(text.code, 0, text.stderr);
       assert.match(text.stdout, /^win: 1\.32\.4 → 1\.32\.6, hop 1\.32\.6 \(1\.32\.6\), waiting$/m);
-      assert.ok(text.stdout.includes(`  control-plane of 1.32.6: waiting for the maintenance window: opens ${iso(later.opensAt)}\n`), text.stdout);
+      assert.ok(
+        text.stdout.includes(`  control-plane of 1.32.6: waiting for the maintenance window: opens ${iso(later.opensAt)}\n`),
+        text.stdout,
+      );
       // What automation reads: the status object and the watch's progress records (NDJSON).
       const json = await cliAsync(['status', 'win', '--output', 'json'], cliEnv());
       assert.equal(json.code, 0, json.stderr);
@@ -142,16 +180,25 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
       await handle.signal(abortSignal, { by: 'windows test', reason: 'not tonight' });
     });
     const watched = await watching!;
-    const records = watched.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; window?: WindowWait | null; waitingFor?: string[] });
+    const records = watched.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; window?: WindowWait | null; waitingFor?: string[] });
     const waitingProgress = records.find((r) => r.type === 'progress' && r.window);
     assert.equal(waitingProgress?.window?.opensAt, iso(later.opensAt), watched.stdout);
-    assert.ok(waitingProgress?.waitingFor?.some((w) => w.startsWith('the maintenance window (control-plane of 1.32.6')), watched.stdout);
+    assert.ok(
+      waitingProgress?.waitingFor?.some((w) => w.startsWith('the maintenance window (control-plane of 1.32.6')),
+      watched.stdout,
+    );
     assert.equal(records.at(-1)?.type, 'result', watched.stdout);
     // The result came while the window was still minutes away: the abort ended the timer's wait.
     assert.ok(Date.now() < later.opensAt, 'ended before the window opened');
     assert.equal(status.phase, 'aborted', status.events.join('\n'));
     assert.equal(status.waiting, undefined);
-    assert.ok(status.events.some((e) => /^control-plane of 1\.32\.6 waited \d+ s for the maintenance window \(aborted while waiting\)$/.test(e)), status.events.join('\n'));
+    assert.ok(
+      status.events.some((e) => /^control-plane of 1\.32\.6 waited \d+ s for the maintenance window \(aborted while waiting\)$/.test(e)),
+      status.events.join('\n'),
+    );
     assert.deepEqual(status.snapshots, []);
     await writes.assertNoneSince(mark, 'an upgrade aborted while it waited for its window');
   });
@@ -163,7 +210,10 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
     assert.equal(status.phase, 'done', status.events.join('\n'));
     await saveHistory(handle, 'control-plane-waits');
     // Status showed the wait, with the time the window opens.
-    assert.deepEqual(waits.map((w) => `${w.phase} ${w.hop} ${w.opensAt}`), [`control-plane 1.32.6 ${iso(soon.opensAt)}`]);
+    assert.deepEqual(
+      waits.map((w) => `${w.phase} ${w.hop} ${w.opensAt}`),
+      [`control-plane 1.32.6 ${iso(soon.opensAt)}`],
+    );
     const waited = status.events.map((e) => /^control-plane of 1\.32\.6 waited (\d+) s for the maintenance window$/.exec(e)).find(Boolean);
     assert.ok(waited && Number(waited[1]) >= 1 && Number(waited[1]) <= 16, status.events.join('\n'));
     assert.ok(!status.events.some((e) => /^(canary|batch-1) of .* waits/.test(e)), 'the worker phases start inside the same window');
@@ -173,14 +223,24 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
     const snapshot = hostCommands.find((c) => c.host === 'cp-1' && /etcdctl .*snapshot save/.test(c.command));
     const apply = hostCommands.find((c) => c.host === 'cp-1' && /kubeadm upgrade apply v1\.32\.6/.test(c.command));
     const firstCordon = apiWrites.find((e) => e.resource === 'nodes' && e.verb === 'patch');
-    for (const [what, at] of [['the etcd snapshot', snapshot?.at], ['kubeadm upgrade apply', apply?.at], ['the first node patch (stage label or cordon)', firstCordon?.at]] as const) {
+    for (const [what, at] of [
+      ['the etcd snapshot', snapshot?.at],
+      ['kubeadm upgrade apply', apply?.at],
+      ['the first node patch (stage label or cordon)', firstCordon?.at],
+    ] as const) {
       assert.ok(at !== undefined, `${what} happened`);
       assert.ok(at >= soon.opensAt, `${what} at ${iso(at)}, the window opened at ${iso(soon.opensAt)}`);
     }
-    const early = [...apiWrites.filter((e) => e.at < soon.opensAt).map((e) => `${e.verb} ${e.resource} ${e.name ?? ''}`), ...hostCommands.filter((c) => c.at < soon.opensAt).map((c) => `${c.host}: ${c.command}`)];
+    const early = [
+      ...apiWrites.filter((e) => e.at < soon.opensAt).map((e) => `${e.verb} ${e.resource} ${e.name ?? ''}`),
+      ...hostCommands.filter((c) => c.at < soon.opensAt).map((c) => `${c.host}: ${c.command}`),
+    ];
     assert.deepEqual(early, [], 'no write and no changing command before the window opened');
     const nodes = (await tc.kube.core.listNode()).items;
-    assert.ok(nodes.every((n) => n.status?.nodeInfo?.kubeletVersion === 'v1.32.6' && !n.spec?.unschedulable), nodes.map((n) => `${n.metadata?.name} ${n.status?.nodeInfo?.kubeletVersion}`).join(', '));
+    assert.ok(
+      nodes.every((n) => n.status?.nodeInfo?.kubeletVersion === 'v1.32.6' && !n.spec?.unschedulable),
+      nodes.map((n) => `${n.metadata?.name} ${n.status?.nodeInfo?.kubeletVersion}`).join(', '),
+    );
   });
 
   it('a batch in flight when the window closes finishes its nodes; the next batch waits for the next window, then the upgrade completes', async () => {
@@ -191,36 +251,63 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
     const b = windowBetween(a.closesAt + 60_000, a.closesAt + 60_000 + 15 * 60_000, ZONE);
     tc.sim.hosts.setFault('worker-1', { kind: 'slow', command: 'kubeadm upgrade node', ms: 25_000, times: 1 });
     const mark = await writes.mark();
-    const { status, waits, handle } = await upgrade([a.window, b.window], '1.33.7', { canary: 1, batchSize: 1, maxUnavailable: 1, approveWorkers: true }, async (handle) => {
-      await untilStatus(handle, 'the workers gate', (s) => s.gates.some((g) => g.name === 'workers-1.33.7' && !g.approvedBy), 140_000);
-      assert.ok(Date.now() < a.closesAt - 15_000, `the control plane took too long for this test's window (gate at ${iso(Date.now())}, window A closes ${iso(a.closesAt)})`);
-      await sleepUntil(a.closesAt - 12_000);
-      await handle.executeUpdate(approveUpdate, { args: [{ gate: 'workers-1.33.7', by: 'windows test' }] });
-    });
+    const { status, waits, handle } = await upgrade(
+      [a.window, b.window],
+      '1.33.7',
+      { canary: 1, batchSize: 1, maxUnavailable: 1, approveWorkers: true },
+      async (handle) => {
+        await untilStatus(handle, 'the workers gate', (s) => s.gates.some((g) => g.name === 'workers-1.33.7' && !g.approvedBy), 140_000);
+        assert.ok(
+          Date.now() < a.closesAt - 15_000,
+          `the control plane took too long for this test's window (gate at ${iso(Date.now())}, window A closes ${iso(a.closesAt)})`,
+        );
+        await sleepUntil(a.closesAt - 12_000);
+        await handle.executeUpdate(approveUpdate, { args: [{ gate: 'workers-1.33.7', by: 'windows test' }] });
+      },
+    );
     assert.equal(status.phase, 'done', status.events.join('\n'));
     await saveHistory(handle, 'batch-waits');
-    assert.deepEqual(waits.map((w) => `${w.phase} ${w.hop} ${w.opensAt}`), [`batch-1 1.33.7 ${iso(b.opensAt)}`], 'only batch-1 waited, for window B');
+    assert.deepEqual(
+      waits.map((w) => `${w.phase} ${w.hop} ${w.opensAt}`),
+      [`batch-1 1.33.7 ${iso(b.opensAt)}`],
+      'only batch-1 waited, for window B',
+    );
 
     // The canary started inside window A and finished its node after A closed.
     const canary = status.nodes['worker-1'];
     assert.ok(canary?.startedAt && canary.finishedAt, JSON.stringify(canary));
-    assert.ok(Date.parse(canary.startedAt) < a.closesAt && Date.parse(canary.finishedAt) > a.closesAt, `canary ${canary.startedAt} → ${canary.finishedAt}, window A closed ${iso(a.closesAt)}`);
+    assert.ok(
+      Date.parse(canary.startedAt) < a.closesAt && Date.parse(canary.finishedAt) > a.closesAt,
+      `canary ${canary.startedAt} → ${canary.finishedAt}, window A closed ${iso(a.closesAt)}`,
+    );
     assert.equal(canary.version, '1.33.7');
     const waited = status.events.map((e) => /^batch-1 of 1\.33\.7 waited (\d+) s for the maintenance window$/.exec(e)).find(Boolean);
     assert.ok(waited && Number(waited[1]) >= 1, status.events.join('\n'));
 
     // Nothing touched worker-2 or worker-3 before window B opened; the canary's node was worked on after A closed.
     const { apiWrites, hostCommands } = await changesSince(mark);
-    const touched = (node: string) => [...apiWrites.filter((e) => e.resource === 'nodes' && e.name === node && e.verb === 'patch').map((e) => e.at), ...hostCommands.filter((c) => c.host === node).map((c) => c.at)];
+    const touched = (node: string) => [
+      ...apiWrites.filter((e) => e.resource === 'nodes' && e.name === node && e.verb === 'patch').map((e) => e.at),
+      ...hostCommands.filter((c) => c.host === node).map((c) => c.at),
+    ];
     for (const node of ['worker-2', 'worker-3']) {
       const times = touched(node);
       assert.ok(times.length > 0, `${node} was upgraded`);
       // The stage labels go on every node with the control plane, inside window A: only after them does a batch begin.
       const afterLabels = times.filter((t) => t > a.closesAt);
-      assert.ok(afterLabels.length > 0 && afterLabels.every((t) => t >= b.opensAt), `${node}: ${times.map(iso).join(', ')}; window B opened ${iso(b.opensAt)}`);
+      assert.ok(
+        afterLabels.length > 0 && afterLabels.every((t) => t >= b.opensAt),
+        `${node}: ${times.map(iso).join(', ')}; window B opened ${iso(b.opensAt)}`,
+      );
     }
-    assert.ok(hostCommands.some((c) => c.host === 'worker-1' && c.at > a.closesAt), 'the canary\'s node went on after window A closed');
+    assert.ok(
+      hostCommands.some((c) => c.host === 'worker-1' && c.at > a.closesAt),
+      "the canary's node went on after window A closed",
+    );
     const nodes = (await tc.kube.core.listNode()).items;
-    assert.ok(nodes.every((n) => n.status?.nodeInfo?.kubeletVersion === 'v1.33.7' && !n.spec?.unschedulable), nodes.map((n) => `${n.metadata?.name} ${n.status?.nodeInfo?.kubeletVersion}`).join(', '));
+    assert.ok(
+      nodes.every((n) => n.status?.nodeInfo?.kubeletVersion === 'v1.33.7' && !n.spec?.unschedulable),
+      nodes.map((n) => `${n.metadata?.name} ${n.status?.nodeInfo?.kubeletVersion}`).join(', '),
+    );
   });
 });

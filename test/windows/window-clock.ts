@@ -6,15 +6,35 @@ import type { CommandLogEntry } from '../../sim/hosts/host-state.js';
  * time zone, written as the cluster configuration spells it. The instants are what the workflow
  * must compute back from the day, the times of day and the zone.
  */
-export function windowBetween(from: number, to: number, timeZone: string): { window: MaintenanceWindow; opensAt: number; closesAt: number } {
+export function windowBetween(
+  from: number,
+  to: number,
+  timeZone: string,
+): { window: MaintenanceWindow; opensAt: number; closesAt: number } {
   const opensAt = Math.ceil(from / 1000) * 1000;
   const closesAt = Math.ceil(to / 1000) * 1000;
   if (closesAt - opensAt >= 86_400_000 || closesAt <= opensAt) throw new Error('a test window lasts less than a day');
-  const format = new Intl.DateTimeFormat('en-GB', { timeZone, weekday: 'short', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+  const format = new Intl.DateTimeFormat('en-GB', {
+    timeZone,
+    weekday: 'short',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+  });
   const local = (t: number) => Object.fromEntries(format.formatToParts(new Date(t)).map((p) => [p.type, p.value]));
   const a = local(opensAt);
   const b = local(closesAt);
-  return { window: { days: [a.weekday as Weekday], start: `${a.hour}:${a.minute}:${a.second}`, end: `${b.hour}:${b.minute}:${b.second}`, timeZone }, opensAt, closesAt };
+  return {
+    window: {
+      days: [a.weekday as Weekday],
+      start: `${a.hour}:${a.minute}:${a.second}`,
+      end: `${b.hour}:${b.minute}:${b.second}`,
+      timeZone,
+    },
+    opensAt,
+    closesAt,
+  };
 }
 
 /** The `maintenanceWindows:` block appended to a cluster configuration. */

@@ -12,10 +12,13 @@ import { startDevServer } from '../helpers/temporal-env.js';
 import { withMockedWorker } from '../helpers/workers.js';
 
 const input = { cluster: 'lab', from: 'blue', to: 'green', version: '1.34.2', policy: { canary: 1, batchSize: 2, verifySeconds: 5 } };
-const blocked = (node: string) => ApplicationFailure.create({
-  type: 'DrainBlocked', nonRetryable: true, message: `PDB default/web refuses the eviction of web-1 on ${node}`,
-  details: [{ pods: [{ namespace: 'default', name: 'web-1', pdbs: ['web'] }] }],
-});
+const blocked = (node: string) =>
+  ApplicationFailure.create({
+    type: 'DrainBlocked',
+    nonRetryable: true,
+    message: `PDB default/web refuses the eviction of web-1 on ${node}`,
+    details: [{ pods: [{ namespace: 'default', name: 'web-1', pdbs: ['web'] }] }],
+  });
 
 async function until(handle: WorkflowHandle, what: string, check: (s: BlueGreenStatus) => boolean): Promise<BlueGreenStatus> {
   let last: BlueGreenStatus | undefined;
@@ -46,7 +49,11 @@ describe('bluegreenWorkflow (mocked activities, real dev server)', () => {
       return drain(i);
     }) as never;
     const result = await withMockedWorker(env, m.acts, 'bluegreen', async (taskQueue) => {
-      const handle = await env.client.workflow.start(bluegreenWorkflow, { taskQueue, workflowId: `bluegreen/lab-${taskQueue}`, args: [input] });
+      const handle = await env.client.workflow.start(bluegreenWorkflow, {
+        taskQueue,
+        workflowId: `bluegreen/lab-${taskQueue}`,
+        args: [input],
+      });
       const s = await until(handle, 'blue-2 blocked', (st) => st.nodes['blue-2']?.phase === 'blocked');
       assert.equal(s.nodes['blue-2']?.blocked?.kind, 'DrainBlocked');
       assert.equal(s.step, 'draining');
@@ -54,7 +61,10 @@ describe('bluegreenWorkflow (mocked activities, real dev server)', () => {
       const gate = await until(handle, 'removal gate', (st) => st.gates.some((g) => g.name === REMOVAL_GATE && !g.approvedBy));
       assert.equal(gate.step, 'removal-gate');
       assert.equal(gate.rollback.available, true);
-      assert.ok(gate.events.some((e) => e.includes('after removal there is no rollback')), 'the gate says there is no rollback after it');
+      assert.ok(
+        gate.events.some((e) => e.includes('after removal there is no rollback')),
+        'the gate says there is no rollback after it',
+      );
       assert.deepEqual(m.deleted, [], 'nothing deleted before the approval');
       await handle.executeUpdate(approveUpdate, { args: [{ gate: REMOVAL_GATE, by: 'ops', comment: 'green is fine' }] });
       return handle.result();
@@ -79,7 +89,12 @@ describe('bluegreenWorkflow (mocked activities, real dev server)', () => {
     // The canary drained and the workloads checked before the batches.
     assert.ok(order.indexOf('drainNode blue-1') < order.indexOf('drainNode blue-2'));
     assert.ok(order.lastIndexOf('checkWorkloads') < order.indexOf('deletePoolMachines'));
-    assert.deepEqual(Object.fromEntries(BLUE.map((n) => [n, result.nodes[n]?.stage])), { 'blue-1': 'canary', 'blue-2': 'batch-1', 'blue-3': 'batch-1', 'blue-4': 'batch-2' });
+    assert.deepEqual(Object.fromEntries(BLUE.map((n) => [n, result.nodes[n]?.stage])), {
+      'blue-1': 'canary',
+      'blue-2': 'batch-1',
+      'blue-3': 'batch-1',
+      'blue-4': 'batch-2',
+    });
     assert.ok(result.events.some((e) => /drain of blue-2 resolved by ops: retry/.test(e)));
     assert.ok(result.events.some((e) => /gate remove-blue approved by ops: green is fine/.test(e)));
     assert.equal(result.rollback.available, false);
@@ -89,11 +104,20 @@ describe('bluegreenWorkflow (mocked activities, real dev server)', () => {
     const m = mockBlueGreenCluster({ version: '1.34.2' });
     // The inventory answers only once the run is paused: a pause holds it before any machine is created.
     let answer: () => void = () => undefined;
-    const answered = new Promise<void>((r) => { answer = r; });
+    const answered = new Promise<void>((r) => {
+      answer = r;
+    });
     const inventory = m.acts.takeInventory as unknown as (i: Record<string, unknown>) => Promise<unknown>;
-    m.acts.takeInventory = (async (i: Record<string, unknown>) => { await answered; return inventory(i); }) as never;
+    m.acts.takeInventory = (async (i: Record<string, unknown>) => {
+      await answered;
+      return inventory(i);
+    }) as never;
     const result = await withMockedWorker(env, m.acts, 'bluegreen', async (taskQueue) => {
-      const handle = await env.client.workflow.start(bluegreenWorkflow, { taskQueue, workflowId: `bluegreen/rb-${taskQueue}`, args: [input] });
+      const handle = await env.client.workflow.start(bluegreenWorkflow, {
+        taskQueue,
+        workflowId: `bluegreen/rb-${taskQueue}`,
+        args: [input],
+      });
       await handle.signal(pauseSignal, { by: 'ops' });
       answer();
       await until(handle, 'planned', (st) => st.blue.nodes.length === BLUE.length);
@@ -114,19 +138,34 @@ describe('bluegreenWorkflow (mocked activities, real dev server)', () => {
     assert.deepEqual(Object.keys(m.kubelet).sort(), [...BLUE, 'cp1'].sort(), 'blue stays');
     assert.equal(m.cordoned.size, 0, 'blue uncordoned, nothing left cordoned');
     const order = m.order();
-    assert.ok(Math.max(...BLUE.map((n) => order.lastIndexOf(`uncordonNode ${n}`))) < order.indexOf('drainNode green-1'), 'blue back in service before green drains');
+    assert.ok(
+      Math.max(...BLUE.map((n) => order.lastIndexOf(`uncordonNode ${n}`))) < order.indexOf('drainNode green-1'),
+      'blue back in service before green drains',
+    );
     for (const g of GREEN) assert.ok(order.includes(`cordonNode ${g}`) && order.includes(`drainNode ${g}`), `${g} cordoned and drained`);
-    assert.match(result.outcome ?? '', /rolled back \(rollback asked by ops: green misbehaves\): blue pool blue back in service.*green green-1, green-2, green-3, green-4 drained and deleted/);
+    assert.match(
+      result.outcome ?? '',
+      /rolled back \(rollback asked by ops: green misbehaves\): blue pool blue back in service.*green green-1, green-2, green-3, green-4 drained and deleted/,
+    );
   });
 
   it('rollback and abort are refused once the removal has started; the removal completes', async () => {
     let release: () => void = () => undefined;
-    const held = new Promise<void>((r) => { release = r; });
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
     const m = mockBlueGreenCluster({ version: '1.34.2' });
     const del = m.acts.deletePoolMachines as unknown as (i: Record<string, unknown>) => Promise<unknown>;
-    m.acts.deletePoolMachines = (async (i: Record<string, unknown>) => { await held; return del(i); }) as never;
+    m.acts.deletePoolMachines = (async (i: Record<string, unknown>) => {
+      await held;
+      return del(i);
+    }) as never;
     const result = await withMockedWorker(env, m.acts, 'bluegreen', async (taskQueue) => {
-      const handle = await env.client.workflow.start(bluegreenWorkflow, { taskQueue, workflowId: `bluegreen/late-${taskQueue}`, args: [input] });
+      const handle = await env.client.workflow.start(bluegreenWorkflow, {
+        taskQueue,
+        workflowId: `bluegreen/late-${taskQueue}`,
+        args: [input],
+      });
       await until(handle, 'removal gate', (st) => st.gates.some((g) => g.name === REMOVAL_GATE));
       await handle.executeUpdate(approveUpdate, { args: [{ gate: REMOVAL_GATE, by: 'ops' }] });
       const s = await until(handle, 'removing', (st) => st.step === 'removing');
@@ -153,7 +192,11 @@ describe('bluegreenWorkflow (mocked activities, real dev server)', () => {
       return drain(i);
     }) as never;
     const result = await withMockedWorker(env, m.acts, 'bluegreen', async (taskQueue) => {
-      const handle = await env.client.workflow.start(bluegreenWorkflow, { taskQueue, workflowId: `bluegreen/abort-${taskQueue}`, args: [input] });
+      const handle = await env.client.workflow.start(bluegreenWorkflow, {
+        taskQueue,
+        workflowId: `bluegreen/abort-${taskQueue}`,
+        args: [input],
+      });
       await until(handle, 'blue-1 blocked', (st) => st.nodes['blue-1']?.phase === 'blocked');
       await handle.signal(abortSignal, { by: 'ops', reason: 'PDB will not budge' });
       return handle.result();
@@ -168,14 +211,24 @@ describe('bluegreenWorkflow (mocked activities, real dev server)', () => {
 
   it('a rollback while the control plane moves aborts its upgrade after the step in flight: no green machine, nothing left cordoned', async () => {
     let release: () => void = () => undefined;
-    const held = new Promise<void>((r) => { release = r; });
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
     const m = mockBlueGreenCluster();
     const apply = m.acts.kubeadmUpgradeApply as unknown as (i: Record<string, unknown>) => Promise<unknown>;
     let inFlight = false;
-    m.acts.kubeadmUpgradeApply = (async (i: Record<string, unknown>) => { inFlight = true; await held; return apply(i); }) as never;
+    m.acts.kubeadmUpgradeApply = (async (i: Record<string, unknown>) => {
+      inFlight = true;
+      await held;
+      return apply(i);
+    }) as never;
     const result = await withMockedWorker(env, m.acts, 'bluegreen', async (taskQueue) => {
       try {
-        const handle = await env.client.workflow.start(bluegreenWorkflow, { taskQueue, workflowId: `bluegreen/cp-${taskQueue}`, args: [input] });
+        const handle = await env.client.workflow.start(bluegreenWorkflow, {
+          taskQueue,
+          workflowId: `bluegreen/cp-${taskQueue}`,
+          args: [input],
+        });
         await until(handle, 'the control-plane phase', (st) => st.step === 'control-plane');
         await waitFor('kubeadm upgrade apply in flight', () => inFlight, 30_000, 100);
         await handle.executeUpdate(rollbackUpdate, { args: [{ by: 'ops', reason: 'not today' }] });
@@ -195,22 +248,35 @@ describe('bluegreenWorkflow (mocked activities, real dev server)', () => {
 
   it('refuses before any write: another rollout running, an unknown pool, green kubelets too old for the control plane', async () => {
     const cases: [Record<string, (i: Record<string, unknown>) => unknown>, Partial<typeof input>, string, RegExp][] = [
-      [{ findRunningRollout: () => ({ running: true, workflowId: 'maintain/lab', startedAt: '2026-01-01T00:00:00Z' }) }, {}, 'RolloutRunning', /maintain\/lab is running/],
+      [
+        { findRunningRollout: () => ({ running: true, workflowId: 'maintain/lab', startedAt: '2026-01-01T00:00:00Z' }) },
+        {},
+        'RolloutRunning',
+        /maintain\/lab is running/,
+      ],
       [{}, { from: 'purple' }, 'BlueGreenInvalid', /no pool purple/],
       // Green more than three minors below the control plane's kubelets would break the skew policy.
       [{}, { version: '1.29.0' }, 'SkewViolation', /green kubelets at 1\.29\.0 break the skew policy/],
     ];
     for (const [override, change, type, message] of cases) {
       const m = mockBlueGreenCluster({ override });
-      const err = await withMockedWorker(env, m.acts, 'bluegreen', (taskQueue) => env.client.workflow.execute(bluegreenWorkflow, {
-        taskQueue, workflowId: `bluegreen/refuse-${taskQueue}`, args: [{ ...input, ...change }],
-      })).catch((e: unknown) => e);
+      const err = await withMockedWorker(env, m.acts, 'bluegreen', (taskQueue) =>
+        env.client.workflow.execute(bluegreenWorkflow, {
+          taskQueue,
+          workflowId: `bluegreen/refuse-${taskQueue}`,
+          args: [{ ...input, ...change }],
+        }),
+      ).catch((e: unknown) => e);
       assert.ok(err instanceof WorkflowFailedError, type);
       let cause: unknown = err.cause;
       while (cause && !(cause instanceof ApplicationFailure)) cause = (cause as { cause?: unknown }).cause;
       assert.equal((cause as ApplicationFailure).type, type);
       assert.match((cause as ApplicationFailure).message, message);
-      assert.deepEqual(m.calls.filter(([n]) => BLUEGREEN_WRITES.includes(n)), [], `${type}: nothing written`);
+      assert.deepEqual(
+        m.calls.filter(([n]) => BLUEGREEN_WRITES.includes(n)),
+        [],
+        `${type}: nothing written`,
+      );
     }
   });
 });

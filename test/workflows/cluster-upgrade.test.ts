@@ -19,17 +19,29 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
     await env?.teardown();
   });
 
-  const withWorker = <T>(acts: Partial<Activities>, body: (taskQueue: string) => Promise<T>) => withMockedWorker(env, acts, 'upgrade', body);
+  const withWorker = <T>(acts: Partial<Activities>, body: (taskQueue: string) => Promise<T>) =>
+    withMockedWorker(env, acts, 'upgrade', body);
 
   it('upgrades 1.32 → 1.34 in two hops: snapshot first, kubeadm apply once per hop, every kubelet at the target', async () => {
     const c = fakeCluster();
     const status = await withWorker(c.acts, (taskQueue) =>
-      env.client.workflow.execute(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/lab-${taskQueue}`, args: [{ cluster: 'lab', to: '1.34' }] }));
+      env.client.workflow.execute(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/lab-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.34' }],
+      }),
+    );
     assert.equal(status.phase, 'done');
     assert.deepEqual(status.hops, ['1.33.7', '1.34.2']);
-    assert.deepEqual(c.calls.filter(([n]) => n === 'kubeadmUpgradeApply').map(([, i]) => `${i.node}@${i.version}`), ['cp1@1.33.7', 'cp1@1.34.2']);
+    assert.deepEqual(
+      c.calls.filter(([n]) => n === 'kubeadmUpgradeApply').map(([, i]) => `${i.node}@${i.version}`),
+      ['cp1@1.33.7', 'cp1@1.34.2'],
+    );
     assert.deepEqual(c.state.kubelet, { cp1: '1.34.2', w1: '1.34.2', w2: '1.34.2' });
-    assert.deepEqual(status.snapshots.map((s) => s.hop), ['1.33.7', '1.34.2']);
+    assert.deepEqual(
+      status.snapshots.map((s) => s.hop),
+      ['1.33.7', '1.34.2'],
+    );
     // Within each hop: the snapshot before any change, the control plane before any kubelet.
     for (const hop of status.hops) {
       const names = c.calls.filter(([, i]) => i.hop === hop || i.version === hop).map(([n]) => n);
@@ -43,7 +55,12 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
   it('finishes a control plane left half-way: kubeadm upgrade node on the control planes below the hop, apply not again', async () => {
     const c = fakeCluster({ controlPlanes: 3, versions: { 'apiserver cp1': '1.33.7' } });
     const status = await withWorker(c.acts, (taskQueue) =>
-      env.client.workflow.execute(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/halfway-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33' }] }));
+      env.client.workflow.execute(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/halfway-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.33' }],
+      }),
+    );
     assert.equal(status.phase, 'done', status.events.join('\n'));
     const ran = (name: string) => c.calls.filter(([n]) => n === name).map(([, i]) => `${i.node}@${i.version}`);
     assert.deepEqual(ran('kubeadmUpgradeApply'), []);
@@ -56,21 +73,44 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
   it('finishes workers an aborted run left behind without draining the nodes already there', async () => {
     const c = fakeCluster({ versions: { 'apiserver cp1': '1.33.7', 'kubelet cp1': '1.33.7', 'kubelet w1': '1.33.7' } });
     const status = await withWorker(c.acts, (taskQueue) =>
-      env.client.workflow.execute(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/behind-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33.7' }] }));
+      env.client.workflow.execute(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/behind-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.33.7' }],
+      }),
+    );
     assert.equal(status.phase, 'done', status.events.join('\n'));
-    assert.deepEqual(c.calls.filter(([n]) => ['drainNode', 'kubeadmUpgradeApply', 'kubeadmUpgradePlan', 'restartKubelet'].includes(n)).map(([n, i]) => `${n} ${i.node}`), ['drainNode w2', 'restartKubelet w2']);
+    assert.deepEqual(
+      c.calls
+        .filter(([n]) => ['drainNode', 'kubeadmUpgradeApply', 'kubeadmUpgradePlan', 'restartKubelet'].includes(n))
+        .map(([n, i]) => `${n} ${i.node}`),
+      ['drainNode w2', 'restartKubelet w2'],
+    );
     assert.deepEqual(c.state.kubelet, { cp1: '1.33.7', w1: '1.33.7', w2: '1.33.7' });
-    assert.deepEqual(status.snapshots.map((s) => s.hop), ['1.33.7'], 'a snapshot first, as every hop');
+    assert.deepEqual(
+      status.snapshots.map((s) => s.hop),
+      ['1.33.7'],
+      'a snapshot first, as every hop',
+    );
   });
 
   it('starts every node again at each hop: in the second hop a node done in the first shows pending until it moves', async () => {
     const c = fakeCluster({ blockDrainOf: 'w1', blockDrainAt: '1.33.7' });
     await withWorker(c.acts, async (taskQueue) => {
-      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/phases-${taskQueue}`, args: [{ cluster: 'lab', to: '1.34', policy: { canary: 1 } }] });
-      for (let i = 0; (await handle.query(statusQuery)).nodes.w1?.phase !== 'blocked' && i < 200; i++) await new Promise((r) => setTimeout(r, 100));
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/phases-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.34', policy: { canary: 1 } }],
+      });
+      for (let i = 0; (await handle.query(statusQuery)).nodes.w1?.phase !== 'blocked' && i < 200; i++)
+        await new Promise((r) => setTimeout(r, 100));
       const s = await handle.query(statusQuery);
       assert.equal(s.hop, '1.34.2');
-      assert.deepEqual(Object.fromEntries(Object.entries(s.nodes).map(([n, x]) => [n, x.phase])), { cp1: 'done', w1: 'blocked', w2: 'pending' });
+      assert.deepEqual(Object.fromEntries(Object.entries(s.nodes).map(([n, x]) => [n, x.phase])), {
+        cp1: 'done',
+        w1: 'blocked',
+        w2: 'pending',
+      });
       await handle.signal(abortSignal, { by: 'eve' });
       await handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'abort', by: 'eve' }] }).catch(() => undefined);
       await handle.result();
@@ -80,8 +120,18 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
   it('refuses to start on a PDB that blocks every drain unless acknowledged, touching nothing', async () => {
     const c = fakeCluster({ pdbFinding: true });
     await withWorker(c.acts, async (taskQueue) => {
-      await assert.rejects(env.client.workflow.execute(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/pdb-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33' }] }),
-        (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'PreflightBlocked' && /default\/solo/.test(err.cause.message));
+      await assert.rejects(
+        env.client.workflow.execute(clusterUpgradeWorkflow, {
+          taskQueue,
+          workflowId: `upgrade/pdb-${taskQueue}`,
+          args: [{ cluster: 'lab', to: '1.33' }],
+        }),
+        (err: unknown) =>
+          err instanceof WorkflowFailedError &&
+          err.cause instanceof ApplicationFailure &&
+          err.cause.type === 'PreflightBlocked' &&
+          /default\/solo/.test(err.cause.message),
+      );
     });
     assert.deepEqual([...new Set(c.calls.map(([n]) => n))], ['findRunningRollout', 'takeInventory', 'availableVersions']);
   });
@@ -96,31 +146,57 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
       return other ? { running: true, workflowId: other, startedAt: '2026-11-30T05:00:00.000Z' } : { running: false };
     };
     await withWorker({ ...c.acts, findRunningRollout }, async (taskQueue) => {
-      await assert.rejects(env.client.workflow.execute(clusterUpgradeWorkflow, { taskQueue, workflowId: 'upgrade/lab', args: [{ cluster: 'lab', to: '1.33' }] }),
-        (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'RolloutRunning'
-          && /maintain\/lab of lab is running \(since 2026-11-30T05:00:00.000Z\)/.test(err.cause.message));
+      await assert.rejects(
+        env.client.workflow.execute(clusterUpgradeWorkflow, {
+          taskQueue,
+          workflowId: 'upgrade/lab',
+          args: [{ cluster: 'lab', to: '1.33' }],
+        }),
+        (err: unknown) =>
+          err instanceof WorkflowFailedError &&
+          err.cause instanceof ApplicationFailure &&
+          err.cause.type === 'RolloutRunning' &&
+          /maintain\/lab of lab is running \(since 2026-11-30T05:00:00.000Z\)/.test(err.cause.message),
+      );
     });
-    assert.deepEqual(c.calls.map(([n]) => n), ['findRunningRollout'], 'nothing read or written after the refusal');
+    assert.deepEqual(
+      c.calls.map(([n]) => n),
+      ['findRunningRollout'],
+      'nothing read or written after the refusal',
+    );
     assert.deepEqual(c.calls[0]?.[1], { cluster: 'lab', ignore: ['upgrade/lab', 'upgrade/lab'] }, 'its own run is not another rollout');
   });
 
   it('waits on a blocked drain, rejects resolutions for nodes that are not blocked, and compensates on abort', async () => {
     const c = fakeCluster({ blockDrainOf: 'w2' });
     const status = await withWorker(c.acts, async (taskQueue) => {
-      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/block-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33', policy: { canary: 1 } }] });
-      for (let i = 0; (await handle.query(statusQuery)).nodes.w2?.phase !== 'blocked' && i < 200; i++) await new Promise((r) => setTimeout(r, 100));
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/block-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.33', policy: { canary: 1 } }],
+      });
+      for (let i = 0; (await handle.query(statusQuery)).nodes.w2?.phase !== 'blocked' && i < 200; i++)
+        await new Promise((r) => setTimeout(r, 100));
       const blocked = await handle.query(statusQuery);
       assert.equal(blocked.nodes.w2?.phase, 'blocked');
       assert.equal(blocked.nodes.w2?.blocked?.pods[0]?.name, 'solo-0');
-      await assert.rejects(handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'retry', by: 'eve' }] }), WorkflowUpdateFailedError);
-      await handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w2', action: 'abort', by: 'eve', comment: 'PDB owner unavailable' }] });
+      await assert.rejects(
+        handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'retry', by: 'eve' }] }),
+        WorkflowUpdateFailedError,
+      );
+      await handle.executeUpdate(resolveDrainUpdate, {
+        args: [{ node: 'w2', action: 'abort', by: 'eve', comment: 'PDB owner unavailable' }],
+      });
       return handle.result();
     });
     assert.equal(status.phase, 'aborted');
     assert.match(status.events.join('\n'), /drain of w2 resolved by eve: abort \(PDB owner unavailable\)/);
     const uncordoned = c.calls.filter(([n]) => n === 'uncordonNode').map(([, i]) => i.node);
     assert.ok(uncordoned.includes('w2'), 'the blocked node is uncordoned by compensation');
-    assert.ok(c.calls.filter(([n]) => n === 'uncordonNode').every(([, i]) => String(i.owner).startsWith('upgrade/block-')), 'only our cordons');
+    assert.ok(
+      c.calls.filter(([n]) => n === 'uncordonNode').every(([, i]) => String(i.owner).startsWith('upgrade/block-')),
+      'only our cordons',
+    );
     assert.equal(c.calls.filter(([n]) => n === 'clearStageLabels').length, 1);
     assert.equal(c.state.kubelet.w2, '1.32.4', 'no downgrade, no upgrade of the aborted node');
   });
@@ -128,13 +204,21 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
   it('an abort while a node is blocked tells that node to abort too, and compensates', async () => {
     const c = fakeCluster({ blockDrainOf: 'w1' });
     const status = await withWorker(c.acts, async (taskQueue) => {
-      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/abort-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33' }] });
-      for (let i = 0; (await handle.query(statusQuery)).nodes.w1?.phase !== 'blocked' && i < 200; i++) await new Promise((r) => setTimeout(r, 100));
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/abort-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.33' }],
+      });
+      for (let i = 0; (await handle.query(statusQuery)).nodes.w1?.phase !== 'blocked' && i < 200; i++)
+        await new Promise((r) => setTimeout(r, 100));
       await handle.signal(abortSignal, { by: 'frank', reason: 'maintenance window over' });
       return handle.result();
     });
     assert.equal(status.phase, 'aborted');
-    assert.match(status.outcome ?? '', /^aborted by frank: maintenance window over; cp1 at 1\.33\.7; w1, w2 at 1\.32\.4; no node left cordoned by this run; finish with: skewless upgrade --cluster lab --to 1\.33$/);
+    assert.match(
+      status.outcome ?? '',
+      /^aborted by frank: maintenance window over; cp1 at 1\.33\.7; w1, w2 at 1\.32\.4; no node left cordoned by this run; finish with: skewless upgrade --cluster lab --to 1\.33$/,
+    );
     assert.ok(c.calls.some(([n, i]) => n === 'uncordonNode' && i.node === 'w1'));
     assert.ok(!c.calls.some(([n, i]) => n === 'restartKubelet' && i.node === 'w2'), 'no node starts after the abort');
   });

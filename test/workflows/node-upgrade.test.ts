@@ -26,23 +26,48 @@ function mockActivities(calls: Call[], drains: ('ok' | 'blocked' | 'refused')[] 
       calls.push(['drainNode', input]);
       const outcome = drains[Math.min(drain++, drains.length - 1)];
       if (outcome === 'blocked') {
-        throw ApplicationFailure.create({ type: 'DrainBlocked', nonRetryable: true, message: 'drain of w1 blocked: default/web-1 (PDB web)',
-          details: [{ pods: [{ namespace: 'default', name: 'web-1', pdbs: ['web'] }] }] });
+        throw ApplicationFailure.create({
+          type: 'DrainBlocked',
+          nonRetryable: true,
+          message: 'drain of w1 blocked: default/web-1 (PDB web)',
+          details: [{ pods: [{ namespace: 'default', name: 'web-1', pdbs: ['web'] }] }],
+        });
       }
       if (outcome === 'refused') {
-        throw ApplicationFailure.create({ type: 'DrainRefused', nonRetryable: true, message: 'unmanaged pod default/lonely would be lost for good',
-          details: [{ blockers: [{ pod: { namespace: 'default', name: 'lonely', uid: 'u' }, reason: 'unmanaged', override: 'force' }] }] });
+        throw ApplicationFailure.create({
+          type: 'DrainRefused',
+          nonRetryable: true,
+          message: 'unmanaged pod default/lonely would be lost for good',
+          details: [{ blockers: [{ pod: { namespace: 'default', name: 'lonely', uid: 'u' }, reason: 'unmanaged', override: 'force' }] }],
+        });
       }
       return { node: 'w1', gone: [], skipped: [], warnings: [], resumed: false };
     }) as unknown as Activities['drainNode'],
-    ...Object.fromEntries(['pointPackageRepository', 'installPackages', 'kubeadmUpgradeApply', 'kubeadmUpgradeNode', 'restartKubelet', 'checkNodeReady', 'uncordonNode', 'checkPodsOnNode', 'checkControlPlane']
-      .map((n) => [n, record(n)])),
+    ...Object.fromEntries(
+      [
+        'pointPackageRepository',
+        'installPackages',
+        'kubeadmUpgradeApply',
+        'kubeadmUpgradeNode',
+        'restartKubelet',
+        'checkNodeReady',
+        'uncordonNode',
+        'checkPodsOnNode',
+        'checkControlPlane',
+      ].map((n) => [n, record(n)]),
+    ),
   } as Partial<Activities>;
 }
 
 const base: NodeUpgradeInput = {
-  cluster: 'lab', node: 'w1', role: 'worker', version: '1.33.7', step: 'node', owner: 'upgrade/lab',
-  kubeletTimeoutSeconds: 60, verifySeconds: 5,
+  cluster: 'lab',
+  node: 'w1',
+  role: 'worker',
+  version: '1.33.7',
+  step: 'node',
+  owner: 'upgrade/lab',
+  kubeletTimeoutSeconds: 60,
+  verifySeconds: 5,
 };
 
 describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow cache)', () => {
@@ -57,19 +82,43 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
   async function withWorker<T>(acts: Partial<Activities>, body: (taskQueue: string) => Promise<T>): Promise<T> {
     const taskQueue = uniqueTaskQueue('node');
     // maxCachedWorkflows 0: every task replays the history, so these runs also prove replay safety.
-    const worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: await workflowBundle(), activities: acts, maxCachedWorkflows: 0 });
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue,
+      workflowBundle: await workflowBundle(),
+      activities: acts,
+      maxCachedWorkflows: 0,
+    });
     return worker.runUntil(body(taskQueue));
   }
 
   it('upgrades a worker in the runbook order and uncordons it last', async () => {
     const calls: Call[] = [];
     const result = await withWorker(mockActivities(calls), (taskQueue) =>
-      env.client.workflow.execute(nodeUpgradeWorkflow, { taskQueue, workflowId: `node/${taskQueue}`, args: [base] }));
+      env.client.workflow.execute(nodeUpgradeWorkflow, { taskQueue, workflowId: `node/${taskQueue}`, args: [base] }),
+    );
     assert.equal(result.outcome, 'done');
-    assert.deepEqual(calls.map(([n]) => n), [
-      'cordonNode', 'drainNode', 'pointPackageRepository', 'installPackages', 'kubeadmUpgradeNode', 'installPackages', 'restartKubelet', 'checkNodeReady', 'uncordonNode', 'checkPodsOnNode',
-    ]);
-    assert.deepEqual(calls[2]?.[1], { cluster: 'lab', node: 'w1', version: '1.33.7' }, 'the repository at the hop\'s minor before the first package');
+    assert.deepEqual(
+      calls.map(([n]) => n),
+      [
+        'cordonNode',
+        'drainNode',
+        'pointPackageRepository',
+        'installPackages',
+        'kubeadmUpgradeNode',
+        'installPackages',
+        'restartKubelet',
+        'checkNodeReady',
+        'uncordonNode',
+        'checkPodsOnNode',
+      ],
+    );
+    assert.deepEqual(
+      calls[2]?.[1],
+      { cluster: 'lab', node: 'w1', version: '1.33.7' },
+      "the repository at the hop's minor before the first package",
+    );
     assert.deepEqual(calls[3]?.[1].packages, ['kubeadm']);
     assert.deepEqual(calls[5]?.[1].packages, ['kubelet', 'kubectl']);
     assert.equal(calls[0]?.[1].owner, 'upgrade/lab');
@@ -78,13 +127,30 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
   it('runs kubeadm upgrade apply on the first control plane and upgrade node on the others, without draining', async () => {
     const calls: Call[] = [];
     await withWorker(mockActivities(calls), async (taskQueue) => {
-      await env.client.workflow.execute(nodeUpgradeWorkflow, { taskQueue, workflowId: `cp1/${taskQueue}`, args: [{ ...base, node: 'cp1', role: 'control-plane', step: 'control-plane', first: true }] });
-      await env.client.workflow.execute(nodeUpgradeWorkflow, { taskQueue, workflowId: `cp2/${taskQueue}`, args: [{ ...base, node: 'cp2', role: 'control-plane', step: 'control-plane' }] });
+      await env.client.workflow.execute(nodeUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `cp1/${taskQueue}`,
+        args: [{ ...base, node: 'cp1', role: 'control-plane', step: 'control-plane', first: true }],
+      });
+      await env.client.workflow.execute(nodeUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `cp2/${taskQueue}`,
+        args: [{ ...base, node: 'cp2', role: 'control-plane', step: 'control-plane' }],
+      });
     });
-    assert.deepEqual(calls.map(([n, i]) => `${n}:${i.node}`), [
-      'pointPackageRepository:cp1', 'installPackages:cp1', 'kubeadmUpgradeApply:cp1', 'checkControlPlane:cp1',
-      'pointPackageRepository:cp2', 'installPackages:cp2', 'kubeadmUpgradeNode:cp2', 'checkControlPlane:cp2',
-    ]);
+    assert.deepEqual(
+      calls.map(([n, i]) => `${n}:${i.node}`),
+      [
+        'pointPackageRepository:cp1',
+        'installPackages:cp1',
+        'kubeadmUpgradeApply:cp1',
+        'checkControlPlane:cp1',
+        'pointPackageRepository:cp2',
+        'installPackages:cp2',
+        'kubeadmUpgradeNode:cp2',
+        'checkControlPlane:cp2',
+      ],
+    );
   });
 
   it('waits when a PDB blocks the drain, reports the pod and PDB, and drains again on retry', async () => {
@@ -111,7 +177,8 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
     const calls: Call[] = [];
     const result = await withWorker(mockActivities(calls, ['refused', 'ok']), async (taskQueue) => {
       const handle = await env.client.workflow.start(nodeUpgradeWorkflow, { taskQueue, workflowId: `force/${taskQueue}`, args: [base] });
-      for (let i = 0; (await handle.query(nodeStatusQuery)).phase !== 'blocked' && i < 100; i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; (await handle.query(nodeStatusQuery)).phase !== 'blocked' && i < 100; i++)
+        await new Promise((r) => setTimeout(r, 100));
       assert.equal((await handle.query(nodeStatusQuery)).blocked?.pods[0]?.name, 'lonely');
       await handle.signal(drainResolutionSignal, { action: 'force', pods: ['default/lonely'], by: 'bob' });
       return handle.result();
@@ -125,17 +192,22 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
     const skipped: Call[] = [];
     const result = await withWorker(mockActivities(skipped, ['blocked']), async (taskQueue) => {
       const handle = await env.client.workflow.start(nodeUpgradeWorkflow, { taskQueue, workflowId: `skip/${taskQueue}`, args: [base] });
-      for (let i = 0; (await handle.query(nodeStatusQuery)).phase !== 'blocked' && i < 100; i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; (await handle.query(nodeStatusQuery)).phase !== 'blocked' && i < 100; i++)
+        await new Promise((r) => setTimeout(r, 100));
       await handle.signal(drainResolutionSignal, { action: 'skip', by: 'carol' });
       return handle.result();
     });
     assert.equal(result.outcome, 'skipped');
     assert.equal(result.cordonedByUs, true, 'the parent uncordons it only if it gives up on the node');
-    assert.deepEqual(skipped.map(([n]) => n), ['cordonNode', 'drainNode']);
+    assert.deepEqual(
+      skipped.map(([n]) => n),
+      ['cordonNode', 'drainNode'],
+    );
 
     const notOurs: Call[] = [];
     await withWorker(mockActivities(notOurs, ['ok'], false), (taskQueue) =>
-      env.client.workflow.execute(nodeUpgradeWorkflow, { taskQueue, workflowId: `theirs/${taskQueue}`, args: [base] }));
-    assert.ok(!notOurs.some(([n]) => n === 'uncordonNode'), 'an operator\'s cordon stays');
+      env.client.workflow.execute(nodeUpgradeWorkflow, { taskQueue, workflowId: `theirs/${taskQueue}`, args: [base] }),
+    );
+    assert.ok(!notOurs.some(([n]) => n === 'uncordonNode'), "an operator's cordon stays");
   });
 });

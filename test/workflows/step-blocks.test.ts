@@ -19,18 +19,42 @@ type Acts = Partial<Activities>;
 
 /** Every node activity succeeds and is recorded, except where `override` says otherwise. */
 function nodeActivities(calls: Call[], override: Record<string, (input: Record<string, unknown>) => unknown> = {}): Acts {
-  const names = ['cordonNode', 'drainNode', 'pointPackageRepository', 'installPackages', 'kubeadmUpgradeApply', 'kubeadmUpgradeNode', 'restartKubelet', 'checkNodeReady', 'uncordonNode', 'checkPodsOnNode', 'checkControlPlane'];
-  return Object.fromEntries(names.map((name) => [name, async (input: Record<string, unknown>) => {
-    calls.push([name, input]);
-    if (override[name]) return override[name](input);
-    return name === 'cordonNode' ? { cordoned: true, ownedByUs: true, changed: true } : {};
-  }])) as Acts;
+  const names = [
+    'cordonNode',
+    'drainNode',
+    'pointPackageRepository',
+    'installPackages',
+    'kubeadmUpgradeApply',
+    'kubeadmUpgradeNode',
+    'restartKubelet',
+    'checkNodeReady',
+    'uncordonNode',
+    'checkPodsOnNode',
+    'checkControlPlane',
+  ];
+  return Object.fromEntries(
+    names.map((name) => [
+      name,
+      async (input: Record<string, unknown>) => {
+        calls.push([name, input]);
+        if (override[name]) return override[name](input);
+        return name === 'cordonNode' ? { cordoned: true, ownedByUs: true, changed: true } : {};
+      },
+    ]),
+  ) as Acts;
 }
 
 const failure = (type: string, message: string, nonRetryable = false) => ApplicationFailure.create({ type, message, nonRetryable });
 const unreachable = () => failure('HostUnreachable', 'host w1 unreachable: ECONNREFUSED');
 const base: NodeUpgradeInput = {
-  cluster: 'lab', node: 'w1', role: 'worker', version: '1.33.7', step: 'node', owner: 'upgrade/lab', kubeletTimeoutSeconds: 60, verifySeconds: 5,
+  cluster: 'lab',
+  node: 'w1',
+  role: 'worker',
+  version: '1.33.7',
+  step: 'node',
+  owner: 'upgrade/lab',
+  kubeletTimeoutSeconds: 60,
+  verifySeconds: 5,
 };
 
 async function untilNode(handle: WorkflowHandle, check: (s: NodeStatus) => boolean): Promise<NodeStatus> {
@@ -49,17 +73,34 @@ describe('a node step that fails for good waits for the operator (mocked activit
   });
   const withWorker = <T>(acts: Acts, body: (taskQueue: string) => Promise<T>) => withMockedWorker(env, acts, 'steps', body);
 
-  it('an unreachable host is retried within the operator\'s budget, then blocks; retry runs only that step again', async () => {
+  it("an unreachable host is retried within the operator's budget, then blocks; retry runs only that step again", async () => {
     const calls: Call[] = [];
     let hostUp = false;
-    const acts = nodeActivities(calls, { installPackages: () => { if (!hostUp) throw unreachable(); return {}; } });
+    const acts = nodeActivities(calls, {
+      installPackages: () => {
+        if (!hostUp) throw unreachable();
+        return {};
+      },
+    });
     const result = await withWorker(acts, async (taskQueue) => {
       // 3 s of backoff on a host command (2 s, then 4 s): two attempts, then the operator is asked.
-      const handle = await env.client.workflow.start(nodeUpgradeWorkflow, { taskQueue, workflowId: `unreachable/${taskQueue}`, args: [{ ...base, hostRetrySeconds: 3 }] });
+      const handle = await env.client.workflow.start(nodeUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `unreachable/${taskQueue}`,
+        args: [{ ...base, hostRetrySeconds: 3 }],
+      });
       const blocked = await untilNode(handle, (s) => s.phase === 'blocked');
       const block = blocked.blocked as StepBlock;
-      assert.deepEqual({ kind: block.kind, step: block.step, failure: block.failure, gaveUp: block.gaveUp, actions: block.actions },
-        { kind: 'StepFailed', step: 'installPackages', failure: 'HostUnreachable', gaveUp: 'retries spent', actions: ['retry', 'skip', 'abort'] });
+      assert.deepEqual(
+        { kind: block.kind, step: block.step, failure: block.failure, gaveUp: block.gaveUp, actions: block.actions },
+        {
+          kind: 'StepFailed',
+          step: 'installPackages',
+          failure: 'HostUnreachable',
+          gaveUp: 'retries spent',
+          actions: ['retry', 'skip', 'abort'],
+        },
+      );
       assert.equal(block.summary, 'install kubeadm v1.33.7 on w1');
       assert.match(block.message, /ECONNREFUSED/);
       assert.equal(calls.filter(([n]) => n === 'installPackages').length, 2, 'two attempts within a 3 s budget');
@@ -70,15 +111,36 @@ describe('a node step that fails for good waits for the operator (mocked activit
       return handle.result();
     });
     assert.equal(result.outcome, 'done');
-    assert.deepEqual(calls.map(([n]) => n), ['cordonNode', 'drainNode', 'pointPackageRepository', 'installPackages', 'installPackages', 'installPackages',
-      'kubeadmUpgradeNode', 'installPackages', 'restartKubelet', 'checkNodeReady', 'uncordonNode', 'checkPodsOnNode']);
+    assert.deepEqual(
+      calls.map(([n]) => n),
+      [
+        'cordonNode',
+        'drainNode',
+        'pointPackageRepository',
+        'installPackages',
+        'installPackages',
+        'installPackages',
+        'kubeadmUpgradeNode',
+        'installPackages',
+        'restartKubelet',
+        'checkNodeReady',
+        'uncordonNode',
+        'checkPodsOnNode',
+      ],
+    );
     assert.deepEqual(result.resolutions, [{ action: 'retry', by: 'ops', comment: 'host is back' }]);
   });
 
   it('a changed host key blocks at once (never retried) and offers no skip once packages moved; abort stops the node', async () => {
     const calls: Call[] = [];
     const acts = nodeActivities(calls, {
-      kubeadmUpgradeNode: () => { throw failure('HostKeyMismatch', 'host w1 presented host key SHA256:abc, which does not match known_hosts; refusing to connect', true); },
+      kubeadmUpgradeNode: () => {
+        throw failure(
+          'HostKeyMismatch',
+          'host w1 presented host key SHA256:abc, which does not match known_hosts; refusing to connect',
+          true,
+        );
+      },
     });
     const result = await withWorker(acts, async (taskQueue) => {
       const handle = await env.client.workflow.start(nodeUpgradeWorkflow, { taskQueue, workflowId: `hostkey/${taskQueue}`, args: [base] });
@@ -98,7 +160,11 @@ describe('a node step that fails for good waits for the operator (mocked activit
 
   it('skip before anything moved leaves the node cordoned at its old version', async () => {
     const calls: Call[] = [];
-    const acts = nodeActivities(calls, { installPackages: () => { throw failure('HostCommandFailed', 'apt-get install exited 100: E: Unable to locate package', true); } });
+    const acts = nodeActivities(calls, {
+      installPackages: () => {
+        throw failure('HostCommandFailed', 'apt-get install exited 100: E: Unable to locate package', true);
+      },
+    });
     const result = await withWorker(acts, async (taskQueue) => {
       const handle = await env.client.workflow.start(nodeUpgradeWorkflow, { taskQueue, workflowId: `skip/${taskQueue}`, args: [base] });
       await untilNode(handle, (s) => s.phase === 'blocked');
@@ -107,14 +173,20 @@ describe('a node step that fails for good waits for the operator (mocked activit
     });
     assert.equal(result.outcome, 'skipped');
     assert.equal(result.cordonedByUs, true);
-    assert.deepEqual(calls.map(([n]) => n), ['cordonNode', 'drainNode', 'pointPackageRepository', 'installPackages']);
+    assert.deepEqual(
+      calls.map(([n]) => n),
+      ['cordonNode', 'drainNode', 'pointPackageRepository', 'installPackages'],
+    );
   });
 
   it('a node not Ready after the kubelet restart waits; retry once it recovers goes on from that step', async () => {
     const calls: Call[] = [];
     let ready = false;
     const acts = nodeActivities(calls, {
-      restartKubelet: () => { if (!ready) throw failure('NodeNotReady', 'w1 was not Ready at kubelet v1.33.7 within 60 s (Ready: false, kubelet v1.33.7)', true); return {}; },
+      restartKubelet: () => {
+        if (!ready) throw failure('NodeNotReady', 'w1 was not Ready at kubelet v1.33.7 within 60 s (Ready: false, kubelet v1.33.7)', true);
+        return {};
+      },
     });
     const result = await withWorker(acts, async (taskQueue) => {
       const handle = await env.client.workflow.start(nodeUpgradeWorkflow, { taskQueue, workflowId: `notready/${taskQueue}`, args: [base] });
@@ -149,19 +221,38 @@ describe('a node step that fails for good waits for the operator (mocked activit
     const status = await withWorker(acts, async (taskQueue) => {
       // One batch of three workers, two at a time: w1 and w2 start together, w3 when one of them is done.
       const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
-        taskQueue, workflowId: `upgrade/stepblock-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33', policy: { canary: 0, batchSize: 3, maxUnavailable: 2, hostRetrySeconds: 0 } }],
+        taskQueue,
+        workflowId: `upgrade/stepblock-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.33', policy: { canary: 0, batchSize: 3, maxUnavailable: 2, hostRetrySeconds: 0 } }],
       });
-      const s = await untilStatus(handle, 'w1 blocked and w2 done', (st) => st.nodes.w1?.phase === 'blocked' && st.nodes.w2?.phase === 'done', 60_000);
+      const s = await untilStatus(
+        handle,
+        'w1 blocked and w2 done',
+        (st) => st.nodes.w1?.phase === 'blocked' && st.nodes.w2?.phase === 'done',
+        60_000,
+      );
       assert.equal(s.nodes.w1?.blocked?.kind, 'StepFailed');
-      assert.ok(s.events.some((e) => /^w1 blocked: kubeadm upgrade node on w1 \(v1\.33\.7\) failed \(HostUnreachable, retries spent\)/.test(e)), s.events.join('\n'));
+      assert.ok(
+        s.events.some((e) => /^w1 blocked: kubeadm upgrade node on w1 \(v1\.33\.7\) failed \(HostUnreachable, retries spent\)/.test(e)),
+        s.events.join('\n'),
+      );
       assert.deepEqual((await handle.describe()).memo?.blocked, ['w1']);
       await new Promise((r) => setTimeout(r, 2000));
       assert.ok(!c.calls.some(([n, i]) => n === 'cordonNode' && i.node === 'w3'), 'w3 does not start while w1 waits on a failed step');
       assert.equal((await handle.query(statusQuery)).nodes.w3?.phase, 'pending');
-      await assert.rejects(handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'force', pods: ['default/x'], by: 'ops' }] }),
-        (err: unknown) => err instanceof WorkflowUpdateFailedError && /^force is for blocked drains; w1 is blocked on a failed step \(kubeadmUpgradeNode\): retry or abort$/.test(err.cause?.message ?? ''));
-      await assert.rejects(handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'skip', by: 'ops' }] }),
-        (err: unknown) => err instanceof WorkflowUpdateFailedError && /^skip is not offered once w1 has started to move/.test(err.cause?.message ?? ''));
+      await assert.rejects(
+        handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'force', pods: ['default/x'], by: 'ops' }] }),
+        (err: unknown) =>
+          err instanceof WorkflowUpdateFailedError &&
+          /^force is for blocked drains; w1 is blocked on a failed step \(kubeadmUpgradeNode\): retry or abort$/.test(
+            err.cause?.message ?? '',
+          ),
+      );
+      await assert.rejects(
+        handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'skip', by: 'ops' }] }),
+        (err: unknown) =>
+          err instanceof WorkflowUpdateFailedError && /^skip is not offered once w1 has started to move/.test(err.cause?.message ?? ''),
+      );
       hostUp = true;
       await handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'retry', by: 'ops', comment: 'sshd restarted' }] });
       return handle.result();
@@ -173,7 +264,11 @@ describe('a node step that fails for good waits for the operator (mocked activit
     const w3Cordon = c.calls.findIndex(([n, i]) => n === 'cordonNode' && i.node === 'w3');
     const w1Retry = c.calls.findLastIndex(([n, i]) => n === 'kubeadmUpgradeNode' && i.node === 'w1');
     assert.ok(w1Cordon < w3Cordon && w1Retry < w3Cordon, 'w3 started only after w1 moved on');
-    assert.equal(c.calls.filter(([n, i]) => n === 'kubeadmUpgradeNode' && i.node === 'w1').length, 2, 'hostRetrySeconds 0: one attempt, then the retry');
+    assert.equal(
+      c.calls.filter(([n, i]) => n === 'kubeadmUpgradeNode' && i.node === 'w1').length,
+      2,
+      'hostRetrySeconds 0: one attempt, then the retry',
+    );
   });
 
   it('an abort while a node waits on a failed step stops that node and compensates', async () => {
@@ -186,14 +281,21 @@ describe('a node step that fails for good waits for the operator (mocked activit
       }) as unknown as Activities['restartKubelet'],
     };
     const status = await withWorker(acts, async (taskQueue) => {
-      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/stepabort-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33' }] });
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/stepabort-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.33' }],
+      });
       await untilStatus(handle, 'w1 blocked', (st) => st.nodes.w1?.phase === 'blocked', 60_000);
       await handle.signal(abortSignal, { by: 'ops', reason: 'node hardware' });
       return handle.result();
     });
     assert.equal(status.phase, 'aborted');
     assert.equal(status.nodes.w1?.phase, 'aborted');
-    assert.ok(c.calls.some(([n, i]) => n === 'uncordonNode' && i.node === 'w1'), 'compensation uncordons w1');
+    assert.ok(
+      c.calls.some(([n, i]) => n === 'uncordonNode' && i.node === 'w1'),
+      'compensation uncordons w1',
+    );
     assert.ok(!c.calls.some(([n, i]) => n === 'cordonNode' && i.node === 'w2'), 'the batch after the canary never started');
   });
 
@@ -205,20 +307,34 @@ describe('a node step that fails for good waits for the operator (mocked activit
       checkWorkloads: (async (i: Record<string, unknown>) => {
         c.calls.push(['checkWorkloads', i]);
         if (healthy) return {};
-        throw ApplicationFailure.create({ type: 'Unhealthy', message: '1 workload(s) unhealthy: Deployment default/web (1/3 replicas available)',
-          details: [{ healthy: false, unhealthy: [{ kind: 'Deployment', namespace: 'default', name: 'web', reason: '1/3 replicas available' }] }] });
+        throw ApplicationFailure.create({
+          type: 'Unhealthy',
+          message: '1 workload(s) unhealthy: Deployment default/web (1/3 replicas available)',
+          details: [
+            { healthy: false, unhealthy: [{ kind: 'Deployment', namespace: 'default', name: 'web', reason: '1/3 replicas available' }] },
+          ],
+        });
       }) as unknown as Activities['checkWorkloads'],
     };
     let handle: WorkflowHandle<typeof clusterUpgradeWorkflow> | undefined;
     const status = await withWorker(acts, async (taskQueue) => {
-      handle = await env.client.workflow.start(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/halt-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33', policy: { verifySeconds: 1 } }] });
+      handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/halt-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.33', policy: { verifySeconds: 1 } }],
+      });
       const s = await untilStatus(handle, 'halted after the canary', (st) => st.halted !== undefined, 60_000);
-      assert.deepEqual({ after: s.halted?.after, failure: s.halted?.failure, workloads: s.halted?.workloads },
-        { after: 'canary', failure: 'Unhealthy', workloads: ['Deployment default/web: 1/3 replicas available'] });
+      assert.deepEqual(
+        { after: s.halted?.after, failure: s.halted?.failure, workloads: s.halted?.workloads },
+        { after: 'canary', failure: 'Unhealthy', workloads: ['Deployment default/web: 1/3 replicas available'] },
+      );
       assert.equal((await handle.describe()).memo?.halted, 'canary');
       await new Promise((r) => setTimeout(r, 1500));
       assert.ok(!c.calls.some(([n, i]) => n === 'cordonNode' && i.node === 'w2'), 'the next batch waits');
-      await assert.rejects(handle.executeUpdate(resolveDrainUpdate, { args: [{ action: 'skip', by: 'ops' } as never] }), WorkflowUpdateFailedError);
+      await assert.rejects(
+        handle.executeUpdate(resolveDrainUpdate, { args: [{ action: 'skip', by: 'ops' } as never] }),
+        WorkflowUpdateFailedError,
+      );
       healthy = true;
       await handle.executeUpdate(resolveDrainUpdate, { args: [{ action: 'retry', by: 'ops', comment: 'web rolled back' }] });
       return handle.result();
@@ -231,10 +347,17 @@ describe('a node step that fails for good waits for the operator (mocked activit
     // A resolution without a node when nothing is halted is refused.
     const c2 = fakeCluster({ blockDrainOf: 'w1' });
     await withWorker(c2.acts, async (taskQueue) => {
-      const h = await env.client.workflow.start(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/nohalt-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33' }] });
+      const h = await env.client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/nohalt-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.33' }],
+      });
       await untilStatus(h, 'w1 blocked', (st) => st.nodes.w1?.phase === 'blocked', 60_000);
-      await assert.rejects(h.executeUpdate(resolveDrainUpdate, { args: [{ action: 'retry', by: 'ops' }] }),
-        (err: unknown) => err instanceof WorkflowUpdateFailedError && err.cause?.message === 'the upgrade is not halted: name the blocked node');
+      await assert.rejects(
+        h.executeUpdate(resolveDrainUpdate, { args: [{ action: 'retry', by: 'ops' }] }),
+        (err: unknown) =>
+          err instanceof WorkflowUpdateFailedError && err.cause?.message === 'the upgrade is not halted: name the blocked node',
+      );
       await h.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'abort', by: 'ops' }] });
       const r = (await h.result()) as UpgradeStatus;
       assert.equal(r.phase, 'aborted');
@@ -243,9 +366,18 @@ describe('a node step that fails for good waits for the operator (mocked activit
 
   it('abort answers a halted rollout: compensated, no later phase', async () => {
     const c = fakeCluster();
-    const acts: Acts = { ...c.acts, checkWorkloads: (async () => { throw ApplicationFailure.create({ type: 'Unhealthy', message: 'DaemonSet kube-system/agent (2/3 pods ready)' }); }) as unknown as Activities['checkWorkloads'] };
+    const acts: Acts = {
+      ...c.acts,
+      checkWorkloads: (async () => {
+        throw ApplicationFailure.create({ type: 'Unhealthy', message: 'DaemonSet kube-system/agent (2/3 pods ready)' });
+      }) as unknown as Activities['checkWorkloads'],
+    };
     const status = await withWorker(acts, async (taskQueue) => {
-      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, { taskQueue, workflowId: `upgrade/haltabort-${taskQueue}`, args: [{ cluster: 'lab', to: '1.33', policy: { verifySeconds: 1 } }] });
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/haltabort-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.33', policy: { verifySeconds: 1 } }],
+      });
       await untilStatus(handle, 'halted', (st) => st.halted !== undefined, 60_000);
       await handle.executeUpdate(resolveDrainUpdate, { args: [{ action: 'abort', by: 'ops', comment: 'agent broken' }] });
       return handle.result();

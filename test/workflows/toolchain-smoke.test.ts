@@ -48,13 +48,19 @@ describe('toolchain smoke: a real worker on the real dev server', () => {
         assert.equal(status.phase, 'done');
 
         const events = (await handle.fetchHistory()).events ?? [];
-        assert.ok(events.some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'proceedSmoke'), 'the signal is in history');
-        assert.ok(events.some((e) => e.activityTaskCompletedEventAttributes), 'the activity completed in history');
+        assert.ok(
+          events.some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'proceedSmoke'),
+          'the signal is in history',
+        );
+        assert.ok(
+          events.some((e) => e.activityTaskCompletedEventAttributes),
+          'the activity completed in history',
+        );
       });
     });
   }
 
-  it('fails with the rule\'s code as an ApplicationFailure when the request is refused', async () => {
+  it("fails with the rule's code as an ApplicationFailure when the request is refused", async () => {
     const taskQueue = uniqueTaskQueue('smoke-refused');
     const worker = await createSkewlessWorker({
       connection: env.nativeConnection,
@@ -79,7 +85,7 @@ describe('toolchain smoke: a real worker on the real dev server', () => {
     });
   });
 
-  it('registers skewless\'s search attributes on the dev server', async () => {
+  it("registers skewless's search attributes on the dev server", async () => {
     const { customAttributes } = await env.connection.operatorService.listSearchAttributes({ namespace: env.namespace ?? 'default' });
     for (const key of Object.values(SEARCH_ATTRIBUTES)) assert.ok(customAttributes?.[key.name] !== undefined, `${key.name} registered`);
   });

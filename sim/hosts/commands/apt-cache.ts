@@ -27,7 +27,8 @@ export async function aptCache(ctx: CommandContext): Promise<CommandOutcome> {
   if (typeof parsed === 'string') return fail(ctx, parsed, 100);
   const [verb, ...names] = parsed.words;
   const { machine } = ctx;
-  if (verb !== 'madison' && verb !== 'policy') return fail(ctx, verb === undefined ? 'E: No operation specified' : `E: Invalid operation ${verb}`, 100);
+  if (verb !== 'madison' && verb !== 'policy')
+    return fail(ctx, verb === undefined ? 'E: No operation specified' : `E: Invalid operation ${verb}`, 100);
   if (names.length === 0) return fail(ctx, 'E: No packages found', 100);
   const dirs = aptDirs(parsed.options);
   const sources = readSources(machine, dirs, ctx.root);

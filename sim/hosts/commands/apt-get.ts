@@ -7,7 +7,16 @@ import { configurePackages, unpackPackages, type PackageChange } from '../dpkg-d
 import { sleep } from '../host-machine.js';
 import { isPackageName, type PackageName } from '../host-state.js';
 import { sourceLabel } from '../apt-archive.js';
-import { addAptOption, aptDirs, candidateVersion, comparePackageVersions, offers, readSources, resolveVersion, updateLists } from './apt-repository.js';
+import {
+  addAptOption,
+  aptDirs,
+  candidateVersion,
+  comparePackageVersions,
+  offers,
+  readSources,
+  resolveVersion,
+  updateLists,
+} from './apt-repository.js';
 import { CRASH, fail, print, type CommandContext, type CommandOutcome } from './command.js';
 
 interface Options {
@@ -37,7 +46,8 @@ function parseOptions(args: readonly string[]): Options | string {
     else if (a === '--allow-change-held-packages') o.allowHeld = true;
     else if (a === '--allow-downgrades') o.allowDowngrades = true;
     else if (a === '-q' || a === '-qq' || a === '--quiet' || a === '--no-install-recommends') continue;
-    else if (a === '-o' || a === '--option') option(args[++i]); // `Dpkg::Options::=--force-confold`: accepted, no effect here
+    else if (a === '-o' || a === '--option')
+      option(args[++i]); // `Dpkg::Options::=--force-confold`: accepted, no effect here
     else if (a.startsWith('-o')) option(a.slice(2));
     else if (/^-[qy]+$/.test(a)) o.yes ||= a.includes('y');
     else if (a.startsWith('-')) return `E: Command line option '${a}' is not understood in combination with the other options.`;
@@ -58,10 +68,18 @@ export async function aptGet(ctx: CommandContext): Promise<CommandOutcome> {
   // An update into a lists directory of the user's own (a probe) needs no root; everything else does.
   if (!ctx.root && !(verb === 'update' && ctx.machine.mayWrite(dirs.lists, false))) {
     const lock = verb === 'update' ? `${dirs.lists}/lock` : '/var/lib/dpkg/lock-frontend';
-    return fail(ctx, `E: Could not open lock file ${lock} - open (13: Permission denied)\nE: Unable to lock directory ${lock.replace(/\/[^/]+$/, '/')}`, 100);
+    return fail(
+      ctx,
+      `E: Could not open lock file ${lock} - open (13: Permission denied)\nE: Unable to lock directory ${lock.replace(/\/[^/]+$/, '/')}`,
+      100,
+    );
   }
   if (locked.has(ctx.machine) && !(await lockFreed(ctx, options.lockTimeout))) {
-    return fail(ctx, 'E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)\nE: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), is another process using it?', 100);
+    return fail(
+      ctx,
+      'E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)\nE: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), is another process using it?',
+      100,
+    );
   }
   if (verb === 'update') {
     // A reboot cuts an update before it changed anything the simulation keeps.
@@ -74,7 +92,9 @@ export async function aptGet(ctx: CommandContext): Promise<CommandOutcome> {
   }
   // apt checks dpkg's journal before anything else when it takes the system lock.
   if (ctx.machine.state.unconfigured?.length) {
-    return ctx.rebootMidway ? CRASH : fail(ctx, "E: dpkg was interrupted, you must manually run 'sudo dpkg --configure -a' to correct the problem.", 100);
+    return ctx.rebootMidway
+      ? CRASH
+      : fail(ctx, "E: dpkg was interrupted, you must manually run 'sudo dpkg --configure -a' to correct the problem.", 100);
   }
   const outcome = await install(ctx, options, upgradeAll ? upgradable(ctx) : packages);
   // Refused or with nothing to change, the host still goes down while apt-get runs.
@@ -90,7 +110,9 @@ export async function aptGet(ctx: CommandContext): Promise<CommandOutcome> {
 function upgradable(ctx: CommandContext): string[] {
   const { machine } = ctx;
   const names = (Object.keys(machine.state.packages) as PackageName[]).sort();
-  const newer = names.filter((p) => comparePackageVersions(candidateVersion(machine, p, machine.state.packages[p]), machine.state.packages[p]) > 0);
+  const newer = names.filter(
+    (p) => comparePackageVersions(candidateVersion(machine, p, machine.state.packages[p]), machine.state.packages[p]) > 0,
+  );
   const kept = newer.filter((p) => machine.state.holds.includes(p));
   if (kept.length) print(ctx, 'The following packages have been kept back:', `  ${kept.join(' ')}`);
   return newer.filter((p) => !kept.includes(p));
@@ -115,7 +137,10 @@ async function install(ctx: CommandContext, options: Options, args: string[]): P
     const [name = '', version] = arg.split('=', 2);
     if (!isPackageName(name)) return fail(ctx, `E: Unable to locate package ${name}`, 100);
     const installed = machine.state.packages[name];
-    const to = version === undefined ? candidateVersion(machine, name, installed) : resolveVersion(machine, name, version) ?? (version === installed ? installed : undefined);
+    const to =
+      version === undefined
+        ? candidateVersion(machine, name, installed)
+        : (resolveVersion(machine, name, version) ?? (version === installed ? installed : undefined));
     if (to === undefined) return fail(ctx, `E: Version '${version}' for '${name}' was not found`, 100);
     wanted.set(name, to);
   }
@@ -132,7 +157,10 @@ async function install(ctx: CommandContext, options: Options, args: string[]): P
   if (held.length) print(ctx, 'The following held packages will be changed:', list(held));
   if (upgrades.length) print(ctx, 'The following packages will be upgraded:', list(upgrades));
   if (downgrades.length) print(ctx, 'The following packages will be DOWNGRADED:', list(downgrades));
-  print(ctx, `${upgrades.length} upgraded, 0 newly installed, ${downgrades.length ? `${downgrades.length} downgraded, ` : ''}0 to remove and 0 not upgraded.`);
+  print(
+    ctx,
+    `${upgrades.length} upgraded, 0 newly installed, ${downgrades.length ? `${downgrades.length} downgraded, ` : ''}0 to remove and 0 not upgraded.`,
+  );
   if (held.length && !options.allowHeld) {
     if (!options.yes) return fail(ctx, 'Do you want to continue? [Y/n] Abort.', 1);
     return fail(ctx, 'E: Held packages were changed and -y was used without --allow-change-held-packages.', 100);
@@ -152,17 +180,25 @@ async function install(ctx: CommandContext, options: Options, args: string[]): P
   if (changes.length === 0) return 0;
   const sources = readSources(machine, aptDirs(new Map()), true);
   changes.forEach((c, i) => {
-    const from = typeof sources === 'string' ? undefined : offers(machine, aptDirs(new Map()), sources, c.pkg).find((o) => o.version === c.to)?.entry;
+    const from =
+      typeof sources === 'string' ? undefined : offers(machine, aptDirs(new Map()), sources, c.pkg).find((o) => o.version === c.to)?.entry;
     print(ctx, `Get:${i + 1} ${from ? sourceLabel(from) : ''}${c.pkg} ${c.to} [11.2 MB]`);
   });
-  print(ctx, `Fetched ${(11.2 * changes.length).toFixed(1)} MB in 0s (60.0 MB/s)`, '(Reading database ... 31245 files and directories currently installed.)');
+  print(
+    ctx,
+    `Fetched ${(11.2 * changes.length).toFixed(1)} MB in 0s (60.0 MB/s)`,
+    '(Reading database ... 31245 files and directories currently installed.)',
+  );
   for (const c of changes) {
     print(ctx, `Preparing to unpack .../${c.pkg}_${c.to}_amd64.deb ...`, `Unpacking ${c.pkg} (${c.to}) over (${c.from}) ...`);
   }
   unpackPackages(machine.store, changes);
   // The power goes here: files unpacked, the status file at the new versions, nothing configured.
   if (ctx.rebootMidway) return CRASH;
-  configurePackages(machine.store, changes.map((c) => c.pkg));
+  configurePackages(
+    machine.store,
+    changes.map((c) => c.pkg),
+  );
   for (const c of changes) print(ctx, `Setting up ${c.pkg} (${c.to}) ...`);
   return 0;
 }

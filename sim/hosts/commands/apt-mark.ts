@@ -16,7 +16,8 @@ export async function aptMark(ctx: CommandContext): Promise<CommandOutcome> {
   if (names.length === 0) return fail(ctx, 'E: No packages found', 100);
   const unknown = names.find((n) => !isPackageName(n));
   if (unknown !== undefined) return fail(ctx, `E: Unable to locate package ${unknown}`, 100);
-  if (!ctx.root) return fail(ctx, 'dpkg: error: requested operation requires superuser privilege\nE: Executing dpkg failed. Are you root?', 100);
+  if (!ctx.root)
+    return fail(ctx, 'dpkg: error: requested operation requires superuser privilege\nE: Executing dpkg failed. Are you root?', 100);
   const packages = names as PackageName[];
   const holding = verb === 'hold';
   for (const p of packages) {

@@ -3,7 +3,17 @@
 // own), the versions the lists offer, and `apt-get update` filling the lists from the archive.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { posix } from 'node:path';
-import { archiveOffers, comparePackageVersions, listsFileName, packagesIndex, parseSources, sortNewestFirst, sourceLabel, versionsInIndex, type SourceEntry } from '../apt-archive.js';
+import {
+  archiveOffers,
+  comparePackageVersions,
+  listsFileName,
+  packagesIndex,
+  parseSources,
+  sortNewestFirst,
+  sourceLabel,
+  versionsInIndex,
+  type SourceEntry,
+} from '../apt-archive.js';
 import type { HostMachine } from '../host-machine.js';
 import { toPackageVersion } from '../host-state.js';
 
@@ -51,7 +61,8 @@ export function readSources(machine: HostMachine, dirs: AptDirs, asRoot: boolean
   }
   const entries: SourceEntry[] = [];
   for (const file of files) {
-    if (!machine.mayRead(file, asRoot)) return `E: Could not open file ${file} - open (13: Permission denied)\nE: The list of sources could not be read.`;
+    if (!machine.mayRead(file, asRoot))
+      return `E: Could not open file ${file} - open (13: Permission denied)\nE: The list of sources could not be read.`;
     const parsed = parseSources(file, readFileSync(machine.hostPath(file), 'utf8'));
     if (typeof parsed === 'string') return `${parsed}\nE: The list of sources could not be read.`;
     entries.push(...parsed);
@@ -90,7 +101,10 @@ export function releasedVersions(machine: HostMachine): string[] {
 
 /** apt matches `pkg=1.33.7-*` with fnmatch: `*` any run, `?` one character. */
 function globToRegExp(glob: string): RegExp {
-  const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const body = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${body}$`);
 }
 
@@ -143,6 +157,10 @@ export function updateLists(machine: HostMachine, dirs: AptDirs, sources: readon
   });
   for (const name of readdirSync(listsDir)) if (name.endsWith('_Packages') && !kept.has(name)) rmSync(posix.join(listsDir, name));
   lines.push('Reading package lists...');
-  if (errors.length) errors.push("N: Updating from such a repository can't be done securely, and is therefore disabled by default.", 'N: See apt-secure(8) manpage for repository creation and user configuration details.');
+  if (errors.length)
+    errors.push(
+      "N: Updating from such a repository can't be done securely, and is therefore disabled by default.",
+      'N: See apt-secure(8) manpage for repository creation and user configuration details.',
+    );
   return { lines, errors };
 }

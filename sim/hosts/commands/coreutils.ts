@@ -46,7 +46,8 @@ export async function cat(ctx: CommandContext): Promise<CommandOutcome> {
 export async function test(ctx: CommandContext): Promise<CommandOutcome> {
   const [op, path, ...extra] = ctx.argv.slice(1);
   if (op === undefined) return 1;
-  if (path === undefined || extra.length || !['-f', '-d', '-e', '-s'].includes(op)) return fail(ctx, `sim: test ${ctx.argv.slice(1).join(' ')} is not simulated`, 2);
+  if (path === undefined || extra.length || !['-f', '-d', '-e', '-s'].includes(op))
+    return fail(ctx, `sim: test ${ctx.argv.slice(1).join(' ')} is not simulated`, 2);
   const st = statOf(ctx.machine.hostPath(path));
   const ok = op === '-e' ? !!st : op === '-f' ? !!st?.isFile() : op === '-d' ? !!st?.isDirectory() : !!st && st.size > 0;
   return ok ? 0 : 1;
@@ -83,12 +84,20 @@ export async function stat(ctx: CommandContext): Promise<CommandOutcome> {
     else if (a.startsWith('-c')) format = a.slice(2);
     else paths.push(a);
   }
-  if (format === undefined || !/^(%[sYa]\s?)+$/.test(format) || paths.length === 0) return fail(ctx, `sim: stat ${args.join(' ')} is not simulated (use -c %s)`, 2);
+  if (format === undefined || !/^(%[sYa]\s?)+$/.test(format) || paths.length === 0)
+    return fail(ctx, `sim: stat ${args.join(' ')} is not simulated (use -c %s)`, 2);
   let code = 0;
   for (const p of paths) {
     const st = statOf(ctx.machine.hostPath(p));
     if (!st) code = fail(ctx, `stat: cannot statx '${p}': No such file or directory`, 1);
-    else print(ctx, format.replace(/%s/g, String(st.size)).replace(/%Y/g, String(Math.floor(Number(st.mtimeMs) / 1000))).replace(/%a/g, (Number(st.mode) & 0o777).toString(8)));
+    else
+      print(
+        ctx,
+        format
+          .replace(/%s/g, String(st.size))
+          .replace(/%Y/g, String(Math.floor(Number(st.mtimeMs) / 1000)))
+          .replace(/%a/g, (Number(st.mode) & 0o777).toString(8)),
+      );
   }
   return code;
 }
@@ -99,17 +108,21 @@ export async function mkdir(ctx: CommandContext): Promise<CommandOutcome> {
   for (const p of ctx.argv.slice(1).filter((a) => !a.startsWith('-'))) {
     const file = ctx.machine.hostPath(p);
     const st = statOf(file);
-    if (st && (parents && st.isDirectory())) continue;
+    if (st && parents && st.isDirectory()) continue;
     if (st) code = fail(ctx, `mkdir: cannot create directory '${p}': File exists`, 1);
     else if (!writable(ctx, p)) code = fail(ctx, `mkdir: cannot create directory '${p}': Permission denied`, 1);
-    else if (!parents && !existsSync(posix.dirname(file))) code = fail(ctx, `mkdir: cannot create directory '${p}': No such file or directory`, 1);
+    else if (!parents && !existsSync(posix.dirname(file)))
+      code = fail(ctx, `mkdir: cannot create directory '${p}': No such file or directory`, 1);
     else mkdirSync(file, { recursive: true });
   }
   return code;
 }
 
 export async function rm(ctx: CommandContext): Promise<CommandOutcome> {
-  const flags = ctx.argv.slice(1).filter((a) => a.startsWith('-')).join('');
+  const flags = ctx.argv
+    .slice(1)
+    .filter((a) => a.startsWith('-'))
+    .join('');
   const recursive = /[rR]/.test(flags);
   const force = flags.includes('f');
   let code = 0;
@@ -119,7 +132,8 @@ export async function rm(ctx: CommandContext): Promise<CommandOutcome> {
     if (!st) code = force ? code : fail(ctx, `rm: cannot remove '${p}': No such file or directory`, 1);
     else if (st.isDirectory() && !recursive) code = fail(ctx, `rm: cannot remove '${p}': Is a directory`, 1);
     else if (!writable(ctx, p)) code = fail(ctx, `rm: cannot remove '${p}': Permission denied`, 1);
-    else if (st.isDirectory() && ['/', '/etc', '/var', '/usr', '/home', '/tmp'].includes(p.replace(/\/+$/, '') || '/')) code = fail(ctx, `sim: rm -r ${p} is not simulated`, 2);
+    else if (st.isDirectory() && ['/', '/etc', '/var', '/usr', '/home', '/tmp'].includes(p.replace(/\/+$/, '') || '/'))
+      code = fail(ctx, `sim: rm -r ${p} is not simulated`, 2);
     else {
       rmSync(file, { recursive });
       ctx.machine.setOwner(p, 'root');
@@ -144,7 +158,8 @@ export async function chown(ctx: CommandContext): Promise<CommandOutcome> {
   let code = 0;
   for (const p of paths) {
     if (!statOf(ctx.machine.hostPath(p))) code = fail(ctx, `chown: cannot access '${p}': No such file or directory`, 1);
-    else if (!ctx.root && ctx.machine.ownerOf(p) !== owner) code = fail(ctx, `chown: changing ownership of '${p}': Operation not permitted`, 1);
+    else if (!ctx.root && ctx.machine.ownerOf(p) !== owner)
+      code = fail(ctx, `chown: changing ownership of '${p}': Operation not permitted`, 1);
     else ctx.machine.setOwner(p, owner);
   }
   return code;
@@ -159,7 +174,8 @@ export async function chown(ctx: CommandContext): Promise<CommandOutcome> {
 export async function mv(ctx: CommandContext): Promise<CommandOutcome> {
   const noTargetDir = ctx.argv.slice(1).some((a) => a === '-T' || a === '--no-target-directory');
   const args = ctx.argv.slice(1).filter((a) => a !== '--' && a !== '-T' && a !== '--no-target-directory');
-  if (args.length !== 2 || args.some((a) => a.startsWith('-'))) return fail(ctx, `sim: mv ${ctx.argv.slice(1).join(' ')} is not simulated (mv [-T] SOURCE DEST)`, 2);
+  if (args.length !== 2 || args.some((a) => a.startsWith('-')))
+    return fail(ctx, `sim: mv ${ctx.argv.slice(1).join(' ')} is not simulated (mv [-T] SOURCE DEST)`, 2);
   const [source, target] = args as [string, string];
   const from = ctx.machine.hostPath(source);
   const st = statOf(from);
@@ -172,7 +188,13 @@ export async function mv(ctx: CommandContext): Promise<CommandOutcome> {
   if (!writable(ctx, source) || !writable(ctx, dest)) return fail(ctx, `mv: cannot move '${source}' to '${dest}': Permission denied`, 1);
   if (!existsSync(posix.dirname(to))) return fail(ctx, `mv: cannot move '${source}' to '${dest}': No such file or directory`, 1);
   if (destStat && (st.isDirectory() || destStat.isDirectory())) {
-    return fail(ctx, st.isDirectory() && destStat.isDirectory() ? `mv: cannot move '${source}' to '${dest}': Directory not empty` : `mv: cannot overwrite '${dest}'`, 1);
+    return fail(
+      ctx,
+      st.isDirectory() && destStat.isDirectory()
+        ? `mv: cannot move '${source}' to '${dest}': Directory not empty`
+        : `mv: cannot overwrite '${dest}'`,
+      1,
+    );
   }
   if (to === from || to.startsWith(`${from}/`)) return fail(ctx, `mv: cannot move '${source}' to a subdirectory of itself, '${dest}'`, 1);
   renameSync(from, to);

@@ -33,10 +33,24 @@ interface Options {
 const SUPERUSER = 'Error: This command has to be run with superuser privileges (under the root user on most systems).';
 
 function parseOptions(args: readonly string[]): Options | string {
-  const o: Options = { yes: false, showDuplicates: false, disableExcludes: [], fromPath: [], only: [], enable: [], disable: [], reposdir: [REPOS_DIR], words: [] };
+  const o: Options = {
+    yes: false,
+    showDuplicates: false,
+    disableExcludes: [],
+    fromPath: [],
+    only: [],
+    enable: [],
+    disable: [],
+    reposdir: [REPOS_DIR],
+    words: [],
+  };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
-    const [flag = '', inline] = a.startsWith('--') ? (a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined]) : [a, undefined];
+    const [flag = '', inline] = a.startsWith('--')
+      ? a.includes('=')
+        ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]
+        : [a, undefined]
+      : [a, undefined];
     const value = (): string | undefined => inline ?? args[++i];
     const list = (): string[] => (value() ?? '').split(',').filter(Boolean);
     if (a === '-y' || a === '--assumeyes') o.yes = true;
@@ -49,8 +63,7 @@ function parseOptions(args: readonly string[]): Options | string {
     else if (flag === '--setopt') {
       const setting = /^reposdir=(.*)$/.exec(value() ?? '');
       if (setting) o.reposdir = (setting[1] ?? '').split(',').filter(Boolean); // other settings: accepted, no effect in the model
-    }
-    else if (flag === '--repofrompath') {
+    } else if (flag === '--repofrompath') {
       const spec = value() ?? '';
       const comma = spec.indexOf(',');
       if (comma <= 0) return `dnf: error: argument --repofrompath: bad format: ${spec}`;
@@ -67,7 +80,12 @@ function repositories(ctx: CommandContext, o: Options): RepoSection[] | string {
   const sections: RepoSection[] = [];
   const files = o.reposdir.flatMap((dir) => {
     const at = machine.hostPath(dir);
-    return statSync(at, { throwIfNoEntry: false })?.isDirectory() ? readdirSync(at).filter((n) => n.endsWith('.repo')).sort().map((n) => posix.join(dir, n)) : [];
+    return statSync(at, { throwIfNoEntry: false })?.isDirectory()
+      ? readdirSync(at)
+          .filter((n) => n.endsWith('.repo'))
+          .sort()
+          .map((n) => posix.join(dir, n))
+      : [];
   });
   for (const file of files) {
     if (!machine.mayRead(file, ctx.root)) return `Error: Cannot read repository file ${file}: [Errno 13] Permission denied: '${file}'`;
@@ -76,15 +94,17 @@ function repositories(ctx: CommandContext, o: Options): RepoSection[] | string {
     sections.push(...parsed);
   }
   sections.push(...o.fromPath);
-  return sections.map((s) => {
-    let enabled = s.enabled;
-    if (o.only.length) enabled = o.only.some((g) => globMatches(g, s.id));
-    else {
-      if (o.disable.some((g) => globMatches(g, s.id))) enabled = false;
-      if (o.enable.some((g) => globMatches(g, s.id))) enabled = true;
-    }
-    return { ...s, enabled };
-  }).filter((s) => s.enabled);
+  return sections
+    .map((s) => {
+      let enabled = s.enabled;
+      if (o.only.length) enabled = o.only.some((g) => globMatches(g, s.id));
+      else {
+        if (o.disable.some((g) => globMatches(g, s.id))) enabled = false;
+        if (o.enable.some((g) => globMatches(g, s.id))) enabled = true;
+      }
+      return { ...s, enabled };
+    })
+    .filter((s) => s.enabled);
 }
 
 interface Available {
@@ -101,9 +121,11 @@ function loadMetadata(ctx: CommandContext, repos: readonly RepoSection[], o: Opt
     const versions = repo.baseurl === undefined ? undefined : rpmArchiveOffers(ctx.machine.config.repository, repo.baseurl);
     if (!versions) {
       const url = `${(repo.baseurl ?? '').replace(/\/?$/, '/')}repodata/repomd.xml`.replace(/^([a-z+]+:\/\/)[^/@]+@/, '$1');
-      return [`Errors during downloading metadata for repository '${repo.id}':`,
+      return [
+        `Errors during downloading metadata for repository '${repo.id}':`,
         `  - Status code: 404 for ${url} (IP: 34.107.204.206)`,
-        `Error: Failed to download metadata for repo '${repo.id}': Cannot download repomd.xml: Cannot download repodata/repomd.xml: All mirrors were tried`].join('\n');
+        `Error: Failed to download metadata for repo '${repo.id}': Cannot download repomd.xml: Cannot download repodata/repomd.xml: All mirrors were tried`,
+      ].join('\n');
     }
     const excludesOff = o.disableExcludes.includes('all') || o.disableExcludes.includes(repo.id);
     for (const version of versions) {
@@ -120,7 +142,8 @@ export async function dnf(ctx: CommandContext): Promise<CommandOutcome> {
   if (typeof o === 'string') return fail(ctx, o, 2);
   const [verb, ...specs] = o.words;
   if (verb === undefined) return fail(ctx, 'Error: No command given. Use `dnf --help`.', 1);
-  if (verb !== 'makecache' && verb !== 'list' && verb !== 'install') return fail(ctx, `No such command: ${verb}. Please use /usr/bin/dnf --help`, 1);
+  if (verb !== 'makecache' && verb !== 'list' && verb !== 'install')
+    return fail(ctx, `No such command: ${verb}. Please use /usr/bin/dnf --help`, 1);
   if (verb === 'install' && !ctx.root) return fail(ctx, SUPERUSER, 1);
   if (ctx.rebootMidway) return CRASH;
   const repos = repositories(ctx, o);
@@ -144,9 +167,11 @@ function list(ctx: CommandContext, o: Options, specs: readonly string[], usable:
   const installed = names.map((p) => ({ name: p, version: machine.state.packages[p] }));
   const newest = (p: PackageName): Available | undefined =>
     usable.filter((a) => a.name === p).sort((a, b) => comparePackageVersions(b.version, a.version))[0];
-  const available = names.flatMap((p) => o.showDuplicates
-    ? usable.filter((a) => a.name === p).sort((a, b) => comparePackageVersions(a.version, b.version))
-    : [newest(p)].filter((a): a is Available => a !== undefined && comparePackageVersions(a.version, machine.state.packages[p]) > 0));
+  const available = names.flatMap((p) =>
+    o.showDuplicates
+      ? usable.filter((a) => a.name === p).sort((a, b) => comparePackageVersions(a.version, b.version))
+      : [newest(p)].filter((a): a is Available => a !== undefined && comparePackageVersions(a.version, machine.state.packages[p]) > 0),
+  );
   if (installed.length === 0 && available.length === 0) return fail(ctx, 'Error: No matching Packages to list', 1);
   const row = (name: string, version: string, repo: string): string => `${`${name}.${ARCH}`.padEnd(34)}${version.padEnd(28)}${repo}`;
   if (installed.length) print(ctx, 'Installed Packages', ...installed.map((i) => row(i.name, i.version, '@kubernetes')));
@@ -161,7 +186,13 @@ function matches(spec: string, a: { name: string; version: string }): boolean {
   return [a.name, `${a.name}-${version}`, full, `${full}.${ARCH}`].some((form) => globMatches(spec, form));
 }
 
-async function install(ctx: CommandContext, o: Options, specs: readonly string[], all: readonly Available[], usable: readonly Available[]): Promise<CommandOutcome> {
+async function install(
+  ctx: CommandContext,
+  o: Options,
+  specs: readonly string[],
+  all: readonly Available[],
+  usable: readonly Available[],
+): Promise<CommandOutcome> {
   const { machine } = ctx;
   if (specs.length === 0) return fail(ctx, 'Error: Need to pass a list of pkgs to install', 1);
   const wanted = new Map<PackageName, string>();
@@ -169,7 +200,11 @@ async function install(ctx: CommandContext, o: Options, specs: readonly string[]
     const found = usable.filter((a) => matches(spec, a)).sort((a, b) => comparePackageVersions(b.version, a.version))[0];
     if (!found) {
       const filtered = all.some((a) => matches(spec, a));
-      return fail(ctx, `${filtered ? 'All matches were filtered out by exclude filtering for argument' : 'No match for argument'}: ${spec}\nError: Unable to find a match: ${spec}`, 1);
+      return fail(
+        ctx,
+        `${filtered ? 'All matches were filtered out by exclude filtering for argument' : 'No match for argument'}: ${spec}\nError: Unable to find a match: ${spec}`,
+        1,
+      );
     }
     wanted.set(found.name, found.version);
   }
@@ -197,11 +232,20 @@ async function install(ctx: CommandContext, o: Options, specs: readonly string[]
   const log = machine.hostPath(DNF_RPM_LOG);
   mkdirSync(dirname(log), { recursive: true });
   const at = new Date().toISOString().replace(/\.\d+Z$/, '+0000');
-  appendFileSync(log, changes.map((c) => `${at} SUBDEBUG ${comparePackageVersions(c.to, c.from) > 0 ? 'Upgrade' : 'Downgrade'}: ${nevra(c.pkg, c.to)}\n`).join(''));
+  appendFileSync(
+    log,
+    changes
+      .map((c) => `${at} SUBDEBUG ${comparePackageVersions(c.to, c.from) > 0 ? 'Upgrade' : 'Downgrade'}: ${nevra(c.pkg, c.to)}\n`)
+      .join(''),
+  );
   machine.store.update((s) => {
     for (const c of changes) s.packages[c.pkg] = c.to;
   });
-  print(ctx, ...changes.map((c) => `  ${comparePackageVersions(c.to, c.from) > 0 ? 'Upgrading' : 'Downgrading'} : ${nevra(c.pkg, c.to)}`), 'Complete!');
+  print(
+    ctx,
+    ...changes.map((c) => `  ${comparePackageVersions(c.to, c.from) > 0 ? 'Upgrading' : 'Downgrading'} : ${nevra(c.pkg, c.to)}`),
+    'Complete!',
+  );
   return 0;
 }
 
@@ -238,7 +282,12 @@ export async function rpm(ctx: CommandContext): Promise<CommandOutcome> {
     const full = ctx.machine.state.packages[name];
     const cut = full.lastIndexOf('-');
     const fields: Record<string, string> = { NAME: name, VERSION: full.slice(0, cut), RELEASE: full.slice(cut + 1), ARCH };
-    ctx.out(format.replace(/%\{(\w+)\}/g, (m, key: string) => fields[key.toUpperCase()] ?? m).replace(/\\n/g, '\n').replace(/\\t/g, '\t'));
+    ctx.out(
+      format
+        .replace(/%\{(\w+)\}/g, (m, key: string) => fields[key.toUpperCase()] ?? m)
+        .replace(/\\n/g, '\n')
+        .replace(/\\t/g, '\t'),
+    );
   }
   return missing;
 }

@@ -7,11 +7,38 @@ import { existsSync } from 'node:fs';
 import { fail, type CommandContext, type CommandOutcome } from './command.js';
 
 const TLS_FLAGS = ['cacert', 'cert', 'key'] as const;
-const VALUE_FLAGS = new Set(['endpoints', 'cacert', 'cert', 'key', 'user', 'password', 'dial-timeout', 'command-timeout',
-  'keepalive-time', 'keepalive-timeout', 'write-out', 'w', 'discovery-srv',
-  'data-dir', 'wal-dir', 'name', 'initial-cluster', 'initial-cluster-token', 'initial-advertise-peer-urls', 'bump-revision']);
+const VALUE_FLAGS = new Set([
+  'endpoints',
+  'cacert',
+  'cert',
+  'key',
+  'user',
+  'password',
+  'dial-timeout',
+  'command-timeout',
+  'keepalive-time',
+  'keepalive-timeout',
+  'write-out',
+  'w',
+  'discovery-srv',
+  'data-dir',
+  'wal-dir',
+  'name',
+  'initial-cluster',
+  'initial-cluster-token',
+  'initial-advertise-peer-urls',
+  'bump-revision',
+]);
 /** `etcdutl snapshot restore`'s flags: the ones with a path are mapped into the host root. */
-const RESTORE_VALUE_FLAGS = ['data-dir', 'wal-dir', 'name', 'initial-cluster', 'initial-cluster-token', 'initial-advertise-peer-urls', 'bump-revision'];
+const RESTORE_VALUE_FLAGS = [
+  'data-dir',
+  'wal-dir',
+  'name',
+  'initial-cluster',
+  'initial-cluster-token',
+  'initial-advertise-peer-urls',
+  'bump-revision',
+];
 const RESTORE_BOOLEAN_FLAGS = ['mark-compacted', 'skip-hash-check'];
 /** The subcommands the product may need; others could change the sim's etcd in ways nothing models. */
 const ETCDCTL_ALLOWED = ['snapshot save', 'snapshot status', 'endpoint health', 'endpoint status', 'member list', 'version'];
@@ -24,7 +51,8 @@ interface EtcdArgs {
 function parse(args: readonly string[], env: Readonly<Record<string, string>>): EtcdArgs {
   const parsed: EtcdArgs = { flags: new Map(), positional: [] };
   // ETCDCTL_CACERT, ETCDCTL_ENDPOINTS... are etcdctl's flags by environment.
-  for (const [k, val] of Object.entries(env)) if (k.startsWith('ETCDCTL_') && k !== 'ETCDCTL_API') parsed.flags.set(k.slice(8).toLowerCase().replace(/_/g, '-'), val);
+  for (const [k, val] of Object.entries(env))
+    if (k.startsWith('ETCDCTL_') && k !== 'ETCDCTL_API') parsed.flags.set(k.slice(8).toLowerCase().replace(/_/g, '-'), val);
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (!a.startsWith('-')) {
@@ -32,7 +60,7 @@ function parse(args: readonly string[], env: Readonly<Record<string, string>>): 
       continue;
     }
     const [name = '', inline] = a.replace(/^--?/, '').split(/=(.*)/s, 2);
-    const value = inline ?? (VALUE_FLAGS.has(name) ? args[++i] ?? '' : 'true');
+    const value = inline ?? (VALUE_FLAGS.has(name) ? (args[++i] ?? '') : 'true');
     parsed.flags.set(name === 'w' ? 'write-out' : name, value);
   }
   return parsed;
@@ -43,12 +71,18 @@ function run(ctx: CommandContext, binary: string, argv: string[]): Promise<numbe
   const root = ctx.machine.store.rootDir;
   const unmap = (text: string): string => text.split(root).join('');
   return new Promise((resolve) => {
-    execFile(binary, argv, { signal: ctx.signal, maxBuffer: 16 << 20, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } }, (err, stdout, stderr) => {
-      ctx.out(unmap(stdout));
-      ctx.err(unmap(stderr));
-      if (err && (err as NodeJS.ErrnoException).code === 'ENOENT') resolve(fail(ctx, `bash: line 1: ${ctx.argv[0]}: command not found`, 127));
-      else resolve(err ? (typeof err.code === 'number' ? err.code : 1) : 0);
-    });
+    execFile(
+      binary,
+      argv,
+      { signal: ctx.signal, maxBuffer: 16 << 20, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } },
+      (err, stdout, stderr) => {
+        ctx.out(unmap(stdout));
+        ctx.err(unmap(stderr));
+        if (err && (err as NodeJS.ErrnoException).code === 'ENOENT')
+          resolve(fail(ctx, `bash: line 1: ${ctx.argv[0]}: command not found`, 127));
+        else resolve(err ? (typeof err.code === 'number' ? err.code : 1) : 0);
+      },
+    );
   });
 }
 
@@ -65,7 +99,11 @@ export async function etcdctl(ctx: CommandContext): Promise<CommandOutcome> {
     // A kubeadm etcd serves only TLS: without the client files the real etcdctl cannot connect.
     const endpoints = flags.get('endpoints') ?? 'https://127.0.0.1:2379';
     if (!endpoints.startsWith('http://') && TLS_FLAGS.some((f) => !flags.has(f))) {
-      return fail(ctx, `{"level":"warn","msg":"retrying of unary invoker failed","target":"etcd-endpoints://${endpoints}","error":"rpc error: code = DeadlineExceeded desc = latest balancer error: connection error: desc = \\"error reading server preface: EOF\\""}\nError: context deadline exceeded`, 1);
+      return fail(
+        ctx,
+        `{"level":"warn","msg":"retrying of unary invoker failed","target":"etcd-endpoints://${endpoints}","error":"rpc error: code = DeadlineExceeded desc = latest balancer error: connection error: desc = \\"error reading server preface: EOF\\""}\nError: context deadline exceeded`,
+        1,
+      );
     }
     for (const f of TLS_FLAGS) {
       const path = flags.get(f);
@@ -107,7 +145,8 @@ export async function etcdutl(ctx: CommandContext): Promise<CommandOutcome> {
   if (positional[0] === 'version') return run(ctx, tools.etcdutl, ['version']);
   const sub = positional.slice(0, 2).join(' ');
   if (sub === 'snapshot restore') return snapshotRestore(ctx, tools.etcdutl, positional, flags);
-  if (sub !== 'snapshot status') return fail(ctx, `sim: etcdutl ${positional.join(' ')} is not simulated (only snapshot status, snapshot restore, version)`, 2);
+  if (sub !== 'snapshot status')
+    return fail(ctx, `sim: etcdutl ${positional.join(' ')} is not simulated (only snapshot status, snapshot restore, version)`, 2);
   return snapshotStatus(ctx, tools.etcdutl, positional[2], flags);
 }
 
@@ -118,11 +157,19 @@ export async function etcdutl(ctx: CommandContext): Promise<CommandOutcome> {
  */
 function snapshotRestore(ctx: CommandContext, etcdutlPath: string, positional: string[], flags: Map<string, string>): Promise<number> {
   const file = positional[2];
-  if (file === undefined || positional.length > 3) return Promise.resolve(fail(ctx, 'Error: snapshot restore requires exactly one argument', 1));
+  if (file === undefined || positional.length > 3)
+    return Promise.resolve(fail(ctx, 'Error: snapshot restore requires exactly one argument', 1));
   const unknown = [...flags.keys()].filter((f) => !RESTORE_VALUE_FLAGS.includes(f) && !RESTORE_BOOLEAN_FLAGS.includes(f));
   if (unknown.length > 0) return Promise.resolve(fail(ctx, `sim: etcdutl snapshot restore --${unknown[0]} is not simulated`, 2));
   const dataDir = flags.get('data-dir');
-  if (!dataDir) return Promise.resolve(fail(ctx, 'sim: etcdutl snapshot restore without --data-dir (a directory named after --name in the working directory) is not simulated', 2));
+  if (!dataDir)
+    return Promise.resolve(
+      fail(
+        ctx,
+        'sim: etcdutl snapshot restore without --data-dir (a directory named after --name in the working directory) is not simulated',
+        2,
+      ),
+    );
   if (!ctx.machine.mayRead(file, ctx.root)) return Promise.resolve(fail(ctx, `Error: open ${file}: permission denied`, 1));
   if (!ctx.root) return Promise.resolve(fail(ctx, `Error: mkdir ${dataDir}: permission denied`, 1));
   const argv = ['snapshot', 'restore', ctx.machine.hostPath(file)];

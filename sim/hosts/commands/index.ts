@@ -15,13 +15,35 @@ import { sed } from './sed.js';
 import { reboot, systemctl } from './systemd.js';
 
 export const COMMANDS: ReadonlyMap<string, CommandHandler> = new Map<string, CommandHandler>([
-  ['apt-get', aptGet], ['apt-mark', aptMark], ['apt-cache', aptCache], ['dpkg', dpkg],
-  ['dnf', dnf], ['yum', dnf], ['rpm', rpm],
-  ['kubeadm', kubeadm], ['kubelet', kubelet], ['kubectl', kubectl],
-  ['systemctl', systemctl], ['reboot', reboot], ['shutdown', reboot],
-  ['etcdctl', etcdctl], ['etcdutl', etcdutl],
-  ['true', trueCommand], ['false', falseCommand], ['echo', echo], ['hostname', hostname], ['cat', cat], ['test', test],
-  ['sha256sum', sha256sum], ['stat', stat], ['mkdir', mkdir], ['rm', rm], ['chown', chown], ['mv', mv], ['pgrep', pgrep], ['sed', sed],
+  ['apt-get', aptGet],
+  ['apt-mark', aptMark],
+  ['apt-cache', aptCache],
+  ['dpkg', dpkg],
+  ['dnf', dnf],
+  ['yum', dnf],
+  ['rpm', rpm],
+  ['kubeadm', kubeadm],
+  ['kubelet', kubelet],
+  ['kubectl', kubectl],
+  ['systemctl', systemctl],
+  ['reboot', reboot],
+  ['shutdown', reboot],
+  ['etcdctl', etcdctl],
+  ['etcdutl', etcdutl],
+  ['true', trueCommand],
+  ['false', falseCommand],
+  ['echo', echo],
+  ['hostname', hostname],
+  ['cat', cat],
+  ['test', test],
+  ['sha256sum', sha256sum],
+  ['stat', stat],
+  ['mkdir', mkdir],
+  ['rm', rm],
+  ['chown', chown],
+  ['mv', mv],
+  ['pgrep', pgrep],
+  ['sed', sed],
 ]);
 
 /** Tools that model where a reboot cuts them (ctx.rebootMidway); for the others it comes before they start. */
@@ -30,7 +52,10 @@ export const REBOOTS_MIDWAY: ReadonlySet<CommandHandler> = new Set([aptGet]);
 const BIN_DIRS = ['/usr/bin/', '/usr/sbin/', '/bin/', '/sbin/', '/usr/local/bin/'];
 
 /** The package tools of one family: a Debian host has no dnf, a RHEL-family host no apt. */
-const PACKAGE_TOOLS: Record<PackageManager, readonly string[]> = { apt: ['apt-get', 'apt-mark', 'apt-cache', 'dpkg'], dnf: ['dnf', 'yum', 'rpm'] };
+const PACKAGE_TOOLS: Record<PackageManager, readonly string[]> = {
+  apt: ['apt-get', 'apt-mark', 'apt-cache', 'dpkg'],
+  dnf: ['dnf', 'yum', 'rpm'],
+};
 const OTHER_FAMILY: Record<PackageManager, ReadonlySet<string>> = { apt: new Set(PACKAGE_TOOLS.dnf), dnf: new Set(PACKAGE_TOOLS.apt) };
 
 /** The tool for argv[0]: a bare name, or one of the usual bin directories (`/usr/bin/kubeadm`). */

@@ -11,14 +11,28 @@ const RULE = '__________________________________________________________________
 /** Columns padded to the widest cell plus three spaces, as kubeadm's tabwriter does. */
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]! + 3))).join('').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]! + 3)))
+        .join('')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
-export async function renderPlan(machine: HostMachine, cluster: semver.SemVer, kubeadm: semver.SemVer, target: semver.SemVer): Promise<string> {
+export async function renderPlan(
+  machine: HostMachine,
+  cluster: semver.SemVer,
+  kubeadm: semver.SemVer,
+  target: semver.SemVer,
+): Promise<string> {
   const node = machine.name;
-  const latestInSeries = releasedVersions(machine)
-    .map(toKubernetesVersion)
-    .filter((ver) => semver.valid(ver) && semver.major(ver) === cluster.major && semver.minor(ver) === cluster.minor)[0] ?? cluster.version;
+  const latestInSeries =
+    releasedVersions(machine)
+      .map(toKubernetesVersion)
+      .filter((ver) => semver.valid(ver) && semver.major(ver) === cluster.major && semver.minor(ver) === cluster.minor)[0] ??
+    cluster.version;
   const head = [
     `[upgrade/versions] Cluster version: ${v(cluster)}`,
     `[upgrade/versions] kubeadm version: ${v(kubeadm)}`,
@@ -30,10 +44,15 @@ export async function renderPlan(machine: HostMachine, cluster: semver.SemVer, k
 
   const kubelet = machine.state.kubelet.version ?? machine.installed('kubelet');
   const components = await machine.effects.controlPlaneVersions(node);
-  const componentRows = Object.keys(components).sort().map((name) => [name, node, v(components[name]!), v(target)]);
+  const componentRows = Object.keys(components)
+    .sort()
+    .map((name) => [name, node, v(components[name]!), v(target)]);
   const sections = [
     "Components that must be upgraded manually after you have upgraded the control plane with 'kubeadm upgrade apply':",
-    table([['COMPONENT', 'NODE', 'CURRENT', 'TARGET'], ['kubelet', node, v(kubelet), v(target)]]),
+    table([
+      ['COMPONENT', 'NODE', 'CURRENT', 'TARGET'],
+      ['kubelet', node, v(kubelet), v(target)],
+    ]),
     '',
     'Upgrade to the latest stable version:',
     '',
@@ -50,8 +69,11 @@ export async function renderPlan(machine: HostMachine, cluster: semver.SemVer, k
     'resetting to kubeadm defaults before a successful upgrade can be performed. The version to manually',
     'upgrade to is denoted in the "PREFERRED VERSION" column.',
     '',
-    table([['API GROUP', 'CURRENT VERSION', 'PREFERRED VERSION', 'MANUAL UPGRADE REQUIRED'],
-      ['kubeproxy.config.k8s.io', 'v1alpha1', 'v1alpha1', 'no'], ['kubelet.config.k8s.io', 'v1beta1', 'v1beta1', 'no']]),
+    table([
+      ['API GROUP', 'CURRENT VERSION', 'PREFERRED VERSION', 'MANUAL UPGRADE REQUIRED'],
+      ['kubeproxy.config.k8s.io', 'v1alpha1', 'v1alpha1', 'no'],
+      ['kubelet.config.k8s.io', 'v1beta1', 'v1beta1', 'no'],
+    ]),
     RULE,
     '',
   ];

@@ -14,7 +14,8 @@ export function parseKubernetesVersion(text: string): semver.SemVer | null {
   return /^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/.test(text) ? semver.parse(text.replace(/^v/, '')) : null;
 }
 
-export const v = (version: semver.SemVer | string): string => `v${typeof version === 'string' ? version.replace(/^v/, '') : version.version}`;
+export const v = (version: semver.SemVer | string): string =>
+  `v${typeof version === 'string' ? version.replace(/^v/, '') : version.version}`;
 
 export function versionPolicy(target: semver.SemVer, cluster: semver.SemVer, kubeadm: semver.SemVer): PolicyErrors {
   const errors: PolicyErrors = { mandatory: [], skippable: [] };
@@ -28,10 +29,14 @@ export function versionPolicy(target: semver.SemVer, cluster: semver.SemVer, kub
     (target.minor > kubeadm.minor || target.major > kubeadm.major ? errors.mandatory : errors.skippable).push(msg);
   }
   if (semver.lt(target, cluster)) {
-    errors.skippable.push(`Specified version to upgrade to ${to} is equal to or lower than the cluster version ${JSON.stringify(v(cluster))}. Downgrades are not supported yet`);
+    errors.skippable.push(
+      `Specified version to upgrade to ${to} is equal to or lower than the cluster version ${JSON.stringify(v(cluster))}. Downgrades are not supported yet`,
+    );
   }
   if (kubeadm.major > target.major || kubeadm.minor > target.minor) {
-    errors.skippable.push(`Kubeadm version ${JSON.stringify(v(kubeadm))} can only be used to upgrade to Kubernetes version "v${kubeadm.major}.${kubeadm.minor}"`);
+    errors.skippable.push(
+      `Kubeadm version ${JSON.stringify(v(kubeadm))} can only be used to upgrade to Kubernetes version "v${kubeadm.major}.${kubeadm.minor}"`,
+    );
   }
   return errors;
 }

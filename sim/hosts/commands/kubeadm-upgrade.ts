@@ -18,12 +18,21 @@ const CONFIG_LINES = [
 /** Root, and for apply/plan a control plane (only there is /etc/kubernetes/admin.conf); null when fine. */
 function precondition(ctx: CommandContext, args: KubeadmArgs, needsControlPlane: boolean): number | null {
   if (!ctx.root) {
-    return fail(ctx, '[preflight] Some fatal errors occurred:\n\t[ERROR IsPrivilegedUser]: user is not running as root\n' +
-      '[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`\n' + STACK_HINT, 1);
+    return fail(
+      ctx,
+      '[preflight] Some fatal errors occurred:\n\t[ERROR IsPrivilegedUser]: user is not running as root\n' +
+        '[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`\n' +
+        STACK_HINT,
+      1,
+    );
   }
   if (needsControlPlane && ctx.machine.state.role !== 'control-plane') {
-    return fail(ctx, 'couldn\'t create a Kubernetes client from file "/etc/kubernetes/admin.conf": failed to load admin kubeconfig: ' +
-      `open /etc/kubernetes/admin.conf: no such file or directory\n${STACK_HINT}`, 1);
+    return fail(
+      ctx,
+      'couldn\'t create a Kubernetes client from file "/etc/kubernetes/admin.conf": failed to load admin kubeconfig: ' +
+        `open /etc/kubernetes/admin.conf: no such file or directory\n${STACK_HINT}`,
+      1,
+    );
   }
   if (flagOn(args, 'force')) return fail(ctx, 'sim: kubeadm --force is not simulated', 2);
   return null;
@@ -39,7 +48,12 @@ async function versions(ctx: CommandContext): Promise<{ cluster: semver.SemVer; 
   }
   const cluster = parseKubernetesVersion(clusterText);
   const kubeadm = parseKubernetesVersion(ctx.machine.installed('kubeadm'));
-  if (!cluster || !kubeadm) return fail(ctx, `[upgrade/versions] FATAL: cannot parse versions (cluster "${clusterText}", kubeadm "${ctx.machine.installed('kubeadm')}")`, 1);
+  if (!cluster || !kubeadm)
+    return fail(
+      ctx,
+      `[upgrade/versions] FATAL: cannot parse versions (cluster "${clusterText}", kubeadm "${ctx.machine.installed('kubeadm')}")`,
+      1,
+    );
   return { cluster, kubeadm };
 }
 
@@ -70,7 +84,13 @@ async function upgradeManifests(ctx: CommandContext, version: string): Promise<v
 export async function upgradePlan(ctx: CommandContext, args: KubeadmArgs, rest: string[]): Promise<CommandOutcome> {
   const early = precondition(ctx, args, true);
   if (early !== null) return early;
-  print(ctx, '[preflight] Running pre-flight checks.', ...CONFIG_LINES, '[upgrade] Running cluster health checks', '[upgrade] Fetching available versions to upgrade to');
+  print(
+    ctx,
+    '[preflight] Running pre-flight checks.',
+    ...CONFIG_LINES,
+    '[upgrade] Running cluster health checks',
+    '[upgrade] Fetching available versions to upgrade to',
+  );
   const got = await versions(ctx);
   if (typeof got === 'number') return got;
   const target = rest[0] === undefined ? got.kubeadm : parseKubernetesVersion(rest[0]);
@@ -84,11 +104,17 @@ export async function upgradePlan(ctx: CommandContext, args: KubeadmArgs, rest: 
 export async function upgradeApply(ctx: CommandContext, args: KubeadmArgs, rest: string[]): Promise<CommandOutcome> {
   const early = precondition(ctx, args, true);
   if (early !== null) return early;
-  if (rest[0] === undefined) return fail(ctx, `[upgrade] FATAL: missing one or more required arguments. Required arguments: [version]\n${STACK_HINT}`, 1);
+  if (rest[0] === undefined)
+    return fail(ctx, `[upgrade] FATAL: missing one or more required arguments. Required arguments: [version]\n${STACK_HINT}`, 1);
   const target = parseKubernetesVersion(rest[0]);
   if (!target) return fail(ctx, `[upgrade/version] FATAL: couldn't parse version "${rest[0]}"\n${STACK_HINT}`, 1);
-  print(ctx, ...CONFIG_LINES, '[upgrade/preflight] Running preflight checks', '[upgrade] Running cluster health checks',
-    `[upgrade/preflight] You have chosen to upgrade the cluster version to "${v(target)}"`);
+  print(
+    ctx,
+    ...CONFIG_LINES,
+    '[upgrade/preflight] Running preflight checks',
+    '[upgrade] Running cluster health checks',
+    `[upgrade/preflight] You have chosen to upgrade the cluster version to "${v(target)}"`,
+  );
   const got = await versions(ctx);
   if (typeof got === 'number') return got;
   print(ctx, `[upgrade/versions] Cluster version: ${v(got.cluster)}`, `[upgrade/versions] kubeadm version: ${v(got.kubeadm)}`);
@@ -100,8 +126,11 @@ export async function upgradeApply(ctx: CommandContext, args: KubeadmArgs, rest:
     ctx.out('[upgrade] Are you sure you want to proceed? [y/N]: ');
     return fail(ctx, `\nwon't proceed; the user didn't answer (Y|y) in order to continue\n${STACK_HINT}`, 1);
   }
-  print(ctx, '[upgrade/prepull] Pulling images required for setting up a Kubernetes cluster',
-    `[upgrade/control-plane] Upgrading your static Pod-hosted control plane to version "${v(target)}" (timeout: 5m0s)...`);
+  print(
+    ctx,
+    '[upgrade/prepull] Pulling images required for setting up a Kubernetes cluster',
+    `[upgrade/control-plane] Upgrading your static Pod-hosted control plane to version "${v(target)}" (timeout: 5m0s)...`,
+  );
   if (dryRun) {
     print(ctx, '[dryrun] Finished dryrunning successfully!');
     return 0;
@@ -111,14 +140,21 @@ export async function upgradeApply(ctx: CommandContext, args: KubeadmArgs, rest:
     await upgradeManifests(ctx, target.version);
     await ctx.machine.effects.upgradeControlPlane(ctx.machine.name, target.version, { recordClusterVersion: true });
   } catch (err) {
-    return fail(ctx, `[upgrade/apply] FATAL: ${asError(err, 'couldn\'t complete the static pod upgrade').message}\n${STACK_HINT}`, 1);
+    return fail(ctx, `[upgrade/apply] FATAL: ${asError(err, "couldn't complete the static pod upgrade").message}\n${STACK_HINT}`, 1);
   }
   ctx.machine.store.update((s) => {
     s.nodeConfigVersion = target.version;
   });
-  print(ctx, '[upgrade/kubeconfig] The kubeconfig files for this node were successfully upgraded!', '[upgrade/addons] Applied essential addon: CoreDNS',
-    '[upgrade/addons] Applied essential addon: kube-proxy', '', `[upgrade/successful] SUCCESS! Your cluster was upgraded to "${v(target)}". Enjoy!`, '',
-    "[upgrade/kubelet] Now that your control plane is upgraded, please proceed with upgrading your kubelets if you haven't already done so.");
+  print(
+    ctx,
+    '[upgrade/kubeconfig] The kubeconfig files for this node were successfully upgraded!',
+    '[upgrade/addons] Applied essential addon: CoreDNS',
+    '[upgrade/addons] Applied essential addon: kube-proxy',
+    '',
+    `[upgrade/successful] SUCCESS! Your cluster was upgraded to "${v(target)}". Enjoy!`,
+    '',
+    "[upgrade/kubelet] Now that your control plane is upgraded, please proceed with upgrading your kubelets if you haven't already done so.",
+  );
   return 0;
 }
 
@@ -130,14 +166,27 @@ export async function upgradeNode(ctx: CommandContext, args: KubeadmArgs, _rest:
   if (typeof got === 'number') return got;
   const { cluster, kubeadm } = got;
   if (semver.lt(kubeadm, cluster)) {
-    return fail(ctx, `[upgrade/version] FATAL: the kubeadm version ${JSON.stringify(v(kubeadm))} is lower than the cluster version ${JSON.stringify(v(cluster))}. ` +
-      `Upgrade kubeadm first using the tool you used to install kubeadm\n${STACK_HINT}`, 1);
+    return fail(
+      ctx,
+      `[upgrade/version] FATAL: the kubeadm version ${JSON.stringify(v(kubeadm))} is lower than the cluster version ${JSON.stringify(v(cluster))}. ` +
+        `Upgrade kubeadm first using the tool you used to install kubeadm\n${STACK_HINT}`,
+      1,
+    );
   }
   if (kubeadm.minor > cluster.minor + 1) {
-    return fail(ctx, `this version of kubeadm only supports deploying clusters with the control plane version >= 1.${kubeadm.minor - 1}.0. Current version: ${v(cluster)}\n${STACK_HINT}`, 1);
+    return fail(
+      ctx,
+      `this version of kubeadm only supports deploying clusters with the control plane version >= 1.${kubeadm.minor - 1}.0. Current version: ${v(cluster)}\n${STACK_HINT}`,
+      1,
+    );
   }
   const controlPlane = ctx.machine.state.role === 'control-plane';
-  print(ctx, controlPlane ? '[upgrade/preflight] Pulling images required for setting up a Kubernetes cluster' : '[upgrade/preflight] Skipping prepull. Not a control plane node.');
+  print(
+    ctx,
+    controlPlane
+      ? '[upgrade/preflight] Pulling images required for setting up a Kubernetes cluster'
+      : '[upgrade/preflight] Skipping prepull. Not a control plane node.',
+  );
   if (flagOn(args, 'dry-run')) {
     print(ctx, '[dryrun] Finished dryrunning successfully!');
     return 0;
@@ -149,14 +198,21 @@ export async function upgradeNode(ctx: CommandContext, args: KubeadmArgs, _rest:
       await upgradeManifests(ctx, cluster.version);
       await ctx.machine.effects.upgradeControlPlane(ctx.machine.name, cluster.version, { recordClusterVersion: false });
     } catch (err) {
-      return fail(ctx, `error execution phase control-plane: ${asError(err, 'couldn\'t complete the static pod upgrade').message}\n${STACK_HINT}`, 1);
+      return fail(
+        ctx,
+        `error execution phase control-plane: ${asError(err, "couldn't complete the static pod upgrade").message}\n${STACK_HINT}`,
+        1,
+      );
     }
   } else print(ctx, '[upgrade] Skipping phase. Not a control plane node.');
   ctx.machine.store.update((s) => {
     s.nodeConfigVersion = cluster.version;
   });
-  print(ctx, '[upgrade/kubelet-config] Writing kubelet configuration to file "/var/lib/kubelet/config.yaml"',
+  print(
+    ctx,
+    '[upgrade/kubelet-config] Writing kubelet configuration to file "/var/lib/kubelet/config.yaml"',
     '[upgrade] The configuration for this node was successfully updated!',
-    '[upgrade] Now you should go ahead and upgrade the kubelet package using your package manager.');
+    '[upgrade] Now you should go ahead and upgrade the kubelet package using your package manager.',
+  );
   return 0;
 }

@@ -10,9 +10,31 @@ export interface KubeadmArgs {
   flags: Map<string, string>;
 }
 
-const VALUE_FLAGS = new Set(['config', 'v', 'ignore-preflight-errors', 'patches', 'output', 'o', 'kubeconfig', 'skip-phases', 'feature-gates']);
-const BOOL_FLAGS = new Set(['yes', 'y', 'dry-run', 'force', 'f', 'certificate-renewal', 'etcd-upgrade', 'allow-experimental-upgrades',
-  'allow-release-candidate-upgrades', 'print-config', 'allow-missing-template-keys', 'show-managed-fields']);
+const VALUE_FLAGS = new Set([
+  'config',
+  'v',
+  'ignore-preflight-errors',
+  'patches',
+  'output',
+  'o',
+  'kubeconfig',
+  'skip-phases',
+  'feature-gates',
+]);
+const BOOL_FLAGS = new Set([
+  'yes',
+  'y',
+  'dry-run',
+  'force',
+  'f',
+  'certificate-renewal',
+  'etcd-upgrade',
+  'allow-experimental-upgrades',
+  'allow-release-candidate-upgrades',
+  'print-config',
+  'allow-missing-template-keys',
+  'show-managed-fields',
+]);
 const SHORT: Record<string, string> = { y: 'yes', f: 'force', o: 'output' };
 
 /** Cobra-style flags: `--name=value`, `--name value`, `-y`; an unknown flag is cobra's error. */
@@ -31,7 +53,8 @@ export function parseKubeadmArgs(args: readonly string[]): KubeadmArgs | string 
       const value = inline ?? args[++i];
       if (value === undefined) return `error: flag needs an argument: ${a}`;
       parsed.flags.set(name, value);
-    } else return `error: unknown ${a.startsWith('--') ? 'flag' : 'shorthand flag'}: ${a.startsWith('--') ? a.split('=')[0] : `'${rawName}' in ${a}`}`;
+    } else
+      return `error: unknown ${a.startsWith('--') ? 'flag' : 'shorthand flag'}: ${a.startsWith('--') ? a.split('=')[0] : `'${rawName}' in ${a}`}`;
   }
   return parsed;
 }
@@ -56,10 +79,22 @@ export async function kubeadm(ctx: CommandContext): Promise<CommandOutcome> {
     if (output === 'short') print(ctx, `v${installed}`);
     else if (output === 'json' || output === 'yaml') {
       const info = versionInfo(installed);
-      print(ctx, output === 'json' ? JSON.stringify({ clientVersion: info }, null, 2) : `clientVersion:\n${Object.entries(info).map(([k, val]) => `  ${k}: ${JSON.stringify(val)}`).join('\n')}`);
+      print(
+        ctx,
+        output === 'json'
+          ? JSON.stringify({ clientVersion: info }, null, 2)
+          : `clientVersion:\n${Object.entries(info)
+              .map(([k, val]) => `  ${k}: ${JSON.stringify(val)}`)
+              .join('\n')}`,
+      );
     } else if (output === undefined) {
       const info = versionInfo(installed);
-      print(ctx, `kubeadm version: &version.Info{${Object.entries(info).map(([k, val]) => `${k[0]!.toUpperCase()}${k.slice(1)}:${JSON.stringify(val)}`).join(', ')}}`);
+      print(
+        ctx,
+        `kubeadm version: &version.Info{${Object.entries(info)
+          .map(([k, val]) => `${k[0]!.toUpperCase()}${k.slice(1)}:${JSON.stringify(val)}`)
+          .join(', ')}}`,
+      );
     } else return fail(ctx, `error: invalid output format: ${output}\n${STACK_HINT}`, 1);
     return 0;
   }
@@ -83,7 +118,14 @@ export async function kubeadm(ctx: CommandContext): Promise<CommandOutcome> {
 function versionInfo(installed: string): Record<string, string> {
   const [major = '1', minor = '0'] = installed.split('.');
   return {
-    major, minor, gitVersion: `v${installed}`, gitCommit: '0000000000000000000000000000000000000000', gitTreeState: 'clean',
-    buildDate: '2025-01-01T00:00:00Z', goVersion: 'go1.24.0', compiler: 'gc', platform: 'linux/amd64',
+    major,
+    minor,
+    gitVersion: `v${installed}`,
+    gitCommit: '0000000000000000000000000000000000000000',
+    gitTreeState: 'clean',
+    buildDate: '2025-01-01T00:00:00Z',
+    goVersion: 'go1.24.0',
+    compiler: 'gc',
+    platform: 'linux/amd64',
   };
 }

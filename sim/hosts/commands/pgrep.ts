@@ -17,7 +17,8 @@ export async function pgrep(ctx: CommandContext): Promise<CommandOutcome> {
     } else if (a.startsWith('-')) return fail(ctx, `pgrep: invalid option -- '${a.slice(1, 2)}'`, 2);
     else patterns.push(a);
   }
-  if (patterns.length !== 1) return fail(ctx, patterns.length === 0 ? 'pgrep: no matching criteria specified' : 'pgrep: only one pattern can be provided', 2);
+  if (patterns.length !== 1)
+    return fail(ctx, patterns.length === 0 ? 'pgrep: no matching criteria specified' : 'pgrep: only one pattern can be provided', 2);
   let re: RegExp;
   try {
     re = new RegExp(exact ? `^(${patterns[0]})$` : (patterns[0] as string));

@@ -39,7 +39,11 @@ function parseScript(script: string): Substitution | undefined {
   }
   if (parts.length !== 3 || !/^g?$/.test(parts[2]!)) return undefined;
   // In the replacement `&` is the match and `\1` a group; a `$` is literal.
-  const replacement = parts[1]!.replace(/\$/g, '$$$$').replace(/\\(\d)/g, '$$$1').replace(/(^|[^\\])&/g, '$1$$&').replace(/\\&/g, '&');
+  const replacement = parts[1]!
+    .replace(/\$/g, '$$$$')
+    .replace(/\\(\d)/g, '$$$1')
+    .replace(/(^|[^\\])&/g, '$1$$&')
+    .replace(/\\&/g, '&');
   try {
     return { pattern: breToRegExp(parts[0]!, parts[2] === 'g'), replacement };
   } catch {
@@ -61,8 +65,16 @@ export async function sed(ctx: CommandContext): Promise<CommandOutcome> {
     const st = statSync(path, { throwIfNoEntry: false });
     if (!st) code = fail(ctx, `sed: can't read ${file}: No such file or directory`, 2);
     else if (!ctx.machine.mayRead(file, ctx.root)) code = fail(ctx, `sed: can't read ${file}: Permission denied`, 4);
-    else if (!ctx.machine.mayWrite(file, ctx.root)) code = fail(ctx, `sed: couldn't open temporary file ${file.replace(/[^/]*$/, '')}sedXXXXXX: Permission denied`, 4);
-    else writeFileSync(path, readFileSync(path, 'utf8').split('\n').map((line) => line.replace(sub.pattern, sub.replacement)).join('\n'));
+    else if (!ctx.machine.mayWrite(file, ctx.root))
+      code = fail(ctx, `sed: couldn't open temporary file ${file.replace(/[^/]*$/, '')}sedXXXXXX: Permission denied`, 4);
+    else
+      writeFileSync(
+        path,
+        readFileSync(path, 'utf8')
+          .split('\n')
+          .map((line) => line.replace(sub.pattern, sub.replacement))
+          .join('\n'),
+      );
   }
   return code;
 }

@@ -31,18 +31,29 @@ export async function systemctl(ctx: CommandContext): Promise<CommandOutcome> {
   if (verb === 'status') {
     if (!UNITS.has(unit)) return fail(ctx, `Unit ${unit}.service could not be found.`, 4);
     const active = unit === 'kubelet' ? machine.state.kubelet.active : true;
-    print(ctx, `● ${unit}.service`, `     Loaded: loaded (/lib/systemd/system/${unit}.service; enabled; preset: enabled)`,
-      `     Active: ${active ? 'active (running)' : 'inactive (dead)'}`);
+    print(
+      ctx,
+      `● ${unit}.service`,
+      `     Loaded: loaded (/lib/systemd/system/${unit}.service; enabled; preset: enabled)`,
+      `     Active: ${active ? 'active (running)' : 'inactive (dead)'}`,
+    );
     return active ? 0 : 3;
   }
   if (!['restart', 'try-restart', 'reload-or-restart', 'start', 'stop', 'enable', 'disable'].includes(verb)) {
     return fail(ctx, `Unknown command verb '${verb}'.`, 1);
   }
-  if (!ctx.root) return fail(ctx, `Failed to ${verb} ${unit}.service: ${NOT_AUTHORIZED}\nSee system logs and 'systemctl status ${unit}.service' for details.`, 1);
+  if (!ctx.root)
+    return fail(
+      ctx,
+      `Failed to ${verb} ${unit}.service: ${NOT_AUTHORIZED}\nSee system logs and 'systemctl status ${unit}.service' for details.`,
+      1,
+    );
   if (!UNITS.has(unit)) return fail(ctx, `Failed to ${verb} ${unit}.service: Unit ${unit}.service not found.`, 5);
   if (unit !== 'kubelet' || verb === 'enable' || verb === 'disable') return 0;
   if (verb !== 'stop' && machine.state.kubelet.unitPackage !== machine.state.packages.kubelet) {
-    ctx.err("Warning: The unit file, source configuration file or drop-ins of kubelet.service changed on disk. Run 'systemctl daemon-reload' to reload units.\n");
+    ctx.err(
+      "Warning: The unit file, source configuration file or drop-ins of kubelet.service changed on disk. Run 'systemctl daemon-reload' to reload units.\n",
+    );
   }
   if (verb === 'start' && machine.state.kubelet.active) return 0;
   if (verb !== 'start') {

@@ -48,7 +48,12 @@ export function runInHostRoot(hostRoot: string, argv: readonly string[], o: InHo
       // Its own process group, so a stop reaches the program and not only the wrapper.
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, PATH: `${here}:${process.env.PATH ?? '/usr/bin:/bin'}`, SKEWLESS_SYSTEMCTL_LOG: o.systemctlLog, SKEWLESS_AS_USER: o.asUser ? '1' : '' },
+      env: {
+        ...process.env,
+        PATH: `${here}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+        SKEWLESS_SYSTEMCTL_LOG: o.systemctlLog,
+        SKEWLESS_AS_USER: o.asUser ? '1' : '',
+      },
     });
     let stdout = '';
     let stderr = '';

@@ -7,20 +7,39 @@ import { hostSpec, run, startTestSim as startMirrored } from './ssh-client.js';
 
 /** A control plane and a worker at 1.32.4, each with the install guide's one-minor repository (the default). */
 const startTestSim = (t: TestContext, options: Parameters<typeof startMirrored>[1] = {}) =>
-  startMirrored(t, { hosts: [hostSpec('cp-1', 'control-plane', { packageRepository: 'per-minor' }), hostSpec('w-1', 'worker', { packageRepository: 'per-minor' })], ...options });
+  startMirrored(t, {
+    hosts: [
+      hostSpec('cp-1', 'control-plane', { packageRepository: 'per-minor' }),
+      hostSpec('w-1', 'worker', { packageRepository: 'per-minor' }),
+    ],
+    ...options,
+  });
 
 const LIST = '/etc/apt/sources.list.d/kubernetes.list';
 const LINE_132 = 'deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] https://pkgs.k8s.io/core:/stable:/v1.32/deb/ /';
-const madison = (stdout: string): string[] => stdout.trimEnd().split('\n').filter(Boolean).map((l) => l.split('|').map((c) => c.trim()).slice(1).join(' '));
+const madison = (stdout: string): string[] =>
+  stdout
+    .trimEnd()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) =>
+      l
+        .split('|')
+        .map((c) => c.trim())
+        .slice(1)
+        .join(' '),
+    );
 const onHost = (stateDir: string, host: string, path: string): string => join(stateDir, 'hosts', host, 'root', path);
 
 /** The Kubernetes repository of a host set up by kubernetes.io's "Installing kubeadm": one minor at a time. */
 describe('a per-minor package repository on a simulated host, over SSH', () => {
-  it('holds the install guide\'s one line for the minor of its packages, and offers only that minor', async (t) => {
+  it("holds the install guide's one line for the minor of its packages, and offers only that minor", async (t) => {
     const { sim } = await startTestSim(t);
     assert.equal((await run(sim, 'w-1', `cat ${LIST}`)).stdout, `${LINE_132}\n`);
     assert.equal((await run(sim, 'w-1', 'test -f /etc/apt/keyrings/kubernetes-apt-keyring.gpg')).code, 0);
-    assert.deepEqual(madison((await run(sim, 'w-1', 'apt-cache madison kubeadm')).stdout), ['1.32.4-1.1 https://pkgs.k8s.io/core:/stable:/v1.32/deb  Packages']);
+    assert.deepEqual(madison((await run(sim, 'w-1', 'apt-cache madison kubeadm')).stdout), [
+      '1.32.4-1.1 https://pkgs.k8s.io/core:/stable:/v1.32/deb  Packages',
+    ]);
     const policy = await run(sim, 'w-1', 'apt-cache policy kubelet');
     assert.match(policy.stdout, /Installed: 1\.32\.4-1\.1\n {2}Candidate: 1\.32\.4-1\.1\n/);
     const install = await run(sim, 'w-1', 'sudo apt-get install -y --allow-change-held-packages kubeadm=1.33.7-1.1');
@@ -28,7 +47,7 @@ describe('a per-minor package repository on a simulated host, over SSH', () => {
     assert.equal(install.stderr, "E: Version '1.33.7-1.1' for 'kubeadm' was not found\n");
   });
 
-  it('a switched file offers nothing new until apt-get update, which then drops the old minor\'s lists', async (t) => {
+  it("a switched file offers nothing new until apt-get update, which then drops the old minor's lists", async (t) => {
     const { sim, stateDir } = await startTestSim(t);
     const edit = await run(sim, 'w-1', `sudo sed -i 's,/core:/stable:/v1.32/,/core:/stable:/v1.33/,g' ${LIST}`);
     assert.equal(edit.code, 0, edit.stderr);
@@ -38,13 +57,20 @@ describe('a per-minor package repository on a simulated host, over SSH', () => {
     const update = await run(sim, 'w-1', 'sudo apt-get update');
     assert.equal(update.code, 0, update.stderr);
     assert.match(update.stdout, /^Get:2 https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.33\/deb {2}InRelease/m);
-    assert.deepEqual(madison((await run(sim, 'w-1', 'apt-cache madison kubeadm')).stdout).map((l) => l.split(' ')[0]), ['1.33.7-1.1', '1.33.0-1.1']);
+    assert.deepEqual(
+      madison((await run(sim, 'w-1', 'apt-cache madison kubeadm')).stdout).map((l) => l.split(' ')[0]),
+      ['1.33.7-1.1', '1.33.0-1.1'],
+    );
     assert.equal(existsSync(onHost(stateDir, 'w-1', '/var/lib/apt/lists/pkgs.k8s.io_core:_stable:_v1.32_deb_Packages')), false);
     assert.equal(existsSync(onHost(stateDir, 'w-1', '/var/lib/apt/lists/pkgs.k8s.io_core:_stable:_v1.33_deb_Packages')), true);
     const install = await run(sim, 'w-1', 'sudo apt-get install -y --allow-change-held-packages kubeadm=1.33.7-1.1');
     assert.equal(install.code, 0, install.stderr);
     assert.equal(sim.state('w-1').packages.kubeadm, '1.33.7-1.1');
-    assert.equal((await run(sim, 'w-1', 'sudo apt-get update')).stdout.includes('Hit:2 https://pkgs.k8s.io/core:/stable:/v1.33/deb  InRelease'), true, 'a second update finds it current');
+    assert.equal(
+      (await run(sim, 'w-1', 'sudo apt-get update')).stdout.includes('Hit:2 https://pkgs.k8s.io/core:/stable:/v1.33/deb  InRelease'),
+      true,
+      'a second update finds it current',
+    );
   });
 
   it('a minor the mirror does not have fails apt-get update as a 404 does, keeping no lists for it', async (t) => {
@@ -53,22 +79,31 @@ describe('a per-minor package repository on a simulated host, over SSH', () => {
     const update = await run(sim, 'w-1', 'sudo apt-get update');
     assert.equal(update.code, 100);
     assert.match(update.stdout, /^Err:2 https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.36\/deb {2}Release\n {2}404 {2}Not Found/m);
-    assert.match(update.stderr, /^E: The repository 'https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.36\/deb {2}Release' does not have a Release file\.$/m);
+    assert.match(
+      update.stderr,
+      /^E: The repository 'https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.36\/deb {2}Release' does not have a Release file\.$/m,
+    );
     assert.deepEqual(madison((await run(sim, 'w-1', 'apt-cache madison kubeadm')).stdout), []);
   });
 
-  it('the SSH user reads another minor through a source list and lists directory of its own, the node\'s apt state untouched', async (t) => {
+  it("the SSH user reads another minor through a source list and lists directory of its own, the node's apt state untouched", async (t) => {
     const { sim, stateDir } = await startTestSim(t);
     const dir = '/tmp/probe';
     writeFileSync(onHost(stateDir, 'w-1', '/tmp/probe.list'), `${LINE_132.replace('v1.32', 'v1.34')}\n`);
     const apt = `-o Dir::Etc::SourceList=${dir}.list -o Dir::Etc::SourceParts=- -o Dir::State::Lists=${dir}/lists -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=`;
     const update = await run(sim, 'w-1', `mkdir -p ${dir}/lists && apt-get update -q ${apt}`);
     assert.equal(update.code, 0, update.stderr);
-    assert.deepEqual(madison((await run(sim, 'w-1', `apt-cache ${apt} madison kubeadm`)).stdout), ['1.34.2-1.1 https://pkgs.k8s.io/core:/stable:/v1.34/deb  Packages']);
-    assert.deepEqual(madison((await run(sim, 'w-1', 'apt-cache madison kubeadm')).stdout), ['1.32.4-1.1 https://pkgs.k8s.io/core:/stable:/v1.32/deb  Packages'], 'the node still offers its own minor');
+    assert.deepEqual(madison((await run(sim, 'w-1', `apt-cache ${apt} madison kubeadm`)).stdout), [
+      '1.34.2-1.1 https://pkgs.k8s.io/core:/stable:/v1.34/deb  Packages',
+    ]);
+    assert.deepEqual(
+      madison((await run(sim, 'w-1', 'apt-cache madison kubeadm')).stdout),
+      ['1.32.4-1.1 https://pkgs.k8s.io/core:/stable:/v1.32/deb  Packages'],
+      'the node still offers its own minor',
+    );
     assert.equal((await run(sim, 'w-1', `cat ${LIST}`)).stdout, `${LINE_132}\n`);
     const intoTheNodes = await run(sim, 'w-1', 'apt-get update');
-    assert.equal(intoTheNodes.code, 100, 'the node\'s own lists need root');
+    assert.equal(intoTheNodes.code, 100, "the node's own lists need root");
     assert.match(intoTheNodes.stderr, /^E: Could not open lock file \/var\/lib\/apt\/lists\/lock - open \(13: Permission denied\)/);
   });
 
@@ -84,11 +119,17 @@ describe('a per-minor package repository on a simulated host, over SSH', () => {
 
   it('the local-mirror variant: one line of a site mirror offering every minor at once', async (t) => {
     const { sim, stateDir } = await startTestSim(t, { hosts: [hostSpec('w-1', 'worker', { packageRepository: 'local-mirror' })] });
-    assert.match(readFileSync(onHost(stateDir, 'w-1', LIST), 'utf8'), /^deb \[signed-by=\/etc\/apt\/keyrings\/kubernetes-apt-keyring\.gpg\] http:\/\/apt-mirror\.sim\.invalid\/kubernetes\/all\/deb\/ \/\n$/);
-    assert.deepEqual(madison((await run(sim, 'w-1', 'apt-cache madison kubeadm')).stdout).map((l) => l.split(' ')[0]), ['1.34.2-1.1', '1.33.7-1.1', '1.33.0-1.1', '1.32.4-1.1']);
+    assert.match(
+      readFileSync(onHost(stateDir, 'w-1', LIST), 'utf8'),
+      /^deb \[signed-by=\/etc\/apt\/keyrings\/kubernetes-apt-keyring\.gpg\] http:\/\/apt-mirror\.sim\.invalid\/kubernetes\/all\/deb\/ \/\n$/,
+    );
+    assert.deepEqual(
+      madison((await run(sim, 'w-1', 'apt-cache madison kubeadm')).stdout).map((l) => l.split(' ')[0]),
+      ['1.34.2-1.1', '1.33.7-1.1', '1.33.0-1.1', '1.32.4-1.1'],
+    );
   });
 
-  it('a malformed line is apt\'s error, for update and for apt-cache alike', async (t) => {
+  it("a malformed line is apt's error, for update and for apt-cache alike", async (t) => {
     const { sim, stateDir } = await startTestSim(t);
     writeFileSync(onHost(stateDir, 'w-1', LIST), 'deb [signed-by=/k.gpg] https://pkgs.k8s.io/core:/stable:/v1.32/deb/\n');
     for (const command of ['sudo apt-get update', 'apt-cache madison kubeadm']) {

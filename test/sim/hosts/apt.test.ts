@@ -43,7 +43,10 @@ describe('apt on a simulated host, over SSH', () => {
 
     const ok = await run(sim, 'w-1', `${INSTALL} --allow-change-held-packages kubeadm=1.33.7-1.1`);
     assert.equal(ok.code, 0, ok.stderr);
-    assert.match(ok.stdout, /Unpacking kubeadm \(1\.33\.7-1\.1\) over \(1\.32\.4-1\.1\) \.\.\.\nSetting up kubeadm \(1\.33\.7-1\.1\) \.\.\./);
+    assert.match(
+      ok.stdout,
+      /Unpacking kubeadm \(1\.33\.7-1\.1\) over \(1\.32\.4-1\.1\) \.\.\.\nSetting up kubeadm \(1\.33\.7-1\.1\) \.\.\./,
+    );
     assert.equal(sim.state('w-1').packages.kubeadm, '1.33.7-1.1');
     assert.deepEqual(sim.state('w-1').holds, ['kubeadm', 'kubelet', 'kubectl']);
     assert.equal((await run(sim, 'w-1', 'kubeadm version -o short')).stdout, 'v1.33.7\n');
@@ -113,8 +116,15 @@ describe('apt on a simulated host, over SSH', () => {
 
   it('apt-mark hold and unhold report like apt-mark', async (t) => {
     const { sim } = await startTestSim(t);
-    const r = await run(sim, 'w-1', 'sudo apt-mark unhold kubectl; sudo apt-mark unhold kubectl; sudo apt-mark hold kubectl kubeadm; apt-mark showhold');
+    const r = await run(
+      sim,
+      'w-1',
+      'sudo apt-mark unhold kubectl; sudo apt-mark unhold kubectl; sudo apt-mark hold kubectl kubeadm; apt-mark showhold',
+    );
     assert.equal(r.code, 0);
-    assert.equal(r.stdout, 'Canceled hold on kubectl.\nkubectl was already not on hold.\nkubectl set on hold.\nkubeadm was already set on hold.\nkubeadm\nkubelet\nkubectl\n');
+    assert.equal(
+      r.stdout,
+      'Canceled hold on kubectl.\nkubectl was already not on hold.\nkubectl set on hold.\nkubeadm was already set on hold.\nkubeadm\nkubelet\nkubectl\n',
+    );
   });
 });

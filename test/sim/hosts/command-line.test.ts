@@ -17,16 +17,60 @@ describe('parseCommandLine', () => {
     ['quoted apt version glob', "apt-get install -y 'kubeadm=1.33.7-*'", [[cmd(['apt-get', 'install', '-y', 'kubeadm=1.33.7-*']), false]]],
     ['sudo', 'sudo systemctl restart kubelet', [[cmd(['systemctl', 'restart', 'kubelet'], {}, true), false]]],
     ['sudo -n', 'sudo -n reboot', [[cmd(['reboot'], {}, true), false]]],
-    ['env before sudo and after', 'A=1 sudo -n DEBIAN_FRONTEND=noninteractive apt-get update',
-      [[cmd(['apt-get', 'update'], { A: '1', DEBIAN_FRONTEND: 'noninteractive' }, true), false]]],
+    [
+      'env before sudo and after',
+      'A=1 sudo -n DEBIAN_FRONTEND=noninteractive apt-get update',
+      [[cmd(['apt-get', 'update'], { A: '1', DEBIAN_FRONTEND: 'noninteractive' }, true), false]],
+    ],
     ['quoted assignment value', "X='a b' echo", [[cmd(['echo'], { X: 'a b' }), false]]],
     ['= after a quote is not an assignment', `"A"=b echo`, [[cmd(['A=b', 'echo']), false]]],
-    ['= in a later argument is an argument', 'apt-get install kubeadm=1.33.7-1.1', [[cmd(['apt-get', 'install', 'kubeadm=1.33.7-1.1']), false]]],
-    ['&& chain', 'true && echo ok', [[cmd(['true']), false], [cmd(['echo', 'ok']), true]]],
-    ['; sequence and trailing ;', 'false; echo x;', [[cmd(['false']), false], [cmd(['echo', 'x']), false]]],
-    ['mixed', 'a && b; c && d', [[cmd(['a']), false], [cmd(['b']), true], [cmd(['c']), false], [cmd(['d']), true]]],
-    ['&& without spaces', 'a&&b', [[cmd(['a']), false], [cmd(['b']), true]]],
-    ['newline separates', 'a\nb', [[cmd(['a']), false], [cmd(['b']), false]]],
+    [
+      '= in a later argument is an argument',
+      'apt-get install kubeadm=1.33.7-1.1',
+      [[cmd(['apt-get', 'install', 'kubeadm=1.33.7-1.1']), false]],
+    ],
+    [
+      '&& chain',
+      'true && echo ok',
+      [
+        [cmd(['true']), false],
+        [cmd(['echo', 'ok']), true],
+      ],
+    ],
+    [
+      '; sequence and trailing ;',
+      'false; echo x;',
+      [
+        [cmd(['false']), false],
+        [cmd(['echo', 'x']), false],
+      ],
+    ],
+    [
+      'mixed',
+      'a && b; c && d',
+      [
+        [cmd(['a']), false],
+        [cmd(['b']), true],
+        [cmd(['c']), false],
+        [cmd(['d']), true],
+      ],
+    ],
+    [
+      '&& without spaces',
+      'a&&b',
+      [
+        [cmd(['a']), false],
+        [cmd(['b']), true],
+      ],
+    ],
+    [
+      'newline separates',
+      'a\nb',
+      [
+        [cmd(['a']), false],
+        [cmd(['b']), false],
+      ],
+    ],
     ['line continuation', 'echo a \\\nb', [[cmd(['echo', 'a', 'b']), false]]],
     ['blank line', '   ', []],
   ];
@@ -34,7 +78,10 @@ describe('parseCommandLine', () => {
     it(name, () => {
       const parsed = parseCommandLine(line);
       assert.ok(parsed.ok, parsed.ok ? '' : parsed.error);
-      assert.deepEqual(parsed.steps.map((s) => [s.command, s.onlyIfSucceeded]), expected);
+      assert.deepEqual(
+        parsed.steps.map((s) => [s.command, s.onlyIfSucceeded]),
+        expected,
+      );
     });
   }
 
@@ -85,7 +132,7 @@ describe('a command fault is read as the host reads a command line', () => {
   it('fires when written as commands.log shows the command: sudo -n, VAR=value and quotes as the product sends them', () => {
     const logged = [
       'sudo -n apt-mark showhold',
-      'sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y --allow-change-held-packages \'kubeadm=1.33.7-1.1\'',
+      "sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y --allow-change-held-packages 'kubeadm=1.33.7-1.1'",
     ];
     for (const line of logged) {
       const faults = new CommandFaults();
@@ -101,8 +148,10 @@ describe('a command fault is read as the host reads a command line', () => {
   });
 
   it('refuses a fault that names several commands or none, in one line', () => {
-    assert.throws(() => validateFault({ kind: 'fail', command: 'sudo -n systemctl daemon-reload && sudo -n systemctl restart kubelet' }),
-      /^Error: sim: fault fail: command "sudo -n systemctl daemon-reload && sudo -n systemctl restart kubelet" is 2 commands; a fault matches one/);
+    assert.throws(
+      () => validateFault({ kind: 'fail', command: 'sudo -n systemctl daemon-reload && sudo -n systemctl restart kubelet' }),
+      /^Error: sim: fault fail: command "sudo -n systemctl daemon-reload && sudo -n systemctl restart kubelet" is 2 commands; a fault matches one/,
+    );
     assert.throws(() => validateFault({ kind: 'hang', command: 'sudo -n' }), /^Error: sim: fault hang: command prefix is empty$/);
     assert.throws(() => validateFault({ kind: 'hang', command: '  ' }), /command prefix is empty/);
   });

@@ -7,7 +7,8 @@ import { hostSpec, run, startTestSim as startSim } from './ssh-client.js';
 
 /** A control plane and a worker at 1.32.4, RHEL family: kubernetes.repo for v1.32 as the install guide writes it. */
 const startTestSim = (t: TestContext) => {
-  const dnfHost = (name: string, role: 'control-plane' | 'worker') => hostSpec(name, role, { packageRepository: 'per-minor', packageManager: 'dnf' });
+  const dnfHost = (name: string, role: 'control-plane' | 'worker') =>
+    hostSpec(name, role, { packageRepository: 'per-minor', packageManager: 'dnf' });
   return startSim(t, { hosts: [dnfHost('cp-1', 'control-plane'), dnfHost('w-1', 'worker')] });
 };
 
@@ -19,11 +20,14 @@ const section = (stdout: string, title: string): string[] => {
   const start = lines.indexOf(title);
   if (start < 0) return [];
   const end = lines.findIndex((l, i) => i > start && /Packages$/.test(l));
-  return lines.slice(start + 1, end < 0 ? undefined : end).filter(Boolean).map((l) => l.trim().split(/\s+/).join(' '));
+  return lines
+    .slice(start + 1, end < 0 ? undefined : end)
+    .filter(Boolean)
+    .map((l) => l.trim().split(/\s+/).join(' '));
 };
 
 describe('a per-minor rpm repository on a simulated RHEL-family host, over SSH', () => {
-  it('holds the install guide\'s kubernetes.repo; its exclude= keeps the packages out until --disableexcludes=kubernetes', async (t) => {
+  it("holds the install guide's kubernetes.repo; its exclude= keeps the packages out until --disableexcludes=kubernetes", async (t) => {
     const { sim } = await startTestSim(t);
     const repo = (await run(sim, 'w-1', `cat ${REPO}`)).stdout;
     assert.match(repo, /^\[kubernetes\]\nname=Kubernetes\nbaseurl=https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.32\/rpm\/\n/);
@@ -37,24 +41,37 @@ describe('a per-minor rpm repository on a simulated RHEL-family host, over SSH',
     assert.deepEqual(section(excluded.stdout, 'Available Packages'), [], 'excluded: only the installed one is listed');
     assert.deepEqual(section(excluded.stdout, 'Installed Packages'), ['kubeadm.x86_64 1.32.4-150500.1.1 @kubernetes']);
     const listed = await run(sim, 'w-1', 'dnf list --showduplicates --disableexcludes=kubernetes kubeadm');
-    assert.deepEqual(section(listed.stdout, 'Available Packages'), ['kubeadm.x86_64 1.32.4-150500.1.1 kubernetes'], 'the v1.32 repository offers 1.32 only');
+    assert.deepEqual(
+      section(listed.stdout, 'Available Packages'),
+      ['kubeadm.x86_64 1.32.4-150500.1.1 kubernetes'],
+      'the v1.32 repository offers 1.32 only',
+    );
 
     const held = await run(sim, 'w-1', "sudo dnf install -y kubelet-'1.32.4-*'");
     assert.equal(held.code, 1);
-    assert.match(held.stderr, /^All matches were filtered out by exclude filtering for argument: kubelet-1\.32\.4-\*\nError: Unable to find a match: kubelet-1\.32\.4-\*$/m);
+    assert.match(
+      held.stderr,
+      /^All matches were filtered out by exclude filtering for argument: kubelet-1\.32\.4-\*\nError: Unable to find a match: kubelet-1\.32\.4-\*$/m,
+    );
     const notOffered = await run(sim, 'w-1', "sudo dnf install -y --disableexcludes=kubernetes kubeadm-'1.33.7-*'");
     assert.equal(notOffered.code, 1);
     assert.match(notOffered.stderr, /^No match for argument: kubeadm-1\.33\.7-\*/m);
     assert.equal(sim.state('w-1').packages.kubeadm, '1.32.4-150500.1.1');
   });
 
-  it('the guide\'s sed of the minor offers the next minor at once (dnf fetches metadata for a changed baseurl); installs need root', async (t) => {
+  it("the guide's sed of the minor offers the next minor at once (dnf fetches metadata for a changed baseurl); installs need root", async (t) => {
     const { sim, stateDir } = await startTestSim(t);
     const edit = await run(sim, 'w-1', `sudo sed -i 's,/core:/stable:/v1.32/,/core:/stable:/v1.33/,g' ${REPO}`);
     assert.equal(edit.code, 0, edit.stderr);
-    assert.match(readFileSync(onHost(stateDir, 'w-1', REPO), 'utf8'), /^gpgkey=https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.33\/rpm\/repodata\/repomd\.xml\.key$/m);
+    assert.match(
+      readFileSync(onHost(stateDir, 'w-1', REPO), 'utf8'),
+      /^gpgkey=https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.33\/rpm\/repodata\/repomd\.xml\.key$/m,
+    );
     const listed = await run(sim, 'w-1', 'dnf list --showduplicates --disableexcludes=kubernetes kubeadm');
-    assert.deepEqual(section(listed.stdout, 'Available Packages').map((r) => r.split(' ')[1]), ['1.33.0-150500.1.1', '1.33.7-150500.1.1']);
+    assert.deepEqual(
+      section(listed.stdout, 'Available Packages').map((r) => r.split(' ')[1]),
+      ['1.33.0-150500.1.1', '1.33.7-150500.1.1'],
+    );
     assert.equal((await run(sim, 'w-1', 'sudo dnf makecache')).code, 0);
 
     const asUser = await run(sim, 'w-1', "dnf install -y --disableexcludes=kubernetes kubeadm-'1.33.7-*'");
@@ -63,12 +80,15 @@ describe('a per-minor rpm repository on a simulated RHEL-family host, over SSH',
     const install = await run(sim, 'w-1', "sudo dnf install -y --disableexcludes=kubernetes kubeadm-'1.33.7-*'");
     assert.equal(install.code, 0, install.stderr);
     assert.equal(sim.state('w-1').packages.kubeadm, '1.33.7-150500.1.1');
-    assert.match(readFileSync(onHost(stateDir, 'w-1', '/var/log/dnf.rpm.log'), 'utf8'), /SUBDEBUG Upgrade: kubeadm-1\.33\.7-150500\.1\.1\.x86_64\n$/);
+    assert.match(
+      readFileSync(onHost(stateDir, 'w-1', '/var/log/dnf.rpm.log'), 'utf8'),
+      /SUBDEBUG Upgrade: kubeadm-1\.33\.7-150500\.1\.1\.x86_64\n$/,
+    );
     const again = await run(sim, 'w-1', "sudo dnf install -y --disableexcludes=kubernetes kubeadm-'1.33.7-*'");
     assert.match(again.stdout, /Package kubeadm-1\.33\.7-150500\.1\.1\.x86_64 is already installed\.\n[\s\S]*Nothing to do\./);
   });
 
-  it('a minor the mirror does not have fails every dnf command on the repository\'s metadata, as a 404 does', async (t) => {
+  it("a minor the mirror does not have fails every dnf command on the repository's metadata, as a 404 does", async (t) => {
     const { sim } = await startTestSim(t);
     await run(sim, 'w-1', `sudo sed -i 's,/v1.32/,/v1.36/,g' ${REPO}`);
     const r = await run(sim, 'w-1', 'sudo dnf makecache');
@@ -77,12 +97,20 @@ describe('a per-minor rpm repository on a simulated RHEL-family host, over SSH',
     assert.match(r.stderr, /^Error: Failed to download metadata for repo 'kubernetes'/m);
   });
 
-  it('the SSH user asks another minor through --repofrompath, the node\'s repository untouched', async (t) => {
+  it("the SSH user asks another minor through --repofrompath, the node's repository untouched", async (t) => {
     const { sim } = await startTestSim(t);
-    const probe = await run(sim, 'w-1', 'dnf list --showduplicates -q --disableexcludes=all --repofrompath=skewless-probe,https://pkgs.k8s.io/core:/stable:/v1.34/rpm/ --repo=skewless-probe kubeadm');
+    const probe = await run(
+      sim,
+      'w-1',
+      'dnf list --showduplicates -q --disableexcludes=all --repofrompath=skewless-probe,https://pkgs.k8s.io/core:/stable:/v1.34/rpm/ --repo=skewless-probe kubeadm',
+    );
     assert.equal(probe.code, 0, probe.stderr);
     assert.deepEqual(section(probe.stdout, 'Available Packages'), ['kubeadm.x86_64 1.34.2-150500.1.1 skewless-probe']);
-    const missing = await run(sim, 'w-1', 'dnf list --showduplicates -q --disableexcludes=all --repofrompath=skewless-probe,https://pkgs.k8s.io/core:/stable:/v1.36/rpm/ --repo=skewless-probe kubeadm');
+    const missing = await run(
+      sim,
+      'w-1',
+      'dnf list --showduplicates -q --disableexcludes=all --repofrompath=skewless-probe,https://pkgs.k8s.io/core:/stable:/v1.36/rpm/ --repo=skewless-probe kubeadm',
+    );
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /Failed to download metadata for repo 'skewless-probe'/);
     assert.match((await run(sim, 'w-1', `cat ${REPO}`)).stdout, /\/v1\.32\/rpm\//);

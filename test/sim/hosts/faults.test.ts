@@ -7,18 +7,37 @@ const INSTALL = 'sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y --all
 describe('faults injected into a simulated host, seen by an SSH client', () => {
   it('fail: the next N matching commands fail with the given code and stderr, then they succeed', async (t) => {
     const { sim } = await startTestSim(t, {
-      hosts: [hostSpec('w-1', 'worker', { faults: [{ kind: 'fail', command: 'apt-get install', times: 2, exitCode: 100, stderr: 'E: Failed to fetch kubeadm_1.33.7-1.1_amd64.deb  Connection timed out' }] })],
+      hosts: [
+        hostSpec('w-1', 'worker', {
+          faults: [
+            {
+              kind: 'fail',
+              command: 'apt-get install',
+              times: 2,
+              exitCode: 100,
+              stderr: 'E: Failed to fetch kubeadm_1.33.7-1.1_amd64.deb  Connection timed out',
+            },
+          ],
+        }),
+      ],
     });
     assert.equal((await run(sim, 'w-1', 'sudo apt-get update')).code, 0, 'a command that does not match is unaffected');
     for (let i = 0; i < 2; i++) {
       const r = await run(sim, 'w-1', `${INSTALL} && echo done`);
-      assert.deepEqual([r.code, r.stdout, r.stderr], [100, '', 'E: Failed to fetch kubeadm_1.33.7-1.1_amd64.deb  Connection timed out\n'], `run ${i + 1}`);
+      assert.deepEqual(
+        [r.code, r.stdout, r.stderr],
+        [100, '', 'E: Failed to fetch kubeadm_1.33.7-1.1_amd64.deb  Connection timed out\n'],
+        `run ${i + 1}`,
+      );
       assert.equal(sim.state('w-1').packages.kubeadm, '1.32.4-1.1');
     }
     const r = await run(sim, 'w-1', `${INSTALL} && echo done`);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /done\n$/);
-    assert.deepEqual(sim.commandLog('w-1').map((e) => e.exitCode), [0, 100, 100, 0]);
+    assert.deepEqual(
+      sim.commandLog('w-1').map((e) => e.exitCode),
+      [0, 100, 100, 0],
+    );
 
     sim.setFault('w-1', { kind: 'fail', command: 'kubeadm version' });
     assert.equal((await run(sim, 'w-1', 'kubeadm version -o short')).code, 1, 'default: once, exit 1');
@@ -56,7 +75,9 @@ describe('faults injected into a simulated host, seen by an SSH client', () => {
     await assert.rejects(exec(client, `${INSTALL} && sudo kubeadm upgrade apply v1.33.7 --yes`, 600), /did not finish within 600 ms/);
     assert.equal((await exec(client, 'echo still here')).stdout, 'still here\n', 'the connection stays usable');
     client.end();
-    await effects.waitFor('the hung command in the log', () => sim.commandLog('cp-1').some((e) => e.command.includes('upgrade apply') && e.exitCode === null));
+    await effects.waitFor('the hung command in the log', () =>
+      sim.commandLog('cp-1').some((e) => e.command.includes('upgrade apply') && e.exitCode === null),
+    );
     assert.deepEqual(effects.callsOf('upgradeControlPlane'), []);
     sim.clearFaults('cp-1');
     assert.equal((await run(sim, 'cp-1', 'sudo kubeadm upgrade apply v1.33.7 --yes')).code, 0);

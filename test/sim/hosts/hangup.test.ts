@@ -32,8 +32,15 @@ describe('a client that goes away mid-command, and who watches commands', () => 
     await run(sim, 'w-1', 'false');
     off();
     await run(sim, 'w-1', 'true');
-    assert.deepEqual(events.map((e) => [e.phase, e.host, e.command, e.phase === 'end' ? e.exitCode : '']),
-      [['start', 'w-1', 'kubelet --version', ''], ['end', 'w-1', 'kubelet --version', 0], ['start', 'w-1', 'false', ''], ['end', 'w-1', 'false', 1]]);
+    assert.deepEqual(
+      events.map((e) => [e.phase, e.host, e.command, e.phase === 'end' ? e.exitCode : '']),
+      [
+        ['start', 'w-1', 'kubelet --version', ''],
+        ['end', 'w-1', 'kubelet --version', 0],
+        ['start', 'w-1', 'false', ''],
+        ['end', 'w-1', 'false', 1],
+      ],
+    );
   });
 
   it('by default the command dies with its session, before its effect: nothing installed, logged as cut short', async (t) => {
@@ -42,7 +49,10 @@ describe('a client that goes away mid-command, and who watches commands', () => 
     await waitFor('the log entry', () => sim.commandLog('w-1').length === 1);
     await new Promise((r) => setTimeout(r, 600));
     assert.equal(sim.state('w-1').packages.kubeadm, '1.32.4-1.1');
-    assert.deepEqual(sim.commandLog('w-1').map((e) => [e.exitCode, e.hungUp]), [[null, true]]);
+    assert.deepEqual(
+      sim.commandLog('w-1').map((e) => [e.exitCode, e.hungUp]),
+      [[null, true]],
+    );
   });
 
   it('under the "finishes" policy the command completes on the host, its status logged though no client heard it', async (t) => {
@@ -53,7 +63,10 @@ describe('a client that goes away mid-command, and who watches commands', () => 
     assert.equal(sim.state('w-1').packages.kubeadm, '1.32.4-1.1', 'still installing when the client left');
     await waitFor('the install to finish', () => sim.commandLog('w-1').length === 1);
     assert.equal(sim.state('w-1').packages.kubeadm, '1.33.7-1.1');
-    assert.deepEqual(sim.commandLog('w-1').map((e) => [e.exitCode, e.hungUp]), [[0, true]]);
+    assert.deepEqual(
+      sim.commandLog('w-1').map((e) => [e.exitCode, e.hungUp]),
+      [[0, true]],
+    );
     assert.deepEqual(fates, [`w-1 ${INSTALL} kubeadm=1.33.7-1.1`]);
   });
 

@@ -12,9 +12,26 @@ const hasOpenSsh = spawnSync('ssh', ['-V']).status === 0;
 /** The real OpenSSH client with strict host key checking against the simulator's known_hosts (async: the server shares our event loop). */
 function openSsh(sim: HostSimulator, host: string, command: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
   const { port } = sim.hosts.find((h) => h.name === host)!;
-  const args = ['-p', String(port), '-i', sim.clientKeyPath, '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes',
-    '-o', 'StrictHostKeyChecking=yes', '-o', `UserKnownHostsFile=${sim.knownHostsPath}`, '-o', 'GlobalKnownHostsFile=/dev/null',
-    '-o', 'ConnectTimeout=5', `${sim.user}@127.0.0.1`, command];
+  const args = [
+    '-p',
+    String(port),
+    '-i',
+    sim.clientKeyPath,
+    '-o',
+    'IdentitiesOnly=yes',
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    'StrictHostKeyChecking=yes',
+    '-o',
+    `UserKnownHostsFile=${sim.knownHostsPath}`,
+    '-o',
+    'GlobalKnownHostsFile=/dev/null',
+    '-o',
+    'ConnectTimeout=5',
+    `${sim.user}@127.0.0.1`,
+    command,
+  ];
   return new Promise((resolve) => {
     execFile('ssh', args, { encoding: 'utf8', timeout: 15_000 }, (err, stdout, stderr) => {
       resolve({ status: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr });
@@ -34,7 +51,11 @@ describe('host keys and client authentication', () => {
     }
     const keygen = spawnSync('ssh-keygen', ['-lf', sim.knownHostsPath], { encoding: 'utf8' });
     if (keygen.status === 0) {
-      for (const h of sim.hosts) assert.match(keygen.stdout, new RegExp(`${h.hostKeyFingerprint.replace(/[+/]/g, '\\$&')} \\[127\\.0\\.0\\.1\\]:${h.port} \\(ED25519\\)`));
+      for (const h of sim.hosts)
+        assert.match(
+          keygen.stdout,
+          new RegExp(`${h.hostKeyFingerprint.replace(/[+/]/g, '\\$&')} \\[127\\.0\\.0\\.1\\]:${h.port} \\(ED25519\\)`),
+        );
     }
   });
 
@@ -54,30 +75,35 @@ describe('host keys and client authentication', () => {
     assert.equal((await run(sim, 'w-1', 'hostname')).stdout, 'w-1\n');
   });
 
-  it('the real OpenSSH client with StrictHostKeyChecking=yes accepts, then refuses a rotated key', { skip: !hasOpenSsh && 'ssh (OpenSSH client) is not installed' }, async (t) => {
-    const { sim } = await startTestSim(t);
-    const ok = await openSsh(sim, 'cp-1', 'sudo -n kubeadm version -o short');
-    assert.equal(ok.status, 0, ok.stderr);
-    assert.equal(ok.stdout, 'v1.32.4\n');
-    sim.setFault('cp-1', { kind: 'rotateHostKey' });
-    const refused = await openSsh(sim, 'cp-1', 'true');
-    assert.equal(refused.status, 255);
-    assert.match(refused.stderr, /REMOTE HOST IDENTIFICATION HAS CHANGED|Host key verification failed/);
-  });
+  it(
+    'the real OpenSSH client with StrictHostKeyChecking=yes accepts, then refuses a rotated key',
+    { skip: !hasOpenSsh && 'ssh (OpenSSH client) is not installed' },
+    async (t) => {
+      const { sim } = await startTestSim(t);
+      const ok = await openSsh(sim, 'cp-1', 'sudo -n kubeadm version -o short');
+      assert.equal(ok.status, 0, ok.stderr);
+      assert.equal(ok.stdout, 'v1.32.4\n');
+      sim.setFault('cp-1', { kind: 'rotateHostKey' });
+      const refused = await openSsh(sim, 'cp-1', 'true');
+      assert.equal(refused.status, 255);
+      assert.match(refused.stderr, /REMOTE HOST IDENTIFICATION HAS CHANGED|Host key verification failed/);
+    },
+  );
 
   it('accepts only the operator key, for the configured user', async (t) => {
     const { sim } = await startTestSim(t, { user: 'ops' });
     assert.equal(sim.user, 'ops');
     const { port } = sim.hosts[0]!;
-    const attempt = (username: string, privateKey: string | Buffer): Promise<string> => new Promise((resolve) => {
-      const c = new ssh2.Client();
-      c.on('ready', () => {
-        c.end();
-        resolve('ready');
+    const attempt = (username: string, privateKey: string | Buffer): Promise<string> =>
+      new Promise((resolve) => {
+        const c = new ssh2.Client();
+        c.on('ready', () => {
+          c.end();
+          resolve('ready');
+        });
+        c.on('error', (err) => resolve(err.message));
+        c.connect({ host: '127.0.0.1', port, username, privateKey, hostVerifier: () => true, readyTimeout: 5000 });
       });
-      c.on('error', (err) => resolve(err.message));
-      c.connect({ host: '127.0.0.1', port, username, privateKey, hostVerifier: () => true, readyTimeout: 5000 });
-    });
     const stranger = ssh2.utils.generateKeyPairSync('ed25519').private;
     assert.equal(await attempt('ops', readFileSync(sim.clientKeyPath)), 'ready');
     assert.match(await attempt('ops', stranger), /All configured authentication methods failed/);
@@ -96,8 +122,14 @@ describe('host keys and client authentication', () => {
     await first.sim.stop();
 
     // Swap the two hosts' known keys: each host now presents a key the file does not list for it.
-    const lines = readFileSync(first.sim.knownHostsPath, 'utf8').trimEnd().split('\n').map((l) => l.split(' '));
-    writeFileSync(first.sim.knownHostsPath, `${lines[0]![0]} ${lines[1]![1]} ${lines[1]![2]}\n${lines[1]![0]} ${lines[0]![1]} ${lines[0]![2]}\n`);
+    const lines = readFileSync(first.sim.knownHostsPath, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.split(' '));
+    writeFileSync(
+      first.sim.knownHostsPath,
+      `${lines[0]![0]} ${lines[1]![1]} ${lines[1]![2]}\n${lines[1]![0]} ${lines[0]![1]} ${lines[0]![2]}\n`,
+    );
     const second = await startTestSim(t, { stateDir });
     assert.equal(readFileSync(join(stateDir, 'ssh', 'id_ed25519'), 'utf8'), key);
     await assert.rejects(connect(second.sim, 'cp-1'), /verification failed/i);

@@ -35,24 +35,51 @@ describe('kubeadm on a simulated host, over SSH', () => {
   });
 
   const refusals: [string, string, string, RegExp, (sim: HostSimulator, effects: FakeEffects) => Promise<void>][] = [
-    ['kubeadm older than the target', 'cp-1', 'sudo kubeadm upgrade apply v1.33.7 --yes',
+    [
+      'kubeadm older than the target',
+      'cp-1',
+      'sudo kubeadm upgrade apply v1.33.7 --yes',
       /the --version argument is invalid due to these fatal errors:\n\n\t- Specified version to upgrade to "v1\.33\.7" is higher than the kubeadm version "v1\.32\.4"\. Upgrade kubeadm first using the tool you used to install kubeadm\n/,
-      async () => undefined],
-    ['a skipped minor', 'cp-1', 'sudo kubeadm upgrade apply v1.34.2 --yes',
+      async () => undefined,
+    ],
+    [
+      'a skipped minor',
+      'cp-1',
+      'sudo kubeadm upgrade apply v1.34.2 --yes',
       /- Specified version to upgrade to "v1\.34\.2" is too high; kubeadm can upgrade only 1 minor version at a time/,
-      async (sim) => installKubeadm(sim, 'cp-1', '1.34.2')],
-    ['a version older than the cluster', 'cp-1', 'sudo kubeadm upgrade apply v1.33.0 --yes',
+      async (sim) => installKubeadm(sim, 'cp-1', '1.34.2'),
+    ],
+    [
+      'a version older than the cluster',
+      'cp-1',
+      'sudo kubeadm upgrade apply v1.33.0 --yes',
       /- Specified version to upgrade to "v1\.33\.0" is equal to or lower than the cluster version "v1\.33\.7"\. Downgrades are not supported yet\n\nCan be bypassed if you pass the --force flag/,
       async (sim, effects) => {
         effects.cluster = '1.33.7';
         await installKubeadm(sim, 'cp-1', '1.33.7');
-      }],
-    ['a worker (no admin.conf)', 'w-1', 'sudo kubeadm upgrade apply v1.33.7 --yes',
-      /open \/etc\/kubernetes\/admin\.conf: no such file or directory/, async (sim) => installKubeadm(sim, 'w-1', '1.33.7')],
-    ['no --yes in a non-interactive session', 'cp-1', 'sudo kubeadm upgrade apply v1.33.7',
-      /won't proceed; the user didn't answer \(Y\|y\) in order to continue/, async (sim) => installKubeadm(sim, 'cp-1', '1.33.7')],
-    ['without root', 'cp-1', 'kubeadm upgrade apply v1.33.7 --yes',
-      /\[ERROR IsPrivilegedUser\]: user is not running as root/, async (sim) => installKubeadm(sim, 'cp-1', '1.33.7')],
+      },
+    ],
+    [
+      'a worker (no admin.conf)',
+      'w-1',
+      'sudo kubeadm upgrade apply v1.33.7 --yes',
+      /open \/etc\/kubernetes\/admin\.conf: no such file or directory/,
+      async (sim) => installKubeadm(sim, 'w-1', '1.33.7'),
+    ],
+    [
+      'no --yes in a non-interactive session',
+      'cp-1',
+      'sudo kubeadm upgrade apply v1.33.7',
+      /won't proceed; the user didn't answer \(Y\|y\) in order to continue/,
+      async (sim) => installKubeadm(sim, 'cp-1', '1.33.7'),
+    ],
+    [
+      'without root',
+      'cp-1',
+      'kubeadm upgrade apply v1.33.7 --yes',
+      /\[ERROR IsPrivilegedUser\]: user is not running as root/,
+      async (sim) => installKubeadm(sim, 'cp-1', '1.33.7'),
+    ],
   ];
   for (const [name, host, command, message, prepare] of refusals) {
     it(`upgrade apply refuses ${name} and changes nothing`, async (t) => {
@@ -84,7 +111,11 @@ describe('kubeadm on a simulated host, over SSH', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /\[upgrade\] The configuration for this node was successfully updated!/);
     assert.deepEqual(effects.callsOf('upgradeControlPlane')[1], ['cp-2', '1.33.7', { recordClusterVersion: false }]);
-    assert.deepEqual(await effects.controlPlaneVersions('cp-2'), { 'kube-apiserver': '1.33.7', 'kube-controller-manager': '1.33.7', 'kube-scheduler': '1.33.7' });
+    assert.deepEqual(await effects.controlPlaneVersions('cp-2'), {
+      'kube-apiserver': '1.33.7',
+      'kube-controller-manager': '1.33.7',
+      'kube-scheduler': '1.33.7',
+    });
   });
 
   it('upgrade node on a worker records the kubelet config version and touches no static pods', async (t) => {
@@ -103,7 +134,10 @@ describe('kubeadm on a simulated host, over SSH', () => {
     await installKubeadm(sim, 'cp-1', '1.33.7');
     const r = await run(sim, 'cp-1', 'sudo kubeadm upgrade plan');
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /\[upgrade\/versions\] Cluster version: v1\.32\.4\n\[upgrade\/versions\] kubeadm version: v1\.33\.7\n\[upgrade\/versions\] Target version: v1\.33\.7/);
+    assert.match(
+      r.stdout,
+      /\[upgrade\/versions\] Cluster version: v1\.32\.4\n\[upgrade\/versions\] kubeadm version: v1\.33\.7\n\[upgrade\/versions\] Target version: v1\.33\.7/,
+    );
     assert.match(r.stdout, /^kube-apiserver {12}cp-1 {3}v1\.32\.4 {3}v1\.33\.7$/m);
     assert.match(r.stdout, /^kubelet {5}cp-1 {3}v1\.32\.4 {3}v1\.33\.7$/m);
     assert.match(r.stdout, /\tkubeadm upgrade apply v1\.33\.7\n/);

@@ -11,7 +11,13 @@ describe('the kubelet unit and reboots of a simulated host', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /daemon-reload/);
     await effects.waitFor('kubeletStarted', () => effects.kubelets.get('w-1') === '1.33.7');
-    assert.deepEqual(effects.calls.map((c) => [c.method, ...c.args]), [['kubeletStopped', 'w-1'], ['kubeletStarted', 'w-1', '1.33.7']]);
+    assert.deepEqual(
+      effects.calls.map((c) => [c.method, ...c.args]),
+      [
+        ['kubeletStopped', 'w-1'],
+        ['kubeletStarted', 'w-1', '1.33.7'],
+      ],
+    );
     await effects.waitFor('state', () => sim.state('w-1').kubelet.version === '1.33.7');
     assert.equal((await run(sim, 'w-1', 'kubelet --version')).stdout, 'Kubernetes v1.33.7\n');
   });
@@ -20,7 +26,10 @@ describe('the kubelet unit and reboots of a simulated host', () => {
     const { sim, effects } = await startTestSim(t);
     const r = await run(sim, 'w-1', `${INSTALL_KUBELET} && sudo systemctl restart kubelet`);
     assert.equal(r.code, 0);
-    assert.equal(r.stderr, "Warning: The unit file, source configuration file or drop-ins of kubelet.service changed on disk. Run 'systemctl daemon-reload' to reload units.\n");
+    assert.equal(
+      r.stderr,
+      "Warning: The unit file, source configuration file or drop-ins of kubelet.service changed on disk. Run 'systemctl daemon-reload' to reload units.\n",
+    );
     await effects.waitFor('kubeletStarted', () => effects.kubelets.get('w-1') === '1.33.7');
     const again = await run(sim, 'w-1', 'sudo systemctl daemon-reload; sudo systemctl restart kubelet');
     assert.equal(again.stderr, '', 'no warning once reloaded');

@@ -9,8 +9,11 @@ describe('a simulator restarted on the same state dir', () => {
   it('keeps ports, host keys, packages, holds, kubelet and the command log', async (t) => {
     const stateDir = tempStateDir();
     const first = await startTestSim(t, { stateDir });
-    const r = await run(first.sim, 'w-1',
-      'sudo apt-mark unhold kubelet && sudo apt-get install -y --allow-change-held-packages kubeadm=1.33.7-1.1 kubelet=1.33.7-1.1 && sudo systemctl daemon-reload && sudo systemctl restart kubelet');
+    const r = await run(
+      first.sim,
+      'w-1',
+      'sudo apt-mark unhold kubelet && sudo apt-get install -y --allow-change-held-packages kubeadm=1.33.7-1.1 kubelet=1.33.7-1.1 && sudo systemctl daemon-reload && sudo systemctl restart kubelet',
+    );
     assert.equal(r.code, 0, r.stderr);
     await first.effects.waitFor('kubeletStarted', () => first.effects.kubelets.get('w-1') === '1.33.7');
     await first.effects.waitFor('state', () => first.sim.state('w-1').kubelet.version === '1.33.7');
@@ -21,8 +24,13 @@ describe('a simulator restarted on the same state dir', () => {
     // The seeds differ on purpose: a known host's state comes from disk, not from the options.
     const effects = new FakeEffects('1.32.4', ['cp-1']);
     const second = await startTestSim(t, {
-      stateDir, effects,
-      hosts: [hostSpec('cp-1', 'control-plane'), hostSpec('w-1', 'worker', { installed: { kubeadm: '1.30.0', kubelet: '1.30.0', kubectl: '1.30.0' } }), hostSpec('w-2', 'worker')],
+      stateDir,
+      effects,
+      hosts: [
+        hostSpec('cp-1', 'control-plane'),
+        hostSpec('w-1', 'worker', { installed: { kubeadm: '1.30.0', kubelet: '1.30.0', kubectl: '1.30.0' } }),
+        hostSpec('w-2', 'worker'),
+      ],
     });
     for (const h of hosts) {
       const now = second.sim.hosts.find((x) => x.name === h.name)!;
@@ -44,8 +52,14 @@ describe('a simulator restarted on the same state dir', () => {
     assert.match(log[0]!.command, /^sudo apt-mark unhold kubelet && /);
     assert.deepEqual([log[0]!.exitCode, log[1]!.command, log[1]!.exitCode], [0, 'kubeadm version -o short', 0]);
     assert.ok(Number.isFinite(Date.parse(log[0]!.time)) && log[0]!.durationMs >= 0);
-    const raw = readFileSync(join(stateDir, 'hosts', 'w-1', 'commands.log'), 'utf8').trimEnd().split('\n');
-    assert.deepEqual(raw.map((l) => JSON.parse(l) as unknown), log, 'one JSON line per command');
+    const raw = readFileSync(join(stateDir, 'hosts', 'w-1', 'commands.log'), 'utf8')
+      .trimEnd()
+      .split('\n');
+    assert.deepEqual(
+      raw.map((l) => JSON.parse(l) as unknown),
+      log,
+      'one JSON line per command',
+    );
 
     const newHost = second.sim.hosts.find((h) => h.name === 'w-2')!;
     assert.ok(!hosts.some((h) => h.port === newHost.port));
@@ -71,6 +85,9 @@ describe('a simulator restarted on the same state dir', () => {
     await run(sim, 'w-1', 'sudo apt-mark unhold kubeadm; sudo apt-mark hold kubeadm; sudo apt-mark unhold kubeadm');
     const dir = join(stateDir, 'hosts', 'w-1');
     assert.deepEqual(JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')).holds, ['kubelet', 'kubectl']);
-    assert.deepEqual(readdirSync(dir).filter((f) => f.includes('.tmp')), []);
+    assert.deepEqual(
+      readdirSync(dir).filter((f) => f.includes('.tmp')),
+      [],
+    );
   });
 });

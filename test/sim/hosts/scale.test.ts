@@ -41,7 +41,9 @@ async function checkAll(t: { diagnostic(msg: string): void }, sim: HostSimulator
 describe('scale', () => {
   it(`${COUNT} hosts start in one process and all accept connections`, async (t) => {
     const stateDir = tempStateDir();
-    const hosts = Array.from({ length: COUNT }, (_, i) => (i < 3 ? hostSpec(`cp-${i + 1}`, 'control-plane') : hostSpec(`node-${String(i).padStart(4, '0')}`, 'worker')));
+    const hosts = Array.from({ length: COUNT }, (_, i) =>
+      i < 3 ? hostSpec(`cp-${i + 1}`, 'control-plane') : hostSpec(`node-${String(i).padStart(4, '0')}`, 'worker'),
+    );
     const effects = new FakeEffects('1.32.4', ['cp-1', 'cp-2', 'cp-3']);
     global.gc?.();
     const rssBefore = process.memoryUsage().rss;
@@ -62,7 +64,8 @@ describe('scale', () => {
     } finally {
       await sim.stop();
     }
-    const report = `${COUNT} hosts: first start ${firstStartMs.toFixed(0)} ms (keys generated, state seeded), restart on the same dir ${restartMs.toFixed(0)} ms; ` +
+    const report =
+      `${COUNT} hosts: first start ${firstStartMs.toFixed(0)} ms (keys generated, state seeded), restart on the same dir ${restartMs.toFixed(0)} ms; ` +
       `RSS ${mb(rssBefore)} before → ${mb(rssAfter)} after the first start (+${mb(rssAfter - rssBefore)}), heap used ${mb(process.memoryUsage().heapUsed)}`;
     t.diagnostic(report);
   });

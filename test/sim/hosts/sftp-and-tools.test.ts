@@ -28,21 +28,45 @@ describe('files on a simulated host', () => {
     assert.equal(st.size, content.length);
     assert.ok(st.isFile());
     const names = await call<{ filename: string }[]>((cb) => sftp.readdir('/var/lib/etcd-backup', cb));
-    assert.deepEqual(names.map((n) => n.filename), ['snap.db']);
+    assert.deepEqual(
+      names.map((n) => n.filename),
+      ['snap.db'],
+    );
     assert.equal(await call<string>((cb) => sftp.realpath('.', cb)), '/home/skewless');
     assert.equal((await call<Buffer>((cb) => sftp.readFile('/etc/hostname', cb))).toString(), 'cp-1\n');
 
     const refused = (err: { code?: number }): boolean => err.code === 3; // SSH_FX_PERMISSION_DENIED
-    await assert.rejects(call((cb) => sftp.writeFile('/etc/x', 'data', (err) => cb(err, undefined))), refused);
-    await assert.rejects(call((cb) => sftp.writeFile('/var/lib/etcd-backup/snap.db', 'data', (err) => cb(err, undefined))), refused);
+    await assert.rejects(
+      call((cb) => sftp.writeFile('/etc/x', 'data', (err) => cb(err, undefined))),
+      refused,
+    );
+    await assert.rejects(
+      call((cb) => sftp.writeFile('/var/lib/etcd-backup/snap.db', 'data', (err) => cb(err, undefined))),
+      refused,
+    );
     await call((cb) => sftp.writeFile('/tmp/x', 'data', { mode: 0o600 }, (err) => cb(err, undefined)));
-    assert.equal((await run(sim, 'cp-1', 'cat /tmp/x')).stdout, 'data', 'the login user\'s file');
+    assert.equal((await run(sim, 'cp-1', 'cat /tmp/x')).stdout, 'data', "the login user's file");
     assert.equal((await run(sim, 'cp-1', 'stat -c %a /tmp/x')).stdout, '600\n');
-    await assert.rejects(call((cb) => sftp.unlink('/var/lib/etcd-backup/snap.db', (err) => cb(err, undefined))), refused);
-    await assert.rejects(call((cb) => sftp.mkdir('/tmp/d', (err) => cb(err, undefined))), refused);
-    await assert.rejects(call((cb) => sftp.rename('/etc/hostname', '/etc/h', (err) => cb(err, undefined))), refused);
-    await assert.rejects(call((cb) => sftp.readFile('/../../../../etc/passwd', cb)), refused);
-    await assert.rejects(call((cb) => sftp.readFile('/no/such/file', cb)), (err: { code?: number }) => err.code === 2);
+    await assert.rejects(
+      call((cb) => sftp.unlink('/var/lib/etcd-backup/snap.db', (err) => cb(err, undefined))),
+      refused,
+    );
+    await assert.rejects(
+      call((cb) => sftp.mkdir('/tmp/d', (err) => cb(err, undefined))),
+      refused,
+    );
+    await assert.rejects(
+      call((cb) => sftp.rename('/etc/hostname', '/etc/h', (err) => cb(err, undefined))),
+      refused,
+    );
+    await assert.rejects(
+      call((cb) => sftp.readFile('/../../../../etc/passwd', cb)),
+      refused,
+    );
+    await assert.rejects(
+      call((cb) => sftp.readFile('/no/such/file', cb)),
+      (err: { code?: number }) => err.code === 2,
+    );
     assert.ok((await call<Buffer>((cb) => sftp.readFile('/var/lib/etcd-backup/snap.db', cb))).equals(content), 'still there');
   });
 
@@ -64,7 +88,10 @@ describe('files on a simulated host', () => {
     assert.deepEqual([cat.code, cat.stderr], [1, 'cat: /var/lib/backup/secret.db: Permission denied\n']);
     assert.equal((await run(sim, 'cp-1', 'sudo cat /var/lib/backup/secret.db')).stdout, 'root only');
     const notRoot = await run(sim, 'cp-1', 'chown skewless: /var/lib/backup/secret.db');
-    assert.deepEqual([notRoot.code, notRoot.stderr], [1, "chown: changing ownership of '/var/lib/backup/secret.db': Operation not permitted\n"]);
+    assert.deepEqual(
+      [notRoot.code, notRoot.stderr],
+      [1, "chown: changing ownership of '/var/lib/backup/secret.db': Operation not permitted\n"],
+    );
     const stranger = await run(sim, 'cp-1', 'sudo chown mallory /var/lib/backup/secret.db');
     assert.deepEqual([stranger.code, stranger.stderr], [1, "chown: invalid user: 'mallory'\n"]);
     assert.equal((await run(sim, 'cp-1', 'sudo chown -R skewless /var/lib/backup')).code, 2, 'options are not simulated');
@@ -77,7 +104,7 @@ describe('files on a simulated host', () => {
     // Ownership is host state: it outlives the connection and is forgotten with the file.
     assert.equal((await run(sim, 'cp-1', 'sudo chown skewless /var/lib/backup/secret.db && sudo rm -f /var/lib/backup/secret.db')).code, 0);
     writeFileSync(join(dir, 'secret.db'), 'a new file', { mode: 0o600 });
-    await assert.rejects(read('/var/lib/backup/secret.db'), denied, 'a new file at the same path is root\'s again');
+    await assert.rejects(read('/var/lib/backup/secret.db'), denied, "a new file at the same path is root's again");
 
     const asRoot = await startTestSim(t, { user: 'root' });
     const rootDir = join(asRoot.stateDir, 'hosts', 'cp-1', 'root', 'var', 'lib', 'backup');
@@ -86,8 +113,16 @@ describe('files on a simulated host', () => {
     const rootClient = await connect(asRoot.sim, 'cp-1');
     t.after(() => rootClient.end());
     const rootSftp = await sftpOf(rootClient);
-    assert.equal((await call<Buffer>((cb) => rootSftp.readFile('/var/lib/backup/secret.db', cb))).toString(), 'root only', 'root reads any file');
-    assert.equal((await run(asRoot.sim, 'cp-1', 'chown root /var/lib/backup/secret.db && cat /var/lib/backup/secret.db')).stdout, 'root only', 'and needs no sudo');
+    assert.equal(
+      (await call<Buffer>((cb) => rootSftp.readFile('/var/lib/backup/secret.db', cb))).toString(),
+      'root only',
+      'root reads any file',
+    );
+    assert.equal(
+      (await run(asRoot.sim, 'cp-1', 'chown root /var/lib/backup/secret.db && cat /var/lib/backup/secret.db')).stdout,
+      'root only',
+      'and needs no sudo',
+    );
   });
 
   it('mkdir/test/sha256sum/stat/rm/cat behave like coreutils, within the host root', async (t) => {
@@ -98,7 +133,11 @@ describe('files on a simulated host', () => {
     const file = join(stateDir, 'hosts', 'cp-1', 'root', 'var', 'lib', 'etcd-backup', 'snap.db');
     writeFileSync(file, 'snapshot bytes');
     const digest = createHash('sha256').update('snapshot bytes').digest('hex');
-    const r = await run(sim, 'cp-1', 'test -f /var/lib/etcd-backup/snap.db && sha256sum /var/lib/etcd-backup/snap.db && stat -c %s /var/lib/etcd-backup/snap.db');
+    const r = await run(
+      sim,
+      'cp-1',
+      'test -f /var/lib/etcd-backup/snap.db && sha256sum /var/lib/etcd-backup/snap.db && stat -c %s /var/lib/etcd-backup/snap.db',
+    );
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, `${digest}  /var/lib/etcd-backup/snap.db\n14\n`);
     assert.equal((await run(sim, 'cp-1', 'test -d /var/lib/etcd-backup')).code, 0);
@@ -117,7 +156,7 @@ describe('files on a simulated host', () => {
     assert.match(escape.stderr, /path escapes the host root/);
   });
 
-  it('an unknown command is 127 with bash\'s message and stops an && chain; unsupported syntax is 2', async (t) => {
+  it("an unknown command is 127 with bash's message and stops an && chain; unsupported syntax is 2", async (t) => {
     const { sim } = await startTestSim(t);
     const unknown = await run(sim, 'w-1', 'true && foo --bar && echo never');
     assert.deepEqual([unknown.code, unknown.stdout, unknown.stderr], [127, '', 'bash: line 1: foo: command not found\n']);
@@ -126,6 +165,9 @@ describe('files on a simulated host', () => {
     const syntax = await run(sim, 'w-1', 'echo $(hostname)');
     assert.equal(syntax.code, 2);
     assert.match(syntax.stderr, /^sim: unsupported shell syntax: \$\(\.\.\.\)\n$/);
-    assert.deepEqual(sim.commandLog('w-1').map((e) => e.exitCode), [127, 0, 2]);
+    assert.deepEqual(
+      sim.commandLog('w-1').map((e) => e.exitCode),
+      [127, 0, 2],
+    );
   });
 });

@@ -36,7 +36,11 @@ export function connect(sim: HostSimulator, host: string, timeoutMs = 5000): Pro
     // 'error' with no listener would be an uncaught exception after the test ended (a CI failure, 2026-11-30).
     client.on('error', reject);
     client.connect({
-      host: '127.0.0.1', port, username: sim.user, privateKey: readFileSync(sim.clientKeyPath), readyTimeout: timeoutMs,
+      host: '127.0.0.1',
+      port,
+      username: sim.user,
+      privateKey: readFileSync(sim.clientKeyPath),
+      readyTimeout: timeoutMs,
       hostVerifier: (key: Buffer) => known !== undefined && key.equals(publicKeyBlob(known)),
     });
   });
@@ -95,17 +99,31 @@ export const REPOSITORY = ['1.32.4', '1.33.0', '1.33.7', '1.34.2'];
  * across minors freely. apt-repository.test.ts meets the default, the install guide's one minor.
  */
 export function hostSpec(name: string, role: HostSpec['role'], overrides: Partial<HostSpec> = {}): HostSpec {
-  return { name, role, repository: REPOSITORY, packageRepository: 'local-mirror', installed: { kubeadm: '1.32.4', kubelet: '1.32.4', kubectl: '1.32.4' }, ...overrides };
+  return {
+    name,
+    role,
+    repository: REPOSITORY,
+    packageRepository: 'local-mirror',
+    installed: { kubeadm: '1.32.4', kubelet: '1.32.4', kubectl: '1.32.4' },
+    ...overrides,
+  };
 }
 
 export const tempStateDir = (): string => mkdtempSync(join(tmpdir(), 'skewless-hosts-'));
 
 /** A simulator with a control plane `cp-1` and a worker `w-1` at 1.32.4, stopped when the test ends. */
-export async function startTestSim(t: TestContext, options: Partial<HostSimulatorOptions> = {}): Promise<{ sim: HostSimulator; effects: FakeEffects; stateDir: string }> {
+export async function startTestSim(
+  t: TestContext,
+  options: Partial<HostSimulatorOptions> = {},
+): Promise<{ sim: HostSimulator; effects: FakeEffects; stateDir: string }> {
   const effects = (options.effects as FakeEffects | undefined) ?? new FakeEffects('1.32.4', ['cp-1']);
   const stateDir = options.stateDir ?? tempStateDir();
   const sim = await startHostSimulator({
-    stateDir, effects, hosts: [hostSpec('cp-1', 'control-plane'), hostSpec('w-1', 'worker')], rebootSeconds: 0.3, ...options,
+    stateDir,
+    effects,
+    hosts: [hostSpec('cp-1', 'control-plane'), hostSpec('w-1', 'worker')],
+    rebootSeconds: 0.3,
+    ...options,
   });
   t.after(() => sim.stop());
   return { sim, effects, stateDir };
