@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { overlappingAcrossWorkers } from '../stack/drain-attempts.js';
-import { runStackUpgrade } from '../stack/stack-upgrade.js';
+import { runStackUpgrade, STACK_HOPS } from '../stack/stack-upgrade.js';
 
 /**
  * The production shape, for real: an upgrade 1.32 → 1.34 (3 control planes, 4 workers, PDBs) on the
@@ -36,13 +36,26 @@ describe('e2e: an upgrade on PostgreSQL and the Temporal server, two workers, th
         trace,
       );
 
-      // The drain the kill cut off was finished by the other worker, on a later attempt.
-      const [, node, killed] = /^drainNode (\S+) on (\S+)$/.exec(report.faults[2]!.during) ?? [];
-      assert.ok(node && killed, `the kill met a drain: ${report.faults[2]!.during}`);
-      const finished = report.drains.filter((d) => d.workflowId.endsWith(`/1.34.2/${node}`));
-      assert.ok(
-        finished.some((d) => d.worker !== killed && d.attempt >= 2),
-        `${node}'s drain finished by the surviving worker on a retry${trace}`,
+      // The worker-node drain the kill met was finished by the other worker on a later attempt, unless
+      // history shows it had completed before the kill landed; and nothing after the kill ran on the dead worker.
+      const kill = report.faults[2]!;
+      const [, node, killed] = /^drainNode (\S+) on (\S+)$/.exec(kill.during) ?? [];
+      assert.ok(node && killed, `the kill met a drain: ${kill.during}`);
+      const drain = report.drains.find((d) => d.workflowId.endsWith(`/${STACK_HOPS[1]}/${node}`));
+      assert.ok(drain, `${node}'s drain is in history${trace}`);
+      const doneBeforeKill = drain.worker === killed && drain.endMs !== undefined && drain.endMs <= kill.atEpochMs + kill.outageMs;
+      t.diagnostic(
+        doneBeforeKill
+          ? `${node}'s drain completed before the kill landed`
+          : `${node}'s drain: attempt ${drain.attempt} by ${drain.worker}`,
+      );
+      if (!doneBeforeKill)
+        assert.ok(drain.worker !== killed && drain.attempt >= 2, `${node}'s drain finished by the surviving worker on a retry${trace}`);
+      const afterKill = report.drains.filter((d) => d.startMs > kill.atEpochMs + kill.outageMs);
+      assert.deepEqual(
+        afterKill.filter((d) => d.worker === killed),
+        [],
+        `no drain ran on the killed worker after the kill${trace}`,
       );
       assert.equal(workers.length, 2, `both workers drained nodes${trace}`);
       assert.equal(report.status?.phase, 'done', trace);

@@ -54,6 +54,8 @@ export interface StackUpgradeOptions {
 export interface FaultRecord {
   what: 'worker-kill' | 'server-restart' | 'postgres-restart';
   atMs: number;
+  /** The same moment as a wall-clock time, to compare with the drains' history times. */
+  atEpochMs: number;
   /** What was in flight: the command that triggered it, and for a kill the activity of the killed worker. */
   during: string;
   outageMs: number;
@@ -231,12 +233,16 @@ async function injectFaults(ctx: FaultContext): Promise<void> {
   await killDrainingWorker(ctx, `/${STACK_HOPS[1]}/`);
 }
 
-/** SIGKILLs the worker (`pid@host`) that started the first drainNode of a node workflow whose id has `hop`; not restarted. */
+/**
+ * SIGKILLs the worker (`pid@host`) that started the first drainNode of a worker node in `hop`; not restarted.
+ * A worker node's drain waits on its PDBs for a second or more; a control plane's is over in ~0.4 s, often
+ * before the kill lands.
+ */
 async function killDrainingWorker(ctx: FaultContext, hop: string): Promise<void> {
+  const isWorkerNodeDrain = (a: { activity: string; started: boolean; workflowId: string }) =>
+    a.activity === 'drainNode' && a.started && a.workflowId.includes(hop) && !a.workflowId.split('/').at(-1)!.startsWith('cp-');
   while (!ctx.signal.aborted) {
-    const drain = (await pendingActivities(ctx.client).catch(() => [])).find(
-      (a) => a.activity === 'drainNode' && a.started && a.workflowId.includes(hop),
-    );
+    const drain = (await pendingActivities(ctx.client).catch(() => [])).find(isWorkerNodeDrain);
     const victim = ctx.workers.find((w) => w.running && `${w.pid}@${hostname()}` === drain?.worker);
     if (drain && victim) {
       const node = drain.workflowId.split('/').at(-1);
@@ -250,7 +256,7 @@ async function killDrainingWorker(ctx: FaultContext, hop: string): Promise<void>
 async function timed(ctx: FaultContext, what: FaultRecord['what'], during: string, act: () => Promise<void>): Promise<void> {
   const start = Date.now();
   await act();
-  const record = { what, atMs: start - ctx.t0, during, outageMs: Date.now() - start };
+  const record = { what, atMs: start - ctx.t0, atEpochMs: start, during, outageMs: Date.now() - start };
   ctx.out.push(record);
   ctx.log(`[stack] ${what} at ${(record.atMs / 1000).toFixed(1)} s (${record.outageMs} ms) during ${during}`);
 }
