@@ -63,6 +63,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/metrics/telemetry-config.test.ts',
       'test/rules/drain-filters.test.ts',
       'test/rules/fleet-spec.test.ts',
+      'test/rules/readiness-finding.test.ts',
       'test/rules/hop-plan.test.ts',
       'test/rules/maintenance-window.test.ts',
       'test/rules/pdb-audit.test.ts',
