@@ -13,7 +13,7 @@ import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
 import { abortSignal, approveUpdate, statusQuery, type WindowWait } from '../../workflows/upgrade-messages.js';
 import { clusterWrites, isReadOnlyHostCommand, type ClusterWrites, type WritesMark } from '../helpers/cluster-writes.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
-import { cliAsync } from '../helpers/spawn-cli.js';
+import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { failureChain } from '../helpers/upgrade-evidence.js';
@@ -138,7 +138,7 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
 
   it('an abort ends the wait for a window at once, and nothing was touched; status, memo and the phase attribute say what it waits for', async () => {
     const mark = await writes.mark();
-    let watching: ReturnType<typeof cliAsync> | undefined;
+    let watching: RunningCli | undefined;
     const later = windowBetween(Date.now() + 10 * 60_000, Date.now() + 15 * 60_000, ZONE);
     const { status } = await upgrade([later.window], '1.32.6', {}, async (handle) => {
       const waiting = await untilStatus(handle, 'the control plane waiting for the window', (s) => s.waiting !== undefined, 120_000);
@@ -175,11 +175,13 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
       const json = await cliAsync(['status', 'win', '--output', 'json'], cliEnv());
       assert.equal(json.code, 0, json.stderr);
       assert.equal((JSON.parse(json.stdout) as { waiting?: WindowWait }).waiting?.opensAt, iso(later.opensAt));
-      watching = cliAsync(['watch', 'win', '--output', 'json'], cliEnv());
-      await sleepUntil(Date.now() + 3_000); // the watch's first poll, before the run ends
+      watching = spawnCli(['watch', 'win', '--output', 'json'], cliEnv());
+      // The watch's first progress record, before the run ends (a CLI starting on a loaded machine takes seconds).
+      const firstPoll = Date.now() + 60_000;
+      while (!/"type":"progress"/.test(watching.stdout()) && Date.now() < firstPoll) await sleepUntil(Date.now() + 200);
       await handle.signal(abortSignal, { by: 'windows test', reason: 'not tonight' });
     });
-    const watched = await watching!;
+    const watched = await watching!.exited;
     const records = watched.stdout
       .trim()
       .split('\n')
