@@ -212,10 +212,13 @@ export function checkPolicy(
   return p;
 }
 
-type Defaulted = { [K in keyof typeof POLICY_DEFAULTS]: number };
+export type Defaulted = { [K in keyof typeof POLICY_DEFAULTS]: number };
+
+/** A policy with the defaults the workflows read filled in. */
+export type WithDefaults<P extends Policy> = P & Defaulted;
 
 /** The policy with the defaults the workflows read filled in. */
-export function withDefaults<P extends Policy>(policy: P | undefined): P & Defaulted {
+export function withDefaults<P extends Policy>(policy: P | undefined): WithDefaults<P> {
   const p = policy ?? ({} as P);
   return {
     ...p,

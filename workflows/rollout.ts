@@ -1,0 +1,433 @@
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  executeChild,
+  getExternalWorkflowHandle,
+  setHandler,
+  sleep,
+  upsertMemo,
+  upsertSearchAttributes,
+  workflowInfo,
+  type QueryDefinition,
+} from '@temporalio/workflow';
+import type { RolloutPhase } from '../rules/index.js';
+import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
+import { activities as a } from './activities-proxy.js';
+import { handleApprovals } from './approvals.js';
+import { haltOf } from './halt.js';
+import { recordGateWait, setBlockedNodes } from './metrics.js';
+import { drainResolutionSignal, type DrainResolution, type NodePhase } from './node-messages.js';
+import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-workflow.js';
+import { SEARCH_ATTRIBUTES } from './search-attributes.js';
+import {
+  abortSignal,
+  nodeBlockedSignal,
+  pauseSignal,
+  resolveDrainUpdate,
+  resumeSignal,
+  type GateState,
+  type HaltResolution,
+  type HaltState,
+  type NodeState,
+  type OperatorAction,
+  type RolloutStatus,
+  type UpgradePhase,
+  type UpgradeResolution,
+} from './upgrade-messages.js';
+
+/**
+ * The rollout core: what every flow that moves nodes in phases through node child workflows shares
+ * (the cluster upgrade, OS maintenance, blue/green). It owns the status (query), memo and phase
+ * search attribute, the operator's controls (pause, resume, abort, approve, resolve), a node step as a
+ * child with its block/skip/abort handling, the window that keeps at most N nodes in flight, the
+ * workload check that halts, the one-rollout-per-cluster guard, compensation and the ending. A flow
+ * is a plan plus a list of phases on it.
+ *
+ * Create it before the workflow's first await: the constructor registers the handlers, so signals
+ * that arrived with the start are delivered to them.
+ */
+export interface RolloutOptions<S extends RolloutStatus> {
+  status: S;
+  /** The workflow's own status query (same wire name `status` for every rollout). */
+  statusQuery: QueryDefinition<S>;
+  /** The workflow id of a node's child (relayed resolutions and aborts go there). */
+  childId: (node: string) => string;
+  /** The memo, whole: what the UI shows of the run without a query. */
+  memo: () => Record<string, unknown>;
+  /** What the run is called in refusals: `upgrade`, `maintenance run`. */
+  noun: string;
+  /**
+   * Called when what the run waits for may have changed (a node blocked or moving again, a rollout
+   * halted or answered), after the memo: the upgrade's report to a fleet parent (fleet-report.ts).
+   */
+  onBlockedChange?: () => void;
+}
+
+/** One node step as a child workflow: what differs between flows; the rest of NodeUpgradeInput is the rollout's. */
+export interface NodeStep {
+  step: NodeUpgradeInput['step'];
+  staticSummary: string;
+  /** The node's phase while its child runs. */
+  running: NodePhase;
+  input: Omit<NodeUpgradeInput, 'cluster' | 'node' | 'owner' | 'step'>;
+  /** The note when the operator skips the node (it stays cordoned until the run ends). */
+  skippedNote?: string;
+  /** Whether an aborted child or a skip counts for the run (a rollback's drains do not). */
+  countsForRun?: boolean;
+}
+
+/** What a phase loop asks of its flow, around the shared window → workload check → canary gate. */
+export interface PhaseHooks {
+  /** Before the phase: 'stop' ends the loop (an abort while waiting), 'skip' passes the phase by. */
+  before?: (phase: RolloutPhase, index: number) => Promise<'go' | 'stop' | 'skip'>;
+  /** The nodes of the phase that move (default: all). */
+  nodes?: (phase: RolloutPhase) => string[];
+  run: (node: string) => Promise<unknown>;
+  /** The hop the workload check reports (empty for a run without versions). */
+  hop: string;
+  verifySeconds: number;
+  /** After the check passed, before the canary gate. */
+  afterCheck?: (phase: RolloutPhase) => void;
+  canaryGate: { name: string; approve: boolean; soakSeconds?: number };
+  /** After the phase (and its gate). */
+  after?: (phase: RolloutPhase) => void;
+}
+
+/** The memo's part every node rollout shows: where it is and which nodes wait for the operator. */
+export function progressMemo(status: RolloutStatus): Record<string, unknown> {
+  const nodes = Object.values(status.nodes);
+  return {
+    phase: status.phase,
+    paused: status.paused,
+    progress: `${nodes.filter((n) => n.phase === 'done').length}/${nodes.length} nodes done`,
+    blocked: Object.entries(status.nodes)
+      .filter(([, n]) => n.phase === 'blocked')
+      .map(([name]) => name),
+    skipped: status.skipped,
+  };
+}
+
+const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
+
+export class Rollout<S extends RolloutStatus> {
+  readonly cluster: string;
+  readonly status: S;
+  /** The cordon owner and the children's prefix: the workflow id, stable across continue-as-new. */
+  readonly owner = workflowInfo().workflowId;
+  #aborted: string | undefined;
+  /** The operator's answer to a halted rollout (status.halted). */
+  #haltAnswer: HaltResolution | undefined;
+
+  constructor(private readonly options: RolloutOptions<S>) {
+    this.status = options.status;
+    this.cluster = options.status.cluster;
+    setHandler(options.statusQuery, () => this.status);
+    setHandler(pauseSignal, (p) => this.pause(p));
+    setHandler(resumeSignal, (p) => this.resume(p));
+    setHandler(abortSignal, (p) => this.abortByOperator(p));
+    setHandler(nodeBlockedSignal, (b) => this.nodeBlocked(b));
+    handleApprovals(this.status.gates, (e) => this.note(e));
+    setHandler(resolveDrainUpdate, (r) => this.resolve(r), { validator: (r) => this.refuseResolution(r) });
+  }
+
+  note(text: string): void {
+    this.status.events.push(text);
+  }
+
+  /** Why the run stops (abort signal, an abort resolution, a child aborted), or undefined. */
+  aborted(): string | undefined {
+    return this.#aborted;
+  }
+
+  /** Records an abort unless one is recorded already. */
+  abort(reason: string): void {
+    this.#aborted ??= reason;
+  }
+
+  updateMemo(): void {
+    upsertMemo(this.options.memo());
+  }
+
+  setPhase(phase: UpgradePhase): void {
+    this.status.phase = phase;
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.phase, value: phase }]);
+    this.updateMemo();
+  }
+
+  /** Resolves once the run is not paused, or is aborted. */
+  async unpaused(): Promise<void> {
+    await condition(() => !this.status.paused || this.#aborted !== undefined);
+  }
+
+  /** Refuses to start while another rollout of the cluster runs; `ignore`: this run and the flow that started it. */
+  async refuseWhileAnotherRuns(ignore: string[], then: string, ofCluster = false): Promise<void> {
+    const other = await a.findRunningRollout({ cluster: this.cluster, ignore });
+    if (!other.running) return;
+    const which = `${other.workflowId ?? 'another rollout'}${ofCluster ? ` of ${this.cluster}` : ''}`;
+    throw ApplicationFailure.nonRetryable(
+      `refusing to start: ${which} is running (since ${other.startedAt ?? '?'}): ${then}`,
+      WORKFLOW_FAILURE.RolloutRunning,
+    );
+  }
+
+  // ---- the operator's controls ----
+
+  private pause(p: OperatorAction): void {
+    this.status.paused = true;
+    this.note(`paused by ${p.by}${p.reason ? `: ${p.reason}` : ''}`);
+    this.updateMemo();
+  }
+
+  private resume(p: OperatorAction): void {
+    this.status.paused = false;
+    this.note(`resumed by ${p.by}`);
+    this.updateMemo();
+  }
+
+  private async abortByOperator(p: OperatorAction): Promise<void> {
+    this.#aborted = `aborted by ${p.by}${p.reason ? `: ${p.reason}` : ''}`;
+    this.note(this.#aborted);
+    await this.abortBlockedChildren(p);
+  }
+
+  /** A node waiting on a blocked drain would wait forever: it is told to abort too. */
+  async abortBlockedChildren(p: OperatorAction): Promise<void> {
+    for (const [node, state] of Object.entries(this.status.nodes)) {
+      if (state.phase === 'blocked') {
+        await getExternalWorkflowHandle(this.options.childId(node)).signal(drainResolutionSignal, {
+          action: 'abort',
+          by: p.by,
+          ...(p.reason ? { comment: p.reason } : {}),
+        });
+      }
+    }
+  }
+
+  private nodeBlocked({ node, block, phase }: { node: string; block?: NodeState['blocked']; phase?: NodePhase }): void {
+    const state = (this.status.nodes[node] ??= { phase: 'pending' });
+    if (block) {
+      Object.assign(state, { phase: 'blocked', blocked: block });
+      if (block.kind === 'StepFailed')
+        this.note(`${node} blocked: ${block.summary} failed (${block.failure}, ${block.gaveUp}): ${block.message}`);
+    } else Object.assign(state, { phase: phase ?? 'draining', blocked: undefined });
+    this.updateMemo();
+    setBlockedNodes(this.cluster, this.status.nodes);
+    this.options.onBlockedChange?.();
+  }
+
+  private async resolve(r: UpgradeResolution): Promise<NodeState | HaltState> {
+    const comment = r.comment ? ` (${r.comment})` : '';
+    if (r.node === undefined) {
+      // A halted rollout: the loop after the phase checks again, or aborts.
+      const halt = this.status.halted as HaltState;
+      this.note(`workload check after ${halt.after} resolved by ${r.by}: ${r.action}${comment}`);
+      this.#haltAnswer = r;
+      return halt;
+    }
+    const block = this.status.nodes[r.node]?.blocked;
+    const what = block?.kind === 'StepFailed' ? `${block.step} of ${r.node}` : `drain of ${r.node}`;
+    this.note(`${what} resolved by ${r.by}: ${r.action}${r.action === 'force' ? ` ${r.pods.join(',')}` : ''}${comment}`);
+    const { node, ...resolution } = r;
+    await getExternalWorkflowHandle(this.options.childId(node)).signal(drainResolutionSignal, resolution as DrainResolution);
+    return this.status.nodes[node] as NodeState;
+  }
+
+  /** The update's validator: a refusal is never written to history. */
+  private refuseResolution(r: UpgradeResolution): void {
+    const { status, options } = this;
+    if (!['retry', 'skip', 'force', 'abort'].includes(r.action)) throw new Error(`unknown action ${String(r.action)}`);
+    if (r.node === undefined) {
+      if (!status.halted) throw new Error(`the ${options.noun} is not halted: name the blocked node`);
+      if (!status.halted.actions.includes(r.action)) throw new Error(`a halted rollout is retried or aborted, not ${r.action}`);
+      return;
+    }
+    if (!status.nodes[r.node]) throw new Error(`no node ${r.node} in this ${options.noun}`);
+    const block = status.nodes[r.node]?.blocked;
+    if (status.nodes[r.node]?.phase !== 'blocked' || !block) throw new Error(`node ${r.node} is not blocked`);
+    if (block.kind === 'StepFailed' && !(block.actions as string[]).includes(r.action)) {
+      const moving = options.noun === 'upgrade' ? 'move to the new version' : 'change';
+      throw new Error(
+        r.action === 'force'
+          ? `force is for blocked drains; ${r.node} is blocked on a failed step (${block.step}): retry or abort`
+          : `skip is not offered once ${r.node} has started to ${moving} (${block.step} failed): retry or abort`,
+      );
+    }
+    if (r.action === 'force') refuseForeignPods(r.node, r.pods, block.pods);
+  }
+
+  // ---- phases of nodes ----
+
+  /** An approval gate (needsApproval) or a soak; returns at once when neither is asked. */
+  async gate(name: string, needsApproval: boolean, soakSeconds = 0): Promise<void> {
+    if (!needsApproval && soakSeconds <= 0) return;
+    const g: GateState = { name };
+    this.status.gates.push(g);
+    this.setPhase('gate');
+    const since = Date.now();
+    if (needsApproval) await condition(() => g.approvedBy !== undefined || this.#aborted !== undefined);
+    else {
+      g.opensAt = new Date(Date.now() + soakSeconds * 1000).toISOString();
+      this.note(`soak ${soakSeconds} s after ${name}`);
+      await Promise.race([sleep(soakSeconds * 1000), condition(() => this.#aborted !== undefined)]);
+      g.approvedBy = 'soak';
+    }
+    recordGateWait(this.cluster, name, needsApproval ? 'approval' : 'soak', (Date.now() - since) / 1000);
+  }
+
+  /** A node waiting on a failed step: something is wrong with hosts or nodes, so no other node starts. */
+  stepBlocked(): boolean {
+    return Object.values(this.status.nodes).some((n) => n.phase === 'blocked' && n.blocked?.kind === 'StepFailed');
+  }
+
+  /**
+   * Runs `run` for each node with at most `width` in flight, never starting one while paused, aborted
+   * or while a node waits on a failed step. (A drain blocked by a PDB holds only its own slot: its node
+   * is cordoned and untouched, and the next node's drain asks the same PDB, which protects itself.)
+   */
+  async window(nodes: string[], width: number, run: (node: string) => Promise<unknown>): Promise<void> {
+    let inFlight = 0;
+    const running: Promise<unknown>[] = [];
+    for (const node of nodes) {
+      await condition(() => this.#aborted !== undefined || (!this.status.paused && inFlight < width && !this.stepBlocked()));
+      if (this.#aborted) break;
+      inFlight++;
+      running.push(run(node).finally(() => inFlight--));
+    }
+    await Promise.all(running);
+  }
+
+  /**
+   * After a phase of nodes, "Ready is not working" until the workloads say so: a failed check halts
+   * the rollout (status.halted names the workloads) until the operator retries it or aborts.
+   */
+  async verifyWorkloads(after: string, hop: string, verifySeconds: number): Promise<void> {
+    for (;;) {
+      try {
+        await a.checkWorkloads({ cluster: this.cluster, waitSeconds: verifySeconds, require: true });
+        return;
+      } catch (err) {
+        const halt = haltOf(err, after, hop);
+        if (!halt) throw err;
+        const answer = await this.haltUntilAnswered(halt);
+        if (answer?.action === 'abort') this.abort(`aborted by ${answer.by}${answer.comment ? `: ${answer.comment}` : ''}`);
+        if (this.#aborted) return;
+      }
+    }
+  }
+
+  private async haltUntilAnswered(halt: HaltState): Promise<HaltResolution | undefined> {
+    this.status.halted = halt;
+    this.#haltAnswer = undefined;
+    this.note(`halted after ${halt.after}: ${halt.message}`);
+    upsertMemo({ halted: halt.after });
+    this.options.onBlockedChange?.();
+    await condition(() => this.#haltAnswer !== undefined || this.#aborted !== undefined);
+    delete this.status.halted;
+    upsertMemo({ halted: null });
+    this.options.onBlockedChange?.();
+    return this.#haltAnswer;
+  }
+
+  /**
+   * The phases of a plan, each: the flow's `before` (a maintenance window, a continue-as-new), the
+   * window of nodes, the workload check, and after the canary its gate (approval or soak).
+   */
+  async runPhases(phases: readonly RolloutPhase[], hooks: PhaseHooks, from = 0): Promise<void> {
+    for (let k = from; k < phases.length && !this.#aborted; k++) {
+      const phase = phases[k] as RolloutPhase;
+      const go = hooks.before ? await hooks.before(phase, k) : 'go';
+      if (go === 'stop') break;
+      if (go === 'skip') continue;
+      const nodes = hooks.nodes ? hooks.nodes(phase) : phase.nodes;
+      if (nodes.length === 0) continue; // every node of the phase is already there: no check, no gate
+      await this.window(nodes, phase.maxUnavailable, hooks.run);
+      if (this.#aborted) break;
+      await this.verifyWorkloads(phase.stage, hooks.hop, hooks.verifySeconds);
+      if (this.#aborted) break;
+      hooks.afterCheck?.(phase);
+      const { canaryGate: g } = hooks;
+      if (phase.kind === 'canary') await this.gate(g.name, g.approve, g.soakSeconds);
+      hooks.after?.(phase);
+    }
+  }
+
+  /** One node step as its child workflow, with the node's state kept and a skip or an abort taken in. */
+  async runNodeStep(node: string, s: NodeStep): Promise<NodeUpgradeResult> {
+    const state = (this.status.nodes[node] ??= { phase: 'pending' });
+    state.phase = s.running;
+    state.startedAt ??= nowIso();
+    const args = { cluster: this.cluster, node, ...s.input, step: s.step, owner: this.owner };
+    const result = await executeChild(nodeUpgradeWorkflow, {
+      workflowId: this.options.childId(node),
+      staticSummary: s.staticSummary,
+      args: [args],
+    });
+    state.phase = result.outcome;
+    state.finishedAt = nowIso();
+    if (result.drainSeconds !== undefined) state.drainSeconds = (state.drainSeconds ?? 0) + result.drainSeconds;
+    delete state.blocked;
+    if (s.countsForRun === false) return result;
+    if (result.outcome === 'aborted') this.abort(`aborted at node ${node}`);
+    if (result.outcome === 'skipped') {
+      this.status.skipped.push(node);
+      this.note(`${node} ${s.skippedNote ?? 'skipped by the operator: stays cordoned until the run ends'}`);
+    }
+    return result;
+  }
+
+  // ---- the ending ----
+
+  /** Skipped nodes go back into service at their old version: no node stays cordoned by this run. */
+  async handBack(nodes: string[], noteOf: (node: string) => string): Promise<void> {
+    for (const node of nodes) {
+      const r = await a.uncordonNode({ cluster: this.cluster, node, owner: this.owner });
+      if (r.changed) this.note(noteOf(node));
+    }
+  }
+
+  /** Undoes what this run did to scheduling, never versions: uncordon only our cordons, clear our labels. */
+  async compensate(nodes: string[]): Promise<void> {
+    const { cluster, owner } = this;
+    this.status.phase = 'compensating';
+    await CancellationScope.nonCancellable(async () => {
+      for (const node of nodes) {
+        try {
+          const r = await a.uncordonNode({ cluster, node, owner });
+          if (r.changed) this.note(`compensation: uncordoned ${node}`);
+        } catch (err) {
+          this.note(`compensation: uncordon ${node} failed: ${(err as Error).message}`); // keep going: best effort
+        }
+      }
+      await a.clearStageLabels({ cluster, owner }).catch((err: Error) => this.note(`compensation: clear labels failed: ${err.message}`));
+    });
+  }
+
+  /** The nodes whose uncordon failed while compensating, in one clause. */
+  stillCordoned(): string {
+    const stuck = this.status.events.filter((e) => e.startsWith('compensation: uncordon ')).map((e) => e.split(' ')[2]);
+    return stuck.length ? `STILL CORDONED (uncordon failed): ${stuck.join(', ')}` : 'no node left cordoned by this run';
+  }
+
+  /** The run's last step: its handlers (an update in flight) finish before the result is returned. */
+  async ended(): Promise<S> {
+    await condition(allHandlersFinished);
+    return this.status;
+  }
+}
+
+/**
+ * Force deletes pods that would be lost for good, so it takes only pods the node's drain reported
+ * in its way: a typo or a pod elsewhere must not grow the forced list (a validator: nothing recorded).
+ */
+function refuseForeignPods(node: string, pods: unknown, blocking: readonly { namespace: string; name: string }[]): void {
+  if (!Array.isArray(pods) || pods.length === 0) throw new Error('force names the pods to delete');
+  const allowed = blocking.map((p) => `${p.namespace}/${p.name}`);
+  const foreign = pods.filter((p) => !allowed.includes(p as string));
+  if (foreign.length === 0) return;
+  const named = allowed.length > 0 ? `the pods blocking it: ${allowed.join(', ')}` : 'no pod blocks it';
+  throw new Error(
+    `force takes only pods that block the drain of ${node}; ${foreign.map(String).join(', ')} ${foreign.length === 1 ? 'does' : 'do'} not (${named})`,
+  );
+}
