@@ -3,7 +3,6 @@ import {
   condition,
   ContinueAsNew,
   continueAsNew,
-  executeChild,
   patched,
   upsertSearchAttributes,
   workflowInfo,
@@ -26,17 +25,19 @@ import {
   type UpgradePolicy,
   UPGRADE_POLICY_KEYS,
   withDefaults,
+  type WithDefaults,
 } from '../rules/index.js';
+import type { Activities } from '../activities/index.js';
 import { activities as a } from './activities-proxy.js';
 import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
 import { fleetReporter } from './fleet-report.js';
 import { PATCH } from './patches.js';
-import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-workflow.js';
+import type { NodeUpgradeInput, NodeUpgradeResult } from './node-upgrade-workflow.js';
 import { preflightRefusals } from './preflight.js';
-import { rolloutControls } from './rollout-controls.js';
+import { progressMemo, Rollout } from './rollout.js';
 import { applyRule, refuseBadPolicy } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
-import { compensate, doneOutcome, handBack, leftAs, nodesLeftBehind, skewFailure } from './upgrade-ending.js';
+import { doneOutcome, leftAs, nodesLeftBehind, skewFailure } from './upgrade-ending.js';
 import { statusQuery, type UpgradeStatus } from './upgrade-messages.js';
 import { waitForWindow, type WindowWaitContext } from './window-wait.js';
 
@@ -65,18 +66,323 @@ export interface CarriedUpgrade {
   cursor: { hop: number; phase: number };
 }
 
-const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
+type Inventory = Awaited<ReturnType<Activities['takeInventory']>>;
 
 /**
  * The durable upgrade of one cluster, workflow id `upgrade/<cluster>`: plan, then per hop the etcd
  * snapshot, the control planes one at a time, the canary and the batches, each node a child workflow.
  */
 export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<UpgradeStatus> {
-  const { cluster } = input;
-  const policy = withDefaults(input.policy);
-  const owner = workflowInfo().workflowId;
-  const status: UpgradeStatus = input.carried?.status ?? {
-    cluster,
+  const run = new UpgradeRun(input);
+  if (!input.carried) await run.planAndCheck();
+  const { rollout } = run;
+  try {
+    await run.hops(input.carried?.cursor ?? { hop: 0, phase: -1 });
+  } catch (err) {
+    // continueAsNew() unwinds through here as an exception: the upgrade goes on in its next run.
+    if (err instanceof ContinueAsNew && patched(PATCH.continueWithoutCompensation)) throw err;
+    await rollout.compensate(run.planned.nodes);
+    rollout.setPhase('failed');
+    throw err;
+  }
+  await run.end();
+  return rollout.ended();
+}
+
+/** One run of an upgrade (a continue-as-new starts another with the plan and status carried): its plan and hops on the rollout core. */
+class UpgradeRun {
+  readonly policy: WithDefaults<UpgradePolicy>;
+  readonly rollout: Rollout<UpgradeStatus>;
+  readonly status: UpgradeStatus;
+  /** Set by planAndCheck, or carried from the previous run. */
+  plan!: CarriedUpgrade['plan'];
+  /** The hop in progress; declared before the handlers (a child's id names it). */
+  hop: string;
+  /** The inventory read last, while it still describes the cluster (dropped once anything moved). */
+  live: Inventory | undefined;
+  /** Disruptive phases start only inside these (the cluster configuration's `maintenanceWindows`). */
+  windows: MaintenanceWindow[];
+  /** Whether this run finishes what an earlier one left behind (patched: decided once, before the hops). */
+  finishing = false;
+  /** Tells the fleet that started this upgrade, if one did, that it is blocked or moving again. */
+  private readonly reportToFleet: () => void;
+
+  constructor(private readonly input: UpgradeInput) {
+    this.policy = withDefaults(input.policy);
+    this.status = input.carried?.status ?? newStatus(input);
+    this.hop = this.status.hop ?? '';
+    this.reportToFleet = fleetReporter(this.status);
+    const memo = () => upgradeMemo(this.status);
+    const childId = (node: string) => `${this.rollout.owner}/${this.hop}/${node}`;
+    this.rollout = new Rollout({ status: this.status, statusQuery, childId, memo, noun: 'upgrade', onBlockedChange: this.reportToFleet });
+    if (input.carried) this.plan = input.carried.plan;
+    this.windows = input.carried?.plan.windows ?? [];
+  }
+
+  /** What a maintenance-window wait reads: the windows as this run knows them now. */
+  private get windowWait(): WindowWaitContext {
+    return {
+      status: this.status,
+      windows: this.windows,
+      aborted: () => this.rollout.aborted() !== undefined,
+      setPhase: (p) => this.rollout.setPhase(p),
+    };
+  }
+
+  get planned() {
+    return { nodes: Object.keys(this.plan.rollout.stageLabels) };
+  }
+
+  /** Plan: the inventory, what the repository offers, and the rules' verdict, before touching anything. */
+  async planAndCheck(): Promise<void> {
+    const { input, rollout, status, policy } = this;
+    refuseBadPolicy(input.policy, UPGRADE_POLICY_KEYS);
+    if (patched(PATCH.exclusiveRollouts)) {
+      // One rollout of a cluster at a time; the flow that started this upgrade (a blue/green run's
+      // control-plane phase) is not another one.
+      const { owner } = rollout;
+      await rollout.refuseWhileAnotherRuns([owner, workflowInfo().parent?.workflowId ?? owner], 'upgrade once it ends', true);
+    }
+    const inventory = await a.takeInventory({ cluster: input.cluster });
+    this.live = inventory;
+    this.windows = inventory.maintenanceWindows ?? [];
+    // `to` only names a repository file that cannot offer the target in the failure (an argument: replay-safe).
+    const available = await a.availableVersions({ cluster: input.cluster, node: inventory.skew.apiservers[0]?.node ?? '', to: input.to });
+    let full: UpgradePlan = applyRule(() =>
+      planUpgrade({ inventory: inventory.skew, to: input.to, available, policy, packageManager: inventory.packageManager }),
+    );
+    if (input.controlPlaneOnly) full = this.withoutWorkers(full, inventory);
+    this.plan = full;
+    Object.assign(status, { from: full.from, hops: full.hops });
+    if (full.target.to !== input.to) {
+      // An expression (latest-patch, next-minor): status and memo show the version it names.
+      status.to = full.hops.at(-1) ?? full.from;
+      rollout.note(`target ${describeTarget(full.target)}`);
+    }
+    const kubeletOf = new Map((inventory.skew.kubelets ?? []).map((k) => [k.node, k.version]));
+    for (const [node, stage] of Object.entries(full.rollout.stageLabels)) {
+      const from = kubeletOf.get(node);
+      status.nodes[node] = { phase: 'pending', stage, ...(from ? { from, version: from } : {}) };
+    }
+    upsertSearchAttributes([
+      { key: SEARCH_ATTRIBUTES.cluster, value: input.cluster },
+      { key: SEARCH_ATTRIBUTES.fromVersion, value: full.from },
+      { key: SEARCH_ATTRIBUTES.targetVersion, value: full.hops.at(-1) ?? full.from },
+    ]);
+    rollout.updateMemo();
+    this.refuseToStart(full, inventory);
+  }
+
+  /** Every step judged again without the workers' steps: they stay at their version through the hops. */
+  private withoutWorkers(full: UpgradePlan, inventory: Inventory): UpgradePlan {
+    const workers = Object.keys(full.rollout.stageLabels).filter((n) => !full.rollout.controlPlanes.includes(n));
+    const rollout = withoutNodes(full.rollout, workers);
+    const steps = buildRunbook(full.hops, rollout, inventory.packageManager);
+    this.rollout.note(`control planes only: the workers (${workers.join(', ') || 'none'}) keep their version`);
+    return { ...full, rollout, steps, skew: checkRunbook(inventory.skew, steps) };
+  }
+
+  private refuseToStart(full: UpgradePlan, inventory: Inventory): void {
+    if (!full.skew.compliant) throw skewFailure('refusing to start', full.skew.failure);
+    const refusals = preflightRefusals(inventory, this.policy.acknowledge, {
+      from: full.from,
+      hops: full.hops,
+      to: describeTarget(full.target),
+    });
+    if (refusals.length > 0)
+      throw ApplicationFailure.nonRetryable(`refusing to start: ${refusals.join('; ')}`, WORKFLOW_FAILURE.PreflightBlocked);
+    // Not a refusal: each such node's drain will stop and wait for the operator (skip or force).
+    const moving = new Set(Object.keys(full.rollout.stageLabels));
+    const { cluster } = this.input;
+    for (const pod of inventory.barePods ?? []) {
+      if (moving.has(pod.node))
+        this.rollout.note(
+          `the drain of ${pod.node} will block on ${pod.namespace}/${pod.name} (no controller): skewless resolve ${cluster} --node ${pod.node} --action skip|force when it does`,
+        );
+    }
+  }
+
+  /** Every hop from the cursor: its control plane (unless resumed past it), then its worker phases, then the skew check. */
+  async hops(cursor: CarriedUpgrade['cursor']): Promise<void> {
+    const { plan, rollout } = this;
+    this.finishing = patched(PATCH.finishLeftBehind);
+    for (let h = cursor.hop; h < plan.hops.length && !rollout.aborted(); h++) {
+      this.hop = plan.hops[h] as string;
+      this.status.hop = this.hop;
+      // Skipped nodes stay where they are; the rest of the plan goes on without them.
+      const phases = withoutNodes(plan.rollout, this.status.skipped);
+      const startPhase = h === cursor.hop ? cursor.phase : -1;
+      if (startPhase < 0 && (await this.controlPlaneOf(phases)) === 'aborted') break;
+      await this.workerPhases(phases, h, startPhase);
+      if (rollout.aborted()) break;
+      await this.verifyHop();
+      if (h + 1 < plan.hops.length) await this.continueIfLong({ hop: h + 1, phase: -1 });
+    }
+  }
+
+  /** A node's kubelet still to move in this hop: below it as this run knows it (its status, carried across continue-as-new). */
+  private kubeletMoves = (node: string) => !this.finishing || isBelowHop(this.status.nodes[node]?.version, this.hop);
+
+  /** The hop's snapshot, kubeadm and control planes; they start inside a maintenance window, after which the cluster is read again. */
+  private async controlPlaneOf(rollout: RolloutPlan): Promise<'aborted' | 'done'> {
+    const { hop, finishing } = this;
+    const { cluster } = this.input;
+    const r = this.rollout;
+    const waited = await waitForWindow(this.windowWait, 'control-plane');
+    if (waited === 'aborted') return 'aborted';
+    if (waited > 0) this.live = undefined;
+    // Every step of this hop judged on the cluster as it is now, skipped nodes included.
+    const live = (this.live ??= await a.takeInventory({ cluster }));
+    const check = checkRunbook(live.skew, buildRunbook([hop], rollout, undefined, finishing ? live.skew : undefined));
+    if (!check.compliant) throw skewFailure(`refusing hop ${hop}`, check.failure);
+    // What an earlier run left behind is all this hop moves of a cluster already half-way through it.
+    const work: HopWork = finishing ? hopWork(live.skew, hop, rollout) : fullHopWork(hop, rollout);
+    this.live = undefined;
+    if (finishing) this.startHop(work);
+    await this.snapshot();
+    r.setPhase('preflight');
+    const [first] = this.plan.rollout.controlPlanes as [string];
+    if (work.controlPlanes.length > 0) {
+      // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
+      if (patched(PATCH.hopRepository)) await a.pointPackageRepository({ cluster, node: first, version: hop });
+      await a.installPackages({ cluster, node: first, version: hop, packages: ['kubeadm'] });
+      await a.kubeadmUpgradePlan({ cluster, node: first, version: hop });
+    }
+    await a.setStageLabels({ cluster, labels: rollout.stageLabels, owner: r.owner });
+    r.setPhase('control-plane');
+    for (const [i, cp] of work.controlPlanes.entries()) {
+      await condition(() => r.aborted() !== undefined || !this.status.paused);
+      if (r.aborted()) break;
+      await this.runNode(cp, 'control-plane', { first: i === 0 && work.apply });
+    }
+    for (const cp of rollout.controlPlanes.filter(this.kubeletMoves))
+      if (!r.aborted()) await r.window([cp], 1, (node) => this.runNode(node, 'node'));
+    if (!r.aborted()) await r.gate(`workers-${hop}`, this.policy.approveWorkers ?? false);
+    r.setPhase('workers');
+    return 'done';
+  }
+
+  private async snapshot(): Promise<void> {
+    const { hop } = this;
+    this.rollout.setPhase('backup');
+    const first = this.plan.rollout.controlPlanes[0] as string;
+    const snap = await a.snapshotEtcd({ cluster: this.input.cluster, node: first, hop });
+    const { remotePath, localPath, sizeBytes, sha256, revision } = snap;
+    this.status.snapshots.push({ hop, remotePath, localPath, sizeBytes, sha256, revision });
+  }
+
+  /** A hop starts every node again: pending if it moves in the hop, done if it is already there. */
+  private startHop(work: HopWork): void {
+    for (const [node, state] of Object.entries(this.status.nodes)) {
+      if (this.status.skipped.includes(node)) continue;
+      state.phase = work.kubelets.includes(node) || work.controlPlanes.includes(node) ? 'pending' : 'done';
+    }
+    this.rollout.updateMemo();
+  }
+
+  /** The canary and the batches; each phase starts inside a maintenance window (one in flight when it closes finishes its nodes). */
+  private async workerPhases(rollout: RolloutPlan, h: number, startPhase: number): Promise<void> {
+    const r = this.rollout;
+    const { policy, hop } = this;
+    const phases = rollout.phases.filter((p) => p.kind !== 'control-plane');
+    await r.runPhases(
+      phases,
+      {
+        before: async (phase, k) => {
+          if (k > startPhase) await this.continueIfLong({ hop: h, phase: k });
+          return (await waitForWindow(this.windowWait, phase.stage)) === 'aborted' ? 'stop' : 'go';
+        },
+        nodes: (phase) => phase.nodes.filter(this.kubeletMoves),
+        run: (node) => this.runNode(node, 'node'),
+        hop,
+        verifySeconds: policy.verifySeconds,
+        afterCheck: () => r.updateMemo(),
+        canaryGate: { name: `canary-${hop}`, approve: policy.approveAfterCanary ?? false, soakSeconds: policy.soakSeconds },
+        after: () => r.setPhase('workers'),
+      },
+      Math.max(0, startPhase),
+    );
+  }
+
+  private async verifyHop(): Promise<void> {
+    this.rollout.setPhase('verify');
+    const after = await a.takeInventory({ cluster: this.input.cluster });
+    const skew = checkSkew(after.skew, { topology: 'kubeadm' });
+    if (!skew.compliant)
+      throw ApplicationFailure.nonRetryable(
+        `after ${this.hop} the cluster breaks the skew policy: ${skew.violations.map((v) => v.rule).join('; ')}`,
+        WORKFLOW_FAILURE.SkewViolation,
+      );
+    this.rollout.note(`hop ${this.hop} done`);
+  }
+
+  /** One node's step of this hop as its child workflow: the control-plane components, or drain → kubelet → uncordon. */
+  private async runNode(node: string, step: NodeUpgradeInput['step'], extra: Partial<NodeUpgradeInput> = {}): Promise<NodeUpgradeResult> {
+    const { policy, hop, status } = this;
+    const state = status.nodes[node];
+    const result = await this.rollout.runNodeStep(node, {
+      step,
+      running: step === 'control-plane' ? 'upgrading-control-plane' : 'draining',
+      staticSummary: step === 'control-plane' ? `control plane of ${node} to v${hop}` : `${node}: drain, kubelet v${hop}, uncordon`,
+      skippedNote: `skipped by the operator: stays cordoned at ${state?.version ?? state?.from ?? 'its old version'} until the run ends`,
+      input: {
+        role: this.plan.rollout.controlPlanes.includes(node) ? 'control-plane' : 'worker',
+        version: hop,
+        kubeletTimeoutSeconds: policy.kubeletTimeoutSeconds,
+        verifySeconds: policy.verifySeconds,
+        ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
+        ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
+        ...extra,
+      },
+    });
+    const after = status.nodes[node] as NonNullable<typeof state>;
+    if (result.outcome === 'done' && step === 'control-plane') after.phase = 'pending'; // its kubelet moves next
+    if (result.outcome === 'done' && step === 'node') {
+      after.version = hop;
+      // The run drained it but the cordon is someone else's: it stays cordoned, and the result says so.
+      if (this.finishing) after.cordonedBySomeoneElse = !result.cordonedByUs;
+    }
+    this.reportToFleet();
+    return result;
+  }
+
+  /** Between hops and worker phases no child runs and no gate waits: the next run can take over. */
+  private async continueIfLong(cursor: CarriedUpgrade['cursor']): Promise<void> {
+    const info = workflowInfo();
+    if (this.rollout.aborted() || !(info.continueAsNewSuggested || info.historyLength >= this.policy.continueAsNewAfterEvents)) return;
+    await condition(allHandlersFinished);
+    this.status.runs++;
+    this.rollout.note(`continued as new at ${info.historyLength} events (run ${this.status.runs + 1})`);
+    const { from, hops, rollout } = this.plan;
+    const carriedPlan = { from, hops, rollout, ...(this.windows.length > 0 ? { windows: this.windows } : {}) };
+    await continueAsNew<typeof clusterUpgradeWorkflow>({ ...this.input, carried: { plan: carriedPlan, status: this.status, cursor } });
+  }
+
+  /** Aborted: undo our cordons and labels; done: hand the skipped nodes back and name what is left behind. */
+  async end(): Promise<void> {
+    const { rollout, status, plan, finishing } = this;
+    const { cluster } = this.input;
+    if (rollout.aborted()) {
+      await rollout.compensate(this.planned.nodes);
+      rollout.setPhase('aborted');
+      status.outcome = `${rollout.aborted()}; ${leftAs(status)}${finishing ? `; finish with: skewless upgrade --cluster ${cluster} --to ${status.to}` : ''}`;
+      return;
+    }
+    // Skipped nodes go back into service at their old version: no node stays cordoned by this run.
+    await rollout.handBack(status.skipped, (node) => `${node} uncordoned at ${status.nodes[node]?.version ?? 'its old version'} (skipped)`);
+    await a.clearStageLabels({ cluster, owner: rollout.owner });
+    rollout.setPhase('done');
+    const reached = plan.hops.at(-1) ?? plan.from;
+    if (finishing) {
+      status.leftBehind = nodesLeftBehind(status);
+      status.outcome = doneOutcome(status, reached, status.leftBehind);
+    } else status.outcome = `upgraded to ${reached}${status.skipped.length ? `; ${leftAs(status)}` : ''}`;
+  }
+}
+
+function newStatus(input: UpgradeInput): UpgradeStatus {
+  return {
+    cluster: input.cluster,
     from: '',
     to: input.to,
     hops: [],
@@ -89,279 +395,9 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     skipped: [],
     runs: 0,
   };
-  // Declared before the handlers: a signal buffered before the first await runs at setHandler.
-  let hop = status.hop ?? '';
-  const childId = (node: string) => `${owner}/${hop}/${node}`;
-  /** Tells the fleet that started this upgrade, if one did, that it is blocked or moving again. */
-  const reportToFleet = fleetReporter(status);
-  /** The memo answers "where is this upgrade" in the UI without a query. */
-  const memo = () => {
-    const nodes = Object.values(status.nodes);
-    return {
-      from: status.from,
-      to: status.to,
-      hop: status.hop ?? null,
-      phase: status.phase,
-      paused: status.paused,
-      progress: `${nodes.filter((n) => n.phase === 'done').length}/${nodes.length} nodes done`,
-      blocked: Object.entries(status.nodes)
-        .filter(([, n]) => n.phase === 'blocked')
-        .map(([name]) => name),
-      skipped: status.skipped,
-    };
-  };
-  const c = rolloutControls({ cluster, status, statusQuery, childId, memo, noun: 'upgrade', onBlockedChange: reportToFleet });
-  const { note, setPhase, updateMemo, gate } = c;
-  const runNode = async (
-    node: string,
-    step: NodeUpgradeInput['step'],
-    extra: Partial<NodeUpgradeInput> = {},
-  ): Promise<NodeUpgradeResult> => {
-    const role = plan.rollout.controlPlanes.includes(node) ? 'control-plane' : 'worker';
-    const state = (status.nodes[node] ??= { phase: 'pending' });
-    state.phase = step === 'control-plane' ? 'upgrading-control-plane' : 'draining';
-    state.startedAt ??= nowIso();
-    const result = await executeChild(nodeUpgradeWorkflow, {
-      workflowId: childId(node),
-      staticSummary: step === 'control-plane' ? `control plane of ${node} to v${hop}` : `${node}: drain, kubelet v${hop}, uncordon`,
-      args: [
-        {
-          cluster,
-          node,
-          role,
-          version: hop,
-          step,
-          owner,
-          kubeletTimeoutSeconds: policy.kubeletTimeoutSeconds,
-          verifySeconds: policy.verifySeconds,
-          ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
-          ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
-          ...extra,
-        },
-      ],
-    });
-    state.phase = result.outcome === 'done' ? (step === 'control-plane' ? 'pending' : 'done') : result.outcome;
-    state.finishedAt = nowIso();
-    if (result.drainSeconds !== undefined) state.drainSeconds = (state.drainSeconds ?? 0) + result.drainSeconds;
-    if (result.outcome === 'done' && step === 'node') {
-      state.version = hop;
-      // The run drained it but the cordon is someone else's: it stays cordoned, and the result says so.
-      if (finishing) state.cordonedBySomeoneElse = !result.cordonedByUs;
-    }
-    delete state.blocked;
-    reportToFleet();
-    if (result.outcome === 'aborted') c.abort(`aborted at node ${node}`);
-    if (result.outcome === 'skipped') {
-      status.skipped.push(node);
-      note(`${node} skipped by the operator: stays cordoned at ${state.version ?? state.from ?? 'its old version'} until the run ends`);
-    }
-    return result;
-  };
-  /** A hop starts every node again: pending if it moves in the hop, done if it is already there. */
-  const startHop = (work: HopWork) => {
-    for (const [node, state] of Object.entries(status.nodes)) {
-      if (status.skipped.includes(node)) continue;
-      state.phase = work.kubelets.includes(node) || work.controlPlanes.includes(node) ? 'pending' : 'done';
-    }
-    updateMemo();
-  };
-  /** Between hops and worker phases no child runs and no gate waits: the next run can take over. */
-  const continueIfLong = async (cursor: CarriedUpgrade['cursor']) => {
-    const info = workflowInfo();
-    if (c.aborted() || !(info.continueAsNewSuggested || info.historyLength >= policy.continueAsNewAfterEvents)) return;
-    await condition(allHandlersFinished);
-    status.runs++;
-    note(`continued as new at ${info.historyLength} events (run ${status.runs + 1})`);
-    const carriedPlan = { from: plan.from, hops: plan.hops, rollout: plan.rollout, ...(windows.length > 0 ? { windows } : {}) };
-    await continueAsNew<typeof clusterUpgradeWorkflow>({ ...input, carried: { plan: carriedPlan, status, cursor } });
-  };
+}
 
-  let plan: CarriedUpgrade['plan'];
-  let live: Awaited<ReturnType<typeof a.takeInventory>> | undefined;
-  /** Disruptive phases start only inside these (the cluster configuration's `maintenanceWindows`). */
-  let windows: MaintenanceWindow[] = input.carried?.plan.windows ?? [];
-  const windowWait: WindowWaitContext = {
-    status,
-    get windows() {
-      return windows;
-    },
-    aborted: () => c.aborted() !== undefined,
-    setPhase,
-  };
-  if (input.carried) {
-    plan = input.carried.plan;
-  } else {
-    refuseBadPolicy(input.policy, UPGRADE_POLICY_KEYS);
-    if (patched(PATCH.exclusiveRollouts)) {
-      // One rollout of a cluster at a time; the flow that started this upgrade (a blue/green run's
-      // control-plane phase) is not another one.
-      const other = await a.findRunningRollout({ cluster, ignore: [owner, workflowInfo().parent?.workflowId ?? owner] });
-      if (other.running) {
-        throw ApplicationFailure.nonRetryable(
-          `refusing to start: ${other.workflowId ?? 'another rollout'} of ${cluster} is running (since ${other.startedAt ?? '?'}): upgrade once it ends`,
-          WORKFLOW_FAILURE.RolloutRunning,
-        );
-      }
-    }
-    // Plan: the inventory, what the repository offers, and the rules' verdict, before touching anything.
-    const inventory = await a.takeInventory({ cluster });
-    live = inventory;
-    windows = inventory.maintenanceWindows ?? [];
-    // `to` only names a repository file that cannot offer the target in the failure (an argument: replay-safe).
-    const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '', to: input.to });
-    let full: UpgradePlan = applyRule(() =>
-      planUpgrade({ inventory: inventory.skew, to: input.to, available, policy, packageManager: inventory.packageManager }),
-    );
-    if (input.controlPlaneOnly) {
-      // Every step judged again without the workers' steps: they stay at their version through the hops.
-      const workers = Object.keys(full.rollout.stageLabels).filter((n) => !full.rollout.controlPlanes.includes(n));
-      const rollout = withoutNodes(full.rollout, workers);
-      const steps = buildRunbook(full.hops, rollout, inventory.packageManager);
-      full = { ...full, rollout, steps, skew: checkRunbook(inventory.skew, steps) };
-      note(`control planes only: the workers (${workers.join(', ') || 'none'}) keep their version`);
-    }
-    plan = full;
-    Object.assign(status, { from: full.from, hops: full.hops });
-    if (full.target.to !== input.to) {
-      // An expression (latest-patch, next-minor): status and memo show the version it names.
-      status.to = full.hops.at(-1) ?? full.from;
-      note(`target ${describeTarget(full.target)}`);
-    }
-    const kubeletOf = new Map((inventory.skew.kubelets ?? []).map((k) => [k.node, k.version]));
-    for (const [node, stage] of Object.entries(full.rollout.stageLabels)) {
-      const from = kubeletOf.get(node);
-      status.nodes[node] = { phase: 'pending', stage, ...(from ? { from, version: from } : {}) };
-    }
-    upsertSearchAttributes([
-      { key: SEARCH_ATTRIBUTES.cluster, value: cluster },
-      { key: SEARCH_ATTRIBUTES.fromVersion, value: full.from },
-      { key: SEARCH_ATTRIBUTES.targetVersion, value: full.hops.at(-1) ?? full.from },
-    ]);
-    updateMemo();
-    if (!full.skew.compliant) throw skewFailure('refusing to start', full.skew.failure);
-    const refusals = preflightRefusals(inventory, policy.acknowledge, {
-      from: full.from,
-      hops: full.hops,
-      to: describeTarget(full.target),
-    });
-    if (refusals.length > 0)
-      throw ApplicationFailure.nonRetryable(`refusing to start: ${refusals.join('; ')}`, WORKFLOW_FAILURE.PreflightBlocked);
-    // Not a refusal: each such node's drain will stop and wait for the operator (skip or force).
-    const moving = new Set(Object.keys(full.rollout.stageLabels));
-    for (const pod of inventory.barePods ?? []) {
-      if (moving.has(pod.node))
-        note(
-          `the drain of ${pod.node} will block on ${pod.namespace}/${pod.name} (no controller): skewless resolve ${cluster} --node ${pod.node} --action skip|force when it does`,
-        );
-    }
-  }
-
-  const [first] = plan.rollout.controlPlanes as [string];
-  const cursor = input.carried?.cursor ?? { hop: 0, phase: -1 };
-  const finishing = patched(PATCH.finishLeftBehind);
-  /** A node's kubelet still to move in this hop: below it as this run knows it (its status, carried across continue-as-new). */
-  const kubeletMoves = (node: string) => !finishing || isBelowHop(status.nodes[node]?.version, hop);
-  try {
-    for (let h = cursor.hop; h < plan.hops.length && !c.aborted(); h++) {
-      hop = plan.hops[h] as string;
-      status.hop = hop;
-      // Skipped nodes stay where they are; the rest of the plan goes on without them.
-      const rollout = withoutNodes(plan.rollout, status.skipped);
-      const workerPhases = rollout.phases.filter((p) => p.kind !== 'control-plane');
-      const startPhase = h === cursor.hop ? cursor.phase : -1;
-      if (startPhase < 0) {
-        // The snapshot, kubeadm and every control plane start inside a maintenance window; after a
-        // wait the cluster is read again.
-        const waited = await waitForWindow(windowWait, 'control-plane');
-        if (waited === 'aborted') break;
-        if (waited > 0) live = undefined;
-        // Every step of this hop judged on the cluster as it is now, skipped nodes included.
-        live ??= await a.takeInventory({ cluster });
-        const check = checkRunbook(live.skew, buildRunbook([hop], rollout, undefined, finishing ? live.skew : undefined));
-        if (!check.compliant) throw skewFailure(`refusing hop ${hop}`, check.failure);
-        // What an earlier run left behind is all this hop moves of a cluster already half-way through it.
-        const work: HopWork = finishing ? hopWork(live.skew, hop, rollout) : fullHopWork(hop, rollout);
-        live = undefined;
-        if (finishing) startHop(work);
-        setPhase('backup');
-        const snap = await a.snapshotEtcd({ cluster, node: first, hop });
-        status.snapshots.push({
-          hop,
-          remotePath: snap.remotePath,
-          localPath: snap.localPath,
-          sizeBytes: snap.sizeBytes,
-          sha256: snap.sha256,
-          revision: snap.revision,
-        });
-        setPhase('preflight');
-        if (work.controlPlanes.length > 0) {
-          // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
-          if (patched(PATCH.hopRepository)) await a.pointPackageRepository({ cluster, node: first, version: hop });
-          await a.installPackages({ cluster, node: first, version: hop, packages: ['kubeadm'] });
-          await a.kubeadmUpgradePlan({ cluster, node: first, version: hop });
-        }
-        await a.setStageLabels({ cluster, labels: rollout.stageLabels, owner });
-        setPhase('control-plane');
-        for (const [i, cp] of work.controlPlanes.entries()) {
-          await condition(() => c.aborted() !== undefined || !status.paused);
-          if (c.aborted()) break;
-          await runNode(cp, 'control-plane', { first: i === 0 && work.apply });
-        }
-        for (const cp of rollout.controlPlanes.filter(kubeletMoves))
-          if (!c.aborted()) await c.window([cp], 1, (node) => runNode(node, 'node'));
-        if (!c.aborted()) await gate(`workers-${hop}`, policy.approveWorkers ?? false);
-        setPhase('workers');
-      }
-      for (let k = Math.max(0, startPhase); k < workerPhases.length && !c.aborted(); k++) {
-        if (k > startPhase) await continueIfLong({ hop: h, phase: k });
-        const phase = workerPhases[k] as (typeof workerPhases)[number];
-        // Each phase starts inside a maintenance window; a phase in flight when it closes finishes its nodes.
-        if ((await waitForWindow(windowWait, phase.stage)) === 'aborted') break;
-        const nodes = phase.nodes.filter(kubeletMoves);
-        if (nodes.length === 0) continue; // every node of the phase is already at the hop: no verify, no gate
-        await c.window(nodes, phase.maxUnavailable, (node) => runNode(node, 'node'));
-        if (c.aborted()) break;
-        await c.verifyWorkloads(phase.stage, hop, policy.verifySeconds);
-        if (c.aborted()) break;
-        updateMemo();
-        if (phase.kind === 'canary') await gate(`canary-${hop}`, policy.approveAfterCanary ?? false, policy.soakSeconds);
-        setPhase('workers');
-      }
-      if (c.aborted()) break;
-      setPhase('verify');
-      const after = await a.takeInventory({ cluster });
-      const skew = checkSkew(after.skew, { topology: 'kubeadm' });
-      if (!skew.compliant)
-        throw ApplicationFailure.nonRetryable(
-          `after ${hop} the cluster breaks the skew policy: ${skew.violations.map((v) => v.rule).join('; ')}`,
-          WORKFLOW_FAILURE.SkewViolation,
-        );
-      note(`hop ${hop} done`);
-      if (h + 1 < plan.hops.length) await continueIfLong({ hop: h + 1, phase: -1 });
-    }
-  } catch (err) {
-    // continueAsNew() unwinds through here as an exception: the upgrade goes on in its next run.
-    if (err instanceof ContinueAsNew && patched(PATCH.continueWithoutCompensation)) throw err;
-    await compensate(cluster, owner, Object.keys(plan.rollout.stageLabels), status);
-    setPhase('failed');
-    throw err;
-  }
-  if (c.aborted()) {
-    await compensate(cluster, owner, Object.keys(plan.rollout.stageLabels), status);
-    setPhase('aborted');
-    status.outcome = `${c.aborted()}; ${leftAs(status)}${finishing ? `; finish with: skewless upgrade --cluster ${cluster} --to ${status.to}` : ''}`;
-  } else {
-    // Skipped nodes go back into service at their old version: no node stays cordoned by this run.
-    await handBack(cluster, owner, status.skipped, status);
-    await a.clearStageLabels({ cluster, owner });
-    setPhase('done');
-    if (finishing) {
-      status.leftBehind = nodesLeftBehind(status);
-      status.outcome = doneOutcome(status, plan.hops.at(-1) ?? plan.from, status.leftBehind);
-    } else {
-      status.outcome = `upgraded to ${plan.hops.at(-1) ?? plan.from}${status.skipped.length ? `; ${leftAs(status)}` : ''}`;
-    }
-  }
-  await condition(allHandlersFinished);
-  return status;
+/** The memo answers "where is this upgrade" in the UI without a query. */
+function upgradeMemo(status: UpgradeStatus): Record<string, unknown> {
+  return { from: status.from, to: status.to, hop: status.hop ?? null, ...progressMemo(status) };
 }
