@@ -5,7 +5,7 @@ import type { OperatorAction, RolloutStatus } from './upgrade-messages.js';
 /**
  * Messages of the blue/green replacement of a node pool (`bluegreen/<cluster>`). Its operator controls
  * are the upgrade's (approve, resolveDrain, pause, resume, abort: upgrade-messages.ts, through
- * rollout-controls.ts); the status differs, and `rollback` is the abort that answers: it is refused,
+ * rollout.ts); the status differs, and `rollback` is the abort that answers: it is refused,
  * with the reason, once the blue pool's removal has started. Wire names are API: never rename.
  */
 

@@ -3,7 +3,7 @@ import type { RolloutStatus } from './upgrade-messages.js';
 
 /**
  * The status of an OS maintenance run (`maintain/<cluster>`). Its operator controls are the upgrade's
- * (approve, resolveDrain, pause, resume, abort: upgrade-messages.ts, through rollout-controls.ts);
+ * (approve, resolveDrain, pause, resume, abort: upgrade-messages.ts, through the rollout core, rollout.ts);
  * only the status differs. Wire names are API: never rename.
  */
 export interface MaintenanceStatus extends RolloutStatus {

@@ -1,10 +1,9 @@
-import { ApplicationFailure, CancellationScope } from '@temporalio/workflow';
+import { ApplicationFailure } from '@temporalio/workflow';
 import type { UpgradePlan } from '../rules/index.js';
 import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
-import { activities as a } from './activities-proxy.js';
-import type { LeftBehind, RolloutStatus, UpgradeStatus } from './upgrade-messages.js';
+import type { LeftBehind, UpgradeStatus } from './upgrade-messages.js';
 
-// How a cluster upgrade ends: the refusal it names, the sentence it leaves, and what it undoes.
+// How a cluster upgrade ends: the refusal it names and the sentence it leaves (what it undoes: rollout.ts).
 
 export function skewFailure(what: string, failure: UpgradePlan['skew']['failure']): ApplicationFailure {
   const where = failure?.step ? `step "${failure.step.detail}" of ${failure.step.hop}` : 'the cluster as it is';
@@ -50,29 +49,4 @@ export function doneOutcome(status: UpgradeStatus, reached: string, left: readon
     ? `; finish them with: skewless upgrade --cluster ${status.cluster} --to ${reached}`
     : '';
   return `upgraded to ${reached} EXCEPT ${left.length} node${left.length > 1 ? 's' : ''} left behind: ${left.map(why).join(', ')}${finish}`;
-}
-
-export async function handBack(cluster: string, owner: string, nodes: string[], status: RolloutStatus): Promise<void> {
-  for (const node of nodes) {
-    const r = await a.uncordonNode({ cluster, node, owner });
-    if (r.changed) status.events.push(`${node} uncordoned at ${status.nodes[node]?.version ?? 'its old version'} (skipped)`);
-  }
-}
-
-/** Undoes what this run did to scheduling, never versions: uncordon only our cordons, clear our labels. */
-export async function compensate(cluster: string, owner: string, nodes: string[], status: RolloutStatus): Promise<void> {
-  status.phase = 'compensating';
-  await CancellationScope.nonCancellable(async () => {
-    for (const node of nodes) {
-      try {
-        const r = await a.uncordonNode({ cluster, node, owner });
-        if (r.changed) status.events.push(`compensation: uncordoned ${node}`);
-      } catch (err) {
-        status.events.push(`compensation: uncordon ${node} failed: ${(err as Error).message}`); // keep going: best effort
-      }
-    }
-    await a
-      .clearStageLabels({ cluster, owner })
-      .catch((err: Error) => status.events.push(`compensation: clear labels failed: ${err.message}`));
-  });
 }

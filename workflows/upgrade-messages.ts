@@ -101,7 +101,7 @@ export interface SnapshotRecord {
 
 /**
  * What every rollout of nodes shares (an upgrade, an OS maintenance run): the part of its status the
- * operator controls read and write (workflows/rollout-controls.ts).
+ * operator controls read and write (workflows/rollout.ts).
  */
 export interface RolloutStatus {
   cluster: string;
