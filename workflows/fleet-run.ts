@@ -9,6 +9,7 @@ import {
 import type { FleetPolicy, FleetSpec } from '../rules/index.js';
 import { byWhom } from './by-whom.js';
 import { failureMessage, planCluster, upgradeCluster } from './fleet-cluster-upgrade.js';
+import { checkApproval, checkResolution, fleetMemo, inFlight, mayStart, settleLine } from './fleet-line.js';
 import {
   approveClusterUpdate,
   clusterReportSignal,
@@ -24,10 +25,6 @@ import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { abortSignal, pauseSignal, resumeSignal, type OperatorAction } from './upgrade-messages.js';
 
 const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
-/** Phases that stop the line: no cluster after it starts until it moves or the operator answers. */
-const STOPS_LINE = new Set(['blocked', 'failed', 'aborted']);
-const ENDED = new Set(['done', 'skipped']);
-const inFlight = (c: FleetClusterState) => c.phase === 'running' || c.phase === 'blocked';
 
 /**
  * One fleet's run: its status (the `fleetStatus` query, memo and phase), the operator's controls
@@ -69,8 +66,10 @@ export class FleetRun {
     setHandler(resumeSignal, (p) => this.setPaused(false, `resumed by ${p.by}`));
     setHandler(abortSignal, (p) => this.abort(p));
     setHandler(clusterReportSignal, (r) => this.report(r));
-    setHandler(approveClusterUpdate, (a) => this.approve(a), { validator: (a) => this.checkApproval(a) });
-    setHandler(resolveClusterUpdate, (r) => this.resolve(r), { validator: (r) => this.checkResolution(r) });
+    setHandler(approveClusterUpdate, (a) => this.approve(a), { validator: (a) => checkApproval(this.knownCluster(a.cluster), a) });
+    setHandler(resolveClusterUpdate, (r) => this.resolve(r), {
+      validator: (r) => checkResolution(this.knownCluster(r.cluster), r, this.resolutions[r.cluster] !== undefined),
+    });
   }
 
   get aborted(): boolean {
@@ -85,7 +84,7 @@ export class FleetRun {
 
   /** Waits for the cluster's turn and, if the file asks for one, its approval; false once the fleet is aborted. */
   async waitForTurn(c: FleetClusterState): Promise<boolean> {
-    await condition(() => this.aborted || this.ready(c));
+    await condition(() => this.aborted || mayStart(this.status, c));
     if (this.aborted) return false;
     if (c.approve && !c.approvedBy) {
       c.phase = 'waiting-approval';
@@ -96,7 +95,7 @@ export class FleetRun {
       c.phase = 'pending';
       this.refresh();
       // The line may have stopped while the gate waited.
-      await condition(() => this.aborted || this.ready(c));
+      await condition(() => this.aborted || mayStart(this.status, c));
       if (this.aborted) return false;
     }
     return true;
@@ -142,21 +141,6 @@ export class FleetRun {
     return status;
   }
 
-  /** Its stage's turn (every cluster of earlier stages done or skipped), the line moving, a free slot. */
-  private ready(c: FleetClusterState): boolean {
-    const { status } = this;
-    return (
-      !status.paused &&
-      !this.stoppedBy() &&
-      status.clusters.filter(inFlight).length < this.spec.maxParallel &&
-      status.clusters.every((o) => o.stageIndex >= c.stageIndex || ENDED.has(o.phase))
-    );
-  }
-
-  private stoppedBy(): FleetClusterState | undefined {
-    return this.status.clusters.find((c) => STOPS_LINE.has(c.phase));
-  }
-
   private startAttempt(c: FleetClusterState): void {
     Object.assign(c, { phase: 'running', startedAt: nowIso(), attempts: c.attempts + 1 });
     delete c.message;
@@ -199,23 +183,11 @@ export class FleetRun {
     this.refresh();
   }
 
-  /** The line, the phase, and what changed of them in the memo and search attribute. */
+  /** The line and the phase, and what changed of them in the memo and search attribute. */
   private refresh(): void {
     const { status, shown } = this;
-    const stop = this.stoppedBy();
-    if (stop)
-      status.line = `${stop.cluster} ${stop.phase}: ${stop.phase === 'blocked' ? (stop.blocked ?? []).join('; ') : (stop.message ?? '')}`;
-    else delete status.line;
-    if (status.phase !== 'done' && status.phase !== 'aborted') status.phase = stop ? 'line-stopped' : status.paused ? 'paused' : 'running';
-    const names = (phase: string) => status.clusters.filter((c) => c.phase === phase).map((c) => c.cluster);
-    const memo = {
-      progress: `${status.clusters.filter((c) => ENDED.has(c.phase)).length}/${status.clusters.length} clusters done`,
-      running: names('running'),
-      blocked: names('blocked'),
-      failed: [...names('failed'), ...names('aborted')],
-      skipped: names('skipped'),
-      line: status.line ?? null,
-    };
+    settleLine(status);
+    const memo = fleetMemo(status);
     // Only changes reach history: a fleet of hundreds of clusters must not write a memo per report.
     if (JSON.stringify(memo) !== shown.memo) upsertMemo(memo);
     if (status.phase !== shown.phase) upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.phase, value: status.phase }]);
@@ -270,29 +242,11 @@ export class FleetRun {
     return c;
   }
 
-  private checkApproval(a: ClusterApproval): void {
-    const c = this.knownCluster(a.cluster);
-    if (!c.approve) throw new Error(`${a.cluster} has no approval gate`);
-    if (c.approvedBy || (c.phase !== 'pending' && c.phase !== 'waiting-approval')) throw new Error(`${a.cluster} is already approved`);
-    if (!a.by) throw new Error('an approval needs a "by"');
-  }
-
   private resolve(r: ClusterResolution): FleetClusterState {
     const c = this.stateOf(r.cluster) as FleetClusterState;
     this.note(`${c.cluster} (${c.phase}) resolved by ${r.by}: ${r.action}${r.comment ? ` (${r.comment})` : ''}`);
     this.resolutions[r.cluster] = r;
     return c;
-  }
-
-  private checkResolution(r: ClusterResolution): void {
-    const c = this.knownCluster(r.cluster);
-    if (r.action !== 'retry' && r.action !== 'skip') throw new Error(`a cluster is retried or skipped, not ${String(r.action)}`);
-    if (c.phase === 'blocked')
-      throw new Error(`${r.cluster}'s upgrade is blocked, not failed: answer it with "skewless resolve ${r.cluster}"`);
-    if (c.phase !== 'failed' && c.phase !== 'aborted')
-      throw new Error(`${r.cluster} is ${c.phase}: only a failed or aborted cluster is retried or skipped`);
-    if (this.resolutions[r.cluster]) throw new Error(`${r.cluster} is already resolved`);
-    if (!r.by) throw new Error('a resolution needs a "by"');
   }
 
   private stateOf(cluster: string): FleetClusterState | undefined {
