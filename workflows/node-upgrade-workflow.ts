@@ -1,6 +1,7 @@
-import { NodeUpgradeRun, Stopped, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-run.js';
+import type { NodeUpgradeInput, NodeUpgradeResult } from './node-upgrade-input.js';
+import { NodeUpgradeRun, Stopped } from './node-upgrade-run.js';
 
-export type { NodeUpgradeInput, NodeUpgradeResult } from './node-upgrade-run.js';
+export type { NodeUpgradeInput, NodeUpgradeResult } from './node-upgrade-input.js';
 
 /**
  * One node's part of a hop, as its own child workflow so every node has its own history.
