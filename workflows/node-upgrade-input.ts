@@ -1,0 +1,42 @@
+import type { DrainResolution } from './node-messages.js';
+
+// What the node child is asked to do (nodeUpgradeWorkflow's input) and what it answers.
+
+export interface NodeUpgradeInput {
+  cluster: string;
+  node: string;
+  role: 'control-plane' | 'worker';
+  /** Target Kubernetes version of this hop, `1.33.7` (empty for `maintain`: no version changes). */
+  version: string;
+  /**
+   * `control-plane`: kubeadm upgrade apply/node of the static pods; `node`: drain, packages, kubelet;
+   * `maintain` (OS maintenance): drain, the configured OS upgrade command, reboot, Ready, uncordon;
+   * `drain` (blue/green: a node leaving the cluster): cordon and drain, and the node stays cordoned.
+   */
+  step: 'control-plane' | 'node' | 'maintain' | 'drain';
+  /** The control plane that runs `kubeadm upgrade apply` (the others run `upgrade node`). */
+  first?: boolean;
+  /** Owner recorded on cordons: the cluster upgrade's workflow id, stable across continue-as-new. */
+  owner: string;
+  drainTimeoutSeconds?: number;
+  kubeletTimeoutSeconds: number;
+  /** How long health checks may wait for Ready and rollouts to converge. */
+  verifySeconds: number;
+  /** How long a host step keeps retrying before the node is reported blocked (UpgradePolicy.hostRetrySeconds). */
+  hostRetrySeconds?: number;
+  /** Pods (`namespace/name`) the operator let go before the start (maintain --force-pod): the drain deletes them. */
+  force?: string[];
+  /** `maintain`: how long the node may take to come back over SSH and Ready after its reboot. */
+  rebootTimeoutSeconds?: number;
+}
+
+export interface NodeUpgradeResult {
+  node: string;
+  outcome: 'done' | 'skipped' | 'aborted';
+  /** Whether this run cordoned the node (and so must uncordon it if the upgrade is abandoned). */
+  cordonedByUs: boolean;
+  forced: string[];
+  resolutions: DrainResolution[];
+  /** Seconds from the first eviction attempt to an empty node, blocked time included. */
+  drainSeconds?: number;
+}

@@ -1,0 +1,213 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  condition,
+  getExternalWorkflowHandle,
+  patched,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
+import { activitiesWithin } from './activities-proxy.js';
+import type { NodeUpgradeInput, NodeUpgradeResult } from './node-upgrade-input.js';
+import { countNodeUpgraded, recordDrainSeconds } from './metrics.js';
+import {
+  drainResolutionSignal,
+  nodeStatusQuery,
+  type DrainBlock,
+  type DrainResolution,
+  type NodeBlock,
+  type NodePhase,
+  type NodeStatus,
+} from './node-messages.js';
+import { PATCH } from './patches.js';
+import { stepBlockOf } from './step-block.js';
+import { SUMMARY_OF } from './step-summary.js';
+import { nodeBlockedSignal } from './upgrade-messages.js';
+
+/** Unwinds the node's steps once the operator skipped or aborted it. */
+export class Stopped extends Error {
+  constructor(readonly outcome: 'skipped' | 'aborted') {
+    super(outcome);
+  }
+}
+
+const drainBlockOf = (err: unknown): DrainBlock | undefined => {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  if (!(cause instanceof ApplicationFailure) || (cause.type !== 'DrainBlocked' && cause.type !== 'DrainRefused')) return undefined;
+  const details = (cause.details?.[0] ?? {}) as { pods?: DrainBlock['pods']; blockers?: { pod: { namespace: string; name: string } }[] };
+  const pods = details.pods ?? details.blockers?.map((b) => ({ namespace: b.pod.namespace, name: b.pod.name })) ?? [];
+  return { kind: cause.type, message: cause.message, pods };
+};
+
+/** Tells the cluster upgrade (by workflow id, so it survives its continue-as-new) that this node is blocked, or where it goes on. */
+async function tellParent(node: string, block: NodeBlock | undefined, phase?: NodePhase): Promise<void> {
+  const parent = workflowInfo().parent;
+  if (!parent) return;
+  await getExternalWorkflowHandle(parent.workflowId).signal(
+    nodeBlockedSignal,
+    block ? { node, block } : { node, ...(phase ? { phase } : {}) },
+  );
+}
+
+/**
+ * One node's run: its status (the `nodeStatus` query), the operator's answer to a block (the
+ * `drainResolution` signal the parent relays), and the steps of each kind of node work. The
+ * handlers are registered by the constructor, before the workflow's first await.
+ *
+ * Skip is offered while the node runs its old kubelet with its old configuration: through the
+ * cordon, the drain and a worker's kubeadm package (the kubeadm binary is in no skew rule). From
+ * `kubeadm upgrade node` on (it rewrites the kubelet's configuration for the new version) the node
+ * is half moved, and leaving it like that for the rest of the run is not an answer: retry or abort.
+ */
+export class NodeUpgradeRun {
+  private readonly a: Activities;
+  private readonly status: NodeStatus;
+  /** The operator's answer while the node is blocked; undefined until it comes. */
+  private pending: DrainResolution | undefined;
+  private cordonedByUs = false;
+
+  constructor(private readonly input: NodeUpgradeInput) {
+    this.a = activitiesWithin(input.hostRetrySeconds);
+    this.status = { node: input.node, phase: 'pending', forced: [...(input.force ?? [])], resolutions: [] };
+    setHandler(nodeStatusQuery, () => this.status);
+    setHandler(drainResolutionSignal, (resolution) => {
+      // Only meaningful while blocked; the parent's update validator already refused the rest.
+      if (this.status.phase === 'blocked') this.pending = resolution;
+    });
+  }
+
+  /** kubeadm on a control plane. Never skippable: an apiserver left behind would hold back every kubelet of the hop. */
+  async upgradeControlPlane(): Promise<void> {
+    const { cluster, node, version } = this.input;
+    this.status.phase = 'upgrading-control-plane';
+    await this.installKubeadm(false);
+    if (this.input.first) await this.step('kubeadmUpgradeApply', { cluster, node, version });
+    else await this.step('kubeadmUpgradeNode', { cluster, node, version });
+    this.status.phase = 'verifying';
+    await this.step('checkControlPlane', { cluster, node, version, waitSeconds: this.input.verifySeconds });
+  }
+
+  /** Cordons and empties the node; a blocked drain waits for the operator, who may force pods out. */
+  async cordonAndDrain(): Promise<void> {
+    const { cluster, node, drainTimeoutSeconds } = this.input;
+    this.status.phase = 'cordoned';
+    const cordon = await this.step('cordonNode', { cluster, node, owner: this.input.owner }, true);
+    this.cordonedByUs = cordon.ownedByUs;
+    const drainStarted = Date.now(); // workflow time: deterministic on replay
+    this.status.phase = 'draining';
+    // Each attempt drains with the pods forced so far (a `force` answer adds to them).
+    const drain = () => ({ cluster, node, force: this.status.forced });
+    await this.untilDone(
+      () => this.a.drainNode({ ...drain(), ...(drainTimeoutSeconds ? { timeoutSeconds: drainTimeoutSeconds } : {}) }),
+      (err) => drainBlockOf(err) ?? stepBlockOf(err, 'drainNode', SUMMARY_OF.drainNode(drain()), true),
+      true,
+    );
+    this.status.drainSeconds = (Date.now() - drainStarted) / 1000;
+    recordDrainSeconds(cluster, this.input.role, this.status.drainSeconds);
+  }
+
+  /** OS maintenance of the drained node. From the OS upgrade on the node is changing: retry or abort, no skip. */
+  async maintainOs(): Promise<void> {
+    const { cluster, node } = this.input;
+    this.status.phase = 'upgrading';
+    await this.step('runMaintenanceCommand', { cluster, node });
+    await this.step('rebootNode', { cluster, node, timeoutSeconds: this.input.rebootTimeoutSeconds ?? 600 });
+    await this.backInService({ cluster, node, waitSeconds: this.input.verifySeconds });
+  }
+
+  /** The drained node's kubelet (and a worker's kubeadm upgrade node) at the hop's version. */
+  async upgradeKubelet(): Promise<void> {
+    const { cluster, node, version, role } = this.input;
+    this.status.phase = 'upgrading';
+    if (role === 'worker') {
+      await this.installKubeadm(true);
+      await this.step('kubeadmUpgradeNode', { cluster, node, version });
+    }
+    await this.step('installPackages', { cluster, node, version, packages: ['kubelet', 'kubectl'] });
+    await this.step('restartKubelet', { cluster, node, version, timeoutSeconds: this.input.kubeletTimeoutSeconds });
+    await this.backInService({ cluster, node, version, waitSeconds: this.input.verifySeconds });
+    countNodeUpgraded(cluster, role);
+  }
+
+  /** The node's result; a skipped node stays cordoned at its old version, and the parent hands it back at the end. */
+  finish(outcome: NodeUpgradeResult['outcome']): NodeUpgradeResult {
+    const { status } = this;
+    status.phase = outcome;
+    return {
+      node: status.node,
+      outcome,
+      cordonedByUs: this.cordonedByUs,
+      forced: status.forced,
+      resolutions: status.resolutions,
+      ...(status.drainSeconds === undefined ? {} : { drainSeconds: status.drainSeconds }),
+    };
+  }
+
+  /** The hop's kubeadm, from the node's package repository pointed at the hop's minor first. */
+  private async installKubeadm(skippable: boolean): Promise<void> {
+    const { cluster, node, version } = this.input;
+    if (patched(PATCH.hopRepository)) await this.step('pointPackageRepository', { cluster, node, version }, skippable);
+    await this.step('installPackages', { cluster, node, version, packages: ['kubeadm'] }, skippable);
+  }
+
+  /** Ready again, uncordoned if this run cordoned it, and its pods running: the node is done. */
+  private async backInService(ready: Parameters<Activities['checkNodeReady']>[0]): Promise<void> {
+    const { cluster, node, owner, verifySeconds } = this.input;
+    this.status.phase = 'verifying';
+    await this.step('checkNodeReady', ready);
+    if (this.cordonedByUs) await this.step('uncordonNode', { cluster, node, owner });
+    await this.step('checkPodsOnNode', { cluster, node, waitSeconds: verifySeconds, require: true });
+  }
+
+  /** One activity, run until it succeeds or the operator stops the node (see untilDone). */
+  private async step<K extends keyof Activities>(
+    name: K,
+    args: Parameters<Activities[K]>[0],
+    skippable = false,
+  ): Promise<Awaited<ReturnType<Activities[K]>>> {
+    const call = this.a[name] as (arg: typeof args) => Promise<Awaited<ReturnType<Activities[K]>>>;
+    const summary = SUMMARY_OF[name] as (i: typeof args) => string;
+    return this.untilDone(
+      () => call(args),
+      (err) => stepBlockOf(err, name, summary(args), skippable),
+    );
+  }
+
+  /**
+   * Runs `attempt`; if it fails (after its retry policy gave up) the node is blocked until the
+   * operator answers: retry runs it again, skip (where offered) and abort stop the node, force
+   * (drains only) lets the named pods go and runs it again. A failure that is no block fails the node.
+   */
+  private async untilDone<T>(attempt: () => Promise<T>, blockOf: (err: unknown) => NodeBlock | undefined, forceable = false): Promise<T> {
+    for (;;) {
+      try {
+        return await attempt();
+      } catch (err) {
+        const block = blockOf(err);
+        if (!block) throw err;
+        const resolution = await this.waitForOperator(block);
+        if (resolution.action === 'skip') throw new Stopped('skipped');
+        if (resolution.action === 'abort') throw new Stopped('aborted');
+        if (resolution.action === 'force' && forceable) this.status.forced = [...new Set([...this.status.forced, ...resolution.pods])];
+      }
+    }
+  }
+
+  /** Reports the block to the parent and waits for the operator; the node goes on in the phase it was in. */
+  private async waitForOperator(block: NodeBlock): Promise<DrainResolution> {
+    const { status } = this;
+    const phase = status.phase;
+    status.phase = 'blocked';
+    status.blocked = block;
+    this.pending = undefined;
+    await tellParent(status.node, block);
+    await condition(() => this.pending !== undefined);
+    const resolution = this.pending as unknown as DrainResolution;
+    status.resolutions.push(resolution);
+    delete status.blocked;
+    status.phase = phase;
+    await tellParent(status.node, undefined, phase);
+    return resolution;
+  }
+}
