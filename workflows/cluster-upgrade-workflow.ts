@@ -257,6 +257,7 @@ class UpgradeRun {
     }
     for (const cp of rollout.controlPlanes.filter(this.kubeletMoves))
       if (!r.aborted()) await r.window([cp], 1, (node) => this.runNode(node, 'node'));
+    await r.checkProbes('control-plane', hop, this.policy.verifySeconds);
     if (!r.aborted()) await r.gate(`workers-${hop}`, this.policy.approveWorkers ?? false);
     r.setPhase('workers');
     return 'done';

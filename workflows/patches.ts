@@ -32,4 +32,9 @@ export const PATCH = {
    * limits of the activity it feeds), not only hostRetrySeconds: a run started before would not have refused.
    */
   onePolicy: 'one-policy',
+  /**
+   * The cluster configuration's `probes[]` run after every phase of nodes (and an upgrade's control
+   * plane), halting the rollout when one fails, like the workload check.
+   */
+  operatorProbes: 'operator-probes',
 } as const;

@@ -5,6 +5,7 @@ import {
   condition,
   executeChild,
   getExternalWorkflowHandle,
+  patched,
   setHandler,
   sleep,
   upsertMemo,
@@ -20,6 +21,7 @@ import { haltOf } from './halt.js';
 import { recordGateWait, setBlockedNodes } from './metrics.js';
 import { drainResolutionSignal, type DrainResolution, type NodePhase } from './node-messages.js';
 import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-workflow.js';
+import { PATCH } from './patches.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import {
   abortSignal,
@@ -299,16 +301,32 @@ export class Rollout<S extends RolloutStatus> {
   }
 
   /**
-   * After a phase of nodes, "Ready is not working" until the workloads say so: a failed check halts
-   * the rollout (status.halted names the workloads) until the operator retries it or aborts.
+   * After a phase of nodes, "Ready is not working" until the workloads say so, and then the operator's
+   * own probes (the cluster configuration's `probes[]`): a failed check halts the rollout
+   * (status.halted names it) until the operator retries it or aborts.
    */
   async verifyWorkloads(after: string, hop: string, verifySeconds: number): Promise<void> {
+    const input = { cluster: this.cluster, waitSeconds: verifySeconds, require: true };
+    await this.untilPasses(after, hop, 'checkWorkloads', () => a.checkWorkloads(input));
+    await this.checkProbes(after, hop, verifySeconds);
+  }
+
+  /** The operator's probes alone (after an upgrade's control plane, whose workloads are the workers'). */
+  async checkProbes(after: string, hop: string, verifySeconds: number): Promise<void> {
+    if (this.#aborted || !patched(PATCH.operatorProbes)) return;
+    await this.untilPasses(after, hop, 'runProbes', () =>
+      a.runProbes({ cluster: this.cluster, waitSeconds: verifySeconds, require: true }),
+    );
+  }
+
+  /** Runs a check again each time the operator retries its halt; returns when it passes or the run is aborted. */
+  private async untilPasses(after: string, hop: string, step: HaltState['step'], check: () => Promise<unknown>): Promise<void> {
     for (;;) {
       try {
-        await a.checkWorkloads({ cluster: this.cluster, waitSeconds: verifySeconds, require: true });
+        await check();
         return;
       } catch (err) {
-        const halt = haltOf(err, after, hop);
+        const halt = haltOf(err, after, hop, step);
         if (!halt) throw err;
         const answer = await this.haltUntilAnswered(halt);
         if (answer?.action === 'abort') this.abort(`aborted by ${answer.by}${answer.comment ? `: ${answer.comment}` : ''}`);

@@ -69,8 +69,8 @@ export interface HaltState {
   /** The phase whose nodes were just upgraded (`canary`, `batch-1`, ...) and the hop. */
   after: string;
   hop: string;
-  /** The check that failed and its failure type (`Unhealthy`). */
-  step: 'checkWorkloads';
+  /** The check that failed (the workloads, or the operator's own probes) and its failure type (`Unhealthy`). */
+  step: 'checkWorkloads' | 'runProbes';
   failure: string;
   message: string;
   /** The workloads that fell short, `Deployment default/web: 1/3 replicas available`. */

@@ -84,6 +84,7 @@ export function mockBlueGreenCluster(options: { version?: string; override?: Rec
     checkNodeReady: () => ({}),
     checkPodsOnNode: () => ({}),
     checkWorkloads: () => ({}),
+    runProbes: () => ({ healthy: true, probes: [], failed: [] }),
     setStageLabels: (i) => ({ changed: Object.keys(i.labels as object), unchanged: [] }),
     clearStageLabels: () => ({ changed: [], unchanged: [] }),
     cordonNode: (i) => {

@@ -95,6 +95,7 @@ export function fakeCluster(
     uncordonNode: async (i: Record<string, unknown>) => (rec('uncordonNode', i), { uncordoned: true, changed: true }),
     checkPodsOnNode: async (i: Record<string, unknown>) => (rec('checkPodsOnNode', i), {}),
     checkWorkloads: async (i: Record<string, unknown>) => (rec('checkWorkloads', i), {}),
+    runProbes: async (i: Record<string, unknown>) => (rec('runProbes', i), { healthy: true, probes: [], failed: [] }),
   } as unknown as Partial<Activities>;
   return { state, calls, acts };
 }

@@ -76,6 +76,7 @@ export function mockMaintenanceCluster(
       checkNodeReady: () => ({}),
       checkPodsOnNode: () => ({}),
       checkWorkloads: () => ({}),
+      runProbes: () => ({ healthy: true, probes: [], failed: [] }),
     } satisfies Record<string, (input: Record<string, unknown>) => unknown>).map(([name, fn]) => [name, record(name, fn)]),
   ) as Partial<Activities>;
   return {

@@ -364,6 +364,50 @@ describe('a node step that fails for good waits for the operator (mocked activit
     });
   });
 
+  it("the operator's probes run after the control plane and after each phase; a failing one halts the rollout there until retried", async () => {
+    const c = fakeCluster();
+    const probeRuns: string[] = [];
+    let failing = true;
+    const acts: Acts = {
+      ...c.acts,
+      runProbes: (async (i: Record<string, unknown>) => {
+        c.calls.push(['runProbes', i]);
+        probeRuns.push(c.calls.filter(([n]) => n === 'restartKubelet').length.toString());
+        if (!failing) return { healthy: true, probes: [], failed: [] };
+        throw ApplicationFailure.create({ type: 'Unhealthy', message: 'probe(s) failing: checkout (status 503, expected 200)' });
+      }) as unknown as Activities['runProbes'],
+    };
+    const status = await withWorker(acts, async (taskQueue) => {
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/probes-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.33', policy: { verifySeconds: 1 } }],
+      });
+      const s = await untilStatus(handle, 'halted after the control plane', (st) => st.halted !== undefined, 60_000);
+      assert.deepEqual(
+        { after: s.halted?.after, step: s.halted?.step, failure: s.halted?.failure, message: s.halted?.message },
+        {
+          after: 'control-plane',
+          step: 'runProbes',
+          failure: 'Unhealthy',
+          message: 'probe(s) failing: checkout (status 503, expected 200)',
+        },
+      );
+      assert.ok(!c.calls.some(([n, i]) => n === 'cordonNode' && i.node === 'w1'), 'no worker starts while halted');
+      failing = false;
+      await handle.executeUpdate(resolveDrainUpdate, { args: [{ action: 'retry', by: 'ops' }] });
+      return handle.result();
+    });
+    assert.equal(status.phase, 'done', status.events.join('\n'));
+    // After the control plane (failed, then retried) and after each worker phase, each after that phase's kubelets.
+    const phases = new Set(Object.values(status.nodes).flatMap((n) => (n.stage === 'control-plane' ? [] : [n.stage]))).size;
+    assert.equal(probeRuns.length, 2 + phases, probeRuns.join(','));
+    assert.ok(status.events.includes('workload check after control-plane resolved by ops: retry'), status.events.join('\n'));
+    const order = c.calls.map(([n]) => n);
+    assert.ok(order.indexOf('runProbes') > order.indexOf('restartKubelet'), 'the first probes run once the control plane kubelet moved');
+    assert.ok(order.lastIndexOf('runProbes') > order.lastIndexOf('checkWorkloads'), 'after a phase the probes follow the workload check');
+  });
+
   it('abort answers a halted rollout: compensated, no later phase', async () => {
     const c = fakeCluster();
     const acts: Acts = {
