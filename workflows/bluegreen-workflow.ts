@@ -29,7 +29,8 @@ import { Rollout } from './rollout.js';
 import { PATCH } from './patches.js';
 import { applyRule, refuseBadPolicy } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
-import { abortSignal, type OperatorAction, type UpgradePhase } from './upgrade-messages.js';
+import { byWhom } from './by-whom.js';
+import type { OperatorAction, UpgradePhase } from './upgrade-messages.js';
 
 const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
 const refuse = (message: string, type: FailureType = WORKFLOW_FAILURE.PreflightBlocked) =>
@@ -113,18 +114,20 @@ class BlueGreenRun {
       rollback: status.rollback.available,
     });
     const childId = (node: string) => `${this.rollout.owner}/${node}`;
-    this.rollout = new Rollout({ status, statusQuery: bluegreenStatusQuery, childId, memo, noun: 'blue/green run' });
-    // Abort is the rollback; it replaces the core's own abort handler, so that after the removal
-    // started it is refused (noted) rather than half undoing a pool that is being deleted.
-    setHandler(abortSignal, async (p) => {
-      const refused = this.rollbackRefusal();
-      if (refused) this.rollout.note(`abort by ${p.by} refused: ${refused}`);
-      else await this.requestRollback(p, 'abort');
-    });
+    // Abort is the rollback: refused (noted) once the removal started, rather than half undoing a pool
+    // that is being deleted.
+    const controls = {
+      abortRefused: (p: OperatorAction) => {
+        const refused = this.rollbackRefusal();
+        return refused ? `abort by ${p.by} refused: ${refused}` : undefined;
+      },
+      aborted: (p: OperatorAction, first: boolean) => this.requestRollback(p, 'abort', first),
+    };
+    this.rollout = new Rollout({ status, statusQuery: bluegreenStatusQuery, childId, memo, noun: 'blue/green run', controls });
     setHandler(
       rollbackUpdate,
       async (p) => {
-        await this.requestRollback(p, 'rollback');
+        await this.requestRollback(p, 'rollback', this.rollout.aborted() === undefined);
         return status;
       },
       {
@@ -145,10 +148,11 @@ class BlueGreenRun {
     return undefined;
   }
 
-  private async requestRollback(p: OperatorAction, via: 'abort' | 'rollback'): Promise<void> {
+  /** `first`: no abort was recorded before this one (the rollback starts now). */
+  private async requestRollback(p: OperatorAction, via: 'abort' | 'rollback', first: boolean): Promise<void> {
     const { rollout } = this;
-    const reason = `${via === 'abort' ? 'aborted' : 'rollback asked'} by ${p.by}${p.reason ? `: ${p.reason}` : ''}`;
-    rollout.note(`${reason}${rollout.aborted() ? '' : ' (before the removal: rolling back)'}`);
+    const reason = `${via === 'abort' ? 'aborted' : 'rollback asked'} by ${byWhom(p)}`;
+    rollout.note(`${reason}${first ? ' (before the removal: rolling back)' : ''}`);
     rollout.abort(reason);
     this.status.rollback.by ??= p.by;
     await rollout.abortBlockedChildren(p);

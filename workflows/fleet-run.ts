@@ -7,7 +7,6 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { FleetPolicy, FleetSpec } from '../rules/index.js';
-import { byWhom } from './by-whom.js';
 import { failureMessage, planCluster, upgradeCluster } from './fleet-cluster-upgrade.js';
 import { checkApproval, checkResolution, fleetMemo, inFlight, mayStart, settleLine } from './fleet-line.js';
 import {
@@ -22,7 +21,8 @@ import {
   type FleetStatus,
 } from './fleet-messages.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
-import { abortSignal, pauseSignal, resumeSignal, type OperatorAction } from './upgrade-messages.js';
+import { abortSignal, type OperatorAction } from './upgrade-messages.js';
+import { OperatorControls } from './operator-controls.js';
 
 const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
 
@@ -34,8 +34,8 @@ const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deter
  */
 export class FleetRun {
   readonly status: FleetStatus;
-  /** Why the fleet stops, once aborted: nothing more starts. */
-  private abortReason: string | undefined;
+  /** Pause, resume, and the abort after which nothing more starts. */
+  private readonly controls: OperatorControls;
   /** The operator's answer to a failed or aborted cluster, by cluster, until its run reads it. */
   private readonly resolutions: Record<string, ClusterResolution | undefined> = {};
   /** The newest report of each running upgrade ([at, seq]): an older one arriving late is dropped. */
@@ -62,9 +62,11 @@ export class FleetRun {
       })),
     };
     setHandler(fleetStatusQuery, () => this.status);
-    setHandler(pauseSignal, (p) => this.setPaused(true, `paused by ${byWhom(p)}: no further cluster starts`));
-    setHandler(resumeSignal, (p) => this.setPaused(false, `resumed by ${p.by}`));
-    setHandler(abortSignal, (p) => this.abort(p));
+    this.controls = new OperatorControls(this.status, {
+      pausedMeans: 'no further cluster starts',
+      changed: () => this.refresh(),
+      aborted: (p, first) => (first ? this.abortRunning(p) : undefined),
+    });
     setHandler(clusterReportSignal, (r) => this.report(r));
     setHandler(approveClusterUpdate, (a) => this.approve(a), { validator: (a) => checkApproval(this.knownCluster(a.cluster), a) });
     setHandler(resolveClusterUpdate, (r) => this.resolve(r), {
@@ -73,7 +75,7 @@ export class FleetRun {
   }
 
   get aborted(): boolean {
-    return this.abortReason !== undefined;
+    return this.controls.aborted() !== undefined;
   }
 
   /** The fleet's name as a search attribute and its first memo, for the UI's list. */
@@ -127,9 +129,9 @@ export class FleetRun {
   /** The fleet's outcome, once every cluster started has ended. */
   async finish(): Promise<FleetStatus> {
     const { status } = this;
-    if (this.abortReason) {
+    if (this.controls.aborted()) {
       status.phase = 'aborted';
-      status.outcome = `${this.abortReason}; ${status.clusters.map((c) => `${c.cluster} ${c.phase}`).join(', ')}`;
+      status.outcome = `${this.controls.aborted()}; ${status.clusters.map((c) => `${c.cluster} ${c.phase}`).join(', ')}`;
     } else {
       status.phase = 'done';
       const skipped = status.clusters.filter((c) => c.phase === 'skipped').map((c) => c.cluster);
@@ -198,16 +200,9 @@ export class FleetRun {
     this.status.events.push(text);
   };
 
-  private setPaused(paused: boolean, event: string): void {
-    this.status.paused = paused;
-    this.note(event);
-    this.refresh();
-  }
-
   /** Starts nothing more and asks the running upgrades to abort (and compensate); the first abort counts. */
-  private async abort(p: OperatorAction): Promise<void> {
-    if (this.abortReason) return;
-    const reason = (this.abortReason = `aborted by ${byWhom(p)}`);
+  private async abortRunning(p: OperatorAction): Promise<void> {
+    const reason = this.controls.aborted() as string;
     this.note(`${reason}: no further cluster starts; the running upgrades are asked to abort`);
     for (const c of this.status.clusters.filter(inFlight)) {
       // Deliberate swallow: an upgrade that ended meanwhile (or not started yet) cannot hear it, and must not fail the fleet.

@@ -15,7 +15,8 @@ import { handleApprovals } from './approvals.js';
 import { byWhom } from './by-whom.js';
 import { restoreStatusQuery, type MemberState, type RestoreInput, type RestorePhase, type RestoreStatus } from './restore-messages.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
-import { abortSignal, pauseSignal, resumeSignal, type GateState } from './upgrade-messages.js';
+import { OperatorControls } from './operator-controls.js';
+import type { GateState } from './upgrade-messages.js';
 
 /**
  * One restore's run: its status (the `restoreStatus` query), the operator's controls (pause, resume,
@@ -24,22 +25,23 @@ import { abortSignal, pauseSignal, resumeSignal, type GateState } from './upgrad
  */
 export class RestoreRun {
   readonly status: RestoreStatus;
-  /** Why the restore stops, once aborted before the point of no return. */
-  private abortReason: string | undefined;
+  /** Pause, resume, and abort until the point of no return. */
+  private readonly controls: OperatorControls;
   /** Set by plan(), the first step. */
   private restorePlan!: RestorePlan;
 
   constructor(private readonly input: RestoreInput) {
     this.status = { cluster: input.cluster, phase: 'planning', paused: false, members: [], gates: [], events: [] };
     setHandler(restoreStatusQuery, () => this.status);
-    setHandler(pauseSignal, (p) => this.setPaused(true, `paused by ${byWhom(p)}`));
-    setHandler(resumeSignal, (p) => this.setPaused(false, `resumed by ${p.by}`));
-    setHandler(abortSignal, (p) => this.abort(byWhom(p)));
+    this.controls = new OperatorControls(this.status, {
+      abortRefused: (p) => this.abortRefused(byWhom(p)),
+      aborted: () => this.note(this.controls.aborted() as string),
+    });
     handleApprovals(this.status.gates, this.note);
   }
 
   get aborted(): boolean {
-    return this.abortReason !== undefined;
+    return this.controls.aborted() !== undefined;
   }
 
   /** Refuses beside another rollout of the cluster, then reads the snapshot's record and every member. */
@@ -108,7 +110,7 @@ export class RestoreRun {
   async endAborted(): Promise<RestoreStatus> {
     await this.startStoppedAgain(false);
     this.setPhase('aborted');
-    this.status.outcome = `${this.abortReason}; nothing was restored, the control planes run on their old data`;
+    this.status.outcome = `${this.controls.aborted()}; nothing was restored, the control planes run on their old data`;
     await condition(allHandlersFinished);
     return this.status;
   }
@@ -189,20 +191,11 @@ export class RestoreRun {
     upsertMemo({ flow: 'restore', phase, snapshot: status.snapshot?.hop ?? status.snapshot?.remotePath ?? null, paused: status.paused });
   }
 
-  private setPaused(paused: boolean, event: string): void {
-    this.status.paused = paused;
-    this.note(event);
-  }
-
   /** Refused once a data dir has been swapped (the restore completes); the first reason is kept. */
-  private abort(who: string): void {
-    if (this.swapped()) {
-      const restoredOn = this.status.members.filter((m) => m.phase !== 'stopped').map((m) => m.node);
-      this.note(`abort by ${who} refused: etcd data has been restored on ${restoredOn.join(', ')}; the restore completes`);
-      return;
-    }
-    this.abortReason ??= `aborted by ${who}`;
-    this.note(this.abortReason);
+  private abortRefused(who: string): string | undefined {
+    if (!this.swapped()) return undefined;
+    const restoredOn = this.status.members.filter((m) => m.phase !== 'stopped').map((m) => m.node);
+    return `abort by ${who} refused: etcd data has been restored on ${restoredOn.join(', ')}; the restore completes`;
   }
 
   /** The point of no return: a member's data dir has been swapped. */

@@ -23,12 +23,11 @@ import { drainResolutionSignal, type DrainResolution, type NodePhase } from './n
 import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-workflow.js';
 import { PATCH } from './patches.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
+import { byWhom } from './by-whom.js';
+import { OperatorControls, type ControlHooks } from './operator-controls.js';
 import {
-  abortSignal,
   nodeBlockedSignal,
-  pauseSignal,
   resolveDrainUpdate,
-  resumeSignal,
   type GateState,
   type HaltResolution,
   type HaltState,
@@ -65,6 +64,8 @@ export interface RolloutOptions<S extends RolloutStatus> {
    * halted or answered), after the memo: the upgrade's report to a fleet parent (fleet-report.ts).
    */
   onBlockedChange?: () => void;
+  /** How the flow refuses or answers an abort, instead of noting it and relaying it to blocked children. */
+  controls?: Pick<ControlHooks, 'abortRefused' | 'aborted'>;
 }
 
 /** One node step as a child workflow: what differs between flows; the rest of NodeUpgradeInput is the rollout's. */
@@ -118,7 +119,8 @@ export class Rollout<S extends RolloutStatus> {
   readonly status: S;
   /** The cordon owner and the children's prefix: the workflow id, stable across continue-as-new. */
   readonly owner = workflowInfo().workflowId;
-  #aborted: string | undefined;
+  /** Pause, resume and abort (a flow may refuse an abort, or answer it its own way: blue/green's rollback). */
+  readonly controls: OperatorControls;
   /** The operator's answer to a halted rollout (status.halted). */
   #haltAnswer: HaltResolution | undefined;
 
@@ -126,9 +128,14 @@ export class Rollout<S extends RolloutStatus> {
     this.status = options.status;
     this.cluster = options.status.cluster;
     setHandler(options.statusQuery, () => this.status);
-    setHandler(pauseSignal, (p) => this.pause(p));
-    setHandler(resumeSignal, (p) => this.resume(p));
-    setHandler(abortSignal, (p) => this.abortByOperator(p));
+    this.controls = new OperatorControls(this.status, {
+      changed: () => this.updateMemo(),
+      aborted: async (p) => {
+        this.note(`aborted by ${byWhom(p)}`);
+        await this.abortBlockedChildren(p);
+      },
+      ...options.controls,
+    });
     setHandler(nodeBlockedSignal, (b) => this.nodeBlocked(b));
     handleApprovals(this.status.gates, (e) => this.note(e));
     setHandler(resolveDrainUpdate, (r) => this.resolve(r), { validator: (r) => this.refuseResolution(r) });
@@ -140,12 +147,12 @@ export class Rollout<S extends RolloutStatus> {
 
   /** Why the run stops (abort signal, an abort resolution, a child aborted), or undefined. */
   aborted(): string | undefined {
-    return this.#aborted;
+    return this.controls.aborted();
   }
 
   /** Records an abort unless one is recorded already. */
   abort(reason: string): void {
-    this.#aborted ??= reason;
+    this.controls.abort(reason);
   }
 
   updateMemo(): void {
@@ -160,7 +167,7 @@ export class Rollout<S extends RolloutStatus> {
 
   /** Resolves once the run is not paused, or is aborted. */
   async unpaused(): Promise<void> {
-    await condition(() => !this.status.paused || this.#aborted !== undefined);
+    await condition(() => !this.status.paused || this.aborted() !== undefined);
   }
 
   /** Refuses to start while another rollout of the cluster runs; `ignore`: this run and the flow that started it. */
@@ -175,24 +182,6 @@ export class Rollout<S extends RolloutStatus> {
   }
 
   // ---- the operator's controls ----
-
-  private pause(p: OperatorAction): void {
-    this.status.paused = true;
-    this.note(`paused by ${p.by}${p.reason ? `: ${p.reason}` : ''}`);
-    this.updateMemo();
-  }
-
-  private resume(p: OperatorAction): void {
-    this.status.paused = false;
-    this.note(`resumed by ${p.by}`);
-    this.updateMemo();
-  }
-
-  private async abortByOperator(p: OperatorAction): Promise<void> {
-    this.#aborted = `aborted by ${p.by}${p.reason ? `: ${p.reason}` : ''}`;
-    this.note(this.#aborted);
-    await this.abortBlockedChildren(p);
-  }
 
   /** A node waiting on a blocked drain would wait forever: it is told to abort too. */
   async abortBlockedChildren(p: OperatorAction): Promise<void> {
@@ -268,11 +257,11 @@ export class Rollout<S extends RolloutStatus> {
     this.status.gates.push(g);
     this.setPhase('gate');
     const since = Date.now();
-    if (needsApproval) await condition(() => g.approvedBy !== undefined || this.#aborted !== undefined);
+    if (needsApproval) await condition(() => g.approvedBy !== undefined || this.aborted() !== undefined);
     else {
       g.opensAt = new Date(Date.now() + soakSeconds * 1000).toISOString();
       this.note(`soak ${soakSeconds} s after ${name}`);
-      await Promise.race([sleep(soakSeconds * 1000), condition(() => this.#aborted !== undefined)]);
+      await Promise.race([sleep(soakSeconds * 1000), condition(() => this.aborted() !== undefined)]);
       g.approvedBy = 'soak';
     }
     recordGateWait(this.cluster, name, needsApproval ? 'approval' : 'soak', (Date.now() - since) / 1000);
@@ -292,8 +281,8 @@ export class Rollout<S extends RolloutStatus> {
     let inFlight = 0;
     const running: Promise<unknown>[] = [];
     for (const node of nodes) {
-      await condition(() => this.#aborted !== undefined || (!this.status.paused && inFlight < width && !this.stepBlocked()));
-      if (this.#aborted) break;
+      await condition(() => this.aborted() !== undefined || (!this.status.paused && inFlight < width && !this.stepBlocked()));
+      if (this.aborted()) break;
       inFlight++;
       running.push(run(node).finally(() => inFlight--));
     }
@@ -313,7 +302,7 @@ export class Rollout<S extends RolloutStatus> {
 
   /** The operator's probes alone (after an upgrade's control plane, whose workloads are the workers'). */
   async checkProbes(after: string, hop: string, verifySeconds: number): Promise<void> {
-    if (this.#aborted || !patched(PATCH.operatorProbes)) return;
+    if (this.aborted() || !patched(PATCH.operatorProbes)) return;
     await this.untilPasses(after, hop, 'runProbes', () =>
       a.runProbes({ cluster: this.cluster, waitSeconds: verifySeconds, require: true }),
     );
@@ -330,7 +319,7 @@ export class Rollout<S extends RolloutStatus> {
         if (!halt) throw err;
         const answer = await this.haltUntilAnswered(halt);
         if (answer?.action === 'abort') this.abort(`aborted by ${answer.by}${answer.comment ? `: ${answer.comment}` : ''}`);
-        if (this.#aborted) return;
+        if (this.aborted()) return;
       }
     }
   }
@@ -341,7 +330,7 @@ export class Rollout<S extends RolloutStatus> {
     this.note(`halted after ${halt.after}: ${halt.message}`);
     upsertMemo({ halted: halt.after });
     this.options.onBlockedChange?.();
-    await condition(() => this.#haltAnswer !== undefined || this.#aborted !== undefined);
+    await condition(() => this.#haltAnswer !== undefined || this.aborted() !== undefined);
     delete this.status.halted;
     upsertMemo({ halted: null });
     this.options.onBlockedChange?.();
@@ -353,7 +342,7 @@ export class Rollout<S extends RolloutStatus> {
    * window of nodes, the workload check, and after the canary its gate (approval or soak).
    */
   async runPhases(phases: readonly RolloutPhase[], hooks: PhaseHooks, from = 0): Promise<void> {
-    for (let k = from; k < phases.length && !this.#aborted; k++) {
+    for (let k = from; k < phases.length && !this.aborted(); k++) {
       const phase = phases[k] as RolloutPhase;
       const go = hooks.before ? await hooks.before(phase, k) : 'go';
       if (go === 'stop') break;
@@ -361,9 +350,9 @@ export class Rollout<S extends RolloutStatus> {
       const nodes = hooks.nodes ? hooks.nodes(phase) : phase.nodes;
       if (nodes.length === 0) continue; // every node of the phase is already there: no check, no gate
       await this.window(nodes, phase.maxUnavailable, hooks.run);
-      if (this.#aborted) break;
+      if (this.aborted()) break;
       await this.verifyWorkloads(phase.stage, hooks.hop, hooks.verifySeconds);
-      if (this.#aborted) break;
+      if (this.aborted()) break;
       hooks.afterCheck?.(phase);
       const { canaryGate: g } = hooks;
       if (phase.kind === 'canary') await this.gate(g.name, g.approve, g.soakSeconds);
