@@ -64,6 +64,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/rules/drain-filters.test.ts',
       'test/rules/fleet-spec.test.ts',
       'test/rules/readiness-finding.test.ts',
+      'test/rules/removed-apis.test.ts',
       'test/rules/hop-plan.test.ts',
       'test/rules/maintenance-window.test.ts',
       'test/rules/pdb-audit.test.ts',
