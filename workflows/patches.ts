@@ -32,4 +32,9 @@ export const PATCH = {
    * limits of the activity it feeds), not only hostRetrySeconds: a run started before would not have refused.
    */
   onePolicy: 'one-policy',
+  /**
+   * `plan --cluster` asks the worker for the readiness report of its hops (issue 21: removed APIs in
+   * use, …) after the plan: one more activity in the plan workflow's history.
+   */
+  readinessFindings: 'readiness-findings',
 } as const;
