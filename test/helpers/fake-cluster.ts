@@ -95,6 +95,16 @@ export function fakeCluster(
     uncordonNode: async (i: Record<string, unknown>) => (rec('uncordonNode', i), { uncordoned: true, changed: true }),
     checkPodsOnNode: async (i: Record<string, unknown>) => (rec('checkPodsOnNode', i), {}),
     checkWorkloads: async (i: Record<string, unknown>) => (rec('checkWorkloads', i), {}),
+    // plan --cluster's readiness report (issue 21): a cluster with nothing that holds a hop.
+    readinessReport: async (i: { cluster: string }) => (
+      rec('readinessReport', i),
+      {
+        cluster: i.cluster,
+        findings: [],
+        problems: [],
+        looked: { removedApis: { metricsScrapes: 1, auditLogsRead: [], deprecatedSeries: 0, crdsStoredNotServed: 0 } },
+      }
+    ),
   } as unknown as Partial<Activities>;
   return { state, calls, acts };
 }

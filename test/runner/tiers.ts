@@ -168,6 +168,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/windows/maintenance-windows.test.ts',
       'test/bench/bench-result.test.ts',
       'test/e2e/rehearse.test.ts',
+      'test/e2e/readiness-plan.test.ts',
       'test/e2e/host-faults.test.ts',
       'test/e2e/finish-left-behind.test.ts',
       'test/e2e/restore.test.ts',
