@@ -42,6 +42,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/etcd-manifest.test.ts',
       'test/activities/host-transient.test.ts',
       'test/activities/maintenance-config.test.ts',
+      'test/activities/audit-log-config.test.ts',
       'test/activities/parsers.test.ts',
       'test/activities/readiness-parsers.test.ts',
       'test/activities/kubernetes-repository-parser.test.ts',
