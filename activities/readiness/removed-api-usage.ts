@@ -27,6 +27,9 @@ const REMOVED_RELEASE_ANNOTATION = 'k8s.io/removed-release';
 /** At most this many matching audit lines are read per node: the oldest of the file's current part. */
 const AUDIT_LINES = 20_000;
 
+const forbiddenHint = (err: unknown): string =>
+  (err as { type?: string }).type === 'Forbidden' ? ' (apply deploy/rbac.yaml: the worker needs this grant)' : '';
+
 const keyOf = (r: { group: string; version: string; resource: string; subresource: string }) =>
   `${r.group}/${r.version}/${r.resource}/${r.subresource}`;
 
@@ -44,8 +47,8 @@ export async function collectRemovedApiUsage(access: ClusterAccess, signal?: Abo
     try {
       text = await apiserverGet(access.config, '/metrics', signal);
     } catch (err) {
-      if ((err as { type?: string }).type === 'Forbidden') throw err; // RBAC: deploy/rbac.yaml's /metrics grant is missing
-      problems.push(`apiserver /metrics: ${(err as Error).message}`);
+      // A worker whose RBAC predates the /metrics grant still plans: the report says what it could not read.
+      problems.push(`apiserver /metrics: ${(err as Error).message}${forbiddenHint(err)}`);
       continue;
     }
     metricsScrapes++;
@@ -179,8 +182,7 @@ async function unservedStoredVersions(access: ClusterAccess, problems: string[],
   try {
     list = JSON.parse(await apiserverGet(access.config, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', signal)) as CrdList;
   } catch (err) {
-    if ((err as { type?: string }).type === 'Forbidden') throw err;
-    problems.push(`CustomResourceDefinitions: ${(err as Error).message}`);
+    problems.push(`CustomResourceDefinitions: ${(err as Error).message}${forbiddenHint(err)}`);
     return [];
   }
   const out: UnservedStoredVersion[] = [];

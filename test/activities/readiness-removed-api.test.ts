@@ -126,4 +126,31 @@ describe('readinessReport: removed APIs in use, on real 1.32 apiservers', () => 
     assert.match(stored[0]?.what ?? '', /CRD widgets\.example\.com still lists v1alpha1 in status\.storedVersions/);
     assert.equal(report.looked.removedApis.crdsStoredNotServed, 1);
   });
+
+  it('a worker without the /metrics grant still reports: what it could not read, and why', async () => {
+    const role = await tc.kube.rbac.readClusterRole({ name: 'skewless-worker' });
+    const without = (role.rules ?? []).filter((r) => !r.nonResourceURLs?.includes('/metrics'));
+    assert.equal(without.length, (role.rules ?? []).length - 1, 'deploy/rbac.yaml grants /metrics in a rule of its own');
+    await tc.kube.rbac.replaceClusterRole({ name: 'skewless-worker', body: { ...role, rules: without } });
+    try {
+      let report = await acts.readinessReport({ cluster: 'legacy', from: '1.32.13', hops: ['1.33.13'] });
+      for (let i = 0; i < 50 && report.problems.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 200)); // RBAC's informer sees the change within moments
+        report = await acts.readinessReport({ cluster: 'legacy', from: '1.32.13', hops: ['1.33.13'] });
+      }
+      assert.equal(report.looked.removedApis.metricsScrapes, 0);
+      assert.match(
+        report.problems[0] ?? '',
+        /^apiserver \/metrics: GET \/metrics: HTTP 403: .*\(apply deploy\/rbac\.yaml: the worker needs this grant\)$/,
+      );
+      // The audit log still names the client: the finding stands, without a count.
+      assert.deepEqual(
+        report.findings.map((f) => f.ack),
+        [SSR, 'removed-api:example.com/v1alpha1/widgets'],
+      );
+    } finally {
+      const now = await tc.kube.rbac.readClusterRole({ name: 'skewless-worker' });
+      await tc.kube.rbac.replaceClusterRole({ name: 'skewless-worker', body: { ...now, rules: role.rules ?? [] } });
+    }
+  });
 });
