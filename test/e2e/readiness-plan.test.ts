@@ -4,10 +4,11 @@
 // (removed in 1.33), it exits 1 naming the group/version/resource and the client, in text and JSON.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { repoRoot } from '../helpers/run-cli.js';
@@ -117,5 +118,16 @@ describe('plan --cluster: the readiness section holds a hop that removes an API 
       [['1.33', `removed-api:${GVR}`]],
     );
     assert.match(planned.readiness.findings[0]?.what ?? '', /nightly-report\/2\.1/);
+
+    // SKEWLESS_SAVE_HISTORIES=dir keeps the held plan's history for the replay test (the patched path).
+    const dir = process.env.SKEWLESS_SAVE_HISTORIES;
+    if (dir) {
+      const runs = [];
+      for await (const w of env.client.workflow.list({ query: "WorkflowType = 'planClusterWorkflow'" })) runs.push(w);
+      const last = runs.sort((a, b) => a.startTime.getTime() - b.startTime.getTime()).at(-1);
+      assert.ok(last, 'a plan workflow ran');
+      const history = await env.client.workflow.getHandle(last.workflowId, last.runId).fetchHistory();
+      writeFileSync(`${dir}/plan_legacy@readiness-held.json`, historyToJSON(history));
+    }
   });
 });
