@@ -66,6 +66,11 @@ export interface ClusterConfig {
   pools?: Record<string, PoolConfig>;
   /** How machines are created and torn down (blue/green). Absent: no pool can be provisioned. */
   provisioning?: ProvisioningConfig;
+  /**
+   * The kube-apiserver's JSON audit log (its --audit-log-path, as a path on each control-plane node),
+   * read over SSH to name the clients of removed APIs (activities/readiness/removed-api-usage.ts). Absent: not read.
+   */
+  auditLog?: { path: string };
 }
 
 export interface PoolConfig {
@@ -161,7 +166,9 @@ const KNOWN_KEYS = {
     'maintenance',
     'pools',
     'provisioning',
+    'auditLog',
   ],
+  auditLog: ['path'],
   pool: ['selector'],
   provisioning: ['provider', 'endpoint', 'tokenFile', 'create', 'delete', 'joinTimeoutSeconds', 'commandTimeoutSeconds'],
   maintenance: ['command', 'timeoutSeconds', 'rebootCommand'],
@@ -345,6 +352,15 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
     }
   }
   const provisioning = provisioningConfig(file, obj(raw.provisioning, 'provisioning'), raw.provisioning !== undefined, { str, path, int });
+  let auditLog: { path: string } | undefined;
+  if (raw.auditLog !== undefined) {
+    const a = obj(raw.auditLog, 'auditLog');
+    onlyKnownKeys(file, a, KNOWN_KEYS.auditLog, 'auditLog');
+    const remote = str(a.path, 'auditLog.path');
+    if (!/^\/[\w./-]+$/.test(remote) || remote.split('/').includes('..'))
+      throw invalid(file, 'auditLog.path must be an absolute path on the control-plane nodes (letters, digits, . _ - /)');
+    auditLog = { path: remote };
+  }
 
   return {
     name,
@@ -384,6 +400,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
     ...(maintenance ? { maintenance } : {}),
     ...(Object.keys(pools).length > 0 ? { pools } : {}),
     ...(provisioning ? { provisioning } : {}),
+    ...(auditLog ? { auditLog } : {}),
   };
 }
 

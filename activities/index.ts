@@ -13,6 +13,7 @@ import { createMaintenanceActivities } from './maintenance.js';
 import { createNodeActivities } from './node-activities.js';
 import { createRehearsalActivities } from './rehearsal.js';
 import { createPoolActivities } from './pool-provisioning.js';
+import { createReadinessActivities } from './readiness/index.js';
 
 /**
  * What activities need from the outside world, injected by the worker (real clients) or by tests.
@@ -47,6 +48,7 @@ export function createActivities(deps: ActivityDeps = {}) {
     ...createRestoreActivities({ clusters }),
     ...createRehearsalActivities({ clusters }),
     ...createPoolActivities({ clusters }),
+    ...createReadinessActivities({ clusters }),
   };
 }
 

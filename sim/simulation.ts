@@ -76,6 +76,7 @@ function writeClusterConfig(
   snapshotsDir: string,
   pools: Record<string, string>,
   packageManager: PackageManager,
+  auditLog?: string,
 ): void {
   mkdirSync(e.clustersDir, { recursive: true });
   mkdirSync(snapshotsDir, { recursive: true });
@@ -107,6 +108,7 @@ function writeClusterConfig(
     ...(Object.keys(pools).length
       ? ['pools:', ...Object.entries(pools).map(([pool, selector]) => `  ${pool}: {selector: "${selector}"}`)]
       : []),
+    ...(auditLog ? ["# each control plane's apiserver audit log, on its host", 'auditLog:', `  path: ${auditLog}`] : []),
     '',
   ];
   writeFileSync(join(e.clustersDir, `${e.cluster}.yaml`), lines.join('\n'));
@@ -146,6 +148,13 @@ const manifestVersions = (c: NonNullable<SimNode['components']>): Record<Control
   'kube-scheduler': c.scheduler,
 });
 
+/**
+ * Where a per-node control plane's apiserver writes its audit log on its host (a real path of the
+ * host's root, so the worker reads it over SSH as on a kubeadm node whose manifest mounts it;
+ * kubernetes.io's auditing page uses this path): written into the worker's cluster configuration.
+ */
+export const AUDIT_LOG = '/var/log/kubernetes/audit/audit.log';
+
 export async function startSimulation(description: SimDescription, options: SimulationOptions): Promise<Simulation> {
   const { stateDir } = options;
   mkdirSync(stateDir, { recursive: true });
@@ -156,7 +165,11 @@ export async function startSimulation(description: SimDescription, options: Simu
   const etcdDataDir = primary === undefined ? undefined : join(hostDir(stateDir, primary), 'root', 'var', 'lib', 'etcd');
   const perNode =
     description.controlPlane === 'per-node'
-      ? description.nodes.flatMap((n) => (n.components ? [{ node: n.name, versions: manifestVersions(n.components) }] : []))
+      ? description.nodes.flatMap((n) =>
+          n.components
+            ? [{ node: n.name, versions: manifestVersions(n.components), auditLog: join(hostDir(stateDir, n.name), 'root', AUDIT_LOG) }]
+            : [],
+        )
       : undefined;
   // kubeadm's files name this run's ports (the endpoint, each apiserver's): a per-node world starts afresh.
   if (perNode && existsSync(join(stateDir, 'hosts')))
@@ -246,7 +259,13 @@ export async function startSimulation(description: SimDescription, options: Simu
       machineApi: { endpoint: machines.endpoint, tokenFile: machines.tokenFile },
     };
     writeFileSync(join(stateDir, 'simulation.json'), JSON.stringify(endpoints, null, 2));
-    writeClusterConfig(endpoints, join(stateDir, 'snapshots'), description.pools ?? {}, description.packageManager);
+    writeClusterConfig(
+      endpoints,
+      join(stateDir, 'snapshots'),
+      description.pools ?? {},
+      description.packageManager,
+      controlPlane.mode === 'per-node' ? AUDIT_LOG : undefined,
+    );
     const api = machines;
     return {
       description,

@@ -239,6 +239,8 @@ export const PROFILE_OF = {
   planBlueGreen: poolRead,
   createPoolMachines: provisionMachines,
   deletePoolMachines: provisionMachines,
+  // Readiness before each hop (issue 21): reads of the API and greps of logs on the control planes.
+  readinessReport: kubeRead,
 } satisfies Record<keyof Activities, ActivityOptions>;
 
 /** Profiles of steps that run on a host: the ones the policy's host retry budget applies to. */

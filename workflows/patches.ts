@@ -37,4 +37,9 @@ export const PATCH = {
    * plane), halting the rollout when one fails, like the workload check.
    */
   operatorProbes: 'operator-probes',
+  /**
+   * `plan --cluster` asks the worker for the readiness report of its hops (issue 21: removed APIs in
+   * use, …) after the plan: one more activity in the plan workflow's history.
+   */
+  readinessFindings: 'readiness-findings',
 } as const;

@@ -1,6 +1,9 @@
+import { patched } from '@temporalio/workflow';
 import type { BarePod } from '../activities/bare-pods.js';
+import type { ReadinessReport } from '../activities/readiness/index.js';
 import { describeTarget, planUpgrade, type RolloutPolicy, type UpgradePlan } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
+import { PATCH } from './patches.js';
 import { preflightRefusals } from './preflight.js';
 import { applyRule } from './rule-failure.js';
 
@@ -24,6 +27,8 @@ export interface PlanClusterResult {
    */
   barePods: BarePod[];
   barePodCount: number;
+  /** What would hold each hop (issue 21); absent from a worker older than the readiness checks, and when there is no hop. */
+  readiness?: ReadinessReport;
 }
 
 /**
@@ -41,5 +46,16 @@ export async function planClusterWorkflow(input: PlanClusterInput): Promise<Plan
   // The same pre-flight refusals as the upgrade's start, reported instead of thrown.
   const refusals = preflightRefusals(inventory, policy.acknowledge, { from: plan.from, hops: plan.hops, to: describeTarget(plan.target) });
   const barePods = inventory.barePods ?? [];
-  return { plan, refusals, problems: inventory.problems, barePods, barePodCount: inventory.barePodCount ?? barePods.length };
+  const readiness =
+    patched(PATCH.readinessFindings) && plan.hops.length > 0
+      ? await a.readinessReport({ cluster, from: plan.from, hops: plan.hops })
+      : undefined;
+  return {
+    plan,
+    refusals,
+    problems: inventory.problems,
+    barePods,
+    barePodCount: inventory.barePodCount ?? barePods.length,
+    ...(readiness ? { readiness } : {}),
+  };
 }

@@ -52,4 +52,5 @@ export const SUMMARY_OF: Summaries = {
   planBlueGreen: (i) => `plan replacing pool ${i.from} with pool ${i.to} at ${v(i.version)}`,
   createPoolMachines: (i) => `create ${i.names.length} machine${i.names.length === 1 ? '' : 's'} of pool ${i.pool} at ${v(i.version)}`,
   deletePoolMachines: (i) => `remove ${i.names.length} machine${i.names.length === 1 ? '' : 's'} of pool ${i.pool}`,
+  readinessReport: (i) => `readiness of ${i.cluster} before ${i.hops.map(v).join(', ')} (removed APIs in use, …)`,
 };

@@ -17,6 +17,7 @@ import {
 } from '../cli-support.js';
 import { whileShowing } from '../output.js';
 import { barePodLines, planToJson, planToText } from '../render-plan.js';
+import { readinessLines, readinessToJson, readinessView } from '../render-readiness.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { maxUnavailable, namespacedName, nodeName } from '../input-checks.js';
 import { TARGET_HELP } from '../policy-flags.js';
@@ -38,7 +39,10 @@ cluster through the worker (workflow plan/NAME/…; start one with "skewless wor
 pre-flight refusals an upgrade would make now (a broken skew policy, blocking PDBs, NotReady
 nodes) are listed, then the drains that will block on pods no controller manages (bare pods), by
 node: not a refusal, the upgrade waits at each such node for "skewless resolve" (skip the node, or
-force the pod).
+force the pod). Last, the readiness section: what would hold each hop (an API the hop removes that
+clients still call, from the apiservers' /metrics and audit log, or a CRD version stored but no
+longer served), each with what to do and the name that acknowledges it; "readiness: nothing found"
+when there is none.
 
 From files, the inventory is the skew-check format plus optional "nodes":
   {"apiservers":[{"node":"cp1","version":"1.32.4"}], "kubelets":[{"node":"w1","version":"1.32.4"}], …,
@@ -49,7 +53,8 @@ Without "nodes", apiserver nodes are control planes and other kubelet nodes are 
 ${CONNECTION_HELP}
 
 Exit status: 0 plan is skew-safe, 1 some step would break the skew policy or an upgrade would
-refuse to start (named, a broken skew policy among the refusals), or the plan failed on the worker, 2 invalid input or unknown cluster,
+refuse to start (named, a broken skew policy among the refusals), a readiness finding holds a hop,
+or the plan failed on the worker, 2 invalid input or unknown cluster,
 3 Temporal unreachable.`;
 
 export async function planCommand(args: string[], io: CommandIo): Promise<number> {
@@ -115,8 +120,18 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
 
   // One verdict: the upgrade refuses to start on a broken skew policy as on any pre-flight finding.
   const refusals = live ? [...(plan.skew.compliant ? [] : [skewRefusal(plan)]), ...live.refusals] : [];
+  // What would hold a hop (issue 21): shown in full; any held finding makes the plan exit 1.
+  const readiness = live ? readinessView(live.readiness, plan.hops, []) : undefined;
   if (output === 'json') {
-    const found = live ? { refusals, problems: live.problems, barePods: live.barePods ?? [], barePodCount: live.barePodCount ?? 0 } : {};
+    const found = live
+      ? {
+          refusals,
+          problems: live.problems,
+          barePods: live.barePods ?? [],
+          barePodCount: live.barePodCount ?? 0,
+          ...(readiness ? { readiness: readinessToJson(readiness) } : {}),
+        }
+      : {};
     io.out(JSON.stringify({ ...(live ? { cluster: live.cluster } : {}), ...planToJson(plan, to), ...found }, null, 2));
   } else {
     io.out(planToText(plan, to));
@@ -130,9 +145,11 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
       for (const r of refusals) io.out(`  ${r}`);
       // A worker older than this CLI reports no bare pods.
       for (const line of barePodLines(live.cluster, live.barePods ?? [], live.barePodCount ?? 0)) io.out(line);
+      if (readiness) for (const line of readinessLines(live.cluster, readiness)) io.out(line);
     }
   }
-  return plan.skew.compliant && refusals.length === 0 ? EXIT.ok : EXIT.notCompliant;
+  const held = (readiness?.held.length ?? 0) > 0;
+  return plan.skew.compliant && refusals.length === 0 && !held ? EXIT.ok : EXIT.notCompliant;
 }
 
 /** The upgrade's own refusal of a plan whose skew check fails (workflows/upgrade-ending.ts skewFailure), in a line. */

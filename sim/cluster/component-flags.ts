@@ -21,7 +21,21 @@ export interface ApiserverFiles {
    * control plane, where nodes' own credentials run the real `kubeadm upgrade node`).
    */
   nodeAuthorizer?: boolean;
+  /** The release this apiserver is (`1.32.13`): what it serves beyond its defaults (RUNTIME_CONFIG). */
+  version?: string;
 }
+
+/**
+ * Beta APIs a per-node apiserver serves beyond its defaults, by minor: what an operator enables with
+ * `--runtime-config`, so a client can call an API the next minor removes and the hop's readiness
+ * check meets it for real (issue 21). Modelled: only that the flag is set; the serving, the
+ * deprecation metric and the audit annotations are the real apiserver's. 1.32 serves
+ * authentication.k8s.io/v1beta1 SelfSubjectReview (removed in 1.33: its prerelease-lifecycle data,
+ * k8s.io/api authentication/v1beta1/zz_generated.prerelease-lifecycle.go; served per
+ * pkg/registry/authentication/rest/storage_authentication.go; docs/research/readiness-sources.md §2).
+ * No flag for 1.33 and 1.34: nothing is enabled there that would then be silently dropped.
+ */
+export const RUNTIME_CONFIG: Readonly<Record<string, string>> = { '1.32': 'authentication.k8s.io/v1beta1=true' };
 
 export function apiserverFlags(f: ApiserverFiles): string[] {
   return [
@@ -52,7 +66,14 @@ export function apiserverFlags(f: ApiserverFiles): string[] {
     '--audit-log-format=json',
     '--audit-log-mode=blocking',
     '--audit-log-maxsize=0',
+    ...runtimeConfig(f.version),
   ];
+}
+
+function runtimeConfig(version: string | undefined): string[] {
+  const minor = version?.split('.').slice(0, 2).join('.');
+  const value = minor === undefined ? undefined : RUNTIME_CONFIG[minor];
+  return value ? [`--runtime-config=${value}`] : [];
 }
 
 /** Several controller-managers or schedulers take turns, as on a kubeadm HA control plane. */
@@ -97,7 +118,9 @@ export function schedulerFlags(o: { kubeconfig: string; port: number; several: b
 
 /**
  * Every request of the worker's identity, once complete (Metadata: who, verb, resource, name, status;
- * never bodies). Nothing else is logged: the simulation's own components would drown it.
+ * never bodies), and anyone's request to an API RUNTIME_CONFIG enables (rare: a test's client of a
+ * removed API, whose k8s.io/deprecated annotation the readiness check reads). Nothing else is
+ * logged: the simulation's own components would drown it.
  */
 export const auditPolicy = (workerUser: string): string => `apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -105,5 +128,7 @@ omitStages: [RequestReceived, ResponseStarted]
 rules:
 - level: Metadata
   users: [${workerUser}]
+- level: Metadata
+  resources: [{group: authentication.k8s.io, resources: [selfsubjectreviews]}]
 - level: None
 `;

@@ -71,7 +71,7 @@ export interface ControlPlaneOptions {
    */
   etcdDataDir?: string;
   /** Set: a `per-node` control plane, each host starting at these versions (`1.32.13`). */
-  perNode?: { node: string; versions: Record<ControlPlaneManifest, string> }[];
+  perNode?: { node: string; versions: Record<ControlPlaneManifest, string>; auditLog?: string }[];
 }
 
 /** etcd, the PKI and the audit policy: what both layouts share. */
@@ -279,7 +279,15 @@ async function startPerNode(
   for (const h of hosts) {
     nodes.set(
       h.node,
-      await NodeComponents.create({ node: h.node, stateDir, clusterName, pki, etcdEndpoint, auditPolicy: e.auditPolicyPath }),
+      await NodeComponents.create({
+        node: h.node,
+        stateDir,
+        clusterName,
+        pki,
+        etcdEndpoint,
+        auditPolicy: e.auditPolicyPath,
+        ...(h.auditLog ? { auditLog: h.auditLog } : {}),
+      }),
     );
   }
   const balancer = await startTcpBalancer([...nodes.values()].map((n) => n.apiserverPort));

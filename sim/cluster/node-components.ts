@@ -1,5 +1,5 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { ControlPlaneManifest } from '../hosts/static-pod-manifest.js';
 import { apiserverFlags, controllerManagerFlags, schedulerFlags } from './component-flags.js';
 import { freePort } from '../free-port.js';
@@ -22,6 +22,8 @@ export interface NodeComponentsOptions {
   pki: Pki;
   etcdEndpoint: string;
   auditPolicy: string;
+  /** Where the apiserver writes its audit log; default logs/audit-<node>.log of the state dir. */
+  auditLog?: string;
 }
 
 interface Running {
@@ -69,7 +71,7 @@ export class NodeComponents {
   }
 
   get auditLog(): string {
-    return join(this.o.stateDir, 'logs', `audit-${this.o.node}.log`);
+    return this.o.auditLog ?? join(this.o.stateDir, 'logs', `audit-${this.o.node}.log`);
   }
 
   /** The version `component` runs at, undefined while it does not run. */
@@ -88,13 +90,14 @@ export class NodeComponents {
   async run(component: ControlPlaneManifest, version: string): Promise<void> {
     if (this.versionOf(component) === version) return;
     await this.stop(component);
+    if (component === 'kube-apiserver') mkdirSync(dirname(this.auditLog), { recursive: true });
     const log = join(this.o.stateDir, 'logs', `${this.o.node}-${component}.log`);
     for (let attempt = 1; ; attempt++) {
       const logFrom = existsSync(log) ? statSync(log).size : 0;
       const process = new ManagedProcess(
         `${component} ${version} on ${this.o.node}`,
         releaseProgram(version, component),
-        this.flags(component),
+        this.flags(component, version),
         log,
       );
       this.running.set(component, { process, version });
@@ -161,7 +164,7 @@ export class NodeComponents {
     return (await httpGet(`${this.url(component)}/healthz`, { rejectUnauthorized: false })).body === 'ok';
   }
 
-  private flags(component: ControlPlaneManifest): string[] {
+  private flags(component: ControlPlaneManifest, version: string): string[] {
     const { o, ports, kubeconfig } = this;
     if (component === 'kube-apiserver') {
       return apiserverFlags({
@@ -172,6 +175,7 @@ export class NodeComponents {
         auditPolicy: o.auditPolicy,
         auditLog: this.auditLog,
         nodeAuthorizer: true,
+        version,
       });
     }
     if (component === 'kube-controller-manager') {

@@ -109,14 +109,15 @@ describe('plan --cluster, worker and history on a live (simulated) cluster', () 
       'json',
     ]);
     assert.equal(fromFiles.status, 0, fromFiles.stderr);
-    const { cluster: _c, refusals: _r, problems: _p, barePods: _b, barePodCount: _n, ...livePlan } = plan;
+    assert.deepEqual(plan.readiness.findings, [], 'no client of lab calls an API 1.33 removes');
+    const { cluster: _c, refusals: _r, problems: _p, barePods: _b, barePodCount: _n, readiness: _rd, ...livePlan } = plan;
     assert.deepEqual(livePlan, JSON.parse(fromFiles.stdout));
     assert.deepEqual(plan.phases.flatMap((p: { nodes: string[] }) => p.nodes).sort(), ['cp', 'w-1', 'w-2', 'w-3']);
 
     const acknowledged = await cli(['plan', '--cluster', 'lab', '--to', '1.33', '--acknowledge', 'default/solo', '--canary', '1']);
     assert.equal(acknowledged.status, 0, acknowledged.stderr);
     assert.match(acknowledged.stdout, /^Upgrade 1\.32\.4 → 1\.33: 1 hop \(1\.33\.7\)/);
-    assert.match(acknowledged.stdout, /Pre-flight \(lab\): nothing would stop the upgrade from starting\.\n$/);
+    assert.match(acknowledged.stdout, /Pre-flight \(lab\): nothing would stop the upgrade from starting\.\nreadiness: nothing found\n$/);
   });
 
   it('plan --cluster: an unknown cluster or a bad version is one line and exit 2', async () => {

@@ -59,7 +59,7 @@ describe('skewless upgrade / watch / status / resolve', () => {
       'Drains that will block (2 pods no controller manages, lost for good if deleted): the upgrade waits at each node for' +
         ' "skewless resolve lab --node NODE --action skip" (the node keeps its version) or "--action force --pod NS/NAME":',
     );
-    assert.deepEqual(lines.slice(at + 1), ['  w2: default/pet, lab/scratch']);
+    assert.deepEqual(lines.slice(at + 1), ['  w2: default/pet, lab/scratch', 'readiness: nothing found']);
     const json = await cli(['plan', '--cluster', 'lab', '--to', '1.33', '--output', 'json']);
     assert.equal(json.status, 0, json.stderr);
     const planned = JSON.parse(json.stdout) as { barePods: unknown; barePodCount: number; refusals: string[] };

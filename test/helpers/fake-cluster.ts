@@ -96,6 +96,16 @@ export function fakeCluster(
     checkPodsOnNode: async (i: Record<string, unknown>) => (rec('checkPodsOnNode', i), {}),
     checkWorkloads: async (i: Record<string, unknown>) => (rec('checkWorkloads', i), {}),
     runProbes: async (i: Record<string, unknown>) => (rec('runProbes', i), { healthy: true, probes: [], failed: [] }),
+    // plan --cluster's readiness report (issue 21): a cluster with nothing that holds a hop.
+    readinessReport: async (i: { cluster: string }) => (
+      rec('readinessReport', i),
+      {
+        cluster: i.cluster,
+        findings: [],
+        problems: [],
+        looked: { removedApis: { metricsScrapes: 1, auditLogsRead: [], deprecatedSeries: 0, crdsStoredNotServed: 0 } },
+      }
+    ),
   } as unknown as Partial<Activities>;
   return { state, calls, acts };
 }

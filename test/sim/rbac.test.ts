@@ -183,6 +183,10 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
     await acts.checkWorkloads({ cluster, require: true, waitSeconds: 60 });
     await acts.checkWorkloads({ cluster, namespaces: ['default', 'kube-system'], require: true });
     await acts.runProbes({ cluster, require: true });
+    // Readiness before the hop (issue 21): /metrics and the CRDs, read-only.
+    const readiness = await acts.readinessReport({ cluster, from: '1.32.4', hops: [V] });
+    assert.deepEqual(readiness.problems, []);
+    assert.ok(readiness.looked.removedApis.metricsScrapes >= 1);
     // skewless rehearse: the read-only description of the cluster a twin is built from.
     const facts = await acts.describeClusterForRehearsal({ cluster });
     assert.deepEqual(

@@ -10,6 +10,7 @@ import { kubeadm } from './kubeadm.js';
 import { kubectl, kubelet } from './kubelet.js';
 import { dnf, rpm } from './dnf.js';
 import { dpkg } from './dpkg.js';
+import { grep } from './grep.js';
 import { pgrep } from './pgrep.js';
 import { sed } from './sed.js';
 import { reboot, systemctl } from './systemd.js';
@@ -44,6 +45,7 @@ export const COMMANDS: ReadonlyMap<string, CommandHandler> = new Map<string, Com
   ['mv', mv],
   ['pgrep', pgrep],
   ['sed', sed],
+  ['grep', grep],
 ]);
 
 /** Tools that model where a reboot cuts them (ctx.rebootMidway); for the others it comes before they start. */

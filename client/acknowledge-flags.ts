@@ -1,0 +1,38 @@
+import { acknowledgementNameProblem } from '../rules/readiness/finding.js';
+import { UsageError } from './cli-support.js';
+import { namespacedName } from './input-checks.js';
+
+/**
+ * `--acknowledge NAME` values of plan and upgrade, split by shape: `<check>:<subject>` acknowledges a
+ * readiness finding (issue 21; rules/readiness/finding.ts), `NS/PDB` a PodDisruptionBudget that
+ * allows no disruption. `--acknowledge-removed-api GROUP/VERSION/RESOURCE` is the same as
+ * `--acknowledge removed-api:GROUP/VERSION/RESOURCE`. A name of neither shape is a UsageError (exit 2)
+ * naming the flag, before anything is asked of Temporal or the cluster.
+ */
+export interface Acknowledgements {
+  pdbs: string[];
+  readiness: string[];
+}
+
+const GVR = /^[a-z0-9.-]+\/v[a-z0-9]+\/[a-z0-9]+$/;
+
+export function parseAcknowledgements(acknowledge: readonly string[] = [], removedApis: readonly string[] = []): Acknowledgements {
+  const out: Acknowledgements = { pdbs: [], readiness: [] };
+  for (const value of acknowledge) {
+    if (value.includes(':')) {
+      const problem = acknowledgementNameProblem(value);
+      if (problem) throw new UsageError(`--acknowledge: ${problem}`);
+      out.readiness.push(value);
+    } else {
+      out.pdbs.push(namespacedName(value, '--acknowledge', 'PDB'));
+    }
+  }
+  for (const value of removedApis) {
+    if (!GVR.test(value))
+      throw new UsageError(
+        `--acknowledge-removed-api: ${JSON.stringify(value)} is not GROUP/VERSION/RESOURCE (the core group written core), e.g. authentication.k8s.io/v1beta1/selfsubjectreviews`,
+      );
+    out.readiness.push(`removed-api:${value}`);
+  }
+  return { pdbs: [...new Set(out.pdbs)], readiness: [...new Set(out.readiness)] };
+}
