@@ -64,6 +64,8 @@ export const TIERS: Record<TierName, Tier> = {
       'test/rules/drain-filters.test.ts',
       'test/rules/fleet-spec.test.ts',
       'test/rules/readiness-finding.test.ts',
+      'test/rules/hop-prerequisites.test.ts',
+      'test/rules/drain-predictions.test.ts',
       'test/rules/hop-plan.test.ts',
       'test/rules/maintenance-window.test.ts',
       'test/rules/pdb-audit.test.ts',
