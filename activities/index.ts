@@ -13,6 +13,8 @@ import { createMaintenanceActivities } from './maintenance.js';
 import { createNodeActivities } from './node-activities.js';
 import { createRehearsalActivities } from './rehearsal.js';
 import { createPoolActivities } from './pool-provisioning.js';
+import { createDrainPredictionActivities } from './readiness/drain-predictions.js';
+import { createHopPrerequisiteActivities } from './readiness/hop-prerequisites.js';
 
 /**
  * What activities need from the outside world, injected by the worker (real clients) or by tests.
@@ -47,6 +49,8 @@ export function createActivities(deps: ActivityDeps = {}) {
     ...createRestoreActivities({ clusters }),
     ...createRehearsalActivities({ clusters }),
     ...createPoolActivities({ clusters }),
+    ...createHopPrerequisiteActivities({ clusters }),
+    ...createDrainPredictionActivities({ clusters }),
   };
 }
 

@@ -239,6 +239,9 @@ export const PROFILE_OF = {
   planBlueGreen: poolRead,
   createPoolMachines: provisionMachines,
   deletePoolMachines: provisionMachines,
+  // Readiness before a hop (issue 21, activities/readiness/): read-only probes over SSH, and API reads.
+  probeHopPrerequisites: hostCommand,
+  predictBlockingDrains: kubeRead,
 } satisfies Record<keyof Activities, ActivityOptions>;
 
 /** Profiles of steps that run on a host: the ones the policy's host retry budget applies to. */

@@ -116,6 +116,8 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/package-faults.test.ts',
       'test/activities/pool-provisioning-worker.test.ts',
       'test/activities/rehearsal.test.ts',
+      'test/activities/readiness-prerequisites.test.ts',
+      'test/activities/readiness-drain-predictions.test.ts',
       'test/activities/retry-profiles.test.ts',
       'test/activities/ssh-shell.test.ts',
       'test/client/dev-server.test.ts',
