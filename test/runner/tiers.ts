@@ -118,6 +118,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/rehearsal.test.ts',
       'test/activities/readiness-prerequisites.test.ts',
       'test/activities/readiness-drain-predictions.test.ts',
+      'test/activities/readiness-real-kubeadm.test.ts',
       'test/activities/retry-profiles.test.ts',
       'test/activities/ssh-shell.test.ts',
       'test/client/dev-server.test.ts',

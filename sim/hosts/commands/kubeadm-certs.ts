@@ -1,4 +1,5 @@
-// `kubeadm certs check-expiration -o json`, the model (a per-node simulation runs the real kubeadm).
+// `kubeadm certs check-expiration -o json`, the model (a per-node simulation runs the real kubeadm, whose
+// output the model follows: test/activities/readiness-real-kubeadm.test.ts reads both alike).
 // The output follows kubeadm's output.kubeadm.k8s.io/v1alpha3 CertificateExpirationInfo
 // (kubernetes/kubernetes@v1.34.4 cmd/kubeadm/app/apis/output/v1alpha3/types.go, cmd/kubeadm/app/cmd/certs.go;
 // docs/research/readiness-sources.md §4e): the certificates and CAs kubeadm manages, with their
