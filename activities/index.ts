@@ -14,6 +14,8 @@ import { createNodeActivities } from './node-activities.js';
 import { createRehearsalActivities } from './rehearsal.js';
 import { createPoolActivities } from './pool-provisioning.js';
 import { createReadinessActivities } from './readiness/index.js';
+import { createDrainPredictionActivities } from './readiness/drain-predictions.js';
+import { createHopPrerequisiteActivities } from './readiness/hop-prerequisites.js';
 
 /**
  * What activities need from the outside world, injected by the worker (real clients) or by tests.
@@ -49,6 +51,8 @@ export function createActivities(deps: ActivityDeps = {}) {
     ...createRehearsalActivities({ clusters }),
     ...createPoolActivities({ clusters }),
     ...createReadinessActivities({ clusters }),
+    ...createHopPrerequisiteActivities({ clusters }),
+    ...createDrainPredictionActivities({ clusters }),
   };
 }
 

@@ -1,4 +1,13 @@
-import { AppsV1Api, CoordinationV1Api, CoreV1Api, KubeConfig, PatchStrategy, PolicyV1Api, setHeaderOptions } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  KubeConfig,
+  PatchStrategy,
+  PolicyV1Api,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 
 /** The narrow Kubernetes surface activities use: four typed API groups. */
 export interface KubeApi {
@@ -7,6 +16,8 @@ export interface KubeApi {
   policy: PolicyV1Api;
   /** Leases: the drain's per-PDB eviction gate across workers (pdb-lease.ts). */
   coordination: CoordinationV1Api;
+  /** Admission webhook configurations (predictBlockingDrains); optional, so narrow test doubles need not carry it. */
+  admission?: AdmissionregistrationV1Api;
 }
 
 /** Clients for a kubeconfig file (and context); credentials never leave the worker. */
@@ -19,6 +30,7 @@ export function kubeApiFromFile(kubeconfigPath: string, context?: string): KubeA
     apps: kc.makeApiClient(AppsV1Api),
     policy: kc.makeApiClient(PolicyV1Api),
     coordination: kc.makeApiClient(CoordinationV1Api),
+    admission: kc.makeApiClient(AdmissionregistrationV1Api),
   };
 }
 

@@ -28,6 +28,14 @@ export interface SimNode {
   faults: Fault[];
   /** Versions the package archive has for this host (pkgs.k8s.io, simulated). */
   repository: string[];
+  /** Its cgroup hierarchy, as `stat -fc %T /sys/fs/cgroup/` tells it (v2 by default; v1 to test the 1.35 prerequisite). */
+  cgroup?: 'v1' | 'v2';
+  /** Node.status.nodeInfo.containerRuntimeVersion (default `containerd://1.7.24`). */
+  containerRuntime?: string;
+  /** Control planes: the tag of the etcd static pod's image (default `3.6.4-0`), what kubeadm and the etcd check read. */
+  etcdImageTag?: string;
+  /** Control planes: days kubeadm's leaf certificates have left at the simulation's start (default 365; the CAs 3650). */
+  certificateDays?: number;
 }
 
 export interface PdbSpec {
@@ -155,6 +163,30 @@ function faults(value: unknown, where: string): Fault[] {
   });
 }
 
+const RUNTIME = /^[a-z0-9-]+:\/\/v?\d+\.\d+\.\d+[-+.0-9A-Za-z]*$/;
+const ETCD_TAG = /^\d+\.\d+\.\d+(-\d+)?$/;
+
+/** A node's cgroup, container runtime, etcd image tag and certificates' lifetime (the readiness checks' facts). */
+function hostFacts(
+  r: Raw,
+  where: string,
+  role: SimNode['role'],
+): Pick<SimNode, 'cgroup' | 'containerRuntime' | 'etcdImageTag' | 'certificateDays'> {
+  if (r.cgroup !== undefined && r.cgroup !== 'v1' && r.cgroup !== 'v2') throw new DescriptionError(`${where}.cgroup must be v1 or v2`);
+  if (r.containerRuntime !== undefined && (typeof r.containerRuntime !== 'string' || !RUNTIME.test(r.containerRuntime)))
+    throw new DescriptionError(`${where}.containerRuntime must look like containerd://2.1.4`);
+  if (role === 'worker' && (r.etcdImageTag !== undefined || r.certificateDays !== undefined))
+    throw new DescriptionError(`${where}: etcdImageTag and certificateDays are for control planes`);
+  if (r.etcdImageTag !== undefined && (typeof r.etcdImageTag !== 'string' || !ETCD_TAG.test(r.etcdImageTag)))
+    throw new DescriptionError(`${where}.etcdImageTag must look like 3.5.24-0`);
+  return {
+    ...(r.cgroup === undefined ? {} : { cgroup: r.cgroup as 'v1' | 'v2' }),
+    ...(r.containerRuntime === undefined ? {} : { containerRuntime: r.containerRuntime as string }),
+    ...(r.etcdImageTag === undefined ? {} : { etcdImageTag: r.etcdImageTag as string }),
+    ...(r.certificateDays === undefined ? {} : { certificateDays: count(r.certificateDays, `${where}.certificateDays`, 0) }),
+  };
+}
+
 function packageManager(value: unknown): PackageManager {
   if (value === undefined) return 'apt';
   if (!(PACKAGE_MANAGERS as readonly unknown[]).includes(value))
@@ -235,6 +267,7 @@ export function parseDescription(text: string, source = 'description'): SimDescr
           r.repository === undefined
             ? repository
             : list(r.repository, `${where}.repository`).map((v, j) => version(v, `${where}.repository[${j}]`)),
+        ...hostFacts(r, where, role),
       });
     }
   }

@@ -215,6 +215,9 @@ export async function startSimulation(description: SimDescription, options: Simu
         ...(n.components ? { components: manifestVersions(n.components) } : {}),
         latencies: n.latencies,
         faults: n.faults,
+        ...(n.cgroup ? { cgroup: n.cgroup } : {}),
+        ...(n.etcdImageTag ? { etcdImageTag: n.etcdImageTag } : {}),
+        ...(n.certificateDays === undefined ? {} : { certificateDays: n.certificateDays }),
       })),
     });
     const running = hosts;

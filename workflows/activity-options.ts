@@ -241,6 +241,9 @@ export const PROFILE_OF = {
   deletePoolMachines: provisionMachines,
   // Readiness before each hop (issue 21): reads of the API and greps of logs on the control planes.
   readinessReport: kubeRead,
+  // Readiness before a hop (issue 21, activities/readiness/): read-only probes over SSH, and API reads.
+  probeHopPrerequisites: hostCommand,
+  predictBlockingDrains: kubeRead,
 } satisfies Record<keyof Activities, ActivityOptions>;
 
 /** Profiles of steps that run on a host: the ones the policy's host retry budget applies to. */

@@ -51,6 +51,8 @@ export const SUMMARY_OF: Summaries = {
   describeClusterForRehearsal: (i) => `describe ${i.cluster} for a rehearsal (names, counts, labels, versions)`,
   planBlueGreen: (i) => `plan replacing pool ${i.from} with pool ${i.to} at ${v(i.version)}`,
   createPoolMachines: (i) => `create ${i.names.length} machine${i.names.length === 1 ? '' : 's'} of pool ${i.pool} at ${v(i.version)}`,
+  probeHopPrerequisites: (i) => `check the prerequisites of ${i.hops.map(v).join(', ') || 'no hop'} on ${i.cluster}`,
+  predictBlockingDrains: (i) => `predict the drains of ${v(i.hop)} that will block on ${i.cluster}`,
   deletePoolMachines: (i) => `remove ${i.names.length} machine${i.names.length === 1 ? '' : 's'} of pool ${i.pool}`,
   readinessReport: (i) => `readiness of ${i.cluster} before ${i.hops.map(v).join(', ')} (removed APIs in use, …)`,
 };

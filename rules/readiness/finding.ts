@@ -31,6 +31,10 @@ export interface ReadinessFinding {
   hop: string;
   /** The node it is about, when it is about one. */
   node?: string;
+  /** The pod it is about (`namespace/name`), when it is about one (drain-block). */
+  pod?: string;
+  /** The rollout phase it would block (its stage: `control-plane`, `canary`, `batch-2`), when it is about one. */
+  phase?: string;
   /** What was found, one line, e.g. `authentication.k8s.io/v1beta1 selfsubjectreviews requested 3 times`. */
   what: string;
   /** What the operator should do, one line. */

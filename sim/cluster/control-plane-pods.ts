@@ -5,7 +5,8 @@ export const CONTROL_PLANE_COMPONENTS = ['kube-apiserver', 'kube-controller-mana
 export type ControlPlaneComponent = (typeof CONTROL_PLANE_COMPONENTS)[number];
 
 export const IMAGE_REPOSITORY = 'registry.k8s.io';
-const ETCD_IMAGE = `${IMAGE_REPOSITORY}/etcd:3.6.4-0`;
+/** kubeadm's etcd image; the description may name another tag per control plane (etcdImageTag). */
+export const ETCD_IMAGE_TAG = '3.6.4-0';
 
 export function componentImage(component: string, version: string): string {
   return `${IMAGE_REPOSITORY}/${component}:v${version}`;
@@ -21,9 +22,9 @@ export function versionOfImage(image: string | undefined): string | undefined {
  * A mirror pod as the kubelet creates it for a static pod: bound to its node, owned by the Node,
  * marked with the mirror annotation so drains skip it.
  */
-export function mirrorPod(node: V1Node, component: ControlPlaneComponent | 'etcd', version: string): V1Pod {
+export function mirrorPod(node: V1Node, component: ControlPlaneComponent | 'etcd', version: string, etcdTag = ETCD_IMAGE_TAG): V1Pod {
   const nodeName = node.metadata?.name as string;
-  const image = component === 'etcd' ? ETCD_IMAGE : componentImage(component, version);
+  const image = component === 'etcd' ? `${IMAGE_REPOSITORY}/etcd:${etcdTag}` : componentImage(component, version);
   return {
     apiVersion: 'v1',
     kind: 'Pod',

@@ -41,7 +41,7 @@ export function nodeObject(n: SimNode): V1Node {
         operatingSystem: 'linux',
         osImage: 'Debian GNU/Linux 12 (bookworm)',
         kernelVersion: '6.1.0-sim',
-        containerRuntimeVersion: 'containerd://1.7.24',
+        containerRuntimeVersion: n.containerRuntime ?? 'containerd://1.7.24',
         bootID: '',
         machineID: '',
         systemUUID: '',
@@ -105,7 +105,10 @@ export async function populateCluster(kube: KubeClients, d: SimDescription, time
       const node = nodes.get(n.name) as V1Node;
       const c = n.components as NonNullable<SimNode['components']>;
       const versions = { 'kube-apiserver': c.apiserver, 'kube-controller-manager': c.controllerManager, 'kube-scheduler': c.scheduler };
-      return [mirrorPod(node, 'etcd', d.version), ...CONTROL_PLANE_COMPONENTS.map((comp) => mirrorPod(node, comp, versions[comp]))];
+      return [
+        mirrorPod(node, 'etcd', d.version, n.etcdImageTag),
+        ...CONTROL_PLANE_COMPONENTS.map((comp) => mirrorPod(node, comp, versions[comp])),
+      ];
     });
   await inParallel(mirrors, 16, (pod) => createOrKeep(() => kube.core.createNamespacedPod({ namespace: 'kube-system', body: pod })));
   await createOrKeep(() => kube.apps.createNamespacedDaemonSet({ namespace: 'kube-system', body: kubeProxyDaemonSet(d.version) }));

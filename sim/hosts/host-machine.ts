@@ -35,6 +35,10 @@ export interface MachineConfig {
   rebootMs: number;
   /** Whether commands that need root fail without `sudo`, as on a real host. */
   requireSudo: boolean;
+  /** The cgroup hierarchy `stat -fc %T /sys/fs/cgroup/` reports (coreutils.ts); absent: v2. */
+  cgroup?: 'v1' | 'v2';
+  /** Control planes: when kubeadm's certificates expire (RFC 3339), for the model's `certs check-expiration`. */
+  certificates?: { leaves: string; authorities: string };
   onError: (err: Error) => void;
 }
 

@@ -33,6 +33,8 @@ export interface SeedSpec {
   packageManager?: PackageManager;
   /** A control plane's component versions (`1.32.13`), the images its manifests name; default: its kubeadm's. */
   components?: Partial<Record<ControlPlaneManifest, string>>;
+  /** A control plane's etcd image tag (default kubeadm's `3.6.4-0` of the simulation). */
+  etcdImageTag?: string;
 }
 
 /**
@@ -92,7 +94,7 @@ const CONTROL_PLANE_FILES = [
  * its data dir (the etcd-data hostPath). The kubelet model (sim/cluster/static-pods.ts) runs or stops
  * the real etcd as the primary's manifest comes and goes.
  */
-export function etcdManifest(name: string, address: string): string {
+export function etcdManifest(name: string, address: string, imageTag = '3.6.4-0'): string {
   const flags = [
     `--advertise-client-urls=https://${address}:2379`,
     '--cert-file=/etc/kubernetes/pki/etcd/server.crt',
@@ -126,7 +128,7 @@ spec:
   - command:
     - etcd
 ${flags.map((f) => `    - ${f}`).join('\n')}
-    image: registry.k8s.io/etcd:3.6.4-0
+    image: registry.k8s.io/etcd:${imageTag}
     name: etcd
     volumeMounts:
     - mountPath: /var/lib/etcd
@@ -179,7 +181,7 @@ export function seedHost(stateDir: string, spec: SeedSpec, user: string): HostSt
     : { '/etc/os-release': OS_RELEASE, '/etc/hostname': `${spec.name}\n`, ...aptFiles(spec) };
   if (spec.role === 'control-plane') {
     for (const f of CONTROL_PLANE_FILES) files[f] = `# placeholder for ${f} (simulated host)\n`;
-    files['/etc/kubernetes/manifests/etcd.yaml'] = etcdManifest(spec.name, spec.address ?? '10.0.0.11');
+    files['/etc/kubernetes/manifests/etcd.yaml'] = etcdManifest(spec.name, spec.address ?? '10.0.0.11', spec.etcdImageTag);
     for (const c of CONTROL_PLANE_MANIFESTS)
       files[`/etc/kubernetes/manifests/${c}.yaml`] = componentManifest(c, spec.components?.[c] ?? spec.installed.kubeadm.replace(/^v/, ''));
   }

@@ -49,6 +49,25 @@ export interface HostSpec {
   components?: Partial<Record<ControlPlaneManifest, string>>;
   latencies?: Latencies;
   faults?: Fault[];
+  /** `stat -fc %T /sys/fs/cgroup/` answers cgroup2fs (v2, the default) or tmpfs (v1). */
+  cgroup?: 'v1' | 'v2';
+  /** Seeds a new control plane's etcd manifest with this image tag. */
+  etcdImageTag?: string;
+  /** Control planes: days kubeadm's leaf certificates have left when the simulator starts (default 365; CAs 3650). */
+  certificateDays?: number;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * When a control plane's certificates expire, in the model kubeadm's `certs check-expiration`: the
+ * leaves `days` from the moment the machine is prepared, the CAs ten years (kubeadm's defaults: a
+ * year for leaves, ten for CAs). Whole seconds, as kubeadm prints them.
+ */
+function certificateDates(days: number): { leaves: string; authorities: string } {
+  const now = Math.floor(Date.now() / 1000) * 1000;
+  const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return { leaves: iso(now + days * DAY_MS), authorities: iso(now + 3650 * DAY_MS) };
 }
 
 export interface HostSimulatorOptions {
@@ -159,6 +178,8 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
       ...(options.realKubeadm ? { realKubeadm: { binary: options.realKubeadm, scratchDir: join(stateDir, 'root-view') } } : {}),
       rebootMs: (options.rebootSeconds ?? 1) * 1000,
       requireSudo: options.requireSudo ?? true,
+      cgroup: spec.cgroup ?? 'v2',
+      ...(spec.role === 'control-plane' ? { certificates: certificateDates(spec.certificateDays ?? 365) } : {}),
       onError,
     });
     const endpoint = new HostEndpoint({

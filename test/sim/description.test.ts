@@ -88,3 +88,45 @@ describe('examples/mid-hop.yaml: the per-node keys', () => {
     assert.equal(d.version, '1.33.7', "the cluster's version is only the default");
   });
 });
+
+describe('the simulation description: the readiness facts of a node (issue 21)', () => {
+  const withNodes = (nodes: string) => `
+name: r
+version: 1.33.7
+nodes:
+${nodes}
+`;
+  it('takes a cgroup, a container runtime, an etcd image tag and the certificates’ days per node; absent, nothing is set', () => {
+    const d = parseDescription(
+      withNodes(`  - {name: cp, role: control-plane, etcdImageTag: 3.5.24-0, certificateDays: 2}
+  - {name: old, role: worker, cgroup: v1, containerRuntime: 'containerd://1.7.24'}
+  - {name: new, role: worker}`),
+    );
+    const [cp, old, fresh] = d.nodes;
+    assert.deepEqual([cp?.etcdImageTag, cp?.certificateDays, cp?.cgroup], ['3.5.24-0', 2, undefined]);
+    assert.deepEqual([old?.cgroup, old?.containerRuntime], ['v1', 'containerd://1.7.24']);
+    assert.deepEqual([fresh?.cgroup, fresh?.containerRuntime, fresh?.etcdImageTag], [undefined, undefined, undefined]);
+  });
+
+  const refused: [string, RegExp][] = [
+    ['  - {name: cp, role: control-plane, cgroup: v3}', /nodes\[0\]\.cgroup must be v1 or v2/],
+    [
+      '  - {name: cp, role: control-plane, containerRuntime: containerd}',
+      /nodes\[0\]\.containerRuntime must look like containerd:\/\/2\.1\.4/,
+    ],
+    ['  - {name: cp, role: control-plane, etcdImageTag: "latest"}', /nodes\[0\]\.etcdImageTag must look like 3\.5\.24-0/],
+    ['  - {name: cp, role: control-plane, certificateDays: -1}', /nodes\[0\]\.certificateDays must be an integer ≥ 0/],
+    [
+      '  - {name: cp, role: control-plane}\n  - {name: w, role: worker, etcdImageTag: 3.5.24-0}',
+      /nodes\[1\]: etcdImageTag and certificateDays are for control planes/,
+    ],
+  ];
+  for (const [nodes, message] of refused) {
+    it(`refuses ${nodes.trim().split('\n').at(-1)} in one line`, () => {
+      assert.throws(
+        () => parseDescription(withNodes(nodes)),
+        (err: Error) => err instanceof DescriptionError && message.test(err.message) && !err.message.includes('\n'),
+      );
+    });
+  }
+});

@@ -193,6 +193,19 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
       facts.barePods.map((p) => p.name),
       ['lonely'],
     );
+    // Readiness before a hop (issue 21): the prerequisites of a run to 1.36 read every fact (etcd pods,
+    // kubeadm-config, Nodes; SSH for the rest), and the drains predicted read Services and webhooks.
+    const prerequisites = await acts.probeHopPrerequisites({ cluster, hops: ['1.33', '1.34', '1.35', '1.36'], runSeconds: 3600 });
+    assert.ok(
+      prerequisites.findings.some((f) => f.ack === 'containerd-1:worker-1'),
+      JSON.stringify(prerequisites.findings),
+    );
+    const drains = await acts.predictBlockingDrains({ cluster, hop: '1.33' });
+    assert.deepEqual(drains.problems, []);
+    assert.ok(
+      drains.findings.some((f) => f.ack === 'drain-block:default/lonely'),
+      JSON.stringify(drains.findings),
+    );
     await acts.setStageLabels({ cluster, owner: OWNER, labels: { 'worker-1': 'canary', 'worker-2': 'batch-1' } });
 
     // OS maintenance: which nodes a selector takes and the bare pods on them (read-only). The

@@ -76,14 +76,20 @@ export async function sha256sum(ctx: CommandContext): Promise<CommandOutcome> {
 export async function stat(ctx: CommandContext): Promise<CommandOutcome> {
   const args = ctx.argv.slice(1);
   let format: string | undefined;
+  let fileSystem = false;
   const paths: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
-    if (a === '-c' || a === '--format') format = args[++i];
+    if (a === '-f' || a === '--file-system') fileSystem = true;
+    else if (a === '-fc' || a === '-cf') {
+      fileSystem = true;
+      format = args[++i];
+    } else if (a === '-c' || a === '--format') format = args[++i];
     else if (a.startsWith('--format=')) format = a.slice('--format='.length);
     else if (a.startsWith('-c')) format = a.slice(2);
     else paths.push(a);
   }
+  if (fileSystem) return statFileSystem(ctx, format, paths);
   if (format === undefined || !/^(%[sYa]\s?)+$/.test(format) || paths.length === 0)
     return fail(ctx, `sim: stat ${args.join(' ')} is not simulated (use -c %s)`, 2);
   let code = 0;
@@ -100,6 +106,23 @@ export async function stat(ctx: CommandContext): Promise<CommandOutcome> {
       );
   }
   return code;
+}
+
+/**
+ * `stat -f -c %T PATH`: the type of the file system PATH is on. Only /sys/fs/cgroup is modelled, as
+ * kubernetes.io's "About cgroup v2" says a node answers it: `cgroup2fs` on cgroup v2, `tmpfs` on v1
+ * (https://kubernetes.io/docs/concepts/architecture/cgroups/#check-cgroup-version). The host's
+ * version is the description's `cgroup` of the node.
+ */
+function statFileSystem(ctx: CommandContext, format: string | undefined, paths: readonly string[]): number {
+  if (format !== '%T' || paths.length !== 1 || !/^\/sys\/fs\/cgroup\/?$/.test(paths[0]!))
+    return fail(
+      ctx,
+      `sim: stat -f ${format === undefined ? '' : `-c ${format} `}${paths.join(' ')} is not simulated (only stat -fc %T /sys/fs/cgroup/)`,
+      2,
+    );
+  print(ctx, (ctx.machine.config.cgroup ?? 'v2') === 'v2' ? 'cgroup2fs' : 'tmpfs');
+  return 0;
 }
 
 export async function mkdir(ctx: CommandContext): Promise<CommandOutcome> {

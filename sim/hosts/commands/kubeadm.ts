@@ -2,6 +2,7 @@
 // changes it); `upgrade plan|apply|node` live in kubeadm-upgrade.ts. A per-node simulation runs the
 // real kubeadm instead (kubeadm-real.ts).
 import { fail, print, type CommandContext, type CommandOutcome } from './command.js';
+import { certsCheckExpiration } from './kubeadm-certs.js';
 import { runRealKubeadm } from './kubeadm-real.js';
 import { upgradeApply, upgradeNode, upgradePlan } from './kubeadm-upgrade.js';
 
@@ -20,6 +21,7 @@ const VALUE_FLAGS = new Set([
   'kubeconfig',
   'skip-phases',
   'feature-gates',
+  'cert-dir',
 ]);
 const BOOL_FLAGS = new Set([
   'yes',
@@ -108,6 +110,7 @@ export async function kubeadm(ctx: CommandContext): Promise<CommandOutcome> {
     }
     return fail(ctx, `error: unknown command "${sub}" for "kubeadm upgrade"\n${STACK_HINT}`, 1);
   }
+  if (command === 'certs' && sub === 'check-expiration' && rest.length === 0) return certsCheckExpiration(ctx, parsed);
   if (command === undefined) {
     print(ctx, 'kubeadm: easily bootstrap a secure Kubernetes cluster', '', 'Usage:', '  kubeadm [command]');
     return 0;

@@ -150,4 +150,32 @@ describe('kubeadm on a simulated host, over SSH', () => {
     effects.cluster = '1.33.7';
     assert.match((await run(sim, 'cp-1', 'sudo kubeadm upgrade plan')).stdout, /Awesome, you're up-to-date! Enjoy!/);
   });
+
+  it('certs check-expiration -o json (the model): v1alpha3 CertificateExpirationInfo, as root on a control plane only', async (t) => {
+    const { sim } = await startTestSim(t, {
+      hosts: [hostSpec('cp-1', 'control-plane', { certificateDays: 10 }), hostSpec('w-1', 'worker')],
+    });
+    const r = await run(sim, 'cp-1', 'sudo -n kubeadm certs check-expiration -o json');
+    assert.equal(r.code, 0, r.stderr);
+    const info = JSON.parse(r.stdout) as {
+      kind: string;
+      apiVersion: string;
+      certificates: { name: string; expirationDate: string; residualTime: number; caName: string }[];
+      certificateAuthorities: { name: string; expirationDate: string }[];
+    };
+    assert.deepEqual([info.kind, info.apiVersion], ['CertificateExpirationInfo', 'output.kubeadm.k8s.io/v1alpha3']);
+    const apiserver = info.certificates.find((c) => c.name === 'apiserver');
+    assert.equal(apiserver?.caName, 'ca');
+    const days = (Date.parse(apiserver?.expirationDate ?? '') - Date.now()) / 86_400_000;
+    assert.ok(days > 9.9 && days <= 10, `${days} days left, as certificateDays says`);
+    assert.ok(Math.abs((apiserver?.residualTime ?? 0) - days * 86_400) < 5);
+    assert.deepEqual(
+      info.certificateAuthorities.map((c) => c.name),
+      ['ca', 'etcd-ca', 'front-proxy-ca'],
+    );
+    const asUser = await run(sim, 'cp-1', 'kubeadm certs check-expiration -o json');
+    assert.equal(asUser.code, 1, 'the keys are root’s');
+    assert.match(asUser.stderr, /permission denied/);
+    assert.equal((await run(sim, 'w-1', 'sudo -n kubeadm certs check-expiration -o json')).code, 1, 'a worker has no PKI');
+  });
 });

@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { SFTPWrapper } from 'ssh2';
-import { connect, run, startTestSim } from './ssh-client.js';
+import { connect, hostSpec, run, startTestSim } from './ssh-client.js';
 
 const sftpOf = (client: Awaited<ReturnType<typeof connect>>): Promise<SFTPWrapper> =>
   new Promise((resolve, reject) => client.sftp((err, sftp) => (err ? reject(err) : resolve(sftp))));
@@ -169,5 +169,14 @@ describe('files on a simulated host', () => {
       sim.commandLog('w-1').map((e) => e.exitCode),
       [127, 0, 2],
     );
+  });
+
+  it('stat -fc %T /sys/fs/cgroup/ tells the cgroup version as kubernetes.io says a node does: cgroup2fs (v2, the default), tmpfs (v1)', async (t) => {
+    const { sim } = await startTestSim(t, { hosts: [hostSpec('cp-1', 'control-plane'), hostSpec('w-1', 'worker', { cgroup: 'v1' })] });
+    assert.deepEqual(await run(sim, 'cp-1', 'stat -fc %T /sys/fs/cgroup/'), { code: 0, stdout: 'cgroup2fs\n', stderr: '' });
+    assert.equal((await run(sim, 'w-1', 'stat -f -c %T /sys/fs/cgroup')).stdout, 'tmpfs\n');
+    const other = await run(sim, 'w-1', 'stat -fc %T /var/lib');
+    assert.equal(other.code, 2, 'only the cgroup mount is modelled: anything else says so');
+    assert.match(other.stderr, /not simulated/);
   });
 });
