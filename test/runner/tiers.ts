@@ -110,6 +110,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/etcd-snapshot.test.ts',
       'test/activities/health.test.ts',
       'test/activities/alerts.test.ts',
+      'test/activities/probes.test.ts',
       'test/activities/host-overlap.test.ts',
       'test/activities/inventory.test.ts',
       'test/activities/maintenance.test.ts',
