@@ -102,7 +102,14 @@ export function createAlertActivities(deps: { clusters: ClusterResolver }) {
       const alerts = config.alerts;
       if (!alerts) return { cluster: input.cluster, configured: false, firing: [] };
       const query = firingAlertsQuery(alerts.matchers);
-      const [firing, since] = await Promise.all([instantQuery(alerts, query), instantQuery(alerts, alertsSinceQuery(alerts.matchers))]);
+      // Both at once; when both fail, the failure reported is always the gate's own query's (Promise.all would race).
+      const [asked, askedSince] = await Promise.allSettled([
+        instantQuery(alerts, query),
+        instantQuery(alerts, alertsSinceQuery(alerts.matchers)),
+      ]);
+      if (asked.status === 'rejected') throw asked.reason;
+      if (askedSince.status === 'rejected') throw askedSince.reason;
+      const [firing, since] = [asked.value, askedSince.value];
       const activeAt = new Map(since.map((s) => [keyOf(labelsOf(s.metric)), Number(s.value?.[1])]));
       const result: FiringAlert[] = firing
         .filter((s) => s.metric?.alertname && s.value?.[1] !== '0')
