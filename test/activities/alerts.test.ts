@@ -71,6 +71,7 @@ describe('checkAlerts against a real Prometheus', () => {
       { alert: 'NodeDown', labels: { severity: 'critical', node: 'worker-1' } },
       { alert: 'DiskFull', labels: { severity: 'warning' } },
       { alert: 'Watchdog', labels: { severity: 'none' } }, // kube-prometheus's always-firing alert
+      { alert: 'SlowBurn', labels: { severity: 'critical' }, for: '1h' }, // pending for an hour before it fires
     ]);
     console.log(`prometheus ${prom.version} ready in ${prom.startMs} ms`);
     prom.setGauge('Watchdog', 1);
@@ -138,6 +139,20 @@ describe('checkAlerts against a real Prometheus', () => {
     prom.setGauge('NodeDown', 0);
     prom.setGauge('DiskFull', 0);
     await prom.waitForFiring(['Watchdog']);
+  });
+
+  it("a pending alert (its rule's for: not yet met) does not count, as with kured --alert-firing-only", async () => {
+    prom.setGauge('SlowBurn', 1);
+    await prom.waitForPending(['SlowBurn']);
+    try {
+      assert.deepEqual(
+        (await checkAlertsWith(`{prometheusUrl: "${prom.url}"}`)()).firing.map((a) => a.name),
+        ['Watchdog'],
+      );
+    } finally {
+      prom.setGauge('SlowBurn', 0);
+      await prom.waitForPending([]);
+    }
   });
 
   it('behind a path prefix and basic auth: the user info is sent as a header and never shown', async () => {

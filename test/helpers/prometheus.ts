@@ -32,6 +32,8 @@ export interface AlertRule {
   /** The alert's name; its gauge is `skewless_test_<name lowercased>`. */
   alert: string;
   labels?: Record<string, string>;
+  /** The rule's `for:` (e.g. `1h`): pending that long before it fires. Default none: it fires at once. */
+  for?: string;
 }
 
 export interface TestPrometheus {
@@ -41,6 +43,8 @@ export interface TestPrometheus {
   setGauge(alert: string, value: number): void;
   /** Waits until Prometheus reports exactly `alerts` firing (names, sorted). */
   waitForFiring(alerts: string[], timeoutMs?: number): Promise<void>;
+  /** Waits until Prometheus reports exactly `alerts` pending. */
+  waitForPending(alerts: string[], timeoutMs?: number): Promise<void>;
   /** Stops the server (SIGTERM, then SIGKILL); the target keeps serving. */
   stop(): Promise<void>;
   /** Stops everything and removes the temp dir. */
@@ -51,6 +55,7 @@ export interface TestPrometheus {
 }
 
 const gaugeOf = (alert: string) => `skewless_test_${alert.toLowerCase()}`;
+const same = (a: string[], b: string[]) => JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());
 
 export async function startPrometheus(rules: AlertRule[]): Promise<TestPrometheus> {
   const binary = prometheusBinary();
@@ -73,7 +78,12 @@ export async function startPrometheus(rules: AlertRule[]): Promise<TestPrometheu
         {
           name: 'skewless-test',
           interval: '1s',
-          rules: rules.map((r) => ({ alert: r.alert, expr: `${gaugeOf(r.alert)} > 0`, labels: r.labels ?? {} })),
+          rules: rules.map((r) => ({
+            alert: r.alert,
+            expr: `${gaugeOf(r.alert)} > 0`,
+            labels: r.labels ?? {},
+            ...(r.for ? { for: r.for } : {}),
+          })),
         },
       ],
     }),
@@ -108,8 +118,8 @@ export async function startPrometheus(rules: AlertRule[]): Promise<TestPrometheu
   );
   const startMs = Date.now() - started;
 
-  const firing = async (): Promise<string[]> => {
-    const { body } = await httpGet(`${url}/api/v1/query?query=${encodeURIComponent('ALERTS{alertstate="firing"}')}`);
+  const inState = async (state: 'firing' | 'pending'): Promise<string[]> => {
+    const { body } = await httpGet(`${url}/api/v1/query?query=${encodeURIComponent(`ALERTS{alertstate="${state}"}`)}`);
     const result = (JSON.parse(body) as { data: { result: { metric: { alertname: string } }[] } }).data.result;
     return result.map((r) => r.metric.alertname).sort();
   };
@@ -122,12 +132,9 @@ export async function startPrometheus(rules: AlertRule[]): Promise<TestPrometheu
       gauges.set(alert, value);
     },
     waitForFiring: (alerts, timeoutMs = 20_000) =>
-      waitFor(
-        `alerts firing: [${alerts.join(', ')}]`,
-        async () => JSON.stringify(await firing()) === JSON.stringify([...alerts].sort()),
-        timeoutMs,
-        100,
-      ),
+      waitFor(`alerts firing: [${alerts.join(', ')}]`, async () => same(await inState('firing'), alerts), timeoutMs, 100),
+    waitForPending: (alerts, timeoutMs = 20_000) =>
+      waitFor(`alerts pending: [${alerts.join(', ')}]`, async () => same(await inState('pending'), alerts), timeoutMs, 100),
     stop: () => server.stop(),
     close: async () => {
       await server.stop();
