@@ -11,6 +11,7 @@ import {
   type MaintenanceWindow,
   type PackageManager,
 } from '../rules/index.js';
+import { parseAlertMatcher, type AlertMatcher } from '../rules/readiness/alert-matchers.js';
 import { ErrorType } from './errors.js';
 
 /**
@@ -47,6 +48,11 @@ export interface ClusterConfig {
   snapshots: { dir: string };
   drain: { timeoutSeconds: number; gracePeriodSeconds?: number; deleteEmptyDirData: boolean; ignoreDaemonSets: boolean };
   probes: { name: string; url: string; expectStatus: number; timeoutSeconds: number }[];
+  /**
+   * The alert gate (issue 21): the operator's Prometheus and which of its firing alerts hold a phase
+   * (activities/alerts.ts, rules/readiness/alert-matchers.ts). Absent: no alert gate.
+   */
+  alerts?: AlertsConfig;
   /** Seconds a host command may run before it is abandoned (channel closed) and its step retried. */
   timeouts: HostTimeouts;
   /**
@@ -72,6 +78,18 @@ export interface ClusterConfig {
    */
   auditLog?: { path: string };
 }
+
+export interface AlertsConfig {
+  /** Prometheus's base URL (`https://prom.example:9090`, or under a path prefix); user info is sent as basic auth and never shown. */
+  prometheusUrl: string;
+  /** All must hold; none: every firing alert holds. */
+  matchers: AlertMatcher[];
+  /** Per query. */
+  timeoutSeconds: number;
+}
+
+/** Default and maximum of alerts.timeoutSeconds (under the prometheusQuery profile's minute). */
+export const ALERTS_TIMEOUT = { default: 10, max: 30 } as const;
 
 export interface PoolConfig {
   /** `k=v,k2=v2`, as written. */
@@ -134,6 +152,7 @@ export const HOST_TIMEOUT_LIMITS: Record<keyof HostTimeouts, { default: number; 
 };
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const PROBE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 /** A Kubernetes node name: a DNS-1123 subdomain (dot-separated labels of lowercase alphanumerics and '-', at most 253). */
 const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
@@ -167,8 +186,10 @@ const KNOWN_KEYS = {
     'pools',
     'provisioning',
     'auditLog',
+    'alerts',
   ],
   auditLog: ['path'],
+  alerts: ['prometheusUrl', 'matchers', 'timeoutSeconds'],
   pool: ['selector'],
   provisioning: ['provider', 'endpoint', 'tokenFile', 'create', 'delete', 'joinTimeoutSeconds', 'commandTimeoutSeconds'],
   maintenance: ['command', 'timeoutSeconds', 'rebootCommand'],
@@ -306,6 +327,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
       ...(n.port === undefined ? {} : { port: int(n.port, `nodes.${node}.port`, 22, 1, 65535) }),
     };
   }
+  const probeNames = new Set<string>();
   const probes = (
     raw.probes === undefined
       ? []
@@ -319,8 +341,17 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
     onlyKnownKeys(file, r, KNOWN_KEYS.probe, `probes[${i}]`);
     const url = str(r.url, `probes[${i}].url`);
     if (!/^https?:\/\//.test(url)) throw invalid(file, `probes[${i}].url must be http(s)`);
+    const name = str(r.name, `probes[${i}].name`);
+    // The gate acknowledges a failing probe by `probe:<name>` (rules/readiness/finding.ts): one word, one probe.
+    if (!PROBE_NAME.test(name))
+      throw invalid(
+        file,
+        `probes[${i}].name must be letters, digits, '.', '_' or '-' (it is acknowledged as probe:<name>), got ${JSON.stringify(name).slice(0, 60)}`,
+      );
+    if (probeNames.has(name)) throw invalid(file, `probes[${i}].name ${name} is given twice`);
+    probeNames.add(name);
     return {
-      name: str(r.name, `probes[${i}].name`),
+      name,
       url,
       expectStatus: int(r.expectStatus, `probes[${i}].expectStatus`, 200, 100, 599),
       timeoutSeconds: int(r.timeoutSeconds, `probes[${i}].timeoutSeconds`, 5, 1, 300),
@@ -361,6 +392,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
       throw invalid(file, 'auditLog.path must be an absolute path on the control-plane nodes (letters, digits, . _ - /)');
     auditLog = { path: remote };
   }
+  const alerts = alertsConfig(file, obj(raw.alerts, 'alerts'), raw.alerts !== undefined, { str, path, int });
 
   return {
     name,
@@ -401,6 +433,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
     ...(Object.keys(pools).length > 0 ? { pools } : {}),
     ...(provisioning ? { provisioning } : {}),
     ...(auditLog ? { auditLog } : {}),
+    ...(alerts ? { alerts } : {}),
   };
 }
 
@@ -549,6 +582,41 @@ function provisioningConfig(
   }
   if (provider === 'cluster-api') throw invalid(file, 'provisioning.provider cluster-api is not supported yet (simulation, command)');
   throw invalid(file, `provisioning.provider must be simulation or command, got ${JSON.stringify(provider ?? null).slice(0, 40)}`);
+}
+
+/**
+ * `alerts: { prometheusUrl, matchers, timeoutSeconds }`. A refusal never shows the URL's user info
+ * (a password) or query: only its scheme, host and path.
+ */
+function alertsConfig(file: string, a: Record<string, unknown>, present: boolean, { str, int }: Readers): AlertsConfig | undefined {
+  if (!present) return undefined;
+  onlyKnownKeys(file, a, KNOWN_KEYS.alerts, 'alerts');
+  const raw = str(a.prometheusUrl, 'alerts.prometheusUrl');
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  const example = 'e.g. http://prometheus.monitoring:9090';
+  if (!url) throw invalid(file, `alerts.prometheusUrl is not a URL (${example})`);
+  const shown = `${url.protocol}//${url.host}${url.pathname}`;
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw invalid(file, `alerts.prometheusUrl must be http(s), got ${url.protocol} (${example})`);
+  if (url.search || url.hash)
+    throw invalid(file, `alerts.prometheusUrl must be Prometheus's base URL without ?query or #fragment, got ${shown}?… (${example})`);
+  if (a.matchers !== undefined && !Array.isArray(a.matchers))
+    throw invalid(file, 'alerts.matchers must be a list of matchers, e.g. [\'severity=~"critical|page"\', \'alertname!="Watchdog"\']');
+  const matchers = ((a.matchers ?? []) as unknown[]).map((m, i) => {
+    const parsed = parseAlertMatcher(m);
+    if ('problem' in parsed) throw invalid(file, `alerts.matchers[${i}] ${parsed.problem}`);
+    return parsed.matcher;
+  });
+  return {
+    prometheusUrl: url.href,
+    matchers,
+    timeoutSeconds: int(a.timeoutSeconds, 'alerts.timeoutSeconds', ALERTS_TIMEOUT.default, 1, ALERTS_TIMEOUT.max),
+  };
 }
 
 /**

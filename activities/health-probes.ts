@@ -19,6 +19,19 @@ export function probeTarget(url: string): string {
 }
 
 /**
+ * A URL as fetch can send it: user info becomes a basic Authorization header (fetch refuses a URL
+ * with credentials, and its error quotes the whole URL, password included).
+ */
+export function withBasicAuth(url: string): { url: string; headers: Record<string, string> } {
+  const u = new URL(url);
+  if (!u.username && !u.password) return { url: u.href, headers: {} };
+  const credentials = `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`;
+  u.username = '';
+  u.password = '';
+  return { url: u.href, headers: { authorization: `Basic ${Buffer.from(credentials).toString('base64')}` } };
+}
+
+/**
  * One user probe: GET with its own timeout, redirects not followed (the status asked for is the
  * probe's own), the body discarded.
  */
@@ -27,8 +40,10 @@ export async function runProbe(probe: ClusterConfig['probes'][number], signal?: 
   const base = { name: probe.name, target: probeTarget(probe.url), expectStatus: probe.expectStatus };
   const timeout = AbortSignal.timeout(probe.timeoutSeconds * 1000);
   try {
-    const res = await fetch(probe.url, {
+    const request = withBasicAuth(probe.url);
+    const res = await fetch(request.url, {
       method: 'GET',
+      headers: request.headers,
       redirect: 'manual',
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
@@ -46,7 +61,7 @@ export async function runProbe(probe: ClusterConfig['probes'][number], signal?: 
     const e = err as Error & { cause?: { code?: string; message?: string } };
     const error = timeout.aborted
       ? `no answer within ${probe.timeoutSeconds} s`
-      : ((e.cause?.code ?? e.cause?.message ?? e.message).split('\n')[0] ?? 'request failed');
+      : ((e.cause?.code ?? e.cause?.message ?? e.message).split('\n')[0] ?? 'request failed').replaceAll(probe.url, base.target);
     return { ...base, ok: false, error, elapsedMs: Date.now() - started };
   }
 }

@@ -1,4 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
+import { createAlertActivities } from './alerts.js';
 import type { ClusterResolver } from './cluster-access.js';
 import { describeWorker } from './describe-worker.js';
 import { createDrainActivities } from './drain.js';
@@ -42,6 +43,7 @@ export function createActivities(deps: ActivityDeps = {}) {
     findRunningRollout,
     ...createInventoryActivities({ clusters }),
     ...createHealthActivities({ clusters }),
+    ...createAlertActivities({ clusters }),
     ...createNodeActivities({ clusters }),
     ...createDrainActivities({ clusters }),
     ...createHostActivities({ clusters }),

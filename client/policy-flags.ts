@@ -15,6 +15,7 @@ const FLAG_OF = {
   approveWorkers: '--approve-workers',
   approveAfterCanary: '--approve-canary',
   soakSeconds: '--soak',
+  phaseSoakSeconds: '--soak-after-phase',
   drainTimeoutSeconds: '--drain-timeout',
   hostRetrySeconds: '--host-retry',
   acknowledge: '--acknowledge',
@@ -33,6 +34,7 @@ export const UPGRADE_FLAG_KEYS = [
   'approveWorkers',
   'approveAfterCanary',
   'soakSeconds',
+  'phaseSoakSeconds',
   'drainTimeoutSeconds',
   'hostRetrySeconds',
   'acknowledge',
@@ -66,13 +68,14 @@ export const POLICY_OPTIONS = {
   'approve-workers': { type: 'boolean' },
   'approve-canary': { type: 'boolean' },
   soak: { type: 'string' },
+  'soak-after-phase': { type: 'string' },
   'drain-timeout': { type: 'string' },
   'host-retry': { type: 'string' },
   acknowledge: { type: 'string', multiple: true },
 } as const;
 
 export const POLICY_USAGE = `[--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE]
-[--approve-workers] [--approve-canary] [--soak SECONDS] [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]...`;
+[--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS] [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]...`;
 
 /** What parseArgs gives for the policy flags: a string, a boolean or a list per flag name. */
 export type PolicyFlags = { [F in Flag as F extends `--${infer N}` ? N : never]?: string | boolean | string[] | undefined };

@@ -65,6 +65,13 @@ export const ACTIVITY_FAILURE = {
   BlueGreenInvalid: 'BlueGreenInvalid',
   /** The machine provider refused or failed to create or tear down a machine (details carry the output's tail). */
   ProvisionFailed: 'ProvisionFailed',
+  /**
+   * The alert gate's Prometheus (`alerts.prometheusUrl`) did not answer, or answered 5xx: the gate
+   * cannot be judged, which never counts as "no alert". Retried briefly (the prometheusQuery profile);
+   * past that the workflow holds the phase for the operator. A refusal of the query itself (HTTP 400,
+   * 404, not Prometheus's API) is ClusterConfigInvalid; 401/403 is Forbidden.
+   */
+  PrometheusUnreachable: 'PrometheusUnreachable',
 } as const;
 
 /** The pure rules' refusals (RuleError's code; a workflow fails with it as the type through applyRule). */

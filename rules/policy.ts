@@ -1,5 +1,5 @@
 import { RuleError } from './rule-error.js';
-import type { UpgradePolicy } from './rollout-plan.js';
+import type { PhaseKind, UpgradePolicy } from './rollout-plan.js';
 
 /**
  * The one policy of a rollout: every key an upgrade, an OS maintenance run or a blue/green run takes,
@@ -91,6 +91,7 @@ export const INT_BOUNDS = {
   canary: { min: 0 },
   batchSize: { min: 1 },
   soakSeconds: { min: 0 },
+  phaseSoakSeconds: { min: 0, max: 86_400, why: 'a day' },
   drainTimeoutSeconds: {
     min: 1,
     max: ACTIVITY_LIMITS.drain - REPORT_MARGIN_SECONDS.drain,
@@ -129,6 +130,7 @@ const CHECKS: { [K in PolicyKey]-?: Check } = {
   approveWorkers: bool,
   approveAfterCanary: bool,
   soakSeconds: bounded('soakSeconds'),
+  phaseSoakSeconds: bounded('phaseSoakSeconds'),
   acknowledge: names(isNamespacedName, 'NAMESPACE/PDB names'),
   drainTimeoutSeconds: bounded('drainTimeoutSeconds'),
   hostRetrySeconds: bounded('hostRetrySeconds'),
@@ -216,6 +218,15 @@ export type Defaulted = { [K in keyof typeof POLICY_DEFAULTS]: number };
 
 /** A policy with the defaults the workflows read filled in. */
 export type WithDefaults<P extends Policy> = P & Defaulted;
+
+/**
+ * How long the rollout soaks after a phase of `kind` before the next starts: phaseSoakSeconds after
+ * every phase, and after the canary the longer of it and the canary's own soakSeconds.
+ */
+export function soakSecondsAfter(policy: Policy | undefined, kind: PhaseKind): number {
+  const every = policy?.phaseSoakSeconds ?? 0;
+  return kind === 'canary' ? Math.max(every, policy?.soakSeconds ?? POLICY_DEFAULTS.soakSeconds) : every;
+}
 
 /** The policy with the defaults the workflows read filled in. */
 export function withDefaults<P extends Policy>(policy: P | undefined): WithDefaults<P> {

@@ -34,6 +34,12 @@ export interface UpgradePolicy extends RolloutPolicy {
   approveAfterCanary?: boolean;
   /** Soak after the canary when no approval is asked (seconds). */
   soakSeconds?: number;
+  /**
+   * Soak after every phase of a hop (the control plane, the canary, each batch): seconds to watch the
+   * cluster (workload checks, probes, alerts) before the next phase starts. Default 0. After the canary
+   * the longer of this and soakSeconds (rules/policy.ts soakSecondsAfter).
+   */
+  phaseSoakSeconds?: number;
   /** PDB findings ("namespace/name") the operator acknowledges, so they don't block the start. */
   acknowledge?: string[];
   drainTimeoutSeconds?: number;

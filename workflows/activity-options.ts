@@ -139,6 +139,23 @@ export const healthCheck: ActivityOptions = {
   },
 };
 
+/**
+ * The alert gate's query of the operator's Prometheus (activities/alerts.ts): one HTTP request of at
+ * most alerts.timeoutSeconds (30). An unreachable Prometheus is retried for about 15 s of backoff (a
+ * restart, a blip), then reaches the workflow, which holds the phase for the operator: the gate never
+ * reads "cannot ask" as "nothing fires".
+ */
+export const prometheusQuery: ActivityOptions = {
+  startToCloseTimeout: '1 minute',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '8 seconds',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: [...NEVER_RETRY],
+  },
+};
+
 /** Reboot and wait for SSH and Ready to come back. */
 export const reboot: ActivityOptions = {
   startToCloseTimeout: `${ACTIVITY_LIMITS.reboot} seconds`,
@@ -211,6 +228,7 @@ export const PROFILE_OF = {
   checkWorkloads: healthCheck,
   checkPodsOnNode: healthCheck,
   runProbes: healthCheck,
+  checkAlerts: prometheusQuery,
   cordonNode: kubeWrite,
   uncordonNode: kubeWrite,
   setStageLabels: kubeWrite,

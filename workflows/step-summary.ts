@@ -25,6 +25,7 @@ export const SUMMARY_OF: Summaries = {
   checkWorkloads: (i) => `check workloads of ${i.cluster}`,
   checkPodsOnNode: (i) => `check pods on ${i.node}`,
   runProbes: (i) => `run probes of ${i.cluster}`,
+  checkAlerts: (i) => `check firing alerts of ${i.cluster}`,
   cordonNode: (i) => `cordon ${i.node}`,
   uncordonNode: (i) => `uncordon ${i.node}`,
   setStageLabels: (i) => `label ${Object.keys(i.labels).length} nodes with their stage`,

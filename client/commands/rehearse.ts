@@ -25,7 +25,7 @@ export const TWIN_DRAIN_TIMEOUT_SECONDS = 60;
 
 export const rehearseHelp = `Usage: skewless rehearse --cluster NAME --to TARGET [--canary N] [--batch-size N]
                          [--max-unavailable N|N%] [--first-control-plane NODE]
-                         [--approve-workers] [--approve-canary] [--soak SECONDS]
+                         [--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS]
                          [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]...
                          [--latencies FILE] [--repository VERSION,...] [--ssh-user USER] [--reboot-seconds N]
                          [--save-description FILE] [--task-queue QUEUE] [--output json|text] [connection options]

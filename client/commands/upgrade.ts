@@ -10,7 +10,7 @@ import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to TARGET [--canary N] [--batch-size N]
                         [--max-unavailable N|N%] [--first-control-plane NODE]
-                        [--approve-workers] [--approve-canary] [--soak SECONDS]
+                        [--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS]
                         [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]... [--detach]
                         [--task-queue QUEUE] [--output json|text] [connection options]
 

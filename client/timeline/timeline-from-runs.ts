@@ -22,6 +22,7 @@ const PHASE_OF_ACTIVITY: Readonly<Record<string, TimelinePhase>> = {
   checkApiserver: 'verify',
   checkWorkloads: 'verify',
   runProbes: 'verify',
+  checkAlerts: 'verify',
 };
 
 /** `kubeadm upgrade apply` runs on the first control plane only; `upgrade node` is the control plane's step there and the kubelet's configuration on a worker. */

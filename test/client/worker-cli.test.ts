@@ -173,11 +173,32 @@ describe('skewless worker', () => {
         ],
         /lab\.yaml: nodes: "\.\.\/worker-1" is not a node name/,
       ],
+      // The alert gate's block (issue 21): a bad matcher, a URL that is not http(s) (its password never shown).
+      ...[
+        [
+          'alerts: {prometheusUrl: "http://prom:9090", matchers: [NodeDown]}',
+          /lab\.yaml: alerts\.matchers\[0\] "NodeDown" is not a matcher/,
+        ],
+        [
+          'alerts: {prometheusUrl: "ftp://ops:hunter2@prom/"}',
+          /lab\.yaml: alerts\.prometheusUrl must be http\(s\), got ftp: \(e\.g\. http:\/\/prometheus\.monitoring:9090\)/,
+        ],
+      ].map(([alerts, message]): [string[], RegExp] => [
+        [
+          '--clusters-dir',
+          clustersDir(
+            (d) =>
+              `name: lab\nkubeconfig: ${d}/kubeconfig\nssh: {user: u, privateKeyPath: ${d}/id_ed25519, knownHostsPath: ${d}/known_hosts}\nsnapshots: {dir: /tmp}\n${alerts as string}\n`,
+          ),
+        ],
+        message as RegExp,
+      ]),
     ];
     for (const [args, message] of cases) {
       const r = cli(['worker', ...args, '--address', env.address]);
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
       oneLine(r.stderr, message);
+      assert.ok(!r.stderr.includes('hunter2'), r.stderr);
     }
   });
 

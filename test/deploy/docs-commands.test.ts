@@ -189,6 +189,7 @@ describe('docs/real-cluster.md describes every key of the cluster configuration'
       ['maintenance', `${base}maintenance: {zzz: 1}\n`, (k) => [`\`maintenance.${k}\``]],
       ['pools', `${base}pools: {p: {zzz: 1}}\n`, (k) => [`\`pools.<pool>.${k}\``]],
       ['provisioning', `${base}provisioning: {zzz: 1}\n`, (k) => [`\`provisioning.${k}\``]],
+      ['alerts', `${base}alerts: {zzz: 1}\n`, (k) => [`\`alerts.${k}\``]],
     ];
     const missing: string[] = [];
     for (const [section, yaml, spellings] of sections) {

@@ -39,6 +39,7 @@ describe('fleet file: parseFleetSpec accepts', () => {
       firstControlPlane: 'cp-1',
       approveWorkers: false,
       approveAfterCanary: false,
+      phaseSoakSeconds: 300,
       acknowledge: ['kube-system/coredns'],
       drainTimeoutSeconds: 60,
       hostRetrySeconds: 86_400,

@@ -9,6 +9,7 @@ import {
   MAINTENANCE_POLICY_KEYS,
   POLICY_DEFAULTS,
   RuleError,
+  soakSecondsAfter,
   UPGRADE_POLICY_KEYS,
   withDefaults,
   type PolicyKey,
@@ -55,6 +56,17 @@ describe('the one policy (rules/policy.ts)', () => {
       /^canary 0 means no canary: approveAfterCanary would never apply$/,
     ],
     ['a key the upgrade does not take', { rebootTimeoutSeconds: 60 }, /^unknown key "rebootTimeoutSeconds"/],
+    [
+      'a negative soak after every phase',
+      { phaseSoakSeconds: -1 },
+      /^phaseSoakSeconds must be an integer from 0 to 86400 \(a day\), got -1$/,
+    ],
+    ['a soak after every phase over a day', { phaseSoakSeconds: 86_401 }, /^phaseSoakSeconds must be an integer from 0 to 86400/],
+    [
+      'a soak after every phase that is not a number',
+      { phaseSoakSeconds: '5m' },
+      /^phaseSoakSeconds must be an integer from 0 to 86400 \(a day\), got "5m"$/,
+    ],
     ['not a mapping', ['canary'], /^a policy must be a mapping of keys/],
   ];
   for (const [name, policy, message] of cases) it(`refuses ${name}`, () => refused(policy, message));
@@ -73,6 +85,29 @@ describe('the one policy (rules/policy.ts)', () => {
     refused({ acknowledge: ['default/web'] }, /^unknown key "acknowledge"/, MAINTENANCE_POLICY_KEYS);
     refused({ maxUnavailable: 2 }, /^unknown key "maxUnavailable"/, BLUEGREEN_POLICY_KEYS);
     refused({ rebootTimeoutSeconds: 1501 }, /reboot activity ends at 30 minutes/, MAINTENANCE_POLICY_KEYS);
+  });
+
+  it('soaks after every phase with phaseSoakSeconds; after the canary the longer of it and the canary soak', () => {
+    const table: [Parameters<typeof soakSecondsAfter>[0], 'control-plane' | 'canary' | 'batch', number][] = [
+      [undefined, 'control-plane', 0],
+      [{}, 'batch', 0],
+      [{ soakSeconds: 600 }, 'canary', 600],
+      [{ soakSeconds: 600 }, 'batch', 0], // the canary soak stays the canary's
+      [{ phaseSoakSeconds: 120 }, 'control-plane', 120],
+      [{ phaseSoakSeconds: 120 }, 'canary', 120],
+      [{ phaseSoakSeconds: 120 }, 'batch', 120],
+      [{ phaseSoakSeconds: 120, soakSeconds: 600 }, 'canary', 600],
+      [{ phaseSoakSeconds: 900, soakSeconds: 600 }, 'canary', 900],
+      [{ phaseSoakSeconds: 900, soakSeconds: 600 }, 'batch', 900],
+    ];
+    for (const [policy, kind, seconds] of table)
+      assert.equal(soakSecondsAfter(policy, kind), seconds, `${JSON.stringify(policy)} after ${kind}`);
+    assert.deepEqual(checkPolicy({ phaseSoakSeconds: 0 }), { phaseSoakSeconds: 0 });
+    assert.deepEqual(checkPolicy({ phaseSoakSeconds: 86_400, approveAfterCanary: true }), {
+      phaseSoakSeconds: 86_400,
+      approveAfterCanary: true,
+    });
+    refused({ phaseSoakSeconds: 60 }, /^unknown key "phaseSoakSeconds"/, MAINTENANCE_POLICY_KEYS); // not wired there yet
   });
 
   it('fills in the defaults the workflows read, and keeps what is set', () => {
@@ -114,6 +149,12 @@ describe('the policy flags of every command, through the one policy', () => {
       /^--drain-timeout must be an integer from 1 to 6900 \(the drain activity ends at 2 hours\), got 9000$/,
     );
     usage(() => policyFromFlags({ 'drain-timeout': '-5' }), /^--drain-timeout must be an integer ≥ 1, got "-5"$/);
+    assert.deepEqual(policyFromFlags({ 'soak-after-phase': '300', soak: '900' }), { phaseSoakSeconds: 300, soakSeconds: 900 });
+    usage(
+      () => policyFromFlags({ 'soak-after-phase': '90000' }),
+      /^--soak-after-phase must be an integer from 0 to 86400 \(a day\), got 90000$/,
+    );
+    usage(() => policyFromFlags({ 'soak-after-phase': '5m' }), /^--soak-after-phase must be an integer ≥ 0, got "5m"$/);
     usage(
       () => policyFromFlags({ 'approve-canary': true, soak: '60' }),
       /^--soak waits after the canary when no approval is asked: leave it out with --approve-canary$/,
