@@ -15,7 +15,14 @@ export type StepOutcome = 'completed' | 'failed' | 'timed out' | 'canceled' | 'r
 
 /** One line of the audit trail. Only named fields are ever taken from payloads. */
 export type TrailEntry = { time: string } & (
-  | { kind: 'started'; workflowId: string; to?: string; continued: boolean }
+  | {
+      kind: 'started';
+      workflowId: string;
+      to?: string;
+      continued: boolean;
+      /** Findings and PDBs the operator let go at the start (policy.acknowledge), by whom and why. */
+      acknowledged?: { names: string[]; by?: string; reason?: string };
+    }
   | {
       kind: 'step';
       node?: string;
@@ -47,6 +54,15 @@ export type TrailEntry = { time: string } & (
   | { kind: 'node'; node?: string; step?: string; version?: string; outcome: string; message?: string; durationMs?: number }
   | { kind: 'closed'; workflowId: string; status: string; outcome?: string; message?: string }
 );
+
+/** The start's acknowledgements (an upgrade's policy.acknowledge and acknowledgedBy), names only. */
+function acknowledgedIn(input: Record<string, unknown>): { names: string[]; by?: string; reason?: string } | undefined {
+  const policy = record(input.policy);
+  const names = Array.isArray(policy.acknowledge) ? policy.acknowledge.filter((n): n is string => typeof n === 'string') : [];
+  if (names.length === 0) return undefined;
+  const who = record(input.acknowledgedBy);
+  return compact({ names, by: str(who.by), reason: str(who.reason) });
+}
 
 /** Decodes a JSON payload; anything else (an encrypted or binary payload) is left alone. */
 function decode(payload: Payload | null | undefined): Record<string, unknown> | string | undefined {
@@ -146,6 +162,7 @@ export function runTrail(run: RunHistory): TrailEntry[] {
             workflowId: run.workflowId,
             to: str(input.to),
             continued: Boolean(a.continuedExecutionRunId),
+            acknowledged: acknowledgedIn(input),
           }),
         );
     } else if (e.activityTaskScheduledEventAttributes) {
@@ -287,8 +304,13 @@ const quoted = (text: string | undefined) => (text ? ` ("${text}")` : '');
 /** What happened, in words: the activity and its summary (or its node and version). */
 function describe(entry: TrailEntry): string {
   switch (entry.kind) {
-    case 'started':
-      return `${entry.continued ? 'continued' : 'started'} ${entry.workflowId}${entry.to ? ` to ${entry.to}` : ''}`;
+    case 'started': {
+      const ack = entry.acknowledged;
+      const acknowledged = ack
+        ? `; acknowledged ${ack.names.join(', ')}${ack.by ? ` by ${ack.by}` : ''}${ack.reason ? `: ${ack.reason}` : ''}`
+        : '';
+      return `${entry.continued ? 'continued' : 'started'} ${entry.workflowId}${entry.to ? ` to ${entry.to}` : ''}${acknowledged}`;
+    }
     case 'step':
       return entry.summary ? `${entry.activity}: ${entry.summary}` : `${entry.activity}${entry.version ? ` ${entry.version}` : ''}`;
     case 'snapshot':

@@ -1,3 +1,4 @@
+import { parseAcknowledgements } from './acknowledge-flags.js';
 import { checkPolicy, INT_BOUNDS, type IntPolicyKey, type Policy, type PolicyKey, type PolicyWording } from '../rules/index.js';
 import { intOption, UsageError } from './cli-support.js';
 import { maxUnavailable, namespacedName, nodeName } from './input-checks.js';
@@ -75,7 +76,7 @@ export const POLICY_OPTIONS = {
 } as const;
 
 export const POLICY_USAGE = `[--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE]
-[--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS] [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]...`;
+[--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS] [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...`;
 
 /** What parseArgs gives for the policy flags: a string, a boolean or a list per flag name. */
 export type PolicyFlags = { [F in Flag as F extends `--${infer N}` ? N : never]?: string | boolean | string[] | undefined };
@@ -95,7 +96,10 @@ function flagValue(key: FlagKey, value: string | boolean | string[]): unknown {
   if (key === 'maxUnavailable') return maxUnavailable(value as string);
   // Only its shape here: whether it is a control plane of the cluster, the rules judge on the worker (planRollout).
   if (key === 'firstControlPlane') return nodeName(value as string, flag);
-  if (key === 'acknowledge') return (value as string[]).map((v) => namespacedName(v, flag, 'PDB'));
+  if (key === 'acknowledge') {
+    const { pdbs, readiness } = parseAcknowledgements(value as string[]);
+    return [...pdbs, ...readiness];
+  }
   if (key === 'forcePods') return [...new Set((value as string[]).map((v) => namespacedName(v, flag, 'NAME')))];
   return value === true ? true : undefined; // a boolean flag: present or absent
 }

@@ -1,3 +1,4 @@
+import { acknowledgementNameProblem } from './readiness/finding.js';
 import { RuleError } from './rule-error.js';
 import type { PhaseKind, UpgradePolicy } from './rollout-plan.js';
 
@@ -131,7 +132,10 @@ const CHECKS: { [K in PolicyKey]-?: Check } = {
   approveAfterCanary: bool,
   soakSeconds: bounded('soakSeconds'),
   phaseSoakSeconds: bounded('phaseSoakSeconds'),
-  acknowledge: names(isNamespacedName, 'NAMESPACE/PDB names'),
+  acknowledge: names(
+    (v) => (v.includes(':') ? acknowledgementNameProblem(v) === undefined : isNamespacedName(v)),
+    'NAMESPACE/PDB names or readiness acknowledgements (<check>:<subject>)',
+  ),
   drainTimeoutSeconds: bounded('drainTimeoutSeconds'),
   hostRetrySeconds: bounded('hostRetrySeconds'),
   kubeletTimeoutSeconds: bounded('kubeletTimeoutSeconds'),

@@ -59,6 +59,12 @@ export const kubeWrite: ActivityOptions = {
  * reboots or refuses SSH (HostUnreachable) is retried for about 7 minutes of backoff (12 attempts),
  * then the node is reported blocked; the policy's hostRetrySeconds changes that budget.
  */
+/**
+ * The readiness report reads the API and, over SSH, every node (cgroup, certificates, the next minors'
+ * repositories, the audit logs), eight hosts at a time, each read within 30 s: longer than a kube read.
+ */
+export const readinessRead: ActivityOptions = { ...kubeRead, startToCloseTimeout: '5 minutes' };
+
 export const hostCommand: ActivityOptions = {
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: WORKER_LOST,
@@ -258,7 +264,7 @@ export const PROFILE_OF = {
   createPoolMachines: provisionMachines,
   deletePoolMachines: provisionMachines,
   // Readiness before each hop (issue 21): reads of the API and greps of logs on the control planes.
-  readinessReport: kubeRead,
+  readinessReport: readinessRead,
   // Readiness before a hop (issue 21, activities/readiness/): read-only probes over SSH, and API reads.
   probeHopPrerequisites: hostCommand,
   predictBlockingDrains: kubeRead,

@@ -28,6 +28,7 @@ import {
   type WithDefaults,
 } from '../rules/index.js';
 import type { Activities } from '../activities/index.js';
+import { gateFindings } from '../rules/readiness/finding.js';
 import { activities as a } from './activities-proxy.js';
 import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
 import { fleetReporter } from './fleet-report.js';
@@ -53,6 +54,8 @@ export interface UpgradeInput {
    * target. Absent in every other run, which then plans and runs exactly as before (no patch needed).
    */
   controlPlaneOnly?: boolean;
+  /** Who acknowledged the readiness findings and PDBs named in policy.acknowledge, and why (history shows it). */
+  acknowledgedBy?: { by: string; reason?: string };
   /** Set only by the workflow itself when it continues as new: where the previous run stopped. */
   carried?: CarriedUpgrade;
 }
@@ -171,6 +174,37 @@ class UpgradeRun {
     ]);
     rollout.updateMemo();
     this.refuseToStart(full, inventory);
+    if (patched(PATCH.readinessGate)) await this.readinessGate(full, inventory);
+  }
+
+  /**
+   * What would break a hop though the skew policy holds (issue 21): removed APIs in use and hop
+   * prerequisites hold the upgrade until acknowledged; drains predicted to block are noted.
+   */
+  private async readinessGate(full: UpgradePlan, inventory: Inventory): Promise<void> {
+    const { input, policy, rollout } = this;
+    const report = await a.readinessReport({
+      cluster: input.cluster,
+      from: full.from,
+      hops: full.hops,
+      policy,
+      ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
+    });
+    const gate = gateFindings(report.findings, policy.acknowledge ?? []);
+    const who = input.acknowledgedBy;
+    const by = who ? ` by ${who.by}${who.reason ? ` (${who.reason})` : ''}` : '';
+    for (const f of gate.acknowledged) rollout.note(`readiness: ${f.ack} acknowledged${by}: ${f.what}`);
+    const bare = new Set((inventory.barePods ?? []).map((p) => `drain-block:${p.namespace}/${p.name}`)); // already named
+    for (const f of gate.warnings) if (!bare.has(f.ack)) rollout.note(`readiness: ${f.what}; ${f.todo}`);
+    for (const p of report.problems) rollout.note(`readiness: could not read: ${p}`);
+    if (gate.held.length === 0) return;
+    const held = gate.held.map(
+      (f) => `${f.what} (hop ${f.hop}${f.node ? `, ${f.node}` : ''}: ${f.todo}; acknowledge with --acknowledge ${f.ack})`,
+    );
+    throw ApplicationFailure.nonRetryable(
+      `refusing to start: readiness holds the upgrade: ${held.join('; ')}`,
+      WORKFLOW_FAILURE.PreflightBlocked,
+    );
   }
 
   /** Every step judged again without the workers' steps: they stay at their version through the hops. */

@@ -42,4 +42,9 @@ export const PATCH = {
    * use, …) after the plan: one more activity in the plan workflow's history.
    */
   readinessFindings: 'readiness-findings',
+  /**
+   * An upgrade's pre-flight asks for the readiness report of its hops: removed APIs in use and hop
+   * prerequisites refuse the start until acknowledged (policy.acknowledge), drains that will block are noted.
+   */
+  readinessGate: 'readiness-gate',
 } as const;

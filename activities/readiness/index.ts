@@ -1,4 +1,5 @@
-// The readiness report of issue 21: every check that can hold a hop, run read-only against the live
+// The readiness report of issue 21: every check that can hold a hop (removed APIs in use, hop
+// prerequisites, drains predicted to block), run read-only against the live
 // cluster, as one activity whose findings share one shape (rules/readiness/finding.ts). A new check
 // adds its collector here and its findings to the list; each check's facts stay in its own module.
 import type { ReadinessFinding } from '../../rules/readiness/finding.js';
@@ -6,7 +7,12 @@ import { removedApiFindingsForHops } from '../../rules/readiness/removed-apis.js
 import type { ClusterResolver } from '../cluster-access.js';
 import { cancellationSignal } from '../health-poll.js';
 import { invalid, shown } from '../host-commands.js';
+import type { RolloutPolicy } from '../../rules/index.js';
+import { findDrainBlocks } from './drain-predictions.js';
+import { findHopPrerequisites } from './hop-prerequisites.js';
 import { collectRemovedApiUsage } from './removed-api-usage.js';
+
+const DAY_SECONDS = 86_400;
 
 export interface ReadinessInput {
   cluster: string;
@@ -14,6 +20,11 @@ export interface ReadinessInput {
   from: string;
   /** Each hop's target, in order (`1.33.7`, `1.34.4`, or minors `1.33`). */
   hops: string[];
+  /** The rollout's policy, so the drains predicted to block are named with the phases the upgrade will have. */
+  policy?: RolloutPolicy;
+  drainTimeoutSeconds?: number;
+  /** How long the run may take (certificates must outlive it); default a day per hop. */
+  runSeconds?: number;
 }
 
 export interface ReadinessReport {
@@ -36,12 +47,28 @@ export function createReadinessActivities({ clusters }: { clusters: ClusterResol
         throw invalid('readinessReport: hops must be a list of versions');
       const access = clusters(input.cluster);
       const signal = cancellationSignal();
-      const usage = await collectRemovedApiUsage(access, signal);
-      const findings = [...removedApiFindingsForHops(input.from, input.hops, usage)];
+      const runSeconds = input.runSeconds ?? DAY_SECONDS * Math.max(1, input.hops.length);
+      const [usage, prerequisites, drains] = await Promise.all([
+        collectRemovedApiUsage(access, signal),
+        input.hops.length ? findHopPrerequisites(access, { cluster: input.cluster, hops: input.hops, runSeconds }) : undefined,
+        input.hops.length
+          ? findDrainBlocks(access, {
+              cluster: input.cluster,
+              hop: input.hops[0] as string,
+              ...(input.policy ? { policy: input.policy } : {}),
+              ...(input.drainTimeoutSeconds ? { drainTimeoutSeconds: input.drainTimeoutSeconds } : {}),
+            })
+          : undefined,
+      ]);
+      const findings = [
+        ...removedApiFindingsForHops(input.from, input.hops, usage),
+        ...(prerequisites?.findings ?? []),
+        ...(drains?.findings ?? []),
+      ];
       return {
         cluster: input.cluster,
         findings,
-        problems: [...usage.problems],
+        problems: [...usage.problems, ...(drains?.problems ?? [])],
         looked: {
           removedApis: {
             metricsScrapes: usage.metricsScrapes,

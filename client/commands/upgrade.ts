@@ -5,13 +5,22 @@ import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow
 import { EXIT, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
 import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
-import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import { parseAcknowledgements } from '../acknowledge-flags.js';
+import {
+  clusterName,
+  connectClient,
+  operatorIdentity,
+  refuseWhileAnotherRolloutRuns,
+  TEMPORAL_OPTIONS,
+  upgradeWorkflowId,
+} from '../temporal-connection.js';
 import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to TARGET [--canary N] [--batch-size N]
                         [--max-unavailable N|N%] [--first-control-plane NODE]
                         [--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS]
-                        [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]... [--detach]
+                        [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...
+                        [--acknowledge-removed-api GROUP/VERSION/RESOURCE]... [--by NAME] [--reason TEXT] [--detach]
                         [--task-queue QUEUE] [--output json|text] [connection options]
 
 Starts the durable upgrade of a cluster (workflow id upgrade/NAME) on Temporal and watches it;
@@ -25,6 +34,12 @@ does a node whose step keeps failing: a host unreachable is retried for --host-r
 "skewless") resolves NAME to the cluster's credentials.
 
 ${TARGET_HELP}
+
+Readiness (as "skewless plan --cluster" shows it): a removed API still in use, a hop prerequisite
+(etcd, cgroup, containerd, kubeadm configuration API, certificates, repositories) holds the upgrade
+before anything is touched, naming what to acknowledge; --acknowledge CHECK:SUBJECT (or
+--acknowledge-removed-api GROUP/VERSION/RESOURCE) lets it go, recorded in the run's input and events
+with --by (default user@host) and --reason. Drains predicted to block are shown, never held.
 
 Following the run, it prints "checking upgrade/NAME to TARGET" first and "started upgrade/NAME to TARGET"
 only once the run is past its inventory and pre-flight: a refused upgrade never says started. Ctrl-C
@@ -50,6 +65,9 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
     cluster: { type: 'string' },
     to: { type: 'string' },
     ...POLICY_OPTIONS,
+    'acknowledge-removed-api': { type: 'string', multiple: true },
+    by: { type: 'string' },
+    reason: { type: 'string' },
     detach: { type: 'boolean' },
     'task-queue': { type: 'string' },
     ...TEMPORAL_OPTIONS,
@@ -63,10 +81,12 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   const cluster = clusterName(values.cluster, '--cluster');
   const to = requireOption(values.to, '--to');
   parseTarget(to); // a bad version is refused here, before Temporal is contacted
-  const policy = policyFromFlags(values);
+  const removedApis = parseAcknowledgements([], values['acknowledge-removed-api']).readiness;
+  const policy = policyFromFlags({ ...values, acknowledge: [...(values.acknowledge ?? []), ...removedApis] });
+  const acknowledgedBy = { by: operatorIdentity(values.by), ...(values.reason ? { reason: values.reason } : {}) };
 
   const taskQueue = workerConfig(values).taskQueue;
-  const { client, close } = await connectClient(values);
+  const { client, close } = await connectClient(values, values.by);
   try {
     await refuseWhileAnotherRolloutRuns(client, cluster, 'upgrade', 'upgrade');
     let runId: string;
@@ -75,7 +95,7 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
         taskQueue,
         workflowId: upgradeWorkflowId(cluster),
         workflowIdConflictPolicy: 'FAIL',
-        args: [{ cluster, to, policy }],
+        args: [{ cluster, to, policy, ...(policy.acknowledge?.length ? { acknowledgedBy } : {}) }],
       }));
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) {

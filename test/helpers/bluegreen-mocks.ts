@@ -85,6 +85,12 @@ export function mockBlueGreenCluster(options: { version?: string; override?: Rec
     checkPodsOnNode: () => ({}),
     checkWorkloads: () => ({}),
     runProbes: () => ({ healthy: true, probes: [], failed: [] }),
+    readinessReport: (i) => ({
+      cluster: i.cluster,
+      findings: [],
+      problems: [],
+      looked: { removedApis: { metricsScrapes: 1, auditLogsRead: [], deprecatedSeries: 0, crdsStoredNotServed: 0 } },
+    }),
     setStageLabels: (i) => ({ changed: Object.keys(i.labels as object), unchanged: [] }),
     clearStageLabels: () => ({ changed: [], unchanged: [] }),
     cordonNode: (i) => {

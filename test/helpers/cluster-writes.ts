@@ -8,9 +8,10 @@ import type { Simulation } from '../../sim/simulation.js';
 
 /**
  * The host commands that only read, by exact shape: what the planner and the idempotence checks run,
- * always as the unprivileged SSH user. skewless takes root (`sudo -n`) only to change something, so
- * every other command counts as a change: package installs and holds, kubeadm (even `upgrade plan`,
- * which never runs before the kubeadm package is installed), etcdctl snapshot (writes a file on the
+ * as the unprivileged SSH user except the readiness report's reads of root's own files (listed below).
+ * Otherwise skewless takes root (`sudo -n`) only to change something, so every other command counts
+ * as a change: package installs and holds, kubeadm (even `upgrade plan`, which never runs before the
+ * kubeadm package is installed), etcdctl snapshot (writes a file on the
  * node), systemctl, reboot, mkdir. The look at the next minors' repositories (package-repository.ts)
  * works in a directory of its own under /tmp, as the SSH user, and leaves nothing: a read.
  */
@@ -25,6 +26,11 @@ export const READ_ONLY_HOST_COMMANDS: readonly RegExp[] = [
   new RegExp(`^DEBIAN_FRONTEND=noninteractive apt-get update -q ${PROBE_APT}$`),
   new RegExp(`^apt-cache ${PROBE_APT} madison kubeadm$`),
   new RegExp(`^rm -rf ${PROBE_DIR}$`),
+  // The readiness report (issue 21): reads that need root, because what they read is root's alone
+  // (the PKI under /etc/kubernetes/pki, the apiserver's audit log, written 0600).
+  /^stat -fc %T \/sys\/fs\/cgroup\/$/,
+  /^sudo -n kubeadm certs check-expiration -o json$/,
+  /^sudo -n grep -F -m \d+ '"k8s\.io\/deprecated":"true"' \/[\w./-]+$/,
 ];
 
 export const isReadOnlyHostCommand = (command: string): boolean => READ_ONLY_HOST_COMMANDS.some((re) => re.test(command));

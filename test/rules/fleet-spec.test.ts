@@ -162,7 +162,7 @@ describe('fleet file: parseFleetSpec refuses with one line naming the entry', ()
     [
       'acknowledge without a namespace',
       edit((d) => ((d.defaults.policy as Record<string, unknown>).acknowledge = ['coredns'])),
-      /defaults\.policy\.acknowledge\[0\]: must be NAMESPACE\/PDB names, got "coredns"/,
+      /defaults\.policy\.acknowledge\[0\]: must be NAMESPACE\/PDB names or readiness acknowledgements \(<check>:<subject>\), got "coredns"/,
     ],
     [
       'order unknown',

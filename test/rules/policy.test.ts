@@ -43,7 +43,12 @@ describe('the one policy (rules/policy.ts)', () => {
     [
       'an acknowledgement without a namespace',
       { acknowledge: ['default/web', 'web'] },
-      /^acknowledge\[1\] must be NAMESPACE\/PDB names, got "web"$/,
+      /^acknowledge\[1\] must be NAMESPACE\/PDB names or readiness acknowledgements \(<check>:<subject>\), got "web"$/,
+    ],
+    [
+      'a readiness acknowledgement of an unknown check',
+      { acknowledge: ['removed-api:authentication.k8s.io/v1beta1/selfsubjectreviews', 'removed-apis:x'] },
+      /^acknowledge\[1\] must be NAMESPACE\/PDB names or readiness acknowledgements \(<check>:<subject>\), got "removed-apis:x"$/,
     ],
     [
       'a soak with an approval',
@@ -82,6 +87,8 @@ describe('the one policy (rules/policy.ts)', () => {
       rebootTimeoutSeconds: 1500,
       forcePods: ['default/pet'],
     });
+    const both = ['default/web', 'removed-api:authentication.k8s.io/v1beta1/selfsubjectreviews', 'cgroup-v1:worker-3'];
+    assert.deepEqual(checkPolicy({ acknowledge: both }), { acknowledge: both }, 'PDBs and readiness findings in one list');
     refused({ acknowledge: ['default/web'] }, /^unknown key "acknowledge"/, MAINTENANCE_POLICY_KEYS);
     refused({ maxUnavailable: 2 }, /^unknown key "maxUnavailable"/, BLUEGREEN_POLICY_KEYS);
     refused({ rebootTimeoutSeconds: 1501 }, /reboot activity ends at 30 minutes/, MAINTENANCE_POLICY_KEYS);
