@@ -1,7 +1,8 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { normalizeVersion } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
-import { bluegreenWorkflowId, NO_ROLLBACK, REMOVAL_GATE, type BlueGreenInput } from '../../workflows/bluegreen-messages.js';
+import { NO_ROLLBACK, REMOVAL_GATE, type BlueGreenInput } from '../../workflows/bluegreen-messages.js';
+import { bluegreenWorkflowId } from '../../contracts/workflow-ids.js';
 import { bluegreenWorkflow } from '../../workflows/bluegreen-workflow.js';
 import { policyFromFlags, BLUEGREEN_FLAG_KEYS } from '../policy-flags.js';
 import { EXIT, intOption, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';

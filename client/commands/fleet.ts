@@ -10,6 +10,7 @@ import { readFleetFile } from '../fleet-file.js';
 import { printJson, spinner } from '../output.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
+import { fleetWorkflowId as fleetId } from '../../contracts/workflow-ids.js';
 
 const VERBS = ['start', 'status', 'watch', 'approve', 'resolve', 'pause', 'resume', 'abort'] as const;
 type Verb = (typeof VERBS)[number];
@@ -53,7 +54,6 @@ ${CONNECTION_HELP}
 Exit status: 0 done (every cluster upgraded or skipped); 1 aborted or failed; 2 invalid input (the
 file, a flag, a fleet already running, an answer the fleet refuses); 3 Temporal unreachable.`;
 
-const fleetId = (name: string) => `fleet/${name}`;
 const who = (by: string | undefined) => by ?? process.env.USER ?? 'operator';
 
 function fleetName(value: string | undefined): string {

@@ -5,7 +5,8 @@ import { policyFromFlags, MAINTAIN_FLAG_KEYS } from '../policy-flags.js';
 import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
 import { nodeName } from '../input-checks.js';
 import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
-import { clusterName, connectClient, maintainWorkflowId, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { maintainWorkflowId } from '../../contracts/workflow-ids.js';
 import { watchUpgrade } from './watch.js';
 
 export const maintainHelp = `Usage: skewless maintain --cluster NAME (--selector SELECTOR | --node NODE...)

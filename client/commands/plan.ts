@@ -21,6 +21,7 @@ import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connec
 import { maxUnavailable, namespacedName, nodeName } from '../input-checks.js';
 import { TARGET_HELP } from '../policy-flags.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
+import { planWorkflowId } from '../../contracts/workflow-ids.js';
 
 export const planHelp = `Usage: skewless plan --inventory FILE --available FILE --to TARGET [policy] [--output json|text]
        skewless plan --cluster NAME --to TARGET [policy] [--acknowledge NS/PDB]...
@@ -163,7 +164,7 @@ async function planThroughWorker(
       await new Promise((r) => setTimeout(r, 500));
     }
   });
-  const workflowId = `plan/${input.cluster}/${new Date().toISOString()}-${randomUUID().slice(0, 8)}`;
+  const workflowId = planWorkflowId(input.cluster, new Date().toISOString(), randomUUID().slice(0, 8));
   try {
     return await whileShowing(
       io,

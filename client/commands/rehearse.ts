@@ -8,7 +8,8 @@ import { auditPdbs, parseTarget, parseVersion, planUpgrade, type ClusterInventor
 import { readSimInventory, readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { parseDescription, type Latencies, type SimDescription } from '../../sim/description.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
-import { rehearseReadWorkflow, rehearseWorkflowId, type RehearseReadResult } from '../../workflows/rehearse-workflow.js';
+import { rehearseReadWorkflow, type RehearseReadResult } from '../../workflows/rehearse-workflow.js';
+import { rehearseWorkflowId } from '../../contracts/workflow-ids.js';
 import { CommandFailed, EXIT, intOption, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
 import { OUTPUT_OPTION, outputFormat, printJson } from '../output.js';
 import { POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';

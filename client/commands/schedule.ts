@@ -7,6 +7,7 @@ import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type Comma
 import { POLICY_OPTIONS, POLICY_USAGE, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
 import { scheduleSpec } from '../schedule-spec.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { scheduledUpgradeWorkflowId, upgradeScheduleId as scheduleIdOf } from '../../contracts/workflow-ids.js';
 
 const VERBS = ['create', 'list', 'describe', 'pause', 'unpause', 'delete', 'trigger'] as const;
 type Verb = (typeof VERBS)[number];
@@ -52,7 +53,6 @@ existing schedule); 3 Temporal unreachable.`;
 
 /** upgrade-schedule/prod, or a name the operator picks: letters, digits and - _ . / only. */
 const SCHEDULE_ID = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,198}[A-Za-z0-9])?$/;
-export const scheduleIdOf = (cluster: string) => `upgrade-schedule/${cluster}`;
 
 /** NAME if given (create names the schedule of --cluster with it), else upgrade-schedule/CLUSTER. */
 function scheduleName(positional: string | undefined, cluster: string | undefined): string {
@@ -128,7 +128,7 @@ export async function scheduleCommand(args: string[], io: CommandIo): Promise<nu
             type: 'startWorkflow',
             workflowType: scheduledUpgradeWorkflow,
             taskQueue,
-            workflowId: `scheduled-upgrade/${cluster}`, // Temporal appends the time of each run
+            workflowId: scheduledUpgradeWorkflowId(cluster), // Temporal appends the time of each run
             args: [{ cluster, to, policy, schedule: id }],
             staticSummary: `scheduled upgrade of ${cluster} to ${to}`,
           },

@@ -5,7 +5,8 @@ import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow
 import { EXIT, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
 import { POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
 import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
-import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to TARGET [--canary N] [--batch-size N]

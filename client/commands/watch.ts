@@ -8,18 +8,11 @@ import { OUTPUT_OPTION, outputFormat, printRecord, spinner, type Output } from '
 import { windowPhaseLabel } from '../../rules/index.js';
 import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
 import type { BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
-import {
-  clusterName,
-  connectClient,
-  NODE_ROLLOUTS,
-  rolloutKind,
-  rolloutWorkflowId,
-  TEMPORAL_OPTIONS,
-  upgradeWorkflowId,
-} from '../temporal-connection.js';
+import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { onlyPositional } from '../input-checks.js';
 import { reportRunEnding } from '../workflow-failure.js';
 import { queryIfServed } from '../run-state.js';
+import { rolloutKindOfWorkflowId, upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 
 export const watchHelp = `Usage: skewless watch NAME [--workflow upgrade|maintain|bluegreen] [--output json|text] [connection options]
 
@@ -137,11 +130,8 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
   const record = (type: string, fields: Record<string, unknown>) => printRecord(io, type, cluster, fields);
   const live = spinner(io);
   const handle = client.workflow.getHandle(options.workflowId ?? upgradeWorkflowId(cluster));
-  const kind = handle.workflowId.startsWith('maintain/')
-    ? 'maintain'
-    : handle.workflowId.startsWith('bluegreen/')
-      ? 'bluegreen'
-      : 'upgrade';
+  const ofId = rolloutKindOfWorkflowId(handle.workflowId);
+  const kind = ofId === 'maintain' || ofId === 'bluegreen' ? ofId : 'upgrade';
   const what = { maintain: 'maintenance', bluegreen: 'blue/green run', upgrade: 'upgrade' }[kind];
   // The commands watch prints answer this run: name it when it is not the upgrade.
   const target = kind === 'upgrade' ? cluster : `${cluster} --workflow ${kind}`;

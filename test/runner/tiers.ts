@@ -50,6 +50,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/bench/lower-bound.test.ts',
       'test/bench/node-breakdown.test.ts',
       'test/client/audit-trail.test.ts',
+      'test/contracts/workflow-ids.test.ts',
       'test/client/connection-options.test.ts',
       'test/client/plan-target-expression.test.ts',
       'test/client/rehearse-description.test.ts',
