@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { createEtcdActivities, type EtcdSnapshotResult } from '../../activities/etcd-snapshot.js';
-import { createClusterResolver } from '../../activities/ssh-shell.js';
+import { createClusterResolver } from '../../activities/host-address.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { hostDir } from '../../sim/hosts/host-state.js';
 import { restoreStatusQuery, type RestoreStatus } from '../../workflows/restore-messages.js';

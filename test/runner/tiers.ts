@@ -36,6 +36,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/drain-outage.test.ts',
       'test/security/command-fuzz.test.ts',
       'test/lint.test.ts',
+      'test/lint-boundaries.test.ts',
       'test/replay/replay.test.ts',
       'test/demo/operator.test.ts',
       // the rest
