@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
+import { ESLint } from 'eslint';
 import ts from 'typescript';
 import { repoRoot } from './helpers/run-cli.js';
 
@@ -100,6 +101,18 @@ describe('import cycles', () => {
     );
   });
 
+  it('no product file reaches sim/, demo/, bench/, stack/ or test/, through a dynamic import() either (which the lint does not see)', () => {
+    const product = /^(activities|client|worker|rules|workflows|contracts)\//;
+    const testWorld = /^(sim|demo|bench|stack|test)\//;
+    const reaches = [...importGraph(repoRoot)].flatMap(([from, deps]) =>
+      deps
+        .filter((to) => (product.test(from) && testWorld.test(to)) || (/^stack\//.test(from) && /^(sim|demo|bench|test)\//.test(to)))
+        .filter((to) => !(from === 'client/rehearse/twin.ts' && to.startsWith('sim/')))
+        .map((to) => `${from} → ${to}`),
+    );
+    assert.deepEqual(reaches, []);
+  });
+
   it('finds a cycle, through `import type` and re-exports too, and names it', () => {
     const graph: Graph = new Map([
       ['a.ts', ['b.ts']],
@@ -134,4 +147,100 @@ describe('import cycles', () => {
     ]);
     assert.deepEqual(importGraph(repoRoot, files).get('activities/ssh-shell.ts')?.includes('activities/host-address.ts'), false);
   });
+});
+
+/**
+ * Each boundary of ARCHITECTURE.md's table as the lint enforces it: an import it is there to ban, linted
+ * as if written in that layer, is reported by no-restricted-imports; the imports the table allows are not.
+ */
+describe('layer boundaries (eslint.config.js)', () => {
+  const eslint = new ESLint({ cwd: repoRoot });
+  const lintAs = async (path: string, code: string) => {
+    const [result] = await eslint.lintText(code, { filePath: join(repoRoot, path) });
+    return (result?.messages ?? []).map((m) => `${m.ruleId}: ${m.message}`);
+  };
+  const use = (what: string, from: string, typeOnly = false) =>
+    typeOnly
+      ? `import type { ${what} } from '${from}';\nexport type X = ${what};\n`
+      : `import { ${what} } from '${from}';\nexport const x = ${what};\n`;
+
+  const banned: [string, string, string][] = [
+    // product ↛ the test world, the demo, the benchmark, the stack, the tests
+    ...['activities/x.ts', 'client/x.ts', 'client/commands/x.ts', 'worker/x.ts', 'rules/x.ts', 'workflows/x.ts'].flatMap((file) => {
+      const up = file.split('/').length === 3 ? '../../' : '../';
+      return [
+        [file, use('simulate', `${up}sim/simulation.js`), 'sim/'],
+        [file, use('SimDescription', `${up}sim/description.js`, true), 'sim/'],
+        [file, use('runDemo', `${up}demo/run-demo.js`), 'sim/'],
+        [file, use('runBench', `${up}bench/run.js`), 'sim/'],
+        [file, use('stackUp', `${up}stack/stack.js`), 'sim/'],
+        [file, use('repoRoot', `${up}test/helpers/run-cli.js`), 'sim/'],
+      ] as [string, string, string][];
+    }),
+    ['contracts/x.ts', use('simulate', '../sim/simulation.js'), 'contracts/'],
+    ['stack/x.ts', use('ManagedProcess', '../sim/cluster/managed-process.js'), 'stack/ runs in production'],
+    ['stack/x.ts', use('runDemo', '../demo/run-demo.js'), 'stack/ runs in production'],
+    ['client/rehearse/twin.ts', use('runDemo', '../../demo/run-demo.js'), 'never the demo'],
+    // activities ↛ workflows (but types), the CLI, the worker
+    [
+      'activities/x.ts',
+      use('clusterUpgradeWorkflow', '../workflows/cluster-upgrade-workflow.js'),
+      'Activities do not import workflow code',
+    ],
+    ['activities/x.ts', use('connectClient', '../client/temporal-connection.js'), 'do not import it or the CLI'],
+    ['activities/x.ts', use('newWorker', '../worker/create-worker.js'), 'do not import it or the CLI'],
+    // client ↛ worker internals, activity implementations, a worker in process
+    ['client/commands/x.ts', use('newWorker', '../../worker/create-worker.js'), "worker's internals"],
+    ['client/commands/x.ts', use('runWorker', '../../worker/run-worker.js'), "worker's internals"],
+    ['client/x.ts', use('createClusterResolver', '../activities/host-address.js'), 'never to a cluster'],
+    ['client/x.ts', use('NativeConnection', '@temporalio/worker'), 'does not run a worker'],
+    ['client/commands/worker.ts', use('newWorker', '../../worker/create-worker.js'), "worker's internals"],
+    ['client/x.ts', use('Client', '@temporalio/client'), 'client/temporal-sdk.ts'],
+    // worker ↛ the CLI; rules ↛ workflows, activities; tooling ↛ the rest
+    ['worker/x.ts', use('connectClient', '../client/temporal-connection.js'), 'The CLI imports the worker'],
+    ['rules/x.ts', use('statusQuery', '../workflows/upgrade-messages.js'), 'The pure rules import contracts/'],
+    ['rules/x.ts', use('Activities', '../activities/index.js', true), 'The pure rules import contracts/'],
+    ['tooling/x.ts', use('EXIT', '../client/cli-support.js'), 'tooling/ imports nothing'],
+    // workflows ↛ activity implementations (type imports allowed below)
+    ['workflows/x.ts', use('createActivities', '../activities/index.js'), 'Only `import type` from activities/'],
+  ];
+  for (const [file, code, expected] of banned) {
+    const what = /from '([^']+)'/.exec(code)?.[1];
+    it(`bans ${code.startsWith('import type') ? 'a type from ' : ''}${what} in ${file}`, async () => {
+      const messages = await lintAs(file, code);
+      assert.ok(
+        messages.some((m) => m.startsWith('no-restricted-imports') && m.includes(expected)),
+        `${file}: ${code.split('\n')[0]} → ${messages.join('\n') || 'no message'}`,
+      );
+    });
+  }
+
+  const allowed: [string, string][] = [
+    ['client/rehearse/twin.ts', use('simulate', '../../sim/simulation.js')],
+    ['client/rehearse/twin.ts', use('newWorker', '../../worker/create-worker.js')],
+    ['client/rehearse/twin.ts', use('createClusterResolver', '../../activities/host-address.js')],
+    ['client/rehearse/twin.ts', use('NativeConnection', '@temporalio/worker')],
+    ['client/commands/x.ts', use('workerConfig', '../../worker/config.js')],
+    ['client/x.ts', use('payloadCodec', '../worker/payload-codec.js')],
+    ['client/commands/worker.ts', use('runWorker', '../../worker/run-worker.js')],
+    ['client/x.ts', use('RehearsalFacts', '../activities/rehearsal.js', true)],
+    ['client/x.ts', use('ensureTemporalBinary', '../tooling/temporal-binary.js')],
+    ['client/x.ts', use('upgradeWorkflowId', '../contracts/workflow-ids.js')],
+    ['client/temporal-sdk.ts', use('Client', '@temporalio/client')],
+    ['workflows/x.ts', use('Activities', '../activities/index.js', true)],
+    ['rules/x.ts', use('NEVER_RETRY', '../contracts/failure-types.js')],
+    ['worker/x.ts', use('createActivities', '../activities/index.js')],
+    ['stack/x.ts', use('ManagedProcess', '../tooling/managed-process.js')],
+    ['stack/x.ts', use('ALL_SEARCH_ATTRIBUTES', '../workflows/search-attributes.js')],
+    ['demo/x.ts', use('stackUp', '../stack/stack.js')],
+    ['sim/x.ts', use('parseVersion', '../rules/index.js')],
+  ];
+  for (const [file, code] of allowed) {
+    it(`allows ${code.split('\n')[0]} in ${file}`, async () => {
+      assert.deepEqual(
+        (await lintAs(file, code)).filter((m) => m.startsWith('no-restricted-imports')),
+        [],
+      );
+    });
+  }
 });

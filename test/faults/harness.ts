@@ -5,7 +5,7 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { archiveHistories, archiveLabel, recordWorldSecrets } from '../helpers/history-archive.js';
 import { startAvailabilitySampler, type AvailabilityReport, type AvailabilitySampler } from '../../sim/availability-sampler.js';
 import { parseDescription } from '../../sim/description.js';
-import { freePort } from '../../sim/free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 import type { HangupFate } from '../../sim/hosts/command-runner.js';
 import { startSimulation, type Simulation } from '../../sim/simulation.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';

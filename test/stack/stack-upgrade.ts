@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { startAvailabilitySampler, type AvailabilitySampler } from '../../sim/availability-sampler.js';
 import { parseDescription } from '../../sim/description.js';
-import { freePort } from '../../sim/free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 import { startSimulation, type Simulation } from '../../sim/simulation.js';
 import { treeMemory, type TreeMemory } from '../../stack/memory.js';
 import { freeStackPorts, startStack, type RunningStack } from '../../stack/stack.js';
