@@ -8,7 +8,7 @@ import { auditPdbs, parseTarget, parseVersion, planUpgrade, type ClusterInventor
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { rehearseReadWorkflow, type RehearseReadResult } from '../../workflows/rehearse-workflow.js';
 import { rehearseWorkflowId } from '../../contracts/workflow-ids.js';
-import { CommandFailed, EXIT, intOption, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
+import { CommandFailed, type CommandIo, EXIT, helpAsked, intOption, parseOptions, UsageError } from '../cli-support.js';
 import { OUTPUT_OPTION, outputFormat, printJson } from '../output.js';
 import { POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
 import { rehearseUpgrade } from '../rehearse/auto-operator.js';
@@ -17,6 +17,7 @@ import { twinTimings } from '../rehearse/timings.js';
 import type { Latencies, SimDescription, Twin } from '../rehearse/twin.js';
 import { DEFAULT_LATENCIES, descriptionYaml, LATENCY_KEYS, twinDescription, TwinInputError } from '../rehearse/twin-description.js';
 import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { untilAWorkerPolls } from '../run-state.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 
 /** The twin's drain timeout when --drain-timeout is not given: a blocked drain is reported after this long. */
@@ -125,17 +126,7 @@ async function readThroughWorker(
   cluster: string,
   askRepository: boolean,
 ): Promise<RehearseReadResult> {
-  for (let waited = 0; ; waited += 500) {
-    const { pollers } = await client.workflowService.describeTaskQueue({
-      namespace: client.options.namespace,
-      taskQueue: { name: taskQueue },
-    });
-    if ((pollers?.length ?? 0) > 0) break;
-    if (waited >= 5000)
-      throw new CommandFailed(`no worker polls task queue ${taskQueue}; start one with "skewless worker --clusters-dir DIR"`);
-    io.transient?.(`waiting for a worker on task queue ${taskQueue}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
+  await untilAWorkerPolls(client, taskQueue, () => io.transient?.(`waiting for a worker on task queue ${taskQueue}`));
   io.transient?.(`reading cluster ${cluster} through the worker on ${taskQueue} (workflow ${rehearseWorkflowId(cluster)})`);
   try {
     return await client.workflow.execute(rehearseReadWorkflow, {
@@ -172,10 +163,7 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
     ...TEMPORAL_OPTIONS,
     ...OUTPUT_OPTION,
   });
-  if (values.help) {
-    io.out(rehearseHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, rehearseHelp, io)) return EXIT.ok;
   // Every check of the input before Temporal is contacted.
   const output = outputFormat(values.output);
   const cluster = clusterName(values.cluster, '--cluster');

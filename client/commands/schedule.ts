@@ -3,7 +3,7 @@ import { isClientError } from '../temporal-sdk.js';
 import { parseTarget } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { scheduledUpgradeWorkflow, type ScheduledUpgradeResult } from '../../workflows/scheduled-upgrade-workflow.js';
-import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, outputFormat, parseOptions, requireOption, UsageError } from '../cli-support.js';
 import { POLICY_OPTIONS, POLICY_USAGE, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
 import { scheduleSpec } from '../schedule-spec.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
@@ -94,10 +94,7 @@ export async function scheduleCommand(args: string[], io: CommandIo): Promise<nu
     true,
   );
   const [verbText, name, ...extra] = positionals;
-  if (values.help) {
-    io.out(scheduleHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, scheduleHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   if (verbText === undefined) throw new UsageError(`schedule needs a command: ${VERBS.join(', ')} (skewless schedule --help)`);
   if (!(VERBS as readonly string[]).includes(verbText)) throw new UsageError(`unknown schedule command "${verbText}": ${VERBS.join(', ')}`);

@@ -54,6 +54,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/contracts/workflow-ids.test.ts',
       'test/client/connection-options.test.ts',
       'test/client/plan-target-expression.test.ts',
+      'test/client/start-and-follow.test.ts',
       'test/client/rehearse-description.test.ts',
       'test/client/rehearse-report.test.ts',
       'test/client/timeline.test.ts',
