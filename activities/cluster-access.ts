@@ -23,6 +23,9 @@ export interface ExecOptions {
  * as syntax; callers build argv from validated values only. A non-zero exit is returned, not thrown:
  * the caller decides what it means. Unreachable hosts and host-key mismatches throw typed failures.
  */
+/** Where to reach a node's SSH server: the configuration's `nodes:` entry, else the Node's InternalIP (activities/host-address.ts). */
+export type AddressResolver = (node: string) => Promise<{ host: string; port: number }>;
+
 export interface RemoteShell {
   exec(node: string, argv: readonly string[], options: ExecOptions): Promise<ExecResult>;
   /** Copies a file off the node (SFTP) to a local path, atomically (temp file + rename). */

@@ -2,11 +2,11 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
-import type { ClusterAccess, ClusterResolver } from './cluster-access.js';
+import type { AddressResolver, ClusterAccess, ClusterResolver } from './cluster-access.js';
 import { loadClusterConfig, type ClusterConfig } from './cluster-config.js';
 import { ErrorType, kubeCall } from './errors.js';
 import { kubeApiFromFile, type KubeApi } from './kube-api.js';
-import { createSshShell, type AddressResolver } from './ssh-shell.js';
+import { createSshShell } from './ssh-shell.js';
 
 /** DNS-1123 subdomain: what a Node name can be, checked before it reaches an API path or a message. */
 export const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

@@ -7,14 +7,11 @@ import { constants } from 'node:os';
 import { dirname } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import { Client, type ClientChannel, type ConnectConfig } from 'ssh2';
-import type { ExecOptions, ExecResult, RemoteShell } from './cluster-access.js';
+import type { AddressResolver, ExecOptions, ExecResult, RemoteShell } from './cluster-access.js';
 import { readPrivateKey, type ClusterConfig } from './cluster-config.js';
 import { ErrorType } from './errors.js';
 import { fingerprint, hostKeyAlgorithms, keyAccepted, knownHostsName, readHostKeyPolicy } from './host-known-hosts.js';
 import { commandLine } from './shell-words.js';
-
-export type AddressResolver = (node: string) => Promise<{ host: string; port: number }>;
-export { createClusterResolver, defaultAddressResolver } from './host-address.js';
 
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED',

@@ -8,7 +8,7 @@ import { renderTimelineSvg } from '../client/timeline/timeline-svg.js';
 import { ProcessRegistry } from '../demo/processes.js';
 import { ensureTemporal } from '../demo/temporal-server.js';
 import { ensureSimBinaries } from '../sim/cluster/binaries.js';
-import { freePort } from '../sim/free-port.js';
+import { freePort } from '../tooling/free-port.js';
 import { runBaseline } from './baseline-run.js';
 import {
   descriptionYaml,

@@ -7,6 +7,7 @@ import type { DemoTemporal } from '../demo/temporal-server.js';
 import type { Simulation } from '../sim/simulation.js';
 import { resolveDrainUpdate, statusQuery } from '../workflows/upgrade-messages.js';
 import { sampleProcess } from './process-stats.js';
+import { upgradeWorkflowId } from '../contracts/workflow-ids.js';
 
 /**
  * One skewless upgrade of a simulated cluster, as an operator runs it: a fresh worker process
@@ -112,8 +113,8 @@ export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcom
     const code = await cli.exited;
     if (code !== 0) throw new Error(`skewless ${args.join(' ')} exited ${code}; see ${join(o.logsDir, `${o.label}.cli.log`)}`);
     const client = new Client({ connection: o.temporal.connection, namespace: o.temporal.namespace });
-    const result = Promise.race([client.workflow.getHandle(`upgrade/${cluster}`).result(), died]);
-    const retries = await retryBlocked(client, `upgrade/${cluster}`, result);
+    const result = Promise.race([client.workflow.getHandle(upgradeWorkflowId(cluster)).result(), died]);
+    const retries = await retryBlocked(client, upgradeWorkflowId(cluster), result);
     await result;
     const wallSeconds = (Date.now() - started) / 1000;
     const usage = stats.stop();

@@ -102,6 +102,12 @@ export function parseOptions<T extends NonNullable<ParseArgsConfig['options']>>(
   }
 }
 
+/** `--help` (or `-h`) given: the command's help printed on stdout, and the command does nothing else (exit 0). */
+export function helpAsked(values: { help?: boolean }, help: string, io: CommandIo): boolean {
+  if (values.help) io.out(help);
+  return values.help === true;
+}
+
 export function outputFormat(value: string | undefined): Output {
   if (value === undefined || value === 'text') return 'text';
   if (value === 'json') return 'json';

@@ -1,6 +1,7 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { QueryDefinition } from '@temporalio/common';
 import { isClientError } from './temporal-sdk.js';
+import { CommandFailed } from './cli-support.js';
 import { summarizeWorkflowFailure, type FailureSummary } from './workflow-failure.js';
 
 /**
@@ -77,5 +78,23 @@ export async function runEnding<R>(handle: WorkflowHandle): Promise<Ending<R>> {
   } catch (err) {
     if (!isClientError(err, 'WorkflowFailedError')) throw err;
     return { failure: summarizeWorkflowFailure(err) };
+  }
+}
+
+/**
+ * Returns once a worker polls `taskQueue`; a workflow started without one would wait forever, so after
+ * 5 s without one this is the one line that says to start one (a worker may be starting: it waits a little).
+ */
+export async function untilAWorkerPolls(client: Client, taskQueue: string, waiting?: () => void): Promise<void> {
+  for (let waited = 0; ; waited += 500) {
+    const { pollers } = await client.workflowService.describeTaskQueue({
+      namespace: client.options.namespace,
+      taskQueue: { name: taskQueue },
+    });
+    if ((pollers?.length ?? 0) > 0) return;
+    if (waited >= 5000)
+      throw new CommandFailed(`no worker polls task queue ${taskQueue}; start one with "skewless worker --clusters-dir DIR"`);
+    waiting?.();
+    await new Promise((r) => setTimeout(r, 500));
   }
 }

@@ -10,9 +10,15 @@ import {
   type ConnectionFlags,
 } from '../worker/config.js';
 import { payloadCodec } from '../worker/payload-codec.js';
-import { bluegreenWorkflowId } from '../workflows/bluegreen-messages.js';
-import { restoreWorkflowId } from '../workflows/restore-messages.js';
-import { ROLLOUT_KINDS, rolloutWorkflowId as idOf, type RolloutKindName } from '../contracts/workflow-ids.js';
+import {
+  bluegreenWorkflowId,
+  maintainWorkflowId,
+  restoreWorkflowId,
+  ROLLOUT_KINDS,
+  rolloutWorkflowId as idOf,
+  upgradeWorkflowId,
+  type RolloutKindName,
+} from '../contracts/workflow-ids.js';
 import { registerSecret, UsageError } from './cli-support.js';
 
 export { UnreachableError };
@@ -67,9 +73,6 @@ export function clusterName(value: string | undefined, flag = 'NAME'): string {
   if (!CLUSTER.test(value) || value.length > 63) throw new UsageError(`invalid cluster name ${JSON.stringify(value)}: a DNS label`);
   return value;
 }
-
-export const upgradeWorkflowId = (cluster: string) => `upgrade/${cluster}`;
-export const maintainWorkflowId = (cluster: string) => `maintain/${cluster}`;
 
 /** What each rollout is called in a refusal, and how the operator follows it. */
 const ROLLOUT_NOUNS: Record<RolloutKindName, { noun: string; follow: (cluster: string) => string }> = {

@@ -20,6 +20,7 @@ import { startOperator, type Operator } from './operator.js';
 import { ProcessRegistry, type Started } from './processes.js';
 import { formatDuration, nodeTable, uiLink, type NodeRow } from './summary.js';
 import { ensureTemporal, type DemoTemporal } from './temporal-server.js';
+import { upgradeWorkflowId } from '../contracts/workflow-ids.js';
 
 /**
  * The main job (`npm run demo`): on the Temporal dev server (reused if one answers, else started),
@@ -181,7 +182,7 @@ async function run(r: Resources, t0: number): Promise<number> {
   };
   const description = readDescription(join(repoRoot, 'demo', 'cluster.yaml'));
   const cluster = description.name;
-  const workflowId = `upgrade/${cluster}`;
+  const workflowId = upgradeWorkflowId(cluster);
   const taskQueue = `skewless-demo-${process.pid}`;
   say(`[demo] state and logs in ${stateDir}`);
 
@@ -392,7 +393,7 @@ async function teardown(r: Resources, reason: string): Promise<void> {
   void r.sampler?.stop().catch(() => undefined);
   if (r.workflowStarted && r.client) {
     // Not left running on a reused server (nor in the history of our own, which can be served again).
-    const handle = r.client.workflow.getHandle(`upgrade/${r.sim?.description.name ?? 'demo'}`);
+    const handle = r.client.workflow.getHandle(upgradeWorkflowId(r.sim?.description.name ?? 'demo'));
     const outcome = await Promise.race([
       handle
         .describe()

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { devServerArgs } from '../client/commands/dev-server.js';
 import { ensureTemporalBinary } from '../tooling/temporal-binary.js';
-import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes.js';
+import { ensureSearchAttributes } from '../stack/search-attributes.js';
 import { DemoError } from './demo-error.js';
 import type { ProcessRegistry, Started } from './processes.js';
 
@@ -29,19 +29,6 @@ async function tryConnect(address: string, timeoutMs: number): Promise<Connectio
   } catch {
     return undefined;
   }
-}
-
-/** Registers skewless's search attributes on a reused server that lacks them (a plain `temporal server start-dev`). */
-export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
-  const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
-  const missing = ALL_SEARCH_ATTRIBUTES.filter((a) => customAttributes?.[a.name] === undefined);
-  if (missing.length === 0) return [];
-  const type = (t: string) => ({ KEYWORD: 2, TEXT: 1, INT: 3, DOUBLE: 4, BOOL: 5, DATETIME: 6, KEYWORD_LIST: 7 })[t] ?? 2;
-  await connection.operatorService.addSearchAttributes({
-    namespace,
-    searchAttributes: Object.fromEntries(missing.map((a) => [a.name, type(a.type)])),
-  });
-  return missing.map((a) => a.name);
 }
 
 export interface TemporalOptions {

@@ -3,7 +3,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, statSync, writeFileSync } 
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { ManagedProcess } from '../sim/cluster/managed-process.js';
+import { ManagedProcess } from '../tooling/managed-process.js';
 
 /**
  * The stack's own PostgreSQL cluster: initialised in `<state>/postgresql` on first start, listening on

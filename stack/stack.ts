@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from '../sim/free-port.js';
+import { freePort } from '../tooling/free-port.js';
 import { Postgres } from './postgres.js';
 import { ensureStackTools, stackVersions, type StackVersions } from './stack-tools.js';
 import { ensureSchemas, type SchemaState } from './temporal-schema.js';

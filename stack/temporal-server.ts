@@ -2,8 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
-import { ManagedProcess } from '../sim/cluster/managed-process.js';
-import { ensureSearchAttributes } from '../demo/temporal-server.js';
+import { ManagedProcess } from '../tooling/managed-process.js';
+import { ensureSearchAttributes } from './search-attributes.js';
 import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes.js';
 import { PG_USER } from './postgres.js';
 

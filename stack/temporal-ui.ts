@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ManagedProcess } from '../sim/cluster/managed-process.js';
+import { ManagedProcess } from '../tooling/managed-process.js';
 
 /**
  * The Temporal UI server (built from the Go module proxy at the compose file's version) pointed at the

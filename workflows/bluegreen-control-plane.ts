@@ -2,6 +2,7 @@ import { condition, getExternalWorkflowHandle, startChild } from '@temporalio/wo
 import type { BlueGreenPolicy } from './bluegreen-messages.js';
 import { clusterUpgradeWorkflow } from './cluster-upgrade-workflow.js';
 import { abortSignal, type UpgradeStatus } from './upgrade-messages.js';
+import { upgradeWorkflowId } from '../contracts/workflow-ids.js';
 
 export interface ControlPlaneFirst {
   cluster: string;
@@ -23,7 +24,7 @@ export interface ControlPlaneFirst {
  */
 export async function upgradeControlPlaneFirst(o: ControlPlaneFirst): Promise<UpgradeStatus> {
   const { cluster, version, policy } = o;
-  const id = `upgrade/${cluster}`;
+  const id = upgradeWorkflowId(cluster);
   const child = await startChild(clusterUpgradeWorkflow, {
     workflowId: id,
     staticSummary: `control plane of ${cluster} to v${version} before the green pool`,

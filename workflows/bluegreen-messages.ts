@@ -64,7 +64,7 @@ export const bluegreenStatusQuery = defineQuery<BlueGreenStatus>('status');
 /** The abort of a blue/green run, refused once removal started (the abort signal is then only noted). */
 export const rollbackUpdate = defineUpdate<BlueGreenStatus, [OperatorAction]>('rollback');
 
-export const bluegreenWorkflowId = (cluster: string) => `bluegreen/${cluster}`;
+export { bluegreenWorkflowId } from '../contracts/workflow-ids.js';
 /** The approval gate before the blue pool is deleted: after it, no rollback. */
 export const REMOVAL_GATE = 'remove-blue';
 export const NO_ROLLBACK = 'after removal there is no rollback';

@@ -31,6 +31,7 @@ import { applyRule, refuseBadPolicy } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { byWhom } from './by-whom.js';
 import type { OperatorAction, UpgradePhase } from './upgrade-messages.js';
+import { nodeWorkflowId, upgradeWorkflowId } from '../contracts/workflow-ids.js';
 
 const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
 const refuse = (message: string, type: FailureType = WORKFLOW_FAILURE.PreflightBlocked) =>
@@ -113,7 +114,7 @@ class BlueGreenRun {
         .map(([name]) => name),
       rollback: status.rollback.available,
     });
-    const childId = (node: string) => `${this.rollout.owner}/${node}`;
+    const childId = (node: string) => nodeWorkflowId(this.rollout.owner, node);
     // Abort is the rollback: refused (noted) once the removal started, rather than half undoing a pool
     // that is being deleted.
     const controls = {
@@ -199,7 +200,7 @@ class BlueGreenRun {
     const { input, status, rollout, policy } = this;
     const { cluster, version } = input;
     this.setStep('control-plane', 'control-plane');
-    const id = `upgrade/${cluster}`;
+    const id = upgradeWorkflowId(cluster);
     const cp = status.controlPlane as NonNullable<BlueGreenStatus['controlPlane']>;
     cp.upgrade = id;
     rollout.note(

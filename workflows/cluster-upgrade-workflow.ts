@@ -29,6 +29,7 @@ import {
 } from '../rules/index.js';
 import type { Activities } from '../activities/index.js';
 import { gateFindings } from '../rules/readiness/finding.js';
+import { nodeWorkflowId } from '../contracts/workflow-ids.js';
 import { activities as a } from './activities-proxy.js';
 import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
 import { fleetReporter } from './fleet-report.js';
@@ -116,7 +117,7 @@ class UpgradeRun {
     this.hop = this.status.hop ?? '';
     this.reportToFleet = fleetReporter(this.status);
     const memo = () => upgradeMemo(this.status);
-    const childId = (node: string) => `${this.rollout.owner}/${this.hop}/${node}`;
+    const childId = (node: string) => nodeWorkflowId(this.rollout.owner, node, this.hop);
     this.rollout = new Rollout({ status: this.status, statusQuery, childId, memo, noun: 'upgrade', onBlockedChange: this.reportToFleet });
     if (input.carried) this.plan = input.carried.plan;
     this.windows = input.carried?.plan.windows ?? [];

@@ -2,6 +2,7 @@ import { getExternalWorkflowHandle, patched, workflowInfo } from '@temporalio/wo
 import { clusterReportSignal } from './fleet-messages.js';
 import { PATCH } from './patches.js';
 import type { UpgradeStatus } from './upgrade-messages.js';
+import { isFleetWorkflowId } from '../contracts/workflow-ids.js';
 
 /** What a blocked upgrade waits for, one line each: its blocked nodes and a halted rollout. */
 export function blockedReasons(status: UpgradeStatus): string[] {
@@ -27,7 +28,7 @@ export function blockedReasons(status: UpgradeStatus): string[] {
  */
 export function fleetReporter(status: UpgradeStatus): () => void {
   const parent = workflowInfo().parent?.workflowId;
-  const fleet = parent?.startsWith('fleet/') ? parent : undefined;
+  const fleet = parent && isFleetWorkflowId(parent) ? parent : undefined;
   let last = '[]';
   let seq = 0;
   return () => {

@@ -23,6 +23,7 @@ import {
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { abortSignal, type OperatorAction } from './upgrade-messages.js';
 import { OperatorControls } from './operator-controls.js';
+import { upgradeWorkflowId } from '../contracts/workflow-ids.js';
 
 const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
 
@@ -55,7 +56,7 @@ export class FleetRun {
         stage: c.stage,
         stageIndex: c.stageIndex,
         to: c.to,
-        workflowId: `upgrade/${c.cluster}`,
+        workflowId: upgradeWorkflowId(c.cluster),
         approve: c.approve,
         phase: 'pending',
         attempts: 0,

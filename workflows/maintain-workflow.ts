@@ -10,6 +10,7 @@ import {
 } from '../rules/index.js';
 import type { MaintenancePlanFacts } from '../activities/maintenance.js';
 import { WORKFLOW_FAILURE, type FailureType } from '../contracts/failure-types.js';
+import { nodeWorkflowId } from '../contracts/workflow-ids.js';
 import { activities as a } from './activities-proxy.js';
 import { maintenanceStatusQuery, type MaintenanceStatus } from './maintenance-messages.js';
 import { progressMemo, Rollout } from './rollout.js';
@@ -89,7 +90,7 @@ class MaintenanceRun {
       selector: status.selector ?? status.requested?.join(',') ?? null,
       ...progressMemo(status),
     });
-    const childId = (node: string) => `${this.rollout.owner}/${node}`;
+    const childId = (node: string) => nodeWorkflowId(this.rollout.owner, node);
     this.rollout = new Rollout({ status, statusQuery: maintenanceStatusQuery, childId, memo, noun: 'maintenance run' });
   }
 

@@ -14,7 +14,7 @@ export interface RehearseReadResult {
 }
 
 /** Workflow id of a rehearsal's read: one at a time per cluster. */
-export const rehearseWorkflowId = (cluster: string) => `rehearse/${cluster}`;
+export { rehearseWorkflowId } from '../contracts/workflow-ids.js';
 
 /**
  * `skewless rehearse`'s read of the live cluster, on the production worker (the only process with

@@ -49,4 +49,4 @@ export interface RestoreInput {
 
 export const restoreStatusQuery = defineQuery<RestoreStatus>('restoreStatus');
 
-export const restoreWorkflowId = (cluster: string) => `restore/${cluster}`;
+export { restoreWorkflowId } from '../contracts/workflow-ids.js';

@@ -14,6 +14,7 @@ import { clusterUpgradeWorkflow, type UpgradePolicy } from './cluster-upgrade-wo
 import { PATCH } from './patches.js';
 import { applyRule } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
+import { upgradeWorkflowId } from '../contracts/workflow-ids.js';
 
 export interface ScheduledUpgradeInput {
   cluster: string;
@@ -50,7 +51,7 @@ export interface ScheduledUpgradeResult {
 export async function scheduledUpgradeWorkflow(input: ScheduledUpgradeInput): Promise<ScheduledUpgradeResult> {
   const { cluster, to } = input;
   const policy = input.policy ?? {};
-  const upgradeId = `upgrade/${cluster}`;
+  const upgradeId = upgradeWorkflowId(cluster);
   const base = { cluster, ...(input.schedule ? { schedule: input.schedule } : {}), target: to };
   const phase = (value: string) => upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.phase, value }]);
   const end = (outcome: ScheduledOutcome, message: string, more: Partial<ScheduledUpgradeResult> = {}): ScheduledUpgradeResult => {

@@ -1,12 +1,12 @@
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { normalizeVersion } from '../../rules/index.js';
-import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
-import { bluegreenWorkflowId, NO_ROLLBACK, REMOVAL_GATE, type BlueGreenInput } from '../../workflows/bluegreen-messages.js';
+import { CONNECTION_HELP } from '../../worker/config.js';
+import { NO_ROLLBACK, REMOVAL_GATE, type BlueGreenInput } from '../../workflows/bluegreen-messages.js';
 import { bluegreenWorkflow } from '../../workflows/bluegreen-workflow.js';
 import { policyFromFlags, BLUEGREEN_FLAG_KEYS } from '../policy-flags.js';
-import { EXIT, intOption, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
-import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
-import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { type CommandIo, EXIT, helpAsked, intOption, parseOptions, requireOption, UsageError } from '../cli-support.js';
+import { outputFormat } from '../output.js';
+import { clusterName } from '../temporal-connection.js';
+import { announceStart, START_OPTIONS, startAndFollow } from '../start-and-follow.js';
 import { watchUpgrade } from './watch.js';
 
 export const bluegreenHelp = `Usage: skewless bluegreen --cluster NAME --from POOL --to-pool POOL --to VERSION [--count N]
@@ -75,15 +75,9 @@ export async function bluegreenCommand(args: string[], io: CommandIo): Promise<n
     'drain-timeout': { type: 'string' },
     'host-retry': { type: 'string' },
     acknowledge: { type: 'string', multiple: true },
-    detach: { type: 'boolean' },
-    'task-queue': { type: 'string' },
-    ...TEMPORAL_OPTIONS,
-    ...OUTPUT_OPTION,
+    ...START_OPTIONS,
   });
-  if (values.help) {
-    io.out(bluegreenHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, bluegreenHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const cluster = clusterName(values.cluster, '--cluster');
   const from = poolName(values.from, '--from');
@@ -104,32 +98,15 @@ export async function bluegreenCommand(args: string[], io: CommandIo): Promise<n
     policy: policyFromFlags(values, BLUEGREEN_FLAG_KEYS),
   };
 
-  const taskQueue = workerConfig(values).taskQueue;
-  const { client, close } = await connectClient(values);
-  const workflowId = bluegreenWorkflowId(cluster);
-  try {
-    await refuseWhileAnotherRolloutRuns(client, cluster, 'bluegreen', 'replace the pool');
-    let runId: string;
-    try {
-      ({ firstExecutionRunId: runId } = await client.workflow.start(bluegreenWorkflow, {
-        taskQueue,
-        workflowId,
-        workflowIdConflictPolicy: 'FAIL',
-        args: [input],
-      }));
-    } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) {
-        throw new UsageError(
-          `a blue/green run of ${cluster} is already running; watch it with "skewless watch ${cluster} --workflow bluegreen"`,
-        );
-      }
-      throw err;
-    }
-    if (output === 'json') printRecord(io, 'started', cluster, { workflowId, runId });
-    else io.out(`started ${workflowId}: pool ${from} → pool ${to} at ${version}; ${NO_ROLLBACK} (gate ${REMOVAL_GATE})`);
-    if (values.detach) return EXIT.ok;
-    return await watchUpgrade(client, cluster, io, { output, workflowId });
-  } finally {
-    await close();
-  }
+  return await startAndFollow(values, bluegreenWorkflow, [input], {
+    rollout: { cluster, kind: 'bluegreen', verb: 'replace the pool' },
+    alreadyRunning: `a blue/green run of ${cluster} is already running; watch it with "skewless watch ${cluster} --workflow bluegreen"`,
+    announce: announceStart(
+      io,
+      output,
+      cluster,
+      (id) => `started ${id}: pool ${from} → pool ${to} at ${version}; ${NO_ROLLBACK} (gate ${REMOVAL_GATE})`,
+    ),
+    follow: (client, workflowId) => watchUpgrade(client, cluster, io, { output, workflowId }),
+  });
 }

@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ensureTemporalBinary } from '../../tooling/temporal-binary.js';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
-import { EXIT, intOption, parseOptions, type CommandIo } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, intOption, parseOptions } from '../cli-support.js';
 
 export const devServerHelp = `Usage: skewless dev-server [--db FILE] [--ip ADDRESS] [--port N] [--ui-port N]
 
@@ -50,10 +50,7 @@ export async function devServerCommand(args: string[], io: CommandIo): Promise<n
     port: { type: 'string' },
     'ui-port': { type: 'string' },
   });
-  if (values.help) {
-    io.out(devServerHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, devServerHelp, io)) return EXIT.ok;
   const db = resolve(values.db ?? '.skewless/temporal-dev.db');
   const ip = values.ip ?? '127.0.0.1';
   const port = intOption(values.port, '--port', 1) ?? 7233;

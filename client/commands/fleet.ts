@@ -1,15 +1,16 @@
 import type { Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { isClientError } from '../temporal-sdk.js';
-import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
+import { CONNECTION_HELP } from '../../worker/config.js';
 import { approveClusterUpdate, fleetStatusQuery, resolveClusterUpdate, type FleetStatus } from '../../workflows/fleet-messages.js';
 import { fleetUpgradeWorkflow } from '../../workflows/fleet-upgrade-workflow.js';
 import { abortSignal, pauseSignal, resumeSignal } from '../../workflows/upgrade-messages.js';
-import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type CommandIo, type Output } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, type Output, outputFormat, parseOptions, requireOption, UsageError } from '../cli-support.js';
 import { readFleetFile } from '../fleet-file.js';
-import { printJson, spinner } from '../output.js';
+import { printJson } from '../output.js';
+import { eventPrinter, followRun, startAndFollow } from '../start-and-follow.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
+import { fleetWorkflowId as fleetId } from '../../contracts/workflow-ids.js';
 
 const VERBS = ['start', 'status', 'watch', 'approve', 'resolve', 'pause', 'resume', 'abort'] as const;
 type Verb = (typeof VERBS)[number];
@@ -53,7 +54,6 @@ ${CONNECTION_HELP}
 Exit status: 0 done (every cluster upgraded or skipped); 1 aborted or failed; 2 invalid input (the
 file, a flag, a fleet already running, an answer the fleet refuses); 3 Temporal unreachable.`;
 
-const fleetId = (name: string) => `fleet/${name}`;
 const who = (by: string | undefined) => by ?? process.env.USER ?? 'operator';
 
 function fleetName(value: string | undefined): string {
@@ -88,54 +88,41 @@ async function watchFleet(client: Client, name: string, io: CommandIo, output: O
   const record = (type: string, fields: Record<string, unknown>) =>
     io.out(JSON.stringify({ type, fleet: name, at: new Date().toISOString(), ...fields }));
   const handle = client.workflow.getHandle(fleetId(name));
-  const live = spinner(io);
-  let printed = 0;
+  const printEvents = eventPrinter(io, json ? record : undefined);
   const shown = new Map<string, string>();
-  try {
-    for (;;) {
-      let description;
-      try {
-        description = await handle.describe();
-      } catch (err) {
-        if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(`no fleet ${name} found`);
-        throw err;
-      }
-      const s = await handle.query(fleetStatusQuery).catch(() => undefined);
-      if (s) {
-        for (const e of s.events.slice(printed)) {
-          if (json) record('event', { message: e });
-          else io.out(`  ${e}`);
-        }
-        printed = s.events.length;
-        for (const c of s.clusters) {
-          const key = JSON.stringify(c);
-          if (json && shown.get(c.cluster) !== key) record('cluster', { ...c });
-          shown.set(c.cluster, key);
-        }
-        const done = s.clusters.filter((c) => c.phase === 'done' || c.phase === 'skipped').length;
-        live.show(`fleet ${name}: ${done}/${s.clusters.length} clusters done, ${s.phase}${s.line ? `: ${s.line}` : ''}`);
-      }
-      if (description.status.name !== 'RUNNING') {
-        live.clear();
-        try {
-          const result = (await handle.result()) as FleetStatus;
-          const exit = result.phase === 'done' ? EXIT.ok : EXIT.notCompliant;
-          if (json) record('result', { exit, outcome: result.outcome ?? result.phase, status: result });
-          else io.out(`fleet ${name}: ${result.outcome ?? result.phase}`);
-          return exit;
-        } catch (err) {
-          if (!isClientError(err, 'WorkflowFailedError')) throw err;
-          const failure = summarizeWorkflowFailure(err);
-          if (json) record('failed', { exit: failure.exit, message: failure.message });
-          io.err(`skewless: fleet ${name} failed: ${failure.message}`);
-          return failure.exit;
-        }
-      }
-      await new Promise((r) => setTimeout(r, pollMs));
+  const ending = async () => {
+    try {
+      const result = (await handle.result()) as FleetStatus;
+      const exit = result.phase === 'done' ? EXIT.ok : EXIT.notCompliant;
+      if (json) record('result', { exit, outcome: result.outcome ?? result.phase, status: result });
+      else io.out(`fleet ${name}: ${result.outcome ?? result.phase}`);
+      return exit;
+    } catch (err) {
+      if (!isClientError(err, 'WorkflowFailedError')) throw err;
+      const failure = summarizeWorkflowFailure(err);
+      if (json) record('failed', { exit: failure.exit, message: failure.message });
+      io.err(`skewless: fleet ${name} failed: ${failure.message}`);
+      return failure.exit;
     }
-  } finally {
-    live.clear();
-  }
+  };
+  return await followRun({
+    io,
+    handle,
+    notFound: `no fleet ${name} found`,
+    pollMs,
+    status: () => handle.query(fleetStatusQuery).catch(() => undefined),
+    ending,
+    show: (s) => {
+      printEvents(s.events);
+      for (const c of s.clusters) {
+        const key = JSON.stringify(c);
+        if (json && shown.get(c.cluster) !== key) record('cluster', { ...c });
+        shown.set(c.cluster, key);
+      }
+      const done = s.clusters.filter((c) => c.phase === 'done' || c.phase === 'skipped').length;
+      return `fleet ${name}: ${done}/${s.clusters.length} clusters done, ${s.phase}${s.line ? `: ${s.line}` : ''}`;
+    },
+  });
 }
 
 export async function fleetCommand(args: string[], io: CommandIo): Promise<number> {
@@ -153,10 +140,7 @@ export async function fleetCommand(args: string[], io: CommandIo): Promise<numbe
     },
     true,
   );
-  if (values.help) {
-    io.out(fleetHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, fleetHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const [verbText, target, ...extra] = positionals;
   if (verbText === undefined) throw new UsageError(`a subcommand is required: ${VERBS.join(', ')}`);
@@ -175,38 +159,19 @@ export async function fleetCommand(args: string[], io: CommandIo): Promise<numbe
   if (verb === 'start') {
     only(['detach', 'task-queue']);
     const spec = readFleetFile(requireOption(target, 'FILE (the fleet file)'));
-    const taskQueue = workerConfig(values).taskQueue;
-    const { client, close } = await connectClient(values);
-    try {
-      let runId: string;
-      try {
-        ({ firstExecutionRunId: runId } = await client.workflow.start(fleetUpgradeWorkflow, {
-          taskQueue,
-          workflowId: fleetId(spec.name),
-          workflowIdConflictPolicy: 'FAIL',
-          args: [{ fleet: spec }],
-        }));
-      } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError)
-          throw new UsageError(`fleet ${spec.name} is already running; follow it with "skewless fleet watch ${spec.name}"`);
-        throw err;
-      }
-      const started = {
-        workflowId: fleetId(spec.name),
-        runId,
-        clusters: spec.clusters.map((c) => c.cluster),
-        maxParallel: spec.maxParallel,
-      };
-      if (output === 'json') io.out(JSON.stringify({ type: 'started', fleet: spec.name, at: new Date().toISOString(), ...started }));
-      else
-        io.out(
-          `started fleet/${spec.name}: ${spec.clusters.map((c) => `${c.cluster} (${c.stage})`).join(', ')}, at most ${spec.maxParallel} at once`,
-        );
-      if (values.detach) return EXIT.ok;
-      return await watchFleet(client, spec.name, io, output);
-    } finally {
-      await close();
-    }
+    return await startAndFollow(values, fleetUpgradeWorkflow, [{ fleet: spec }], {
+      workflowId: fleetId(spec.name),
+      alreadyRunning: `fleet ${spec.name} is already running; follow it with "skewless fleet watch ${spec.name}"`,
+      announce: (runId, workflowId) => {
+        const started = { workflowId, runId, clusters: spec.clusters.map((c) => c.cluster), maxParallel: spec.maxParallel };
+        if (output === 'json') io.out(JSON.stringify({ type: 'started', fleet: spec.name, at: new Date().toISOString(), ...started }));
+        else
+          io.out(
+            `started ${workflowId}: ${spec.clusters.map((c) => `${c.cluster} (${c.stage})`).join(', ')}, at most ${spec.maxParallel} at once`,
+          );
+      },
+      follow: (client) => watchFleet(client, spec.name, io, output),
+    });
   }
 
   const name = fleetName(target);

@@ -5,8 +5,9 @@ import { isClientError } from '../temporal-sdk.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { decodeEncryptedPayloads } from '../../worker/payload-codec.js';
 import { auditTrail, trailToText, type RunHistory } from '../audit-trail.js';
-import { CommandFailed, EXIT, outputFormat, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
-import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, upgradeWorkflowId } from '../temporal-connection.js';
+import { CommandFailed, type CommandIo, EXIT, helpAsked, outputFormat, parseOptions, UsageError } from '../cli-support.js';
+import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 import { timelineFromRuns } from '../timeline/timeline-from-runs.js';
 import { timelineSpanMs } from '../timeline/timeline-model.js';
 import { renderTimelineSvg } from '../timeline/timeline-svg.js';
@@ -126,10 +127,7 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
     { ...TEMPORAL_OPTIONS, output: { type: 'string' }, workflow: { type: 'string' }, timeline: { type: 'string' } },
     true,
   );
-  if (values.help) {
-    io.out(historyHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, historyHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const cluster = clusterName(positionals[0]);
   if (positionals.length > 1) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[1])}`);

@@ -1,11 +1,11 @@
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
+import { CONNECTION_HELP } from '../../worker/config.js';
 import { maintainWorkflow, type MaintainInput } from '../../workflows/maintain-workflow.js';
 import { policyFromFlags, MAINTAIN_FLAG_KEYS } from '../policy-flags.js';
-import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, parseOptions, UsageError } from '../cli-support.js';
 import { nodeName } from '../input-checks.js';
-import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
-import { clusterName, connectClient, maintainWorkflowId, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { outputFormat } from '../output.js';
+import { clusterName } from '../temporal-connection.js';
+import { announceStart, START_OPTIONS, startAndFollow } from '../start-and-follow.js';
 import { watchUpgrade } from './watch.js';
 
 export const maintainHelp = `Usage: skewless maintain --cluster NAME (--selector SELECTOR | --node NODE...)
@@ -58,15 +58,9 @@ export async function maintainCommand(args: string[], io: CommandIo): Promise<nu
     'host-retry': { type: 'string' },
     'reboot-timeout': { type: 'string' },
     'force-pod': { type: 'string', multiple: true },
-    detach: { type: 'boolean' },
-    'task-queue': { type: 'string' },
-    ...TEMPORAL_OPTIONS,
-    ...OUTPUT_OPTION,
+    ...START_OPTIONS,
   });
-  if (values.help) {
-    io.out(maintainHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, maintainHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const cluster = clusterName(values.cluster, '--cluster');
   const input: MaintainInput = { cluster, policy: policyFromFlags(values, MAINTAIN_FLAG_KEYS) };
@@ -85,32 +79,10 @@ export async function maintainCommand(args: string[], io: CommandIo): Promise<nu
     input.nodes = nodes;
   }
 
-  const taskQueue = workerConfig(values).taskQueue;
-  const { client, close } = await connectClient(values);
-  const workflowId = maintainWorkflowId(cluster);
-  try {
-    await refuseWhileAnotherRolloutRuns(client, cluster, 'maintain', 'maintain');
-    let runId: string;
-    try {
-      ({ firstExecutionRunId: runId } = await client.workflow.start(maintainWorkflow, {
-        taskQueue,
-        workflowId,
-        workflowIdConflictPolicy: 'FAIL',
-        args: [input],
-      }));
-    } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) {
-        throw new UsageError(
-          `a maintenance of ${cluster} is already running; watch it with "skewless watch ${cluster} --workflow maintain"`,
-        );
-      }
-      throw err;
-    }
-    if (output === 'json') printRecord(io, 'started', cluster, { workflowId, runId });
-    else io.out(`started ${workflowId}`);
-    if (values.detach) return EXIT.ok;
-    return await watchUpgrade(client, cluster, io, { output, workflowId });
-  } finally {
-    await close();
-  }
+  return await startAndFollow(values, maintainWorkflow, [input], {
+    rollout: { cluster, kind: 'maintain', verb: 'maintain' },
+    alreadyRunning: `a maintenance of ${cluster} is already running; watch it with "skewless watch ${cluster} --workflow maintain"`,
+    announce: announceStart(io, output, cluster, (id) => `started ${id}`),
+    follow: (client, workflowId) => watchUpgrade(client, cluster, io, { output, workflowId }),
+  });
 }

@@ -14,7 +14,7 @@ import {
   type UpgradeStatus,
 } from '../../workflows/upgrade-messages.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
-import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, outputFormat, parseOptions, requireOption, UsageError } from '../cli-support.js';
 import { printJson } from '../output.js';
 import {
   clusterName,
@@ -106,10 +106,7 @@ export function operateCommand(verb: Verb) {
       },
       true,
     );
-    if (values.help) {
-      io.out(operateHelp[verb]);
-      return EXIT.ok;
-    }
+    if (helpAsked(values, operateHelp[verb], io)) return EXIT.ok;
     const output = outputFormat(values.output);
     const cluster = clusterName(onlyPositional(positionals));
     let kind = rolloutKind(values.workflow);

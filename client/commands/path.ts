@@ -1,5 +1,5 @@
 import { planHops } from '../../rules/index.js';
-import { EXIT, outputFormat, parseOptions, readJsonFile, requireOption, type CommandIo } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, outputFormat, parseOptions, readJsonFile, requireOption } from '../cli-support.js';
 
 export const pathHelp = `Usage: skewless path --from VERSION --to TARGET --available FILE [--output json|text]
 
@@ -18,10 +18,7 @@ export async function pathCommand(args: string[], io: CommandIo): Promise<number
     available: { type: 'string' },
     output: { type: 'string' },
   });
-  if (values.help) {
-    io.out(pathHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, pathHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const from = requireOption(values.from, '--from');
   const to = requireOption(values.to, '--to');

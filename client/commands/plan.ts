@@ -6,22 +6,25 @@ import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { planClusterWorkflow, type PlanClusterResult } from '../../workflows/plan-cluster-workflow.js';
 import {
   CommandFailed,
+  type CommandIo,
   EXIT,
+  helpAsked,
   intOption,
   outputFormat,
   parseOptions,
   readJsonFile,
   requireOption,
   UsageError,
-  type CommandIo,
 } from '../cli-support.js';
 import { whileShowing } from '../output.js';
 import { barePodLines, planToJson, planToText } from '../render-plan.js';
 import { readinessLines, readinessToJson, readinessView } from '../render-readiness.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { untilAWorkerPolls } from '../run-state.js';
 import { maxUnavailable, namespacedName, nodeName } from '../input-checks.js';
 import { TARGET_HELP } from '../policy-flags.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
+import { planWorkflowId } from '../../contracts/workflow-ids.js';
 
 export const planHelp = `Usage: skewless plan --inventory FILE --available FILE --to TARGET [policy] [--output json|text]
        skewless plan --cluster NAME --to TARGET [policy] [--acknowledge NS/PDB]...
@@ -72,10 +75,7 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
     'task-queue': { type: 'string' },
     ...TEMPORAL_OPTIONS,
   });
-  if (values.help) {
-    io.out(planHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, planHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const to = requireOption(values.to, '--to');
   const policy: RolloutPolicy = {};
@@ -168,19 +168,8 @@ async function planThroughWorker(
 ): Promise<PlanClusterResult> {
   // Without a worker the workflow would wait forever: say so instead (a worker may be starting, so wait a little).
   // What it waits for is shown on stderr while it waits, on a terminal only (never in a log).
-  await whileShowing(io, `waiting for a worker on task queue ${taskQueue}`, async () => {
-    for (let waited = 0; ; waited += 500) {
-      const { pollers } = await client.workflowService.describeTaskQueue({
-        namespace: client.options.namespace,
-        taskQueue: { name: taskQueue },
-      });
-      if ((pollers?.length ?? 0) > 0) break;
-      if (waited >= 5000)
-        throw new CommandFailed(`no worker polls task queue ${taskQueue}; start one with "skewless worker --clusters-dir DIR"`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  });
-  const workflowId = `plan/${input.cluster}/${new Date().toISOString()}-${randomUUID().slice(0, 8)}`;
+  await whileShowing(io, `waiting for a worker on task queue ${taskQueue}`, () => untilAWorkerPolls(client, taskQueue));
+  const workflowId = planWorkflowId(input.cluster, new Date().toISOString(), randomUUID().slice(0, 8));
   try {
     return await whileShowing(
       io,

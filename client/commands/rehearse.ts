@@ -5,19 +5,19 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { isClientError } from '../temporal-sdk.js';
 import { parse as parseYaml } from 'yaml';
 import { auditPdbs, parseTarget, parseVersion, planUpgrade, type ClusterInventory } from '../../rules/index.js';
-import { readSimInventory, readVersionHistory } from '../../sim/cluster/version-recorder.js';
-import { parseDescription, type Latencies, type SimDescription } from '../../sim/description.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
-import { rehearseReadWorkflow, rehearseWorkflowId, type RehearseReadResult } from '../../workflows/rehearse-workflow.js';
-import { CommandFailed, EXIT, intOption, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
+import { rehearseReadWorkflow, type RehearseReadResult } from '../../workflows/rehearse-workflow.js';
+import { rehearseWorkflowId } from '../../contracts/workflow-ids.js';
+import { CommandFailed, type CommandIo, EXIT, helpAsked, intOption, parseOptions, UsageError } from '../cli-support.js';
 import { OUTPUT_OPTION, outputFormat, printJson } from '../output.js';
 import { POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
 import { rehearseUpgrade } from '../rehearse/auto-operator.js';
 import { blocksOf, finalVersions, reportText, skewOfHistory, type RehearsalReport } from '../rehearse/report.js';
 import { twinTimings } from '../rehearse/timings.js';
-import type { Twin } from '../rehearse/twin.js';
+import type { Latencies, SimDescription, Twin } from '../rehearse/twin.js';
 import { DEFAULT_LATENCIES, descriptionYaml, LATENCY_KEYS, twinDescription, TwinInputError } from '../rehearse/twin-description.js';
 import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { untilAWorkerPolls } from '../run-state.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 
 /** The twin's drain timeout when --drain-timeout is not given: a blocked drain is reported after this long. */
@@ -126,17 +126,7 @@ async function readThroughWorker(
   cluster: string,
   askRepository: boolean,
 ): Promise<RehearseReadResult> {
-  for (let waited = 0; ; waited += 500) {
-    const { pollers } = await client.workflowService.describeTaskQueue({
-      namespace: client.options.namespace,
-      taskQueue: { name: taskQueue },
-    });
-    if ((pollers?.length ?? 0) > 0) break;
-    if (waited >= 5000)
-      throw new CommandFailed(`no worker polls task queue ${taskQueue}; start one with "skewless worker --clusters-dir DIR"`);
-    io.transient?.(`waiting for a worker on task queue ${taskQueue}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
+  await untilAWorkerPolls(client, taskQueue, () => io.transient?.(`waiting for a worker on task queue ${taskQueue}`));
   io.transient?.(`reading cluster ${cluster} through the worker on ${taskQueue} (workflow ${rehearseWorkflowId(cluster)})`);
   try {
     return await client.workflow.execute(rehearseReadWorkflow, {
@@ -173,10 +163,7 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
     ...TEMPORAL_OPTIONS,
     ...OUTPUT_OPTION,
   });
-  if (values.help) {
-    io.out(rehearseHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, rehearseHelp, io)) return EXIT.ok;
   // Every check of the input before Temporal is contacted.
   const output = outputFormat(values.output);
   const cluster = clusterName(values.cluster, '--cluster');
@@ -216,7 +203,8 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
       ...(repository ? { repository } : {}),
     });
     const yaml = descriptionYaml(twinDesc.description);
-    parseDescription(yaml, 'the twin description'); // what the simulation would refuse, refused here
+    // What the simulation would refuse, refused here (the twin's module loads the simulation: 1.5 s, needed next anyway).
+    (await import('../rehearse/twin.js')).checkTwinDescription(yaml);
     if (savePath) writeFileSync(savePath, yaml);
   } catch (err) {
     if (err instanceof TwinInputError || (err as Error).name === 'DescriptionError')
@@ -280,11 +268,11 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
       rehearseUpgrade(twin.client, twin.taskQueue, { cluster, to, policy: twinPolicy }, { signal: interrupted.signal, say }),
       aborted,
     ]);
-    await twin.sim.versionHistorySettled();
+    const recorded = await twin.versions();
     const history = await twin.client.workflow.getHandle(outcome.workflowId).fetchHistory();
     const timings = twinTimings(history.events ?? [], outcome.status);
-    const versions = finalVersions(await readSimInventory(twin.sim.kube), nameOf);
-    const skew = skewOfHistory(readVersionHistory(twin.sim.stateDir), nameOf);
+    const versions = finalVersions(recorded.final, nameOf);
+    const skew = skewOfHistory(recorded.history, nameOf);
     const blocks = blocksOf(outcome, names);
     const leftBehind = outcome.status.skipped.length > 0 || blocks.blockedDrains.length + blocks.refusedNodes.length > 0;
     const report: RehearsalReport = {

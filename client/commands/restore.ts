@@ -1,13 +1,13 @@
 import type { Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { isClientError } from '../temporal-sdk.js';
-import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
-import { restoreStatusQuery, restoreWorkflowId, type RestoreInput, type RestoreStatus } from '../../workflows/restore-messages.js';
+import { CONNECTION_HELP } from '../../worker/config.js';
+import { restoreStatusQuery, type RestoreInput, type RestoreStatus } from '../../workflows/restore-messages.js';
+import { restoreWorkflowId } from '../../contracts/workflow-ids.js';
 import { restoreWorkflow } from '../../workflows/restore-workflow.js';
-import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, parseOptions, UsageError } from '../cli-support.js';
 import { nodeName } from '../input-checks.js';
-import { OUTPUT_OPTION, outputFormat, printRecord, spinner, type Output } from '../output.js';
-import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { outputFormat, printRecord, type Output } from '../output.js';
+import { clusterName, connectClient } from '../temporal-connection.js';
+import { announceStart, eventPrinter, followRun, START_OPTIONS, startAndFollow } from '../start-and-follow.js';
 import { reportRunEnding } from '../workflow-failure.js';
 
 export const restoreHelp = `Usage: skewless restore --cluster NAME --hop VERSION [--snapshot PATH] [--control-plane NODE]...
@@ -58,16 +58,10 @@ export async function restoreCommand(args: string[], io: CommandIo): Promise<num
     'control-plane': { type: 'string', multiple: true },
     'stop-timeout': { type: 'string' },
     'verify-timeout': { type: 'string' },
-    detach: { type: 'boolean' },
     watch: { type: 'boolean' },
-    'task-queue': { type: 'string' },
-    ...TEMPORAL_OPTIONS,
-    ...OUTPUT_OPTION,
+    ...START_OPTIONS,
   });
-  if (values.help) {
-    io.out(restoreHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, restoreHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const cluster = clusterName(values.cluster, '--cluster');
   if (values.watch) {
@@ -101,35 +95,19 @@ export async function restoreCommand(args: string[], io: CommandIo): Promise<num
       : {}),
   };
 
-  const taskQueue = workerConfig(values).taskQueue;
-  const { client, close } = await connectClient(values);
-  try {
-    await refuseWhileAnotherRolloutRuns(client, cluster, 'restore', 'restore');
-    let runId: string;
-    try {
-      ({ firstExecutionRunId: runId } = await client.workflow.start(restoreWorkflow, {
-        taskQueue,
-        workflowId: restoreWorkflowId(cluster),
-        workflowIdConflictPolicy: 'FAIL',
-        args: [input],
-      }));
-    } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError)
-        throw new UsageError(`a restore of ${cluster} is already running; follow it with "skewless restore --cluster ${cluster} --watch"`);
-      throw err;
-    }
-    if (output === 'json')
-      printRecord(io, 'started', cluster, {
-        workflowId: restoreWorkflowId(cluster),
-        runId,
-        ...(input.hop ? { hop: input.hop } : { snapshot: input.snapshotPath }),
-      });
-    else io.out(`started restore/${cluster} from ${input.hop ? `the snapshot before ${input.hop}` : input.snapshotPath}`);
-    if (values.detach) return EXIT.ok;
-    return await watchRestore(client, cluster, io, output);
-  } finally {
-    await close();
-  }
+  const from = input.hop ? `the snapshot before ${input.hop}` : input.snapshotPath;
+  return await startAndFollow(values, restoreWorkflow, [input], {
+    rollout: { cluster, kind: 'restore', verb: 'restore' },
+    alreadyRunning: `a restore of ${cluster} is already running; follow it with "skewless restore --cluster ${cluster} --watch"`,
+    announce: announceStart(
+      io,
+      output,
+      cluster,
+      (id) => `started ${id} from ${from}`,
+      input.hop ? { hop: input.hop } : { snapshot: input.snapshotPath },
+    ),
+    follow: (client) => watchRestore(client, cluster, io, output),
+  });
 }
 
 const progressOf = (s: RestoreStatus) => ({
@@ -143,54 +121,39 @@ const progressOf = (s: RestoreStatus) => ({
 export async function watchRestore(client: Client, cluster: string, io: CommandIo, output: Output, pollMs = 1000): Promise<number> {
   const json = output === 'json';
   const record = (type: string, fields: Record<string, unknown>) => printRecord(io, type, cluster, fields);
-  const live = spinner(io);
   const handle = client.workflow.getHandle(restoreWorkflowId(cluster));
-  let printed = 0;
+  const printEvents = eventPrinter(io, json ? record : undefined);
   let last = '';
   const gates = new Map<string, string>();
-  try {
-    for (;;) {
-      const description = await handle.describe().catch((err: unknown) => {
-        if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(`no restore of ${cluster} found`);
-        throw err;
-      });
-      const s = await handle.query(restoreStatusQuery).catch(() => undefined);
-      if (s) {
-        for (const e of s.events.slice(printed)) {
-          if (json) record('event', { message: e });
-          else io.out(`  ${e}`);
-        }
-        printed = s.events.length;
-        const progress = progressOf(s);
-        const key = JSON.stringify(progress);
-        if (key !== last) {
-          if (json) record('progress', progress);
-          else
-            io.out(
-              `${cluster}: ${s.phase}${s.paused ? ' (paused)' : ''}; ${progress.members.map((m) => `${m.node} ${m.phase}`).join(', ')}`,
-            );
-        }
-        last = key;
-        for (const g of s.gates) {
-          const state = g.approvedBy ? 'approved' : 'waiting';
-          if (gates.get(g.name) === state) continue;
-          gates.set(g.name, state);
-          const command = `skewless approve ${cluster} --gate ${g.name}`;
-          if (json) record('gate', { gate: g.name, state, ...(g.approvedBy ? { approvedBy: g.approvedBy } : { loses: s.loses, command }) });
-          else if (state === 'waiting') {
-            io.out(`  gate ${g.name} waits. Approving it loses ${s.loses ?? 'everything written since the snapshot'}.`);
-            io.out(`    approve with: ${command}   (or: skewless abort ${cluster} --workflow restore)`);
-          }
-        }
-        live.show(`${cluster}: restore ${s.phase}`);
+  return await followRun({
+    io,
+    handle,
+    notFound: `no restore of ${cluster} found`,
+    pollMs,
+    status: () => handle.query(restoreStatusQuery).catch(() => undefined),
+    ending: () => reportRunEnding(handle, cluster, 'restore', io, json),
+    show: (s) => {
+      printEvents(s.events);
+      const progress = progressOf(s);
+      const key = JSON.stringify(progress);
+      if (key !== last) {
+        if (json) record('progress', progress);
+        else
+          io.out(`${cluster}: ${s.phase}${s.paused ? ' (paused)' : ''}; ${progress.members.map((m) => `${m.node} ${m.phase}`).join(', ')}`);
       }
-      if (description.status.name !== 'RUNNING') {
-        live.clear();
-        return await reportRunEnding(handle, cluster, 'restore', io, json);
+      last = key;
+      for (const g of s.gates) {
+        const state = g.approvedBy ? 'approved' : 'waiting';
+        if (gates.get(g.name) === state) continue;
+        gates.set(g.name, state);
+        const command = `skewless approve ${cluster} --gate ${g.name}`;
+        if (json) record('gate', { gate: g.name, state, ...(g.approvedBy ? { approvedBy: g.approvedBy } : { loses: s.loses, command }) });
+        else if (state === 'waiting') {
+          io.out(`  gate ${g.name} waits. Approving it loses ${s.loses ?? 'everything written since the snapshot'}.`);
+          io.out(`    approve with: ${command}   (or: skewless abort ${cluster} --workflow restore)`);
+        }
       }
-      await new Promise((r) => setTimeout(r, pollMs));
-    }
-  } finally {
-    live.clear();
-  }
+      return `${cluster}: restore ${s.phase}`;
+    },
+  });
 }

@@ -3,10 +3,11 @@ import { isClientError } from '../temporal-sdk.js';
 import { parseTarget } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { scheduledUpgradeWorkflow, type ScheduledUpgradeResult } from '../../workflows/scheduled-upgrade-workflow.js';
-import { EXIT, outputFormat, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, outputFormat, parseOptions, requireOption, UsageError } from '../cli-support.js';
 import { POLICY_OPTIONS, POLICY_USAGE, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
 import { scheduleSpec } from '../schedule-spec.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { scheduledUpgradeWorkflowId, upgradeScheduleId as scheduleIdOf } from '../../contracts/workflow-ids.js';
 
 const VERBS = ['create', 'list', 'describe', 'pause', 'unpause', 'delete', 'trigger'] as const;
 type Verb = (typeof VERBS)[number];
@@ -52,7 +53,6 @@ existing schedule); 3 Temporal unreachable.`;
 
 /** upgrade-schedule/prod, or a name the operator picks: letters, digits and - _ . / only. */
 const SCHEDULE_ID = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,198}[A-Za-z0-9])?$/;
-export const scheduleIdOf = (cluster: string) => `upgrade-schedule/${cluster}`;
 
 /** NAME if given (create names the schedule of --cluster with it), else upgrade-schedule/CLUSTER. */
 function scheduleName(positional: string | undefined, cluster: string | undefined): string {
@@ -94,10 +94,7 @@ export async function scheduleCommand(args: string[], io: CommandIo): Promise<nu
     true,
   );
   const [verbText, name, ...extra] = positionals;
-  if (values.help) {
-    io.out(scheduleHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, scheduleHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   if (verbText === undefined) throw new UsageError(`schedule needs a command: ${VERBS.join(', ')} (skewless schedule --help)`);
   if (!(VERBS as readonly string[]).includes(verbText)) throw new UsageError(`unknown schedule command "${verbText}": ${VERBS.join(', ')}`);
@@ -128,7 +125,7 @@ export async function scheduleCommand(args: string[], io: CommandIo): Promise<nu
             type: 'startWorkflow',
             workflowType: scheduledUpgradeWorkflow,
             taskQueue,
-            workflowId: `scheduled-upgrade/${cluster}`, // Temporal appends the time of each run
+            workflowId: scheduledUpgradeWorkflowId(cluster), // Temporal appends the time of each run
             args: [{ cluster, to, policy, schedule: id }],
             staticSummary: `scheduled upgrade of ${cluster} to ${to}`,
           },

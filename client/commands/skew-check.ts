@@ -1,5 +1,5 @@
 import { checkSkew, type ControlPlaneTopology, type SkewInventory } from '../../rules/index.js';
-import { EXIT, outputFormat, parseOptions, readJsonFile, requireOption, UsageError, type CommandIo } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, outputFormat, parseOptions, readJsonFile, requireOption, UsageError } from '../cli-support.js';
 
 export const skewCheckHelp = `Usage: skewless skew-check --inventory FILE [--topology any|kubeadm] [--output json|text]
 
@@ -19,10 +19,7 @@ export async function skewCheckCommand(args: string[], io: CommandIo): Promise<n
     topology: { type: 'string' },
     output: { type: 'string' },
   });
-  if (values.help) {
-    io.out(skewCheckHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, skewCheckHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const topology = values.topology ?? 'any';
   if (topology !== 'any' && topology !== 'kubeadm') {

@@ -5,7 +5,7 @@ import { nodeStatusQuery, type NodePhase } from '../../workflows/node-messages.j
 import { restoreStatusQuery, type RestoreStatus } from '../../workflows/restore-messages.js';
 import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
 import type { BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
-import { EXIT, outputFormat, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, outputFormat, parseOptions, UsageError } from '../cli-support.js';
 import { OUTPUT_OPTION, printJson } from '../output.js';
 import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, type RolloutKind } from '../temporal-connection.js';
 import { onlyPositional } from '../input-checks.js';
@@ -108,10 +108,7 @@ function printText(io: CommandIo, cluster: string, r: Reading): void {
 
 export async function statusCommand(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseOptions(args, { ...TEMPORAL_OPTIONS, ...OUTPUT_OPTION, workflow: { type: 'string' } }, true);
-  if (values.help) {
-    io.out(statusHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, statusHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const cluster = clusterName(onlyPositional(positionals));
   const kind = rolloutKind(values.workflow);

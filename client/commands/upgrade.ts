@@ -1,24 +1,17 @@
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { parseTarget } from '../../rules/index.js';
-import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
+import { CONNECTION_HELP } from '../../worker/config.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
-import { EXIT, parseOptions, requireOption, UsageError, type CommandIo } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, parseOptions, requireOption } from '../cli-support.js';
 import { POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
-import { OUTPUT_OPTION, outputFormat, printRecord } from '../output.js';
+import { outputFormat } from '../output.js';
 import { parseAcknowledgements } from '../acknowledge-flags.js';
-import {
-  clusterName,
-  connectClient,
-  operatorIdentity,
-  refuseWhileAnotherRolloutRuns,
-  TEMPORAL_OPTIONS,
-  upgradeWorkflowId,
-} from '../temporal-connection.js';
+import { clusterName, operatorIdentity } from '../temporal-connection.js';
+import { announceStart, START_OPTIONS, startAndFollow } from '../start-and-follow.js';
 import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to TARGET [--canary N] [--batch-size N]
                         [--max-unavailable N|N%] [--first-control-plane NODE]
-                        [--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS]
+                        [--approve-workers] [--approve-canary] [--soak SECONDS]
                         [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...
                         [--acknowledge-removed-api GROUP/VERSION/RESOURCE]... [--by NAME] [--reason TEXT] [--detach]
                         [--task-queue QUEUE] [--output json|text] [connection options]
@@ -68,15 +61,9 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
     'acknowledge-removed-api': { type: 'string', multiple: true },
     by: { type: 'string' },
     reason: { type: 'string' },
-    detach: { type: 'boolean' },
-    'task-queue': { type: 'string' },
-    ...TEMPORAL_OPTIONS,
-    ...OUTPUT_OPTION,
+    ...START_OPTIONS,
   });
-  if (values.help) {
-    io.out(upgradeHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, upgradeHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const cluster = clusterName(values.cluster, '--cluster');
   const to = requireOption(values.to, '--to');
@@ -85,40 +72,26 @@ export async function upgradeCommand(args: string[], io: CommandIo): Promise<num
   const policy = policyFromFlags({ ...values, acknowledge: [...(values.acknowledge ?? []), ...removedApis] });
   const acknowledgedBy = { by: operatorIdentity(values.by), ...(values.reason ? { reason: values.reason } : {}) };
 
-  const taskQueue = workerConfig(values).taskQueue;
-  const { client, close } = await connectClient(values, values.by);
-  try {
-    await refuseWhileAnotherRolloutRuns(client, cluster, 'upgrade', 'upgrade');
-    let runId: string;
-    try {
-      ({ firstExecutionRunId: runId } = await client.workflow.start(clusterUpgradeWorkflow, {
-        taskQueue,
-        workflowId: upgradeWorkflowId(cluster),
-        workflowIdConflictPolicy: 'FAIL',
-        args: [{ cluster, to, policy, ...(policy.acknowledge?.length ? { acknowledgedBy } : {}) }],
-      }));
-    } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) {
-        throw new UsageError(`an upgrade of ${cluster} is already running; watch it with "skewless watch ${cluster}"`);
-      }
-      throw err;
-    }
-    const workflowId = upgradeWorkflowId(cluster);
-    const announce = () =>
-      output === 'json' ? printRecord(io, 'started', cluster, { workflowId, runId, to }) : io.out(`started ${workflowId} to ${to}`);
-    if (values.detach) {
-      // Detached, the workflow's start is all there is to report: its pre-flight runs later, on the worker.
-      if (output === 'json') announce();
-      else
-        io.out(
-          `started ${workflowId} to ${to} (detached: the worker checks it before it touches anything; "skewless watch ${cluster}" says whether it passed)`,
-        );
-      return EXIT.ok;
-    }
-    // Following: "started" only once the run is past its inventory and pre-flight, so a refusal never reads as a start.
-    if (output === 'text') io.out(`checking ${workflowId} to ${to}: inventory, skew and pre-flight on the worker`);
-    return await watchUpgrade(client, cluster, io, { output, onStarted: announce });
-  } finally {
-    await close();
-  }
+  let started: () => void = () => undefined;
+  return await startAndFollow(
+    values,
+    clusterUpgradeWorkflow,
+    [{ cluster, to, policy, ...(policy.acknowledge?.length ? { acknowledgedBy } : {}) }],
+    {
+      rollout: { cluster, kind: 'upgrade', verb: 'upgrade' },
+      alreadyRunning: `an upgrade of ${cluster} is already running; watch it with "skewless watch ${cluster}"`,
+      announce: (runId, workflowId) => {
+        started = announceStart(io, output, cluster, (id) => `started ${id} to ${to}`, { to }).bind(undefined, runId, workflowId);
+        // Detached, the workflow's start is all there is to report: its pre-flight runs later, on the worker.
+        if (values.detach && output === 'json') started();
+        else if (values.detach)
+          io.out(
+            `started ${workflowId} to ${to} (detached: the worker checks it before it touches anything; "skewless watch ${cluster}" says whether it passed)`,
+          );
+        // Following: "started" only once the run is past its inventory and pre-flight, so a refusal never reads as a start.
+        else if (output === 'text') io.out(`checking ${workflowId} to ${to}: inventory, skew and pre-flight on the worker`);
+      },
+      follow: (client) => watchUpgrade(client, cluster, io, { output, onStarted: () => started() }),
+    },
+  );
 }

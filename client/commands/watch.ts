@@ -1,25 +1,18 @@
 import type { Client } from '@temporalio/client';
-import { isClientError } from '../temporal-sdk.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { blockText, haltLines, resolveHint } from '../block-text.js';
-import { EXIT, parseOptions, UsageError, type CommandIo } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, parseOptions } from '../cli-support.js';
 import { OUTPUT_OPTION, outputFormat, printRecord, spinner, type Output } from '../output.js';
 import { windowPhaseLabel } from '../../rules/index.js';
 import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
 import type { BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
-import {
-  clusterName,
-  connectClient,
-  NODE_ROLLOUTS,
-  rolloutKind,
-  rolloutWorkflowId,
-  TEMPORAL_OPTIONS,
-  upgradeWorkflowId,
-} from '../temporal-connection.js';
+import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { onlyPositional } from '../input-checks.js';
 import { reportRunEnding } from '../workflow-failure.js';
+import { eventPrinter, followRun } from '../start-and-follow.js';
 import { queryIfServed } from '../run-state.js';
+import { rolloutKindOfWorkflowId, upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 
 export const watchHelp = `Usage: skewless watch NAME [--workflow upgrade|maintain|bluegreen] [--output json|text] [connection options]
 
@@ -137,15 +130,12 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
   const record = (type: string, fields: Record<string, unknown>) => printRecord(io, type, cluster, fields);
   const live = spinner(io);
   const handle = client.workflow.getHandle(options.workflowId ?? upgradeWorkflowId(cluster));
-  const kind = handle.workflowId.startsWith('maintain/')
-    ? 'maintain'
-    : handle.workflowId.startsWith('bluegreen/')
-      ? 'bluegreen'
-      : 'upgrade';
+  const ofId = rolloutKindOfWorkflowId(handle.workflowId);
+  const kind = ofId === 'maintain' || ofId === 'bluegreen' ? ofId : 'upgrade';
   const what = { maintain: 'maintenance', bluegreen: 'blue/green run', upgrade: 'upgrade' }[kind];
   // The commands watch prints answer this run: name it when it is not the upgrade.
   const target = kind === 'upgrade' ? cluster : `${cluster} --workflow ${kind}`;
-  let printedEvents = 0;
+  const printEvents = eventPrinter(io, json ? record : undefined);
   let lastLine = '';
   let lastProgress = '';
   const nodeShown = new Map<string, string>();
@@ -163,138 +153,125 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
   };
   process.once('SIGINT', onInterrupt);
   try {
-    for (;;) {
-      let description;
-      try {
-        description = await handle.describe();
-      } catch (err) {
-        if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(`no ${what} of ${cluster} found`);
-        throw err;
-      }
-      const answer = await queryIfServed(client, handle, description.taskQueue, statusQuery).catch(() => undefined);
-      const status = answer?.value;
-      misses = answer?.value !== undefined ? 0 : misses + (answer?.noWorker !== undefined ? 1 : 0);
-      if (misses === 0) saidMissing = false;
-      // No poller listed is said at once; a listed one that did not answer may only be slow. Once per absence.
-      if (answer?.noWorker !== undefined && !saidMissing && misses >= (answer.polled ? MISSES_BEFORE_SAYING : 1)) {
-        saidMissing = true;
-        live.clear();
-        io.err(`skewless: ${answer.noWorker}; the ${what} waits for a worker ("skewless worker --clusters-dir DIR")`);
-      }
-      // Until its pre-flight passes, an upgrade has started nothing: no "started", no progress; its log
-      // only once it ended there (refused).
-      const checking = kind === 'upgrade' && status?.phase === 'inventory';
-      const closed = description.status.name !== 'RUNNING';
-      if (status && !checking && !started) {
-        started = true;
-        options.onStarted?.();
-      }
-      if (status && (!checking || closed)) {
-        for (const e of status.events.slice(printedEvents)) {
-          if (json) record('event', { message: e });
-          else io.out(`  ${e}`);
+    return await followRun({
+      io,
+      handle,
+      live,
+      notFound: `no ${what} of ${cluster} found`,
+      pollMs,
+      status: async (description) => {
+        const answer = await queryIfServed(client, handle, description.taskQueue, statusQuery).catch(() => undefined);
+        misses = answer?.value !== undefined ? 0 : misses + (answer?.noWorker !== undefined ? 1 : 0);
+        if (misses === 0) saidMissing = false;
+        // No poller listed is said at once; a listed one that did not answer may only be slow. Once per absence.
+        if (answer?.noWorker !== undefined && !saidMissing && misses >= (answer.polled ? MISSES_BEFORE_SAYING : 1)) {
+          saidMissing = true;
+          live.clear();
+          io.err(`skewless: ${answer.noWorker}; the ${what} waits for a worker ("skewless worker --clusters-dir DIR")`);
         }
-        printedEvents = status.events.length;
-      }
-      if (status && !checking) {
-        if (json) {
-          const progress = isBlueGreen(status)
-            ? {
-                workflowId: handle.workflowId,
-                phase: status.phase,
-                step: status.step,
-                paused: status.paused,
-                blueDrained: nodesDone(status),
-                greenJoined: { done: status.green.joined.length, total: status.green.nodes.length },
-                rollback: status.rollback.available,
-                waitingFor: waitingReasons(target, status),
-              }
-            : isMaintenance(status)
+        return answer?.value;
+      },
+      ending: () => reportRunEnding(handle, cluster, what, io, json),
+      show: (status, closed) => {
+        // Until its pre-flight passes, an upgrade has started nothing: no "started", no progress; its log
+        // only once it ended there (refused).
+        const checking = kind === 'upgrade' && status.phase === 'inventory';
+        if (!checking && !started) {
+          started = true;
+          options.onStarted?.();
+        }
+        if (!checking || closed) printEvents(status.events);
+        if (!checking) {
+          if (json) {
+            const progress = isBlueGreen(status)
               ? {
                   workflowId: handle.workflowId,
                   phase: status.phase,
+                  step: status.step,
                   paused: status.paused,
-                  nodes: nodesDone(status),
+                  blueDrained: nodesDone(status),
+                  greenJoined: { done: status.green.joined.length, total: status.green.nodes.length },
+                  rollback: status.rollback.available,
                   waitingFor: waitingReasons(target, status),
                 }
-              : {
-                  phase: status.phase,
-                  hop: status.hop ?? null,
-                  hops: status.hops,
-                  from: status.from,
-                  to: status.to,
-                  paused: status.paused,
-                  nodes: nodesDone(status),
-                  nodeUpgrades: upgradesDone(status),
-                  waitingFor: waitingReasons(cluster, status),
-                  window: status.waiting ?? null,
-                };
-          const key = JSON.stringify(progress);
-          if (key !== lastProgress) record('progress', progress);
-          lastProgress = key;
-          for (const [node, n] of Object.entries(status.nodes)) {
-            const key = JSON.stringify(n);
-            if (nodeShown.get(node) !== key) record('node', { node, ...n });
-            nodeShown.set(node, key);
-          }
-        } else {
-          const line = progressLine(status);
-          if (line !== lastLine) io.out((lastLine = line));
-        }
-        for (const [node, n] of Object.entries(status.nodes)) {
-          if (n.phase === 'blocked' && n.blocked && !blockedShown.has(node)) {
-            blockedShown.add(node);
-            if (json)
-              record('blocked', { node, ...n.blocked, command: resolveHint(target, node, n.blocked).replace(/^resolve with: /, '') });
-            else {
-              // A failed step's message is in the events printed just above.
-              io.out(`  BLOCKED ${node}: ${blockText(n.blocked, false)}`);
-              io.out(`    ${resolveHint(target, node, n.blocked)}`);
+              : isMaintenance(status)
+                ? {
+                    workflowId: handle.workflowId,
+                    phase: status.phase,
+                    paused: status.paused,
+                    nodes: nodesDone(status),
+                    waitingFor: waitingReasons(target, status),
+                  }
+                : {
+                    phase: status.phase,
+                    hop: status.hop ?? null,
+                    hops: status.hops,
+                    from: status.from,
+                    to: status.to,
+                    paused: status.paused,
+                    nodes: nodesDone(status),
+                    nodeUpgrades: upgradesDone(status),
+                    waitingFor: waitingReasons(cluster, status),
+                    window: status.waiting ?? null,
+                  };
+            const key = JSON.stringify(progress);
+            if (key !== lastProgress) record('progress', progress);
+            lastProgress = key;
+            for (const [node, n] of Object.entries(status.nodes)) {
+              const key = JSON.stringify(n);
+              if (nodeShown.get(node) !== key) record('node', { node, ...n });
+              nodeShown.set(node, key);
             }
-          } else if (n.phase !== 'blocked') blockedShown.delete(node);
+          } else {
+            const line = progressLine(status);
+            if (line !== lastLine) io.out((lastLine = line));
+          }
+          for (const [node, n] of Object.entries(status.nodes)) {
+            if (n.phase === 'blocked' && n.blocked && !blockedShown.has(node)) {
+              blockedShown.add(node);
+              if (json)
+                record('blocked', { node, ...n.blocked, command: resolveHint(target, node, n.blocked).replace(/^resolve with: /, '') });
+              else {
+                // A failed step's message is in the events printed just above.
+                io.out(`  BLOCKED ${node}: ${blockText(n.blocked, false)}`);
+                io.out(`    ${resolveHint(target, node, n.blocked)}`);
+              }
+            } else if (n.phase !== 'blocked') blockedShown.delete(node);
+          }
+          const halt = status.halted ? `${status.halted.hop}/${status.halted.after}` : undefined;
+          if (status.halted && halt !== haltShown) {
+            if (json)
+              record('halted', { ...status.halted, command: `skewless resolve ${target} --action ${status.halted.actions.join('|')}` });
+            else for (const line of haltLines(target, status.halted, false)) io.out(`  ${line}`);
+          }
+          haltShown = halt;
+          // Once per gate and state: a gate waiting for hours is not news every second.
+          for (const g of status.gates) {
+            const state = g.approvedBy ? 'approved' : 'waiting';
+            if (gatesShown.get(g.name) === state) continue;
+            gatesShown.set(g.name, state);
+            const { name: _name, ...gate } = g;
+            if (json)
+              record('gate', {
+                gate: g.name,
+                state,
+                ...gate,
+                ...(state === 'waiting' && !g.opensAt ? { command: `skewless approve ${target} --gate ${g.name}` } : {}),
+              });
+            else if (state === 'waiting') io.out(`  gate ${g.name} waits: skewless approve ${target} --gate ${g.name}`);
+          }
         }
-        const halt = status.halted ? `${status.halted.hop}/${status.halted.after}` : undefined;
-        if (status.halted && halt !== haltShown) {
-          if (json)
-            record('halted', { ...status.halted, command: `skewless resolve ${target} --action ${status.halted.actions.join('|')}` });
-          else for (const line of haltLines(target, status.halted, false)) io.out(`  ${line}`);
-        }
-        haltShown = halt;
-        // Once per gate and state: a gate waiting for hours is not news every second.
-        for (const g of status.gates) {
-          const state = g.approvedBy ? 'approved' : 'waiting';
-          if (gatesShown.get(g.name) === state) continue;
-          gatesShown.set(g.name, state);
-          const { name: _name, ...gate } = g;
-          if (json)
-            record('gate', {
-              gate: g.name,
-              state,
-              ...gate,
-              ...(state === 'waiting' && !g.opensAt ? { command: `skewless approve ${target} --gate ${g.name}` } : {}),
-            });
-          else if (state === 'waiting') io.out(`  gate ${g.name} waits: skewless approve ${target} --gate ${g.name}`);
-        }
-      }
-      if (status) live.show(checking ? `${target}: checking (inventory, skew, pre-flight)` : spinnerText(target, status));
-      if (closed) {
-        live.clear();
-        return await reportRunEnding(handle, cluster, what, io, json);
-      }
-      await new Promise((r) => setTimeout(r, pollMs));
-    }
+        return checking ? `${target}: checking (inventory, skew, pre-flight)` : spinnerText(target, status);
+      },
+    });
   } finally {
     process.off('SIGINT', onInterrupt);
-    live.clear();
   }
 }
 
 export async function watchCommand(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseOptions(args, { ...TEMPORAL_OPTIONS, ...OUTPUT_OPTION, workflow: { type: 'string' } }, true);
-  if (values.help) {
-    io.out(watchHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, watchHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const cluster = clusterName(onlyPositional(positionals));
   const kind = rolloutKind(values.workflow, NODE_ROLLOUTS);

@@ -1,5 +1,5 @@
 import { CONNECTION_HELP, ConfigError, connectionSettings, telemetryConfig, workerConfig } from '../../worker/config.js';
-import { EXIT, parseOptions, registerSecret, type CommandIo } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, parseOptions, registerSecret } from '../cli-support.js';
 import { TEMPORAL_OPTIONS } from '../temporal-connection.js';
 
 export const workerHelp = `Usage: skewless worker --clusters-dir DIR [--task-queue QUEUE] [--metrics-address IP:PORT]
@@ -29,10 +29,7 @@ export async function workerCommand(args: string[], io: CommandIo): Promise<numb
     'metrics-address': { type: 'string' },
     'otlp-endpoint': { type: 'string' },
   });
-  if (values.help) {
-    io.out(workerHelp);
-    return EXIT.ok;
-  }
+  if (helpAsked(values, workerHelp, io)) return EXIT.ok;
   const config = workerConfig(values);
   if (!config.clustersDir) throw new ConfigError('--clusters-dir DIR (or SKEWLESS_CLUSTERS_DIR) is required');
   const telemetry = telemetryConfig(values);

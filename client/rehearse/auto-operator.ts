@@ -3,6 +3,7 @@ import { isClientError } from '../temporal-sdk.js';
 import { clusterUpgradeWorkflow, type UpgradePolicy } from '../../workflows/cluster-upgrade-workflow.js';
 import { approveUpdate, resolveDrainUpdate, statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
+import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 
 /**
  * The rehearsal's operator, on the twin only: approves every gate as soon as it waits, and for a node
@@ -50,7 +51,7 @@ export async function rehearseUpgrade(
   input: { cluster: string; to: string; policy: UpgradePolicy },
   o: { signal: AbortSignal; say: (line: string) => void },
 ): Promise<RehearsalOutcome> {
-  const workflowId = `upgrade/${input.cluster}`;
+  const workflowId = upgradeWorkflowId(input.cluster);
   const startedAt = Date.now();
   const handle = await client.workflow.start(clusterUpgradeWorkflow, {
     taskQueue,

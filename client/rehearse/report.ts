@@ -1,5 +1,5 @@
 import { checkSkew } from '../../rules/index.js';
-import type { VersionRecord } from '../../sim/cluster/version-recorder.js';
+import type { VersionRecord } from './twin.js';
 import type { SkewInventory } from '../../rules/index.js';
 import type { RehearsalOutcome } from './auto-operator.js';
 import type { PhaseTiming, NodeTiming } from './timings.js';

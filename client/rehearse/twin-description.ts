@@ -1,7 +1,7 @@
 import { stringify as stringifyYaml } from 'yaml';
 import { compareVersions, parseVersion } from '../../rules/index.js';
 import type { RehearsalFacts } from '../../activities/rehearsal.js';
-import type { Latencies, PdbSpec, SimDescription, SimNode, WorkloadSpec } from '../../sim/description.js';
+import type { Latencies, PdbSpec, SimDescription, SimNode, WorkloadSpec } from './twin.js';
 
 /**
  * The pure converter of `skewless rehearse`: the facts read from the live cluster

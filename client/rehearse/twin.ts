@@ -7,12 +7,25 @@ import { loadTemporalClient } from '../temporal-sdk.js';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { ensureSimBinaries } from '../../sim/cluster/binaries.js';
-import type { SimDescription } from '../../sim/description.js';
-import { freePort } from '../../sim/free-port.js';
+import { parseDescription, type SimDescription } from '../../sim/description.js';
+import { readSimInventory, readVersionHistory, type VersionRecord } from '../../sim/cluster/version-recorder.js';
+import type { SkewInventory } from '../../rules/skew-policy.js';
+import { freePort } from '../../tooling/free-port.js';
 import { startSimulation, type Simulation } from '../../sim/simulation.js';
 import { ensureTemporalBinary } from '../../tooling/temporal-binary.js';
 import { createSkewlessWorker } from '../../worker/create-worker.js';
 import { devServerArgs } from '../commands/dev-server.js';
+
+// The one product module that imports the test world (sim/), the worker's internals and activity
+// implementations (lint-enforced, ARCHITECTURE.md): the rehearsal runs a simulation, a dev server and a
+// worker of its own. What the rest of client/rehearse/ needs of sim/ it gets from here, types only.
+export type { Latencies, PdbSpec, SimDescription, SimNode, WorkloadSpec } from '../../sim/description.js';
+export type { VersionRecord } from '../../sim/cluster/version-recorder.js';
+
+/** Refuses (DescriptionError) a description the simulation would refuse, before anything starts. */
+export function checkTwinDescription(yaml: string): void {
+  parseDescription(yaml, 'the twin description');
+}
 
 /**
  * The simulated twin `skewless rehearse` runs the upgrade on, all inside the CLI process and a temp
@@ -26,6 +39,8 @@ export interface Twin {
   client: Client;
   taskQueue: string;
   stateDir: string;
+  /** The nodes' versions at the end, and every version state recorded on the way (once the recorder has caught up). */
+  versions(): Promise<{ final: SkewInventory; history: VersionRecord[] }>;
   stop(): Promise<void>;
 }
 
@@ -131,7 +146,11 @@ export async function startTwin(description: SimDescription, o: { signal: AbortS
     const { Client } = await loadTemporalClient();
     const client = new Client({ connection, namespace: 'default' });
     const twinSim = sim;
-    return { sim: twinSim, client, taskQueue: TASK_QUEUE, stateDir, stop };
+    const versions = async () => {
+      await twinSim.versionHistorySettled();
+      return { final: await readSimInventory(twinSim.kube), history: readVersionHistory(twinSim.stateDir) };
+    };
+    return { sim: twinSim, client, taskQueue: TASK_QUEUE, stateDir, versions, stop };
   } catch (err) {
     await stop();
     throw err;

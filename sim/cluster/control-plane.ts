@@ -1,10 +1,10 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ControlPlaneManifest } from '../hosts/static-pod-manifest.js';
-import { freePort } from '../free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 import type { SimBinaries } from './binaries.js';
 import { apiserverFlags, auditPolicy, controllerManagerFlags, schedulerFlags } from './component-flags.js';
-import { ManagedProcess } from './managed-process.js';
+import { ManagedProcess } from '../../tooling/managed-process.js';
 import { NodeComponents } from './node-components.js';
 import { ensurePki, WORKER_USER, writeKubeconfig, type Pki } from './pki.js';
 import { startTcpBalancer, type TcpBalancer } from './tcp-balancer.js';

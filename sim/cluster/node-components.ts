@@ -2,9 +2,9 @@ import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ControlPlaneManifest } from '../hosts/static-pod-manifest.js';
 import { apiserverFlags, controllerManagerFlags, schedulerFlags } from './component-flags.js';
-import { freePort } from '../free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 import { releaseProgram } from './kube-releases.js';
-import { ManagedProcess } from './managed-process.js';
+import { ManagedProcess } from '../../tooling/managed-process.js';
 import { writeKubeconfig, type Pki } from './pki.js';
 import { httpGet, waitFor, type TlsOptions } from './wait-for.js';
 

@@ -7,7 +7,7 @@ import type { PerNodeControlPlane } from './control-plane.js';
 import { ensureCriFake, KUBE_RELEASES, releaseProgram } from './kube-releases.js';
 import { mergePatch, type KubeClients } from './kube-clients.js';
 import { CRI_SOCKET, kubeadmInit, type KubeadmHost } from './kubeadm-init.js';
-import { ManagedProcess } from './managed-process.js';
+import { ManagedProcess } from '../../tooling/managed-process.js';
 import { waitFor } from './wait-for.js';
 
 const CRI_SOCKET_ANNOTATION = 'kubeadm.alpha.kubernetes.io/cri-socket';

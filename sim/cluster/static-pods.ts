@@ -27,7 +27,7 @@ import { versionOfImage } from './control-plane-pods.js';
 import type { KubeClients } from './kube-clients.js';
 import { deleteMirrorPod, manifestHash, mirrorPodOf, replaceMirrorPod } from './mirror-pods.js';
 import type { ControlPlane, PerNodeControlPlane, SharedControlPlane } from './control-plane.js';
-import type { ManagedProcess } from './managed-process.js';
+import type { ManagedProcess } from '../../tooling/managed-process.js';
 
 export const STATIC_POD_MANIFESTS = {
   etcd: 'etcd.yaml',

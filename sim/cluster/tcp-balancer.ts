@@ -1,5 +1,5 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { freePort } from '../free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 
 /**
  * One endpoint on loopback in front of several API servers, as kubeadm's controlPlaneEndpoint is

@@ -1,7 +1,7 @@
 // Ports for the SSH endpoints. New hosts get a random free port BELOW Linux's ephemeral range
 // (32768-60999), so the kernel never hands a stored host port to some outgoing connection while the
 // simulator is down, and a restart can take the same port again.
-import { HOST_PORTS_LOW } from '../free-port.js';
+import { HOST_PORTS_LOW } from '../../tooling/free-port.js';
 import { sleep } from './host-machine.js';
 
 // Above every other port the simulation listens on (sim/free-port.ts stays below LOW).

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createRestoreActivities, type RestorePlan } from '../../activities/etcd-restore.js';
 import { createEtcdActivities, type EtcdSnapshotResult } from '../../activities/etcd-snapshot.js';
-import { createClusterResolver } from '../../activities/ssh-shell.js';
+import { createClusterResolver } from '../../activities/host-address.js';
 import { ensureSimBinaries } from '../../sim/cluster/binaries.js';
 import { hostDir } from '../../sim/hosts/host-state.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';

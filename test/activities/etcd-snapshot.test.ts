@@ -7,7 +7,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { parseClusterConfig } from '../../activities/cluster-config.js';
 import { createEtcdActivities } from '../../activities/etcd-snapshot.js';
 import { parseSnapshotStatus } from '../../activities/parsers/snapshot-status.js';
-import { createClusterResolver } from '../../activities/ssh-shell.js';
+import { createClusterResolver } from '../../activities/host-address.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { failsWith } from '../helpers/failures.js';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createHostActivities } from '../../activities/host-activities.js';
-import { createClusterResolver } from '../../activities/ssh-shell.js';
+import { createClusterResolver } from '../../activities/host-address.js';
 import { hostCommands, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { failsWith } from '../helpers/failures.js';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHostActivities } from '../../activities/host-activities.js';
-import { createClusterResolver } from '../../activities/ssh-shell.js';
+import { createClusterResolver } from '../../activities/host-address.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { packageInstallCounts, readDpkgLog } from '../../sim/hosts/dpkg-database.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';

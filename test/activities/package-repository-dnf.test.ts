@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { createHostActivities } from '../../activities/host-activities.js';
-import { createClusterResolver } from '../../activities/ssh-shell.js';
+import { createClusterResolver } from '../../activities/host-address.js';
 import { failsWith } from '../helpers/failures.js';
 import { asRoot, hostCommands, onHostPath, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 

@@ -3,7 +3,7 @@ import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { type ApplicationFailure } from '@temporalio/common';
 import { createHostActivities } from '../../activities/host-activities.js';
-import { createClusterResolver } from '../../activities/ssh-shell.js';
+import { createClusterResolver } from '../../activities/host-address.js';
 import { asRoot, hostCommands, onHostPath, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { failsWith as failsWithType } from '../helpers/failures.js';
 

@@ -10,7 +10,7 @@ import type { ClusterAccess } from '../../activities/cluster-access.js';
 import { parseClusterConfig } from '../../activities/cluster-config.js';
 import { createHealthActivities } from '../../activities/health.js';
 import { judgeOperatorSignals } from '../../rules/readiness/operator-signals.js';
-import { freePort } from '../../sim/free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 
 const BASE = 'name: lab\nkubeconfig: /k\nssh: {user: u, privateKeyPath: /p, knownHostsPath: /h}\nsnapshots: {dir: /s}\n';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { createClusterResolver } from '../../activities/ssh-shell.js';
+import { createClusterResolver } from '../../activities/host-address.js';
 import { createDrainPredictionActivities } from '../../activities/readiness/drain-predictions.js';
 import { planRollout } from '../../rules/rollout-plan.js';
 import { workloadObjects } from '../../sim/cluster/workload-objects.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createClusterResolver } from '../../activities/ssh-shell.js';
+import { createClusterResolver } from '../../activities/host-address.js';
 import { createHopPrerequisiteActivities, parseCertificateExpiration } from '../../activities/readiness/hop-prerequisites.js';
 import { hostCommands, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 

@@ -8,7 +8,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ClusterConfig } from '../../activities/cluster-config.js';
 import { hostKeyPolicy, hostsFieldMatches, keyAccepted } from '../../activities/host-known-hosts.js';
 import { commandLine, quoteWord } from '../../activities/shell-words.js';
-import { createClusterResolver, createSshShell, defaultAddressResolver } from '../../activities/ssh-shell.js';
+import { createClusterResolver, defaultAddressResolver } from '../../activities/host-address.js';
+import { createSshShell } from '../../activities/ssh-shell.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { failsWith } from '../helpers/failures.js';
 

@@ -7,7 +7,7 @@ import { after, describe, it } from 'node:test';
 import { Connection, WorkflowClient } from '@temporalio/client';
 import { devServerArgs } from '../../client/commands/dev-server.js';
 import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
-import { freePort } from '../../sim/free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 import { archiveHistories, archiveLabel } from '../helpers/history-archive.js';
 import { repoRoot } from '../helpers/run-cli.js';
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { isAlive } from '../../demo/processes.js';
-import { freePort } from '../../sim/free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 import { archiveLabel, archivePersistedServer, recordWorldSecrets } from '../helpers/history-archive.js';
 import { repoRoot } from '../helpers/run-cli.js';
 

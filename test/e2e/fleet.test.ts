@@ -14,6 +14,7 @@ import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 import { startTogether } from '../helpers/start-together.js';
+import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 
 /**
  * Issue 8's fleet: an admin cluster and two user clusters, three small simulations (1 control plane
@@ -160,7 +161,7 @@ describe('e2e: a fleet of an admin and two user clusters on three simulations', 
     for (const name of ['admin', 'user-a', 'user-b'])
       assert.deepEqual(await kubelets(name), { 'cp-1': 'v1.33.7', 'worker-1': 'v1.33.7' }, name);
     // In order, from Temporal's own record of the three upgrades: admin closed before user-a started; user-b started only after the resolve.
-    const d = async (name: string) => env.client.workflow.getHandle(`upgrade/${name}`).describe();
+    const d = async (name: string) => env.client.workflow.getHandle(upgradeWorkflowId(name)).describe();
     const [admin, a, b] = await Promise.all([d('admin'), d('user-a'), d('user-b')]);
     assert.ok(admin.closeTime && admin.closeTime <= a.startTime, `${admin.closeTime?.toISOString()} ≤ ${a.startTime.toISOString()}`);
     assert.ok(

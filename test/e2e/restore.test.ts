@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { createEtcdActivities, type EtcdSnapshotResult } from '../../activities/etcd-snapshot.js';
-import { createClusterResolver } from '../../activities/ssh-shell.js';
+import { createClusterResolver } from '../../activities/host-address.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { hostDir } from '../../sim/hosts/host-state.js';
 import { restoreStatusQuery, type RestoreStatus } from '../../workflows/restore-messages.js';
@@ -14,6 +14,7 @@ import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 import { startTogether } from '../helpers/start-together.js';
+import { restoreWorkflowId } from '../../contracts/workflow-ids.js';
 
 /** One control plane (node `cp`) or three (`cp-1`..`cp-3`: the snapshot copied onto cp-2 and cp-3 by the restore). */
 const lab = (name: string, controlPlanes: number) => `
@@ -63,7 +64,7 @@ for (const controlPlanes of [1, 3])
           throw e;
         },
       );
-    const restoreStatus = () => env.client.workflow.getHandle(`restore/${cluster}`).query(restoreStatusQuery);
+    const restoreStatus = () => env.client.workflow.getHandle(restoreWorkflowId(cluster)).query(restoreStatusQuery);
 
     before(async () => {
       [env, tc] = await startTogether([startDevServer(), startTestCluster(lab(cluster, controlPlanes))]);
@@ -205,7 +206,7 @@ for (const controlPlanes of [1, 3])
         workflowId: string;
         entries: { kind: string; activity?: string; node?: string; gate?: string; comment?: string; status?: string }[];
       };
-      assert.equal(trail.workflowId, `restore/${cluster}`);
+      assert.equal(trail.workflowId, restoreWorkflowId(cluster));
       for (const node of nodes) {
         for (const step of ['stopStaticPods', 'restoreEtcdMember', 'startStaticPods']) {
           assert.ok(

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import { devServerArgs } from '../../client/commands/dev-server.js';
-import { ManagedProcess } from '../../sim/cluster/managed-process.js';
+import { ManagedProcess } from '../../tooling/managed-process.js';
 import { ensureTemporalBinary } from '../../tooling/temporal-binary.js';
 
 /**

@@ -5,7 +5,7 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { archiveHistories, archiveLabel, recordWorldSecrets } from '../helpers/history-archive.js';
 import { startAvailabilitySampler, type AvailabilityReport, type AvailabilitySampler } from '../../sim/availability-sampler.js';
 import { parseDescription } from '../../sim/description.js';
-import { freePort } from '../../sim/free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 import type { HangupFate } from '../../sim/hosts/command-runner.js';
 import { startSimulation, type Simulation } from '../../sim/simulation.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
@@ -18,6 +18,7 @@ import { podsLeftOn, trackCommands, type CommandTracker } from './in-flight.js';
 import { planKills, planServerRestarts, TARGET_COMMAND, TARGETS, type KillScheduleOptions, type KillTarget } from './kill-schedule.js';
 import { killWorkerLoop, restartServerLoop, type KillRecord, type ServerRestartRecord } from './fault-loops.js';
 import { mulberry32 } from './prng.js';
+import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 
 /**
  * The fault harness: a simulated cluster, the Temporal dev server and the skewless worker as
@@ -169,7 +170,7 @@ export async function runFaultHarness(o: FaultRunOptions): Promise<FaultRunRepor
     connection = await Connection.connect({ address: server.address });
     const client = new Client({ connection });
     sampler = startAvailabilitySampler(sim.kube, { intervalMs: 500 });
-    const workflowId = `upgrade/${description.name}`;
+    const workflowId = upgradeWorkflowId(description.name);
     const tUpgrade = Date.now();
     await client.workflow.start(clusterUpgradeWorkflow, {
       taskQueue,

@@ -4,6 +4,7 @@ import { CORDONED_BY_ANNOTATION } from '../../activities/node-activities.js';
 import type { KubeClients } from '../../sim/cluster/kube-clients.js';
 import type { CommandEvent } from '../../sim/hosts/command-runner.js';
 import type { HostSimulator } from '../../sim/hosts/host-simulator.js';
+import { upgradeNodeOfWorkflowId } from '../../contracts/workflow-ids.js';
 
 /**
  * What is going on at the moment of a kill, seen from outside the worker: the commands running on
@@ -144,8 +145,8 @@ export async function pendingActivities(client: Client): Promise<PendingActivity
  * Attempts a worker killed earlier left behind (out until their heartbeat times out) are marked.
  */
 export function describeActivity(a: PendingActivity, killed?: string): string {
-  const parts = a.workflowId.split('/');
-  const where = parts.length >= 4 ? ` ${parts.at(-1)}@${parts.at(-2)}` : '';
+  const child = upgradeNodeOfWorkflowId(a.workflowId);
+  const where = child ? ` ${child.node}@${child.hop}` : '';
   const state = !a.started ? ' (scheduled)' : killed && a.worker !== killed ? ' (left by an earlier worker)' : '';
   return `${a.activity}${where}${a.attempt > 1 ? ` #${a.attempt}` : ''}${state}`;
 }

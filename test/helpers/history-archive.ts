@@ -16,7 +16,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { Connection } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { temporal } from '@temporalio/proto';
-import { freePort } from '../../sim/free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 import { ensureTemporalBinary } from '../../tooling/temporal-binary.js';
 import { fingerprintSecret, secretMaterial } from './secret-scan.js';
 

@@ -5,9 +5,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ManagedProcess } from '../../sim/cluster/managed-process.js';
+import { ManagedProcess } from '../../tooling/managed-process.js';
 import { httpGet, waitFor } from '../../sim/cluster/wait-for.js';
-import { freePort } from '../../sim/free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 
 /**
  * A real Prometheus (Debian's package, scripts/ensure-prometheus.sh) on loopback for the alert gate's

@@ -8,7 +8,7 @@ import { ensureTemporalBinary } from '../../tooling/temporal-binary.js';
 import { workflowsPath } from '../../worker/create-worker.js';
 import { prebuiltBundle } from '../../worker/workflow-bundle.js';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
-import { ensureSearchAttributes } from '../../demo/temporal-server.js';
+import { ensureSearchAttributes } from '../../stack/search-attributes.js';
 import { archiveHistories, archiveLabel } from './history-archive.js';
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { freePort } from '../../sim/free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';

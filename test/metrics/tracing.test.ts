@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { freePort } from '../../sim/free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { proceedSmokeSignal } from '../../workflows/messages.js';
 import { toolchainSmokeWorkflow } from '../../workflows/index.js';

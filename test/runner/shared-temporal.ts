@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
-import { ManagedProcess } from '../../sim/cluster/managed-process.js';
-import { freePort } from '../../sim/free-port.js';
+import { ManagedProcess } from '../../tooling/managed-process.js';
+import { freePort } from '../../tooling/free-port.js';
 import { ensureTemporalBinary } from '../../tooling/temporal-binary.js';
 
 /**

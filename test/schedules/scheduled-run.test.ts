@@ -12,6 +12,7 @@ import { mockMaintenanceCluster } from '../helpers/maintenance-mocks.js';
 import { untilStatus } from '../helpers/status-polling.js';
 import { startDevServer } from '../helpers/temporal-env.js';
 import { withMockedWorker } from '../helpers/workers.js';
+import { maintainWorkflowId, scheduledUpgradeWorkflowId, upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 
 /**
  * The scheduled run's edges, with mocked cluster activities on the real dev server (the schedule
@@ -31,11 +32,11 @@ describe('scheduledUpgradeWorkflow (mocked cluster, real dev server)', () => {
     const c = fakeCluster();
     await withMockedWorker(env, { ...c.acts, findRunningRollout }, 'scheduled', async (taskQueue) => {
       const cluster = 'abandon';
-      const upgrade = env.client.workflow.getHandle(`upgrade/${cluster}`);
+      const upgrade = env.client.workflow.getHandle(upgradeWorkflowId(cluster));
       const start = (n: number) =>
         env.client.workflow.start(scheduledUpgradeWorkflow, {
           taskQueue,
-          workflowId: `scheduled-upgrade/${cluster}-${n}`,
+          workflowId: `${scheduledUpgradeWorkflowId(cluster)}-${n}`,
           args: [{ cluster, to: 'next-minor', policy: { approveWorkers: true }, schedule: 'test' }],
         });
       const first = await start(1);
@@ -67,7 +68,7 @@ describe('scheduledUpgradeWorkflow (mocked cluster, real dev server)', () => {
       const cluster = 'race';
       const byHand = await env.client.workflow.start(clusterUpgradeWorkflow, {
         taskQueue,
-        workflowId: `upgrade/${cluster}`,
+        workflowId: upgradeWorkflowId(cluster),
         workflowIdConflictPolicy: 'FAIL',
         args: [{ cluster, to: '1.33', policy: { approveWorkers: true } }],
       });
@@ -75,7 +76,7 @@ describe('scheduledUpgradeWorkflow (mocked cluster, real dev server)', () => {
       // next-minor has a hop to plan (1.34.2), so the run gets as far as starting upgrade/race.
       const tried = await env.client.workflow.execute(scheduledUpgradeWorkflow, {
         taskQueue,
-        workflowId: `scheduled-upgrade/${cluster}-1`,
+        workflowId: `${scheduledUpgradeWorkflowId(cluster)}-1`,
         args: [{ cluster, to: 'next-minor' }],
       });
       assert.deepEqual([tried.outcome, tried.message], ['skipped', 'skipped: upgrade/race already running']);
@@ -94,18 +95,18 @@ describe('scheduledUpgradeWorkflow (mocked cluster, real dev server)', () => {
       const cluster = 'busy';
       const maintenance = await env.client.workflow.start(maintainWorkflow, {
         taskQueue,
-        workflowId: `maintain/${cluster}`,
+        workflowId: maintainWorkflowId(cluster),
         args: [{ cluster, selector: 'pool=blue', policy: { canary: 1, approveAfterCanary: true } }],
       });
       await untilStatus(maintenance, 'the maintenance at its canary gate', (s) => s.gates.some((g) => !g.approvedBy), 60_000);
       const tried = await env.client.workflow.execute(scheduledUpgradeWorkflow, {
         taskQueue,
-        workflowId: `scheduled-upgrade/${cluster}-1`,
+        workflowId: `${scheduledUpgradeWorkflowId(cluster)}-1`,
         args: [{ cluster, to: 'next-minor' }],
       });
       assert.deepEqual([tried.outcome, tried.message], ['skipped', `skipped: maintain/${cluster} already running`]);
       assert.deepEqual(c.calls, [], 'the scheduled run read nothing of the cluster');
-      await assert.rejects(env.client.workflow.getHandle(`upgrade/${cluster}`).describe(), 'no upgrade was started');
+      await assert.rejects(env.client.workflow.getHandle(upgradeWorkflowId(cluster)).describe(), 'no upgrade was started');
       await maintenance.signal(abortSignal, { by: 'test' });
       await maintenance.result();
     });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { test } from 'node:test';
-import { freePort, freePortIn, HOST_PORTS_LOW } from '../../sim/free-port.js';
+import { freePort, freePortIn, HOST_PORTS_LOW } from '../../tooling/free-port.js';
 
 const ephemeralStart = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
 

@@ -8,7 +8,7 @@ import { waitFor } from '../../sim/cluster/wait-for.js';
 import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { createHostActivities } from '../../activities/host-activities.js';
 import { ErrorType } from '../../activities/errors.js';
-import { createClusterResolver } from '../../activities/ssh-shell.js';
+import { createClusterResolver } from '../../activities/host-address.js';
 import { failsWith } from '../helpers/failures.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { sshExec } from '../helpers/ssh-exec.js';

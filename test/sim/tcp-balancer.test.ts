@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { connect, createServer, type Server } from 'node:net';
 import { after, describe, it } from 'node:test';
-import { freePort } from '../../sim/free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 import { startTcpBalancer } from '../../sim/cluster/tcp-balancer.js';
 
 /** A server that answers every connection with its name, then closes. */

@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time.js';
+import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 
 /**
  * Which worker ran each drain of an upgrade, and when: from the node workflows' histories
@@ -20,7 +21,7 @@ export interface DrainAttempt {
 /** Every drainNode attempt of the node workflows under `upgrade/<cluster>/`. */
 export async function drainAttempts(client: Client, cluster: string): Promise<DrainAttempt[]> {
   const out: DrainAttempt[] = [];
-  for await (const wf of client.workflow.list({ query: `WorkflowId STARTS_WITH "upgrade/${cluster}/"` })) {
+  for await (const wf of client.workflow.list({ query: `WorkflowId STARTS_WITH "${upgradeWorkflowId(cluster)}/"` })) {
     const { events } = await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
     const drains = new Set<string>();
     const open = new Map<string, DrainAttempt>();

@@ -11,7 +11,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
-import { freePort } from '../../sim/free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 import { Postgres } from '../../stack/postgres.js';
 import { STACK_FILE, type StackInfo } from '../../stack/stack.js';
 import { ensureStackTools, stackVersions } from '../../stack/stack-tools.js';

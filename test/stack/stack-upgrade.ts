@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { startAvailabilitySampler, type AvailabilitySampler } from '../../sim/availability-sampler.js';
 import { parseDescription } from '../../sim/description.js';
-import { freePort } from '../../sim/free-port.js';
+import { freePort } from '../../tooling/free-port.js';
 import { startSimulation, type Simulation } from '../../sim/simulation.js';
 import { treeMemory, type TreeMemory } from '../../stack/memory.js';
 import { freeStackPorts, startStack, type RunningStack } from '../../stack/stack.js';
@@ -18,6 +18,7 @@ import { pendingActivities, podsLeftOn, trackCommands, type CommandTracker, type
 import { TARGET_COMMAND } from '../faults/kill-schedule.js';
 import { archiveHistories, archiveLabel, recordWorldSecrets } from '../helpers/history-archive.js';
 import { drainAttempts, type DrainAttempt } from './drain-attempts.js';
+import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 
 /**
  * One upgrade of a simulated cluster (3 control planes, 4 workers, PDBs; the shared control-plane
@@ -140,7 +141,7 @@ export async function runStackUpgrade(o: StackUpgradeOptions): Promise<StackUpgr
     connection = await Connection.connect({ address: temporal.address });
     const client = new Client({ connection });
     sampler = startAvailabilitySampler(sim.kube, { intervalMs: 500 });
-    const workflowId = `upgrade/${description.name}`;
+    const workflowId = upgradeWorkflowId(description.name);
     const tUpgrade = Date.now();
     await client.workflow.start(clusterUpgradeWorkflow, {
       taskQueue,

@@ -14,6 +14,7 @@ import { cliAsync } from '../helpers/spawn-cli.js';
 import { startDevServerWithUi, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 import { startTogether } from '../helpers/start-together.js';
+import { nodeWorkflowId, upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 
 const CLUSTER = 'audit';
 const LAB = `
@@ -31,7 +32,7 @@ workloads:
 `;
 const HOP = '1.33.7';
 const NODES = ['cp-1', 'worker-1', 'worker-2', 'worker-3'];
-const WORKFLOW_ID = `upgrade/${CLUSTER}`;
+const WORKFLOW_ID = upgradeWorkflowId(CLUSTER);
 const APPROVER = { by: 'dana', comment: 'control plane healthy on 1.33.7, go ahead' };
 const RESOLVER = { by: 'erin', comment: 'payments PDB relaxed to minAvailable 1 with the payments team' };
 const CHROMIUM = process.env.SKEWLESS_CHROMIUM ?? '/usr/bin/chromium';
@@ -271,7 +272,7 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
       `"approvedBy":"${APPROVER.by}"`,
       'resolveDrain',
       'drainResolution',
-      `upgrade/${CLUSTER}/${HOP}/${blockedNode}`,
+      nodeWorkflowId(WORKFLOW_ID, String(blockedNode), HOP),
     ]);
     await shoot('03-upgrade-page-compact-history-with-activity-summaries');
 

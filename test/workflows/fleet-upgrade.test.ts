@@ -19,6 +19,7 @@ import {
 import { fakeCluster } from '../helpers/fake-cluster.js';
 import { startDevServer } from '../helpers/temporal-env.js';
 import { withMockedWorker } from '../helpers/workers.js';
+import { fleetWorkflowId, upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 
 /**
  * The fleet's order, limit and stop-the-line rule over real child upgrades (clusterUpgradeWorkflow,
@@ -91,7 +92,7 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
         defaults: { to: '1.34' },
       });
       const status = await withMockedWorker(env, f.acts, 'fleet', (taskQueue) =>
-        env.client.workflow.execute(fleetUpgradeWorkflow, { taskQueue, workflowId: `fleet/${spec.name}`, args: [{ fleet: spec }] }),
+        env.client.workflow.execute(fleetUpgradeWorkflow, { taskQueue, workflowId: fleetWorkflowId(spec.name), args: [{ fleet: spec }] }),
       );
       assert.equal(status.phase, 'done', status.outcome);
       assert.deepEqual(phases(status), { admin: 'done', 'user-a': 'done', 'user-b': 'done' });
@@ -106,8 +107,8 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
         ['1.33.7', '1.34.2', '1.32.4'],
       );
       // The children are the usual upgrades, found under their fixed ids.
-      const child = await env.client.workflow.getHandle(`upgrade/${a}`).describe();
-      assert.equal(child.parentExecution?.workflowId, `fleet/${spec.name}`);
+      const child = await env.client.workflow.getHandle(upgradeWorkflowId(a)).describe();
+      assert.equal(child.parentExecution?.workflowId, fleetWorkflowId(spec.name));
       assert.equal(child.typedSearchAttributes.get({ name: 'SkewlessFleet', type: 'KEYWORD' } as never), spec.name);
     },
   );
@@ -128,7 +129,7 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
     const status = await withMockedWorker(env, f.acts, 'fleet', async (taskQueue) => {
       const fleet = await env.client.workflow.start(fleetUpgradeWorkflow, {
         taskQueue,
-        workflowId: `fleet/${spec.name}`,
+        workflowId: fleetWorkflowId(spec.name),
         args: [{ fleet: spec }],
       });
       const q = () => fleet.query(fleetStatusQuery);
@@ -138,12 +139,12 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
       assert.match(blocked.clusters[1]?.blocked?.[0] ?? '', /node w1: drain blocked/);
       // user-b ends (its gate approved): a slot is free, but user-c stays pending behind blocked user-a.
       const gate = await until(
-        () => env.client.workflow.getHandle(`upgrade/${b}`).query(statusQuery),
+        () => env.client.workflow.getHandle(upgradeWorkflowId(b)).query(statusQuery),
         (s) => s.gates.some((g) => !g.approvedBy),
         'user-b gate',
       );
       await env.client.workflow
-        .getHandle(`upgrade/${b}`)
+        .getHandle(upgradeWorkflowId(b))
         .executeUpdate(approveUpdate, { args: [{ gate: gate.gates[0]!.name, by: 'test' }] });
       await until(q, (s) => phases(s)['user-b'] === 'done', 'user-b done');
       await new Promise((r) => setTimeout(r, 1500));
@@ -157,7 +158,7 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
           e instanceof WorkflowUpdateFailedError && /blocked, not failed: answer it with "skewless resolve/.test(e.cause?.message ?? ''),
       );
       await env.client.workflow
-        .getHandle(`upgrade/${a}`)
+        .getHandle(upgradeWorkflowId(a))
         .executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'skip', by: 'test' }] });
       return fleet.result();
     });
@@ -185,7 +186,7 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
       const status = await withMockedWorker(env, f.acts, 'fleet', async (taskQueue) => {
         const fleet = await env.client.workflow.start(fleetUpgradeWorkflow, {
           taskQueue,
-          workflowId: `fleet/${spec.name}`,
+          workflowId: fleetWorkflowId(spec.name),
           args: [{ fleet: spec }],
         });
         const q = () => fleet.query(fleetStatusQuery);
@@ -223,7 +224,7 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
     const status = await withMockedWorker(env, f.acts, 'fleet', async (taskQueue) => {
       const fleet = await env.client.workflow.start(fleetUpgradeWorkflow, {
         taskQueue,
-        workflowId: `fleet/${spec.name}`,
+        workflowId: fleetWorkflowId(spec.name),
         args: [{ fleet: spec }],
       });
       await until(
@@ -254,7 +255,7 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
         // Paused from its first moment (signal with start): no cluster may start.
         const fleet = await env.client.workflow.signalWithStart(fleetUpgradeWorkflow, {
           taskQueue,
-          workflowId: `fleet/${spec.name}`,
+          workflowId: fleetWorkflowId(spec.name),
           args: [{ fleet: spec }],
           signal: pauseSignal,
           signalArgs: [{ by: 'dave' }],
@@ -275,7 +276,7 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
       assert.equal(status.phase, 'aborted');
       assert.deepEqual(phases(status), { 'user-a': 'aborted', 'user-b': 'pending' });
       assert.equal(firstTouch(f.log, b), -1, 'user-b never touched');
-      const child = await env.client.workflow.getHandle(`upgrade/${a}`).result();
+      const child = await env.client.workflow.getHandle(upgradeWorkflowId(a)).result();
       assert.equal(child.phase, 'aborted');
       assert.ok(
         f.clusters[a]?.calls.some(([name, i]) => name === 'uncordonNode' && i.node === 'w1'),
@@ -304,7 +305,7 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
       const status = await withMockedWorker(env, f.acts, 'fleet', async (taskQueue) => {
         const fleet = await env.client.workflow.start(fleetUpgradeWorkflow, {
           taskQueue,
-          workflowId: `fleet/${spec.name}`,
+          workflowId: fleetWorkflowId(spec.name),
           args: [{ fleet: spec }],
         });
         const halted = await until(
@@ -315,7 +316,9 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
         assert.match(halted.clusters[0]?.blocked?.join('; ') ?? '', /^halted after canary of 1\.33\.7: .*Deployment default\/web/);
         assert.equal(firstTouch(f.log, b), -1);
         healthy = true;
-        await env.client.workflow.getHandle(`upgrade/${a}`).executeUpdate(resolveDrainUpdate, { args: [{ action: 'retry', by: 'ops' }] });
+        await env.client.workflow
+          .getHandle(upgradeWorkflowId(a))
+          .executeUpdate(resolveDrainUpdate, { args: [{ action: 'retry', by: 'ops' }] });
         return fleet.result();
       });
       assert.deepEqual(phases(status), { 'user-a': 'done', 'user-b': 'done' });
@@ -332,12 +335,12 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
       const status = await withMockedWorker(env, f.acts, 'fleet', async (taskQueue) => {
         const byHand = await env.client.workflow.start(clusterUpgradeWorkflow, {
           taskQueue,
-          workflowId: `upgrade/${a}`,
+          workflowId: upgradeWorkflowId(a),
           args: [{ cluster: a, to: '1.33' }],
         });
         const fleet = await env.client.workflow.start(fleetUpgradeWorkflow, {
           taskQueue,
-          workflowId: `fleet/${spec.name}`,
+          workflowId: fleetWorkflowId(spec.name),
           args: [{ fleet: spec }],
         });
         const failed = await until(

@@ -7,7 +7,7 @@
 // dates come from the description (a node's certificateDays from the simulator's start, CAs ten years),
 // not from the placeholder files under /etc/kubernetes/pki; nothing is externally managed or missing.
 import { fail, print, type CommandContext, type CommandOutcome } from './command.js';
-import { STACK_HINT, type KubeadmArgs } from './kubeadm.js';
+import { STACK_HINT, type KubeadmArgs } from './kubeadm-args.js';
 
 /** kubeadm's certificates as `check-expiration` lists them (1.29+: super-admin.conf), with their CA. */
 const CERTIFICATES: readonly [string, string][] = [

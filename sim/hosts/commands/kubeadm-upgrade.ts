@@ -6,7 +6,7 @@ import semver from 'semver';
 import { asError } from '../host-machine.js';
 import { CONTROL_PLANE_MANIFESTS, imageOfManifest, withImage } from '../static-pod-manifest.js';
 import { fail, print, type CommandContext, type CommandOutcome } from './command.js';
-import { flagOn, STACK_HINT, type KubeadmArgs } from './kubeadm.js';
+import { flagOn, STACK_HINT, type KubeadmArgs } from './kubeadm-args.js';
 import { formatPolicyErrors, hasErrors, parseKubernetesVersion, v, versionPolicy } from './kubeadm-policy.js';
 import { renderPlan } from './kubeadm-plan.js';
 
