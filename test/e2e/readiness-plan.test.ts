@@ -16,6 +16,8 @@ import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { startTogether } from '../helpers/start-together.js';
 import { startDevServer, temporalVars, uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
+import type { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
+import { abortSignal, statusQuery } from '../../workflows/upgrade-messages.js';
 
 const DESCRIPTION = `
 name: legacy
@@ -63,6 +65,9 @@ describe('plan --cluster: the readiness section holds a hop that removes an API 
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       child.on('close', (status) => resolve({ status, stdout, stderr }));
     });
+
+  /** Nodes the cluster has cordoned now. */
+  const cordoned = async () => (await tc.sim.kube.core.listNode()).items.filter((n) => n.spec?.unschedulable).map((n) => n.metadata?.name);
 
   /** The test's own client of the removed API: the simulation's admin, with a user agent of its own. */
   const legacyClient = () =>
@@ -129,5 +134,59 @@ describe('plan --cluster: the readiness section holds a hop that removes an API 
       const history = await env.client.workflow.getHandle(last.workflowId, last.runId).fetchHistory();
       writeFileSync(`${dir}/plan_legacy@readiness-held.json`, historyToJSON(history));
     }
+  });
+
+  it('upgrade: refused by the same finding before anything is touched, then started once acknowledged; who and why in history', async () => {
+    const refused = await cli(['upgrade', '--cluster', 'legacy', '--to', '1.33']);
+    assert.equal(refused.status, 1, refused.stdout + refused.stderr);
+    assert.match(
+      refused.stdout + refused.stderr,
+      new RegExp(
+        `readiness holds the upgrade: ${GVR.replace(/\./g, '\\.')} requested.*acknowledge with --acknowledge removed-api:${GVR.replace(/\./g, '\\.')}`,
+      ),
+    );
+    assert.doesNotMatch(refused.stdout, /^started /m, 'a refused upgrade never says started');
+    assert.deepEqual(await cordoned(), [], 'nothing cordoned');
+
+    const reason = 'nightly-report moves to v1 on Friday';
+    const started = await cli([
+      'upgrade',
+      '--cluster',
+      'legacy',
+      '--to',
+      '1.33',
+      '--acknowledge-removed-api',
+      GVR,
+      '--by',
+      'alice',
+      '--reason',
+      reason,
+      '--detach',
+    ]);
+    assert.equal(started.status, 0, started.stdout + started.stderr);
+    const handle = env.client.workflow.getHandle<typeof clusterUpgradeWorkflow>('upgrade/legacy');
+    const acknowledged = `readiness: removed-api:${GVR} acknowledged by alice (${reason}): `;
+    const deadline = Date.now() + 120_000;
+    let status = await handle.query(statusQuery);
+    while (!['backup', 'preflight', 'control-plane', 'workers', 'done'].includes(status.phase) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 500));
+      status = await handle.query(statusQuery);
+    }
+    assert.ok(
+      status.events.some((e) => e.startsWith(acknowledged)),
+      status.events.join('\n'),
+    );
+    await handle.signal(abortSignal, { by: 'readiness test', reason: 'enough: it passed the gate' });
+    const ended = await handle.result();
+    assert.equal(ended.phase, 'aborted', ended.events.join('\n'));
+    // SKEWLESS_SAVE_HISTORIES=dir keeps it for the replay test (the readiness-gate patch, acknowledged).
+    const dir = process.env.SKEWLESS_SAVE_HISTORIES;
+    if (dir) writeFileSync(`${dir}/upgrade_legacy@readiness-acknowledged.json`, historyToJSON(await handle.fetchHistory()));
+    const history = await cli(['history', 'legacy']);
+    assert.equal(history.status, 0, history.stderr);
+    assert.match(
+      history.stdout,
+      new RegExp(`started upgrade/legacy to 1\\.33; acknowledged removed-api:${GVR.replace(/\./g, '\\.')} by alice: ${reason}`),
+    );
   });
 });
