@@ -61,6 +61,15 @@ export const BLUEGREEN_FLAG_KEYS = [
   'acknowledge',
 ] as const satisfies readonly FlagKey[];
 
+/** What `plan` takes: the rollout's shape, and acknowledgements (with --cluster). */
+export const PLAN_FLAG_KEYS = [
+  'canary',
+  'batchSize',
+  'maxUnavailable',
+  'firstControlPlane',
+  'acknowledge',
+] as const satisfies readonly FlagKey[];
+
 export const POLICY_OPTIONS = {
   canary: { type: 'string' },
   'batch-size': { type: 'string' },

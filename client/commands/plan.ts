@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { isClientError } from '../temporal-sdk.js';
-import { parseTarget, planUpgrade, type ClusterInventory, type RolloutPolicy, type UpgradePlan } from '../../rules/index.js';
+import { parseTarget, planUpgrade, type ClusterInventory, type UpgradePlan } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { planClusterWorkflow, type PlanClusterResult } from '../../workflows/plan-cluster-workflow.js';
 import {
@@ -9,7 +9,6 @@ import {
   type CommandIo,
   EXIT,
   helpAsked,
-  intOption,
   outputFormat,
   parseOptions,
   readJsonFile,
@@ -21,13 +20,12 @@ import { barePodLines, planToJson, planToText } from '../render-plan.js';
 import { readinessLines, readinessToJson, readinessView } from '../render-readiness.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { untilAWorkerPolls } from '../run-state.js';
-import { maxUnavailable, namespacedName, nodeName } from '../input-checks.js';
-import { TARGET_HELP } from '../policy-flags.js';
+import { PLAN_FLAG_KEYS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 import { planWorkflowId } from '../../contracts/workflow-ids.js';
 
 export const planHelp = `Usage: skewless plan --inventory FILE --available FILE --to TARGET [policy] [--output json|text]
-       skewless plan --cluster NAME --to TARGET [policy] [--acknowledge NS/PDB]...
+       skewless plan --cluster NAME --to TARGET [policy] [--acknowledge NS/PDB|CHECK:SUBJECT]...
                      [--task-queue QUEUE] [connection options] [--output json|text]
 Policy: [--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE]
 
@@ -78,15 +76,8 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
   if (helpAsked(values, planHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const to = requireOption(values.to, '--to');
-  const policy: RolloutPolicy = {};
-  const canary = intOption(values.canary, '--canary', 0);
-  const batchSize = intOption(values['batch-size'], '--batch-size', 1);
-  if (canary !== undefined) policy.canary = canary;
-  if (batchSize !== undefined) policy.batchSize = batchSize;
-  const maxOut = maxUnavailable(values['max-unavailable']);
-  if (maxOut !== undefined) policy.maxUnavailable = maxOut;
-  if (values['first-control-plane'] !== undefined)
-    policy.firstControlPlane = nodeName(values['first-control-plane'], '--first-control-plane');
+  // The one policy parser (rules/policy.ts through client/policy-flags.ts): the flags a plan takes.
+  const { acknowledge, ...policy } = policyFromFlags(values, PLAN_FLAG_KEYS);
 
   let plan: UpgradePlan;
   let live: (PlanClusterResult & { cluster: string }) | undefined;
@@ -95,7 +86,6 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
       throw new UsageError('--cluster reads the live cluster: leave out --inventory and --available');
     const cluster = clusterName(values.cluster, '--cluster');
     parseTarget(to); // a bad version is refused here, before Temporal is contacted
-    for (const ack of values.acknowledge ?? []) namespacedName(ack, '--acknowledge', 'PDB');
     const taskQueue = workerConfig(values).taskQueue;
     const { client, close } = await connectClient(values);
     try {
@@ -104,7 +94,7 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
         ...(await planThroughWorker(client, io, taskQueue, {
           cluster,
           to,
-          policy: { ...policy, ...(values.acknowledge ? { acknowledge: values.acknowledge } : {}) },
+          policy: { ...policy, ...(acknowledge ? { acknowledge } : {}) },
         })),
       };
     } finally {
