@@ -405,6 +405,7 @@ export class Rollout<S extends RolloutStatus> {
           if (r.changed) this.note(`compensation: uncordoned ${node}`);
         } catch (err) {
           this.note(`compensation: uncordon ${node} failed: ${(err as Error).message}`); // keep going: best effort
+          (this.status.uncordonFailed ??= []).push(node);
         }
       }
       await a.clearStageLabels({ cluster, owner }).catch((err: Error) => this.note(`compensation: clear labels failed: ${err.message}`));
@@ -413,7 +414,7 @@ export class Rollout<S extends RolloutStatus> {
 
   /** The nodes whose uncordon failed while compensating, in one clause. */
   stillCordoned(): string {
-    const stuck = this.status.events.filter((e) => e.startsWith('compensation: uncordon ')).map((e) => e.split(' ')[2]);
+    const stuck = this.status.uncordonFailed ?? [];
     return stuck.length ? `STILL CORDONED (uncordon failed): ${stuck.join(', ')}` : 'no node left cordoned by this run';
   }
 

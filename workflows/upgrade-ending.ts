@@ -19,7 +19,7 @@ export function leftAs(status: UpgradeStatus): string {
     byVersion.set(key, [...(byVersion.get(key) ?? []), node]);
   }
   const versions = [...byVersion.entries()].map(([v, nodes]) => `${nodes.join(', ')} at ${v}`).join('; ');
-  const stuck = status.events.filter((e) => e.startsWith('compensation: uncordon ')).map((e) => e.split(' ')[2]);
+  const stuck = status.uncordonFailed ?? [];
   return `${versions}${status.skipped.length ? `; skipped: ${status.skipped.join(', ')}` : ''}; ${
     stuck.length ? `STILL CORDONED (uncordon failed): ${stuck.join(', ')}` : 'no node left cordoned by this run'
   }`;

@@ -118,6 +118,8 @@ export interface RolloutStatus {
   skipped: string[];
   /** Set while a disruptive phase waits for the maintenance window. */
   waiting?: WindowWait;
+  /** Nodes whose uncordon failed while the run compensated: still cordoned by it (the outcome names them). */
+  uncordonFailed?: string[];
 }
 
 export interface UpgradeStatus extends RolloutStatus {

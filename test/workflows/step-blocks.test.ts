@@ -408,6 +408,35 @@ describe('a node step that fails for good waits for the operator (mocked activit
     assert.ok(order.lastIndexOf('runProbes') > order.lastIndexOf('checkWorkloads'), 'after a phase the probes follow the workload check');
   });
 
+  it('an uncordon that fails while compensating is named in the outcome, from the status, not from the events', async () => {
+    const c = fakeCluster();
+    const acts: Acts = {
+      ...c.acts,
+      checkWorkloads: (async () => {
+        throw ApplicationFailure.create({ type: 'Unhealthy', message: 'Deployment default/web (0/3 available)' });
+      }) as unknown as Activities['checkWorkloads'],
+      uncordonNode: (async (i: { node: string }) => {
+        c.calls.push(['uncordonNode', i]);
+        // w2 never moves (the rollout halts after the canary): its only uncordon is the compensation's.
+        if (i.node === 'w2') throw ApplicationFailure.nonRetryable('the apiserver refused: 403', 'Forbidden');
+        return { uncordoned: true, changed: true };
+      }) as unknown as Activities['uncordonNode'],
+    };
+    const status = await withWorker(acts, async (taskQueue) => {
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/stuck-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.33', policy: { verifySeconds: 1 } }],
+      });
+      await untilStatus(handle, 'halted', (st) => st.halted !== undefined, 60_000);
+      await handle.executeUpdate(resolveDrainUpdate, { args: [{ action: 'abort', by: 'ops' }] });
+      return handle.result();
+    });
+    assert.equal(status.phase, 'aborted');
+    assert.deepEqual(status.uncordonFailed, ['w2']);
+    assert.match(status.outcome ?? '', /; STILL CORDONED \(uncordon failed\): w2(;|$)/, status.outcome);
+  });
+
   it('abort answers a halted rollout: compensated, no later phase', async () => {
     const c = fakeCluster();
     const acts: Acts = {
