@@ -1,5 +1,15 @@
 import { parseAcknowledgements } from './acknowledge-flags.js';
-import { checkPolicy, INT_BOUNDS, type IntPolicyKey, type Policy, type PolicyKey, type PolicyWording } from '../rules/index.js';
+import {
+  BLUEGREEN_POLICY_KEYS,
+  checkPolicy,
+  INT_BOUNDS,
+  MAINTENANCE_POLICY_KEYS,
+  UPGRADE_POLICY_KEYS,
+  type IntPolicyKey,
+  type Policy,
+  type PolicyKey,
+  type PolicyWording,
+} from '../rules/index.js';
 import { intOption, UsageError } from './cli-support.js';
 import { maxUnavailable, namespacedName, nodeName } from './input-checks.js';
 
@@ -26,40 +36,13 @@ const FLAG_OF = {
 type FlagKey = keyof typeof FLAG_OF;
 type Flag = (typeof FLAG_OF)[FlagKey];
 
+/** A flow's policy keys that have a flag (the rest, e.g. verifySeconds, come from a fleet file or the defaults). */
+const withFlags = (keys: readonly PolicyKey[]): FlagKey[] => keys.filter((k): k is FlagKey => k in FLAG_OF);
+
 /** The policy flags of each command: an upgrade's (also a schedule's and a rehearsal's), an OS maintenance run's, a blue/green run's. */
-export const UPGRADE_FLAG_KEYS = [
-  'canary',
-  'batchSize',
-  'maxUnavailable',
-  'firstControlPlane',
-  'approveWorkers',
-  'approveAfterCanary',
-  'soakSeconds',
-  'phaseSoakSeconds',
-  'drainTimeoutSeconds',
-  'hostRetrySeconds',
-  'acknowledge',
-] as const satisfies readonly FlagKey[];
-export const MAINTAIN_FLAG_KEYS = [
-  'canary',
-  'batchSize',
-  'maxUnavailable',
-  'approveAfterCanary',
-  'soakSeconds',
-  'drainTimeoutSeconds',
-  'hostRetrySeconds',
-  'rebootTimeoutSeconds',
-  'forcePods',
-] as const satisfies readonly FlagKey[];
-export const BLUEGREEN_FLAG_KEYS = [
-  'canary',
-  'batchSize',
-  'approveAfterCanary',
-  'soakSeconds',
-  'drainTimeoutSeconds',
-  'hostRetrySeconds',
-  'acknowledge',
-] as const satisfies readonly FlagKey[];
+export const UPGRADE_FLAG_KEYS = withFlags(UPGRADE_POLICY_KEYS);
+export const MAINTAIN_FLAG_KEYS = withFlags(MAINTENANCE_POLICY_KEYS);
+export const BLUEGREEN_FLAG_KEYS = withFlags(BLUEGREEN_POLICY_KEYS);
 
 /** What `plan` takes: the rollout's shape, and acknowledgements (with --cluster). */
 export const PLAN_FLAG_KEYS = [
