@@ -296,6 +296,7 @@ async function run(r: Resources, t0: number): Promise<number> {
     '--approve-workers',
     '--approve-canary',
     ...blocking.flatMap((b) => ['--acknowledge', b]),
+    ...(await acknowledgeSimulatedEtcd(skewless, cluster, say, () => race(workerDied))),
   ];
   for (const b of blocking)
     say(
@@ -461,3 +462,28 @@ async function main(): Promise<void> {
 }
 
 void main();
+
+/**
+ * What the readiness check holds (issue 21), read as an operator does, with `skewless plan --cluster`.
+ * The only finding the operator lets go is etcd's version: kubeadm 1.32 writes etcd 3.5.24-0 in every
+ * manifest, which etcd's guide says must reach 3.5.26 before kubeadm 1.34 moves it to 3.6; the
+ * simulation serves every member from one real etcd 3.6.16, so the tag is not what runs. Anything
+ * else that holds is left to refuse the upgrade, as it would on a real cluster.
+ */
+async function acknowledgeSimulatedEtcd(
+  skewless: (args: string[], onLine: (line: string) => void) => { exited: Promise<number | null> },
+  cluster: string,
+  say: (line: string) => void,
+  failFast: () => Promise<unknown>,
+): Promise<string[]> {
+  const lines: string[] = [];
+  const plan = skewless(['plan', '--cluster', cluster, '--to', '1.34', '--output', 'json'], (line) => lines.push(line));
+  await Promise.race([plan.exited, failFast()]);
+  const held = (JSON.parse(lines.join('\n') || '{}') as { readiness?: { held?: string[] } }).readiness?.held ?? [];
+  const etcd = held.filter((name) => name.startsWith('etcd-version:'));
+  const reason = 'the simulation serves every member from one real etcd 3.6.16; the 3.5.24 tag is the manifest kubeadm 1.32 wrote';
+  for (const name of held)
+    say(`[operator] readiness holds ${name}${etcd.includes(name) ? `: acknowledged (${reason})` : ': left to refuse the upgrade'}`);
+  if (etcd.length === 0) return [];
+  return [...etcd.flatMap((name) => ['--acknowledge', name]), '--by', 'demo-operator', '--reason', reason];
+}

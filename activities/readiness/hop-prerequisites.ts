@@ -23,6 +23,7 @@ import { ErrorType, httpStatus, kubeCall } from '../errors.js';
 import { hostActivityScope } from '../host-activity-context.js';
 import { checkNode } from '../host-commands.js';
 import { CONTROL_PLANE_LABEL } from '../inventory-facts.js';
+import { ACTIVITY_FAILURE } from '../../contracts/failure-types.js';
 import { availableVersions } from '../package-repository.js';
 import { minorOfVersion } from '../parsers/kubernetes-repository.js';
 
@@ -143,7 +144,12 @@ export async function gatherPrerequisiteFacts(access: ClusterAccess, input: HopP
           f.repositories[m] = reachable ? { reachable } : { reachable, detail: `its repository offers no ${m} kubeadm` };
         }
       } catch (err) {
-        for (const m of minors) f.repositories[m] = { reachable: false, detail: oneLine((err as Error).message) };
+        // A host that does not answer SSH (or presents another key) says nothing of its repository: the
+        // upgrade waits at that node for the operator anyway, so this is a warning, not a hold.
+        const type = (err as { type?: string }).type;
+        const unknown = type === ACTIVITY_FAILURE.HostUnreachable || type === ACTIVITY_FAILURE.HostKeyMismatch;
+        for (const m of minors)
+          f.repositories[m] = { reachable: false, detail: oneLine((err as Error).message), ...(unknown ? { unknown } : {}) };
       }
     }
     return f;

@@ -36,7 +36,7 @@ export interface NodePrerequisiteFacts {
   /** Control planes: kubeadm's certificates, or why they could not be read. */
   certificates?: CertificateFacts[] | { error: string };
   /** Per probed minor (`1.34`): does the node's package repository answer for it? `detail`: why not. */
-  repositories?: Record<string, { reachable: boolean; detail?: string }>;
+  repositories?: Record<string, { reachable: boolean; detail?: string; unknown?: boolean }>;
 }
 
 export interface PrerequisiteFacts {
@@ -274,14 +274,19 @@ export const HOP_PREREQUISITES: readonly HopPrerequisite[] = [
       return facts.nodes.flatMap((n): ReadinessFinding[] => {
         const r = n.repositories?.[minor];
         if (!r || r.reachable) return [];
+        // `unknown`: the node itself did not answer, so nothing was learnt of its repository (its step will wait for the operator).
         return [
           {
             check: 'repository',
-            severity: 'hold',
+            severity: r.unknown ? 'warn' : 'hold',
             hop,
             node: n.name,
-            what: `the package repository of ${minor} does not answer ${n.name}${r.detail ? `: ${r.detail}` : ''}`,
-            todo: `make the ${minor} repository (or its mirror) reachable from ${n.name}, or skip the node`,
+            what: r.unknown
+              ? `could not ask ${n.name} for the package repository of ${minor}: ${r.detail ?? 'no answer'}`
+              : `the package repository of ${minor} does not answer ${n.name}${r.detail ? `: ${r.detail}` : ''}`,
+            todo: r.unknown
+              ? `bring ${n.name} back (SSH, its host key) before its turn, or skip it when its step waits`
+              : `make the ${minor} repository (or its mirror) reachable from ${n.name}, or skip the node`,
             source: REPOSITORY_SOURCE,
             ack: `repository:${n.name}/${minor}`,
           },

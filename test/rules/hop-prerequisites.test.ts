@@ -135,6 +135,12 @@ const CASES: [string, string[], PrerequisiteFacts, string[]][] = [
     ],
   ],
   [
+    'a node that did not answer SSH says nothing of its repository: a warning (its step waits for the operator), not a hold',
+    ['1.33'],
+    facts([worker({ repositories: { '1.33': { reachable: false, unknown: true, detail: 'host w-1 unreachable: ECONNREFUSED' } } })]),
+    ['repository warn 1.33 w-1 repository:w-1/1.33'],
+  ],
+  [
     'a hop given as a version is judged by its minor',
     ['1.34.4'],
     facts([cp({ etcdImageTag: '3.5.24-0' })]),
