@@ -28,6 +28,8 @@ workloads:
   - {kind: DaemonSet, name: agent}
 `;
 
+const ETCD_ACKS = ['etcd-version:cp-1', 'etcd-version:cp-2', 'etcd-version:cp-3'];
+
 describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the real dev server', () => {
   let env: TestWorkflowEnvironment;
   let tc: TestCluster;
@@ -50,12 +52,28 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
         env.client.workflow.execute(clusterUpgradeWorkflow, {
           taskQueue,
           workflowId: 'upgrade/e2e',
-          args: [{ cluster: 'e2e', to: '1.34', policy: { canary: 1, batchSize: 2, maxUnavailable: 2, verifySeconds: 60 } }],
+          args: [
+            {
+              cluster: 'e2e',
+              to: '1.34',
+              // Readiness holds 1.34 on etcd 3.5.24 (the manifest the real kubeadm 1.32 wrote; etcd wants 3.5.26
+              // before 3.6): the simulation serves every member from one real etcd 3.6.16, so it is acknowledged.
+              policy: { canary: 1, batchSize: 2, maxUnavailable: 2, verifySeconds: 60, acknowledge: ETCD_ACKS },
+              acknowledgedBy: { by: 'e2e test', reason: 'one real etcd 3.6.16 serves the simulation' },
+            },
+          ],
         }),
       )
       .catch((err: unknown) => assert.fail(failureChain(err)))
       .finally(() => sampler.stop().then((r) => (availability = r)));
     assert.equal(status.phase, 'done', status.events.join('\n'));
+    for (const ack of ETCD_ACKS)
+      assert.ok(
+        status.events.some((e) =>
+          e.startsWith(`readiness: ${ack} acknowledged by e2e test (one real etcd 3.6.16 serves the simulation): etcd on`),
+        ),
+        status.events.join('\n'),
+      );
 
     // No workload with a PDB dropped below it at any sample of the run.
     assert.ok(availability, 'the sampler reported');
