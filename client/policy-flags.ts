@@ -67,6 +67,16 @@ export const POLICY_OPTIONS = {
   acknowledge: { type: 'string', multiple: true },
 } as const;
 
+/** The option table of `plan`'s policy flags (PLAN_FLAG_KEYS), picked from the one above. */
+const { canary, 'batch-size': batchSize, 'max-unavailable': maxOut, 'first-control-plane': first, acknowledge } = POLICY_OPTIONS;
+export const PLAN_POLICY_OPTIONS = {
+  canary,
+  'batch-size': batchSize,
+  'max-unavailable': maxOut,
+  'first-control-plane': first,
+  acknowledge,
+};
+
 export const POLICY_USAGE = `[--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE]
 [--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS] [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...`;
 

@@ -20,7 +20,7 @@ import { barePodLines, planToJson, planToText } from '../render-plan.js';
 import { readinessLines, readinessToJson, readinessView } from '../render-readiness.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { untilAWorkerPolls } from '../run-state.js';
-import { PLAN_FLAG_KEYS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
+import { PLAN_FLAG_KEYS, PLAN_POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 import { planWorkflowId } from '../../contracts/workflow-ids.js';
 
@@ -64,11 +64,7 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
     to: { type: 'string' },
     available: { type: 'string' },
     cluster: { type: 'string' },
-    canary: { type: 'string' },
-    'batch-size': { type: 'string' },
-    'max-unavailable': { type: 'string' },
-    'first-control-plane': { type: 'string' },
-    acknowledge: { type: 'string', multiple: true },
+    ...PLAN_POLICY_OPTIONS,
     output: { type: 'string' },
     'task-queue': { type: 'string' },
     ...TEMPORAL_OPTIONS,
