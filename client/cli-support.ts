@@ -71,6 +71,10 @@ export const processIo: CommandIo = {
     : {}),
 };
 
+/** Options that each take one string value, for parseOptions: `...stringOptions('cluster', 'to')`. */
+export const stringOptions = <K extends string>(...names: K[]) =>
+  Object.fromEntries(names.map((name) => [name, { type: 'string' as const }])) as { [P in K]: { type: 'string' } };
+
 /**
  * node:util parseArgs, with its errors turned into one-line usage errors. Booleans also take
  * --no-NAME, and --NAME=true|false as the temporal CLI spells it (--tls=false).

@@ -4,7 +4,17 @@ import { CONNECTION_HELP } from '../../worker/config.js';
 import { approveClusterUpdate, fleetStatusQuery, resolveClusterUpdate, type FleetStatus } from '../../workflows/fleet-messages.js';
 import { fleetUpgradeWorkflow } from '../../workflows/fleet-upgrade-workflow.js';
 import { abortSignal, pauseSignal, resumeSignal } from '../../workflows/upgrade-messages.js';
-import { type CommandIo, EXIT, helpAsked, type Output, outputFormat, parseOptions, requireOption, UsageError } from '../cli-support.js';
+import {
+  type CommandIo,
+  EXIT,
+  helpAsked,
+  type Output,
+  outputFormat,
+  parseOptions,
+  requireOption,
+  stringOptions,
+  UsageError,
+} from '../cli-support.js';
 import { readFleetFile } from '../fleet-file.js';
 import { printJson } from '../output.js';
 import { eventPrinter, followRun, startAndFollow } from '../start-and-follow.js';
@@ -129,13 +139,8 @@ export async function fleetCommand(args: string[], io: CommandIo): Promise<numbe
   const { values, positionals } = parseOptions(
     args,
     {
-      cluster: { type: 'string' },
-      action: { type: 'string' },
-      by: { type: 'string' },
-      comment: { type: 'string' },
+      ...stringOptions('cluster', 'action', 'by', 'comment', 'task-queue', 'output'),
       detach: { type: 'boolean' },
-      'task-queue': { type: 'string' },
-      output: { type: 'string' },
       ...TEMPORAL_OPTIONS,
     },
     true,

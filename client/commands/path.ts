@@ -1,5 +1,5 @@
 import { planHops } from '../../rules/index.js';
-import { type CommandIo, EXIT, helpAsked, outputFormat, parseOptions, readJsonFile, requireOption } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, outputFormat, parseOptions, readJsonFile, requireOption, stringOptions } from '../cli-support.js';
 
 export const pathHelp = `Usage: skewless path --from VERSION --to TARGET --available FILE [--output json|text]
 
@@ -12,12 +12,7 @@ Pre-releases are used only when named exactly as the target.
 Exit status: 0 with the hops (none when already there), 2 when impossible or invalid.`;
 
 export async function pathCommand(args: string[], io: CommandIo): Promise<number> {
-  const { values } = parseOptions(args, {
-    from: { type: 'string' },
-    to: { type: 'string' },
-    available: { type: 'string' },
-    output: { type: 'string' },
-  });
+  const { values } = parseOptions(args, stringOptions('from', 'to', 'available', 'output'));
   if (helpAsked(values, pathHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const from = requireOption(values.from, '--from');

@@ -9,6 +9,7 @@ import {
   type CommandIo,
   EXIT,
   helpAsked,
+  stringOptions,
   outputFormat,
   parseOptions,
   readJsonFile,
@@ -60,13 +61,8 @@ or the plan failed on the worker, 2 invalid input or unknown cluster,
 
 export async function planCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {
-    inventory: { type: 'string' },
-    to: { type: 'string' },
-    available: { type: 'string' },
-    cluster: { type: 'string' },
+    ...stringOptions('inventory', 'to', 'available', 'cluster', 'output', 'task-queue'),
     ...PLAN_POLICY_OPTIONS,
-    output: { type: 'string' },
-    'task-queue': { type: 'string' },
     ...TEMPORAL_OPTIONS,
   });
   if (helpAsked(values, planHelp, io)) return EXIT.ok;
