@@ -18,28 +18,12 @@ if [[ -x "$bin" ]]; then
   exit 0
 fi
 
-fail() { echo "ensure-prometheus: $*" >&2; exit 1; }
-command -v apt-get >/dev/null || fail "$bin is missing and there is no apt-get to install Debian's prometheus package; install Prometheus 2.x by hand or set SKEWLESS_PROMETHEUS"
-[[ $(id -u) -eq 0 ]] || fail "$bin is missing; installing Debian's prometheus package needs root: run 'apt-get install prometheus' as root"
-
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-export DEBIAN_FRONTEND=noninteractive
-echo "ensure-prometheus: installing Debian's prometheus package (first time only)" >&2
-start=$(date +%s)
-# The package lists may be missing or stale on a fresh machine: update them when apt has no candidate.
-if ! apt-cache policy prometheus 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-  apt-get update -qq >"$log" 2>&1 || { tail -n 5 "$log" >&2; fail "apt-get update failed (log above)"; }
-fi
+# shellcheck source=lib/debian-package.sh
+source "$(dirname "$0")/lib/debian-package.sh"
 # No recommends: prometheus-node-exporter is not needed. Without an init system the package's
 # service does not start; the tests run the binary themselves.
-if ! apt-get install -y -qq --no-install-recommends prometheus >"$log" 2>&1; then
-  tail -n 10 "$log" >&2
-  fail "apt-get install prometheus failed (log above)"
-fi
-[[ -x "$bin" ]] || fail "the prometheus package is installed but $bin is not there"
+install_debian_package ensure-prometheus prometheus "$bin" SKEWLESS_PROMETHEUS
 want=$(node -p "require('$root/tooling/versions.json').prometheus || ''" 2>/dev/null || true)
 got=$("$bin" --version 2>&1 | sed -n 's/^prometheus, version \([0-9.]*\).*/\1/p')
 [[ -z "$want" || "$got" == "$want"* ]] || echo "ensure-prometheus: Debian gave Prometheus $got, tooling/versions.json notes $want; using it" >&2
-echo "ensure-prometheus: installed in $(( $(date +%s) - start ))s" >&2
 echo "$bin"

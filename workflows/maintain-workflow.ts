@@ -17,6 +17,7 @@ import { progressMemo, Rollout } from './rollout.js';
 import { waitForWindow, type WindowWaitContext } from './window-wait.js';
 import { applyRule, refuseBadPolicy } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
+import { stillCordoned } from './upgrade-ending.js';
 
 /**
  * Workers maintained first, on their own (canary, default 1), then batches of batchSize, at most
@@ -196,7 +197,7 @@ class MaintenanceRun {
     if (rollout.aborted()) {
       await rollout.compensate(Object.keys(plan.stageLabels));
       rollout.setPhase('aborted');
-      status.outcome = `${rollout.aborted()}; maintained: ${done.join(', ') || 'none'}; ${rollout.stillCordoned()}`;
+      status.outcome = `${rollout.aborted()}; maintained: ${done.join(', ') || 'none'}; ${stillCordoned(status)}`;
       return;
     }
     // Skipped nodes go back into service unmaintained: no node stays cordoned by this run.

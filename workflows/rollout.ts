@@ -412,12 +412,6 @@ export class Rollout<S extends RolloutStatus> {
     });
   }
 
-  /** The nodes whose uncordon failed while compensating, in one clause. */
-  stillCordoned(): string {
-    const stuck = this.status.uncordonFailed ?? [];
-    return stuck.length ? `STILL CORDONED (uncordon failed): ${stuck.join(', ')}` : 'no node left cordoned by this run';
-  }
-
   /** The run's last step: its handlers (an update in flight) finish before the result is returned. */
   async ended(): Promise<S> {
     await condition(allHandlersFinished);

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/workflow';
 import type { UpgradePlan } from '../rules/index.js';
 import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
-import type { LeftBehind, UpgradeStatus } from './upgrade-messages.js';
+import type { LeftBehind, RolloutStatus, UpgradeStatus } from './upgrade-messages.js';
 
 // How a cluster upgrade ends: the refusal it names and the sentence it leaves (what it undoes: rollout.ts).
 
@@ -19,10 +19,13 @@ export function leftAs(status: UpgradeStatus): string {
     byVersion.set(key, [...(byVersion.get(key) ?? []), node]);
   }
   const versions = [...byVersion.entries()].map(([v, nodes]) => `${nodes.join(', ')} at ${v}`).join('; ');
+  return `${versions}${status.skipped.length ? `; skipped: ${status.skipped.join(', ')}` : ''}; ${stillCordoned(status)}`;
+}
+
+/** The nodes whose uncordon failed while the run compensated, in one clause of its outcome. */
+export function stillCordoned(status: RolloutStatus): string {
   const stuck = status.uncordonFailed ?? [];
-  return `${versions}${status.skipped.length ? `; skipped: ${status.skipped.join(', ')}` : ''}; ${
-    stuck.length ? `STILL CORDONED (uncordon failed): ${stuck.join(', ')}` : 'no node left cordoned by this run'
-  }`;
+  return stuck.length ? `STILL CORDONED (uncordon failed): ${stuck.join(', ')}` : 'no node left cordoned by this run';
 }
 
 /** The nodes a run leaves behind: skipped below the target, or moved but cordoned by someone else. */
