@@ -26,6 +26,8 @@ export interface AlertsResult {
   /** The PromQL asked, as the operator can paste it into Prometheus. */
   query?: string;
   firing: FiringAlert[];
+  /** How often a phase held by these alerts asks again (alerts.pollSeconds). */
+  pollSeconds?: number;
 }
 
 interface Sample {
@@ -90,6 +92,37 @@ function labelsOf(metric: Record<string, string> = {}): Record<string, string> {
 }
 const keyOf = (labels: Record<string, string>) => JSON.stringify(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)));
 
+/**
+ * The firing alerts `alerts` selects (name, labels, since), sorted by name. PrometheusUnreachable
+ * when it cannot be asked; ClusterConfigInvalid or Forbidden when Prometheus refuses the query.
+ */
+export async function firingAlerts(alerts: AlertsConfig): Promise<{ query: string; firing: FiringAlert[] }> {
+  const query = firingAlertsQuery(alerts.matchers);
+  // Both at once; when both fail, the failure reported is always the gate's own query's (Promise.all would race).
+  const [asked, askedSince] = await Promise.allSettled([
+    instantQuery(alerts, query),
+    instantQuery(alerts, alertsSinceQuery(alerts.matchers)),
+  ]);
+  if (asked.status === 'rejected') throw asked.reason;
+  if (askedSince.status === 'rejected') throw askedSince.reason;
+  const [firing, since] = [asked.value, askedSince.value];
+  const activeAt = new Map(since.map((s) => [keyOf(labelsOf(s.metric)), Number(s.value?.[1])]));
+  const result: FiringAlert[] = firing
+    .filter((s) => s.metric?.alertname && s.value?.[1] !== '0')
+    .map((s) => {
+      const all = labelsOf(s.metric);
+      const { alertname, ...labels } = all;
+      const at = activeAt.get(keyOf(all));
+      return {
+        name: alertname as string,
+        labels,
+        ...(at !== undefined && Number.isFinite(at) && at > 0 ? { since: new Date(at * 1000).toISOString() } : {}),
+      };
+    })
+    .sort((a, b) => a.name.localeCompare(b.name) || keyOf(a.labels).localeCompare(keyOf(b.labels)));
+  return { query, firing: result };
+}
+
 export function createAlertActivities(deps: { clusters: ClusterResolver }) {
   return {
     /**
@@ -101,30 +134,15 @@ export function createAlertActivities(deps: { clusters: ClusterResolver }) {
       const { config } = deps.clusters(input.cluster);
       const alerts = config.alerts;
       if (!alerts) return { cluster: input.cluster, configured: false, firing: [] };
-      const query = firingAlertsQuery(alerts.matchers);
-      // Both at once; when both fail, the failure reported is always the gate's own query's (Promise.all would race).
-      const [asked, askedSince] = await Promise.allSettled([
-        instantQuery(alerts, query),
-        instantQuery(alerts, alertsSinceQuery(alerts.matchers)),
-      ]);
-      if (asked.status === 'rejected') throw asked.reason;
-      if (askedSince.status === 'rejected') throw askedSince.reason;
-      const [firing, since] = [asked.value, askedSince.value];
-      const activeAt = new Map(since.map((s) => [keyOf(labelsOf(s.metric)), Number(s.value?.[1])]));
-      const result: FiringAlert[] = firing
-        .filter((s) => s.metric?.alertname && s.value?.[1] !== '0')
-        .map((s) => {
-          const all = labelsOf(s.metric);
-          const { alertname, ...labels } = all;
-          const at = activeAt.get(keyOf(all));
-          return {
-            name: alertname as string,
-            labels,
-            ...(at !== undefined && Number.isFinite(at) && at > 0 ? { since: new Date(at * 1000).toISOString() } : {}),
-          };
-        })
-        .sort((a, b) => a.name.localeCompare(b.name) || keyOf(a.labels).localeCompare(keyOf(b.labels)));
-      return { cluster: input.cluster, configured: true, prometheus: probeTarget(alerts.prometheusUrl), query, firing: result };
+      const { query, firing } = await firingAlerts(alerts);
+      return {
+        cluster: input.cluster,
+        configured: true,
+        prometheus: probeTarget(alerts.prometheusUrl),
+        query,
+        firing,
+        pollSeconds: alerts.pollSeconds,
+      };
     },
   };
 }

@@ -86,10 +86,14 @@ export interface AlertsConfig {
   matchers: AlertMatcher[];
   /** Per query. */
   timeoutSeconds: number;
+  /** How often a phase held by a firing alert asks again. */
+  pollSeconds: number;
 }
 
 /** Default and maximum of alerts.timeoutSeconds (under the prometheusQuery profile's minute). */
 export const ALERTS_TIMEOUT = { default: 10, max: 30 } as const;
+/** Default and maximum of alerts.pollSeconds: kured asks every minute; a held phase should see a cleared alert sooner. */
+export const ALERTS_POLL = { default: 30, max: 600 } as const;
 
 export interface PoolConfig {
   /** `k=v,k2=v2`, as written. */
@@ -189,7 +193,7 @@ const KNOWN_KEYS = {
     'alerts',
   ],
   auditLog: ['path'],
-  alerts: ['prometheusUrl', 'matchers', 'timeoutSeconds'],
+  alerts: ['prometheusUrl', 'matchers', 'timeoutSeconds', 'pollSeconds'],
   pool: ['selector'],
   provisioning: ['provider', 'endpoint', 'tokenFile', 'create', 'delete', 'joinTimeoutSeconds', 'commandTimeoutSeconds'],
   maintenance: ['command', 'timeoutSeconds', 'rebootCommand'],
@@ -585,7 +589,7 @@ function provisioningConfig(
 }
 
 /**
- * `alerts: { prometheusUrl, matchers, timeoutSeconds }`. A refusal never shows the URL's user info
+ * `alerts: { prometheusUrl, matchers, timeoutSeconds, pollSeconds }`. A refusal never shows the URL's user info
  * (a password) or query: only its scheme, host and path.
  */
 function alertsConfig(file: string, a: Record<string, unknown>, present: boolean, { str, int }: Readers): AlertsConfig | undefined {
@@ -616,6 +620,7 @@ function alertsConfig(file: string, a: Record<string, unknown>, present: boolean
     prometheusUrl: url.href,
     matchers,
     timeoutSeconds: int(a.timeoutSeconds, 'alerts.timeoutSeconds', ALERTS_TIMEOUT.default, 1, ALERTS_TIMEOUT.max),
+    pollSeconds: int(a.pollSeconds, 'alerts.pollSeconds', ALERTS_POLL.default, 1, ALERTS_POLL.max),
   };
 }
 

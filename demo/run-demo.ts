@@ -21,6 +21,7 @@ import { ProcessRegistry, type Started } from './processes.js';
 import { formatDuration, nodeTable, uiLink, type NodeRow } from './summary.js';
 import { ensureTemporal, type DemoTemporal } from './temporal-server.js';
 import { upgradeWorkflowId } from '../contracts/workflow-ids.js';
+import type { ReadinessFinding } from '../rules/readiness/finding.js';
 
 /**
  * The main job (`npm run demo`): on the Temporal dev server (reused if one answers, else started),
@@ -479,7 +480,16 @@ async function acknowledgeSimulatedEtcd(
   const lines: string[] = [];
   const plan = skewless(['plan', '--cluster', cluster, '--to', '1.34', '--output', 'json'], (line) => lines.push(line));
   await Promise.race([plan.exited, failFast()]);
-  const held = (JSON.parse(lines.join('\n') || '{}') as { readiness?: { held?: string[] } }).readiness?.held ?? [];
+  const readiness =
+    (JSON.parse(lines.join('\n') || '{}') as { readiness?: { held?: string[]; findings?: ReadinessFinding[]; problems?: string[] } })
+      .readiness ?? {};
+  const held = readiness.held ?? [];
+  // Every finding, as plan's readiness section lists it: what holds, and what is only a warning.
+  for (const f of readiness.findings ?? [])
+    say(
+      `[operator] readiness: ${f.severity === 'hold' ? 'HOLD' : 'WARN'} ${f.check} before ${f.hop}${f.node ? ` on ${f.node}` : ''}: ${f.what}`,
+    );
+  for (const p of readiness.problems ?? []) say(`[operator] readiness: could not read: ${p}`);
   const etcd = held.filter((name) => name.startsWith('etcd-version:'));
   const reason = 'the simulation serves every member from one real etcd 3.6.16; the 3.5.24 tag is the manifest kubeadm 1.32 wrote';
   for (const name of held)

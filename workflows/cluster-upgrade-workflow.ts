@@ -20,6 +20,8 @@ import {
   withoutNodes,
   type HopWork,
   type MaintenanceWindow,
+  type PhaseKind,
+  soakSecondsAfter,
   type RolloutPlan,
   type UpgradePlan,
   type UpgradePolicy,
@@ -118,7 +120,15 @@ class UpgradeRun {
     this.reportToFleet = fleetReporter(this.status);
     const memo = () => upgradeMemo(this.status);
     const childId = (node: string) => nodeWorkflowId(this.rollout.owner, node, this.hop);
-    this.rollout = new Rollout({ status: this.status, statusQuery, childId, memo, noun: 'upgrade', onBlockedChange: this.reportToFleet });
+    this.rollout = new Rollout({
+      status: this.status,
+      statusQuery,
+      childId,
+      memo,
+      noun: 'upgrade',
+      onBlockedChange: this.reportToFleet,
+      acknowledged: this.policy.acknowledge ?? [],
+    });
     if (input.carried) this.plan = input.carried.plan;
     this.windows = input.carried?.plan.windows ?? [];
   }
@@ -191,19 +201,27 @@ class UpgradeRun {
       policy,
       ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
     });
+    // The alert gate fails closed: a Prometheus it cannot ask now would hold the first phase for good.
+    if (report.alerts?.unreachable)
+      throw ApplicationFailure.nonRetryable(`refusing to start: alerts: ${report.alerts.unreachable}`, WORKFLOW_FAILURE.PreflightBlocked);
     const gate = gateFindings(report.findings, policy.acknowledge ?? []);
+    // Alerts firing now hold no start: the control plane waits for them to clear (workflows/alert-gate.ts).
+    const firing = gate.held.filter((f) => f.check === 'alert');
+    const held = gate.held.filter((f) => f.check !== 'alert');
     const who = input.acknowledgedBy;
     const by = who ? ` by ${who.by}${who.reason ? ` (${who.reason})` : ''}` : '';
     for (const f of gate.acknowledged) rollout.note(`readiness: ${f.ack} acknowledged${by}: ${f.what}`);
     const bare = new Set((inventory.barePods ?? []).map((p) => `drain-block:${p.namespace}/${p.name}`)); // already named
     for (const f of gate.warnings) if (!bare.has(f.ack)) rollout.note(`readiness: ${f.what}; ${f.todo}`);
     for (const p of report.problems) rollout.note(`readiness: could not read: ${p}`);
-    if (gate.held.length === 0) return;
-    const held = gate.held.map(
+    for (const f of firing)
+      rollout.note(`readiness: ${f.what}; the control plane of ${f.hop} waits while it fires (or acknowledge ${f.ack})`);
+    if (held.length === 0) return;
+    const refusals = held.map(
       (f) => `${f.what} (hop ${f.hop}${f.node ? `, ${f.node}` : ''}: ${f.todo}; acknowledge with --acknowledge ${f.ack})`,
     );
     throw ApplicationFailure.nonRetryable(
-      `refusing to start: readiness holds the upgrade: ${held.join('; ')}`,
+      `refusing to start: readiness holds the upgrade: ${refusals.join('; ')}`,
       WORKFLOW_FAILURE.PreflightBlocked,
     );
   }
@@ -266,6 +284,8 @@ class UpgradeRun {
     const waited = await waitForWindow(this.windowWait, 'control-plane');
     if (waited === 'aborted') return 'aborted';
     if (waited > 0) this.live = undefined;
+    await r.alerts.beforePhase('control-plane', hop);
+    if (r.aborted()) return 'aborted';
     // Every step of this hop judged on the cluster as it is now, skipped nodes included.
     const live = (this.live ??= await a.takeInventory({ cluster }));
     const check = checkRunbook(live.skew, buildRunbook([hop], rollout, undefined, finishing ? live.skew : undefined));
@@ -293,7 +313,8 @@ class UpgradeRun {
     for (const cp of rollout.controlPlanes.filter(this.kubeletMoves))
       if (!r.aborted()) await r.window([cp], 1, (node) => this.runNode(node, 'node'));
     await r.checkProbes('control-plane', hop, this.policy.verifySeconds);
-    if (!r.aborted()) await r.gate(`workers-${hop}`, this.policy.approveWorkers ?? false);
+    if (!r.aborted()) await r.alerts.afterPhase('control-plane', hop);
+    if (!r.aborted()) await r.gate(`workers-${hop}`, this.policy.approveWorkers ?? false, this.soakAfter('control-plane'));
     r.setPhase('workers');
     return 'done';
   }
@@ -333,11 +354,22 @@ class UpgradeRun {
         hop,
         verifySeconds: policy.verifySeconds,
         afterCheck: () => r.updateMemo(),
-        canaryGate: { name: `canary-${hop}`, approve: policy.approveAfterCanary ?? false, soakSeconds: policy.soakSeconds },
+        canaryGate: { name: `canary-${hop}`, approve: policy.approveAfterCanary ?? false, soakSeconds: this.soakAfter('canary') },
+        phaseSoakSeconds: this.soakAfter('batch'),
         after: () => r.setPhase('workers'),
       },
       Math.max(0, startPhase),
     );
+  }
+
+  /**
+   * The soak after a phase of `kind` (rules/policy.ts soakSecondsAfter). A run that predates the
+   * soak after every phase keeps what it had: the canary's soak alone.
+   */
+  private soakAfter(kind: PhaseKind): number {
+    const before = kind === 'canary' ? (this.policy.soakSeconds ?? 0) : 0;
+    const now = soakSecondsAfter(this.policy, kind);
+    return now !== before && patched(PATCH.phaseSoak) ? now : before;
   }
 
   private async verifyHop(): Promise<void> {

@@ -30,7 +30,7 @@ export function setBlockedNodes(cluster: string, nodes: Record<string, { phase: 
 }
 
 /** A gate passed (or given up on abort) after this many seconds; `gate` is its name (`canary-1.33.7`), labelled by kind only. */
-export function recordGateWait(cluster: string, gate: string, by: 'approval' | 'soak', seconds: number): void {
+export function recordGateWait(cluster: string, gate: string, by: 'approval' | 'soak' | 'alerts', seconds: number): void {
   const kind = gate.replace(/-[^-]*$/, '');
   metricMeter
     .createHistogram(METRICS.gateWaitSeconds, 'float', 's', 'Seconds a gate held the rollout')

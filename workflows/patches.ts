@@ -47,4 +47,11 @@ export const PATCH = {
    * prerequisites refuse the start until acknowledged (policy.acknowledge), drains that will block are noted.
    */
   readinessGate: 'readiness-gate',
+  /**
+   * kured's alert gate around every phase (workflows/alert-gate.ts): the cluster's `alerts:` asked
+   * before a phase (a firing alert holds it) and after (one firing halts): one or two more activities a phase.
+   */
+  alertGate: 'alert-gate',
+  /** A soak after every phase (policy.phaseSoakSeconds), not only after the canary: a timer more a phase. */
+  phaseSoak: 'phase-soak',
 } as const;

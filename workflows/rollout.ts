@@ -25,6 +25,7 @@ import { PATCH } from './patches.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { byWhom } from './by-whom.js';
 import { OperatorControls, type ControlHooks } from './operator-controls.js';
+import { AlertGate } from './alert-gate.js';
 import {
   nodeBlockedSignal,
   resolveDrainUpdate,
@@ -66,6 +67,8 @@ export interface RolloutOptions<S extends RolloutStatus> {
   onBlockedChange?: () => void;
   /** How the flow refuses or answers an abort, instead of noting it and relaying it to blocked children. */
   controls?: Pick<ControlHooks, 'abortRefused' | 'aborted'>;
+  /** The acknowledgements the run started with (policy.acknowledge): `alert:<name>` lets phases go while it fires. */
+  acknowledged?: readonly string[];
 }
 
 /** One node step as a child workflow: what differs between flows; the rest of NodeUpgradeInput is the rollout's. */
@@ -94,6 +97,8 @@ export interface PhaseHooks {
   /** After the check passed, before the canary gate. */
   afterCheck?: (phase: RolloutPhase) => void;
   canaryGate: { name: string; approve: boolean; soakSeconds?: number };
+  /** The soak after every other phase (policy.phaseSoakSeconds, patched by the flow): 0 or absent, none. */
+  phaseSoakSeconds?: number;
   /** After the phase (and its gate). */
   after?: (phase: RolloutPhase) => void;
 }
@@ -121,6 +126,8 @@ export class Rollout<S extends RolloutStatus> {
   readonly owner = workflowInfo().workflowId;
   /** Pause, resume and abort (a flow may refuse an abort, or answer it its own way: blue/green's rollback). */
   readonly controls: OperatorControls;
+  /** The operator's alerts around each phase (the cluster configuration's `alerts:`). */
+  readonly alerts: AlertGate;
   /** The operator's answer to a halted rollout (status.halted). */
   #haltAnswer: HaltResolution | undefined;
 
@@ -139,6 +146,14 @@ export class Rollout<S extends RolloutStatus> {
     setHandler(nodeBlockedSignal, (b) => this.nodeBlocked(b));
     handleApprovals(this.status.gates, (e) => this.note(e));
     setHandler(resolveDrainUpdate, (r) => this.resolve(r), { validator: (r) => this.refuseResolution(r) });
+    this.alerts = new AlertGate({
+      cluster: this.cluster,
+      status: this.status,
+      note: (text) => this.note(text),
+      aborted: () => this.aborted(),
+      updateMemo: () => this.updateMemo(),
+      acknowledged: options.acknowledged ?? [],
+    });
   }
 
   note(text: string): void {
@@ -339,7 +354,8 @@ export class Rollout<S extends RolloutStatus> {
 
   /**
    * The phases of a plan, each: the flow's `before` (a maintenance window, a continue-as-new), the
-   * window of nodes, the workload check, and after the canary its gate (approval or soak).
+   * alert gate, the window of nodes, the workload check and probes, the alert gate again (halts), and
+   * after the canary its gate (approval or soak), after any other phase the soak of every phase.
    */
   async runPhases(phases: readonly RolloutPhase[], hooks: PhaseHooks, from = 0): Promise<void> {
     for (let k = from; k < phases.length && !this.aborted(); k++) {
@@ -349,13 +365,18 @@ export class Rollout<S extends RolloutStatus> {
       if (go === 'skip') continue;
       const nodes = hooks.nodes ? hooks.nodes(phase) : phase.nodes;
       if (nodes.length === 0) continue; // every node of the phase is already there: no check, no gate
+      await this.alerts.beforePhase(phase.stage, hooks.hop);
+      if (this.aborted()) break;
       await this.window(nodes, phase.maxUnavailable, hooks.run);
       if (this.aborted()) break;
       await this.verifyWorkloads(phase.stage, hooks.hop, hooks.verifySeconds);
       if (this.aborted()) break;
+      await this.alerts.afterPhase(phase.stage, hooks.hop);
+      if (this.aborted()) break;
       hooks.afterCheck?.(phase);
       const { canaryGate: g } = hooks;
       if (phase.kind === 'canary') await this.gate(g.name, g.approve, g.soakSeconds);
+      else await this.gate(`soak-${phase.stage}${hooks.hop ? `-${hooks.hop}` : ''}`, false, hooks.phaseSoakSeconds);
       hooks.after?.(phase);
     }
   }

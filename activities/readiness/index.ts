@@ -1,5 +1,5 @@
 // The readiness report of issue 21: every check that can hold a hop (removed APIs in use, hop
-// prerequisites, drains predicted to block), run read-only against the live
+// prerequisites, drains predicted to block, the operator's alerts firing now), run read-only against the live
 // cluster, as one activity whose findings share one shape (rules/readiness/finding.ts). A new check
 // adds its collector here and its findings to the list; each check's facts stay in its own module.
 import type { ReadinessFinding } from '../../rules/readiness/finding.js';
@@ -11,6 +11,10 @@ import type { RolloutPolicy } from '../../rules/index.js';
 import { findDrainBlocks } from './drain-predictions.js';
 import { findHopPrerequisites } from './hop-prerequisites.js';
 import { collectRemovedApiUsage } from './removed-api-usage.js';
+import { alertFindings } from '../../rules/readiness/operator-signals.js';
+import { firingAlerts } from '../alerts.js';
+import type { AlertsConfig } from '../cluster-config.js';
+import { probeTarget } from '../health-probes.js';
 
 const DAY_SECONDS = 86_400;
 
@@ -34,6 +38,24 @@ export interface ReadinessReport {
   problems: string[];
   /** What each check looked at, for the operator (counts and places, never contents). */
   looked: { removedApis: { metricsScrapes: number; auditLogsRead: string[]; deprecatedSeries: number; crdsStoredNotServed: number } };
+  /**
+   * The alert gate's Prometheus (the cluster configuration's `alerts:`), when there is one: where
+   * (scheme, host and path), and why it could not be asked (the upgrade refuses to start then).
+   */
+  alerts?: { prometheus: string; firing: number; unreachable?: string };
+}
+
+/** The alerts firing now, as findings of the first hop; an unreachable Prometheus is said, not thrown. */
+async function readAlerts(config: AlertsConfig | undefined, hop: string) {
+  if (!config) return undefined;
+  const prometheus = probeTarget(config.prometheusUrl);
+  try {
+    const { firing } = await firingAlerts(config);
+    return { findings: alertFindings(firing, hop), looked: { prometheus, firing: firing.length } };
+  } catch (err) {
+    const unreachable = (err as Error).message;
+    return { findings: [], looked: { prometheus, firing: 0, unreachable } };
+  }
 }
 
 const VERSION = /^v?\d+\.\d+(\.\d+)?$/;
@@ -48,7 +70,7 @@ export function createReadinessActivities({ clusters }: { clusters: ClusterResol
       const access = clusters(input.cluster);
       const signal = cancellationSignal();
       const runSeconds = input.runSeconds ?? DAY_SECONDS * Math.max(1, input.hops.length);
-      const [usage, prerequisites, drains] = await Promise.all([
+      const [usage, prerequisites, drains, alerts] = await Promise.all([
         collectRemovedApiUsage(access, signal),
         input.hops.length ? findHopPrerequisites(access, { cluster: input.cluster, hops: input.hops, runSeconds }) : undefined,
         input.hops.length
@@ -59,16 +81,22 @@ export function createReadinessActivities({ clusters }: { clusters: ClusterResol
               ...(input.drainTimeoutSeconds ? { drainTimeoutSeconds: input.drainTimeoutSeconds } : {}),
             })
           : undefined,
+        readAlerts(access.config.alerts, input.hops[0] ?? input.from),
       ]);
       const findings = [
         ...removedApiFindingsForHops(input.from, input.hops, usage),
         ...(prerequisites?.findings ?? []),
         ...(drains?.findings ?? []),
+        ...(alerts?.findings ?? []),
       ];
       return {
         cluster: input.cluster,
         findings,
-        problems: [...usage.problems, ...(drains?.problems ?? [])],
+        problems: [
+          ...usage.problems,
+          ...(drains?.problems ?? []),
+          ...(alerts?.looked.unreachable ? [`alerts: ${alerts.looked.unreachable}`] : []),
+        ],
         looked: {
           removedApis: {
             metricsScrapes: usage.metricsScrapes,
@@ -77,6 +105,7 @@ export function createReadinessActivities({ clusters }: { clusters: ClusterResol
             crdsStoredNotServed: usage.storedNotServed.length,
           },
         },
+        ...(alerts ? { alerts: alerts.looked } : {}),
       };
     },
   };

@@ -101,7 +101,11 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
   }
 
   // One verdict: the upgrade refuses to start on a broken skew policy as on any pre-flight finding.
-  const refusals = live ? [...(plan.skew.compliant ? [] : [skewRefusal(plan)]), ...live.refusals] : [];
+  // The alert gate fails closed: a Prometheus the worker cannot ask refuses the upgrade's start too.
+  const unreachable = live?.readiness?.alerts?.unreachable;
+  const refusals = live
+    ? [...(plan.skew.compliant ? [] : [skewRefusal(plan)]), ...live.refusals, ...(unreachable ? [`alerts: ${unreachable}`] : [])]
+    : [];
   // What would hold a hop (issue 21): shown in full; any held finding makes the plan exit 1.
   const readiness = live ? readinessView(live.readiness, plan.hops, []) : undefined;
   if (output === 'json') {
@@ -142,7 +146,7 @@ function skewRefusal(plan: UpgradePlan): string {
 }
 
 /** Runs planClusterWorkflow; a missing worker, an unknown cluster or a refused version is one line. */
-async function planThroughWorker(
+export async function planThroughWorker(
   client: Client,
   io: CommandIo,
   taskQueue: string,

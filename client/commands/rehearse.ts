@@ -12,6 +12,8 @@ import { CommandFailed, type CommandIo, EXIT, helpAsked, intOption, parseOptions
 import { OUTPUT_OPTION, outputFormat, printJson } from '../output.js';
 import { POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
 import { rehearseUpgrade } from '../rehearse/auto-operator.js';
+import { readinessView } from '../render-readiness.js';
+import { planThroughWorker } from './plan.js';
 import { blocksOf, finalVersions, reportText, skewOfHistory, type RehearsalReport } from '../rehearse/report.js';
 import { twinTimings } from '../rehearse/timings.js';
 import type { Latencies, SimDescription, Twin } from '../rehearse/twin.js';
@@ -42,6 +44,8 @@ rollout goes on. Everything is stopped and removed at the end, and on Ctrl-C.
 
 The report: how long each phase and each node took on the twin with these latencies, every drain
 that blocked (node, PDB, pods), nodes refused, pre-flight findings the real upgrade would stop on,
+the live cluster's readiness as "skewless plan --cluster" shows it (removed APIs in use, hop
+prerequisites, drains predicted to block, alerts firing: read through the worker, not the twin),
 whether any version state the twin went through broke the skew policy, and the final versions.
 
 ${TARGET_HELP}
@@ -149,6 +153,29 @@ async function readThroughWorker(
   }
 }
 
+/**
+ * The readiness report of the live cluster (issue 21), as `plan --cluster` reads it through the
+ * worker: the twin cannot have the cluster's apiserver metrics, audit log, certificates or alerts.
+ * Best effort: a read that fails is said in the report, and the rehearsal goes on.
+ */
+async function readinessOfLiveCluster(
+  client: Client,
+  io: CommandIo,
+  taskQueue: string,
+  input: { cluster: string; to: string; policy: ReturnType<typeof policyFromFlags> },
+): Promise<RehearsalReport['readiness']> {
+  try {
+    const live = await planThroughWorker(client, io, taskQueue, input);
+    return readinessView(
+      live.readiness,
+      live.plan.hops,
+      (input.policy.acknowledge ?? []).filter((a) => a.includes(':')),
+    );
+  } catch (err) {
+    return { notChecked: (err as Error).message.split('\n')[0] ?? 'unknown' };
+  }
+}
+
 export async function rehearseCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {
     cluster: { type: 'string' },
@@ -186,10 +213,16 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
   const taskQueue = workerConfig(values).taskQueue;
   const { client, close } = await connectClient(values);
   let read: RehearseReadResult;
+  let readiness: RehearsalReport['readiness'];
   try {
     // Mid-rollout the cluster is half moved: its twin would rehearse a state no plan starts from.
     await refuseWhileAnotherRolloutRuns(client, cluster, undefined, 'rehearse');
     read = await readThroughWorker(client, io, taskQueue, cluster, repository === undefined);
+    // --repository promises no command on the cluster's hosts; the readiness report probes them over SSH.
+    readiness =
+      repository === undefined
+        ? await readinessOfLiveCluster(client, io, taskQueue, { cluster, to, policy })
+        : { notChecked: 'with --repository nothing runs on the hosts: "skewless plan --cluster" reads it' };
   } finally {
     await close();
   }
@@ -283,6 +316,7 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
       outcome: outcome.failure ? 'failed' : leftBehind ? 'partial' : 'upgraded',
       ...(outcome.failure ? { failure: outcome.failure } : {}),
       preflight,
+      readiness,
       phases: timings.phases.map((p) => ({ ...p, nodes: p.nodes.map(nameOf) })),
       nodes: timings.nodes.map((n) => ({ ...n, node: nameOf(n.node) })),
       ...blocks,

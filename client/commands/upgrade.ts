@@ -11,7 +11,7 @@ import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to TARGET [--canary N] [--batch-size N]
                         [--max-unavailable N|N%] [--first-control-plane NODE]
-                        [--approve-workers] [--approve-canary] [--soak SECONDS]
+                        [--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS]
                         [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...
                         [--acknowledge-removed-api GROUP/VERSION/RESOURCE]... [--by NAME] [--reason TEXT] [--detach]
                         [--task-queue QUEUE] [--output json|text] [connection options]
@@ -33,6 +33,14 @@ Readiness (as "skewless plan --cluster" shows it): a removed API still in use, a
 before anything is touched, naming what to acknowledge; --acknowledge CHECK:SUBJECT (or
 --acknowledge-removed-api GROUP/VERSION/RESOURCE) lets it go, recorded in the run's input and events
 with --by (default user@host) and --reason. Drains predicted to block are shown, never held.
+
+The operator's signals (the cluster configuration's probes[] and alerts:): the probes run after the
+control plane and after every phase, and one failing halts the run; an alert the alerts: matchers
+select, firing in the operator's Prometheus, holds a phase before it starts (gate alerts-before-PHASE-HOP,
+until it clears) and halts the run after a phase (gate alerts-after-PHASE-HOP); "skewless approve NAME
+--gate GATE" goes on while it fires, --acknowledge alert:NAME does from the start. A Prometheus that
+cannot be asked refuses the start and holds a phase. --soak-after-phase SECONDS waits after the control
+plane and every phase (after the canary, the longer of it and --soak).
 
 Following the run, it prints "checking upgrade/NAME to TARGET" first and "started upgrade/NAME to TARGET"
 only once the run is past its inventory and pre-flight: a refused upgrade never says started. Ctrl-C

@@ -1,3 +1,4 @@
+import { readinessLines, type ReadinessView } from '../render-readiness.js';
 import { checkSkew } from '../../rules/index.js';
 import type { VersionRecord } from './twin.js';
 import type { SkewInventory } from '../../rules/index.js';
@@ -16,6 +17,12 @@ export interface RehearsalReport {
   failure?: string;
   /** PDBs the pre-flight would refuse the real upgrade on unless acknowledged (the twin's run acknowledged them, to go on). */
   preflight: string[];
+  /**
+   * What would hold each hop of the real cluster (issue 21), read as `plan --cluster` reads it: the
+   * twin has no apiserver metrics, audit log, certificates or alerts of the cluster, so these are the
+   * live cluster's. `notChecked`: why it could not be read (the rehearsal goes on without it).
+   */
+  readiness: ReadinessView | { notChecked: string };
   phases: PhaseTiming[];
   nodes: NodeTiming[];
   blockedDrains: { node: string; hop?: string; pdbs: string[]; pods: string[]; message: string; action: string }[];
@@ -119,6 +126,10 @@ export function reportText(r: RehearsalReport): string {
     );
     for (const p of r.preflight) out.push(`  ${p}`);
   }
+  out.push(
+    '',
+    ...('notChecked' in r.readiness ? [`readiness: not checked: ${r.readiness.notChecked}`] : readinessLines(r.cluster, r.readiness)),
+  );
   out.push('', 'Phases (time on the twin):');
   for (const p of r.phases)
     out.push(`  ${p.hop.padEnd(8)} ${p.phase.padEnd(14)} ${s(p.seconds).padStart(12)}${p.nodes.length ? `  ${p.nodes.join(', ')}` : ''}`);

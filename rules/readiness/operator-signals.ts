@@ -102,6 +102,9 @@ export interface OperatorSignalsGate {
   reason: string;
 }
 
+/** `canary of 1.33`; a run without versions (OS maintenance) names the phase alone. */
+export const phaseOfHop = (phase: string, hop: string): string => (hop ? `${phase} of ${hop}` : phase);
+
 /** What the rollout does at `moment` of `phase`, given the signals and the acknowledgements. */
 export function judgeOperatorSignals(input: OperatorSignalsInput): OperatorSignalsGate {
   const findings = [...alertFindings(input.alerts, input.hop), ...probeFindings(input.probes, input.hop)];
@@ -111,6 +114,7 @@ export function judgeOperatorSignals(input: OperatorSignalsInput): OperatorSigna
   const count = new Map<string, number>();
   for (const f of held) count.set(f.ack, (count.get(f.ack) ?? 0) + 1);
   const names = [...count].map(([ack, n]) => (n > 1 ? `${ack} (${n} firing)` : ack));
-  const doing = verdict === 'wait' ? `${input.phase} of ${input.hop} waits` : `halted after ${input.phase} of ${input.hop}`;
+  const where = phaseOfHop(input.phase, input.hop);
+  const doing = verdict === 'wait' ? `${where} waits` : `halted after ${where}`;
   return { verdict, findings, held, acknowledged, reason: `${doing}: ${names.join(', ')}` };
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { msToNumber } from '@temporalio/common/lib/time.js';
-import { ALERTS_TIMEOUT, parseClusterConfig } from '../../activities/cluster-config.js';
+import { ALERTS_POLL, ALERTS_TIMEOUT, parseClusterConfig } from '../../activities/cluster-config.js';
 import { NEVER_RETRY } from '../../contracts/failure-types.js';
 import { PROFILE_OF } from '../../workflows/activity-options.js';
 
@@ -27,6 +27,7 @@ describe('cluster configuration: alerts (the alert gate)', () => {
       prometheusUrl: 'http://prometheus.monitoring:9090/',
       matchers: [],
       timeoutSeconds: ALERTS_TIMEOUT.default,
+      pollSeconds: ALERTS_POLL.default,
     });
     const alerts = parse(
       [
@@ -36,6 +37,7 @@ describe('cluster configuration: alerts (the alert gate)', () => {
         '    - severity=~"critical|page"',
         '    - \'alertname!="Watchdog"\'',
         '  timeoutSeconds: 30',
+        '  pollSeconds: 5',
         '',
       ].join('\n'),
     ).alerts;
@@ -46,6 +48,7 @@ describe('cluster configuration: alerts (the alert gate)', () => {
         { label: 'alertname', op: '!=', value: 'Watchdog' },
       ],
       timeoutSeconds: 30,
+      pollSeconds: 5,
     });
   });
 
@@ -99,6 +102,11 @@ describe('cluster configuration: alerts (the alert gate)', () => {
       'a timeout out of range',
       `alerts: {prometheusUrl: "http://p:9090", timeoutSeconds: ${ALERTS_TIMEOUT.max + 1}}\n`,
       /^lab\.yaml: alerts\.timeoutSeconds must be an integer from 1 to 30$/,
+    ],
+    [
+      'a poll interval of zero',
+      'alerts: {prometheusUrl: "http://p:9090", pollSeconds: 0}\n',
+      new RegExp(`^lab\\.yaml: alerts\\.pollSeconds must be an integer from 1 to ${ALERTS_POLL.max}$`),
     ],
   ];
   for (const [name, yaml, message, secret] of bad) it(`refuses ${name}, in one line`, () => refuse(yaml, message, secret));

@@ -168,6 +168,23 @@ describe('rehearse report (pure): skew over every recorded state, names mapped b
       hops: ['1.34.2'],
       outcome: 'partial',
       preflight: ['PodDisruptionBudget shop/web-budget: no eviction'],
+      readiness: {
+        findings: [
+          {
+            check: 'removed-api',
+            severity: 'hold',
+            hop: '1.34',
+            what: 'resource.k8s.io/v1alpha3/deviceclasses requested 2 times, removed in 1.34',
+            todo: 'move the clients to resource.k8s.io/v1beta1',
+            source: 'https://kubernetes.io/docs/reference/using-api/deprecation-guide/',
+            ack: 'removed-api:resource.k8s.io/v1alpha3/deviceclasses',
+          },
+        ],
+        held: ['removed-api:resource.k8s.io/v1alpha3/deviceclasses'],
+        acknowledged: [],
+        problems: [],
+        checked: true,
+      },
       phases: [{ hop: '1.34.2', phase: 'canary', seconds: 10.5, nodes: ['w-1'] }],
       nodes: [],
       blockedDrains: [{ node: 'w-1', hop: '1.34.2', pdbs: ['shop/web-budget'], pods: ['shop/web-1'], message: 'm', action: 'skip' }],
@@ -183,5 +200,9 @@ describe('rehearse report (pure): skew over every recorded state, names mapped b
     assert.match(text, /\n {2}w-1 \(1\.34\.2\): PDB shop\/web-budget refused evicting shop\/web-1; the rehearsal answered skip/);
     assert.match(text, /\nSkew policy: every one of the 4 version states the twin went through complies/);
     assert.match(text, /\nNot modelled by the twin:\n {2}x$/);
+    // The live cluster's readiness, as plan --cluster shows it.
+    assert.match(text, /\nreadiness \(c\): 1 finding; the upgrade would hold/);
+    assert.match(text, /\n {2}HOLD removed-api before 1\.34: resource\.k8s\.io\/v1alpha3\/deviceclasses requested 2 times/);
+    assert.match(reportText({ ...r, readiness: { notChecked: 'plan of c failed: x' } }), /\nreadiness: not checked: plan of c failed: x\n/);
   });
 });

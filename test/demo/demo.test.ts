@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -144,7 +144,12 @@ describe('npm run demo (the README main command)', () => {
     const run = await startDemo();
     const code = await exitWithin(run, 720_000);
     const out = run.stdout();
+    // Kept for the record (test-output/ is not committed): what the demo's operator read and did.
+    mkdirSync(join(repoRoot, 'test-output'), { recursive: true });
+    writeFileSync(join(repoRoot, 'test-output', 'demo-stdout.log'), out);
     assert.equal(code, 0, `${out}\n${run.stderr()}`);
+    // The operator read plan's readiness first: the etcd version of every control plane holds the 1.34 hop.
+    assert.match(out, /^\[operator\] readiness: HOLD etcd-version before 1\.34 on cp-1: /m);
 
     const rows = [...out.matchAll(/^(cp-\d+|worker-\d+)\s+(control-plane|worker)\s+(v\S+)\s+(v\S+)\s+([\d.]+ s|-)/gm)];
     assert.deepEqual(

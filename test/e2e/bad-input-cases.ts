@@ -124,6 +124,16 @@ export function cliCases({ cluster, someFile }: CaseContext): BadInput[] {
       /--acknowledge takes NAMESPACE\/PDB, got "solo"/,
     ),
     flag(
+      '--acknowledge of a readiness check that does not exist',
+      upgrade(cluster, '1.32.6', '--acknowledge', 'alarm:NodeDown'),
+      /unknown acknowledgement "alarm:NodeDown": expected <check>:<subject> with check one of removed-api, .*alert, probe/,
+    ),
+    flag(
+      '--acknowledge of a readiness check without a subject',
+      upgrade(cluster, '1.32.6', '--acknowledge', 'alert:'),
+      /unknown acknowledgement "alert:": expected <check>:<subject>/,
+    ),
+    flag(
       '--first-control-plane that is not a node name',
       ['plan', '--cluster', cluster, '--to', '1.32.6', '--first-control-plane', 'cp-1 && reboot'],
       /--first-control-plane must be a node name/,
@@ -596,6 +606,26 @@ export const BROKEN_CONFIGS: {
       /window-unknown-zone\.yaml: maintenanceWindows\[1\]: unknown time zone "Europe\/Atlantis" \(an IANA name such as Europe\/Berlin or UTC\)$/,
     edit: (y) =>
       `${y}maintenanceWindows:\n  - {days: [Sat], start: "02:00", end: "04:00", timeZone: UTC}\n  - {days: [Sun], start: "02:00", end: "04:00", timeZone: Europe/Atlantis}\n`,
+  },
+  {
+    name: 'alerts-bad-matcher',
+    exit: 2,
+    stderr: /alerts-bad-matcher\.yaml: alerts\.matchers\[0\] .*not a regex/,
+    edit: (y) => `${y}alerts: {prometheusUrl: "http://127.0.0.1:9", matchers: ['alertname=~"(Node"']}\n`,
+  },
+  {
+    name: 'alerts-not-a-mapping',
+    exit: 2,
+    stderr: /alerts-not-a-mapping\.yaml: alerts must be a mapping$/,
+    edit: (y) => `${y}alerts: http://127.0.0.1:9\n`,
+  },
+  {
+    name: 'alerts-unreachable',
+    exit: 1,
+    // Port 9 (discard) on loopback: nothing listens in the test world; the upgrade refuses before any write.
+    stderr:
+      /^skewless: upgrade of alerts-unreachable failed: refusing to start: alerts: Prometheus at http:\/\/127\.0\.0\.1:9\/ is unreachable: ECONNREFUSED$/,
+    edit: (y) => `${y}alerts: {prometheusUrl: "http://127.0.0.1:9", matchers: ['severity="page"']}\n`,
   },
   { name: 'not-yaml', exit: 2, stderr: /not-yaml\.yaml: not valid YAML: /, edit: (y) => y.replace(/^ssh:$/m, 'ssh: [') },
   {

@@ -136,6 +136,12 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
       report.preflight.some((p) => p.includes('default/web')),
       'the pre-flight finding on web is reported',
     );
+    // The live cluster's readiness (as plan --cluster reads it): the drain web's budget will block, predicted.
+    assert.ok('findings' in report.readiness, JSON.stringify(report.readiness));
+    assert.ok(
+      report.readiness.findings.some((f) => f.check === 'drain-block' && f.what.includes('default/web')),
+      JSON.stringify(report.readiness.findings.map((f) => f.what)),
+    );
 
     // Timings: the control-plane phase and a worker phase, and every node's steps.
     const phases = report.phases.map((p) => p.phase);
@@ -209,6 +215,7 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
       ),
     );
     assert.match(r.stdout, /\nSkew policy: every one of the \d+ version states the twin went through complies/);
+    assert.match(r.stdout, /\nreadiness: not checked: with --repository nothing runs on the hosts/);
     assert.match(r.stdout, /\n {2}1\.34\.2 +control-plane +\d+\.\d s +cp-1/);
     assert.equal(tc.sim.hosts.commandLog('cp-1').length, commands, 'with --repository nothing runs on the hosts');
     await writes.assertNoneSince(mark, 'a rehearsal');

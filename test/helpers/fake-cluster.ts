@@ -96,6 +96,8 @@ export function fakeCluster(
     checkPodsOnNode: async (i: Record<string, unknown>) => (rec('checkPodsOnNode', i), {}),
     checkWorkloads: async (i: Record<string, unknown>) => (rec('checkWorkloads', i), {}),
     runProbes: async (i: Record<string, unknown>) => (rec('runProbes', i), { healthy: true, probes: [], failed: [] }),
+    // The alert gate (issue 21): a cluster without an `alerts:` block.
+    checkAlerts: async (i: { cluster: string }) => (rec('checkAlerts', i), { cluster: i.cluster, configured: false, firing: [] }),
     // plan --cluster's readiness report (issue 21): a cluster with nothing that holds a hop.
     readinessReport: async (i: { cluster: string }) => (
       rec('readinessReport', i),

@@ -103,6 +103,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/workflows/maintain.test.ts',
       'test/windows/carried-windows.test.ts',
       'test/workflows/step-blocks.test.ts',
+      'test/workflows/alert-gate.test.ts',
       'test/client/output-json.test.ts',
       'test/workflows/node-upgrade.test.ts',
       'test/workflows/cluster-upgrade-runs.test.ts',
@@ -172,6 +173,7 @@ export const TIERS: Record<TierName, Tier> = {
     temporal: true,
     concurrency: 4,
     files: [
+      'test/e2e/alert-gate.test.ts',
       // the slowest first (measured), so that no long file ends the tier alone
       'test/demo/demo.test.ts',
       'test/faults/worker-kill.test.ts',
