@@ -13,10 +13,12 @@ import {
   checkRunbook,
   checkSkew,
   describeTarget,
+  firstHopBreakingQuarantine,
   fullHopWork,
   hopWork,
   isBelowHop,
   planUpgrade,
+  quarantineSkewAt,
   withoutNodes,
   type HopWork,
   type MaintenanceWindow,
@@ -244,8 +246,8 @@ class UpgradeRun {
     for (let h = cursor.hop; h < plan.hops.length && !rollout.aborted(); h++) {
       this.hop = plan.hops[h] as string;
       this.status.hop = this.hop;
-      // Skipped nodes stay where they are; the rest of the plan goes on without them.
-      const phases = withoutNodes(plan.rollout, this.status.skipped);
+      // Skipped and quarantined nodes stay where they are; the rest of the plan goes on without them.
+      const phases = withoutNodes(plan.rollout, [...this.status.skipped, ...(this.status.quarantined ?? [])]);
       const startPhase = h === cursor.hop ? cursor.phase : -1;
       if (startPhase < 0 && (await this.controlPlaneOf(phases)) === 'aborted') break;
       await this.workerPhases(phases, h, startPhase);
@@ -266,6 +268,7 @@ class UpgradeRun {
     const waited = await waitForWindow(this.windowWait, 'control-plane');
     if (waited === 'aborted') return 'aborted';
     if (waited > 0) this.live = undefined;
+    if ((await this.quarantineHolds()) === 'aborted') return 'aborted';
     // Every step of this hop judged on the cluster as it is now, skipped nodes included.
     const live = (this.live ??= await a.takeInventory({ cluster }));
     const check = checkRunbook(live.skew, buildRunbook([hop], rollout, undefined, finishing ? live.skew : undefined));
@@ -298,6 +301,36 @@ class UpgradeRun {
     return 'done';
   }
 
+  /**
+   * The quarantined nodes keep their old kubelets: before the hop moves the control plane, each must stay
+   * within the skew policy against it (rules/quarantine-skew.ts). One that would not halts the run (status.halted)
+   * until the operator upgraded, removed or drained it by hand and retries (the cluster is read again), or aborts.
+   * Nothing is read or run when no node is quarantined, so a run without quarantine keeps its commands.
+   */
+  private async quarantineHolds(): Promise<'aborted' | 'holds'> {
+    const { hop } = this;
+    const quarantined = this.status.quarantined ?? [];
+    while (quarantined.length > 0) {
+      const live = (this.live ??= await a.takeInventory({ cluster: this.input.cluster }));
+      const kubelets = (live.skew.kubelets ?? []).filter((k) => quarantined.includes(k.node));
+      const violations = quarantineSkewAt(kubelets, hop);
+      if (violations.length === 0) return 'holds';
+      const named = violations.map((v) => `${v.node} (kubelet ${v.version})`).join(', ');
+      await this.rollout.holdUntilAnswered({
+        after: 'quarantine',
+        hop,
+        step: 'quarantineSkew',
+        failure: WORKFLOW_FAILURE.SkewViolation,
+        message: `hop ${hop} would leave quarantined ${named} outside the skew policy: upgrade, drain or remove them, then retry; or abort`,
+        workloads: violations.map((v) => `${v.node} kubelet ${v.version}: ${v.rule}`),
+        actions: ['retry', 'abort'],
+      });
+      if (this.rollout.aborted()) return 'aborted';
+      this.live = undefined; // the operator may have moved or removed the node: read the cluster again
+    }
+    return 'holds';
+  }
+
   private async snapshot(): Promise<void> {
     const { hop } = this;
     this.rollout.setPhase('backup');
@@ -310,7 +343,7 @@ class UpgradeRun {
   /** A hop starts every node again: pending if it moves in the hop, done if it is already there. */
   private startHop(work: HopWork): void {
     for (const [node, state] of Object.entries(this.status.nodes)) {
-      if (this.status.skipped.includes(node)) continue;
+      if (this.status.skipped.includes(node) || this.status.quarantined?.includes(node)) continue;
       state.phase = work.kubelets.includes(node) || work.controlPlanes.includes(node) ? 'pending' : 'done';
     }
     this.rollout.updateMemo();
@@ -368,9 +401,14 @@ class UpgradeRun {
         verifySeconds: policy.verifySeconds,
         ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
         ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
+        // Workers only: a control plane's kubelet left behind would hold back every later hop's control plane.
+        ...(policy.onDrainTimeout === 'quarantine' && step === 'node' && !this.plan.rollout.controlPlanes.includes(node)
+          ? { onDrainTimeout: 'quarantine' as const }
+          : {}),
         ...extra,
       },
     });
+    if (result.outcome === 'quarantined') this.proveQuarantine(node);
     const after = status.nodes[node] as NonNullable<typeof state>;
     if (result.outcome === 'done' && step === 'control-plane') after.phase = 'pending'; // its kubelet moves next
     if (result.outcome === 'done' && step === 'node') {
@@ -380,6 +418,19 @@ class UpgradeRun {
     }
     this.reportToFleet();
     return result;
+  }
+
+  /** Says, when a node is quarantined, whether its old kubelet holds through the hops left, or which hop will wait for the operator. */
+  private proveQuarantine(node: string): void {
+    const later = this.plan.hops.slice(this.plan.hops.indexOf(this.hop) + 1);
+    const at = this.status.nodes[node]?.version ?? this.status.nodes[node]?.from;
+    if (later.length === 0 || !at) return;
+    const breaks = firstHopBreakingQuarantine([{ node, version: at }], later);
+    this.rollout.note(
+      breaks
+        ? `${node} quarantined at ${at}: hop ${breaks.hop} would break the skew policy (${breaks.violations[0]?.rule}); the run will halt before it unless ${node} moves`
+        : `${node} quarantined at ${at}: its kubelet stays within the skew policy through ${later.at(-1)}`,
+    );
   }
 
   /** Between hops and worker phases no child runs and no gate waits: the next run can take over. */

@@ -83,6 +83,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/rules/target-expression.test.ts',
       'test/rules/upgrade-plan.test.ts',
       'test/rules/finish-left-behind.test.ts',
+      'test/rules/quarantine-skew.test.ts',
       'test/rules/policy.test.ts',
       'test/rules/version.test.ts',
       'test/runner/tiers.test.ts',
