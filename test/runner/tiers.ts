@@ -107,6 +107,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/client/output-json.test.ts',
       'test/workflows/node-upgrade.test.ts',
       'test/workflows/cluster-upgrade-runs.test.ts',
+      'test/workflows/quarantine.test.ts',
       'test/activities/pool-provisioning.test.ts',
       'test/activities/etcd-restore.test.ts',
       'test/client/maintain-cli.test.ts',
