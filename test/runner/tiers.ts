@@ -126,6 +126,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/inventory.test.ts',
       'test/activities/maintenance.test.ts',
       'test/activities/node-activities.test.ts',
+      'test/activities/quarantine-node.test.ts',
       'test/activities/package-faults.test.ts',
       'test/activities/pool-provisioning-worker.test.ts',
       'test/activities/rehearsal.test.ts',
