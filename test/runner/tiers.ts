@@ -197,6 +197,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/e2e/fleet.test.ts',
       'test/e2e/laptop.test.ts',
       'test/e2e/maintain.test.ts',
+      'test/e2e/quarantine.test.ts',
       'test/e2e/operator-truth.test.ts',
       'test/e2e/skip-abort.test.ts',
       'test/e2e/transient-faults.test.ts',
