@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
+import { nodeWorkflowId } from '../../contracts/workflow-ids.js';
 import { checkSkew } from '../../rules/index.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
@@ -120,5 +123,17 @@ describe('e2e: a drain that cannot finish quarantines its node and the upgrade c
     });
     assert.deepEqual(skew.violations, []);
     assert.ok(result.events.some((e) => e.startsWith(`${stuck} quarantined: drain of ${stuck} did not finish within 5 s`)));
+
+    // SKEWLESS_SAVE_HISTORIES=dir keeps the run and the quarantined node's child for the replay test (test/replay/histories).
+    const dir = process.env.SKEWLESS_SAVE_HISTORIES;
+    if (dir) {
+      const hop = node?.metadata?.labels?.['skewless.io/quarantined'] as string;
+      const child = nodeWorkflowId('upgrade/quarantine', stuck, hop);
+      for (const [id, file] of [
+        ['upgrade/quarantine', 'upgrade_quarantine@quarantined.json'],
+        [child, `${child.replace(/\//g, '_')}@quarantined.json`],
+      ] as const)
+        writeFileSync(`${dir}/${file}`, historyToJSON(await env.client.workflow.getHandle(id).fetchHistory()));
+    }
   });
 });
