@@ -124,10 +124,18 @@ describe('e2e: a drain that cannot finish quarantines its node and the upgrade c
     assert.deepEqual(skew.violations, []);
     assert.ok(result.events.some((e) => e.startsWith(`${stuck} quarantined: drain of ${stuck} did not finish within 5 s`)));
 
+    // Quarantined at its hop, it was left out of every later one: no node workflow of it there.
+    const hop = node?.metadata?.labels?.['skewless.io/quarantined'] as string;
+    for (const later of result.hops.slice(result.hops.indexOf(hop) + 1))
+      await assert.rejects(
+        env.client.workflow.getHandle(nodeWorkflowId('upgrade/quarantine', stuck, later)).describe(),
+        /not found/i,
+        `${stuck} has no node workflow at ${later}`,
+      );
+
     // SKEWLESS_SAVE_HISTORIES=dir keeps the run and the quarantined node's child for the replay test (test/replay/histories).
     const dir = process.env.SKEWLESS_SAVE_HISTORIES;
     if (dir) {
-      const hop = node?.metadata?.labels?.['skewless.io/quarantined'] as string;
       const child = nodeWorkflowId('upgrade/quarantine', stuck, hop);
       for (const [id, file] of [
         ['upgrade/quarantine', 'upgrade_quarantine@quarantined.json'],
