@@ -2,7 +2,7 @@ import type { CoreV1Event, V1Node } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterResolver } from './cluster-access.js';
 import { ErrorType, httpStatus, kubeCall, kubeFailure } from './errors.js';
-import { mergePatch } from './kube-api.js';
+import { mergePatch, type KubeApi } from './kube-api.js';
 
 import { QUARANTINED_LABEL } from '../rules/index.js';
 
@@ -81,6 +81,30 @@ export function createQuarantineActivities(deps: { clusters: ClusterResolver }) 
       return { labelled, recorded };
     },
   };
+}
+
+/**
+ * A quarantine lasts as long as its cordon: the label (and its owner) goes from each node `owner`
+ * quarantined that is back in service (a later run drained, moved and uncordoned it, or the operator
+ * uncordoned it). A node still cordoned keeps it. Called where a run clears its stage labels.
+ */
+export async function releaseQuarantines(kube: KubeApi, owner: string): Promise<string[]> {
+  const { items } = await kubeCall('list quarantined nodes', () => kube.core.listNode({ labelSelector: QUARANTINED_LABEL }));
+  const released: string[] = [];
+  for (const node of items) {
+    const m = node.metadata ?? {};
+    if (node.spec?.unschedulable || m.annotations?.[QUARANTINED_BY_ANNOTATION] !== owner) continue;
+    const body = {
+      metadata: {
+        labels: { [QUARANTINED_LABEL]: null },
+        annotations: { [QUARANTINED_BY_ANNOTATION]: null },
+        resourceVersion: m.resourceVersion,
+      },
+    };
+    await kubeCall(`release the quarantine of node ${m.name}`, () => kube.core.patchNode({ name: m.name as string, body }, mergePatch));
+    released.push(m.name as string);
+  }
+  return released.sort();
 }
 
 export type QuarantineActivities = ReturnType<typeof createQuarantineActivities>;

@@ -459,7 +459,9 @@ class UpgradeRun {
     }
     // Skipped nodes go back into service at their old version: no node stays cordoned by this run.
     await rollout.handBack(status.skipped, (node) => `${node} uncordoned at ${status.nodes[node]?.version ?? 'its old version'} (skipped)`);
-    await a.clearStageLabels({ cluster, owner: rollout.owner });
+    const labels = await a.clearStageLabels({ cluster, owner: rollout.owner });
+    // Nodes an earlier run quarantined that this one moved and uncordoned: their quarantine is over.
+    for (const node of labels.released ?? []) rollout.note(`${node}: quarantine released (back in service)`);
     rollout.setPhase('done');
     const reached = plan.hops.at(-1) ?? plan.from;
     if (finishing) {

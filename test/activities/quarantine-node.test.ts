@@ -80,6 +80,22 @@ describe('quarantineNode against the simulated API (a real kube-apiserver)', () 
     assert.ok(rv !== undefined);
   });
 
+  it("lasts as long as the cordon: clearing the stage labels releases only this owner's quarantines of nodes back in service", async () => {
+    await acts.cordonNode({ cluster: c, node: 'worker-2', owner: 'upgrade/other' });
+    await acts.quarantineNode({ ...input, node: 'worker-2', owner: 'upgrade/other' });
+    assert.deepEqual(await acts.clearStageLabels({ cluster: c, owner: OWNER }), { cleared: [] }, 'worker-1 is still cordoned');
+    assert.equal((await tc.kube.core.readNode({ name: 'worker-1' })).metadata?.labels?.[QUARANTINED_LABEL], '1.33.7');
+    // A later run moved worker-1 and uncordoned it (the operator could have too); worker-2 is uncordoned by its other owner.
+    await acts.uncordonNode({ cluster: c, node: 'worker-1', owner: OWNER });
+    await acts.uncordonNode({ cluster: c, node: 'worker-2', owner: 'upgrade/other' });
+    assert.deepEqual(await acts.clearStageLabels({ cluster: c, owner: OWNER }), { cleared: [], released: ['worker-1'] });
+    const [w1, w2] = await Promise.all(['worker-1', 'worker-2'].map((name) => tc.kube.core.readNode({ name })));
+    assert.equal(w1?.metadata?.labels?.[QUARANTINED_LABEL], undefined);
+    assert.equal(w1?.metadata?.annotations?.[QUARANTINED_BY_ANNOTATION], undefined);
+    assert.equal(w2?.metadata?.labels?.[QUARANTINED_LABEL], '1.33.7', "another owner's quarantine stays");
+    assert.deepEqual(await acts.clearStageLabels({ cluster: c, owner: OWNER }), { cleared: [] }, 'nothing left to release');
+  });
+
   it('refuses a node that does not exist (NotFound, not retried)', async () => {
     await assert.rejects(acts.quarantineNode({ ...input, node: 'worker-99' }), (err: Error & { type?: string; nonRetryable?: boolean }) => {
       assert.equal(err.type, 'NotFound');
