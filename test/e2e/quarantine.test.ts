@@ -5,6 +5,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { nodeWorkflowId } from '../../contracts/workflow-ids.js';
+import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { checkSkew } from '../../rules/index.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
@@ -143,5 +144,25 @@ describe('e2e: a drain that cannot finish quarantines its node and the upgrade c
       ] as const)
         writeFileSync(`${dir}/${file}`, historyToJSON(await env.client.workflow.getHandle(id).fetchHistory()));
     }
+  });
+  it('once its pods can leave, the same upgrade again moves the quarantined node, puts it back in service and drops its quarantine: exit 0', async () => {
+    const [stuck] = ((await env.client.workflow.getHandle('upgrade/quarantine').query(statusQuery)) as UpgradeStatus).quarantined ?? [];
+    assert.ok(stuck);
+    // The operator lets solo go: a PDB that allows one disruption.
+    await tc.kube.policy.patchNamespacedPodDisruptionBudget(
+      { name: 'solo', namespace: 'default', body: { spec: { minAvailable: 0 } } },
+      mergePatch,
+    );
+    const ended = await spawnCli(['upgrade', '--cluster', 'quarantine', '--to', '1.34.2', '--on-drain-timeout', 'quarantine'], cliEnv())
+      .exited;
+    assert.equal(ended.code, 0, ended.stdout + ended.stderr);
+    assert.match(ended.stdout.trimEnd().split('\n').at(-1) ?? '', /^quarantine: upgraded to 1\.34\.2$/);
+    const node = await tc.kube.core.readNode({ name: stuck });
+    assert.equal(node.status?.nodeInfo?.kubeletVersion, 'v1.34.2');
+    assert.notEqual(node.spec?.unschedulable, true);
+    assert.equal(node.metadata?.labels?.['skewless.io/quarantined'], undefined);
+    assert.equal(node.metadata?.annotations?.['skewless.io/quarantined-by'], undefined);
+    const result = (await env.client.workflow.getHandle('upgrade/quarantine').query(statusQuery)) as UpgradeStatus;
+    assert.ok(result.events.includes(`${stuck}: quarantine released (back in service)`), result.events.join('\n'));
   });
 });
