@@ -314,7 +314,10 @@ class UpgradeRun {
       const live = (this.live ??= await a.takeInventory({ cluster: this.input.cluster }));
       const kubelets = (live.skew.kubelets ?? []).filter((k) => quarantined.includes(k.node));
       // Where each is now (the operator may have moved one by hand): the outcome names that version.
-      for (const k of kubelets) if (this.status.nodes[k.node]) (this.status.nodes[k.node] as { version?: string }).version = k.version;
+      for (const k of kubelets) {
+        const state = this.status.nodes[k.node];
+        if (state) state.version = k.version;
+      }
       const violations = quarantineSkewAt(kubelets, hop);
       if (violations.length === 0) return 'holds';
       const named = violations.map((v) => `${v.node} (kubelet ${v.version})`).join(', ');

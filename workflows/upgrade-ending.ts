@@ -20,7 +20,9 @@ export function leftAs(status: UpgradeStatus): string {
   }
   const versions = [...byVersion.entries()].map(([v, nodes]) => `${nodes.join(', ')} at ${v}`).join('; ');
   const quarantined = status.quarantined?.length ? `; QUARANTINED (left cordoned): ${status.quarantined.join(', ')}` : '';
-  return `${versions}${status.skipped.length ? `; skipped: ${status.skipped.join(', ')}` : ''}${quarantined}; ${stillCordoned(status)}`;
+  // The quarantined nodes are left cordoned on purpose: the clause on the rest says "other".
+  const rest = quarantined ? stillCordoned(status).replace(/^no node /, 'no other node ') : stillCordoned(status);
+  return `${versions}${status.skipped.length ? `; skipped: ${status.skipped.join(', ')}` : ''}${quarantined}; ${rest}`;
 }
 
 /** The nodes whose uncordon failed while the run compensated, in one clause of its outcome. */

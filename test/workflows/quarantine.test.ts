@@ -162,7 +162,7 @@ describe('onDrainTimeout quarantine (mocked activities, real dev server)', () =>
         .map(([, i]) => i.node);
       assert.deepEqual(uncordoned.sort(), ['cp1', 'w2']);
       assert.equal(c.state.apiserver.cp1, '1.35.0');
-      assert.match(s.outcome ?? '', /QUARANTINED \(left cordoned\): w1/);
+      assert.match(s.outcome ?? '', /; QUARANTINED \(left cordoned\): w1; no other node left cordoned by this run; finish with: /);
     });
   });
 });
