@@ -13,12 +13,10 @@ import {
   checkRunbook,
   checkSkew,
   describeTarget,
-  firstHopBreakingQuarantine,
   fullHopWork,
   hopWork,
   isBelowHop,
   planUpgrade,
-  quarantineSkewAt,
   withoutNodes,
   type HopWork,
   type MaintenanceWindow,
@@ -38,6 +36,7 @@ import { fleetReporter } from './fleet-report.js';
 import { PATCH } from './patches.js';
 import type { NodeUpgradeInput, NodeUpgradeResult } from './node-upgrade-workflow.js';
 import { preflightRefusals } from './preflight.js';
+import { quarantineHolds, quarantineProof } from './quarantine-hold.js';
 import { progressMemo, Rollout } from './rollout.js';
 import { applyRule, refuseBadPolicy } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
@@ -268,7 +267,9 @@ class UpgradeRun {
     const waited = await waitForWindow(this.windowWait, 'control-plane');
     if (waited === 'aborted') return 'aborted';
     if (waited > 0) this.live = undefined;
-    if ((await this.quarantineHolds()) === 'aborted') return 'aborted';
+    const readLive = async () => (this.live ??= await a.takeInventory({ cluster })).skew;
+    const held = await quarantineHolds({ status: this.status, rollout: r, hop, live: readLive, forget: () => (this.live = undefined) });
+    if (held === 'aborted') return 'aborted';
     // Every step of this hop judged on the cluster as it is now, skipped nodes included.
     const live = (this.live ??= await a.takeInventory({ cluster }));
     const check = checkRunbook(live.skew, buildRunbook([hop], rollout, undefined, finishing ? live.skew : undefined));
@@ -299,41 +300,6 @@ class UpgradeRun {
     if (!r.aborted()) await r.gate(`workers-${hop}`, this.policy.approveWorkers ?? false);
     r.setPhase('workers');
     return 'done';
-  }
-
-  /**
-   * The quarantined nodes keep their old kubelets: before the hop moves the control plane, each must stay
-   * within the skew policy against it (rules/quarantine-skew.ts). One that would not halts the run (status.halted)
-   * until the operator upgraded, removed or drained it by hand and retries (the cluster is read again), or aborts.
-   * Nothing is read or run when no node is quarantined, so a run without quarantine keeps its commands.
-   */
-  private async quarantineHolds(): Promise<'aborted' | 'holds'> {
-    const { hop } = this;
-    const quarantined = this.status.quarantined ?? [];
-    while (quarantined.length > 0) {
-      const live = (this.live ??= await a.takeInventory({ cluster: this.input.cluster }));
-      const kubelets = (live.skew.kubelets ?? []).filter((k) => quarantined.includes(k.node));
-      // Where each is now (the operator may have moved one by hand): the outcome names that version.
-      for (const k of kubelets) {
-        const state = this.status.nodes[k.node];
-        if (state) state.version = k.version;
-      }
-      const violations = quarantineSkewAt(kubelets, hop);
-      if (violations.length === 0) return 'holds';
-      const named = violations.map((v) => `${v.node} (kubelet ${v.version})`).join(', ');
-      await this.rollout.holdUntilAnswered({
-        after: 'quarantine',
-        hop,
-        step: 'quarantineSkew',
-        failure: WORKFLOW_FAILURE.SkewViolation,
-        message: `hop ${hop} would leave quarantined ${named} outside the skew policy: upgrade, drain or remove them, then retry; or abort`,
-        workloads: violations.map((v) => `${v.node} kubelet ${v.version}: ${v.rule}`),
-        actions: ['retry', 'abort'],
-      });
-      if (this.rollout.aborted()) return 'aborted';
-      this.live = undefined; // the operator may have moved or removed the node: read the cluster again
-    }
-    return 'holds';
   }
 
   private async snapshot(): Promise<void> {
@@ -413,7 +379,8 @@ class UpgradeRun {
         ...extra,
       },
     });
-    if (result.outcome === 'quarantined') this.proveQuarantine(node);
+    const proof = result.outcome === 'quarantined' ? quarantineProof(status, this.plan.hops, hop, node) : undefined;
+    if (proof) this.rollout.note(proof);
     const after = status.nodes[node] as NonNullable<typeof state>;
     if (result.outcome === 'done' && step === 'control-plane') after.phase = 'pending'; // its kubelet moves next
     if (result.outcome === 'done' && step === 'node') {
@@ -423,19 +390,6 @@ class UpgradeRun {
     }
     this.reportToFleet();
     return result;
-  }
-
-  /** Says, when a node is quarantined, whether its old kubelet holds through the hops left, or which hop will wait for the operator. */
-  private proveQuarantine(node: string): void {
-    const later = this.plan.hops.slice(this.plan.hops.indexOf(this.hop) + 1);
-    const at = this.status.nodes[node]?.version ?? this.status.nodes[node]?.from;
-    if (later.length === 0 || !at) return;
-    const breaks = firstHopBreakingQuarantine([{ node, version: at }], later);
-    this.rollout.note(
-      breaks
-        ? `${node} quarantined at ${at}: hop ${breaks.hop} would break the skew policy (${breaks.violations[0]?.rule}); the run will halt before it unless ${node} moves`
-        : `${node} quarantined at ${at}: its kubelet stays within the skew policy through ${later.at(-1)}`,
-    );
   }
 
   /** Between hops and worker phases no child runs and no gate waits: the next run can take over. */
