@@ -12,6 +12,7 @@ import { createHostActivities } from './host-activities.js';
 import { createInventoryActivities } from './inventory.js';
 import { createMaintenanceActivities } from './maintenance.js';
 import { createNodeActivities } from './node-activities.js';
+import { createQuarantineActivities } from './quarantine-node.js';
 import { createRehearsalActivities } from './rehearsal.js';
 import { createPoolActivities } from './pool-provisioning.js';
 import { createReadinessActivities } from './readiness/index.js';
@@ -45,6 +46,7 @@ export function createActivities(deps: ActivityDeps = {}) {
     ...createHealthActivities({ clusters }),
     ...createAlertActivities({ clusters }),
     ...createNodeActivities({ clusters }),
+    ...createQuarantineActivities({ clusters }),
     ...createDrainActivities({ clusters }),
     ...createHostActivities({ clusters }),
     ...createEtcdActivities({ clusters }),

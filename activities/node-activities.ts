@@ -3,6 +3,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterResolver } from './cluster-access.js';
 import { ErrorType, httpStatus, kubeCall, kubeFailure } from './errors.js';
 import { mergePatch, type KubeApi } from './kube-api.js';
+import { releaseQuarantines } from './quarantine-node.js';
 
 /** Who cordoned the node (a workflow id), so compensation uncordons only what its own run cordoned. */
 export const CORDONED_BY_ANNOTATION = 'skewless.io/cordoned-by';
@@ -155,8 +156,11 @@ export function createNodeActivities(deps: { clusters: ClusterResolver }) {
         return result;
       }),
 
-    /** Removes stage labels from the nodes this owner labelled; other owners' labels stay. */
-    clearStageLabels: (input: { cluster: string; owner: string }): Promise<{ cleared: string[] }> =>
+    /**
+     * Removes stage labels from the nodes this owner labelled; other owners' labels stay. Also releases
+     * this owner's quarantines of nodes back in service (quarantine-node.ts): `released`, when any.
+     */
+    clearStageLabels: (input: { cluster: string; owner: string }): Promise<{ cleared: string[]; released?: string[] }> =>
       retryOnConflict(async () => {
         const owner = requireText(input.owner, 'owner');
         const kube = kubeOf(input.cluster);
@@ -173,7 +177,8 @@ export function createNodeActivities(deps: { clusters: ClusterResolver }) {
           );
           cleared.push(name);
         }
-        return { cleared: cleared.sort() };
+        const released = await releaseQuarantines(kube, owner);
+        return { cleared: cleared.sort(), ...(released.length > 0 ? { released } : {}) };
       }),
   };
 }

@@ -24,7 +24,9 @@ export function resolveHint(cluster: string, node: string, block: NodeBlock): st
 /** The halted rollout: what failed, the workloads that fell short, and the answer. */
 export function haltLines(cluster: string, halt: HaltState, withMessage = true): string[] {
   return [
-    `HALTED after ${halt.after}${halt.hop ? ` of hop ${halt.hop}` : ''}: workload check failed (${halt.failure})${withMessage ? `: ${halt.message}` : ''}`,
+    halt.step === 'quarantineSkew'
+      ? `HALTED before hop ${halt.hop}: quarantined nodes would break the skew policy${withMessage ? `: ${halt.message}` : ''}`
+      : `HALTED after ${halt.after}${halt.hop ? ` of hop ${halt.hop}` : ''}: workload check failed (${halt.failure})${withMessage ? `: ${halt.message}` : ''}`,
     ...halt.workloads.map((w) => `  ${w}`),
     `  resolve with: skewless resolve ${cluster} --action ${halt.actions.join('|')}`,
   ];

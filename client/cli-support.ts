@@ -12,7 +12,7 @@ export class CommandFailed extends Error {
   override name = 'CommandFailed';
 }
 
-/** `leftBehind`: an upgrade that finished but left nodes behind (skipped, or cordoned by someone else): not 0, so a scheduler can tell. */
+/** `leftBehind`: an upgrade that finished but left nodes behind (skipped, quarantined, or cordoned by someone else): not 0, so a scheduler can tell. */
 export const EXIT = { ok: 0, notCompliant: 1, invalid: 2, unreachable: 3, leftBehind: 4 } as const;
 
 export type Output = 'text' | 'json';

@@ -28,6 +28,7 @@ const FLAG_OF = {
   soakSeconds: '--soak',
   phaseSoakSeconds: '--soak-after-phase',
   drainTimeoutSeconds: '--drain-timeout',
+  onDrainTimeout: '--on-drain-timeout',
   hostRetrySeconds: '--host-retry',
   acknowledge: '--acknowledge',
   rebootTimeoutSeconds: '--reboot-timeout',
@@ -63,6 +64,7 @@ export const POLICY_OPTIONS = {
   soak: { type: 'string' },
   'soak-after-phase': { type: 'string' },
   'drain-timeout': { type: 'string' },
+  'on-drain-timeout': { type: 'string' },
   'host-retry': { type: 'string' },
   acknowledge: { type: 'string', multiple: true },
 } as const;
@@ -78,7 +80,7 @@ export const PLAN_POLICY_OPTIONS = {
 };
 
 export const POLICY_USAGE = `[--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE]
-[--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS] [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...`;
+[--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS] [--drain-timeout SECONDS] [--on-drain-timeout wait|quarantine] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...`;
 
 /** What parseArgs gives for the policy flags: a string, a boolean or a list per flag name. */
 export type PolicyFlags = { [F in Flag as F extends `--${infer N}` ? N : never]?: string | boolean | string[] | undefined };
@@ -103,6 +105,7 @@ function flagValue(key: FlagKey, value: string | boolean | string[]): unknown {
     return [...pdbs, ...readiness];
   }
   if (key === 'forcePods') return [...new Set((value as string[]).map((v) => namespacedName(v, flag, 'NAME')))];
+  if (key === 'onDrainTimeout') return value; // a word: the policy judges it
   return value === true ? true : undefined; // a boolean flag: present or absent
 }
 

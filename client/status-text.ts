@@ -104,6 +104,7 @@ export function printRecorded(
     text('progress'),
     names('blocked').length ? `blocked: ${names('blocked').join(', ')}` : undefined,
     names('skipped').length ? `skipped: ${names('skipped').join(', ')}` : undefined,
+    names('quarantined').length ? `quarantined: ${names('quarantined').join(', ')}` : undefined,
   ].filter((x) => x !== undefined);
   const recorded = facts.length ? `; as last recorded: ${facts.join(', ')}` : '; not yet started by a worker';
   io.out(`${cluster}: ${run.workflowId} ${run.state.toLowerCase()}${recorded}`);

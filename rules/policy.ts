@@ -137,6 +137,7 @@ const CHECKS: { [K in PolicyKey]-?: Check } = {
     'NAMESPACE/PDB names or readiness acknowledgements (<check>:<subject>)',
   ),
   drainTimeoutSeconds: bounded('drainTimeoutSeconds'),
+  onDrainTimeout: (v, fail) => (v === 'wait' || v === 'quarantine' ? v : fail(`must be "wait" or "quarantine", got ${shown(v)}`)),
   hostRetrySeconds: bounded('hostRetrySeconds'),
   kubeletTimeoutSeconds: bounded('kubeletTimeoutSeconds'),
   verifySeconds: bounded('verifySeconds'),

@@ -44,6 +44,14 @@ export interface UpgradePolicy extends RolloutPolicy {
   acknowledge?: string[];
   drainTimeoutSeconds?: number;
   /**
+   * What a worker's drain that did not finish within drainTimeoutSeconds does (as AKS's undrainable
+   * node behaviour): `wait` (default) for the operator's `skewless resolve`; `quarantine`: the node is
+   * labelled `skewless.io/quarantined`, an Event recorded on it, and it stays cordoned at its old version
+   * while the run goes on without it (the pods already evicted stay evicted). Every later hop is checked
+   * against its old kubelet (rules/quarantine-skew.ts); one that would break the skew policy waits for the operator.
+   */
+  onDrainTimeout?: 'wait' | 'quarantine';
+  /**
    * How long a step on a host keeps retrying (a host refusing SSH or rebooting, a command timing out)
    * before its node is reported blocked and the operator asked (`skewless resolve`). Turned into an
    * attempt count over each host profile's backoff (activity-options.ts: withHostRetryBudget), so a

@@ -237,6 +237,7 @@ export const PROFILE_OF = {
   checkAlerts: prometheusQuery,
   cordonNode: kubeWrite,
   uncordonNode: kubeWrite,
+  quarantineNode: kubeWrite,
   setStageLabels: kubeWrite,
   clearStageLabels: kubeWrite,
   drainNode: drain,

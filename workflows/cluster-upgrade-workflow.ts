@@ -38,6 +38,7 @@ import { fleetReporter } from './fleet-report.js';
 import { PATCH } from './patches.js';
 import type { NodeUpgradeInput, NodeUpgradeResult } from './node-upgrade-workflow.js';
 import { preflightRefusals } from './preflight.js';
+import { quarantineHolds, quarantineProof } from './quarantine-hold.js';
 import { progressMemo, Rollout } from './rollout.js';
 import { applyRule, refuseBadPolicy } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
@@ -262,8 +263,8 @@ class UpgradeRun {
     for (let h = cursor.hop; h < plan.hops.length && !rollout.aborted(); h++) {
       this.hop = plan.hops[h] as string;
       this.status.hop = this.hop;
-      // Skipped nodes stay where they are; the rest of the plan goes on without them.
-      const phases = withoutNodes(plan.rollout, this.status.skipped);
+      // Skipped and quarantined nodes stay where they are; the rest of the plan goes on without them.
+      const phases = withoutNodes(plan.rollout, [...this.status.skipped, ...(this.status.quarantined ?? [])]);
       const startPhase = h === cursor.hop ? cursor.phase : -1;
       if (startPhase < 0 && (await this.controlPlaneOf(phases)) === 'aborted') break;
       await this.workerPhases(phases, h, startPhase);
@@ -284,6 +285,9 @@ class UpgradeRun {
     const waited = await waitForWindow(this.windowWait, 'control-plane');
     if (waited === 'aborted') return 'aborted';
     if (waited > 0) this.live = undefined;
+    const readLive = async () => (this.live ??= await a.takeInventory({ cluster })).skew;
+    const held = await quarantineHolds({ status: this.status, rollout: r, hop, live: readLive, forget: () => (this.live = undefined) });
+    if (held === 'aborted') return 'aborted';
     await r.alerts.beforePhase('control-plane', hop);
     if (r.aborted()) return 'aborted';
     // Every step of this hop judged on the cluster as it is now, skipped nodes included.
@@ -331,7 +335,7 @@ class UpgradeRun {
   /** A hop starts every node again: pending if it moves in the hop, done if it is already there. */
   private startHop(work: HopWork): void {
     for (const [node, state] of Object.entries(this.status.nodes)) {
-      if (this.status.skipped.includes(node)) continue;
+      if (this.status.skipped.includes(node) || this.status.quarantined?.includes(node)) continue;
       state.phase = work.kubelets.includes(node) || work.controlPlanes.includes(node) ? 'pending' : 'done';
     }
     this.rollout.updateMemo();
@@ -400,9 +404,15 @@ class UpgradeRun {
         verifySeconds: policy.verifySeconds,
         ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
         ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
+        // Workers only: a control plane's kubelet left behind would hold back every later hop's control plane.
+        ...(policy.onDrainTimeout === 'quarantine' && step === 'node' && !this.plan.rollout.controlPlanes.includes(node)
+          ? { onDrainTimeout: 'quarantine' as const }
+          : {}),
         ...extra,
       },
     });
+    const proof = result.outcome === 'quarantined' ? quarantineProof(status, this.plan.hops, hop, node) : undefined;
+    if (proof) this.rollout.note(proof);
     const after = status.nodes[node] as NonNullable<typeof state>;
     if (result.outcome === 'done' && step === 'control-plane') after.phase = 'pending'; // its kubelet moves next
     if (result.outcome === 'done' && step === 'node') {
@@ -438,7 +448,9 @@ class UpgradeRun {
     }
     // Skipped nodes go back into service at their old version: no node stays cordoned by this run.
     await rollout.handBack(status.skipped, (node) => `${node} uncordoned at ${status.nodes[node]?.version ?? 'its old version'} (skipped)`);
-    await a.clearStageLabels({ cluster, owner: rollout.owner });
+    const labels = await a.clearStageLabels({ cluster, owner: rollout.owner });
+    // Nodes an earlier run quarantined that this one moved and uncordoned: their quarantine is over.
+    for (const node of labels.released ?? []) rollout.note(`${node}: quarantine released (back in service)`);
     rollout.setPhase('done');
     const reached = plan.hops.at(-1) ?? plan.from;
     if (finishing) {

@@ -28,15 +28,23 @@ export interface NodeUpgradeInput {
   force?: string[];
   /** `maintain`: how long the node may take to come back over SSH and Ready after its reboot. */
   rebootTimeoutSeconds?: number;
+  /**
+   * `quarantine` (an upgrade's worker with policy onDrainTimeout quarantine): a drain that did not finish
+   * within drainTimeoutSeconds labels the node, records an Event on it and ends the node 'quarantined',
+   * cordoned at its old version, instead of waiting for the operator. Absent: wait (every run before it).
+   */
+  onDrainTimeout?: 'quarantine';
 }
 
 export interface NodeUpgradeResult {
   node: string;
-  outcome: 'done' | 'skipped' | 'aborted';
+  outcome: 'done' | 'skipped' | 'aborted' | 'quarantined';
   /** Whether this run cordoned the node (and so must uncordon it if the upgrade is abandoned). */
   cordonedByUs: boolean;
   forced: string[];
   resolutions: DrainResolution[];
   /** Seconds from the first eviction attempt to an empty node, blocked time included. */
   drainSeconds?: number;
+  /** A quarantined node: the drain's report (the pods left, the PDBs in their way) and those pods. */
+  quarantine?: { message: string; pods: string[] };
 }

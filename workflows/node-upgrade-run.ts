@@ -25,9 +25,9 @@ import { stepBlockOf } from './step-block.js';
 import { SUMMARY_OF } from './step-summary.js';
 import { nodeBlockedSignal } from './upgrade-messages.js';
 
-/** Unwinds the node's steps once the operator skipped or aborted it. */
+/** Unwinds the node's steps once the operator skipped or aborted it, or its drain timed out under onDrainTimeout quarantine. */
 export class Stopped extends Error {
-  constructor(readonly outcome: 'skipped' | 'aborted') {
+  constructor(readonly outcome: 'skipped' | 'aborted' | 'quarantined') {
     super(outcome);
   }
 }
@@ -66,6 +66,8 @@ export class NodeUpgradeRun {
   /** The operator's answer while the node is blocked; undefined until it comes. */
   private pending: DrainResolution | undefined;
   private cordonedByUs = false;
+  /** Set when the drain timed out under onDrainTimeout quarantine: what blocked it. */
+  private quarantined: NodeUpgradeResult['quarantine'];
 
   constructor(private readonly input: NodeUpgradeInput) {
     this.a = activitiesWithin(input.hostRetrySeconds);
@@ -98,11 +100,22 @@ export class NodeUpgradeRun {
     this.status.phase = 'draining';
     // Each attempt drains with the pods forced so far (a `force` answer adds to them).
     const drain = () => ({ cluster, node, force: this.status.forced });
-    await this.untilDone(
-      () => this.a.drainNode({ ...drain(), ...(drainTimeoutSeconds ? { timeoutSeconds: drainTimeoutSeconds } : {}) }),
-      (err) => drainBlockOf(err) ?? stepBlockOf(err, 'drainNode', SUMMARY_OF.drainNode(drain()), true),
-      true,
-    );
+    // Under quarantine a drain that timed out (DrainBlocked: the pods left after drainTimeoutSeconds) is no block
+    // to wait on: it leaves untilDone and the node is quarantined. A refused drain (a pod no controller
+    // manages) still waits: forcing it out is the operator's call. Only runs given onDrainTimeout take
+    // this path, and none could before it existed, so no running execution changes its commands (no patch).
+    const quarantine = this.input.onDrainTimeout === 'quarantine';
+    const timedOut = (err: unknown) => (quarantine ? drainBlockOf(err) : undefined)?.kind === 'DrainBlocked';
+    try {
+      await this.untilDone(
+        () => this.a.drainNode({ ...drain(), ...(drainTimeoutSeconds ? { timeoutSeconds: drainTimeoutSeconds } : {}) }),
+        (err) => (timedOut(err) ? undefined : (drainBlockOf(err) ?? stepBlockOf(err, 'drainNode', SUMMARY_OF.drainNode(drain()), true))),
+        true,
+      );
+    } catch (err) {
+      if (!timedOut(err)) throw err;
+      await this.quarantine(drainBlockOf(err) as DrainBlock);
+    }
     this.status.drainSeconds = (Date.now() - drainStarted) / 1000;
     recordDrainSeconds(cluster, this.input.role, this.status.drainSeconds);
   }
@@ -130,7 +143,10 @@ export class NodeUpgradeRun {
     countNodeUpgraded(cluster, role);
   }
 
-  /** The node's result; a skipped node stays cordoned at its old version, and the parent hands it back at the end. */
+  /**
+   * The node's result; a skipped node stays cordoned at its old version, and the parent hands it back at
+   * the end; a quarantined one stays cordoned after the end too.
+   */
   finish(outcome: NodeUpgradeResult['outcome']): NodeUpgradeResult {
     const { status } = this;
     status.phase = outcome;
@@ -141,7 +157,20 @@ export class NodeUpgradeRun {
       forced: status.forced,
       resolutions: status.resolutions,
       ...(status.drainSeconds === undefined ? {} : { drainSeconds: status.drainSeconds }),
+      ...(outcome === 'quarantined' && this.quarantined ? { quarantine: this.quarantined } : {}),
     };
+  }
+
+  /**
+   * The drain did not finish in time: the node is labelled and an Event recorded on it, and it ends
+   * 'quarantined', cordoned at its old version (the pods evicted so far stay evicted). The parent
+   * leaves it out of the rest of the run and does not hand it back.
+   */
+  private async quarantine(block: DrainBlock): Promise<never> {
+    const { cluster, node, owner, version } = this.input;
+    this.quarantined = { message: block.message, pods: block.pods.map((p) => `${p.namespace}/${p.name}`) };
+    await this.step('quarantineNode', { cluster, node, owner, hop: version, message: block.message }, true);
+    throw new Stopped('quarantined');
   }
 
   /** The hop's kubeadm, from the node's package repository pointed at the hop's minor first. */

@@ -13,7 +13,7 @@ import {
   workflowInfo,
   type QueryDefinition,
 } from '@temporalio/workflow';
-import type { RolloutPhase } from '../rules/index.js';
+import { QUARANTINED_LABEL, type RolloutPhase } from '../rules/index.js';
 import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
 import { activities as a } from './activities-proxy.js';
 import { handleApprovals } from './approvals.js';
@@ -114,6 +114,7 @@ export function progressMemo(status: RolloutStatus): Record<string, unknown> {
       .filter(([, n]) => n.phase === 'blocked')
       .map(([name]) => name),
     skipped: status.skipped,
+    ...(status.quarantined?.length ? { quarantined: status.quarantined } : {}),
   };
 }
 
@@ -228,7 +229,9 @@ export class Rollout<S extends RolloutStatus> {
     if (r.node === undefined) {
       // A halted rollout: the loop after the phase checks again, or aborts.
       const halt = this.status.halted as HaltState;
-      this.note(`workload check after ${halt.after} resolved by ${r.by}: ${r.action}${comment}`);
+      const what =
+        halt.step === 'quarantineSkew' ? `skew check of the quarantined nodes before ${halt.hop}` : `workload check after ${halt.after}`;
+      this.note(`${what} resolved by ${r.by}: ${r.action}${comment}`);
       this.#haltAnswer = r;
       return halt;
     }
@@ -339,6 +342,12 @@ export class Rollout<S extends RolloutStatus> {
     }
   }
 
+  /** A halt that is no failed check (a hop that would break the skew policy for a quarantined node): answered by retry, or abort. */
+  async holdUntilAnswered(halt: HaltState): Promise<void> {
+    const answer = await this.haltUntilAnswered(halt);
+    if (answer?.action === 'abort') this.abort(`aborted by ${answer.by}${answer.comment ? `: ${answer.comment}` : ''}`);
+  }
+
   private async haltUntilAnswered(halt: HaltState): Promise<HaltResolution | undefined> {
     this.status.halted = halt;
     this.#haltAnswer = undefined;
@@ -402,6 +411,12 @@ export class Rollout<S extends RolloutStatus> {
       this.status.skipped.push(node);
       this.note(`${node} ${s.skippedNote ?? 'skipped by the operator: stays cordoned until the run ends'}`);
     }
+    if (result.outcome === 'quarantined') {
+      (this.status.quarantined ??= []).push(node);
+      this.note(
+        `${node} quarantined: ${result.quarantine?.message ?? 'its drain did not finish'}; stays cordoned at its old version (label ${QUARANTINED_LABEL}), the run goes on without it`,
+      );
+    }
     return result;
   }
 
@@ -421,6 +436,8 @@ export class Rollout<S extends RolloutStatus> {
     this.status.phase = 'compensating';
     await CancellationScope.nonCancellable(async () => {
       for (const node of nodes) {
+        // A quarantined node stays as its quarantine left it (cordoned, labelled) for the operator, abort or not.
+        if (this.status.quarantined?.includes(node)) continue;
         try {
           const r = await a.uncordonNode({ cluster, node, owner });
           if (r.changed) this.note(`compensation: uncordoned ${node}`);

@@ -28,6 +28,7 @@ export const SUMMARY_OF: Summaries = {
   checkAlerts: (i) => `check firing alerts of ${i.cluster}`,
   cordonNode: (i) => `cordon ${i.node}`,
   uncordonNode: (i) => `uncordon ${i.node}`,
+  quarantineNode: (i) => `quarantine ${i.node} (cordoned at its old version, hop ${v(i.hop)})`,
   setStageLabels: (i) => `label ${Object.keys(i.labels).length} nodes with their stage`,
   clearStageLabels: () => 'clear stage labels',
   drainNode: (i) => `drain ${i.node}${i.force?.length ? ` forcing ${i.force.join(', ')}` : ''}`,

@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/workflow';
-import type { UpgradePlan } from '../rules/index.js';
+import { QUARANTINED_LABEL, type UpgradePlan } from '../rules/index.js';
 import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
 import type { LeftBehind, RolloutStatus, UpgradeStatus } from './upgrade-messages.js';
 
@@ -19,7 +19,10 @@ export function leftAs(status: UpgradeStatus): string {
     byVersion.set(key, [...(byVersion.get(key) ?? []), node]);
   }
   const versions = [...byVersion.entries()].map(([v, nodes]) => `${nodes.join(', ')} at ${v}`).join('; ');
-  return `${versions}${status.skipped.length ? `; skipped: ${status.skipped.join(', ')}` : ''}; ${stillCordoned(status)}`;
+  const quarantined = status.quarantined?.length ? `; QUARANTINED (left cordoned): ${status.quarantined.join(', ')}` : '';
+  // The quarantined nodes are left cordoned on purpose: the clause on the rest says "other".
+  const rest = quarantined ? stillCordoned(status).replace(/^no node /, 'no other node ') : stillCordoned(status);
+  return `${versions}${status.skipped.length ? `; skipped: ${status.skipped.join(', ')}` : ''}${quarantined}; ${rest}`;
 }
 
 /** The nodes whose uncordon failed while the run compensated, in one clause of its outcome. */
@@ -28,10 +31,11 @@ export function stillCordoned(status: RolloutStatus): string {
   return stuck.length ? `STILL CORDONED (uncordon failed): ${stuck.join(', ')}` : 'no node left cordoned by this run';
 }
 
-/** The nodes a run leaves behind: skipped below the target, or moved but cordoned by someone else. */
+/** The nodes a run leaves behind: skipped or quarantined below the target, or moved but cordoned by someone else. */
 export function nodesLeftBehind(status: UpgradeStatus): LeftBehind[] {
   return Object.entries(status.nodes).flatMap(([node, s]): LeftBehind[] => {
     const at = s.version ?? s.from;
+    if (status.quarantined?.includes(node)) return [{ node, ...(at ? { version: at } : {}), why: 'quarantined' }];
     if (status.skipped.includes(node)) return [{ node, ...(at ? { version: at } : {}), why: 'skipped' }];
     if (s.cordonedBySomeoneElse) return [{ node, ...(at ? { version: at } : {}), why: 'cordoned-by-someone-else' }];
     return [];
@@ -47,9 +51,12 @@ export function doneOutcome(status: UpgradeStatus, reached: string, left: readon
   const why = (l: LeftBehind) =>
     l.why === 'skipped'
       ? `${l.node} at ${l.version ?? 'its old version'} (skipped by the operator)`
-      : `${l.node} at ${l.version ?? '?'} left cordoned (cordoned by someone else before this run cordoned it)`;
-  const finish = left.some((l) => l.why === 'skipped')
-    ? `; finish them with: skewless upgrade --cluster ${status.cluster} --to ${reached}`
+      : l.why === 'quarantined'
+        ? `${l.node} at ${l.version ?? 'its old version'} QUARANTINED, left cordoned (its drain did not finish; label ${QUARANTINED_LABEL})`
+        : `${l.node} at ${l.version ?? '?'} left cordoned (cordoned by someone else before this run cordoned it)`;
+  // A quarantined node moves once its pods can leave (the same upgrade again), or goes back as it is (uncordon).
+  const finish = left.some((l) => l.why === 'skipped' || l.why === 'quarantined')
+    ? `; finish them with: skewless upgrade --cluster ${status.cluster} --to ${reached}${left.some((l) => l.why === 'quarantined') ? ' once the quarantined nodes can drain' : ''}`
     : '';
   return `upgraded to ${reached} EXCEPT ${left.length} node${left.length > 1 ? 's' : ''} left behind: ${left.map(why).join(', ')}${finish}`;
 }

@@ -49,7 +49,7 @@ export interface LeftBehind {
   node: string;
   /** Its kubelet's version as the run leaves it. */
   version?: string;
-  why: 'skipped' | 'cordoned-by-someone-else';
+  why: 'skipped' | 'cordoned-by-someone-else' | 'quarantined';
 }
 
 export interface GateState {
@@ -70,10 +70,10 @@ export interface HaltState {
   after: string;
   hop: string;
   /** The check that failed (the workloads, or the operator's own probes) and its failure type (`Unhealthy`). */
-  step: 'checkWorkloads' | 'runProbes';
+  step: 'checkWorkloads' | 'runProbes' | 'quarantineSkew';
   failure: string;
   message: string;
-  /** The workloads that fell short, `Deployment default/web: 1/3 replicas available`. */
+  /** The workloads that fell short, `Deployment default/web: 1/3 replicas available` (quarantineSkew: the kubelets out of the policy). */
   workloads: string[];
   actions: ('retry' | 'abort')[];
 }
@@ -116,6 +116,11 @@ export interface RolloutStatus {
   outcome?: string;
   /** Nodes the operator skipped: untouched, handed back uncordoned at the end of the run. */
   skipped: string[];
+  /**
+   * Nodes whose drain did not finish under onDrainTimeout quarantine: left cordoned at their old version
+   * with the label skewless.io/quarantined, out of the rest of the run, and not handed back at its end.
+   */
+  quarantined?: string[];
   /** Set while a disruptive phase waits for the maintenance window. */
   waiting?: WindowWait;
   /** Nodes whose uncordon failed while the run compensated: still cordoned by it (the outcome names them). */

@@ -12,7 +12,8 @@ import { watchUpgrade } from './watch.js';
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to TARGET [--canary N] [--batch-size N]
                         [--max-unavailable N|N%] [--first-control-plane NODE]
                         [--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS]
-                        [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...
+                        [--drain-timeout SECONDS] [--on-drain-timeout wait|quarantine] [--host-retry SECONDS]
+                        [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...
                         [--acknowledge-removed-api GROUP/VERSION/RESOURCE]... [--by NAME] [--reason TEXT] [--detach]
                         [--task-queue QUEUE] [--output json|text] [connection options]
 
@@ -21,8 +22,12 @@ with --detach it returns at once (re-attach with "skewless watch NAME"). One upg
 a second one is refused while the first runs. --first-control-plane names the control plane that
 runs "kubeadm upgrade apply" (default: the first by name); a node that is not a control plane of the
 cluster is refused before anything is touched. A drain that has not finished after
---drain-timeout (default: the cluster configuration's drain.timeoutSeconds; at most 6900, within the drain activity's 2 hours) waits for "skewless resolve", and so
-does a node whose step keeps failing: a host unreachable is retried for --host-retry seconds of backoff
+--drain-timeout (default: the cluster configuration's drain.timeoutSeconds; at most 6900, within the drain activity's 2 hours) waits for "skewless resolve"
+(--on-drain-timeout wait, the default); with --on-drain-timeout quarantine a worker's drain that timed out
+does not wait: the node is labelled skewless.io/quarantined=HOP, a SkewlessQuarantined Event names the pods
+that stayed, and the node stays cordoned at its old version (pods evicted so far stay evicted) while the run
+goes on without it; a later hop that would leave it outside the skew policy halts for "skewless resolve".
+A node whose step keeps failing waits too whose step keeps failing: a host unreachable is retried for --host-retry seconds of backoff
 (default about 7 minutes), a changed host key or a node not Ready after the kubelet restart not at all. The worker on QUEUE (SKEWLESS_TASK_QUEUE, default
 "skewless") resolves NAME to the cluster's credentials.
 
@@ -56,7 +61,7 @@ A cluster an earlier run left half-way (aborted after the control plane, a node 
 the same command: with the control plane at the target, only the nodes below it move (see "skewless plan").
 
 Exit status: 0 upgraded (or started, with --detach); 4 upgraded but nodes left behind (skipped by the
-operator, or cordoned by someone else and left so), each named in the last line; 1 failed, aborted, or refused by the cluster
+operator, quarantined, or cordoned by someone else and left so), each named in the last line; 1 failed, aborted, or refused by the cluster
 as it is (skew, NotReady node, blocking PDB, nothing to upgrade); 2 invalid input (flags, version,
 unknown cluster or configuration, a target the repository does not offer or a downgrade) or an
 upgrade or OS maintenance (skewless maintain) of the cluster already running; 3 Temporal unreachable.`;

@@ -22,7 +22,7 @@ workloads, gates waiting, each with the command that answers it. An upgrade stil
 pre-flight shows nothing but the live line until it passes (or its refusal). When no worker answers within
 seconds, one stderr line says that no worker polls (or answers on) the task queue; the watch goes on.
 Re-attach at any time; Ctrl-C stops following (exit 130), the run goes on. Exits with the
-upgrade's outcome (0 done; 4 done but nodes left behind: skipped, or cordoned by someone else, named in
+upgrade's outcome (0 done; 4 done but nodes left behind: skipped, quarantined, or cordoned by someone else, named in
 the outcome; 1 failed, aborted or refused by the cluster as it is; 2 refused as an invalid request:
 unknown cluster or configuration, a version the cluster cannot go to).
 

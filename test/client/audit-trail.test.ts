@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { Client } from '@temporalio/client';
@@ -421,5 +421,27 @@ describe('history: the runs of an upgrade', () => {
     assert.match(text.find((l) => / upgrade\/lab-can continued as new$/.test(l)) ?? '', /^\S+ +- /);
     assert.equal(text.filter((l) => / continued upgrade\/lab-can to 1\.34$/.test(l)).length, 2);
     assert.match(text.at(-1) ?? '', / upgrade\/lab-can completed: upgraded to 1\.34\.2$/);
+  });
+});
+
+describe('audit trail of a run that quarantined a node (test/replay/histories, --on-drain-timeout quarantine)', () => {
+  // The node the e2e quarantined is the one its scheduler put `solo` on: read it from the child's file name.
+  const childFile = readdirSync(join(repoRoot, 'test', 'replay', 'histories')).find((f) =>
+    /^upgrade_quarantine_.+@quarantined\.json$/.test(f),
+  ) as string;
+  const childId = childFile.replace(/@quarantined\.json$/, '').replace(/_/g, '/');
+  const node = childId.split('/').at(-1) as string;
+  const entries = auditTrail([run('upgrade/quarantine', saved('upgrade_quarantine@quarantined.json')), run(childId, saved(childFile))]);
+  const text = trailToText(entries);
+
+  it('shows the drain that timed out, the quarantine step, the node ending quarantined and the run naming it', () => {
+    const drain = steps(entries).find((s) => s.activity === 'drainNode' && s.node === node);
+    assert.equal(drain?.outcome, 'failed');
+    assert.match(drain?.message ?? '', /did not finish within 5 s/);
+    const q = steps(entries).find((s) => s.activity === 'quarantineNode');
+    assert.equal(q?.outcome, 'completed');
+    assert.equal(q?.node, node);
+    assert.ok(entries.some((e) => e.kind === 'node' && e.node === node && e.outcome === 'quarantined'));
+    assert.match(text, new RegExp(`${node} at 1\\.32\\.4 QUARANTINED, left cordoned`));
   });
 });

@@ -74,6 +74,11 @@ export function cliCases({ cluster, someFile }: CaseContext): BadInput[] {
       upgrade(cluster, '1.32.6', '--drain-timeout=-5'),
       /--drain-timeout must be an integer ≥ 1, got "-5"/,
     ),
+    flag(
+      'an unknown --on-drain-timeout',
+      upgrade(cluster, '1.32.6', '--on-drain-timeout', 'foo'),
+      /^skewless: --on-drain-timeout must be "wait" or "quarantine", got "foo"$/,
+    ),
     flag('zero --drain-timeout', upgrade(cluster, '1.32.6', '--drain-timeout', '0'), /--drain-timeout must be an integer ≥ 1, got "0"/),
     flag(
       'non-numeric --drain-timeout',

@@ -42,6 +42,7 @@ describe('fleet file: parseFleetSpec accepts', () => {
       phaseSoakSeconds: 300,
       acknowledge: ['kube-system/coredns'],
       drainTimeoutSeconds: 60,
+      onDrainTimeout: 'quarantine',
       hostRetrySeconds: 86_400,
       kubeletTimeoutSeconds: 300,
       verifySeconds: 0,

@@ -115,6 +115,11 @@ describe('the one policy (rules/policy.ts)', () => {
       approveAfterCanary: true,
     });
     refused({ phaseSoakSeconds: 60 }, /^unknown key "phaseSoakSeconds"/, MAINTENANCE_POLICY_KEYS); // not wired there yet
+    // Quarantine is an upgrade's: a maintenance or blue/green drain that cannot finish waits for the operator.
+    assert.deepEqual(checkPolicy({ onDrainTimeout: 'quarantine' }, undefined, UPGRADE_POLICY_KEYS), { onDrainTimeout: 'quarantine' });
+    refused({ onDrainTimeout: 'evict' }, /^onDrainTimeout must be "wait" or "quarantine", got "evict"$/);
+    refused({ onDrainTimeout: 'quarantine' }, /^unknown key "onDrainTimeout"/, MAINTENANCE_POLICY_KEYS);
+    refused({ onDrainTimeout: 'quarantine' }, /^unknown key "onDrainTimeout"/, BLUEGREEN_POLICY_KEYS);
   });
 
   it('fills in the defaults the workflows read, and keeps what is set', () => {
@@ -162,6 +167,9 @@ describe('the policy flags of every command, through the one policy', () => {
       /^--soak-after-phase must be an integer from 0 to 86400 \(a day\), got 90000$/,
     );
     usage(() => policyFromFlags({ 'soak-after-phase': '5m' }), /^--soak-after-phase must be an integer ≥ 0, got "5m"$/);
+    assert.deepEqual(policyFromFlags({ 'on-drain-timeout': 'quarantine' }), { onDrainTimeout: 'quarantine' });
+    assert.deepEqual(policyFromFlags({ 'on-drain-timeout': 'wait' }), { onDrainTimeout: 'wait' });
+    usage(() => policyFromFlags({ 'on-drain-timeout': 'foo' }), /^--on-drain-timeout must be "wait" or "quarantine", got "foo"$/);
     usage(
       () => policyFromFlags({ 'approve-canary': true, soak: '60' }),
       /^--soak waits after the canary when no approval is asked: leave it out with --approve-canary$/,

@@ -243,6 +243,11 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
     assert.ok(plan.evict.some((p) => p.name === 'lonely') && plan.skipped.some((s) => s.filter === 'daemonSet'), JSON.stringify(plan));
     const blocked = await failsWith(acts.drainNode({ cluster, node: 'worker-1', force: ['lonely'], timeoutSeconds: 3 }), 'DrainBlocked');
     assert.match(blocked.message, /PDB web/);
+    // --on-drain-timeout quarantine: the label (a node patch) and a Warning Event on the Node.
+    assert.deepEqual(await acts.quarantineNode({ cluster, node: 'worker-1', owner: OWNER, hop: V, message: blocked.message }), {
+      labelled: true,
+      recorded: true,
+    });
     await tc.kube.policy.patchNamespacedPodDisruptionBudget(
       { name: 'web', namespace: 'default', body: { spec: { minAvailable: 1 } } },
       mergePatch,
