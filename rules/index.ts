@@ -21,3 +21,4 @@ export * from './maintenance-window.js';
 export * from './fleet-spec.js';
 export * from './hop-work.js';
 export * from './policy.js';
+export * from './worker-moves.js';

@@ -1,5 +1,5 @@
 import type { ClusterInventory } from './cluster-inventory.js';
-import { fullHopWork, hopWork } from './hop-work.js';
+import { fullHopWork, hopWork, type WorkerHops } from './hop-work.js';
 import { PACKAGE_COMMANDS, type PackageCommands, type PackageManager } from './package-commands.js';
 import type { RolloutPlan } from './rollout-plan.js';
 
@@ -92,13 +92,16 @@ function nodeSteps(tools: PackageCommands, hop: string, stage: string, node: str
 /**
  * `from`: the versions before the first hop. With it, each hop leaves out what is already at its
  * version (`hopWork`): a run that finishes nodes an earlier run left behind. Without it every node
- * moves in every hop.
+ * moves in every hop. `workerHops`: the hops at which each worker's kubelet moves (planWorkerHops:
+ * once, to the last hop, when the skew policy allows); without it every worker moves in every hop.
+ * A hop in which no worker moves has no workers' gate and no worker phase: its control planes only.
  */
 export function buildRunbook(
   hops: readonly string[],
   rollout: RolloutPlan,
   packageManager: PackageManager = 'apt',
   from?: ClusterInventory,
+  workerHops?: WorkerHops,
 ): RunbookStep[] {
   const tools = PACKAGE_COMMANDS[packageManager];
   const steps: RunbookStep[] = [];
@@ -106,8 +109,9 @@ export function buildRunbook(
   let state = from;
   for (const hop of hops) {
     const hopStart = steps.length;
-    const work = state ? hopWork(state, hop, rollout) : fullHopWork(hop, rollout);
+    const work = state ? hopWork(state, hop, rollout, workerHops) : fullHopWork(hop, rollout, workerHops);
     const moves = new Set(work.kubelets);
+    const workers = rollout.phases.filter((p) => p.kind !== 'control-plane').flatMap((p) => p.nodes);
     steps.push({
       hop,
       stage: 'hop',
@@ -152,7 +156,8 @@ export function buildRunbook(
     });
     for (const node of rollout.controlPlanes.filter((n) => moves.has(n)))
       steps.push(...nodeSteps(tools, hop, 'control-plane', node, false));
-    steps.push({ hop, stage: 'control-plane', action: 'gate', detail: 'gate: approval before the workers (if the policy asks)' });
+    if (!workerHops || workers.some((n) => moves.has(n)))
+      steps.push({ hop, stage: 'control-plane', action: 'gate', detail: 'gate: approval before the workers (if the policy asks)' });
     for (const phase of rollout.phases) {
       if (phase.kind === 'control-plane' || !phase.nodes.some((n) => moves.has(n))) continue;
       for (const node of phase.nodes.filter((n) => moves.has(n))) steps.push(...nodeSteps(tools, hop, phase.stage, node, true));

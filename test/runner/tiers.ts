@@ -76,6 +76,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/rules/drain-predictions.test.ts',
       'test/rules/operator-signals.test.ts',
       'test/rules/hop-plan.test.ts',
+      'test/rules/worker-moves.test.ts',
       'test/rules/maintenance-window.test.ts',
       'test/rules/pdb-audit.test.ts',
       'test/rules/rollout-plan.test.ts',
