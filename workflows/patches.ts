@@ -47,4 +47,11 @@ export const PATCH = {
    * prerequisites refuse the start until acknowledged (policy.acknowledge), drains that will block are noted.
    */
   readinessGate: 'readiness-gate',
+  /**
+   * Workers move once when the skew policy allows (issue 22, rules/worker-moves.ts): the plan says at
+   * which hops each worker's kubelet moves (carried across continue-as-new as plan.workerHops), and a
+   * hop in which no worker moves has no workers' gate and no worker phase. A run that predates it
+   * plans every worker at every hop (workersEveryHop).
+   */
+  workersOnce: 'workers-once',
 } as const;
