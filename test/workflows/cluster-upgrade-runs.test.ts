@@ -36,12 +36,14 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
     // w1 starts two minors behind: under 1.34 it would be four, so the plan moves it at 1.33 and 1.34; w2 once, at 1.34.
     const c = fakeCluster({ versions: { 'kubelet w1': '1.30.14' } });
     const workflowId = 'upgrade/lab-can'; // fixed: the saved histories replay under this id
+    let firstRun = '';
     const status = await withWorker(c.acts, async (taskQueue) => {
       const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
         taskQueue,
         workflowId,
         args: [{ cluster: 'lab', to: '1.34', policy: { approveWorkers: true, continueAsNewAfterEvents: 1 } }],
       });
+      firstRun = handle.firstExecutionRunId;
       await waitFor('the workers gate', async () => (await handle.query(statusQuery)).gates.some((g) => g.name === 'workers-1.33.7'));
       await handle.executeUpdate(approveUpdate, { args: [{ gate: 'workers-1.33.7', by: 'ana', comment: 'canary window' }] });
       // The second hop's gate is asked by a later run: the update reaches it by workflow id.
@@ -101,6 +103,7 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
       for (const [label, run] of [
         ['continued', continued],
         ['completed', completed],
+        ['first', { runId: firstRun }], // the run that planned (the patch markers of planAndCheck)
       ] as const) {
         const history = await env.client.workflow.getHandle(workflowId, run.runId).fetchHistory();
         writeFileSync(`${dir}/upgrade_lab-can@${label}.json`, historyToJSON(history));
