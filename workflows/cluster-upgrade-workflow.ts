@@ -166,7 +166,7 @@ class UpgradeRun {
     if (input.controlPlaneOnly) full = this.withoutWorkers(full, inventory);
     const { from, hops, rollout: planned, workerHops } = full;
     this.plan = { from, hops, rollout: planned, ...(workersOnce ? { workerHops } : {}) };
-    if (workersOnce && hops.length > 1) rollout.note(`workers move at: ${describeWorkerHops(workerHops)}`);
+    if (workersOnce && hops.length > 1 && !input.controlPlaneOnly) rollout.note(`workers move at: ${describeWorkerHops(workerHops)}`);
     Object.assign(status, { from: full.from, hops: full.hops });
     if (full.target.to !== input.to) {
       // An expression (latest-patch, next-minor): status and memo show the version it names.

@@ -82,6 +82,7 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
     assert.ok(!status.events.some((e) => e.startsWith('compensation')), status.events.join('\n'));
     assert.deepEqual(c.state.kubelet, { cp1: '1.34.2', w1: '1.34.2', w2: '1.34.2' });
     assert.ok(status.events.includes('hop 1.33.7 done'), 'events of earlier runs are kept');
+    assert.ok(status.events.includes('workers move at: 1.33.7, 1.34.2: w1; 1.34.2: w2'), status.events.join('\n'));
     assert.deepEqual(Object.fromEntries(Object.entries(status.nodes).map(([n, s]) => [n, `${s.from}→${s.version}`])), {
       cp1: '1.32.4→1.34.2',
       w1: '1.30.14→1.34.2',
