@@ -14,7 +14,10 @@ import type { RolloutPlan } from './rollout-plan.js';
  * Control-plane kubelets move only after every kube-apiserver is at the target: a kubelet must
  * never be newer than the oldest kube-apiserver, and kubeadm points kubelets at the control-plane
  * endpoint, which may be any instance. kube-proxy (a kubeadm addon) moves with the last control
- * plane, as kubeadm ≥ 1.28 does.
+ * plane, as kubeadm ≥ 1.28 does. A worker need not move in every hop (rules/worker-moves.ts): it
+ * sits out the hops its kubelet may lag through, and in the hop it moves in goes straight to that
+ * hop's version (repository, kubeadm, `kubeadm upgrade node`, kubelet), as kubeadm supports a
+ * kubelet up to three minors older than itself.
  */
 export type StepAction =
   | 'backup'

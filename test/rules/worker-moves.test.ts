@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import {
   buildRunbook,
   checkRunbook,
+  hopWork,
   planRollout,
   planUpgrade,
   planWorkerHops,
@@ -169,4 +170,20 @@ describe('the step-by-step check is the proof: it refuses a plan that leaves wor
     assert.equal(plan.skew.compliant, true, JSON.stringify(plan.skew.failure));
     assert.equal(checkRunbook(inventory, buildRunbook(hops, rollout, 'apt', inventory, plan.workerHops)).compliant, true);
   });
+});
+
+describe('hopWork: what a hop of a half-done cluster still moves, with the workers the plan moves elsewhere left out', () => {
+  const rollout = planRollout([
+    { name: 'cp1', role: 'control-plane' },
+    { name: 'w1', role: 'worker' },
+    { name: 'w2', role: 'worker' },
+  ]);
+  const state = cluster('1.32.4', { w1: '1.32.4', w2: '1.30.14' });
+  const table: [string, string, Record<string, string[]> | undefined, string[]][] = [
+    ['no plan: every node below the hop', '1.33.7', undefined, ['cp1', 'w1', 'w2']],
+    ['w1 moves only at 1.34: the control plane and w2 at 1.33', '1.33.7', { w1: ['1.34.2'], w2: ['1.33.7', '1.34.2'] }, ['cp1', 'w2']],
+    ['at 1.34 both workers', '1.34.2', { w1: ['1.34.2'], w2: ['1.33.7', '1.34.2'] }, ['cp1', 'w1', 'w2']],
+  ];
+  for (const [name, hop, workerHops, kubelets] of table)
+    it(name, () => assert.deepEqual(hopWork(state, hop, rollout, workerHops).kubelets, kubelets));
 });
