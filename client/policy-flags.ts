@@ -27,6 +27,7 @@ const FLAG_OF = {
   approveAfterCanary: '--approve-canary',
   soakSeconds: '--soak',
   phaseSoakSeconds: '--soak-after-phase',
+  workersEveryHop: '--workers-every-hop',
   drainTimeoutSeconds: '--drain-timeout',
   onDrainTimeout: '--on-drain-timeout',
   hostRetrySeconds: '--host-retry',
@@ -51,6 +52,7 @@ export const PLAN_FLAG_KEYS = [
   'batchSize',
   'maxUnavailable',
   'firstControlPlane',
+  'workersEveryHop',
   'acknowledge',
 ] as const satisfies readonly FlagKey[];
 
@@ -63,6 +65,7 @@ export const POLICY_OPTIONS = {
   'approve-canary': { type: 'boolean' },
   soak: { type: 'string' },
   'soak-after-phase': { type: 'string' },
+  'workers-every-hop': { type: 'boolean' },
   'drain-timeout': { type: 'string' },
   'on-drain-timeout': { type: 'string' },
   'host-retry': { type: 'string' },
@@ -70,16 +73,24 @@ export const POLICY_OPTIONS = {
 } as const;
 
 /** The option table of `plan`'s policy flags (PLAN_FLAG_KEYS), picked from the one above. */
-const { canary, 'batch-size': batchSize, 'max-unavailable': maxOut, 'first-control-plane': first, acknowledge } = POLICY_OPTIONS;
+const {
+  canary,
+  'batch-size': batchSize,
+  'max-unavailable': maxOut,
+  'first-control-plane': first,
+  'workers-every-hop': everyHop,
+  acknowledge,
+} = POLICY_OPTIONS;
 export const PLAN_POLICY_OPTIONS = {
   canary,
   'batch-size': batchSize,
   'max-unavailable': maxOut,
   'first-control-plane': first,
+  'workers-every-hop': everyHop,
   acknowledge,
 };
 
-export const POLICY_USAGE = `[--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE]
+export const POLICY_USAGE = `[--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE] [--workers-every-hop]
 [--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS] [--drain-timeout SECONDS] [--on-drain-timeout wait|quarantine] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...`;
 
 /** What parseArgs gives for the policy flags: a string, a boolean or a list per flag name. */

@@ -1,4 +1,4 @@
-import { describeTarget, STAGE_LABEL, type RunbookStep, type UpgradePlan } from '../rules/index.js';
+import { describeTarget, STAGE_LABEL, type HopMoves, type RunbookStep, type UpgradePlan } from '../rules/index.js';
 
 /** The plan as JSON: the canary rollout plan (stage labels, phases) plus the runbook per hop. */
 export function planToJson(plan: UpgradePlan, to: string) {
@@ -12,8 +12,10 @@ export function planToJson(plan: UpgradePlan, to: string) {
     controlPlanes: plan.rollout.controlPlanes,
     stageLabels: plan.rollout.stageLabels,
     phases: plan.rollout.phases,
-    runbook: plan.hops.map((version) => ({
+    workerHops: plan.workerHops,
+    runbook: plan.hops.map((version, h) => ({
       version,
+      moves: plan.moves[h],
       steps: plan.steps
         .filter((s) => s.hop === version)
         .map(({ stage, action, node, command, detail }) => ({ stage, action, node, command, detail })),
@@ -85,6 +87,8 @@ export function planToText(plan: UpgradePlan, to: string): string {
         ? `Hop ${h + 1}/${plan.hops.length}: ${hop}, only what is below it (${movingIn(plan, hop).join(', ')})`
         : `Hop ${h + 1}/${plan.hops.length}: ${from} → ${hop}`,
     );
+    const moves = plan.moves[h];
+    if (moves) lines.push(`  moves: ${describeMoves(moves)}`);
     let n = 0;
     for (const step of plan.steps.filter((s) => s.hop === hop)) {
       n++;
@@ -94,6 +98,21 @@ export function planToText(plan: UpgradePlan, to: string): string {
     from = hop;
   });
   return lines.join('\n');
+}
+
+/** `control planes cp1, cp2; workers stay at 1.32.4` or `…; workers to 1.34.2: w1, w2`: what one hop moves. */
+export function describeMoves(m: HopMoves): string {
+  const names = (nodes: readonly string[]) =>
+    nodes.length <= 8 ? nodes.join(', ') : `${nodes.slice(0, 3).join(', ')} and ${nodes.length - 3} more`;
+  const parts = [`control planes ${m.controlPlanes.length > 0 ? names(m.controlPlanes) : 'none'}`];
+  if (m.workers.length > 0) parts.push(`workers to ${m.hop}: ${names(m.workers)}`);
+  for (const { version, nodes } of m.workersStay)
+    parts.push(
+      m.workers.length === 0 && m.workersStay.length === 1
+        ? `workers stay at ${version}`
+        : `${names(nodes)} stay${nodes.length === 1 ? 's' : ''} at ${version}`,
+    );
+  return parts.join('; ');
 }
 
 /**

@@ -21,13 +21,24 @@ export interface HopWork {
   kubelets: string[];
 }
 
+/** Worker → the hops (their versions) at which its kubelet moves, in order (rules/worker-moves.ts planWorkerHops). */
+export type WorkerHops = Record<string, string[]>;
+
+/** Whether `node`'s kubelet moves at `hop`: a node the plan does not name (a control plane, or no plan) moves at every hop. */
+export function movesAtHop(workerHops: WorkerHops | undefined, node: string, hop: string): boolean {
+  return workerHops?.[node]?.includes(hop) ?? true;
+}
+
 /** A version below the hop; an unknown version counts as below (the node is moved rather than assumed done). */
 export function isBelowHop(version: string | undefined, hop: string): boolean {
   return version === undefined || compareVersions(parseVersion(version), parseVersion(hop)) < 0;
 }
 
-/** The hop's work on the cluster as `state` describes it: nodes already at the hop are left out. */
-export function hopWork(state: SkewInventory, hop: string, rollout: RolloutPlan): HopWork {
+/**
+ * The hop's work on the cluster as `state` describes it: nodes already at the hop are left out, and
+ * so are workers the plan moves at another hop (`workerHops`; absent: every worker at every hop).
+ */
+export function hopWork(state: SkewInventory, hop: string, rollout: RolloutPlan, workerHops?: WorkerHops): HopWork {
   const versionOf = (entries: readonly ComponentVersion[] | undefined, node: string) => entries?.find((e) => e.node === node)?.version;
   const componentsBelow = (node: string) =>
     isBelowHop(versionOf(state.apiservers, node), hop) ||
@@ -38,18 +49,18 @@ export function hopWork(state: SkewInventory, hop: string, rollout: RolloutPlan)
     hop,
     controlPlanes,
     apply: controlPlanes[0] !== undefined && controlPlanes[0] === rollout.controlPlanes[0],
-    kubelets: nodes.filter((n) => isBelowHop(versionOf(state.kubelets, n), hop)),
+    kubelets: nodes.filter((n) => isBelowHop(versionOf(state.kubelets, n), hop) && movesAtHop(workerHops, n, hop)),
   };
 }
 
-/** Every node moves in every hop: the work of a hop when nothing is known of the versions before it. */
-export function fullHopWork(hop: string, rollout: RolloutPlan): HopWork {
+/** Every node moves in every hop (workers at the hops `workerHops` names): the work of a hop when nothing is known of the versions before it. */
+export function fullHopWork(hop: string, rollout: RolloutPlan, workerHops?: WorkerHops): HopWork {
   const workers = rollout.phases.filter((p) => p.kind !== 'control-plane').flatMap((p) => p.nodes);
   return {
     hop,
     controlPlanes: [...rollout.controlPlanes],
     apply: rollout.controlPlanes.length > 0,
-    kubelets: [...rollout.controlPlanes, ...workers],
+    kubelets: [...rollout.controlPlanes, ...workers.filter((n) => movesAtHop(workerHops, n, hop))],
   };
 }
 

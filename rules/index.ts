@@ -22,3 +22,4 @@ export * from './fleet-spec.js';
 export * from './hop-work.js';
 export * from './policy.js';
 export * from './quarantine-skew.js';
+export * from './worker-moves.js';

@@ -132,6 +132,7 @@ const CHECKS: { [K in PolicyKey]-?: Check } = {
   approveAfterCanary: bool,
   soakSeconds: bounded('soakSeconds'),
   phaseSoakSeconds: bounded('phaseSoakSeconds'),
+  workersEveryHop: bool,
   acknowledge: names(
     (v) => (v.includes(':') ? acknowledgementNameProblem(v) === undefined : isNamespacedName(v)),
     'NAMESPACE/PDB names or readiness acknowledgements (<check>:<subject>)',

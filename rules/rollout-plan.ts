@@ -40,6 +40,12 @@ export interface UpgradePolicy extends RolloutPolicy {
    * the longer of this and soakSeconds (rules/policy.ts soakSecondsAfter).
    */
   phaseSoakSeconds?: number;
+  /**
+   * Every worker's kubelet moves at every hop, as before issue 22. Default false: a worker moves only
+   * when the skew policy would otherwise break, and at the last hop (rules/worker-moves.ts), so a
+   * two-hop upgrade drains each worker once.
+   */
+  workersEveryHop?: boolean;
   /** PDB findings ("namespace/name") the operator acknowledges, so they don't block the start. */
   acknowledge?: string[];
   drainTimeoutSeconds?: number;

@@ -1,19 +1,21 @@
 import { clusterVersion, inventoryNodes, normalizeInventory, type ClusterInventory } from './cluster-inventory.js';
 import { planHops } from './hop-plan.js';
-import { nodesBehind } from './hop-work.js';
+import { nodesBehind, type WorkerHops } from './hop-work.js';
 import type { PackageManager } from './package-commands.js';
-import { planRollout, type RolloutPlan, type RolloutPolicy } from './rollout-plan.js';
+import { planRollout, type RolloutPlan, type RolloutPolicy, type UpgradePolicy } from './rollout-plan.js';
 import { checkRunbook, type RunbookCheck } from './runbook-check.js';
 import { RuleError } from './rule-error.js';
 import { parseAvailable, resolveTarget, type ResolvedTarget } from './target-expression.js';
 import { minorOf, parseVersion } from './version.js';
-import { buildRunbook, type RunbookStep } from './upgrade-runbook.js';
+import { applyStep, buildRunbook, type RunbookStep } from './upgrade-runbook.js';
+import { planWorkerHops, type HopMoves } from './worker-moves.js';
 
 export interface UpgradePlanRequest {
   inventory: ClusterInventory;
   to: string;
   available: readonly string[];
-  policy?: RolloutPolicy;
+  /** The rollout's shape, and workersEveryHop (default: each worker moves as few times as the skew policy allows). */
+  policy?: UpgradePolicy;
   /** The nodes' package tools, for the commands the steps show (default apt). */
   packageManager?: PackageManager;
 }
@@ -24,6 +26,10 @@ export interface UpgradePlan {
   /** What `to` asked for and what it became (an expression resolves to an exact version, or to nothing to do). */
   target: ResolvedTarget;
   rollout: RolloutPlan;
+  /** The hops at which each worker of the rollout moves (its kubelet to that hop's version). */
+  workerHops: WorkerHops;
+  /** Per hop, what moves: its control planes, the workers that move and the workers that stay. */
+  moves: HopMoves[];
   steps: RunbookStep[];
   skew: RunbookCheck;
 }
@@ -47,7 +53,9 @@ export function planUpgrade(request: UpgradePlanRequest): UpgradePlan {
     }
     hops = [from];
   }
-  const everyNode = buildRunbook(hops, planRollout(nodes, request.policy), request.packageManager, inventory);
+  const workers = nodes.filter((n) => n.role === 'worker').map((n) => n.name);
+  const allHops = planWorkerHops(hops, inventory, workers, request.policy?.workersEveryHop ?? false);
+  const everyNode = buildRunbook(hops, planRollout(nodes, request.policy), request.packageManager, inventory, allHops);
   // Nodes with nothing to do in any hop are left out of the rollout, so the canary and the batches
   // are made of the nodes that move; the control planes stay (a hop's snapshot and kubeadm run there).
   const moving = new Set(
@@ -58,8 +66,33 @@ export function planUpgrade(request: UpgradePlanRequest): UpgradePlan {
     nodes.filter((n) => !idle.includes(n.name)),
     withoutCanaries(request.policy, idle),
   );
-  const steps = buildRunbook(hops, rollout, request.packageManager, inventory);
-  return { from, hops, target, rollout, steps, skew: checkRunbook(inventory, steps) };
+  const workerHops = Object.fromEntries(Object.entries(allHops).filter(([n]) => !idle.includes(n)));
+  const steps = buildRunbook(hops, rollout, request.packageManager, inventory, workerHops);
+  const moves = hopMoves(hops, rollout, inventory, steps);
+  return { from, hops, target, rollout, workerHops, moves, steps, skew: checkRunbook(inventory, steps) };
+}
+
+/** What each hop moves, read off the steps; a worker that stays is named with the version it keeps. */
+function hopMoves(hops: readonly string[], rollout: RolloutPlan, inventory: ClusterInventory, steps: readonly RunbookStep[]): HopMoves[] {
+  const workers = Object.keys(rollout.stageLabels).filter((n) => !rollout.controlPlanes.includes(n));
+  let state = inventory;
+  return hops.map((hop) => {
+    const mine = steps.filter((s) => s.hop === hop);
+    const moved = (action: RunbookStep['action']) => new Set(mine.filter((s) => s.action === action).map((s) => s.node as string));
+    const [components, kubelets] = [moved('upgrade-control-plane'), moved('upgrade-kubelet')];
+    const stay = new Map<string, string[]>();
+    for (const w of workers.filter((n) => !kubelets.has(n))) {
+      const version = state.kubelets?.find((k) => k.node === w)?.version ?? 'its version';
+      stay.set(version, [...(stay.get(version) ?? []), w]);
+    }
+    state = mine.reduce(applyStep, state);
+    return {
+      hop,
+      controlPlanes: rollout.controlPlanes.filter((n) => components.has(n) || kubelets.has(n)),
+      workers: workers.filter((n) => kubelets.has(n)),
+      workersStay: [...stay].map(([version, nodes]) => ({ version, nodes })),
+    };
+  });
 }
 
 /** A target the control plane's version already satisfies: itself, its minor, or an expression with nothing newer. */

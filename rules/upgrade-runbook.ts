@@ -1,5 +1,5 @@
 import type { ClusterInventory } from './cluster-inventory.js';
-import { fullHopWork, hopWork } from './hop-work.js';
+import { fullHopWork, hopWork, type WorkerHops } from './hop-work.js';
 import { PACKAGE_COMMANDS, type PackageCommands, type PackageManager } from './package-commands.js';
 import type { RolloutPlan } from './rollout-plan.js';
 
@@ -14,7 +14,10 @@ import type { RolloutPlan } from './rollout-plan.js';
  * Control-plane kubelets move only after every kube-apiserver is at the target: a kubelet must
  * never be newer than the oldest kube-apiserver, and kubeadm points kubelets at the control-plane
  * endpoint, which may be any instance. kube-proxy (a kubeadm addon) moves with the last control
- * plane, as kubeadm ≥ 1.28 does.
+ * plane, as kubeadm ≥ 1.28 does. A worker need not move in every hop (rules/worker-moves.ts): it
+ * sits out the hops its kubelet may lag through, and in the hop it moves in goes straight to that
+ * hop's version (repository, kubeadm, `kubeadm upgrade node`, kubelet), as kubeadm supports a
+ * kubelet up to three minors older than itself.
  */
 export type StepAction =
   | 'backup'
@@ -92,13 +95,16 @@ function nodeSteps(tools: PackageCommands, hop: string, stage: string, node: str
 /**
  * `from`: the versions before the first hop. With it, each hop leaves out what is already at its
  * version (`hopWork`): a run that finishes nodes an earlier run left behind. Without it every node
- * moves in every hop.
+ * moves in every hop. `workerHops`: the hops at which each worker's kubelet moves (planWorkerHops:
+ * once, to the last hop, when the skew policy allows); without it every worker moves in every hop.
+ * A hop in which no worker moves has no workers' gate and no worker phase: its control planes only.
  */
 export function buildRunbook(
   hops: readonly string[],
   rollout: RolloutPlan,
   packageManager: PackageManager = 'apt',
   from?: ClusterInventory,
+  workerHops?: WorkerHops,
 ): RunbookStep[] {
   const tools = PACKAGE_COMMANDS[packageManager];
   const steps: RunbookStep[] = [];
@@ -106,8 +112,9 @@ export function buildRunbook(
   let state = from;
   for (const hop of hops) {
     const hopStart = steps.length;
-    const work = state ? hopWork(state, hop, rollout) : fullHopWork(hop, rollout);
+    const work = state ? hopWork(state, hop, rollout, workerHops) : fullHopWork(hop, rollout, workerHops);
     const moves = new Set(work.kubelets);
+    const workers = rollout.phases.filter((p) => p.kind !== 'control-plane').flatMap((p) => p.nodes);
     steps.push({
       hop,
       stage: 'hop',
@@ -152,7 +159,8 @@ export function buildRunbook(
     });
     for (const node of rollout.controlPlanes.filter((n) => moves.has(n)))
       steps.push(...nodeSteps(tools, hop, 'control-plane', node, false));
-    steps.push({ hop, stage: 'control-plane', action: 'gate', detail: 'gate: approval before the workers (if the policy asks)' });
+    if (!workerHops || workers.some((n) => moves.has(n)))
+      steps.push({ hop, stage: 'control-plane', action: 'gate', detail: 'gate: approval before the workers (if the policy asks)' });
     for (const phase of rollout.phases) {
       if (phase.kind === 'control-plane' || !phase.nodes.some((n) => moves.has(n))) continue;
       for (const node of phase.nodes.filter((n) => moves.has(n))) steps.push(...nodeSteps(tools, hop, phase.stage, node, true));

@@ -16,6 +16,7 @@ import {
   fullHopWork,
   hopWork,
   isBelowHop,
+  movesAtHop,
   planUpgrade,
   withoutNodes,
   type HopWork,
@@ -25,6 +26,7 @@ import {
   type RolloutPlan,
   type UpgradePlan,
   type UpgradePolicy,
+  type WorkerHops,
   UPGRADE_POLICY_KEYS,
   withDefaults,
   type WithDefaults,
@@ -66,8 +68,11 @@ export interface UpgradeInput {
 
 /** What one run hands the next: the plan (not re-planned), the status so far, and the next safe point. */
 export interface CarriedUpgrade {
-  /** `windows`: the cluster's maintenance windows as read when the upgrade started (absent: none). */
-  plan: { from: string; hops: string[]; rollout: RolloutPlan; windows?: MaintenanceWindow[] };
+  /**
+   * `windows`: the cluster's maintenance windows as read when the upgrade started (absent: none).
+   * `workerHops`: the hops at which each worker moves (absent: a run that predates PATCH.workersOnce, every hop).
+   */
+  plan: { from: string; hops: string[]; rollout: RolloutPlan; windows?: MaintenanceWindow[]; workerHops?: WorkerHops };
   status: UpgradeStatus;
   /** The hop to go on with, and its next worker phase (-1: the hop has not started). */
   cursor: { hop: number; phase: number };
@@ -163,11 +168,16 @@ class UpgradeRun {
     this.windows = inventory.maintenanceWindows ?? [];
     // `to` only names a repository file that cannot offer the target in the failure (an argument: replay-safe).
     const available = await a.availableVersions({ cluster: input.cluster, node: inventory.skew.apiservers[0]?.node ?? '', to: input.to });
+    // Workers move once when the skew policy allows; a run that predates it keeps every worker at every hop.
+    const workersOnce = patched(PATCH.workersOnce);
+    const asked = workersOnce ? policy : { ...policy, workersEveryHop: true };
     let full: UpgradePlan = applyRule(() =>
-      planUpgrade({ inventory: inventory.skew, to: input.to, available, policy, packageManager: inventory.packageManager }),
+      planUpgrade({ inventory: inventory.skew, to: input.to, available, policy: asked, packageManager: inventory.packageManager }),
     );
     if (input.controlPlaneOnly) full = this.withoutWorkers(full, inventory);
-    this.plan = full;
+    const { from, hops, rollout: planned, workerHops } = full;
+    this.plan = { from, hops, rollout: planned, ...(workersOnce ? { workerHops } : {}) };
+    if (workersOnce && hops.length > 1 && !input.controlPlaneOnly) rollout.note(`workers move at: ${describeWorkerHops(workerHops)}`);
     Object.assign(status, { from: full.from, hops: full.hops });
     if (full.target.to !== input.to) {
       // An expression (latest-patch, next-minor): status and memo show the version it names.
@@ -267,15 +277,26 @@ class UpgradeRun {
       const phases = withoutNodes(plan.rollout, [...this.status.skipped, ...(this.status.quarantined ?? [])]);
       const startPhase = h === cursor.hop ? cursor.phase : -1;
       if (startPhase < 0 && (await this.controlPlaneOf(phases)) === 'aborted') break;
-      await this.workerPhases(phases, h, startPhase);
+      // A hop in which the plan moves no worker (workers move once, at a later hop) is its control planes only.
+      if (this.workersMove(phases)) await this.workerPhases(phases, h, startPhase);
       if (rollout.aborted()) break;
       await this.verifyHop();
       if (h + 1 < plan.hops.length) await this.continueIfLong({ hop: h + 1, phase: -1 });
     }
   }
 
-  /** A node's kubelet still to move in this hop: below it as this run knows it (its status, carried across continue-as-new). */
-  private kubeletMoves = (node: string) => !this.finishing || isBelowHop(this.status.nodes[node]?.version, this.hop);
+  /**
+   * A node's kubelet still to move in this hop: one the plan moves at this hop (a worker may sit a hop
+   * out), below it as this run knows it (its status, carried across continue-as-new).
+   */
+  private kubeletMoves = (node: string) =>
+    movesAtHop(this.plan.workerHops, node, this.hop) && (!this.finishing || isBelowHop(this.status.nodes[node]?.version, this.hop));
+
+  /** Whether any worker of `rollout` moves in this hop (always, for a run that predates PATCH.workersOnce). */
+  private workersMove(rollout: RolloutPlan): boolean {
+    if (!this.plan.workerHops) return true;
+    return rollout.phases.some((p) => p.kind !== 'control-plane' && p.nodes.some(this.kubeletMoves));
+  }
 
   /** The hop's snapshot, kubeadm and control planes; they start inside a maintenance window, after which the cluster is read again. */
   private async controlPlaneOf(rollout: RolloutPlan): Promise<'aborted' | 'done'> {
@@ -292,10 +313,11 @@ class UpgradeRun {
     if (r.aborted()) return 'aborted';
     // Every step of this hop judged on the cluster as it is now, skipped nodes included.
     const live = (this.live ??= await a.takeInventory({ cluster }));
-    const check = checkRunbook(live.skew, buildRunbook([hop], rollout, undefined, finishing ? live.skew : undefined));
+    const { workerHops } = this.plan;
+    const check = checkRunbook(live.skew, buildRunbook([hop], rollout, undefined, finishing ? live.skew : undefined, workerHops));
     if (!check.compliant) throw skewFailure(`refusing hop ${hop}`, check.failure);
     // What an earlier run left behind is all this hop moves of a cluster already half-way through it.
-    const work: HopWork = finishing ? hopWork(live.skew, hop, rollout) : fullHopWork(hop, rollout);
+    const work: HopWork = finishing ? hopWork(live.skew, hop, rollout, workerHops) : fullHopWork(hop, rollout, workerHops);
     this.live = undefined;
     if (finishing) this.startHop(work);
     await this.snapshot();
@@ -318,7 +340,10 @@ class UpgradeRun {
       if (!r.aborted()) await r.window([cp], 1, (node) => this.runNode(node, 'node'));
     await r.checkProbes('control-plane', hop, this.policy.verifySeconds);
     if (!r.aborted()) await r.alerts.afterPhase('control-plane', hop);
-    if (!r.aborted()) await r.gate(`workers-${hop}`, this.policy.approveWorkers ?? false, this.soakAfter('control-plane'));
+    // The workers' gate only where workers move; the soak after the control plane at every hop.
+    const soak = this.soakAfter('control-plane');
+    if (!r.aborted() && this.workersMove(rollout)) await r.gate(`workers-${hop}`, this.policy.approveWorkers ?? false, soak);
+    else if (!r.aborted()) await r.gate(`soak-control-plane-${hop}`, false, soak);
     r.setPhase('workers');
     return 'done';
   }
@@ -431,8 +456,14 @@ class UpgradeRun {
     await condition(allHandlersFinished);
     this.status.runs++;
     this.rollout.note(`continued as new at ${info.historyLength} events (run ${this.status.runs + 1})`);
-    const { from, hops, rollout } = this.plan;
-    const carriedPlan = { from, hops, rollout, ...(this.windows.length > 0 ? { windows: this.windows } : {}) };
+    const { from, hops, rollout, workerHops } = this.plan;
+    const carriedPlan = {
+      from,
+      hops,
+      rollout,
+      ...(this.windows.length > 0 ? { windows: this.windows } : {}),
+      ...(workerHops ? { workerHops } : {}),
+    };
     await continueAsNew<typeof clusterUpgradeWorkflow>({ ...this.input, carried: { plan: carriedPlan, status: this.status, cursor } });
   }
 
@@ -458,6 +489,14 @@ class UpgradeRun {
       status.outcome = doneOutcome(status, reached, status.leftBehind);
     } else status.outcome = `upgraded to ${reached}${status.skipped.length ? `; ${leftAs(status)}` : ''}`;
   }
+}
+
+/** `1.34.2: w1, w2; 1.33.7, 1.34.2: old`: the workers grouped by the hops at which they move (a few names per group). */
+function describeWorkerHops(workerHops: WorkerHops): string {
+  const byHops = new Map<string, string[]>();
+  for (const [node, hops] of Object.entries(workerHops)) byHops.set(hops.join(', '), [...(byHops.get(hops.join(', ')) ?? []), node]);
+  const some = (nodes: string[]) => nodes.slice(0, 5).join(', ') + (nodes.length > 5 ? ` and ${nodes.length - 5} more` : '');
+  return [...byHops].map(([hops, nodes]) => `${hops || 'no hop'}: ${some(nodes)}`).join('; ') || 'no worker';
 }
 
 function newStatus(input: UpgradeInput): UpgradeStatus {

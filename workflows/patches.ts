@@ -54,4 +54,11 @@ export const PATCH = {
   alertGate: 'alert-gate',
   /** A soak after every phase (policy.phaseSoakSeconds), not only after the canary: a timer more a phase. */
   phaseSoak: 'phase-soak',
+  /**
+   * Workers move once when the skew policy allows (issue 22, rules/worker-moves.ts): the plan says at
+   * which hops each worker's kubelet moves (carried across continue-as-new as plan.workerHops), and a
+   * hop in which no worker moves has no workers' gate and no worker phase. A run that predates it
+   * plans every worker at every hop (workersEveryHop).
+   */
+  workersOnce: 'workers-once',
 } as const;

@@ -51,7 +51,7 @@ FILE (YAML):
       clusters: [user-a, {name: user-b, to: next-minor, policy: {batchSize: 2, maxUnavailable: "25%"}}]
 to: an exact version, a minor, latest-patch or next-minor (as "skewless upgrade --to"). policy: the keys
 canary, canaryNodes, batchSize, maxUnavailable, order, firstControlPlane, approveWorkers, approveAfterCanary,
-soakSeconds, phaseSoakSeconds, acknowledge, drainTimeoutSeconds, onDrainTimeout, hostRetrySeconds, kubeletTimeoutSeconds, verifySeconds,
+soakSeconds, phaseSoakSeconds, workersEveryHop, acknowledge, drainTimeoutSeconds, onDrainTimeout, hostRetrySeconds, kubeletTimeoutSeconds, verifySeconds,
 continueAsNewAfterEvents. approve: wait for "skewless fleet approve NAME --cluster C" before C starts.
 
 start follows the fleet until it ends (--detach: returns at once). --output json: start --detach and

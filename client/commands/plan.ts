@@ -28,13 +28,16 @@ import { planWorkflowId } from '../../contracts/workflow-ids.js';
 export const planHelp = `Usage: skewless plan --inventory FILE --available FILE --to TARGET [policy] [--output json|text]
        skewless plan --cluster NAME --to TARGET [policy] [--acknowledge NS/PDB|CHECK:SUBJECT]...
                      [--task-queue QUEUE] [connection options] [--output json|text]
-Policy: [--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE]
+Policy: [--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE] [--workers-every-hop]
 
 ${TARGET_HELP}
 
 Prints the whole upgrade runbook without touching anything: per hop, the etcd backup, the
 control planes one at a time, the canary, the batches, and uncordon last on every node; and
-checks the skew policy on the state after every step.
+checks the skew policy on the state after every step. Each hop says what moves: the control planes
+move at every hop, a worker only where the skew policy would otherwise break and at the last hop
+("workers stay at 1.32.4"), so 1.32 → 1.34 drains each worker once; --workers-every-hop moves every
+worker at every hop.
 
 With --cluster, the inventory and the package repository's versions are read from the live
 cluster through the worker (workflow plan/NAME/…; start one with "skewless worker"), and the

@@ -26,7 +26,7 @@ import { summarizeWorkflowFailure } from '../workflow-failure.js';
 export const TWIN_DRAIN_TIMEOUT_SECONDS = 60;
 
 export const rehearseHelp = `Usage: skewless rehearse --cluster NAME --to TARGET [--canary N] [--batch-size N]
-                         [--max-unavailable N|N%] [--first-control-plane NODE]
+                         [--max-unavailable N|N%] [--first-control-plane NODE] [--workers-every-hop]
                          [--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS]
                          [--drain-timeout SECONDS] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB]...
                          [--latencies FILE] [--repository VERSION,...] [--ssh-user USER] [--reboot-seconds N]

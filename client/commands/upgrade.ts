@@ -10,7 +10,7 @@ import { announceStart, START_OPTIONS, startAndFollow } from '../start-and-follo
 import { watchUpgrade } from './watch.js';
 
 export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to TARGET [--canary N] [--batch-size N]
-                        [--max-unavailable N|N%] [--first-control-plane NODE]
+                        [--max-unavailable N|N%] [--first-control-plane NODE] [--workers-every-hop]
                         [--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS]
                         [--drain-timeout SECONDS] [--on-drain-timeout wait|quarantine] [--host-retry SECONDS]
                         [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...
@@ -21,13 +21,16 @@ Starts the durable upgrade of a cluster (workflow id upgrade/NAME) on Temporal a
 with --detach it returns at once (re-attach with "skewless watch NAME"). One upgrade per cluster:
 a second one is refused while the first runs. --first-control-plane names the control plane that
 runs "kubeadm upgrade apply" (default: the first by name); a node that is not a control plane of the
-cluster is refused before anything is touched. A drain that has not finished after
+cluster is refused before anything is touched. Across several hops the control planes move at every
+hop and each worker as seldom as the skew policy allows (a kubelet may be three minors behind a 1.28+
+kube-apiserver): 1.32 → 1.34 drains each worker once, straight to 1.34; --workers-every-hop moves
+every worker at every hop instead. A drain that has not finished after
 --drain-timeout (default: the cluster configuration's drain.timeoutSeconds; at most 6900, within the drain activity's 2 hours) waits for "skewless resolve"
 (--on-drain-timeout wait, the default); with --on-drain-timeout quarantine a worker's drain that timed out
 does not wait: the node is labelled skewless.io/quarantined=HOP, a SkewlessQuarantined Event names the pods
 that stayed, and the node stays cordoned at its old version (pods evicted so far stay evicted) while the run
 goes on without it; a later hop that would leave it outside the skew policy halts for "skewless resolve".
-A node whose step keeps failing waits too whose step keeps failing: a host unreachable is retried for --host-retry seconds of backoff
+A node whose step keeps failing waits too: a host unreachable is retried for --host-retry seconds of backoff
 (default about 7 minutes), a changed host key or a node not Ready after the kubelet restart not at all. The worker on QUEUE (SKEWLESS_TASK_QUEUE, default
 "skewless") resolves NAME to the cluster's credentials.
 

@@ -138,7 +138,7 @@ describe('skewless path', () => {
 describe('skewless plan', () => {
   const example = (name: string) => join(repoRoot, 'examples', name);
 
-  it('plans the 3+7 example from 1.32 to 1.34: two hops, backup first, uncordon last on every node', () => {
+  it('plans the 3+7 example from 1.32 to 1.34: two hops, backup first, uncordon last on every node that moves, workers once', () => {
     const r = runCli([
       'plan',
       '--inventory',
@@ -173,9 +173,16 @@ describe('skewless plan', () => {
       'worker-7': 'batch-2',
     });
     assert.equal(plan.runbook.length, 2);
+    const workers = Object.keys(plan.stageLabels).filter((n) => n.startsWith('worker-'));
+    // The control planes move at both hops; the workers once, at 1.34 (n-3 holds at 1.33 with them at 1.32).
+    assert.deepEqual(plan.workerHops, Object.fromEntries(workers.map((w) => [w, ['1.34.2']])));
+    assert.deepEqual(
+      plan.runbook.map((h: { moves: { workers: string[] } }) => h.moves.workers),
+      [[], workers],
+    );
     for (const hop of plan.runbook) {
       assert.equal(hop.steps[0].action, 'backup');
-      for (const node of Object.keys(plan.stageLabels)) {
+      for (const node of [...hop.moves.controlPlanes, ...hop.moves.workers]) {
         const mine = hop.steps.filter((s: { node?: string }) => s.node === node);
         assert.equal(mine.at(-1).action, 'uncordon', `${hop.version} ${node}`);
       }
@@ -187,8 +194,14 @@ describe('skewless plan', () => {
     const r = runCli(['plan', '--inventory', example('inventory-3cp-7w.json'), '--to', '1.34', '--available', example('available.json')]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^Upgrade 1\.32\.4 → 1\.34: 2 hops \(1\.33\.7 → 1\.34\.2\)/);
-    assert.match(r.stdout, /Hop 1\/2: 1\.32\.4 → 1\.33\.7\n +1\. \[hop\] etcd snapshot on cp1/);
-    assert.match(r.stdout, /Hop 2\/2: 1\.33\.7 → 1\.34\.2/);
+    assert.match(
+      r.stdout,
+      /Hop 1\/2: 1\.32\.4 → 1\.33\.7\n {2}moves: control planes cp1, cp2, cp3; workers stay at 1\.32\.4\n +1\. \[hop\] etcd snapshot on cp1/,
+    );
+    assert.match(
+      r.stdout,
+      /Hop 2\/2: 1\.33\.7 → 1\.34\.2\n {2}moves: control planes cp1, cp2, cp3; workers to 1\.34\.2: worker-1, worker-2, worker-3, worker-4, worker-5, worker-6, worker-7\n/,
+    );
     assert.match(
       r.stdout,
       /\$ point kubernetes\.list at v1\.34 && apt-get update && apt-get install kubeadm=1\.34\.2-\* && kubeadm upgrade apply v1\.34\.2 --yes/,

@@ -36,10 +36,17 @@ describe('e2e: skip and abort leave the cluster as the workflow reports it', () 
     const taskQueue = uniqueTaskQueue('skipabort');
     const worker = await simWorker(env, tc.clustersDir, taskQueue);
     const status = await worker.runUntil(async () => {
+      // workersEveryHop: the workers move (and meet a canary gate) at both hops, as before issue 22.
       const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
         taskQueue,
         workflowId: 'upgrade/skipabort',
-        args: [{ cluster: 'skipabort', to: '1.34', policy: { canary: 1, maxUnavailable: 1, approveAfterCanary: true, verifySeconds: 60 } }],
+        args: [
+          {
+            cluster: 'skipabort',
+            to: '1.34',
+            policy: { canary: 1, maxUnavailable: 1, approveAfterCanary: true, verifySeconds: 60, workersEveryHop: true },
+          },
+        ],
       });
       const until = (what: string, check: (s: UpgradeStatus) => boolean) => untilStatus(handle, what, check, 300_000);
       // Hop 1.33.7: the canary gate, then worker-2 refuses to drain (an unmanaged pod).

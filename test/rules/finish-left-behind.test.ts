@@ -94,15 +94,16 @@ describe('finishing what a run left behind', () => {
       canary: ['worker-1'],
     },
     {
-      name: 'a half-way control plane on the way to two minors: the first hop finishes it, the second moves all',
+      name: 'a half-way control plane on the way to two minors: the first hop finishes it, the second moves all; workers once, at the last',
       inventory: cluster('1.32.4', { 'apiserver cp-1': '1.33.7' }),
       to: '1.34',
       hops: ['1.33.7', '1.34.2'],
       components: ['1.33.7 cp-2', '1.33.7 cp-3', '1.34.2 cp-1', '1.34.2 cp-2', '1.34.2 cp-3'],
       apply: ['1.34.2 cp-1'],
-      kubelets: ['1.33.7', '1.34.2'].flatMap((hop) =>
-        ['cp-1', 'cp-2', 'cp-3', 'worker-1', 'worker-2', 'worker-3', 'worker-4'].map((n) => `${hop} ${n}`),
-      ),
+      kubelets: [
+        ...['cp-1', 'cp-2', 'cp-3'].map((n) => `1.33.7 ${n}`),
+        ...['cp-1', 'cp-2', 'cp-3', 'worker-1', 'worker-2', 'worker-3', 'worker-4'].map((n) => `1.34.2 ${n}`),
+      ],
       canary: ['worker-1'],
     },
   ];

@@ -40,6 +40,7 @@ describe('fleet file: parseFleetSpec accepts', () => {
       approveWorkers: false,
       approveAfterCanary: false,
       phaseSoakSeconds: 300,
+      workersEveryHop: true,
       acknowledge: ['kube-system/coredns'],
       drainTimeoutSeconds: 60,
       onDrainTimeout: 'quarantine',

@@ -15,7 +15,7 @@ import {
   type PolicyKey,
 } from '../../rules/index.js';
 import { drain, healthCheck, kubeletRestart, PROFILE_OF, reboot } from '../../workflows/activity-options.js';
-import { policyFromFlags, MAINTAIN_FLAG_KEYS, BLUEGREEN_FLAG_KEYS } from '../../client/policy-flags.js';
+import { policyFromFlags, MAINTAIN_FLAG_KEYS, BLUEGREEN_FLAG_KEYS, PLAN_FLAG_KEYS } from '../../client/policy-flags.js';
 import { UsageError } from '../../client/cli-support.js';
 
 const refused = (policy: unknown, message: RegExp, keys: readonly PolicyKey[] = UPGRADE_POLICY_KEYS) =>
@@ -25,7 +25,7 @@ const refused = (policy: unknown, message: RegExp, keys: readonly PolicyKey[] = 
   );
 
 describe('the one policy (rules/policy.ts)', () => {
-  const cases: [string, unknown, RegExp][] = [
+  const cases: [string, unknown, RegExp, (readonly PolicyKey[])?][] = [
     [
       'a drain timeout past the drain activity',
       { drainTimeoutSeconds: 9000 },
@@ -72,9 +72,17 @@ describe('the one policy (rules/policy.ts)', () => {
       { phaseSoakSeconds: '5m' },
       /^phaseSoakSeconds must be an integer from 0 to 86400 \(a day\), got "5m"$/,
     ],
+    ['workersEveryHop that is not a boolean', { workersEveryHop: 'yes' }, /^workersEveryHop must be true or false, got "yes"$/],
+    ['workersEveryHop for OS maintenance', { workersEveryHop: true }, /^unknown key "workersEveryHop"/, MAINTENANCE_POLICY_KEYS],
     ['not a mapping', ['canary'], /^a policy must be a mapping of keys/],
   ];
-  for (const [name, policy, message] of cases) it(`refuses ${name}`, () => refused(policy, message));
+  for (const [name, policy, message, keys] of cases) it(`refuses ${name}`, () => refused(policy, message, keys));
+
+  it('--workers-every-hop is workersEveryHop, for an upgrade and a plan; absent, the key is absent (workers move once)', () => {
+    assert.deepEqual(policyFromFlags({ 'workers-every-hop': true }), { workersEveryHop: true });
+    assert.deepEqual(policyFromFlags({ 'workers-every-hop': true }, PLAN_FLAG_KEYS), { workersEveryHop: true });
+    assert.deepEqual(policyFromFlags({}), {});
+  });
 
   it('takes the limits themselves, and each flow only its own keys', () => {
     assert.deepEqual(checkPolicy({ drainTimeoutSeconds: 6900, kubeletTimeoutSeconds: 540, verifySeconds: 240, hostRetrySeconds: 86_400 }), {

@@ -33,14 +33,17 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
 
   const withWorker = <T>(acts: Partial<Activities>, body: (taskQueue: string) => Promise<T>) => withMockedWorker(env, acts, 'runs', body);
   it('continues as new at every safe point and carries the plan, approvals and progress across runs', async () => {
-    const c = fakeCluster();
+    // w1 starts two minors behind: under 1.34 it would be four, so the plan moves it at 1.33 and 1.34; w2 once, at 1.34.
+    const c = fakeCluster({ versions: { 'kubelet w1': '1.30.14' } });
     const workflowId = 'upgrade/lab-can'; // fixed: the saved histories replay under this id
+    let firstRun = '';
     const status = await withWorker(c.acts, async (taskQueue) => {
       const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
         taskQueue,
         workflowId,
         args: [{ cluster: 'lab', to: '1.34', policy: { approveWorkers: true, continueAsNewAfterEvents: 1 } }],
       });
+      firstRun = handle.firstExecutionRunId;
       await waitFor('the workers gate', async () => (await handle.query(statusQuery)).gates.some((g) => g.name === 'workers-1.33.7'));
       await handle.executeUpdate(approveUpdate, { args: [{ gate: 'workers-1.33.7', by: 'ana', comment: 'canary window' }] });
       // The second hop's gate is asked by a later run: the update reaches it by workflow id.
@@ -70,13 +73,19 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
     );
     // A new run is not an ending: nothing is undone on the way (it uncordoned every node and cleared the labels).
     assert.equal(c.calls.filter(([n]) => n === 'clearStageLabels').length, 1, 'the stage labels are cleared once, at the end');
-    assert.equal(c.calls.filter(([n]) => n === 'uncordonNode').length, 6, "each node's own uncordon, once a hop");
+    assert.equal(c.calls.filter(([n]) => n === 'uncordonNode').length, 5, "each node's own uncordon, once a hop it moves in");
+    // The workers' moves planned at the start hold in every later run (the plan carried): w2 sat out 1.33 though runs began inside it.
+    assert.deepEqual(
+      c.calls.filter(([n]) => n === 'kubeadmUpgradeNode').map(([, i]) => `${i.node}@${i.version}`),
+      ['w1@1.33.7', 'w1@1.34.2', 'w2@1.34.2'],
+    );
     assert.ok(!status.events.some((e) => e.startsWith('compensation')), status.events.join('\n'));
     assert.deepEqual(c.state.kubelet, { cp1: '1.34.2', w1: '1.34.2', w2: '1.34.2' });
     assert.ok(status.events.includes('hop 1.33.7 done'), 'events of earlier runs are kept');
+    assert.ok(status.events.includes('workers move at: 1.33.7, 1.34.2: w1; 1.34.2: w2'), status.events.join('\n'));
     assert.deepEqual(Object.fromEntries(Object.entries(status.nodes).map(([n, s]) => [n, `${s.from}→${s.version}`])), {
       cp1: '1.32.4→1.34.2',
-      w1: '1.32.4→1.34.2',
+      w1: '1.30.14→1.34.2',
       w2: '1.32.4→1.34.2',
     });
 
@@ -95,6 +104,7 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
       for (const [label, run] of [
         ['continued', continued],
         ['completed', completed],
+        ['first', { runId: firstRun }], // the run that planned (the patch markers of planAndCheck)
       ] as const) {
         const history = await env.client.workflow.getHandle(workflowId, run.runId).fetchHistory();
         writeFileSync(`${dir}/upgrade_lab-can@${label}.json`, historyToJSON(history));

@@ -38,6 +38,20 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
       ['cp1@1.33.7', 'cp1@1.34.2'],
     );
     assert.deepEqual(c.state.kubelet, { cp1: '1.34.2', w1: '1.34.2', w2: '1.34.2' });
+    // The control plane's kubelet moves at each hop; the workers once, straight to 1.34 (n-3 holds at 1.33 with them at 1.32).
+    assert.deepEqual(
+      c.calls.filter(([n]) => n === 'drainNode').map(([, i]) => i.node),
+      ['cp1', 'cp1', 'w1', 'w2'],
+    );
+    // Each worker's package repository is pointed at 1.34 directly, and its packages are 1.34's.
+    for (const w of ['w1', 'w2'])
+      assert.deepEqual(
+        c.calls
+          .filter(([n, i]) => (n === 'pointPackageRepository' || n === 'installPackages') && i.node === w)
+          .map(([n, i]) => `${n}@${i.version}`),
+        ['pointPackageRepository@1.34.2', 'installPackages@1.34.2', 'installPackages@1.34.2'],
+        w,
+      );
     assert.deepEqual(
       status.snapshots.map((s) => s.hop),
       ['1.33.7', '1.34.2'],
@@ -100,7 +114,8 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
       const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
         taskQueue,
         workflowId: `upgrade/phases-${taskQueue}`,
-        args: [{ cluster: 'lab', to: '1.34', policy: { canary: 1 } }],
+        // every worker at every hop: the second hop starts the nodes done in the first again
+        args: [{ cluster: 'lab', to: '1.34', policy: { canary: 1, workersEveryHop: true } }],
       });
       for (let i = 0; (await handle.query(statusQuery)).nodes.w1?.phase !== 'blocked' && i < 200; i++)
         await new Promise((r) => setTimeout(r, 100));
