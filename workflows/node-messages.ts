@@ -6,7 +6,17 @@ import { defineQuery, defineSignal } from '@temporalio/workflow';
  */
 
 export type NodePhase =
-  'pending' | 'upgrading-control-plane' | 'cordoned' | 'draining' | 'blocked' | 'upgrading' | 'verifying' | 'done' | 'skipped' | 'aborted';
+  | 'pending'
+  | 'upgrading-control-plane'
+  | 'preparing'
+  | 'cordoned'
+  | 'draining'
+  | 'blocked'
+  | 'upgrading'
+  | 'verifying'
+  | 'done'
+  | 'skipped'
+  | 'aborted';
 
 /** What stands in the way of a drain, as DrainBlocked/DrainRefused details report it. */
 export interface DrainBlock {

@@ -47,4 +47,10 @@ export const PATCH = {
    * prerequisites refuse the start until acknowledged (policy.acknowledge), drains that will block are noted.
    */
   readinessGate: 'readiness-gate',
+  /**
+   * A worker's upgrade does before its cordon what needs no drain, in kubernetes.io's order: the hop's
+   * repository, the kubeadm package and `kubeadm upgrade node`, and the kubelet and kubectl packages
+   * downloaded but not installed; cordoned, it only drains, installs them, restarts the kubelet and checks.
+   */
+  workBeforeCordon: 'work-before-cordon',
 } as const;
