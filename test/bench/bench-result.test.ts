@@ -65,6 +65,14 @@ describe("npm run bench (the suite's small version)", () => {
         positive(run.events?.nodeWorkflowEvents, `${run.id} node workflow events`);
         assert.equal(run.events?.nodeWorkflows, 5, `${run.id}: a node workflow per node and one for the control plane's kubeadm step`);
         positive(run.worker?.peakRssMiB, `${run.id} worker RSS`);
+        const cordoned = run.nodes?.cordoned;
+        assert.deepEqual(
+          [cordoned?.nodes, cordoned?.open],
+          [4, 0],
+          `${run.id}: each node cordoned once and uncordoned (control plane, 3 workers)`,
+        );
+        positive(cordoned?.medianSeconds, `${run.id} cordoned median`);
+        assert.ok((cordoned?.maxSeconds ?? 0) >= (cordoned?.medianSeconds ?? Infinity), `${run.id}: max ≥ median`);
         assert.ok((run.worker?.cpuSeconds ?? -1) >= 0);
       } else {
         assert.equal(run.events, undefined);
