@@ -91,7 +91,8 @@ export async function downloadWithDnf(
   const scope = hostActivityScope();
   const { current, pending, targets } = await dnfTargets(access, node, version, packages, scope.signal);
   if (pending.length > 0) {
-    const argv = ['dnf', 'install', '-y', '-q', '--downloadonly', DISABLE_EXCLUDES, ...targets.map(([p, v]) => `${p}-${v}`)];
+    // --downloadonly after the exclusions: the sudo rule `dnf install -y -q --disableexcludes=kubernetes *` covers it (docs/real-cluster.md).
+    const argv = ['dnf', 'install', '-y', '-q', DISABLE_EXCLUDES, '--downloadonly', ...targets.map(([p, v]) => `${p}-${v}`)];
     const result = await heartbeatWhile(
       scope,
       () => ({ node, step: 'dnf install --downloadonly', packages: pending }),

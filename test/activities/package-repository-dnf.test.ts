@@ -111,7 +111,7 @@ describe('the package repository and packages of a RHEL-family node through dnf 
     );
     assert.deepEqual(download.result.downloaded, ['kubelet', 'kubectl']);
     assert.deepEqual(asRoot(download.ran), [
-      'sudo -n dnf install -y -q --downloadonly --disableexcludes=kubernetes kubelet-1.33.7-150500.1.1 kubectl-1.33.7-150500.1.1',
+      'sudo -n dnf install -y -q --disableexcludes=kubernetes --downloadonly kubelet-1.33.7-150500.1.1 kubectl-1.33.7-150500.1.1',
     ]);
     assert.deepEqual(tc.sim.hosts.state(node).packages, before, 'no rpm transaction');
     const cache = onHost(node, '/var/cache/dnf/kubernetes/packages');
