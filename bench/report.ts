@@ -27,6 +27,8 @@ export interface RunResult {
   ratioToLowerBound: number;
   overheadPerNodeSeconds: number;
   simUpSeconds: number;
+  /** SSH connections the simulated hosts accepted during the run, per node and hop (the baseline: OpenSSH, one per command). */
+  sshHandshakesPerNode?: number;
   /** skewless only: Temporal history events. */
   events?: {
     parent: number;
@@ -196,6 +198,8 @@ export function markdown(result: BenchResult): string {
       '',
     );
   }
+  const ssh = result.runs.filter((r) => r.sshHandshakesPerNode !== undefined);
+  if (ssh.length) lines.push(`SSH handshakes per node and hop: ${ssh.map((r) => `${r.id} ${r.sshHandshakesPerNode}`).join(', ')}.`, '');
   for (const f of result.failures) lines.push(`${f.id}: did not finish: ${f.error}`, '');
   const broken = result.runs.filter((r) => r.nodes?.nodeWorkflows);
   if (broken.length) {

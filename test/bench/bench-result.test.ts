@@ -78,6 +78,12 @@ describe("npm run bench (the suite's small version)", () => {
         assert.equal(run.events, undefined);
       }
     }
+    const handshakes = (tool: string) => result.runs.filter((x) => x.tool === tool).map((x) => x.sshHandshakesPerNode ?? NaN);
+    for (const n of [...handshakes('baseline'), ...handshakes('skewless')]) positive(n, 'SSH handshakes per node and hop');
+    assert.ok(
+      Math.max(...handshakes('skewless')) < Math.min(...handshakes('baseline')),
+      `the worker reuses its connections, OpenSSH in the baseline does not: ${JSON.stringify(result.runs.map((x) => [x.id, x.sshHandshakesPerNode]))}`,
+    );
     assert.equal(result.comparisons.length, 1);
     const c = result.comparisons[0];
     assert.equal(c?.sequentialRatio, Math.round(((c?.skewlessSequentialSeconds ?? 0) / (c?.baselineSeconds ?? 1)) * 1000) / 1000);
