@@ -3,12 +3,12 @@
 import type { ClusterResolver } from './cluster-access.js';
 import { kubeadmUpgradeApply, kubeadmUpgradeNode, kubeadmUpgradePlan } from './host-kubeadm.js';
 import { rebootNode, restartKubelet } from './host-kubelet.js';
-import { installPackages, type KubePackage } from './host-packages.js';
+import { downloadPackages, installPackages, type KubePackage } from './host-packages.js';
 import { availableVersions, pointPackageRepository } from './package-repository.js';
 
 export type { KubeadmStepResult, KubeadmUpgradePlanResult } from './host-kubeadm.js';
 export type { RebootNodeResult, RestartKubeletResult } from './host-kubelet.js';
-export type { InstallPackagesResult, KubePackage } from './host-packages.js';
+export type { DownloadPackagesResult, InstallPackagesResult, KubePackage } from './host-packages.js';
 export type { PointRepositoryResult } from './package-repository.js';
 
 export interface NodeInput {
@@ -34,6 +34,8 @@ export function createHostActivities(deps: { clusters: ClusterResolver }) {
     pointPackageRepository: async (input: NodeVersionInput) => pointPackageRepository(access(input.cluster), input),
     /** Exact package versions with holds; nothing changes when already there; never a downgrade. */
     installPackages: async (input: NodeVersionInput & { packages: KubePackage[] }) => installPackages(access(input.cluster), input),
+    /** The archives of packages not at the version yet, fetched into the package cache, nothing installed. */
+    downloadPackages: async (input: NodeVersionInput & { packages: KubePackage[] }) => downloadPackages(access(input.cluster), input),
     /** `kubeadm upgrade plan v<version>`, parsed. */
     kubeadmUpgradePlan: async (input: NodeVersionInput) => kubeadmUpgradePlan(access(input.cluster), input),
     /** `kubeadm upgrade apply v<version> --yes` unless the control plane is already there. */

@@ -6,7 +6,7 @@ import type { AddressResolver, ClusterAccess, ClusterResolver } from './cluster-
 import { loadClusterConfig, type ClusterConfig } from './cluster-config.js';
 import { ErrorType, kubeCall } from './errors.js';
 import { kubeApiFromFile, type KubeApi } from './kube-api.js';
-import { createSshShell } from './ssh-shell.js';
+import { createSshShell, type SshShell } from './ssh-shell.js';
 
 /** DNS-1123 subdomain: what a Node name can be, checked before it reaches an API path or a message. */
 export const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -52,17 +52,23 @@ function fileVersion(path: string): string | undefined {
  * (a blue/green pool's new machines) is reachable by the next activity, without a restart. A
  * changed file that no longer loads fails the activity that asked (ClusterConfigInvalid).
  * Only the worker calls this; nothing it holds (key paths, clients) leaves the process.
+ * Each cluster's shell pools its SSH connections (`sshIdleMs` idle at most, ssh-shell.ts); `close()`
+ * closes them all (the worker at its shutdown), and a reloaded configuration's old shell closes its own.
  */
-export function createClusterResolver(clustersDir: string): ClusterResolver {
-  const cache = new Map<string, { version: string | undefined; access: ClusterAccess }>();
-  return (cluster) => {
+export function createClusterResolver(clustersDir: string, options: { sshIdleMs?: number } = {}): ClusterResolver & { close(): void } {
+  const cache = new Map<string, { version: string | undefined; access: ClusterAccess; shell: SshShell }>();
+  const resolve = (cluster: string): ClusterAccess => {
     const version = NODE_NAME.test(cluster) ? fileVersion(join(clustersDir, `${cluster}.yaml`)) : undefined;
     const cached = cache.get(cluster);
     if (cached && version !== undefined && cached.version === version) return cached.access;
     const config = loadClusterConfig(clustersDir, cluster);
     const kube = kubeApiFromFile(config.kubeconfig, config.context);
-    const access: ClusterAccess = { config, kube, shell: createSshShell(config, defaultAddressResolver(config, kube)) };
-    cache.set(cluster, { version, access });
+    const shell = createSshShell(config, defaultAddressResolver(config, kube), { idleMs: options.sshIdleMs });
+    const access: ClusterAccess = { config, kube, shell };
+    // The old configuration's connections: commands still running on them finish, then they close.
+    cached?.shell.close();
+    cache.set(cluster, { version, access, shell });
     return access;
   };
+  return Object.assign(resolve, { close: () => cache.forEach((c) => c.shell.close()) });
 }

@@ -20,6 +20,15 @@ export interface InstallPackagesResult {
   packageVersions: Partial<Record<KubePackage, string>>;
 }
 
+export interface DownloadPackagesResult {
+  node: string;
+  version: string;
+  /** Packages whose archives this call fetched into the package cache (empty: all were installed at the version already). */
+  downloaded: KubePackage[];
+  /** The package versions the downloads are of, or installed already (`1.33.7-1.1`). */
+  packageVersions: Partial<Record<KubePackage, string>>;
+}
+
 /** Timeouts of quick reads and of package changes, from the cluster configuration (`timeouts:`). */
 export function packageTimeouts(access: ClusterAccess): { readMs: number; installMs: number } {
   const t = access.config.timeouts;

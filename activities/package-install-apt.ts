@@ -7,7 +7,13 @@ import type { ClusterAccess } from './cluster-access.js';
 import { ErrorType } from './errors.js';
 import { heartbeatWhile, hostActivityScope, type HostActivityScope } from './host-activity-context.js';
 import { awaitQuietHost, commandFailed, run } from './host-commands.js';
-import { packageTimeouts as timeouts, pendingPackages, type InstallPackagesResult, type KubePackage } from './kube-packages.js';
+import {
+  packageTimeouts as timeouts,
+  pendingPackages,
+  type DownloadPackagesResult,
+  type InstallPackagesResult,
+  type KubePackage,
+} from './kube-packages.js';
 import { parseAptPolicy } from './parsers/apt-policy.js';
 import { parseDpkgAudit } from './parsers/dpkg-audit.js';
 import { packageVersionFor, parseMadison, type MadisonEntry } from './parsers/madison.js';
@@ -41,30 +47,16 @@ async function configurePending(access: ClusterAccess, node: string, scope: Host
   });
 }
 
-/** installPackages on an apt node (input checked by the caller). */
-export async function installWithApt(
+/** What is installed of `packages`, which of them are not at `version` yet, and the exact package version of each of those. */
+async function aptTargets(
   access: ClusterAccess,
   node: string,
   version: string,
   packages: readonly KubePackage[],
-): Promise<InstallPackagesResult> {
-  const scope = hostActivityScope();
-  const { signal } = scope;
+  signal: AbortSignal | undefined,
+): Promise<{ current: Partial<Record<KubePackage, string>>; pending: KubePackage[]; targets: Partial<Record<KubePackage, string>> }> {
   const { readMs, installMs } = timeouts(access);
-  const read = { timeoutMs: readMs, signal };
-
-  // An install an earlier attempt left running (its worker died; without a terminal nothing stops
-  // it) ends first: its half-done dpkg state is not an interrupted install, and what it installs is
-  // then seen as installed instead of installed a second time.
-  await awaitQuietHost(access, node, ['apt-get', 'dpkg'], installMs, scope);
-  // A host that went down in the middle of an install has our packages unpacked (apt-cache already
-  // reports the new version) but not configured: finish that first, so it is never taken for done.
-  // Other packages' leftovers are not ours to touch unless apt-get refuses to install because of them.
-  const unfinished = await auditDpkg(access, node, signal);
-  const configured = packages.filter((p) => unfinished.includes(p));
-  if (configured.length) await configurePending(access, node, scope);
-
-  const policy = parseAptPolicy((await run(access, node, ['apt-cache', 'policy', ...packages], read)).stdout);
+  const policy = parseAptPolicy((await run(access, node, ['apt-cache', 'policy', ...packages], { timeoutMs: readMs, signal })).stdout);
   const current: Partial<Record<KubePackage, string>> = {};
   for (const p of packages) {
     const installed = policy[p]?.installed;
@@ -92,6 +84,68 @@ export async function installWithApt(
       targets[p] = exact;
     }
   }
+  return { current, pending, targets };
+}
+
+/**
+ * downloadPackages on an apt node: the archives of the packages not at `version` yet fetched into
+ * apt's cache (`apt-get install --download-only`), nothing unpacked, holds left as they are (the
+ * held-package check apt makes before downloading is lifted for this command only: it installs
+ * nothing). The install that follows takes them from the cache.
+ */
+export async function downloadWithApt(
+  access: ClusterAccess,
+  node: string,
+  version: string,
+  packages: readonly KubePackage[],
+): Promise<DownloadPackagesResult> {
+  const scope = hostActivityScope();
+  const { current, pending, targets } = await aptTargets(access, node, version, packages, scope.signal);
+  if (pending.length > 0) {
+    const argv = [
+      'apt-get',
+      'install',
+      '-y',
+      '-q',
+      '--download-only',
+      '--allow-change-held-packages',
+      ...LOCK_WAIT,
+      ...pending.map((p) => `${p}=${targets[p]}`),
+    ];
+    const result = await heartbeatWhile(
+      scope,
+      () => ({ node, step: 'apt-get install --download-only', packages: pending }),
+      access.shell.exec(node, argv, { sudo: true, env: APT_ENV, timeoutMs: timeouts(access).installMs, signal: scope.signal }),
+    );
+    if (result.exitCode !== 0) throw commandFailed(node, argv, result);
+  }
+  return { node, version, downloaded: pending, packageVersions: { ...current, ...targets } };
+}
+
+/** installPackages on an apt node (input checked by the caller). */
+export async function installWithApt(
+  access: ClusterAccess,
+  node: string,
+  version: string,
+  packages: readonly KubePackage[],
+): Promise<InstallPackagesResult> {
+  const scope = hostActivityScope();
+  const { signal } = scope;
+  const { readMs, installMs } = timeouts(access);
+  const read = { timeoutMs: readMs, signal };
+
+  // An install an earlier attempt left running (its worker died; without a terminal nothing stops
+  // it) ends first: its half-done dpkg state is not an interrupted install, and what it installs is
+  // then seen as installed instead of installed a second time.
+  await awaitQuietHost(access, node, ['apt-get', 'dpkg'], installMs, scope);
+  // A host that went down in the middle of an install has our packages unpacked (apt-cache already
+  // reports the new version) but not configured: finish that first, so it is never taken for done.
+  // Other packages' leftovers are not ours to touch unless apt-get refuses to install because of them.
+  const unfinished = await auditDpkg(access, node, signal);
+  const configured = packages.filter((p) => unfinished.includes(p));
+  if (configured.length) await configurePending(access, node, scope);
+
+  const { current, pending, targets } = await aptTargets(access, node, version, packages, signal);
 
   const holds = new Set((await run(access, node, ['apt-mark', 'showhold'], read)).stdout.split('\n').map((l) => l.trim()));
   const root = { sudo: true, env: APT_ENV, signal };

@@ -8,7 +8,13 @@ import type { ClusterAccess } from './cluster-access.js';
 import { ErrorType } from './errors.js';
 import { heartbeatWhile, hostActivityScope } from './host-activity-context.js';
 import { awaitQuietHost, commandFailed, run } from './host-commands.js';
-import { packageTimeouts, pendingPackages, type InstallPackagesResult, type KubePackage } from './kube-packages.js';
+import {
+  packageTimeouts,
+  pendingPackages,
+  type DownloadPackagesResult,
+  type InstallPackagesResult,
+  type KubePackage,
+} from './kube-packages.js';
 import { parseDnfList, parseRpmQuery, RPM_QUERY_FORMAT } from './parsers/dnf-list.js';
 import { DNF_REPO_ID } from './parsers/kubernetes-repository.js';
 import { packageVersionFor, type MadisonEntry } from './parsers/madison.js';
@@ -41,6 +47,62 @@ export async function dnfOffered(
   return parseDnfList((await run(access, node, argv, { timeoutMs: packageTimeouts(access).installMs, signal: options.signal })).stdout);
 }
 
+/** What is installed of `packages`, which are not at `version` yet, and the exact version of each of those. */
+async function dnfTargets(
+  access: ClusterAccess,
+  node: string,
+  version: string,
+  packages: readonly KubePackage[],
+  signal: AbortSignal | undefined,
+): Promise<{ current: Partial<Record<KubePackage, string>>; pending: KubePackage[]; targets: (readonly [KubePackage, string])[] }> {
+  const installed = await rpmInstalled(access, node, packages, signal);
+  const current: Partial<Record<KubePackage, string>> = {};
+  for (const p of packages) if (installed[p]) current[p] = installed[p];
+  const pending = pendingPackages(node, version, packages, current);
+  if (pending.length === 0) return { current, pending, targets: [] };
+  let offered = await dnfOffered(access, node, pending, { signal });
+  // dnf's metadata may predate the release (metadata_expire): fetch it afresh once, then ask again.
+  if (pending.some((p) => !packageVersionFor(offered, p, version)))
+    offered = await dnfOffered(access, node, pending, { refresh: true, signal });
+  const targets = pending.map((p) => {
+    const exact = packageVersionFor(offered, p, version);
+    if (!exact) {
+      throw ApplicationFailure.create({
+        type: ErrorType.VersionNotAvailable,
+        nonRetryable: true,
+        message: `the package repository of ${node} offers no ${p} ${version} (newest offered: ${offered.find((e) => e.package === p)?.packageVersion ?? 'none'})`,
+      });
+    }
+    return [p, exact] as const;
+  });
+  return { current, pending, targets };
+}
+
+/**
+ * downloadPackages on a dnf node: the packages not at `version` yet fetched into dnf's cache
+ * (`dnf install --downloadonly`, as root: the system cache the install reads), no rpm transaction.
+ */
+export async function downloadWithDnf(
+  access: ClusterAccess,
+  node: string,
+  version: string,
+  packages: readonly KubePackage[],
+): Promise<DownloadPackagesResult> {
+  const scope = hostActivityScope();
+  const { current, pending, targets } = await dnfTargets(access, node, version, packages, scope.signal);
+  if (pending.length > 0) {
+    // --downloadonly after the exclusions: the sudo rule `dnf install -y -q --disableexcludes=kubernetes *` covers it (docs/real-cluster.md).
+    const argv = ['dnf', 'install', '-y', '-q', DISABLE_EXCLUDES, '--downloadonly', ...targets.map(([p, v]) => `${p}-${v}`)];
+    const result = await heartbeatWhile(
+      scope,
+      () => ({ node, step: 'dnf install --downloadonly', packages: pending }),
+      access.shell.exec(node, argv, { sudo: true, timeoutMs: packageTimeouts(access).installMs, signal: scope.signal }),
+    );
+    if (result.exitCode !== 0) throw commandFailed(node, argv, result);
+  }
+  return { node, version, downloaded: pending, packageVersions: { ...current, ...Object.fromEntries(targets) } };
+}
+
 /** installPackages on a dnf node (input checked by the caller). */
 export async function installWithDnf(
   access: ClusterAccess,
@@ -53,26 +115,8 @@ export async function installWithDnf(
   const { installMs } = packageTimeouts(access);
   // A transaction an earlier attempt left running ends first; what it installed then counts as installed.
   await awaitQuietHost(access, node, ['dnf', 'yum', 'rpm'], installMs, scope);
-  const installed = await rpmInstalled(access, node, packages, signal);
-  const current: Partial<Record<KubePackage, string>> = {};
-  for (const p of packages) if (installed[p]) current[p] = installed[p];
-  const pending = pendingPackages(node, version, packages, current);
+  const { current, pending, targets } = await dnfTargets(access, node, version, packages, signal);
   if (pending.length > 0) {
-    let offered = await dnfOffered(access, node, pending, { signal });
-    // dnf's metadata may predate the release (metadata_expire): fetch it afresh once, then ask again.
-    if (pending.some((p) => !packageVersionFor(offered, p, version)))
-      offered = await dnfOffered(access, node, pending, { refresh: true, signal });
-    const targets = pending.map((p) => {
-      const exact = packageVersionFor(offered, p, version);
-      if (!exact) {
-        throw ApplicationFailure.create({
-          type: ErrorType.VersionNotAvailable,
-          nonRetryable: true,
-          message: `the package repository of ${node} offers no ${p} ${version} (newest offered: ${offered.find((e) => e.package === p)?.packageVersion ?? 'none'})`,
-        });
-      }
-      return [p, exact] as const;
-    });
     const argv = ['dnf', 'install', '-y', '-q', DISABLE_EXCLUDES, ...targets.map(([p, v]) => `${p}-${v}`)];
     const result = await heartbeatWhile(
       scope,

@@ -1,6 +1,8 @@
-// RemoteShell over ssh2: one connection per activity execution and host (the commands of one attempt
-// share it; the next attempt, or the next step, meets a host that rebooted or rotated its key afresh),
-// strict known_hosts checking, typed failures for the workflow's retry policy.
+// RemoteShell over ssh2: the shell's connections are pooled per host, port and user (ssh-pool.ts) and
+// shared by every command to that host, across activity executions, until they have been idle for a
+// while; strict known_hosts checking each time a connection is made; typed failures for the workflow's
+// retry policy. A connection a command was cut short on (timeout, cancellation) or could not open a
+// channel on is given to nobody else; a reused one that turns out broken is replaced once.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { constants } from 'node:os';
@@ -11,6 +13,7 @@ import type { AddressResolver, ExecOptions, ExecResult, RemoteShell } from './cl
 import { readPrivateKey, type ClusterConfig } from './cluster-config.js';
 import { ErrorType } from './errors.js';
 import { fingerprint, hostKeyAlgorithms, keyAccepted, knownHostsName, readHostKeyPolicy } from './host-known-hosts.js';
+import { SshPool } from './ssh-pool.js';
 import { commandLine } from './shell-words.js';
 
 const UNREACHABLE_CODES = new Set([
@@ -53,10 +56,9 @@ function configFile<T>(path: string, field: string, read: () => T): T {
   }
 }
 
-/** A ready, host-key-verified connection to `node`. */
-async function connect(config: ClusterConfig, resolve: AddressResolver, node: string, signal: AbortSignal | undefined): Promise<Client> {
-  if (signal?.aborted) throw signal.reason ?? new Error('cancelled');
-  const { host, port } = await resolve(node);
+/** A ready, host-key-verified connection to `node` at `address` (bounded by ssh.connectTimeoutSeconds, shared: no caller's signal). */
+async function connect(config: ClusterConfig, address: { host: string; port: number }, node: string): Promise<Client> {
+  const { host, port } = address;
   const policy = configFile(config.ssh.knownHostsPath, 'ssh.knownHostsPath', () =>
     readHostKeyPolicy(config.ssh.knownHostsPath, knownHostsName(host, port)),
   );
@@ -65,15 +67,9 @@ async function connect(config: ClusterConfig, resolve: AddressResolver, node: st
   let seen: string | undefined;
   const client = new Client();
   const ready = new Promise<void>((ok, fail) => {
-    const onAbort = (): void => fail(signal?.reason ?? new Error('cancelled'));
-    signal?.addEventListener('abort', onAbort, { once: true });
-    client.once('ready', () => {
-      signal?.removeEventListener('abort', onAbort);
-      ok();
-    });
+    client.once('ready', () => ok());
     // A persistent listener: an 'error' with none would crash the worker.
     client.on('error', (err: Error & { code?: string; level?: string }) => {
-      signal?.removeEventListener('abort', onAbort);
       if (seen !== undefined) {
         fail(
           ApplicationFailure.create({
@@ -141,84 +137,18 @@ function close(client: Client): void {
 }
 
 /**
- * How long a shared connection stays open with no command on it. Measured (bench/): a handshake
- * costs ~100 ms of two CPUs' time, and an install's eight commands paid it eight times.
+ * How long a pooled connection stays open with no command on it, unless the shell's creator says
+ * otherwise (the worker process: WORKER_SSH_IDLE_MS). Measured (bench/): a handshake costs ~100 ms
+ * of two CPUs' time, and an install's eight commands paid it eight times. An open connection keeps a
+ * process alive (its socket and ssh2's keepalive timer): short here, so a CLI or test that never
+ * closes its shell does not linger.
  */
-const IDLE_MS = 2_000;
+export const DEFAULT_IDLE_MS = 2_000;
 
-interface Shared {
-  client: Promise<Client>;
-  users: number;
-  idle?: NodeJS.Timeout;
-}
-
-/** Connections shared by the calls that carry the same cancellation signal: one activity execution's. */
-const sharedBySignal = new WeakMap<AbortSignal, Map<string, Shared>>();
-
-/**
- * Runs `use` on a connection to `node`: the activity execution's shared one when the call carries its
- * cancellation signal, else one of its own, closed afterwards. A shared connection is dropped when it
- * closes (a reboot), when the activity is cancelled, and after IDLE_MS unused.
- */
-async function withConnection<T>(
-  config: ClusterConfig,
-  resolve: AddressResolver,
-  node: string,
-  signal: AbortSignal | undefined,
-  use: (client: Client) => Promise<T>,
-): Promise<T> {
-  if (!signal) {
-    const client = await connect(config, resolve, node, signal);
-    try {
-      return await use(client);
-    } finally {
-      close(client);
-    }
-  }
-  let byNode = sharedBySignal.get(signal);
-  if (!byNode) {
-    const map = (byNode = new Map<string, Shared>());
-    sharedBySignal.set(signal, map);
-    signal.addEventListener(
-      'abort',
-      () => {
-        for (const s of map.values()) void s.client.then(close, () => undefined);
-        map.clear();
-      },
-      { once: true },
-    );
-  }
-  const map = byNode;
-  let shared = map.get(node);
-  if (!shared) {
-    const entry: Shared = { client: connect(config, resolve, node, signal), users: 0 };
-    shared = entry;
-    map.set(node, entry);
-    entry.client.then(
-      (c) => c.once('close', () => map.get(node) === entry && map.delete(node)),
-      () => map.get(node) === entry && map.delete(node),
-    );
-  }
-  const entry = shared;
-  entry.users++;
-  clearTimeout(entry.idle);
-  const client = await entry.client.catch((err: unknown) => {
-    entry.users--;
-    throw err;
-  });
-  const listening = new Set(client.listeners('close'));
-  try {
-    return await use(client);
-  } finally {
-    // `use` listens for the connection going away while it runs; not after.
-    for (const l of client.listeners('close')) if (!listening.has(l)) client.removeListener('close', l as () => void);
-    if (--entry.users === 0) {
-      entry.idle = setTimeout(() => {
-        if (map.get(node) === entry) map.delete(node);
-        close(client);
-      }, IDLE_MS);
-      entry.idle.unref();
-    }
+/** A command that never started on its connection (no channel): safe to run again on another one. */
+class NotStarted extends Error {
+  constructor(readonly failure: ApplicationFailure) {
+    super(failure.message);
   }
 }
 
@@ -258,8 +188,87 @@ function bounded<T>(
   });
 }
 
-export function createSshShell(config: ClusterConfig, resolveAddress: AddressResolver): RemoteShell {
+/**
+ * `bounded` work on a pooled connection: it fails when the connection closes under it (NotStarted
+ * while `started()` is false: the command never ran), its close listener goes when it ends, and work
+ * cut short by the timeout or the signal marks the connection broken (the channel's state is unknown).
+ */
+function onConnection<T>(
+  client: Client,
+  o: {
+    work: (settle: { done(v: T): void; failed(e: unknown): void }) => void;
+    started: () => boolean;
+    lost: () => ApplicationFailure;
+    timeoutMs: number;
+    signal: AbortSignal | undefined;
+    onTimeout: () => unknown;
+    stop: () => void;
+    broken: () => void;
+  },
+): Promise<T> {
+  let onClose: (() => void) | undefined;
+  return bounded<T>(
+    (settle) => {
+      onClose = () => settle.failed(o.started() ? o.lost() : new NotStarted(o.lost()));
+      client.once('close', onClose);
+      o.work(settle);
+    },
+    o.timeoutMs,
+    o.signal,
+    o.onTimeout,
+    () => {
+      o.broken();
+      o.stop();
+    },
+  ).finally(() => onClose && client.removeListener('close', onClose));
+}
+
+export interface SshShell extends RemoteShell {
+  /** Closes the idle connections; those in use close when their commands end. */
+  close(): void;
+}
+
+export function createSshShell(config: ClusterConfig, resolveAddress: AddressResolver, options: { idleMs?: number } = {}): SshShell {
+  const pool = new SshPool(options.idleMs ?? DEFAULT_IDLE_MS);
+  /** node → pool key of its last connection: a node with an open connection is not looked up again (an API read without a `nodes:` address). */
+  const keyOf = new Map<string, string>();
+
+  /**
+   * Runs `use` on the pooled connection to `node`. `use` calls `broken()` when it cut a command short
+   * (its channel's state is unknown: nobody else gets the connection), and throws NotStarted when no
+   * channel opened: on a reused connection (closed by the host meanwhile) that is tried once more on a new one.
+   */
+  async function withConnection<T>(
+    node: string,
+    signal: AbortSignal | undefined,
+    use: (client: Client, broken: () => void) => Promise<T>,
+  ): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      if (signal?.aborted) throw signal.reason ?? new Error('cancelled');
+      let key = keyOf.get(node);
+      let address: { host: string; port: number } | undefined;
+      if (key === undefined || !pool.has(key)) {
+        address = await resolveAddress(node);
+        key = `${config.ssh.user}@${address.host}:${address.port}`;
+        keyOf.set(node, key);
+      }
+      const at = address;
+      const lease = await pool.lease(key, async () => connect(config, at ?? (await resolveAddress(node)), node), signal);
+      let broken = false;
+      try {
+        return await use(lease.client, () => void (broken = true));
+      } catch (err) {
+        if (!(err instanceof NotStarted)) throw err;
+        broken = true;
+        if (!(lease.reused && attempt === 0)) throw err.failure;
+      } finally {
+        lease.release(broken);
+      }
+    }
+  }
+
   return {
+    close: () => pool.close(),
     exec(node: string, argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
       let line: string;
       try {
@@ -274,12 +283,12 @@ export function createSshShell(config: ClusterConfig, resolveAddress: AddressRes
         );
       }
       const what = argv.slice(0, 3).join(' ');
-      return withConnection(config, resolveAddress, node, options.signal, (client) => {
+      return withConnection(node, options.signal, (client, broken) => {
         let channel: ClientChannel | undefined;
-        return bounded<ExecResult>(
-          ({ done, failed }) => {
+        return onConnection<ExecResult>(client, {
+          work: ({ done, failed }) =>
             client.exec(line, (err, stream) => {
-              if (err) return failed(unreachable(node, `cannot open a channel: ${err.message}`));
+              if (err) return failed(new NotStarted(unreachable(node, `cannot open a channel: ${err.message}`)));
               channel = stream;
               let stdout = '';
               let stderr = '';
@@ -297,30 +306,31 @@ export function createSshShell(config: ClusterConfig, resolveAddress: AddressRes
                 if (exitCode === undefined) failed(unreachable(node, `connection lost while running '${what}'`));
                 else done({ exitCode, stdout, stderr });
               });
-            });
-            client.once('close', () => failed(unreachable(node, `connection lost while running '${what}'`)));
-          },
-          options.timeoutMs,
-          options.signal,
-          () =>
+            }),
+          started: () => channel !== undefined,
+          lost: () => unreachable(node, `connection lost while running '${what}'`),
+          timeoutMs: options.timeoutMs,
+          signal: options.signal,
+          onTimeout: () =>
             ApplicationFailure.create({
               type: ErrorType.HostCommandTimedOut,
               message: `'${what}' on ${node} did not finish within ${Math.round(options.timeoutMs / 1000)} s; channel closed`,
             }),
-          () => channel?.close(),
-        );
+          stop: () => channel?.close(),
+          broken,
+        });
       });
     },
 
     download(node, remotePath, localPath, options): Promise<void> {
       const temp = `${localPath}.part-${process.pid}-${randomBytes(4).toString('hex')}`;
       mkdirSync(dirname(localPath), { recursive: true });
-      return withConnection(config, resolveAddress, node, options.signal, (client) => {
-        let close: () => void = () => undefined;
-        return bounded<void>(
-          ({ done, failed }) => {
+      return withConnection(node, options.signal, (client, broken) => {
+        let close: (() => void) | undefined;
+        return onConnection<void>(client, {
+          work: ({ done, failed }) =>
             client.sftp((err, sftp) => {
-              if (err) return failed(unreachable(node, `no SFTP: ${err.message}`));
+              if (err) return failed(new NotStarted(unreachable(node, `no SFTP: ${err.message}`)));
               close = () => sftp.end();
               sftp.fastGet(remotePath, temp, { concurrency: 8 }, (e) => {
                 if (!e) return done();
@@ -336,18 +346,19 @@ export function createSshShell(config: ClusterConfig, resolveAddress: AddressRes
                     : unreachable(node, `copying ${remotePath}: ${e.message}`),
                 );
               });
-            });
-            client.once('close', () => failed(unreachable(node, `connection lost while copying ${remotePath}`)));
-          },
-          options.timeoutMs,
-          options.signal,
-          () =>
+            }),
+          started: () => close !== undefined,
+          lost: () => unreachable(node, `connection lost while copying ${remotePath}`),
+          timeoutMs: options.timeoutMs,
+          signal: options.signal,
+          onTimeout: () =>
             ApplicationFailure.create({
               type: ErrorType.HostCommandTimedOut,
               message: `copying ${remotePath} off ${node} did not finish within ${Math.round(options.timeoutMs / 1000)} s`,
             }),
-          () => close(),
-        );
+          stop: () => close?.(),
+          broken,
+        });
       }).then(
         () => renameSync(temp, localPath),
         (err: unknown) => {
@@ -357,12 +368,12 @@ export function createSshShell(config: ClusterConfig, resolveAddress: AddressRes
       );
     },
     upload(node, localPath, remotePath, options): Promise<void> {
-      return withConnection(config, resolveAddress, node, options.signal, (client) => {
-        let close: () => void = () => undefined;
-        return bounded<void>(
-          ({ done, failed }) => {
+      return withConnection(node, options.signal, (client, broken) => {
+        let close: (() => void) | undefined;
+        return onConnection<void>(client, {
+          work: ({ done, failed }) =>
             client.sftp((err, sftp) => {
-              if (err) return failed(unreachable(node, `no SFTP: ${err.message}`));
+              if (err) return failed(new NotStarted(unreachable(node, `no SFTP: ${err.message}`)));
               close = () => sftp.end();
               // 0600 from the start: a snapshot holds the cluster's secrets.
               sftp.fastPut(localPath, remotePath, { concurrency: 8, mode: 0o600 }, (e) => {
@@ -378,18 +389,19 @@ export function createSshShell(config: ClusterConfig, resolveAddress: AddressRes
                     : unreachable(node, `copying to ${remotePath}: ${e.message}`),
                 );
               });
-            });
-            client.once('close', () => failed(unreachable(node, `connection lost while copying to ${remotePath}`)));
-          },
-          options.timeoutMs,
-          options.signal,
-          () =>
+            }),
+          started: () => close !== undefined,
+          lost: () => unreachable(node, `connection lost while copying to ${remotePath}`),
+          timeoutMs: options.timeoutMs,
+          signal: options.signal,
+          onTimeout: () =>
             ApplicationFailure.create({
               type: ErrorType.HostCommandTimedOut,
               message: `copying onto ${node} at ${remotePath} did not finish within ${Math.round(options.timeoutMs / 1000)} s`,
             }),
-          () => close(),
-        );
+          stop: () => close?.(),
+          broken,
+        });
       });
     },
   };

@@ -24,16 +24,17 @@ export function batchesOf(workers: number, batchSize: number): number[] {
 }
 
 export function nominalLowerBoundSeconds(o: { controlPlanes: number; workers: number; hops: number; batchSize: number }): number {
-  const kubelet = s(LATENCIES_MS.aptInstall) + s(LATENCIES_MS.kubeletRestart);
+  // A package install fetches its archives and installs them, whether or not the fetch came first (--download-only).
+  const install = s(LATENCIES_MS.aptInstall) + s(LATENCIES_MS.packageDownload);
+  const kubelet = install + s(LATENCIES_MS.kubeletRestart);
   let hop = s(LATENCIES_MS.etcdSnapshot);
-  for (let i = 0; i < o.controlPlanes; i++)
-    hop += s(LATENCIES_MS.aptInstall) + s(i === 0 ? LATENCIES_MS.kubeadmApply : LATENCIES_MS.kubeadmNode) + kubelet;
-  const worker = TERMINATION_GRACE_SECONDS + s(LATENCIES_MS.aptInstall) + s(LATENCIES_MS.kubeadmNode) + kubelet;
+  for (let i = 0; i < o.controlPlanes; i++) hop += install + s(i === 0 ? LATENCIES_MS.kubeadmApply : LATENCIES_MS.kubeadmNode) + kubelet;
+  const worker = TERMINATION_GRACE_SECONDS + install + s(LATENCIES_MS.kubeadmNode) + kubelet;
   hop += batchesOf(o.workers, o.batchSize).length * worker;
   return round(hop * o.hops);
 }
 
-/** The host commands that wait (the rest return in milliseconds). */
+/** The host commands that wait (the rest return in milliseconds); `apt-get install` includes its --download-only form. */
 const WAITING = /apt-get install|kubeadm upgrade (apply|node)|systemctl restart kubelet|snapshot save/;
 
 export interface HostCommand {

@@ -5,7 +5,9 @@ import { tsToMs, type RunHistory } from '../client/audit-trail.js';
  * wait in the task queue (scheduled → started) and its run (started → closed), and the time between
  * activities (a step's close → the next one's scheduling: the workflow task that decides it), plus
  * the node workflow's start → first step and last step → end. The benchmark's overhead per node is
- * mostly in these numbers, not in the simulated waits.
+ * mostly in these numbers, not in the simulated waits. And how long each node was out of service:
+ * its cordoned window, from its cordonNode activity's start to its uncordonNode activity's end (an
+ * upper bound: the cordon lands inside the one and ends inside the other).
  */
 export interface NodeBreakdown {
   nodeWorkflows: number;
@@ -13,6 +15,16 @@ export interface NodeBreakdown {
   activities: Record<string, { count: number; queueMs: number; runMs: number }>;
   /** Mean per node workflow, seconds: its whole span, in queues, between steps. */
   perNode: { spanSeconds: number; queueSeconds: number; betweenStepsSeconds: number };
+  /** Node workflows that cordoned their node: its cordoned window's median and max, seconds; `open`: not uncordoned by the end (skipped). */
+  cordoned: { nodes: number; medianSeconds: number; maxSeconds: number; open: number };
+}
+
+/** The middle value (the mean of the two middle ones for an even count); 0 for none. */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return 0;
+  const v = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 ? (v[mid] as number) : ((v[mid - 1] as number) + (v[mid] as number)) / 2;
 }
 
 const round = (n: number, digits = 1) => Number(n.toFixed(digits));
@@ -23,6 +35,8 @@ export function nodeBreakdown(runs: RunHistory[]): NodeBreakdown {
   let span = 0;
   let queued = 0;
   let between = 0;
+  const windows: number[] = [];
+  let open = 0;
   for (const run of runs) {
     const started = run.events[0]?.workflowExecutionStartedEventAttributes;
     if (started?.workflowType?.name !== 'nodeUpgradeWorkflow' || run.events.length < 2) continue;
@@ -33,6 +47,8 @@ export function nodeBreakdown(runs: RunHistory[]): NodeBreakdown {
     const scheduled = new Map<string, { name: string; at: number; startedAt?: number }>();
     let free = t0; // when the workflow last had no step in flight
     let inFlight = 0;
+    let cordonedAt: number | undefined;
+    let uncordonedAt: number | undefined;
     for (const e of run.events) {
       const at = tsToMs(e.eventTime);
       const s = e.activityTaskScheduledEventAttributes;
@@ -47,6 +63,7 @@ export function nodeBreakdown(runs: RunHistory[]): NodeBreakdown {
         if (open) {
           open.startedAt = at;
           queued += at - open.at;
+          if (open.name === 'cordonNode' && cordonedAt === undefined) cordonedAt = at;
         }
         continue;
       }
@@ -59,6 +76,7 @@ export function nodeBreakdown(runs: RunHistory[]): NodeBreakdown {
       const open = scheduled.get(String(closed.scheduledEventId));
       if (!open) continue;
       scheduled.delete(String(closed.scheduledEventId));
+      if (open.name === 'uncordonNode' && e.activityTaskCompletedEventAttributes) uncordonedAt = at;
       const a = acc.get(open.name) ?? { count: 0, queue: 0, run: 0 };
       a.count++;
       a.queue += (open.startedAt ?? at) - open.at;
@@ -67,6 +85,10 @@ export function nodeBreakdown(runs: RunHistory[]): NodeBreakdown {
       if (--inFlight === 0) free = at;
     }
     if (inFlight === 0) between += end - free;
+    if (cordonedAt !== undefined) {
+      if (uncordonedAt !== undefined) windows.push(uncordonedAt - cordonedAt);
+      else open++;
+    }
   }
   const n = Math.max(nodeWorkflows, 1);
   return {
@@ -80,6 +102,12 @@ export function nodeBreakdown(runs: RunHistory[]): NodeBreakdown {
       spanSeconds: round(span / n / 1000, 3),
       queueSeconds: round(queued / n / 1000, 3),
       betweenStepsSeconds: round(between / n / 1000, 3),
+    },
+    cordoned: {
+      nodes: windows.length + open,
+      medianSeconds: round(median(windows) / 1000, 3),
+      maxSeconds: round(Math.max(0, ...windows) / 1000, 3),
+      open,
     },
   };
 }

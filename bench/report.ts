@@ -27,6 +27,8 @@ export interface RunResult {
   ratioToLowerBound: number;
   overheadPerNodeSeconds: number;
   simUpSeconds: number;
+  /** SSH connections the simulated hosts accepted during the run, per node and hop (the baseline: OpenSSH, one per command). */
+  sshHandshakesPerNode?: number;
   /** skewless only: Temporal history events. */
   events?: {
     parent: number;
@@ -196,14 +198,16 @@ export function markdown(result: BenchResult): string {
       '',
     );
   }
+  const ssh = result.runs.filter((r) => r.sshHandshakesPerNode !== undefined);
+  if (ssh.length) lines.push(`SSH handshakes per node and hop: ${ssh.map((r) => `${r.id} ${r.sshHandshakesPerNode}`).join(', ')}.`, '');
   for (const f of result.failures) lines.push(`${f.id}: did not finish: ${f.error}`, '');
   const broken = result.runs.filter((r) => r.nodes?.nodeWorkflows);
   if (broken.length) {
     lines.push(
-      "Where a node workflow's time went (means per node workflow: its span; activities waiting in the task queue; no step in flight, i.e. workflow tasks deciding the next step):",
+      "Where a node workflow's time went (means per node workflow: its span; activities waiting in the task queue; no step in flight, i.e. workflow tasks deciding the next step) and how long its node was out of service (cordoned: from the cordonNode activity's start to the uncordonNode activity's end, median and max over the run's nodes):",
       '',
-      '| run | node workflows | span s | in queue s | between steps s | slowest steps (mean run ms) |',
-      '|---|---:|---:|---:|---:|---|',
+      '| run | node workflows | span s | in queue s | between steps s | cordoned s, median (max) | slowest steps (mean run ms) |',
+      '|---|---:|---:|---:|---:|---:|---|',
       ...broken.map((r) => {
         const b = r.nodes as NodeBreakdown;
         const top = Object.entries(b.activities)
@@ -211,7 +215,10 @@ export function markdown(result: BenchResult): string {
           .slice(0, 4)
           .map(([k, v]) => `${k} ${v.runMs}`)
           .join(', ');
-        return `| ${r.id} | ${b.nodeWorkflows} | ${b.perNode.spanSeconds} | ${b.perNode.queueSeconds} | ${b.perNode.betweenStepsSeconds} | ${top} |`;
+        const cordoned = b.cordoned.nodes
+          ? `${b.cordoned.medianSeconds} (${b.cordoned.maxSeconds})${b.cordoned.open ? `, ${b.cordoned.open} left cordoned` : ''}`
+          : '–';
+        return `| ${r.id} | ${b.nodeWorkflows} | ${b.perNode.spanSeconds} | ${b.perNode.queueSeconds} | ${b.perNode.betweenStepsSeconds} | ${cordoned} | ${top} |`;
       }),
       '',
     );

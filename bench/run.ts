@@ -215,6 +215,15 @@ async function main(): Promise<number> {
             batchSize: run.batchSize,
           }),
         };
+        // SSH handshakes the hosts accepted during the run, per node and hop: what connection reuse saves.
+        const handshakesAtStart = sim.hosts.hosts.reduce((n, h) => n + sim.hosts.connectionsAccepted(h.name), 0);
+        const sshHandshakesPerNode = () =>
+          Math.round(
+            ((sim.hosts.hosts.reduce((n, h) => n + sim.hosts.connectionsAccepted(h.name), 0) - handshakesAtStart) /
+              (run.size.controlPlanes + run.size.workers) /
+              run.hops) *
+              10,
+          ) / 10;
         /** The bound from this run's own host command log (after the run). */
         const measuredBound = () =>
           measuredLowerBoundSeconds({
@@ -233,7 +242,15 @@ async function main(): Promise<number> {
             join(o.out, svg),
             renderTimelineSvg({ title: `${id}: bench/baseline.sh (kubectl drain + ssh)`, lanes, bars: b.bars }),
           );
-          runs.push(runResult({ ...base, lowerBoundSeconds: measuredBound(), wallSeconds: b.wallSeconds, timeline: svg }));
+          runs.push(
+            runResult({
+              ...base,
+              lowerBoundSeconds: measuredBound(),
+              wallSeconds: b.wallSeconds,
+              timeline: svg,
+              sshHandshakesPerNode: sshHandshakesPerNode(),
+            }),
+          );
         } else {
           const s = await runSkewless({ sim, temporal, registry, cli: CLI, logsDir, to: target, batchSize: run.batchSize, label: id });
           await assertUpgraded(sim, target, id);
@@ -250,6 +267,7 @@ async function main(): Promise<number> {
               worker: s.worker,
               timeline: svg,
               operatorRetries: s.retries,
+              sshHandshakesPerNode: sshHandshakesPerNode(),
               nodes: nodeBreakdown(s.runs),
               events: { ...s.events, perNode: Math.round(((s.events.parent + s.events.nodeWorkflowEvents) / nodes / run.hops) * 10) / 10 },
             }),

@@ -13,7 +13,7 @@ import { validateFault, type Fault } from './hosts/faults.js';
  */
 
 export type Latencies = Partial<
-  Record<'aptInstall' | 'kubeletRestart' | 'kubeadmApply' | 'kubeadmNode' | 'etcdSnapshot' | 'reboot', number>
+  Record<'aptInstall' | 'packageDownload' | 'kubeletRestart' | 'kubeadmApply' | 'kubeadmNode' | 'etcdSnapshot' | 'reboot', number>
 >;
 
 export interface SimNode {
@@ -140,7 +140,7 @@ function latencies(value: unknown, where: string): Latencies {
   const raw = obj(value, where);
   const out: Latencies = {};
   for (const [k, v] of Object.entries(raw)) {
-    if (!['aptInstall', 'kubeletRestart', 'kubeadmApply', 'kubeadmNode', 'etcdSnapshot', 'reboot'].includes(k)) {
+    if (!['aptInstall', 'packageDownload', 'kubeletRestart', 'kubeadmApply', 'kubeadmNode', 'etcdSnapshot', 'reboot'].includes(k)) {
       throw new DescriptionError(`${where}.${k} is not a known latency`);
     }
     out[k as keyof Latencies] = count(v, `${where}.${k}`, 0);

@@ -58,6 +58,13 @@ export function checkClustersDir(dir: string): string[] {
   return names;
 }
 
+/**
+ * How long the worker keeps an SSH connection to a host with no command on it: long enough to span a
+ * node's steps (the drain between its packages and its kubelet restart takes seconds to minutes under
+ * PDBs), short enough that a host is met afresh (a reboot, a rotated key) soon after it was last used.
+ */
+export const WORKER_SSH_IDLE_MS = 30_000;
+
 export interface RunWorkerOptions {
   connection: ConnectionSettings;
   taskQueue: string;
@@ -90,12 +97,14 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       `cannot reach Temporal at ${options.connection.address}: ${redactSecrets((err as Error).message.split('\n')[0] ?? '', options.connection)}`,
     );
   }
+  // SSH connections stay open between a node's steps for WORKER_SSH_IDLE_MS (ssh-shell.ts); closed at the end.
+  const resolver = createClusterResolver(options.clustersDir, { sshIdleMs: WORKER_SSH_IDLE_MS });
   try {
     const worker = await createSkewlessWorker({
       connection,
       namespace: options.connection.namespace,
       taskQueue: options.taskQueue,
-      deps: { clusters: createClusterResolver(options.clustersDir) },
+      deps: { clusters: resolver },
       dataConverter: workerDataConverter(codec),
       shutdownGraceTime: SHUTDOWN_GRACE_SECONDS * 1000,
       ...(tracing ? { plugins: [tracing.plugin] } : {}),
@@ -115,6 +124,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     }
     options.log('skewless worker: stopped');
   } finally {
+    resolver.close();
     await connection.close();
     await tracing?.shutdown(); // the spans still buffered
   }

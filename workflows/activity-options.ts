@@ -242,6 +242,7 @@ export const PROFILE_OF = {
   clearStageLabels: kubeWrite,
   drainNode: drain,
   installPackages: hostCommand,
+  downloadPackages: hostCommand,
   kubeadmUpgradeApply: kubeadmApply,
   kubeadmUpgradeNode: hostCommand,
   restartKubelet: kubeletRestart,

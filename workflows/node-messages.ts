@@ -8,6 +8,7 @@ import { defineQuery, defineSignal } from '@temporalio/workflow';
 export type NodePhase =
   | 'pending'
   | 'upgrading-control-plane'
+  | 'preparing'
   | 'cordoned'
   | 'draining'
   | 'blocked'

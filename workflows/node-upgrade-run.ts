@@ -55,10 +55,15 @@ async function tellParent(node: string, block: NodeBlock | undefined, phase?: No
  * `drainResolution` signal the parent relays), and the steps of each kind of node work. The
  * handlers are registered by the constructor, before the workflow's first await.
  *
- * Skip is offered while the node runs its old kubelet with its old configuration: through the
- * cordon, the drain and a worker's kubeadm package (the kubeadm binary is in no skew rule). From
- * `kubeadm upgrade node` on (it rewrites the kubelet's configuration for the new version) the node
- * is half moved, and leaving it like that for the rest of the run is not an answer: retry or abort.
+ * Skip is offered while the node runs its old kubelet: through the cordon, the drain and a worker's
+ * kubeadm package (the kubeadm binary is in no skew rule). A failed `kubeadm upgrade node` is not
+ * skippable: it may have stopped halfway through the files it writes, so retry or abort. Once it has
+ * succeeded on a worker before the cordon (`prepareWorker`), the node runs its old kubelet with the
+ * kubelet configuration of the hop written for its next start: the state kubernetes.io's own order
+ * leaves every worker in, serving, for as long as its drain takes. So a drain that blocks after it is
+ * still skippable: the node stays cordoned at its old kubelet, and a later run finds `kubeadm upgrade
+ * node` done (it checks first) and moves only the kubelet. Before the patch the worker's kubeadm ran
+ * after the drain, and from `kubeadm upgrade node` on nothing was skippable.
  */
 export class NodeUpgradeRun {
   private readonly a: Activities;
@@ -68,6 +73,8 @@ export class NodeUpgradeRun {
   private cordonedByUs = false;
   /** Set when the drain timed out under onDrainTimeout quarantine: what blocked it. */
   private quarantined: NodeUpgradeResult['quarantine'];
+  /** A worker whose kubeadm work and package downloads were done before its cordon (prepareWorker). */
+  private prepared = false;
 
   constructor(private readonly input: NodeUpgradeInput) {
     this.a = activitiesWithin(input.hostRetrySeconds);
@@ -129,14 +136,35 @@ export class NodeUpgradeRun {
     await this.backInService({ cluster, node, waitSeconds: this.input.verifySeconds });
   }
 
-  /** The drained node's kubelet (and a worker's kubeadm upgrade node) at the hop's version. */
+  /**
+   * A worker's work that needs no drain, before its cordon, in kubernetes.io's order: the hop's
+   * repository and kubeadm package, `kubeadm upgrade node` (it writes the kubelet's configuration for
+   * its next start; the running kubelet is untouched), and the kubelet and kubectl packages fetched
+   * into the package cache, not installed. Cordoned, the node then only drains, installs them from
+   * the cache and restarts its kubelet. Returns at once for control planes and for runs before the patch.
+   */
+  async prepareWorker(): Promise<void> {
+    if (this.input.role !== 'worker' || !patched(PATCH.workBeforeCordon)) return;
+    const { cluster, node, version } = this.input;
+    this.status.phase = 'preparing';
+    await this.installKubeadm(true);
+    // A node that may be quarantined stays at its old kubelet for the rest of the run and after it: it
+    // keeps its old kubelet configuration too, so `kubeadm upgrade node` waits until its drain finished.
+    if (!this.mayQuarantine) await this.step('kubeadmUpgradeNode', { cluster, node, version });
+    await this.step('downloadPackages', { cluster, node, version, packages: ['kubelet', 'kubectl'] }, true);
+    this.prepared = true;
+  }
+
+  private get mayQuarantine(): boolean {
+    return this.input.onDrainTimeout === 'quarantine';
+  }
+
+  /** The drained node's kubelet (and, unless prepared before the cordon, a worker's kubeadm upgrade node) at the hop's version. */
   async upgradeKubelet(): Promise<void> {
     const { cluster, node, version, role } = this.input;
     this.status.phase = 'upgrading';
-    if (role === 'worker') {
-      await this.installKubeadm(true);
-      await this.step('kubeadmUpgradeNode', { cluster, node, version });
-    }
+    if (role === 'worker' && !this.prepared) await this.installKubeadm(true);
+    if (role === 'worker' && (!this.prepared || this.mayQuarantine)) await this.step('kubeadmUpgradeNode', { cluster, node, version });
     await this.step('installPackages', { cluster, node, version, packages: ['kubelet', 'kubectl'] });
     await this.step('restartKubelet', { cluster, node, version, timeoutSeconds: this.input.kubeletTimeoutSeconds });
     await this.backInService({ cluster, node, version, waitSeconds: this.input.verifySeconds });

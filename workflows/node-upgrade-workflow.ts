@@ -16,6 +16,8 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
   try {
     if (input.step === 'control-plane') await run.upgradeControlPlane();
     else {
+      // A worker's kubeadm work and package downloads, before the cordon (kubernetes.io's order).
+      if (input.step === 'node') await run.prepareWorker();
       await run.cordonAndDrain();
       // `drain` (blue/green): the node leaves the cluster, and stays cordoned and empty for its removal.
       if (input.step === 'maintain') await run.maintainOs();

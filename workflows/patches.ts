@@ -61,4 +61,10 @@ export const PATCH = {
    * plans every worker at every hop (workersEveryHop).
    */
   workersOnce: 'workers-once',
+  /**
+   * A worker's upgrade does before its cordon what needs no drain, in kubernetes.io's order: the hop's
+   * repository, the kubeadm package and `kubeadm upgrade node`, and the kubelet and kubectl packages
+   * downloaded but not installed; cordoned, it only drains, installs them, restarts the kubelet and checks.
+   */
+  workBeforeCordon: 'work-before-cordon',
 } as const;

@@ -34,6 +34,7 @@ export const SUMMARY_OF: Summaries = {
   drainNode: (i) => `drain ${i.node}${i.force?.length ? ` forcing ${i.force.join(', ')}` : ''}`,
   pointPackageRepository: (i) => `point the package repository of ${i.node} at ${v(i.version).replace(/^(v\d+\.\d+).*/, '$1')}`,
   installPackages: (i) => `install ${i.packages.join(', ')} ${v(i.version)} on ${i.node}`,
+  downloadPackages: (i) => `download ${i.packages.join(', ')} ${v(i.version)} on ${i.node} (not installed)`,
   kubeadmUpgradeApply: (i) => `kubeadm upgrade apply ${v(i.version)} on ${i.node}`,
   kubeadmUpgradeNode: (i) => `kubeadm upgrade node on ${i.node} (${v(i.version)})`,
   restartKubelet: (i) => `restart kubelet on ${i.node} at ${v(i.version)}`,

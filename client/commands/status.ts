@@ -42,7 +42,7 @@ interface Reading {
 }
 
 /** The phases in which the parent only knows that a node's workflow started; the node knows its step. */
-const IN_FLIGHT: readonly NodePhase[] = ['upgrading-control-plane', 'cordoned', 'draining', 'upgrading', 'verifying'];
+const IN_FLIGHT: readonly NodePhase[] = ['upgrading-control-plane', 'preparing', 'cordoned', 'draining', 'upgrading', 'verifying'];
 const CHILD_WAIT_MS = 2_000;
 
 /**

@@ -14,6 +14,8 @@ import type { Latencies, PdbSpec, SimDescription, SimNode, WorkloadSpec } from '
 /** Host command latencies (milliseconds) when no --latencies file is given: a quick rehearsal, not a forecast. */
 export const DEFAULT_LATENCIES: Required<Latencies> = {
   aptInstall: 2000,
+  // Fetching the archives is counted in aptInstall here; a --latencies file may split it out.
+  packageDownload: 0,
   kubeletRestart: 1000,
   kubeadmApply: 5000,
   kubeadmNode: 1000,

@@ -12,6 +12,7 @@ const PHASE_OF_ACTIVITY: Readonly<Record<string, TimelinePhase>> = {
   cordonNode: 'cordon',
   drainNode: 'drain',
   installPackages: 'packages',
+  downloadPackages: 'packages',
   kubeadmUpgradeNode: 'kubeadm',
   restartKubelet: 'kubelet',
   uncordonNode: 'uncordon',

@@ -89,6 +89,16 @@ export class HostEndpoint implements EndpointControl {
   /** TCP connections accepted so far: how often a client paid for a handshake. */
   accepted = 0;
 
+  /** TCP connections open now. */
+  get open(): number {
+    return this.sockets.size;
+  }
+
+  /** Resets every open connection and keeps listening: a NAT or firewall that forgot them, a network blip. */
+  dropConnections(): void {
+    for (const s of this.sockets) s.destroy();
+  }
+
   private accept(socket: Socket): void {
     if (this.offline.size > 0 || this.closed) return void socket.destroy();
     this.accepted++;

@@ -9,8 +9,12 @@ import { imageOfManifest } from './static-pod-manifest.js';
 import { toKubernetesVersion, type HostState, type HostStore } from './host-state.js';
 import type { PackageManager } from './rpm-archive.js';
 
-/** `aptInstall`: a package install's time, apt's or dnf's alike (the name predates dnf hosts). */
-export type LatencyKind = 'aptInstall' | 'kubeletRestart' | 'kubeadmApply' | 'kubeadmNode' | 'etcdSnapshot' | 'reboot';
+/**
+ * `aptInstall`: a package install's time, apt's or dnf's alike (the name predates dnf hosts), the archives
+ * at hand; `packageDownload`: fetching the archives an install needs that are not in the package cache yet
+ * (`apt-get install --download-only` and `dnf install --downloadonly` pay only that; an install after them, only aptInstall).
+ */
+export type LatencyKind = 'aptInstall' | 'packageDownload' | 'kubeletRestart' | 'kubeadmApply' | 'kubeadmNode' | 'etcdSnapshot' | 'reboot';
 /** Milliseconds per kind of command; 0 when absent. */
 export type Latencies = Partial<Record<LatencyKind, number>>;
 

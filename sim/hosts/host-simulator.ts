@@ -111,6 +111,10 @@ export interface HostSimulator {
   noticeManifests(host: string): Promise<void>;
   /** SSH connections the host accepted since the simulator started. */
   connectionsAccepted(host: string): number;
+  /** SSH connections open to the host now. */
+  connectionsOpen(host: string): number;
+  /** Resets the host's open SSH connections; it goes on listening. */
+  dropConnections(host: string): void;
   state(host: string): HostState;
   /** Writes the host's current key into known_hosts (an operator re-trusting a reinstalled host). */
   trustHostKey(host: string): void;
@@ -270,6 +274,8 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
     commandLog: (host) => get(host).machine.store.commandLog(),
     noticeManifests: (host) => get(host).machine.noticeManifests(),
     connectionsAccepted: (host) => get(host).endpoint.accepted,
+    connectionsOpen: (host) => get(host).endpoint.open,
+    dropConnections: (host) => get(host).endpoint.dropConnections(),
     state: (host) => structuredClone(get(host).machine.state),
     trustHostKey(host) {
       const r = get(host);

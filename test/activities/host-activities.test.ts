@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createHostActivities } from '../../activities/host-activities.js';
 import { createClusterResolver } from '../../activities/host-address.js';
-import { hostCommands, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { existsSync } from 'node:fs';
+import { hostCommands, onHostPath, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { failsWith } from '../helpers/failures.js';
 
 // The hosts' site mirror offers every minor (the local-mirror variant): these are the package and
@@ -19,6 +20,7 @@ nodes:
   - {name: cp, role: control-plane, count: 2}
   - {name: worker, role: worker}
   - {name: slow, role: worker, latencies: {kubeletRestart: 4000}}
+  - {name: fetch, role: worker, latencies: {packageDownload: 1500, aptInstall: 100}}
 `;
 const cluster = 'hosttest';
 
@@ -90,12 +92,13 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
     assert.deepEqual(tc.sim.hosts.state('cp-1'), state);
   });
 
-  it('the commands of one activity execution share one SSH connection; the next execution opens its own', async () => {
-    const env = new MockActivityEnvironment();
+  it('host commands share one SSH connection per host across activity executions, until it has been idle', async () => {
     const kubelet = ['kubelet', 'kubectl'] as ('kubelet' | 'kubectl')[];
+    // Earlier tests' connection to cp-2, if any, closes after its idle time (2 s outside the worker process).
+    await waitUntil(() => tc.sim.hosts.connectionsOpen('cp-2') === 0);
     const opened = tc.sim.hosts.connectionsAccepted('cp-2');
     const first = await during('cp-2', () =>
-      env.run(acts.installPackages, { cluster, node: 'cp-2', version: '1.32.9', packages: kubelet }),
+      new MockActivityEnvironment().run(acts.installPackages, { cluster, node: 'cp-2', version: '1.32.9', packages: kubelet }),
     );
     assert.deepEqual((first.result as { installed: string[] }).installed, ['kubelet', 'kubectl']);
     assert.ok(first.ran.length >= 5, `an install runs several commands: ${first.ran.join(' | ')}`);
@@ -104,12 +107,49 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
       new MockActivityEnvironment().run(acts.installPackages, { cluster, node: 'cp-2', version: '1.32.9', packages: kubelet }),
     );
     assert.deepEqual((second.result as { installed: string[] }).installed, []);
-    assert.equal(tc.sim.hosts.connectionsAccepted('cp-2') - opened, 2, 'a new activity execution meets the host afresh');
-    // Without an activity's signal (a call from outside an activity), each command has a connection of its own.
-    const bare = await during('cp-2', () =>
-      acts.installPackages({ cluster, node: 'cp-2', version: '1.32.9', packages: ['kubelet', 'kubectl'] }),
+    assert.ok(second.ran.length >= 2, second.ran.join(' | '));
+    assert.equal(tc.sim.hosts.connectionsAccepted('cp-2') - opened, 1, 'the next activity execution reuses the connection');
+    // A call from outside an activity (no cancellation signal) shares it too.
+    await acts.installPackages({ cluster, node: 'cp-2', version: '1.32.9', packages: kubelet });
+    assert.equal(tc.sim.hosts.connectionsAccepted('cp-2') - opened, 1);
+    assert.equal(tc.sim.hosts.connectionsOpen('cp-2'), 1);
+    await waitUntil(() => tc.sim.hosts.connectionsOpen('cp-2') === 0);
+    await new MockActivityEnvironment().run(acts.installPackages, { cluster, node: 'cp-2', version: '1.32.9', packages: kubelet });
+    assert.equal(tc.sim.hosts.connectionsAccepted('cp-2') - opened, 2, 'closed once idle: the host is met afresh');
+  });
+
+  it("downloadPackages fetches the archives into apt's cache and installs nothing; the install after it fetches nothing", async () => {
+    const node = 'fetch';
+    const before = tc.sim.hosts.state(node);
+    const packages = ['kubelet', 'kubectl'] as ('kubelet' | 'kubectl')[];
+    const download = await during(node, () => acts.downloadPackages({ cluster, node, version: '1.33.7', packages }));
+    assert.deepEqual(download.result, {
+      node,
+      version: '1.33.7',
+      downloaded: ['kubelet', 'kubectl'],
+      packageVersions: { kubelet: '1.33.7-1.1', kubectl: '1.33.7-1.1' },
+    });
+    assert.deepEqual(changing(download.ran), [
+      'sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y -q --download-only --allow-change-held-packages -o DPkg::Lock::Timeout=120 kubelet=1.33.7-1.1 kubectl=1.33.7-1.1',
+    ]);
+    const after = tc.sim.hosts.state(node);
+    assert.deepEqual(
+      [after.packages, after.holds, after.kubelet],
+      [before.packages, before.holds, before.kubelet],
+      'nothing installed, holds kept',
     );
-    assert.equal(tc.sim.hosts.connectionsAccepted('cp-2') - opened, 2 + bare.ran.length);
+    assert.ok(before.holds.includes('kubelet'), 'the held package was downloaded all the same');
+    for (const p of packages) assert.ok(existsSync(onHostPath(tc, node, `/var/cache/apt/archives/${p}_1.33.7-1.1_amd64.deb`)), p);
+
+    const took = (cmd: RegExp) => tc.sim.hosts.commandLog(node).findLast((e) => cmd.test(e.command))?.durationMs ?? NaN;
+    assert.ok(took(/apt-get install .*--download-only/) >= 1500, 'the download took the host its packageDownload time');
+    const install = await acts.installPackages({ cluster, node, version: '1.33.7', packages });
+    assert.deepEqual(install.installed, ['kubelet', 'kubectl']);
+    assert.equal(tc.sim.hosts.state(node).packages.kubelet, '1.33.7-1.1');
+    const installMs = took(/apt-get install -y -q -o/);
+    assert.ok(installMs < 1000, `the install took its archives from the cache: ${installMs} ms`);
+    // Nothing left to fetch once installed.
+    assert.deepEqual((await acts.downloadPackages({ cluster, node, version: '1.33.7', packages })).downloaded, []);
   });
 
   it('installPackages repairs a missing hold (a crash after install) without reinstalling', async () => {
@@ -258,3 +298,11 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
     assert.equal(retry.ran.filter((c) => c.includes('reboot')).length, 0);
   });
 });
+
+async function waitUntil(cond: () => boolean, timeoutMs = 8000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    assert.ok(Date.now() < deadline, 'condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -14,7 +14,7 @@ packageManager: dnf
 repository: [1.32.4, 1.32.9, 1.33.7, 1.34.2]
 nodes:
   - {name: cp, role: control-plane, count: 1}
-  - {name: worker, role: worker, count: 5}
+  - {name: worker, role: worker, count: 6}
 `;
 const cluster = 'dnftest';
 const REPO = '/etc/yum.repos.d/kubernetes.repo';
@@ -100,6 +100,25 @@ describe('the package repository and packages of a RHEL-family node through dnf 
       [],
       'at the version already: dnf is not even asked',
     );
+  });
+
+  it('downloadPackages fetches into the system cache with dnf --downloadonly as root, installing nothing; the install empties it', async () => {
+    const node = 'worker-6';
+    await acts.pointPackageRepository({ cluster, node, version: '1.33.7' });
+    const before = tc.sim.hosts.state(node).packages;
+    const download = await during(node, () =>
+      acts.downloadPackages({ cluster, node, version: '1.33.7', packages: ['kubelet', 'kubectl'] }),
+    );
+    assert.deepEqual(download.result.downloaded, ['kubelet', 'kubectl']);
+    assert.deepEqual(asRoot(download.ran), [
+      'sudo -n dnf install -y -q --disableexcludes=kubernetes --downloadonly kubelet-1.33.7-150500.1.1 kubectl-1.33.7-150500.1.1',
+    ]);
+    assert.deepEqual(tc.sim.hosts.state(node).packages, before, 'no rpm transaction');
+    const cache = onHost(node, '/var/cache/dnf/kubernetes/packages');
+    assert.deepEqual(readdirSync(cache).sort(), ['kubectl-1.33.7-150500.1.1.x86_64.rpm', 'kubelet-1.33.7-150500.1.1.x86_64.rpm']);
+    await acts.installPackages({ cluster, node, version: '1.33.7', packages: ['kubelet', 'kubectl'] });
+    assert.equal(tc.sim.hosts.state(node).packages.kubelet, '1.33.7-150500.1.1');
+    assert.deepEqual(readdirSync(cache), [], 'keepcache=0: the transaction took them out of the cache');
   });
 
   it('never a downgrade, which dnf install would do without asking', async () => {

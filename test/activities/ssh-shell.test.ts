@@ -9,7 +9,7 @@ import type { ClusterConfig } from '../../activities/cluster-config.js';
 import { hostKeyPolicy, hostsFieldMatches, keyAccepted } from '../../activities/host-known-hosts.js';
 import { commandLine, quoteWord } from '../../activities/shell-words.js';
 import { createClusterResolver, defaultAddressResolver } from '../../activities/host-address.js';
-import { createSshShell } from '../../activities/ssh-shell.js';
+import { createSshShell, type SshShell } from '../../activities/ssh-shell.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { failsWith } from '../helpers/failures.js';
 
@@ -102,6 +102,7 @@ repository: [1.32.4]
 nodes:
   - {name: cp, role: control-plane}
   - {name: worker, role: worker, count: 4}
+  - {name: pool, role: worker, count: 4}
 `;
 
 describe('createSshShell against the simulated hosts (real SSH)', () => {
@@ -238,6 +239,101 @@ describe('createSshShell against the simulated hosts (real SSH)', () => {
       (e: unknown) => e instanceof ApplicationFailure && e.type === 'ClusterConfigInvalid',
     );
     assert.ok(existsSync(config.ssh.knownHostsPath));
+  });
+
+  describe('the SSH connection pool against the simulated hosts (real SSH)', () => {
+    const shells: SshShell[] = [];
+    /** A shell as the worker has one (a connection outlives an activity), with a short idle time for the test. */
+    const pooled = (idleMs = 60_000) => {
+      const sh = createSshShell(config, defaultAddressResolver(config, tc.workerKube), { idleMs });
+      shells.push(sh);
+      return sh;
+    };
+    const accepted = (node: string) => tc.sim.hosts.connectionsAccepted(node);
+    const open = (node: string) => tc.sim.hosts.connectionsOpen(node);
+    const run = (sh: SshShell, node: string, signal?: AbortSignal, argv = ['hostname']) =>
+      sh.exec(node, argv, { timeoutMs: 10_000, ...(signal ? { signal } : {}) });
+    after(() => {
+      for (const sh of shells) sh.close();
+    });
+
+    it('a second activity execution (another cancellation signal) reuses the connection the first one made', async () => {
+      const sh = pooled();
+      const before = accepted('pool-1');
+      assert.equal((await run(sh, 'pool-1', new AbortController().signal)).stdout, 'pool-1\n');
+      assert.equal((await run(sh, 'pool-1', new AbortController().signal)).stdout, 'pool-1\n');
+      await Promise.all([run(sh, 'pool-1'), run(sh, 'pool-1'), run(sh, 'pool-1')]);
+      assert.equal(accepted('pool-1') - before, 1, 'one handshake for five commands, three of them at once');
+      assert.equal(open('pool-1'), 1);
+    });
+
+    it('closes a connection once idle, and close() closes the rest', async () => {
+      const sh = pooled(300);
+      const before = accepted('pool-2');
+      await run(sh, 'pool-2');
+      assert.equal(open('pool-2'), 1);
+      await waitUntil(() => open('pool-2') === 0);
+      await run(sh, 'pool-2');
+      assert.equal(accepted('pool-2') - before, 2, 'the idle one was closed: the next command met the host afresh');
+
+      const kept = pooled();
+      await run(kept, 'pool-2');
+      assert.equal(open('pool-2'), 2);
+      kept.close();
+      await waitUntil(() => open('pool-2') <= 1);
+    });
+
+    it('a host key that changed is refused when a connection is made; the open one was checked when it was made', async () => {
+      const sh = pooled(300);
+      await run(sh, 'pool-3');
+      tc.sim.hosts.setFault('pool-3', { kind: 'rotateHostKey' });
+      // The open connection is to the host whose key was checked; a reinstalled host would have closed it.
+      assert.equal((await run(sh, 'pool-3')).stdout, 'pool-3\n');
+      await waitUntil(() => open('pool-3') === 0);
+      const before = tc.sim.hosts.commandLog('pool-3').length;
+      const err = await failsWith(run(sh, 'pool-3'), 'HostKeyMismatch');
+      assert.ok(err.message.includes(tc.sim.hosts.hosts.find((h) => h.name === 'pool-3')!.hostKeyFingerprint), err.message);
+      assert.equal(tc.sim.hosts.commandLog('pool-3').length, before, 'no command reached the host');
+      tc.sim.hosts.trustHostKey('pool-3');
+      assert.equal((await run(sh, 'pool-3')).stdout, 'pool-3\n');
+    });
+
+    it('a connection the host dropped is opened again, and the command runs once', async () => {
+      const sh = pooled();
+      await run(sh, 'pool-4');
+      const before = accepted('pool-4');
+      const ran = tc.sim.hosts.commandLog('pool-4').length;
+      // Reset under the client: the command below is sent before the client has read the reset.
+      tc.sim.hosts.dropConnections('pool-4');
+      assert.equal((await run(sh, 'pool-4', undefined, ['echo', 'once'])).stdout, 'once\n');
+      assert.equal(accepted('pool-4') - before, 1, 'a new connection');
+      assert.deepEqual(
+        tc.sim.hosts
+          .commandLog('pool-4')
+          .slice(ran)
+          .map((e) => e.command),
+        ['echo once'],
+      );
+      // Dropped while idle (the client hears of it first): the next command opens a new one too.
+      tc.sim.hosts.dropConnections('pool-4');
+      await waitUntil(() => open('pool-4') === 0);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal((await run(sh, 'pool-4')).stdout, 'pool-4\n');
+      assert.equal(accepted('pool-4') - before, 2);
+    });
+
+    it('a command cut short by cancellation leaves its connection to nobody: the next command gets a new one', async () => {
+      const sh = pooled();
+      await run(sh, 'pool-1');
+      const before = accepted('pool-1');
+      tc.sim.hosts.setFault('pool-1', { kind: 'hang', command: 'echo stuck', times: 1 });
+      const abort = new AbortController();
+      setTimeout(() => abort.abort(new Error('activity cancelled')), 300);
+      const err = await run(sh, 'pool-1', abort.signal, ['echo', 'stuck']).catch((e: Error) => e);
+      assert.equal((err as Error).message, 'activity cancelled');
+      assert.equal((await run(sh, 'pool-1')).stdout, 'pool-1\n');
+      assert.equal(accepted('pool-1') - before, 1, "the cancelled command's connection was not reused");
+    });
   });
 });
 

@@ -65,11 +65,25 @@ describe("npm run bench (the suite's small version)", () => {
         positive(run.events?.nodeWorkflowEvents, `${run.id} node workflow events`);
         assert.equal(run.events?.nodeWorkflows, 5, `${run.id}: a node workflow per node and one for the control plane's kubeadm step`);
         positive(run.worker?.peakRssMiB, `${run.id} worker RSS`);
+        const cordoned = run.nodes?.cordoned;
+        assert.deepEqual(
+          [cordoned?.nodes, cordoned?.open],
+          [4, 0],
+          `${run.id}: each node cordoned once and uncordoned (control plane, 3 workers)`,
+        );
+        positive(cordoned?.medianSeconds, `${run.id} cordoned median`);
+        assert.ok((cordoned?.maxSeconds ?? 0) >= (cordoned?.medianSeconds ?? Infinity), `${run.id}: max ≥ median`);
         assert.ok((run.worker?.cpuSeconds ?? -1) >= 0);
       } else {
         assert.equal(run.events, undefined);
       }
     }
+    const handshakes = (tool: string) => result.runs.filter((x) => x.tool === tool).map((x) => x.sshHandshakesPerNode ?? NaN);
+    for (const n of [...handshakes('baseline'), ...handshakes('skewless')]) positive(n, 'SSH handshakes per node and hop');
+    assert.ok(
+      Math.max(...handshakes('skewless')) < Math.min(...handshakes('baseline')),
+      `the worker reuses its connections, OpenSSH in the baseline does not: ${JSON.stringify(result.runs.map((x) => [x.id, x.sshHandshakesPerNode]))}`,
+    );
     assert.equal(result.comparisons.length, 1);
     const c = result.comparisons[0];
     assert.equal(c?.sequentialRatio, Math.round(((c?.skewlessSequentialSeconds ?? 0) / (c?.baselineSeconds ?? 1)) * 1000) / 1000);

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
-import { nodeBreakdown } from '../../bench/node-breakdown.js';
+import { median, nodeBreakdown } from '../../bench/node-breakdown.js';
 import { repoRoot } from '../helpers/run-cli.js';
 
 type JsonEvent = Record<string, unknown> & { eventId: string; eventType: string; eventTime: string };
@@ -64,6 +64,68 @@ describe('where a node workflow spent its time (bench/node-breakdown.ts)', () =>
       nodeWorkflows: 0,
       activities: {},
       perNode: { spanSeconds: 0, queueSeconds: 0, betweenStepsSeconds: 0 },
+      cordoned: { nodes: 0, medianSeconds: 0, maxSeconds: 0, open: 0 },
     });
+  });
+
+  /** The activities of a saved node history with their started and closed times. */
+  const steps = (h: { events: JsonEvent[] }) => {
+    const started = new Map<string, number>();
+    const out: { name: string; scheduledId: string; start: number; end: number }[] = [];
+    const names = new Map<string, string>();
+    for (const e of h.events) {
+      const a = e.activityTaskScheduledEventAttributes as { activityType: { name: string } } | undefined;
+      if (a) names.set(e.eventId, a.activityType.name);
+      if (e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_STARTED')
+        started.set(attrs(e, 'activityTaskStartedEventAttributes').scheduledEventId!, ms(e));
+      if (e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED') {
+        const id = attrs(e, 'activityTaskCompletedEventAttributes').scheduledEventId!;
+        out.push({ name: names.get(id)!, scheduledId: id, start: started.get(id)!, end: ms(e) });
+      }
+    }
+    return out;
+  };
+
+  it("a node's cordoned window: its cordon's start to its uncordon's end; with the work before the cordon, no kubeadm step is in it", () => {
+    const current = saved('upgrade_e2e_1.33.13_worker-3@work-before-cordon.json');
+    for (const [h, id, inside] of [
+      [
+        worker,
+        'upgrade/e2e/1.33.7/worker-3',
+        ['drainNode', 'installPackages', 'kubeadmUpgradeNode', 'installPackages', 'restartKubelet', 'checkNodeReady'],
+      ],
+      [current, 'upgrade/e2e/1.33.13/worker-3', ['drainNode', 'installPackages', 'restartKubelet', 'checkNodeReady']],
+    ] as const) {
+      const s = steps(h);
+      const cordon = s.find((x) => x.name === 'cordonNode')!;
+      const uncordon = s.find((x) => x.name === 'uncordonNode')!;
+      const b = nodeBreakdown([...runs.slice(0, 1), { workflowId: id, runId: 'w', events: historyFromJSON(h).events ?? [] }]);
+      const seconds = Number(((uncordon.end - cordon.start) / 1000).toFixed(3));
+      assert.deepEqual(b.cordoned, { nodes: 1, medianSeconds: seconds, maxSeconds: seconds, open: 0 });
+      assert.deepEqual(
+        s.filter((x) => x.start > cordon.end && x.end < uncordon.start).map((x) => x.name),
+        inside,
+        `${id}: the steps while cordoned`,
+      );
+    }
+    // Both node workflows in one run: the median of two is their mean, the max the longer.
+    const both = nodeBreakdown([
+      runs[1]!,
+      { workflowId: 'upgrade/e2e/1.33.13/worker-3', runId: 'w2', events: historyFromJSON(current).events ?? [] },
+    ]);
+    const one = (h: { events: JsonEvent[] }) => {
+      const s = steps(h);
+      return s.find((x) => x.name === 'uncordonNode')!.end - s.find((x) => x.name === 'cordonNode')!.start;
+    };
+    const [a, c] = [one(worker), one(current)];
+    assert.equal(both.cordoned.nodes, 2);
+    assert.equal(both.cordoned.medianSeconds, Number(((a + c) / 2 / 1000).toFixed(3)));
+    assert.equal(both.cordoned.maxSeconds, Number((Math.max(a, c) / 1000).toFixed(3)));
+  });
+
+  it('median: the middle value, the mean of the two middle ones, 0 for none', () => {
+    assert.equal(median([3, 1, 2]), 2);
+    assert.equal(median([4, 1, 3, 2]), 2.5);
+    assert.equal(median([]), 0);
   });
 });

@@ -31,7 +31,7 @@ workloads:
 `;
 
 const NODES = ['cp-1', 'cp-2', 'cp-3', 'worker-1', 'worker-2', 'worker-3'];
-const IN_FLIGHT = ['cordoned', 'draining', 'blocked', 'upgrading', 'verifying'];
+const IN_FLIGHT = ['preparing', 'cordoned', 'draining', 'blocked', 'upgrading', 'verifying'];
 
 /**
  * An operator's day on one upgrade (1.32.4 → 1.33.7) of a simulated 3+3 cluster, through the real

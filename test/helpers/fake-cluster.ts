@@ -66,6 +66,7 @@ export function fakeCluster(
       { node: i.node, file: '/etc/apt/sources.list.d/kubernetes.list', minor: i.version.split('.').slice(0, 2).join('.'), changed: true }
     ),
     installPackages: async (i: Record<string, unknown>) => (rec('installPackages', i), {}),
+    downloadPackages: async (i: Record<string, unknown>) => (rec('downloadPackages', i), {}),
     kubeadmUpgradeApply: async (i: { node: string; version: string }) => (
       rec('kubeadmUpgradeApply', i),
       (state.apiserver[i.node] = i.version),

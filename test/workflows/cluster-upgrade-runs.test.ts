@@ -130,7 +130,11 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
     assert.equal(c.state.kubelet.w2, '1.32.4', 'never upgraded, never downgraded');
     assert.equal(c.state.kubelet.w1, '1.34.2');
     const w2 = c.calls.filter(([, i]) => i.node === 'w2').map(([n]) => n);
-    assert.deepEqual(w2, ['cordonNode', 'drainNode', 'uncordonNode'], 'the second hop leaves w2 alone; the end of the run uncordons it');
+    assert.deepEqual(
+      w2,
+      ['pointPackageRepository', 'installPackages', 'kubeadmUpgradeNode', 'downloadPackages', 'cordonNode', 'drainNode', 'uncordonNode'],
+      'its kubeadm work before the cordon, the blocked drain; the second hop leaves w2 alone; the end of the run uncordons it',
+    );
     assert.equal(
       status.outcome,
       'upgraded to 1.34.2 EXCEPT 1 node left behind: w2 at 1.32.4 (skipped by the operator); finish them with: skewless upgrade --cluster lab --to 1.34.2',
@@ -193,11 +197,14 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
     const childSteps = (child.events ?? [])
       .filter((e) => e.activityTaskScheduledEventAttributes)
       .map((e) => decode(e.userMetadata?.summary));
-    assert.deepEqual(childSteps.slice(0, 4), [
-      'cordon w1',
-      'drain w1',
+    assert.deepEqual(childSteps.slice(0, 7), [
       'point the package repository of w1 at v1.33',
       'install kubeadm v1.33.7 on w1',
+      'kubeadm upgrade node on w1 (v1.33.7)',
+      'download kubelet, kubectl v1.33.7 on w1 (not installed)',
+      'cordon w1',
+      'drain w1',
+      'install kubelet, kubectl v1.33.7 on w1',
     ]);
 
     const description = await env.client.workflow.getHandle(workflowId).describe();

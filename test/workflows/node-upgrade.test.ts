@@ -47,6 +47,7 @@ function mockActivities(calls: Call[], drains: ('ok' | 'blocked' | 'refused')[] 
       [
         'pointPackageRepository',
         'installPackages',
+        'downloadPackages',
         'kubeadmUpgradeApply',
         'kubeadmUpgradeNode',
         'restartKubelet',
@@ -93,7 +94,7 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
     return worker.runUntil(body(taskQueue));
   }
 
-  it('upgrades a worker in the runbook order and uncordons it last', async () => {
+  it("upgrades a worker in kubernetes.io's order: kubeadm and the downloads before the cordon, uncordoned last", async () => {
     const calls: Call[] = [];
     const result = await withWorker(mockActivities(calls), (taskQueue) =>
       env.client.workflow.execute(nodeUpgradeWorkflow, { taskQueue, workflowId: `node/${taskQueue}`, args: [base] }),
@@ -102,11 +103,12 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
     assert.deepEqual(
       calls.map(([n]) => n),
       [
-        'cordonNode',
-        'drainNode',
         'pointPackageRepository',
         'installPackages',
         'kubeadmUpgradeNode',
+        'downloadPackages',
+        'cordonNode',
+        'drainNode',
         'installPackages',
         'restartKubelet',
         'checkNodeReady',
@@ -115,13 +117,14 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
       ],
     );
     assert.deepEqual(
-      calls[2]?.[1],
+      calls[0]?.[1],
       { cluster: 'lab', node: 'w1', version: '1.33.7' },
       "the repository at the hop's minor before the first package",
     );
-    assert.deepEqual(calls[3]?.[1].packages, ['kubeadm']);
-    assert.deepEqual(calls[5]?.[1].packages, ['kubelet', 'kubectl']);
-    assert.equal(calls[0]?.[1].owner, 'upgrade/lab');
+    assert.deepEqual(calls[1]?.[1].packages, ['kubeadm']);
+    assert.deepEqual(calls[3]?.[1], { cluster: 'lab', node: 'w1', version: '1.33.7', packages: ['kubelet', 'kubectl'] });
+    assert.deepEqual(calls[6]?.[1].packages, ['kubelet', 'kubectl'], 'installed (from the cache) only once drained');
+    assert.equal(calls[4]?.[1].owner, 'upgrade/lab');
   });
 
   it('runs kubeadm upgrade apply on the first control plane and upgrade node on the others, without draining', async () => {
@@ -164,7 +167,10 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
       }
       assert.equal(status.phase, 'blocked');
       assert.deepEqual(status.blocked?.pods, [{ namespace: 'default', name: 'web-1', pdbs: ['web'] }]);
-      assert.ok(!calls.some(([n]) => n === 'installPackages'), 'nothing upgraded while blocked');
+      assert.ok(
+        !calls.some(([n, i]) => n === 'installPackages' && (i.packages as string[]).includes('kubelet')),
+        'the kubelet is not installed while the drain is blocked',
+      );
       await handle.signal(drainResolutionSignal, { action: 'retry', by: 'alice', comment: 'PDB relaxed' });
       return handle.result();
     });
@@ -201,7 +207,8 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
     assert.equal(result.cordonedByUs, true, 'the parent uncordons it only if it gives up on the node');
     assert.deepEqual(
       skipped.map(([n]) => n),
-      ['cordonNode', 'drainNode'],
+      ['pointPackageRepository', 'installPackages', 'kubeadmUpgradeNode', 'downloadPackages', 'cordonNode', 'drainNode'],
+      'its kubeadm work done before the cordon, its kubelet never touched',
     );
 
     const notOurs: Call[] = [];

@@ -24,6 +24,7 @@ function nodeActivities(calls: Call[], override: Record<string, (input: Record<s
     'drainNode',
     'pointPackageRepository',
     'installPackages',
+    'downloadPackages',
     'kubeadmUpgradeApply',
     'kubeadmUpgradeNode',
     'restartKubelet',
@@ -114,13 +115,14 @@ describe('a node step that fails for good waits for the operator (mocked activit
     assert.deepEqual(
       calls.map(([n]) => n),
       [
-        'cordonNode',
-        'drainNode',
         'pointPackageRepository',
         'installPackages',
         'installPackages',
         'installPackages',
         'kubeadmUpgradeNode',
+        'downloadPackages',
+        'cordonNode',
+        'drainNode',
         'installPackages',
         'restartKubelet',
         'checkNodeReady',
@@ -131,7 +133,7 @@ describe('a node step that fails for good waits for the operator (mocked activit
     assert.deepEqual(result.resolutions, [{ action: 'retry', by: 'ops', comment: 'host is back' }]);
   });
 
-  it('a changed host key blocks at once (never retried) and offers no skip once packages moved; abort stops the node', async () => {
+  it('a changed host key blocks at once (never retried) and offers no skip in a failed kubeadm upgrade node; abort stops the node', async () => {
     const calls: Call[] = [];
     const acts = nodeActivities(calls, {
       kubeadmUpgradeNode: () => {
@@ -148,17 +150,17 @@ describe('a node step that fails for good waits for the operator (mocked activit
       assert.equal(block.failure, 'HostKeyMismatch');
       assert.equal(block.gaveUp, 'not retryable');
       assert.match(block.message, /SHA256:abc/);
-      assert.deepEqual(block.actions, ['retry', 'abort'], 'kubeadm upgrade node rewrites the kubelet config: no skip from here');
+      assert.deepEqual(block.actions, ['retry', 'abort'], 'a failed kubeadm upgrade node may have written half its files: no skip');
       await handle.signal(drainResolutionSignal, { action: 'abort', by: 'ops' });
       return handle.result();
     });
     assert.equal(result.outcome, 'aborted');
-    assert.equal(result.cordonedByUs, true, 'the parent compensates our cordon');
+    assert.equal(result.cordonedByUs, false, 'kubeadm upgrade node runs before the cordon: nothing to compensate');
     assert.equal(calls.filter(([n]) => n === 'kubeadmUpgradeNode').length, 1, 'one attempt: a changed key is never retried silently');
-    assert.ok(!calls.some(([n]) => n === 'restartKubelet' || n === 'uncordonNode'), 'nothing after the failed step');
+    assert.ok(!calls.some(([n]) => n === 'cordonNode' || n === 'restartKubelet' || n === 'uncordonNode'), 'nothing after the failed step');
   });
 
-  it('skip before anything moved leaves the node cordoned at its old version', async () => {
+  it('skip before anything moved leaves the node at its old version, never cordoned', async () => {
     const calls: Call[] = [];
     const acts = nodeActivities(calls, {
       installPackages: () => {
@@ -172,10 +174,10 @@ describe('a node step that fails for good waits for the operator (mocked activit
       return handle.result();
     });
     assert.equal(result.outcome, 'skipped');
-    assert.equal(result.cordonedByUs, true);
+    assert.equal(result.cordonedByUs, false, 'the kubeadm package comes before the cordon');
     assert.deepEqual(
       calls.map(([n]) => n),
-      ['cordonNode', 'drainNode', 'pointPackageRepository', 'installPackages'],
+      ['pointPackageRepository', 'installPackages'],
     );
   });
 
@@ -238,7 +240,7 @@ describe('a node step that fails for good waits for the operator (mocked activit
       );
       assert.deepEqual((await handle.describe()).memo?.blocked, ['w1']);
       await new Promise((r) => setTimeout(r, 2000));
-      assert.ok(!c.calls.some(([n, i]) => n === 'cordonNode' && i.node === 'w3'), 'w3 does not start while w1 waits on a failed step');
+      assert.ok(!c.calls.some(([, i]) => i.node === 'w3'), 'w3 does not start while w1 waits on a failed step');
       assert.equal((await handle.query(statusQuery)).nodes.w3?.phase, 'pending');
       await assert.rejects(
         handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'force', pods: ['default/x'], by: 'ops' }] }),
@@ -260,10 +262,9 @@ describe('a node step that fails for good waits for the operator (mocked activit
     assert.equal(status.phase, 'done', status.events.join('\n'));
     assert.deepEqual(c.state.kubelet, { cp1: '1.33.7', w1: '1.33.7', w2: '1.33.7', w3: '1.33.7' });
     assert.ok(status.events.includes('kubeadmUpgradeNode of w1 resolved by ops: retry (sshd restarted)'), status.events.join('\n'));
-    const w1Cordon = c.calls.findIndex(([n, i]) => n === 'cordonNode' && i.node === 'w1');
-    const w3Cordon = c.calls.findIndex(([n, i]) => n === 'cordonNode' && i.node === 'w3');
+    const w3Start = c.calls.findIndex(([, i]) => i.node === 'w3');
     const w1Retry = c.calls.findLastIndex(([n, i]) => n === 'kubeadmUpgradeNode' && i.node === 'w1');
-    assert.ok(w1Cordon < w3Cordon && w1Retry < w3Cordon, 'w3 started only after w1 moved on');
+    assert.ok(w1Retry < w3Start, 'w3 started only after w1 moved on');
     assert.equal(
       c.calls.filter(([n, i]) => n === 'kubeadmUpgradeNode' && i.node === 'w1').length,
       2,

@@ -2,11 +2,16 @@
 // unknown versions, held packages without --allow-change-held-packages, downgrades, a held dpkg lock
 // (waited for up to `-o DPkg::Lock::Timeout=N` seconds first, as apt ≥ 1.9.11 does), dpkg
 // interrupted. An install unpacks, then configures (dpkg-database.ts); a reboot in between
-// (a rebootDuring fault) leaves the packages unpacked and dpkg interrupted.
+// (a rebootDuring fault) leaves the packages unpacked and dpkg interrupted. `-d`/`--download-only`
+// (apt-get(8): "Download only; package files are only retrieved, not unpacked or installed") goes
+// through the same checks (apt-private/private-install.cc refuses held packages without
+// --allow-change-held-packages before it downloads) and the same lock, then only fills the archive
+// cache (package-cache.ts), which a later install takes instead of downloading again.
 import { configurePackages, unpackPackages, type PackageChange } from '../dpkg-database.js';
 import { sleep } from '../host-machine.js';
 import { isPackageName, type PackageName } from '../host-state.js';
 import { sourceLabel } from '../apt-archive.js';
+import { allCached, storeArchives } from '../package-cache.js';
 import {
   addAptOption,
   aptDirs,
@@ -23,6 +28,8 @@ interface Options {
   yes: boolean;
   allowHeld: boolean;
   allowDowngrades: boolean;
+  /** `-d`, `--download-only`, `-o APT::Get::Download-Only=true`: archives fetched into the cache, nothing installed. */
+  downloadOnly: boolean;
   /** Seconds to wait for the dpkg lock (`-o DPkg::Lock::Timeout=N`; apt's keys ignore case). */
   lockTimeout: number;
   /** Every `-o Key=Value` (keys lower-cased): the Dir::… of a probe, Dpkg::Options, the lock timeout. */
@@ -34,23 +41,36 @@ interface Options {
 const locked = new WeakSet<object>();
 
 function parseOptions(args: readonly string[]): Options | string {
-  const o: Options = { yes: false, allowHeld: false, allowDowngrades: false, lockTimeout: 0, config: new Map(), words: [] };
+  const o: Options = {
+    yes: false,
+    allowHeld: false,
+    allowDowngrades: false,
+    downloadOnly: false,
+    lockTimeout: 0,
+    config: new Map(),
+    words: [],
+  };
   const option = (setting: string | undefined): void => {
     if (!addAptOption(o.config, setting)) return;
     const timeout = o.config.get('dpkg::lock::timeout');
     if (timeout !== undefined && /^\d+$/.test(timeout)) o.lockTimeout = Number(timeout);
+    const downloadOnly = o.config.get('apt::get::download-only');
+    if (downloadOnly !== undefined) o.downloadOnly = /^(true|yes|1)$/i.test(downloadOnly);
   };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === '-y' || a === '--yes' || a === '--assume-yes') o.yes = true;
     else if (a === '--allow-change-held-packages') o.allowHeld = true;
     else if (a === '--allow-downgrades') o.allowDowngrades = true;
+    else if (a === '-d' || a === '--download-only') o.downloadOnly = true;
     else if (a === '-q' || a === '-qq' || a === '--quiet' || a === '--no-install-recommends') continue;
     else if (a === '-o' || a === '--option')
       option(args[++i]); // `Dpkg::Options::=--force-confold`: accepted, no effect here
     else if (a.startsWith('-o')) option(a.slice(2));
-    else if (/^-[qy]+$/.test(a)) o.yes ||= a.includes('y');
-    else if (a.startsWith('-')) return `E: Command line option '${a}' is not understood in combination with the other options.`;
+    else if (/^-[qyd]+$/.test(a)) {
+      o.yes ||= a.includes('y');
+      o.downloadOnly ||= a.includes('d');
+    } else if (a.startsWith('-')) return `E: Command line option '${a}' is not understood in combination with the other options.`;
     else o.words.push(a);
   }
   return o;
@@ -169,26 +189,35 @@ async function install(ctx: CommandContext, options: Options, args: string[]): P
     if (!options.yes) return fail(ctx, 'Do you want to continue? [Y/n] Abort.', 1);
     return fail(ctx, 'E: Packages were downgraded and -y was used without --allow-downgrades.', 100);
   }
+  if (options.downloadOnly && changes.length === 0) return 0;
+  const cached = allCached(machine, 'deb', changes);
   // Holding the dpkg lock for the install's latency: a concurrent apt-get on this host fails as on a real one.
   // A client that goes away meanwhile aborts the install before anything changed.
   locked.add(machine);
   try {
-    await machine.latency('aptInstall', ctx.signal);
+    if (changes.length > 0 && !cached) await machine.latency('packageDownload', ctx.signal);
+    if (!options.downloadOnly) await machine.latency('aptInstall', ctx.signal);
   } finally {
     locked.delete(machine);
   }
   if (changes.length === 0) return 0;
-  const sources = readSources(machine, aptDirs(new Map()), true);
-  changes.forEach((c, i) => {
-    const from =
-      typeof sources === 'string' ? undefined : offers(machine, aptDirs(new Map()), sources, c.pkg).find((o) => o.version === c.to)?.entry;
-    print(ctx, `Get:${i + 1} ${from ? sourceLabel(from) : ''}${c.pkg} ${c.to} [11.2 MB]`);
-  });
-  print(
-    ctx,
-    `Fetched ${(11.2 * changes.length).toFixed(1)} MB in 0s (60.0 MB/s)`,
-    '(Reading database ... 31245 files and directories currently installed.)',
-  );
+  if (!cached) {
+    const sources = readSources(machine, aptDirs(new Map()), true);
+    changes.forEach((c, i) => {
+      const from =
+        typeof sources === 'string'
+          ? undefined
+          : offers(machine, aptDirs(new Map()), sources, c.pkg).find((o) => o.version === c.to)?.entry;
+      print(ctx, `Get:${i + 1} ${from ? sourceLabel(from) : ''}${c.pkg} ${c.to} [11.2 MB]`);
+    });
+    print(ctx, `Fetched ${(11.2 * changes.length).toFixed(1)} MB in 0s (60.0 MB/s)`);
+    storeArchives(machine, 'deb', changes);
+  }
+  if (options.downloadOnly) {
+    print(ctx, 'Download complete and in download only mode');
+    return 0;
+  }
+  print(ctx, '(Reading database ... 31245 files and directories currently installed.)');
   for (const c of changes) {
     print(ctx, `Preparing to unpack .../${c.pkg}_${c.to}_amd64.deb ...`, `Unpacking ${c.pkg} (${c.to}) over (${c.from}) ...`);
   }

@@ -3,11 +3,15 @@
 // `--repofrompath`, with the repositories' `exclude=` unless `--disableexcludes`. Messages and exit
 // codes as dnf 4 prints them (rpm-archive.ts names the sources and what is not modelled). An install
 // is one rpm transaction; a reboot in its middle is modelled as before it (nothing changed).
+// `--downloadonly` (dnf(8): "Download the resolved package set without performing any rpm transaction")
+// only fills the repository's package cache (package-cache.ts); an install finds its packages there and
+// removes them after its transaction (keepcache=0).
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, posix } from 'node:path';
 import { sleep } from '../host-machine.js';
 import { comparePackageVersions } from '../apt-archive.js';
 import { isPackageName, PACKAGES, type PackageName } from '../host-state.js';
+import { allCached, dropArchives, storeArchives } from '../package-cache.js';
 import { globMatches, parseRepoFile, REPOS_DIR, rpmArchiveOffers, type RepoSection } from '../rpm-archive.js';
 import { CRASH, fail, print, type CommandContext, type CommandOutcome } from './command.js';
 
@@ -16,6 +20,8 @@ const ARCH = 'x86_64';
 
 interface Options {
   yes: boolean;
+  /** `--downloadonly`: the packages fetched into the cache, no rpm transaction. */
+  downloadOnly: boolean;
   showDuplicates: boolean;
   /** `--disableexcludes=all|main|<repoid>` (repeatable, comma separated). */
   disableExcludes: string[];
@@ -35,6 +41,7 @@ const SUPERUSER = 'Error: This command has to be run with superuser privileges (
 function parseOptions(args: readonly string[]): Options | string {
   const o: Options = {
     yes: false,
+    downloadOnly: false,
     showDuplicates: false,
     disableExcludes: [],
     fromPath: [],
@@ -56,6 +63,7 @@ function parseOptions(args: readonly string[]): Options | string {
     if (a === '-y' || a === '--assumeyes') o.yes = true;
     else if (a === '-q' || a === '--quiet' || a === '-C' || a === '--cacheonly' || a === '--refresh' || a === '--nogpgcheck') continue;
     else if (a === '--showduplicates') o.showDuplicates = true;
+    else if (a === '--downloadonly') o.downloadOnly = true;
     else if (flag === '--disableexcludes' || flag === '--disableexcludepkgs') o.disableExcludes.push(...list());
     else if (flag === '--repo' || flag === '--repoid') o.only.push(...list());
     else if (flag === '--enablerepo') o.enable.push(...list());
@@ -220,15 +228,25 @@ async function install(
   const downgrades = changes.filter((c) => comparePackageVersions(c.to, c.from) < 0);
   if (upgrades.length) print(ctx, 'Upgrading:', ...upgrades.map((c) => ` ${c.pkg}  ${ARCH}  ${c.to}  kubernetes`));
   if (downgrades.length) print(ctx, 'Downgrading:', ...downgrades.map((c) => ` ${c.pkg}  ${ARCH}  ${c.to}  kubernetes`));
+  if (o.downloadOnly) print(ctx, 'DNF will only download packages for the transaction.');
   if (!o.yes) return fail(ctx, 'Is this ok [y/N]: Operation aborted.', 1);
+  const cached = allCached(machine, 'rpm', changes);
+  if (o.downloadOnly) {
+    if (!cached) await machine.latency('packageDownload', ctx.signal);
+    storeArchives(machine, 'rpm', changes);
+    print(ctx, 'Complete!', 'The downloaded packages were saved in cache until the next successful transaction.');
+    return 0;
+  }
   // The rpm database lock: dnf waits for another transaction instead of failing.
   while (transacting.has(machine)) await sleep(100, ctx.signal);
   transacting.add(machine);
   try {
+    if (!cached) await machine.latency('packageDownload', ctx.signal);
     await machine.latency('aptInstall', ctx.signal);
   } finally {
     transacting.delete(machine);
   }
+  dropArchives(machine, 'rpm', changes);
   const log = machine.hostPath(DNF_RPM_LOG);
   mkdirSync(dirname(log), { recursive: true });
   const at = new Date().toISOString().replace(/\.\d+Z$/, '+0000');
