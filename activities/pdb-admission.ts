@@ -1,0 +1,72 @@
+import type { KubeApi } from './kube-api.js';
+
+/**
+ * When the API server has admitted an eviction under a PodDisruptionBudget, seen from its status.
+ *
+ * The server admits an eviction by writing the PDB's status (k8s.io/kubernetes
+ * pkg/registry/core/pod/storage/eviction.go, checkAndDecrement): disruptionsAllowed minus one and the
+ * pod's name in disruptedPods, at the resourceVersion it listed the PDB at; then it marks the pod
+ * (DisruptionTarget) and deletes it, and only then answers. Two evictions under one PDB conflict only
+ * between that list and that write: the loser sleeps 500 ms and tries again (EvictionsRetry), up to 20
+ * times. So the next eviction under the PDB can be sent as soon as the previous one's write is seen,
+ * while the server still marks and deletes its pod: evictions overlap, their PDB writes do not.
+ */
+
+/** What the gate keeps of a PDB's status between evictions under it. */
+export interface PdbSnapshot {
+  disruptionsAllowed: number;
+  /** status.disruptedPods: pod name → the time the server admitted its eviction. */
+  disruptedPods: Record<string, string>;
+}
+
+/** Between looks at the PDB: a fraction of how long an eviction under it takes, within these bounds. */
+const MIN_POLL_MS = 10;
+const MAX_POLL_MS = 250;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** The PDB's status now; undefined when it is gone (its evictions are no longer gated by it). */
+export async function readPdbSnapshot(kube: KubeApi, namespace: string, name: string): Promise<PdbSnapshot | undefined> {
+  // A list by name, not a get: the worker's RBAC lists PDBs (deploy/rbac.yaml) and needs nothing more.
+  const { items } = await kube.policy.listNamespacedPodDisruptionBudget({ namespace, fieldSelector: `metadata.name=${name}` });
+  const status = items[0]?.status;
+  if (!status) return undefined;
+  const disruptedPods: Record<string, string> = {};
+  for (const [pod, at] of Object.entries(status.disruptedPods ?? {})) disruptedPods[pod] = new Date(at as unknown as string).toISOString();
+  return { disruptionsAllowed: status.disruptionsAllowed ?? 0, disruptedPods };
+}
+
+/**
+ * Resolves with the PDB's status once it names `pod` as disrupted anew (absent, or at another time, in
+ * `before`, the status seen before the eviction was sent), or with undefined once `answered` settles
+ * first (refused, or answered before a look saw the write). `typicalMs`: how long an eviction under this
+ * PDB took lately, so that the looks come when the write is likely, not every few milliseconds.
+ * A read that fails ends the looks: the caller then waits for the answer, as without them.
+ */
+export async function seenAdmitted(
+  kube: KubeApi,
+  o: { namespace: string; pdb: string; pod: string; before: PdbSnapshot | undefined; answered: Promise<unknown>; typicalMs: number },
+): Promise<PdbSnapshot | undefined> {
+  let done = false;
+  const answered = o.answered.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  const every = Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, Math.round(o.typicalMs / 4)));
+  let wait = Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, Math.round(o.typicalMs / 2)));
+  for (;;) {
+    await Promise.race([sleep(wait), answered]);
+    if (done) return undefined;
+    let now: PdbSnapshot | undefined;
+    try {
+      now = await readPdbSnapshot(kube, o.namespace, o.pdb);
+    } catch {
+      return undefined; // the answer still comes; the gate then passes the turn on as it did before
+    }
+    if (done) return undefined;
+    if (!now) return undefined;
+    const at = now.disruptedPods[o.pod];
+    if (at !== undefined && at !== o.before?.disruptedPods[o.pod]) return now;
+    wait = every;
+  }
+}
