@@ -269,7 +269,7 @@ export function createDrainActivities(deps: { clusters: ClusterResolver; pdbGate
                 ? {}
                 : {
                     admitted: (answered, before, typicalMs) =>
-                      seenAdmitted(kube, { namespace: pod.namespace, pdb: only, pod: pod.name, before, answered, typicalMs }),
+                      seenAdmitted(kube, { namespace: pod.namespace, pdb: only, pod: pod.name, uid: pod.uid, before, answered, typicalMs }),
                   }),
               lease,
               signal: stop.signal,

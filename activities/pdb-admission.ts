@@ -37,15 +37,40 @@ export async function readPdbSnapshot(kube: KubeApi, namespace: string, name: st
 }
 
 /**
- * Resolves with the PDB's status once it names `pod` as disrupted anew (absent, or at another time, in
- * `before`, the status seen before the eviction was sent), or with undefined once `answered` settles
- * first (refused, or answered before a look saw the write). `typicalMs`: how long an eviction under this
- * PDB took lately, so that the looks come when the write is likely, not every few milliseconds.
- * A read that fails ends the looks: the caller then waits for the answer, as without them.
+ * Whether the server has gone past the PDB write of this pod's eviction, seen on the pod: it marks the pod
+ * (condition DisruptionTarget) and deletes it only after that write, and a pod gone was past it too. The
+ * disruption controller drops a terminating pod from disruptedPods within moments, so a look at the PDB
+ * alone may come too late to see the entry.
+ */
+async function podPastAdmission(kube: KubeApi, namespace: string, pod: string, uid: string): Promise<boolean> {
+  const { items } = await kube.core.listNamespacedPod({ namespace, fieldSelector: `metadata.name=${pod}` });
+  const mine = items.find((p) => p.metadata?.uid === uid);
+  if (!mine) return true;
+  return (
+    Boolean(mine.metadata?.deletionTimestamp) ||
+    (mine.status?.conditions ?? []).some((c) => c.type === 'DisruptionTarget' && c.status === 'True')
+  );
+}
+
+/**
+ * Resolves with the PDB's status once the server is seen past the eviction's PDB write (the status names
+ * `pod` as disrupted anew, absent or at another time in `before`, the status seen before it was sent; or
+ * the pod is marked, deleted or gone), or with undefined once `answered` settles first (refused, or
+ * answered before a look saw the write). `typicalMs`: how long an eviction under this PDB took lately, so
+ * that the looks come when the write is likely, not every few milliseconds. A read that fails ends the
+ * looks: the caller then waits for the answer, as without them.
  */
 export async function seenAdmitted(
   kube: KubeApi,
-  o: { namespace: string; pdb: string; pod: string; before: PdbSnapshot | undefined; answered: Promise<unknown>; typicalMs: number },
+  o: {
+    namespace: string;
+    pdb: string;
+    pod: string;
+    uid: string;
+    before: PdbSnapshot | undefined;
+    answered: Promise<unknown>;
+    typicalMs: number;
+  },
 ): Promise<PdbSnapshot | undefined> {
   let done = false;
   const answered = o.answered.then(
@@ -58,15 +83,17 @@ export async function seenAdmitted(
     await Promise.race([sleep(wait), answered]);
     if (done) return undefined;
     let now: PdbSnapshot | undefined;
+    let past: boolean;
     try {
-      now = await readPdbSnapshot(kube, o.namespace, o.pdb);
+      [now, past] = await Promise.all([readPdbSnapshot(kube, o.namespace, o.pdb), podPastAdmission(kube, o.namespace, o.pod, o.uid)]);
     } catch {
       return undefined; // the answer still comes; the gate then passes the turn on as it did before
     }
-    if (done) return undefined;
-    if (!now) return undefined;
+    if (done || !now) return undefined;
     const at = now.disruptedPods[o.pod];
     if (at !== undefined && at !== o.before?.disruptedPods[o.pod]) return now;
+    // Seen on the pod: the PDB read beside it may predate the write, so count the write in, to be safe.
+    if (past) return { ...now, disruptionsAllowed: now.disruptionsAllowed - 1 };
     wait = every;
   }
 }
