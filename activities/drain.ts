@@ -268,8 +268,8 @@ export function createDrainActivities(deps: { clusters: ClusterResolver; pdbGate
               ...(only === undefined
                 ? {}
                 : {
-                    admitted: (answered, before, typicalMs) =>
-                      seenAdmitted(kube, { namespace: pod.namespace, pdb: only, pod: pod.name, uid: pod.uid, before, answered, typicalMs }),
+                    admitted: (answered, typicalMs, wanted) =>
+                      seenAdmitted(kube, { namespace: pod.namespace, pdb: only, pod: pod.name, uid: pod.uid, answered, typicalMs, wanted }),
                   }),
               lease,
               signal: stop.signal,

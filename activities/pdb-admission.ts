@@ -20,7 +20,7 @@ export interface PdbSnapshot {
 }
 
 /** Between looks at the PDB: a fraction of how long an eviction under it takes, within these bounds. */
-const MIN_POLL_MS = 10;
+const MIN_POLL_MS = 20;
 const MAX_POLL_MS = 250;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -38,9 +38,9 @@ export async function readPdbSnapshot(kube: KubeApi, namespace: string, name: st
 
 /**
  * Whether the server has gone past the PDB write of this pod's eviction, seen on the pod: it marks the pod
- * (condition DisruptionTarget) and deletes it only after that write, and a pod gone was past it too. The
- * disruption controller drops a terminating pod from disruptedPods within moments, so a look at the PDB
- * alone may come too late to see the entry.
+ * (condition DisruptionTarget) and deletes it only after that write, and a pod gone was past it too. (The
+ * PDB's disruptedPods names the pod too, but the disruption controller drops a terminating pod from it
+ * within moments: a look at the PDB may come too late to see it.)
  */
 async function podPastAdmission(kube: KubeApi, namespace: string, pod: string, uid: string): Promise<boolean> {
   const { items } = await kube.core.listNamespacedPod({ namespace, fieldSelector: `metadata.name=${pod}` });
@@ -53,12 +53,12 @@ async function podPastAdmission(kube: KubeApi, namespace: string, pod: string, u
 }
 
 /**
- * Resolves with the PDB's status once the server is seen past the eviction's PDB write (the status names
- * `pod` as disrupted anew, absent or at another time in `before`, the status seen before it was sent; or
- * the pod is marked, deleted or gone), or with undefined once `answered` settles first (refused, or
- * answered before a look saw the write). `typicalMs`: how long an eviction under this PDB took lately, so
- * that the looks come when the write is likely, not every few milliseconds. A read that fails ends the
- * looks: the caller then waits for the answer, as without them.
+ * Resolves with the PDB's status once the server is seen past the eviction's PDB write (the pod marked,
+ * deleting or gone; the PDB read after that), or with undefined once `answered` settles first (refused, or
+ * answered before a look saw it). Looks only while `wanted()` (another eviction waits for the turn): each
+ * is a read of the API server, which on a busy server costs every request there. `typicalMs`: how long an
+ * eviction under this PDB took lately, so that the looks come when the write is likely. A read that fails
+ * ends the looks: the caller then waits for the answer, as without them.
  */
 export async function seenAdmitted(
   kube: KubeApi,
@@ -67,9 +67,9 @@ export async function seenAdmitted(
     pdb: string;
     pod: string;
     uid: string;
-    before: PdbSnapshot | undefined;
     answered: Promise<unknown>;
     typicalMs: number;
+    wanted: () => boolean;
   },
 ): Promise<PdbSnapshot | undefined> {
   let done = false;
@@ -82,18 +82,14 @@ export async function seenAdmitted(
   for (;;) {
     await Promise.race([sleep(wait), answered]);
     if (done) return undefined;
-    let now: PdbSnapshot | undefined;
-    let past: boolean;
+    wait = every;
+    if (!o.wanted()) continue;
     try {
-      [now, past] = await Promise.all([readPdbSnapshot(kube, o.namespace, o.pdb), podPastAdmission(kube, o.namespace, o.pod, o.uid)]);
+      if (!(await podPastAdmission(kube, o.namespace, o.pod, o.uid)) || done) continue;
+      // Read after the pod showed it: the status has this eviction's write (and the controller's since).
+      return done ? undefined : await readPdbSnapshot(kube, o.namespace, o.pdb);
     } catch {
       return undefined; // the answer still comes; the gate then passes the turn on as it did before
     }
-    if (done || !now) return undefined;
-    const at = now.disruptedPods[o.pod];
-    if (at !== undefined && at !== o.before?.disruptedPods[o.pod]) return now;
-    // Seen on the pod: the PDB read beside it may predate the write, so count the write in, to be safe.
-    if (past) return { ...now, disruptionsAllowed: now.disruptionsAllowed - 1 };
-    wait = every;
   }
 }

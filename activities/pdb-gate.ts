@@ -42,8 +42,11 @@ export interface GateLease {
 /** One request through the gate. */
 export interface GateRequest<T> {
   send(): Promise<T>;
-  /** Given the request sent and the PDB's status seen last: resolves with its status once the server admitted it, or undefined. */
-  admitted?(answer: Promise<T>, last: PdbSnapshot | undefined, typicalMs: number): Promise<PdbSnapshot | undefined>;
+  /**
+   * Given the request sent: resolves with the PDB's status once the server is seen to have admitted it, or
+   * undefined. `wanted()`: whether another request waits for the turn (else looking is not worth a read).
+   */
+  admitted?(answer: Promise<T>, typicalMs: number, wanted: () => boolean): Promise<PdbSnapshot | undefined>;
   lease?: GateLease;
   signal?: AbortSignal;
 }
@@ -122,7 +125,7 @@ export class PdbGate {
       };
       const settled = answer.then(onAnswer, onAnswer);
       if (request.admitted) {
-        const seen = await Promise.race([request.admitted(answer, st.last, this.typical.get(key) ?? FIRST_GUESS_MS), settled]);
+        const seen = await Promise.race([request.admitted(answer, this.typical.get(key) ?? FIRST_GUESS_MS, () => st.queued > 1), settled]);
         if (seen) st.last = seen;
       } else await settled;
     } finally {

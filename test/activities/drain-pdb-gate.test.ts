@@ -128,7 +128,8 @@ describe('PdbGate: turns per key', () => {
 });
 
 // Two nodes drained at once, each with pods of two Deployments under their own PDBs: the worker's
-// evictions reach the real API server at most one at a time per PDB, and both drains finish.
+// evictions reach the real API server at most the budget at a time per PDB, from one worker at a time
+// per PDB, and both drains finish.
 const DESCRIPTION = `
 name: gates
 version: 1.32.4
