@@ -19,9 +19,9 @@ export interface PdbSnapshot {
   disruptedPods: Record<string, string>;
 }
 
-/** Between looks at the PDB: a fraction of how long an eviction under it takes, within these bounds. */
+/** When to look, as shares of how long an eviction under the PDB took lately; never sooner than MIN_POLL_MS. */
+const LOOKS = [0.5, 0.75];
 const MIN_POLL_MS = 20;
-const MAX_POLL_MS = 250;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -55,7 +55,7 @@ async function podPastAdmission(kube: KubeApi, namespace: string, pod: string, u
 /**
  * Resolves with the PDB's status once the server is seen past the eviction's PDB write (the pod marked,
  * deleting or gone; the PDB read after that), or with undefined once `answered` settles first (refused, or
- * answered before a look saw it). Looks only while `wanted()` (another eviction waits for the turn): each
+ * answered before a look saw it). Looks twice at most, and only while `wanted()` (another eviction waits for the turn): each
  * is a read of the API server, which on a busy server costs every request there. `typicalMs`: how long an
  * eviction under this PDB took lately, so that the looks come when the write is likely. A read that fails
  * ends the looks: the caller then waits for the answer, as without them.
@@ -77,12 +77,14 @@ export async function seenAdmitted(
     () => (done = true),
     () => (done = true),
   );
-  const every = Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, Math.round(o.typicalMs / 4)));
-  let wait = Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, Math.round(o.typicalMs / 2)));
-  for (;;) {
-    await Promise.race([sleep(wait), answered]);
+  // Two looks at most, at a half and at three quarters of an eviction's time: each read costs a busy
+  // server as much as it can save (measured in bench/), and after them the answer is near anyway.
+  let at = 0;
+  for (const share of LOOKS) {
+    const next = Math.max(MIN_POLL_MS, Math.round(o.typicalMs * share));
+    await Promise.race([sleep(next - at), answered]);
+    at = next;
     if (done) return undefined;
-    wait = every;
     if (!o.wanted()) continue;
     try {
       if (!(await podPastAdmission(kube, o.namespace, o.pod, o.uid)) || done) continue;
@@ -92,4 +94,6 @@ export async function seenAdmitted(
       return undefined; // the answer still comes; the gate then passes the turn on as it did before
     }
   }
+  await answered;
+  return undefined;
 }
