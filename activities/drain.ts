@@ -3,9 +3,18 @@ import { describeDrainBlockers, type DrainOptions, type DrainPlan, type PodRef }
 import type { ClusterConfig } from './cluster-config.js';
 import type { ClusterResolver } from './cluster-access.js';
 import { drainContext, pause, throwIfCancelled } from './drain-context.js';
-import { evictPod, isTransientApiError, pdbsCovering, pdbsIn, podUidsOnNode, type PdbSelectors } from './drain-eviction.js';
+import {
+  evictPod,
+  isTransientApiError,
+  type EvictionOutcome,
+  pdbsCovering,
+  pdbsIn,
+  podUidsOnNode,
+  type PdbSelectors,
+} from './drain-eviction.js';
 import { readNodeDrainState } from './drain-facts.js';
 import { ErrorType, httpStatus } from './errors.js';
+import { seenAdmitted } from './pdb-admission.js';
 import { PdbGate, pdbGateKey } from './pdb-gate.js';
 
 export interface PlanDrainInput {
@@ -68,7 +77,7 @@ const AFTER_OUTAGE_MS = 30_000;
 const isAuthRefusal = (err: unknown): boolean =>
   (err as { type?: unknown })?.type === ErrorType.Forbidden || [401, 403].includes(httpStatus(err) ?? 0);
 const key = (p: PodRef) => `${p.namespace}/${p.name}`;
-/** Shared by every drain of this worker: evictions under one PDB go to the API server one at a time. */
+/** Shared by every drain of this worker: evictions under one PDB reach the API server as its budget and status writes allow. */
 const processGate = new PdbGate();
 
 function options(config: ClusterConfig, force: unknown): DrainOptions {
@@ -247,16 +256,24 @@ export function createDrainActivities(deps: { clusters: ClusterResolver; pdbGate
           if (Date.now() >= deadline) return; // reported below, with the PDBs that refused
           // Cancelled while queued behind the PDB's other evictions: send nothing.
           const lease = { api: kube.coordination, namespace: pod.namespace, pdbs };
+          // The server admits evictions under a PDB one status write at a time: the gate sends the next one
+          // once it sees this one's write (one PDB only: a pod under several is refused anyway).
+          const [only] = pdbs.length === 1 ? pdbs : [];
           const outcome = await api(() =>
-            pdbGate.run(
-              gateKey,
-              () => {
+            pdbGate.run<EvictionOutcome>(gateKey, {
+              send: () => {
                 throwIfCancelled(stop.signal);
                 return evictPod(kube, pod, config.drain.gracePeriodSeconds);
               },
+              ...(only === undefined
+                ? {}
+                : {
+                    admitted: (answered, typicalMs, wanted) =>
+                      seenAdmitted(kube, { namespace: pod.namespace, pdb: only, pod: pod.name, uid: pod.uid, answered, typicalMs, wanted }),
+                  }),
               lease,
-              stop.signal,
-            ),
+              signal: stop.signal,
+            }),
           );
           if (outcome.kind === 'gone') return leave(pod);
           if (outcome.kind === 'accepted') break;

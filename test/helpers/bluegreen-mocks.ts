@@ -85,6 +85,7 @@ export function mockBlueGreenCluster(options: { version?: string; override?: Rec
     checkPodsOnNode: () => ({}),
     checkWorkloads: () => ({}),
     runProbes: () => ({ healthy: true, probes: [], failed: [] }),
+    checkAlerts: (i: Record<string, unknown>) => ({ cluster: i.cluster, configured: false, firing: [] }), // no alerts: block
     readinessReport: (i) => ({
       cluster: i.cluster,
       findings: [],

@@ -77,6 +77,7 @@ export function mockMaintenanceCluster(
       checkPodsOnNode: () => ({}),
       checkWorkloads: () => ({}),
       runProbes: () => ({ healthy: true, probes: [], failed: [] }),
+      checkAlerts: (i: Record<string, unknown>) => ({ cluster: i.cluster, configured: false, firing: [] }), // no alerts: block
     } satisfies Record<string, (input: Record<string, unknown>) => unknown>).map(([name, fn]) => [name, record(name, fn)]),
   ) as Partial<Activities>;
   return {

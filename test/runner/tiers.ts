@@ -119,6 +119,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/package-repository-dnf.test.ts',
       // the rest
       'test/activities/drain-pdb-gate.test.ts',
+      'test/activities/drain-pdb-budget.test.ts',
       'test/activities/drain.test.ts',
       'test/activities/etcd-snapshot.test.ts',
       'test/activities/health.test.ts',
