@@ -58,7 +58,7 @@ describe('cluster configuration: alerts (the alert gate)', () => {
     [
       'a misspelt key',
       'alerts: {prometheusUrl: "http://p:9090", matcher: []}\n',
-      /^lab\.yaml: unknown key alerts\.matcher \(known: prometheusUrl, matchers, timeoutSeconds\)$/,
+      /^lab\.yaml: unknown key alerts\.matcher \(known: prometheusUrl, matchers, timeoutSeconds, pollSeconds\)$/,
     ],
     ['not a URL', 'alerts: {prometheusUrl: "prometheus:9090/x y"}\n', /alerts\.prometheusUrl (is not a URL|must be http\(s\))/],
     [

@@ -1,17 +1,13 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
-import { startDevServer, temporalVars, uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { judgeSimulation, nodeLines } from '../helpers/upgrade-evidence.js';
-import { simWorker } from '../helpers/workers.js';
+import { simWorld } from '../helpers/sim-world.js';
 
 // worker-2 runs a pod no controller manages: its drain is refused until the operator decides.
 const LAB = `
@@ -35,14 +31,10 @@ const WORKERS = ['worker-1', 'worker-2', 'worker-3'];
  * and the exit status 4; then the exact version finishing the skipped node. The runs build on each other.
  */
 describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => {
-  let env: TestWorkflowEnvironment;
-  let tc: TestCluster;
-  let worker: Worker;
-  let running: Promise<void>;
-  const taskQueue = uniqueTaskQueue('behind');
-  const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
+  const world = simWorld(LAB, 'behind');
+  const cliEnv = () => world.cliEnv();
   const cli = (...args: string[]) => cliAsync(args, cliEnv());
-  const handle = () => env.client.workflow.getHandle('upgrade/behind');
+  const handle = () => world.env.client.workflow.getHandle('upgrade/behind');
   const status = () => handle().query(statusQuery);
   const until = async <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> => {
     let found: T | undefined;
@@ -50,20 +42,9 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     return found as T;
   };
   const kubelets = async () =>
-    Object.fromEntries((await tc.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
-  const applies = () => tc.sim.hosts.commandLog('cp-1').filter((e) => /kubeadm upgrade apply/.test(e.command) && e.exitCode === 0).length;
-
-  before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
-    worker = await simWorker(env, tc.clustersDir, taskQueue);
-    running = worker.run();
-  });
-  after(async () => {
-    worker?.shutdown();
-    await running;
-    await tc?.stop();
-    await env?.teardown();
-  });
+    Object.fromEntries((await world.tc.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
+  const applies = () =>
+    world.tc.sim.hosts.commandLog('cp-1').filter((e) => /kubeadm upgrade apply/.test(e.command) && e.exitCode === 0).length;
 
   it('an abort once the control plane moved: exit 1, and the last line names the workers left at 1.32.4 and the command that finishes them', async () => {
     const run = spawnCli(['upgrade', '--cluster', 'behind', '--to', '1.33', '--approve-workers'], cliEnv());
@@ -99,7 +80,7 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     assert.doesNotMatch(plan.stdout, /drain cp-\d/);
 
     // Someone cordons worker-3 by hand before the run: the run moves it and leaves their cordon.
-    await tc.kube.core.patchNode({ name: 'worker-3', body: { spec: { unschedulable: true } } }, mergePatch);
+    await world.tc.kube.core.patchNode({ name: 'worker-3', body: { spec: { unschedulable: true } } }, mergePatch);
     const run = spawnCli(['upgrade', '--cluster', 'behind', '--to', '1.33'], cliEnv());
     await until('worker-2 blocked by its bare pod', async () =>
       (await status()).nodes['worker-2']?.phase === 'blocked' ? true : undefined,
@@ -131,7 +112,7 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     // SKEWLESS_SAVE_HISTORIES=dir keeps this finishing run's history for the replay test (test/replay/histories).
     const dir = process.env.SKEWLESS_SAVE_HISTORIES;
     if (dir) writeFileSync(`${dir}/upgrade_behind@finish-left-behind.json`, historyToJSON(await handle().fetchHistory()));
-    assert.deepEqual(await nodeLines(tc.kube), [
+    assert.deepEqual(await nodeLines(world.tc.kube), [
       'cp-1 v1.33.7 schedulable',
       'cp-2 v1.33.7 schedulable',
       'worker-1 v1.33.7 schedulable',
@@ -141,8 +122,8 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
   });
 
   it('`upgrade --to` the exact version then finishes the skipped node alone, exit 0; the skew policy held in every state of the three runs', async () => {
-    await tc.kube.core.deleteNamespacedPod({ name: 'pet', namespace: 'default', gracePeriodSeconds: 0 });
-    await tc.kube.core.patchNode({ name: 'worker-3', body: { spec: { unschedulable: false } } }, mergePatch);
+    await world.tc.kube.core.deleteNamespacedPod({ name: 'pet', namespace: 'default', gracePeriodSeconds: 0 });
+    await world.tc.kube.core.patchNode({ name: 'worker-3', body: { spec: { unschedulable: false } } }, mergePatch);
     const ended = await cli('upgrade', '--cluster', 'behind', '--to', '1.33.7');
     assert.equal(ended.code, 0, ended.stdout + ended.stderr);
     assert.equal(ended.stdout.trimEnd().split('\n').at(-1), 'behind: upgraded to 1.33.7');
@@ -155,11 +136,11 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
       'only the node left behind moved',
     );
     assert.deepEqual(
-      await nodeLines(tc.kube),
+      await nodeLines(world.tc.kube),
       ['cp-1', 'cp-2', ...WORKERS].map((n) => `${n} v1.33.7 schedulable`),
     );
 
-    const verdict = await judgeSimulation(tc.sim);
+    const verdict = await judgeSimulation(world.tc.sim);
     assert.deepEqual(verdict.problems, []);
     assert.deepEqual(verdict.versionsSeen['kubelets worker-2'], ['1.32.4', '1.33.7']);
 

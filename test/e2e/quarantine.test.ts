@@ -1,17 +1,13 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import { nodeWorkflowId } from '../../contracts/workflow-ids.js';
 import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { checkSkew } from '../../rules/index.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { spawnCli } from '../helpers/spawn-cli.js';
-import { startDevServer, temporalVars, uniqueTaskQueue } from '../helpers/temporal-env.js';
-import { simWorker } from '../helpers/workers.js';
+import { simWorld } from '../helpers/sim-world.js';
 
 // `solo` has one replica and a PDB that allows no disruption: the drain of the worker it runs on can
 // never finish. With --on-drain-timeout quarantine the run does not wait for the operator (issue 22).
@@ -28,28 +24,12 @@ workloads:
 `;
 
 describe('e2e: a drain that cannot finish quarantines its node and the upgrade completes (--on-drain-timeout quarantine)', () => {
-  let env: TestWorkflowEnvironment;
-  let tc: TestCluster;
-  let worker: Worker;
-  let running: Promise<void>;
-  const taskQueue = uniqueTaskQueue('quarantine');
-  const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
-
-  before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
-    worker = await simWorker(env, tc.clustersDir, taskQueue);
-    running = worker.run();
-  });
-  after(async () => {
-    worker?.shutdown();
-    await running;
-    await tc?.stop();
-    await env?.teardown();
-  });
+  const world = simWorld(LAB, 'quarantine');
+  const cliEnv = () => world.cliEnv();
 
   it('1.32 → 1.34: the node under solo is left cordoned at 1.32.4 with its label and Event, every other node moves, exit 4 naming it', async () => {
     const soloPods = async () =>
-      (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=solo' })).items.filter(
+      (await world.tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=solo' })).items.filter(
         (p) => p.spec?.nodeName && !p.metadata?.deletionTimestamp,
       );
     const [solo] = await soloPods();
@@ -80,12 +60,12 @@ describe('e2e: a drain that cannot finish quarantines its node and the upgrade c
       new RegExp(`^quarantine: upgraded to 1\\.34\\.2 EXCEPT 1 node left behind: ${stuck} at 1\\.32\\.4 QUARANTINED, left cordoned`),
     );
 
-    const result = (await env.client.workflow.getHandle('upgrade/quarantine').query(statusQuery)) as UpgradeStatus;
+    const result = (await world.env.client.workflow.getHandle('upgrade/quarantine').query(statusQuery)) as UpgradeStatus;
     assert.deepEqual(result.quarantined, [stuck]);
     assert.deepEqual(result.leftBehind, [{ node: stuck, version: '1.32.4', why: 'quarantined' }]);
 
     // The cluster as the apiserver has it: the node cordoned at its old version, labelled, an Event on it.
-    const nodes = (await tc.kube.core.listNode()).items;
+    const nodes = (await world.tc.kube.core.listNode()).items;
     const byName = Object.fromEntries(nodes.map((n) => [n.metadata?.name as string, n]));
     const node = byName[stuck];
     assert.equal(node?.spec?.unschedulable, true, 'still cordoned');
@@ -102,7 +82,7 @@ describe('e2e: a drain that cannot finish quarantines its node and the upgrade c
       assert.equal(n.metadata?.labels?.['skewless.io/quarantined'], undefined, name);
     }
     const events = (
-      await tc.kube.core.listNamespacedEvent({
+      await world.tc.kube.core.listNamespacedEvent({
         namespace: 'default',
         fieldSelector: `involvedObject.kind=Node,involvedObject.name=${stuck},reason=SkewlessQuarantined`,
       })
@@ -129,7 +109,7 @@ describe('e2e: a drain that cannot finish quarantines its node and the upgrade c
     const hop = node?.metadata?.labels?.['skewless.io/quarantined'] as string;
     for (const later of result.hops.slice(result.hops.indexOf(hop) + 1))
       await assert.rejects(
-        env.client.workflow.getHandle(nodeWorkflowId('upgrade/quarantine', stuck, later)).describe(),
+        world.env.client.workflow.getHandle(nodeWorkflowId('upgrade/quarantine', stuck, later)).describe(),
         /not found/i,
         `${stuck} has no node workflow at ${later}`,
       );
@@ -142,14 +122,15 @@ describe('e2e: a drain that cannot finish quarantines its node and the upgrade c
         ['upgrade/quarantine', 'upgrade_quarantine@quarantined.json'],
         [child, `${child.replace(/\//g, '_')}@quarantined.json`],
       ] as const)
-        writeFileSync(`${dir}/${file}`, historyToJSON(await env.client.workflow.getHandle(id).fetchHistory()));
+        writeFileSync(`${dir}/${file}`, historyToJSON(await world.env.client.workflow.getHandle(id).fetchHistory()));
     }
   });
   it('once its pods can leave, the same upgrade again moves the quarantined node, puts it back in service and drops its quarantine: exit 0', async () => {
-    const [stuck] = ((await env.client.workflow.getHandle('upgrade/quarantine').query(statusQuery)) as UpgradeStatus).quarantined ?? [];
+    const [stuck] =
+      ((await world.env.client.workflow.getHandle('upgrade/quarantine').query(statusQuery)) as UpgradeStatus).quarantined ?? [];
     assert.ok(stuck);
     // The operator lets solo go: a PDB that allows one disruption.
-    await tc.kube.policy.patchNamespacedPodDisruptionBudget(
+    await world.tc.kube.policy.patchNamespacedPodDisruptionBudget(
       { name: 'solo', namespace: 'default', body: { spec: { minAvailable: 0 } } },
       mergePatch,
     );
@@ -157,12 +138,12 @@ describe('e2e: a drain that cannot finish quarantines its node and the upgrade c
       .exited;
     assert.equal(ended.code, 0, ended.stdout + ended.stderr);
     assert.match(ended.stdout.trimEnd().split('\n').at(-1) ?? '', /^quarantine: upgraded to 1\.34\.2$/);
-    const node = await tc.kube.core.readNode({ name: stuck });
+    const node = await world.tc.kube.core.readNode({ name: stuck });
     assert.equal(node.status?.nodeInfo?.kubeletVersion, 'v1.34.2');
     assert.notEqual(node.spec?.unschedulable, true);
     assert.equal(node.metadata?.labels?.['skewless.io/quarantined'], undefined);
     assert.equal(node.metadata?.annotations?.['skewless.io/quarantined-by'], undefined);
-    const result = (await env.client.workflow.getHandle('upgrade/quarantine').query(statusQuery)) as UpgradeStatus;
+    const result = (await world.env.client.workflow.getHandle('upgrade/quarantine').query(statusQuery)) as UpgradeStatus;
     assert.ok(result.events.includes(`${stuck}: quarantine released (back in service)`), result.events.join('\n'));
   });
 });

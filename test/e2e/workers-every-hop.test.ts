@@ -1,13 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
+import { describe, it } from 'node:test';
 import { nodeWorkflowId } from '../../contracts/workflow-ids.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync } from '../helpers/spawn-cli.js';
-import { startDevServer, temporalVars, uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { judgeSimulation } from '../helpers/upgrade-evidence.js';
-import { simWorker } from '../helpers/workers.js';
+import { simWorld } from '../helpers/sim-world.js';
 
 const LAB = `
 name: everyhop
@@ -35,29 +31,13 @@ interface PlanJson {
  * run does what the plan said.
  */
 describe('e2e: --workers-every-hop drains every worker at every hop, as before', () => {
-  let env: TestWorkflowEnvironment;
-  let tc: TestCluster;
-  let worker: Worker;
-  let running: Promise<void>;
-  const taskQueue = uniqueTaskQueue('everyhop');
-  const cli = (...args: string[]) => cliAsync(args, { ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'dana' });
+  const world = simWorld(LAB, 'everyhop');
+  const cli = (...args: string[]) => cliAsync(args, world.cliEnv());
   const planOf = async (...more: string[]) => {
     const r = await cli('plan', '--cluster', 'everyhop', '--to', '1.34', '--output', 'json', ...more);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     return JSON.parse(r.stdout) as PlanJson;
   };
-
-  before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
-    worker = await simWorker(env, tc.clustersDir, taskQueue);
-    running = worker.run();
-  });
-  after(async () => {
-    worker?.shutdown();
-    await running;
-    await tc?.stop();
-    await env?.teardown();
-  });
 
   it('plan shows the workers staying at 1.32.4 through 1.33 by default, and moving at both hops with the flag', async () => {
     const once = await planOf();
@@ -81,15 +61,15 @@ describe('e2e: --workers-every-hop drains every worker at every hop, as before',
   it('upgrade --workers-every-hop: each worker drained and moved at 1.33 and at 1.34, the skew policy held in every state', async () => {
     const run = await cli('upgrade', '--cluster', 'everyhop', '--to', '1.34', '--workers-every-hop');
     assert.equal(run.code, 0, run.stdout + run.stderr);
-    const verdict = await judgeSimulation(tc.sim);
+    const verdict = await judgeSimulation(world.tc.sim);
     assert.deepEqual(verdict.problems, []);
     for (const node of WORKERS) {
       assert.deepEqual(verdict.versionsSeen[`kubelets ${node}`], ['1.32.4', '1.33.7', '1.34.2'], node);
       for (const hop of ['1.33.7', '1.34.2']) {
-        const child = await env.client.workflow.getHandle(nodeWorkflowId('upgrade/everyhop', node, hop)).describe();
+        const child = await world.env.client.workflow.getHandle(nodeWorkflowId('upgrade/everyhop', node, hop)).describe();
         assert.equal(child.status.name, 'COMPLETED', `${node} at ${hop}`);
       }
-      const upgrades = tc.sim.hosts.commandLog(node).filter((e) => /kubeadm upgrade node$/.test(e.command) && e.exitCode === 0);
+      const upgrades = world.tc.sim.hosts.commandLog(node).filter((e) => /kubeadm upgrade node$/.test(e.command) && e.exitCode === 0);
       assert.equal(upgrades.length, 2, `${node}: kubeadm upgrade node once per hop`);
     }
   });

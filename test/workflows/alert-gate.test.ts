@@ -6,6 +6,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Activities } from '../../activities/index.js';
 import type { FiringAlert } from '../../rules/readiness/operator-signals.js';
+import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { approveUpdate } from '../../workflows/upgrade-messages.js';
 import { fakeCluster } from '../helpers/fake-cluster.js';
@@ -49,7 +50,7 @@ describe('workflow: the alert gate and the soak after every phase (mocked activi
   const start = (taskQueue: string, name: string, policy: Record<string, unknown> = {}) =>
     env.client.workflow.start(clusterUpgradeWorkflow, {
       taskQueue,
-      workflowId: `upgrade/${name}-${taskQueue}`,
+      workflowId: upgradeWorkflowId(`${name}-${taskQueue}`),
       args: [{ cluster: 'lab', to: '1.33', policy: { verifySeconds: 1, ...policy } }],
     });
 
