@@ -117,6 +117,9 @@ export class PdbGate {
       request.signal?.throwIfAborted();
       const sentAt = Date.now();
       st.inFlight++;
+      // This one spends a disruption of the budget seen last: until a newer status is seen, count it spent
+      // (a turn passed on by the answer, no admission seen, would otherwise send on a stale budget).
+      if (st.last) st.last = { ...st.last, disruptionsAllowed: st.last.disruptionsAllowed - 1 };
       answer = request.send();
       // Registered before anything else awaits the answer: the count is right for whoever runs next.
       const onAnswer = () => {

@@ -48,22 +48,31 @@ export interface BenchRun {
   tool: Tool;
   /** Workers upgraded at once after the canary (the baseline: 1, node by node). */
   batchSize: number;
+  /** skewless with --workers-every-hop: every worker drained at every hop, as before issue 22. */
+  workersEveryHop?: boolean;
 }
 
 /** maxUnavailable of the batched runs: 10% of the workers, at least 2 (a batch of one is the sequential run). */
 export const batchOf = (workers: number) => Math.max(2, Math.floor(workers / 10));
 
 /** The runs of one size and hop count: the baseline, skewless node by node, skewless batched. */
-export function runsOf(size: ClusterSize, hops: 1 | 2, tools: readonly ('baseline' | 'skewless-1' | 'skewless-batched')[]): BenchRun[] {
+export const BENCH_TOOLS = ['baseline', 'skewless-1', 'skewless-batched', 'skewless-every-hop'] as const;
+export type BenchTool = (typeof BENCH_TOOLS)[number];
+
+export function runsOf(size: ClusterSize, hops: 1 | 2, tools: readonly BenchTool[]): BenchRun[] {
   const out: BenchRun[] = [];
   if (tools.includes('baseline')) out.push({ size, hops, tool: 'baseline', batchSize: 1 });
   if (tools.includes('skewless-1')) out.push({ size, hops, tool: 'skewless', batchSize: 1 });
   const batch = batchOf(size.workers);
   if (tools.includes('skewless-batched') && batch > 1) out.push({ size, hops, tool: 'skewless', batchSize: batch });
+  // The plan before issue 22, beside it: only a run of several hops differs.
+  if (tools.includes('skewless-every-hop') && batch > 1 && hops > 1)
+    out.push({ size, hops, tool: 'skewless', batchSize: batch, workersEveryHop: true });
   return out;
 }
 
-export const runId = (r: BenchRun) => `${r.size.id}-${r.hops}hop-${r.tool === 'baseline' ? 'baseline' : `skewless-b${r.batchSize}`}`;
+export const runId = (r: BenchRun) =>
+  `${r.size.id}-${r.hops}hop-${r.tool === 'baseline' ? 'baseline' : `skewless-b${r.batchSize}${r.workersEveryHop ? '-every-hop' : ''}`}`;
 
 /**
  * The simulated cluster of a size, as a description (sim/description.ts): Deployments of one

@@ -19,6 +19,8 @@ export interface RunResult {
   hops: number;
   tool: 'baseline' | 'skewless';
   batchSize: number;
+  /** skewless with --workers-every-hop (the plan before issue 22), run beside the default. */
+  workersEveryHop?: boolean;
   wallSeconds: number;
   /** From the run's host command log (bench/lower-bound.ts): the bound the goals use. */
   lowerBoundSeconds: number;
@@ -58,6 +60,9 @@ export interface Comparison {
   skewlessBatchedSeconds?: number;
   /** The baseline ÷ skewless batched. */
   batchedSpeedup?: number;
+  /** skewless batched with --workers-every-hop, and the default (workers move once) ÷ it. */
+  everyHopSeconds?: number;
+  workersOnceRatio?: number;
 }
 
 export interface Goal {
@@ -101,7 +106,8 @@ export function comparisons(runs: RunResult[]): Comparison[] {
     const of = runs.filter((r) => r.size === size && r.hops === Number(hops));
     const base = of.find((r) => r.tool === 'baseline');
     const seq = of.find((r) => r.tool === 'skewless' && r.batchSize === 1);
-    const batched = of.find((r) => r.tool === 'skewless' && r.batchSize > 1);
+    const batched = of.find((r) => r.tool === 'skewless' && r.batchSize > 1 && !r.workersEveryHop);
+    const everyHop = of.find((r) => r.tool === 'skewless' && r.batchSize > 1 && r.workersEveryHop);
     return {
       size,
       hops: Number(hops),
@@ -110,6 +116,8 @@ export function comparisons(runs: RunResult[]): Comparison[] {
       ...(base && seq ? { sequentialRatio: r3(seq.wallSeconds / base.wallSeconds) } : {}),
       ...(batched ? { batchSize: batched.batchSize, skewlessBatchedSeconds: batched.wallSeconds } : {}),
       ...(base && batched ? { batchedSpeedup: r2(base.wallSeconds / batched.wallSeconds) } : {}),
+      ...(everyHop ? { everyHopSeconds: everyHop.wallSeconds } : {}),
+      ...(everyHop && batched ? { workersOnceRatio: r3(batched.wallSeconds / everyHop.wallSeconds) } : {}),
     };
   });
 }
@@ -136,6 +144,12 @@ export function goals(runs: RunResult[], cmp: Comparison[], drain: BenchResult['
       fast.map((c) => `${c.size} ${c.hops} hop: ${c.batchedSpeedup}× (needs ${r2((c.batchSize as number) / 1.5)}×)`).join('; ') ||
       'not run',
     met: fast.length ? fast.every((c) => (c.batchedSpeedup as number) >= (c.batchSize as number) / 1.5) : null,
+  });
+  const once = cmp.filter((c) => c.workersOnceRatio !== undefined);
+  out.push({
+    goal: 'several hops, batched: workers moving once take at most 0.6× the wall of workers at every hop',
+    measured: once.map((c) => `${c.size} ${c.hops} hops: ${c.workersOnceRatio}×`).join('; ') || 'not run',
+    met: once.length ? once.every((c) => (c.workersOnceRatio as number) <= 0.6) : null,
   });
   const at100 = runs.filter((r) => r.tool === 'skewless' && r.workers === 100);
   out.push({
@@ -184,11 +198,11 @@ export function markdown(result: BenchResult): string {
         `| ${r.id} | ${r.tool} | ${r.batchSize} | ${r.wallSeconds} | ${r.lowerBoundSeconds} (${r.nominalLowerBoundSeconds}) | ${r.ratioToLowerBound} | ${r.overheadPerNodeSeconds} | ${r.events ? `${r.events.parent} (${r.events.parentRuns})` : '–'} | ${cell(r.events?.perNode)} | ${cell(r.worker?.peakRssMiB)} | ${cell(r.worker?.cpuSeconds)} |`,
     ),
     '',
-    '| size | hops | baseline s | skewless b1 s | b1 ÷ baseline | batch | skewless batched s | baseline ÷ batched |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| size | hops | baseline s | skewless b1 s | b1 ÷ baseline | batch | skewless batched s | baseline ÷ batched | batched, workers every hop s | once ÷ every hop |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...result.comparisons.map(
       (c) =>
-        `| ${c.size} | ${c.hops} | ${cell(c.baselineSeconds)} | ${cell(c.skewlessSequentialSeconds)} | ${cell(c.sequentialRatio)} | ${cell(c.batchSize)} | ${cell(c.skewlessBatchedSeconds)} | ${cell(c.batchedSpeedup)} |`,
+        `| ${c.size} | ${c.hops} | ${cell(c.baselineSeconds)} | ${cell(c.skewlessSequentialSeconds)} | ${cell(c.sequentialRatio)} | ${cell(c.batchSize)} | ${cell(c.skewlessBatchedSeconds)} | ${cell(c.batchedSpeedup)} | ${cell(c.everyHopSeconds)} | ${cell(c.workersOnceRatio)} |`,
     ),
     '',
   ];

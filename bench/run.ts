@@ -18,6 +18,8 @@ import {
   QUICK_SIZE,
   runId,
   runsOf,
+  BENCH_TOOLS,
+  type BenchTool,
   SIZES,
   TERMINATION_GRACE_SECONDS,
   type BenchRun,
@@ -39,7 +41,7 @@ import { assertUpgraded, freshCluster } from './world.js';
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = join(repoRoot, 'bin', 'skewless.js');
 
-export const benchHelp = `Usage: npm run bench -- [--sizes 10x20,100x20] [--hops 1,2] [--tools baseline,skewless-1,skewless-batched]
+export const benchHelp = `Usage: npm run bench -- [--sizes 10x20,100x20] [--hops 1,2] [--tools baseline,skewless-1,skewless-batched,skewless-every-hop]
                        [--with-1000] [--no-drain] [--quick] [--out DIR]
 
 Runs each size × hop count × tool on a fresh simulated cluster (1 control plane, N workers, 20 or
@@ -48,7 +50,8 @@ drain and OpenSSH, node by node), skewless once node by node and once in batches
 workers (at least 2); then a drain of one node with 110 pods by each. Unless --tools is given, the
 sequential runs at 100 workers go one hop only (each takes over ten minutes a hop). --with-1000 adds
 1,000 workers × 10 pods, one hop, skewless batched only (the sequential runs would take hours).
---quick: one 3-worker cluster, one hop, every tool, a 30-pod drain (the test suite's shape check).
+--quick: one 3-worker cluster: one hop with baseline, skewless-1 and skewless-batched, two hops with
+skewless-batched and skewless-every-hop; a 30-pod drain (the test suite's shape check).
 Results: DIR/bench.json, DIR/bench.md, DIR/<run>.svg (default bench/results).`;
 
 class UsageError extends Error {}
@@ -56,11 +59,13 @@ class UsageError extends Error {}
 interface Options {
   sizes: ClusterSize[];
   hops: (1 | 2)[];
-  tools: ('baseline' | 'skewless-1' | 'skewless-batched')[];
+  tools: BenchTool[];
   drainPods: number;
   out: string;
   /** --tools was given: it applies to 1,000 workers too. */
   toolsGiven: boolean;
+  /** --quick: the suite's small version, each tool where it says something. */
+  quick?: boolean;
 }
 
 function options(argv: string[]): Options | undefined {
@@ -88,15 +93,15 @@ function options(argv: string[]): Options | undefined {
       .split(',')
       .map((x) => x.trim())
       .filter(Boolean);
-  const allTools = ['baseline', 'skewless-1', 'skewless-batched'] as const;
+  const allTools = BENCH_TOOLS;
   const tools = values.tools ? list(values.tools) : [...allTools];
   for (const t of tools)
     if (!(allTools as readonly string[]).includes(t))
-      throw new UsageError(`--tools: unknown tool ${JSON.stringify(t)} (baseline, skewless-1, skewless-batched)`);
+      throw new UsageError(`--tools: unknown tool ${JSON.stringify(t)} (${BENCH_TOOLS.join(', ')})`);
   const hops = values.hops ? list(values.hops).map(Number) : [1, 2];
   for (const h of hops) if (h !== 1 && h !== 2) throw new UsageError('--hops: 1, 2 or 1,2');
   const out = resolve(values.out ?? join(repoRoot, 'bench', 'results'));
-  if (values.quick) return { sizes: [QUICK_SIZE], hops: [1], tools: [...allTools], drainPods: 30, out, toolsGiven: true };
+  if (values.quick) return { sizes: [QUICK_SIZE], hops: [1, 2], tools: [...allTools], drainPods: 30, out, toolsGiven: true, quick: true };
   const wanted = values.sizes ? list(values.sizes) : SIZES.filter((s) => s.workers < 1000 || values['with-1000']).map((s) => s.id);
   const sizes = wanted.map((id) => {
     const s = SIZES.find((x) => x.id === id);
@@ -118,9 +123,11 @@ function options(argv: string[]): Options | undefined {
  * (each over ten minutes a hop) only for one hop; at 1,000 skewless batched only, one hop.
  */
 function toolsFor(size: ClusterSize, hops: 1 | 2, o: Options): Options['tools'] {
+  // The small version: the baseline comparisons at one hop; at two, workers once beside every hop.
+  if (o.quick) return hops === 1 ? ['baseline', 'skewless-1', 'skewless-batched'] : ['skewless-batched', 'skewless-every-hop'];
   if (o.toolsGiven) return o.tools;
   if (size.workers >= 1000) return hops === 1 ? ['skewless-batched'] : [];
-  if (size.workers >= 100 && hops === 2) return o.tools.filter((t) => t === 'skewless-batched');
+  if (size.workers >= 100 && hops === 2) return o.tools.filter((t) => t === 'skewless-batched' || t === 'skewless-every-hop');
   return o.tools;
 }
 
@@ -207,6 +214,7 @@ async function main(): Promise<number> {
           hops: run.hops,
           tool: run.tool,
           batchSize: run.batchSize,
+          ...(run.workersEveryHop ? { workersEveryHop: true } : {}),
           simUpSeconds: Math.round(world.upSeconds * 10) / 10,
           nominalLowerBoundSeconds: nominalLowerBoundSeconds({
             controlPlanes: run.size.controlPlanes,
@@ -252,11 +260,26 @@ async function main(): Promise<number> {
             }),
           );
         } else {
-          const s = await runSkewless({ sim, temporal, registry, cli: CLI, logsDir, to: target, batchSize: run.batchSize, label: id });
+          const s = await runSkewless({
+            sim,
+            temporal,
+            registry,
+            cli: CLI,
+            logsDir,
+            to: target,
+            batchSize: run.batchSize,
+            label: id,
+            ...(run.workersEveryHop ? { workersEveryHop: true } : {}),
+          });
           await assertUpgraded(sim, target, id);
           writeFileSync(
             join(o.out, svg),
-            renderTimelineSvg(timelineFromRuns(s.runs, `${id}: skewless upgrade --batch-size ${run.batchSize}`)),
+            renderTimelineSvg(
+              timelineFromRuns(
+                s.runs,
+                `${id}: skewless upgrade --batch-size ${run.batchSize}${run.workersEveryHop ? ' --workers-every-hop' : ''}`,
+              ),
+            ),
           );
           const nodes = run.size.controlPlanes + run.size.workers;
           runs.push(

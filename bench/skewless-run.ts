@@ -61,6 +61,8 @@ export interface SkewlessRunOptions {
   to: string;
   batchSize: number;
   label: string;
+  /** --workers-every-hop: the plan before issue 22, for the side-by-side comparison. */
+  workersEveryHop?: boolean;
 }
 
 export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcome> {
@@ -104,6 +106,7 @@ export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcom
       String(o.batchSize),
       '--max-unavailable',
       String(o.batchSize),
+      ...(o.workersEveryHop ? ['--workers-every-hop'] : []),
       '--detach',
     ];
     const cli = o.registry.spawn(`upgrade-${o.label}`, process.execPath, [o.cli, ...args], {

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { createAlertActivities } from '../../activities/alerts.js';
 import type { ClusterAccess } from '../../activities/cluster-access.js';
-import { parseClusterConfig } from '../../activities/cluster-config.js';
+import { parseClusterConfig, ALERTS_POLL } from '../../activities/cluster-config.js';
 import { judgeOperatorSignals } from '../../rules/readiness/operator-signals.js';
 import { startPrometheus, type TestPrometheus } from '../helpers/prometheus.js';
 
@@ -96,6 +96,7 @@ describe('checkAlerts against a real Prometheus', () => {
       prometheus: `${prom.url}/`,
       query: 'ALERTS{alertstate="firing",alertname!="Watchdog"}',
       firing: [],
+      pollSeconds: ALERTS_POLL.default, // how often a held phase asks again (none configured)
     });
 
     const flipped = Date.now();

@@ -47,8 +47,8 @@ describe("npm run bench (the suite's small version)", () => {
     assert.ok(Date.parse(result.finishedAt) >= Date.parse(result.startedAt));
     for (const [k, v] of Object.entries(result.simulated.latenciesMs)) positive(v, `latency ${k}`);
     assert.deepEqual(
-      result.runs.map((x) => `${x.tool}/${x.batchSize}`),
-      ['baseline/1', 'skewless/1', 'skewless/2'],
+      result.runs.map((x) => `${x.hops}:${x.tool}/${x.batchSize}${x.workersEveryHop ? '/every-hop' : ''}`),
+      ['1:baseline/1', '1:skewless/1', '1:skewless/2', '2:skewless/2', '2:skewless/2/every-hop'],
     );
     for (const run of result.runs) {
       positive(run.wallSeconds, `${run.id} wall`);
@@ -63,14 +63,15 @@ describe("npm run bench (the suite's small version)", () => {
       if (run.tool === 'skewless') {
         positive(run.events?.parent, `${run.id} parent events`);
         positive(run.events?.nodeWorkflowEvents, `${run.id} node workflow events`);
-        assert.equal(run.events?.nodeWorkflows, 5, `${run.id}: a node workflow per node and one for the control plane's kubeadm step`);
+        // A node workflow per node that moves and one for the control plane's kubeadm step, per hop: at two
+        // hops the workers move once (at the last) unless --workers-every-hop.
+        const expected = run.hops === 1 ? 5 : run.workersEveryHop ? 10 : 7;
+        assert.equal(run.events?.nodeWorkflows, expected, `${run.id}: node workflows`);
         positive(run.worker?.peakRssMiB, `${run.id} worker RSS`);
         const cordoned = run.nodes?.cordoned;
-        assert.deepEqual(
-          [cordoned?.nodes, cordoned?.open],
-          [4, 0],
-          `${run.id}: each node cordoned once and uncordoned (control plane, 3 workers)`,
-        );
+        // A window per node drained (the control plane at every hop), each closed by its uncordon.
+        const windows = run.hops === 1 ? 4 : run.workersEveryHop ? 8 : 5;
+        assert.deepEqual([cordoned?.nodes, cordoned?.open], [windows, 0], `${run.id}: every drained node cordoned and uncordoned`);
         positive(cordoned?.medianSeconds, `${run.id} cordoned median`);
         assert.ok((cordoned?.maxSeconds ?? 0) >= (cordoned?.medianSeconds ?? Infinity), `${run.id}: max ≥ median`);
         assert.ok((run.worker?.cpuSeconds ?? -1) >= 0);
@@ -84,8 +85,8 @@ describe("npm run bench (the suite's small version)", () => {
       Math.max(...handshakes('skewless')) < Math.min(...handshakes('baseline')),
       `the worker reuses its connections, OpenSSH in the baseline does not: ${JSON.stringify(result.runs.map((x) => [x.id, x.sshHandshakesPerNode]))}`,
     );
-    assert.equal(result.comparisons.length, 1);
-    const c = result.comparisons[0];
+    assert.equal(result.comparisons.length, 2);
+    const c = result.comparisons.find((x) => x.hops === 1);
     assert.equal(c?.sequentialRatio, Math.round(((c?.skewlessSequentialSeconds ?? 0) / (c?.baselineSeconds ?? 1)) * 1000) / 1000);
     assert.equal(c?.batchSize, 2);
     assert.deepEqual(result.drain?.measurements.map((m) => m.tool).sort(), ['kubectl', 'kubectl', 'skewless', 'skewless']);
@@ -94,7 +95,13 @@ describe("npm run bench (the suite's small version)", () => {
       positive(m.evictionsPerSecond, `${m.tool} evictions/s`);
     }
     assert.deepEqual(result.failures, []);
-    assert.equal(result.goals.length, 6);
+    const twoHops = result.comparisons.find((x) => x.hops === 2);
+    assert.equal(
+      twoHops?.workersOnceRatio,
+      Math.round(((twoHops?.skewlessBatchedSeconds ?? 0) / (twoHops?.everyHopSeconds ?? 1)) * 1000) / 1000,
+      'workers once ÷ every hop, from the same invocation',
+    );
+    assert.equal(result.goals.length, 7);
     for (const g of result.goals) assert.ok(g.met === null || typeof g.met === 'boolean', g.goal);
     const md = readFileSync(join(out, 'bench.md'), 'utf8');
     assert.equal(r.stdout, md, 'the table is printed as written');

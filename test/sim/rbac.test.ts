@@ -272,6 +272,8 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
     await acts.pointPackageRepository({ cluster, node: 'worker-1', version: V });
     await acts.installPackages({ cluster, node: 'worker-1', version: V, packages: ['kubeadm'] });
     assert.equal((await acts.kubeadmUpgradeNode({ cluster, node: 'worker-1', version: V })).ran, true);
+    // Before its cordon (work-before-cordon): the kubelet and kubectl archives, fetched, not installed.
+    await acts.downloadPackages({ cluster, node: 'worker-1', version: V, packages: ['kubelet', 'kubectl'] });
     await acts.installPackages({ cluster, node: 'worker-1', version: V, packages: ['kubelet', 'kubectl'] });
     await acts.restartKubelet({ cluster, node: 'worker-1', version: V, timeoutSeconds: 60 });
     await acts.checkNodeReady({ cluster, node: 'worker-1', version: V, waitSeconds: 30 });
