@@ -50,7 +50,7 @@ describe('onDrainTimeout quarantine (mocked activities, real dev server)', () =>
       env.client.workflow.execute(clusterUpgradeWorkflow, {
         taskQueue,
         workflowId: `upgrade/q-${taskQueue}`,
-        args: [{ cluster: 'lab', to: '1.34', policy: { onDrainTimeout: 'quarantine', drainTimeoutSeconds: 5 } }],
+        args: [{ cluster: 'lab', to: '1.34', policy: { onDrainTimeout: 'quarantine', drainTimeoutSeconds: 5, workersEveryHop: true } }], // a worker at every hop: the quarantine is at the first
       }),
     );
     assert.equal(status.phase, 'done', status.events.join('\n'));
