@@ -627,10 +627,11 @@ export const BROKEN_CONFIGS: {
   {
     name: 'alerts-unreachable',
     exit: 1,
-    // Port 9 (discard) on loopback: nothing listens in the test world; the upgrade refuses before any write.
+    // Port 2 on loopback: below 1024 and in no fetch's bad-port list, so nothing listens there in the test
+    // world and the request is made (port 9, discard, is refused by fetch itself: "bad port").
     stderr:
-      /^skewless: upgrade of alerts-unreachable failed: refusing to start: alerts: Prometheus at http:\/\/127\.0\.0\.1:9\/ is unreachable: ECONNREFUSED$/,
-    edit: (y) => `${y}alerts: {prometheusUrl: "http://127.0.0.1:9", matchers: ['severity="page"']}\n`,
+      /^skewless: upgrade of alerts-unreachable failed: refusing to start: alerts: Prometheus at http:\/\/127\.0\.0\.1:2\/ is unreachable: ECONNREFUSED$/,
+    edit: (y) => `${y}alerts: {prometheusUrl: "http://127.0.0.1:2", matchers: ['severity="page"']}\n`,
   },
   { name: 'not-yaml', exit: 2, stderr: /not-yaml\.yaml: not valid YAML: /, edit: (y) => y.replace(/^ssh:$/m, 'ssh: [') },
   {

@@ -95,7 +95,9 @@ function checkHosts(sim: Simulation, hops: string[]): string[] {
   const roleOf = new Map(sim.description.nodes.map((n) => [n.name, n.role]));
   for (const host of hosts) {
     const installs = new Map<string, number>();
-    for (const c of sim.hosts.commandLog(host).filter((c) => ok(c) && /\bapt-get install\b/.test(c.command))) {
+    // A download before the cordon (--download-only) fetches the archives; only the install after it counts.
+    const installed = (c: { command: string }) => /\bapt-get install\b/.test(c.command) && !/--download-only\b/.test(c.command);
+    for (const c of sim.hosts.commandLog(host).filter((c) => ok(c) && installed(c))) {
       for (const [, pkg, version] of c.command.matchAll(/\b(kubeadm|kubelet|kubectl)=(\S+)/g)) {
         const key = `${pkg}=${toKubernetesVersion(version as string)}`;
         installs.set(key, (installs.get(key) ?? 0) + 1);
