@@ -1,8 +1,10 @@
 // What installing the Kubernetes packages means on any node, whichever package tools it has: the
 // three packages, the input checks, the result, the timeouts, the refusal to go back a version.
+import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterAccess } from './cluster-access.js';
+import { ErrorType } from './errors.js';
 import { invalid } from './host-commands.js';
-import { comparePackageVersions, upstreamVersion } from './parsers/madison.js';
+import { comparePackageVersions, packageVersionFor, upstreamVersion, type MadisonEntry } from './parsers/madison.js';
 
 export const KUBE_PACKAGES = ['kubeadm', 'kubelet', 'kubectl'] as const;
 export type KubePackage = (typeof KUBE_PACKAGES)[number];
@@ -64,4 +66,18 @@ export function pendingPackages(
     pending.push(p);
   }
   return pending;
+}
+
+/**
+ * The repository's exact package version for `version` (`1.34.2-1.1`), or VersionNotAvailable naming
+ * the newest it offers: the same refusal for apt and dnf, never retried.
+ */
+export function offeredVersionOrRefuse(node: string, p: KubePackage, version: string, offered: readonly MadisonEntry[]): string {
+  const exact = packageVersionFor(offered, p, version);
+  if (exact) return exact;
+  throw ApplicationFailure.create({
+    type: ErrorType.VersionNotAvailable,
+    nonRetryable: true,
+    message: `the package repository of ${node} offers no ${p} ${version} (newest offered: ${offered.find((e) => e.package === p)?.packageVersion ?? 'none'})`,
+  });
 }

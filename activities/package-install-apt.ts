@@ -2,13 +2,12 @@
 // installing an exact version of kubeadm/kubelet/kubectl with apt-mark holds, never a downgrade,
 // nothing run when already there. A host that went down in the middle of an install is repaired
 // first (dpkg --configure -a).
-import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterAccess } from './cluster-access.js';
-import { ErrorType } from './errors.js';
 import { heartbeatWhile, hostActivityScope, type HostActivityScope } from './host-activity-context.js';
 import { awaitQuietHost, commandFailed, run } from './host-commands.js';
 import {
   packageTimeouts as timeouts,
+  offeredVersionOrRefuse,
   pendingPackages,
   type DownloadPackagesResult,
   type InstallPackagesResult,
@@ -72,17 +71,7 @@ async function aptTargets(
       await run(access, node, ['apt-get', 'update', '-q', ...LOCK_WAIT], { timeoutMs: installMs, sudo: true, env: APT_ENV, signal });
       offered = await madison(access, node, pending, signal);
     }
-    for (const p of pending) {
-      const exact = packageVersionFor(offered, p, version);
-      if (!exact) {
-        throw ApplicationFailure.create({
-          type: ErrorType.VersionNotAvailable,
-          nonRetryable: true,
-          message: `the package repository of ${node} offers no ${p} ${version} (newest offered: ${offered.find((e) => e.package === p)?.packageVersion ?? 'none'})`,
-        });
-      }
-      targets[p] = exact;
-    }
+    for (const p of pending) targets[p] = offeredVersionOrRefuse(node, p, version, offered);
   }
   return { current, pending, targets };
 }

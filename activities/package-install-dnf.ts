@@ -3,12 +3,11 @@
 // `--disableexcludes=kubernetes` and an exact version from `dnf list --showduplicates`; `rpm -q`
 // says what is installed. Never a downgrade (dnf would do one without asking), nothing run when
 // the packages are there already. An rpm transaction is not resumed like dpkg's: nothing to repair.
-import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterAccess } from './cluster-access.js';
-import { ErrorType } from './errors.js';
 import { heartbeatWhile, hostActivityScope } from './host-activity-context.js';
 import { awaitQuietHost, commandFailed, run } from './host-commands.js';
 import {
+  offeredVersionOrRefuse,
   packageTimeouts,
   pendingPackages,
   type DownloadPackagesResult,
@@ -64,17 +63,7 @@ async function dnfTargets(
   // dnf's metadata may predate the release (metadata_expire): fetch it afresh once, then ask again.
   if (pending.some((p) => !packageVersionFor(offered, p, version)))
     offered = await dnfOffered(access, node, pending, { refresh: true, signal });
-  const targets = pending.map((p) => {
-    const exact = packageVersionFor(offered, p, version);
-    if (!exact) {
-      throw ApplicationFailure.create({
-        type: ErrorType.VersionNotAvailable,
-        nonRetryable: true,
-        message: `the package repository of ${node} offers no ${p} ${version} (newest offered: ${offered.find((e) => e.package === p)?.packageVersion ?? 'none'})`,
-      });
-    }
-    return [p, exact] as const;
-  });
+  const targets = pending.map((p) => [p, offeredVersionOrRefuse(node, p, version, offered)] as const);
   return { current, pending, targets };
 }
 
