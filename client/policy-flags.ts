@@ -72,23 +72,17 @@ export const POLICY_OPTIONS = {
   acknowledge: { type: 'string', multiple: true },
 } as const;
 
-/** The option table of `plan`'s policy flags (PLAN_FLAG_KEYS), picked from the one above. */
-const {
-  canary,
-  'batch-size': batchSize,
-  'max-unavailable': maxOut,
-  'first-control-plane': first,
-  'workers-every-hop': everyHop,
-  acknowledge,
-} = POLICY_OPTIONS;
-export const PLAN_POLICY_OPTIONS = {
-  canary,
-  'batch-size': batchSize,
-  'max-unavailable': maxOut,
-  'first-control-plane': first,
-  'workers-every-hop': everyHop,
-  acknowledge,
-};
+/** `--batch-size` → `batch-size`: a flag as parseArgs names its option. */
+type OptionOf<K extends FlagKey> = (typeof FLAG_OF)[K] extends `--${infer O extends keyof typeof POLICY_OPTIONS}` ? O : never;
+type PlanFlagKey = (typeof PLAN_FLAG_KEYS)[number];
+
+/** The option table of `plan`'s policy flags, derived from PLAN_FLAG_KEYS and the one table above. */
+export const PLAN_POLICY_OPTIONS = Object.fromEntries(
+  PLAN_FLAG_KEYS.map((k) => {
+    const option = FLAG_OF[k].slice(2) as OptionOf<PlanFlagKey>;
+    return [option, POLICY_OPTIONS[option]];
+  }),
+) as { [K in PlanFlagKey as OptionOf<K>]: (typeof POLICY_OPTIONS)[OptionOf<K>] };
 
 export const POLICY_USAGE = `[--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE] [--workers-every-hop]
 [--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS] [--drain-timeout SECONDS] [--on-drain-timeout wait|quarantine] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...`;
