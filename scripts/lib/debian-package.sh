@@ -1,11 +1,11 @@
-# Sourced by the ensure-*.sh scripts of tools Debian packages (chromium, prometheus): installs the
+# Sourced by the ensure-*.sh scripts of tools Debian packages (chromium, prometheus, postgresql): installs the
 # package with apt-get when its binary is missing. Root needed; the package lists are updated first
 # when apt knows no such package yet; no recommends. On failure: one line on stderr, exit 1.
-# Usage: install_debian_package TOOL PACKAGE BIN OVERRIDE_VARIABLE
+# Usage: install_debian_package TOOL PACKAGE BIN [OVERRIDE_VARIABLE]
 install_debian_package() {
-  local tool=$1 package=$2 bin=$3 override=$4
+  local tool=$1 package=$2 bin=$3 override=${4:-}
   fail() { echo "$tool: $*" >&2; exit 1; }
-  command -v apt-get >/dev/null || fail "$bin is missing and there is no apt-get to install Debian's $package package; install it by hand or set $override"
+  command -v apt-get >/dev/null || fail "$bin is missing and there is no apt-get to install Debian's $package package; install it by hand${override:+ or set $override}"
   [[ $(id -u) -eq 0 ]] || fail "$bin is missing; installing Debian's $package package needs root: run 'apt-get install $package' as root"
   local start
   # Global, not local: the EXIT trap runs after this function has returned.
