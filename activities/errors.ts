@@ -64,3 +64,18 @@ export async function kubeCall<T>(what: string, call: () => Promise<T>): Promise
     throw kubeFailure(err, what);
   }
 }
+
+/**
+ * Controllers write Nodes all the time (the node-lifecycle controller taints a node right after a
+ * cordon), so a guarded write often meets a 409: re-read and re-decide a few times here, and leave
+ * a persistent conflict to Temporal's retry.
+ */
+export async function retryOnConflict<T>(step: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await step();
+    } catch (err) {
+      if (i >= attempts || (err as { type?: string }).type !== ErrorType.Conflict) throw err;
+    }
+  }
+}

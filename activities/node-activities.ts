@@ -1,7 +1,7 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterResolver } from './cluster-access.js';
-import { ErrorType, httpStatus, kubeCall, kubeFailure } from './errors.js';
+import { ErrorType, httpStatus, kubeCall, kubeFailure, retryOnConflict } from './errors.js';
 import { mergePatch, type KubeApi } from './kube-api.js';
 import { releaseQuarantines } from './quarantine-node.js';
 
@@ -43,21 +43,6 @@ function requireText(value: unknown, what: string): string {
     throw ApplicationFailure.create({ type: ErrorType.Invalid, message: `${what} must be a non-empty string`, nonRetryable: true });
   }
   return value;
-}
-
-/**
- * Controllers write Nodes all the time (the node-lifecycle controller taints a node right after a
- * cordon), so a guarded write often meets a 409: re-read and re-decide a few times here, and leave
- * a persistent conflict to Temporal's retry.
- */
-async function retryOnConflict<T>(step: () => Promise<T>, attempts = 5): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await step();
-    } catch (err) {
-      if (i >= attempts || (err as { type?: string }).type !== ErrorType.Conflict) throw err;
-    }
-  }
 }
 
 /** Cordon, uncordon and stage labels; every write is a merge patch guarded by the resourceVersion read. */

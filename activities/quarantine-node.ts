@@ -1,7 +1,7 @@
 import type { CoreV1Event, V1Node } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterResolver } from './cluster-access.js';
-import { ErrorType, httpStatus, kubeCall, kubeFailure } from './errors.js';
+import { ErrorType, httpStatus, kubeCall, kubeFailure, retryOnConflict } from './errors.js';
 import { mergePatch, type KubeApi } from './kube-api.js';
 
 import { QUARANTINED_LABEL } from '../rules/index.js';
@@ -43,22 +43,26 @@ export function createQuarantineActivities(deps: { clusters: ClusterResolver }) 
       const { kube } = deps.clusters(input.cluster);
       if (!input.owner || !input.hop)
         throw ApplicationFailure.create({ type: ErrorType.Invalid, message: 'quarantine needs an owner and a hop', nonRetryable: true });
-      const node: V1Node = await kubeCall(`read node ${input.node}`, () => kube.core.readNode({ name: input.node }));
+      // The node-lifecycle controller writes a Node right after its cordon: a guarded write that meets it re-reads here.
+      const { node, labelled } = await retryOnConflict(async () => {
+        const node: V1Node = await kubeCall(`read node ${input.node}`, () => kube.core.readNode({ name: input.node }));
+        const m = node.metadata ?? {};
+        const labelled = m.labels?.[QUARANTINED_LABEL] !== input.hop || m.annotations?.[QUARANTINED_BY_ANNOTATION] !== input.owner;
+        if (labelled) {
+          const body = {
+            metadata: {
+              labels: { [QUARANTINED_LABEL]: input.hop },
+              annotations: { [QUARANTINED_BY_ANNOTATION]: input.owner },
+              resourceVersion: m.resourceVersion,
+            },
+          };
+          await kubeCall(`label node ${input.node} ${QUARANTINED_LABEL}=${input.hop}`, () =>
+            kube.core.patchNode({ name: input.node, body }, mergePatch),
+          );
+        }
+        return { node, labelled };
+      });
       const m = node.metadata ?? {};
-      const labelled = m.labels?.[QUARANTINED_LABEL] !== input.hop || m.annotations?.[QUARANTINED_BY_ANNOTATION] !== input.owner;
-      if (labelled) {
-        // Guarded by the resourceVersion read: a concurrent write is a 409 (Conflict), retried by Temporal after a fresh read.
-        const body = {
-          metadata: {
-            labels: { [QUARANTINED_LABEL]: input.hop },
-            annotations: { [QUARANTINED_BY_ANNOTATION]: input.owner },
-            resourceVersion: m.resourceVersion,
-          },
-        };
-        await kubeCall(`label node ${input.node} ${QUARANTINED_LABEL}=${input.hop}`, () =>
-          kube.core.patchNode({ name: input.node, body }, mergePatch),
-        );
-      }
       const now = new Date();
       const event: CoreV1Event = {
         metadata: { name: `${input.node}.skewless-quarantined.${input.hop.replace(/[^a-z0-9]/g, '-')}`, namespace: EVENT_NAMESPACE },
@@ -90,19 +94,25 @@ export function createQuarantineActivities(deps: { clusters: ClusterResolver }) 
  */
 export async function releaseQuarantines(kube: KubeApi, owner: string): Promise<string[]> {
   const { items } = await kubeCall('list quarantined nodes', () => kube.core.listNode({ labelSelector: QUARANTINED_LABEL }));
+  const releasable = (node: V1Node) => !node.spec?.unschedulable && node.metadata?.annotations?.[QUARANTINED_BY_ANNOTATION] === owner;
   const released: string[] = [];
-  for (const node of items) {
-    const m = node.metadata ?? {};
-    if (node.spec?.unschedulable || m.annotations?.[QUARANTINED_BY_ANNOTATION] !== owner) continue;
-    const body = {
-      metadata: {
-        labels: { [QUARANTINED_LABEL]: null },
-        annotations: { [QUARANTINED_BY_ANNOTATION]: null },
-        resourceVersion: m.resourceVersion,
-      },
-    };
-    await kubeCall(`release the quarantine of node ${m.name}`, () => kube.core.patchNode({ name: m.name as string, body }, mergePatch));
-    released.push(m.name as string);
+  for (const listed of items.filter(releasable)) {
+    const name = listed.metadata?.name as string;
+    // A conflict is a controller's write meanwhile: re-read, and release only if it is still in service and ours.
+    const done = await retryOnConflict(async () => {
+      const node = await kubeCall(`read node ${name}`, () => kube.core.readNode({ name }));
+      if (!releasable(node)) return false;
+      const body = {
+        metadata: {
+          labels: { [QUARANTINED_LABEL]: null },
+          annotations: { [QUARANTINED_BY_ANNOTATION]: null },
+          resourceVersion: node.metadata?.resourceVersion,
+        },
+      };
+      await kubeCall(`release the quarantine of node ${name}`, () => kube.core.patchNode({ name, body }, mergePatch));
+      return true;
+    });
+    if (done) released.push(name);
   }
   return released.sort();
 }

@@ -8,6 +8,7 @@ import {
   QUARANTINED_LABEL,
   QUARANTINED_REASON,
 } from '../../activities/quarantine-node.js';
+import { mergePatch } from '../../activities/kube-api.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 
 const DESCRIPTION = `
@@ -78,6 +79,38 @@ describe('quarantineNode against the simulated API (a real kube-apiserver)', () 
     // The node-lifecycle controller may write the node meanwhile; our label is what it was.
     assert.equal(after.metadata?.labels?.[QUARANTINED_LABEL], '1.33.7');
     assert.ok(rv !== undefined);
+  });
+
+  it("a controller's write between the read and the label (a 409) is read again, not a failure", async () => {
+    await acts.cordonNode({ cluster: c, node: 'worker-2', owner: OWNER });
+    // The first read of worker-2 is followed by another writer's change, as the node-lifecycle controller does after a cordon.
+    let interfered = 0;
+    const core = new Proxy(tc.workerKube.core, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (prop !== 'readNode' || typeof value !== 'function') return value;
+        return async (args: { name: string }) => {
+          const node = await (value as (a: { name: string }) => Promise<unknown>).call(target, args);
+          if (interfered++ === 0) {
+            const body = { metadata: { annotations: { 'test.skewless.io/touched': 'yes' } } };
+            await tc.kube.core.patchNode({ name: args.name, body }, mergePatch);
+          }
+          return node;
+        };
+      },
+    });
+    const racing = createQuarantineActivities({
+      clusters: () => ({ config: tc.config, kube: { ...tc.workerKube, core }, shell: noShell }),
+    });
+    assert.deepEqual(await racing.quarantineNode({ ...input, node: 'worker-2', hop: '1.33.8' }), { labelled: true, recorded: true });
+    assert.ok(interfered >= 2, 'the label was written after a second read');
+    const node = await tc.kube.core.readNode({ name: 'worker-2' });
+    assert.equal(node.metadata?.labels?.[QUARANTINED_LABEL], '1.33.8');
+    assert.equal(node.metadata?.annotations?.['test.skewless.io/touched'], 'yes');
+    // Back to the state the next test starts from: worker-2 uncordoned, unlabelled.
+    await acts.uncordonNode({ cluster: c, node: 'worker-2', owner: OWNER });
+    const body = { metadata: { labels: { [QUARANTINED_LABEL]: null }, annotations: { [QUARANTINED_BY_ANNOTATION]: null } } };
+    await tc.kube.core.patchNode({ name: 'worker-2', body }, mergePatch);
   });
 
   it("lasts as long as the cordon: clearing the stage labels releases only this owner's quarantines of nodes back in service", async () => {
