@@ -1,7 +1,8 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { parseVersion } from '../rules/index.js';
 import type { ClusterResolver } from './cluster-access.js';
-import { ErrorType, kubeCall } from './errors.js';
+import { ErrorType, httpStatus, kubeCall, kubeFailure } from './errors.js';
+import type { KubeApi } from './kube-api.js';
 import { readyz } from './health-apiserver.js';
 import { cancellationSignal, pollUntilHealthy, unhealthy, waitSecondsOf } from './health-poll.js';
 import { runProbe, type ProbeResult } from './health-probes.js';
@@ -40,6 +41,46 @@ function versionText(version: unknown): string {
   }
 }
 const list = (items: string[], max = 10) => items.slice(0, max).join('; ') + (items.length > max ? `; and ${items.length - max} more` : '');
+
+/** Lists a namespace's (or every namespace's) Deployments, StatefulSets and DaemonSets and judges each. */
+async function judgeWorkloadsIn(kube: KubeApi, namespace: string | undefined, limit: number) {
+  const where = namespace ?? 'all namespaces';
+  const [deployments, statefulSets, daemonSets] = await Promise.all([
+    listAll(
+      `list Deployments in ${where}`,
+      (p) => (namespace ? kube.apps.listNamespacedDeployment({ ...p, namespace }) : kube.apps.listDeploymentForAllNamespaces(p)),
+      limit,
+    ),
+    listAll(
+      `list StatefulSets in ${where}`,
+      (p) => (namespace ? kube.apps.listNamespacedStatefulSet({ ...p, namespace }) : kube.apps.listStatefulSetForAllNamespaces(p)),
+      limit,
+    ),
+    listAll(
+      `list DaemonSets in ${where}`,
+      (p) => (namespace ? kube.apps.listNamespacedDaemonSet({ ...p, namespace }) : kube.apps.listDaemonSetForAllNamespaces(p)),
+      limit,
+    ),
+  ]);
+  const unhealthy = [...deployments.map(judgeDeployment), ...statefulSets.map(judgeStatefulSet), ...daemonSets.map(judgeDaemonSet)];
+  return {
+    checked: { deployments: deployments.length, statefulSets: statefulSets.length, daemonSets: daemonSets.length },
+    unhealthy: unhealthy.filter((w) => w !== undefined),
+  };
+}
+
+/** Reads one workload the last listing found unhealthy and judges it again; one deleted since is no longer a concern. */
+async function rejudgeWorkload(kube: KubeApi, w: UnhealthyWorkload): Promise<UnhealthyWorkload | undefined> {
+  const at = { name: w.name, namespace: w.namespace };
+  try {
+    if (w.kind === 'Deployment') return judgeDeployment(await kube.apps.readNamespacedDeployment(at));
+    if (w.kind === 'StatefulSet') return judgeStatefulSet(await kube.apps.readNamespacedStatefulSet(at));
+    return judgeDaemonSet(await kube.apps.readNamespacedDaemonSet(at));
+  } catch (err) {
+    if (httpStatus(err) === 404) return undefined;
+    throw kubeFailure(err, `read ${w.kind} ${w.namespace}/${w.name}`);
+  }
+}
 
 export function createHealthActivities(deps: { clusters: ClusterResolver; pageSize?: number }) {
   const limit = deps.pageSize ?? DEFAULT_PAGE_SIZE;
@@ -123,44 +164,41 @@ export function createHealthActivities(deps: { clusters: ClusterResolver; pageSi
       return result;
     },
 
-    /** Every Deployment, StatefulSet and DaemonSet (in `namespaces`, default all) rolled out and available. */
+    /**
+     * Every Deployment, StatefulSet and DaemonSet (in `namespaces`, default all) rolled out and available.
+     * Waiting is cheap for the API server: after a full listing finds some unhealthy, the next attempts
+     * read only those by name; once they all pass, one more full listing confirms the whole (a batch of
+     * 100 nodes leaves a few dozen workloads converging among 10,000, listed twice instead of every 0.5 s).
+     */
     async checkWorkloads(input: { cluster: string; namespaces?: string[] } & Wait & Require) {
       const { kube } = deps.clusters(input.cluster);
       const scopes: (string | undefined)[] = input.namespaces?.length ? input.namespaces : [undefined];
+      const calls = { listings: 0, reads: 0 };
+      let checked = { deployments: 0, statefulSets: 0, daemonSets: 0 };
+      let suspects: UnhealthyWorkload[] = [];
       const result = await pollUntilHealthy('workloads', waitSecondsOf(input), async () => {
-        const unhealthyOnes: UnhealthyWorkload[] = [];
-        const checked = { deployments: 0, statefulSets: 0, daemonSets: 0 };
-        for (const namespace of scopes) {
-          const where = namespace ?? 'all namespaces';
-          const [deployments, statefulSets, daemonSets] = await Promise.all([
-            listAll(
-              `list Deployments in ${where}`,
-              (p) => (namespace ? kube.apps.listNamespacedDeployment({ ...p, namespace }) : kube.apps.listDeploymentForAllNamespaces(p)),
-              limit,
-            ),
-            listAll(
-              `list StatefulSets in ${where}`,
-              (p) => (namespace ? kube.apps.listNamespacedStatefulSet({ ...p, namespace }) : kube.apps.listStatefulSetForAllNamespaces(p)),
-              limit,
-            ),
-            listAll(
-              `list DaemonSets in ${where}`,
-              (p) => (namespace ? kube.apps.listNamespacedDaemonSet({ ...p, namespace }) : kube.apps.listDaemonSetForAllNamespaces(p)),
-              limit,
-            ),
-          ]);
-          checked.deployments += deployments.length;
-          checked.statefulSets += statefulSets.length;
-          checked.daemonSets += daemonSets.length;
-          for (const v of [...deployments.map(judgeDeployment), ...statefulSets.map(judgeStatefulSet), ...daemonSets.map(judgeDaemonSet)])
-            if (v) unhealthyOnes.push(v);
+        if (suspects.length > 0) {
+          calls.reads += suspects.length;
+          suspects = (await Promise.all(suspects.map((w) => rejudgeWorkload(kube, w)))).filter((w) => w !== undefined);
+        }
+        if (suspects.length === 0) {
+          calls.listings++;
+          const listed = await Promise.all(scopes.map((namespace) => judgeWorkloadsIn(kube, namespace, limit)));
+          checked = { deployments: 0, statefulSets: 0, daemonSets: 0 };
+          for (const l of listed) {
+            checked.deployments += l.checked.deployments;
+            checked.statefulSets += l.checked.statefulSets;
+            checked.daemonSets += l.checked.daemonSets;
+          }
+          suspects = listed.flatMap((l) => l.unhealthy);
         }
         return {
           cluster: input.cluster,
           namespaces: input.namespaces?.length ? input.namespaces : 'all',
           checked,
-          healthy: unhealthyOnes.length === 0,
-          unhealthy: unhealthyOnes,
+          healthy: suspects.length === 0,
+          unhealthy: suspects,
+          calls: { ...calls },
         };
       });
       if (!result.healthy && input.require) {

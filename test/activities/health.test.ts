@@ -202,6 +202,9 @@ describe('health activities against the simulated cluster', () => {
       ['Deployment default/web'],
     );
     assert.match(broken.unhealthy[0]?.reason ?? '', /\d\/2 replicas updated/);
+    // Waiting 2 s re-read web alone, every 0.5 s: the cluster was listed once.
+    assert.equal(broken.calls.listings, 1);
+    assert.ok(broken.calls.reads >= 2, `web read again while waiting: ${JSON.stringify(broken.calls)}`);
     assert.equal(
       (await health.checkWorkloads({ cluster: 'health', namespaces: ['kube-system'] })).healthy,
       true,
@@ -219,6 +222,11 @@ describe('health activities against the simulated cluster', () => {
     );
     const healed = await health.checkWorkloads({ cluster: 'health', require: true, waitSeconds: 60 });
     assert.equal(healed.healthy, true);
+    assert.deepEqual(healed.checked, { deployments: 1, statefulSets: 1, daemonSets: 2 }, 'the passing answer is a full listing');
+    assert.ok(
+      healed.calls.reads === 0 || healed.calls.listings >= 2,
+      `a pass after re-reads is confirmed by a listing: ${JSON.stringify(healed.calls)}`,
+    );
   });
 
   it('checkPodsOnNode names a pod that is not Ready on the node', async () => {
