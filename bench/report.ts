@@ -31,6 +31,8 @@ export interface RunResult {
   simUpSeconds: number;
   /** SSH connections the simulated hosts accepted during the run, per node and hop (the baseline: OpenSSH, one per command). */
   sshHandshakesPerNode?: number;
+  /** Commands the simulated hosts ran during the run, per node and hop (round trips). */
+  hostCommandsPerNode?: number;
   /** skewless only: Temporal history events. */
   events?: {
     parent: number;
@@ -41,7 +43,7 @@ export interface RunResult {
     perNode: number;
   };
   /** skewless only: the worker process while the upgrade ran. */
-  worker?: { peakRssMiB: number; cpuSeconds: number };
+  worker?: { peakRssMiB: number; cpuSeconds: number; nodeOptions?: string };
   /** skewless only: nodes that waited for an operator and were answered with retry by the bench (`node: why`). */
   operatorRetries?: string[];
   /** skewless only: where a node's time went (bench/node-breakdown.ts). */
@@ -165,12 +167,38 @@ export function goals(runs: RunResult[], cmp: Comparison[], drain: BenchResult['
       big
         .map(
           (r) =>
-            `${r.id}: parent ${r.events?.parentLargestRun} events in its largest run (${r.events?.parent} in ${r.events?.parentRuns} runs), worker ${r.worker?.peakRssMiB} MiB (${Math.round((r.worker?.peakRssMiB ?? 0) * 1.048576)} MB)`,
+            `${r.id}: parent ${r.events?.parentLargestRun} events in its largest run (${r.events?.parent} in ${r.events?.parentRuns} runs), worker ${r.worker?.peakRssMiB} MiB (${Math.round((r.worker?.peakRssMiB ?? 0) * 1.048576)} MB) with NODE_OPTIONS=${r.worker?.nodeOptions ?? '(none)'}`,
         )
         .join('; ') || 'not run (--with-1000)',
     met: big.length
       ? big.every((r) => (r.events?.parentLargestRun ?? Infinity) < 10_000 && (r.worker?.peakRssMiB ?? Infinity) * 1.048576 < 500)
       : null,
+  });
+  // Issue 22's goals: fewer and faster drains.
+  const b10 = runs.filter((r) => r.tool === 'skewless' && r.workers === 100 && r.batchSize === 10 && !r.workersEveryHop);
+  out.push({
+    goal: '100 workers in batches of 10: within 2× of the critical-path lower bound',
+    measured: b10.map((r) => `${r.id}: ${r.ratioToLowerBound}×`).join('; ') || 'not run',
+    met: b10.length ? b10.every((r) => r.ratioToLowerBound <= 2) : null,
+  });
+  const over100 = at100.filter((r) => !r.workersEveryHop);
+  out.push({
+    goal: 'overhead at most 0.5 s per node·hop at 100 workers',
+    measured: over100.map((r) => `${r.id}: ${r.overheadPerNodeSeconds} s`).join('; ') || 'not run',
+    met: over100.length ? over100.every((r) => r.overheadPerNodeSeconds <= 0.5) : null,
+  });
+  const windows = runs.filter((r) => r.tool === 'skewless' && !r.workersEveryHop && (r.nodes?.cordoned.workers ?? 0) > 0);
+  out.push({
+    goal: 'median cordoned window of a worker at most its drain + kubelet restart + 0.5 s',
+    measured: windows.map((r) => `${r.id}: +${r.nodes?.cordoned.workerBeyondDrainAndRestartMedianSeconds} s`).join('; ') || 'not run',
+    met: windows.length ? windows.every((r) => (r.nodes?.cordoned.workerBeyondDrainAndRestartMedianSeconds ?? Infinity) <= 0.5) : null,
+  });
+  out.push({
+    goal: '1,000 workers in batches of 100: within 8× of the lower bound, no node waiting for an operator',
+    measured:
+      big.map((r) => `${r.id}: ${r.ratioToLowerBound}×, ${r.operatorRetries?.length ?? 0} node(s) waited for an operator`).join('; ') ||
+      'not run (--with-1000)',
+    met: big.length ? big.every((r) => r.ratioToLowerBound <= 8 && (r.operatorRetries?.length ?? 0) === 0) : null,
   });
   out.push({
     goal: 'drain of 110 pods: evictions per second at least those of kubectl drain',
@@ -214,6 +242,8 @@ export function markdown(result: BenchResult): string {
   }
   const ssh = result.runs.filter((r) => r.sshHandshakesPerNode !== undefined);
   if (ssh.length) lines.push(`SSH handshakes per node and hop: ${ssh.map((r) => `${r.id} ${r.sshHandshakesPerNode}`).join(', ')}.`, '');
+  const cmds = result.runs.filter((r) => r.hostCommandsPerNode !== undefined);
+  if (cmds.length) lines.push(`Host commands per node and hop: ${cmds.map((r) => `${r.id} ${r.hostCommandsPerNode}`).join(', ')}.`, '');
   for (const f of result.failures) lines.push(`${f.id}: did not finish: ${f.error}`, '');
   const broken = result.runs.filter((r) => r.nodes?.nodeWorkflows);
   if (broken.length) {

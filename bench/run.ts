@@ -29,6 +29,7 @@ import { drainBench, drainDescriptionYaml } from './drain-bench.js';
 import { hostWaitSeconds, measuredLowerBoundSeconds, nominalLowerBoundSeconds } from './lower-bound.js';
 import { comparisons, goals, markdown, RESULT_SCHEMA, runResult, type BenchResult, type RunResult } from './report.js';
 import { nodeBreakdown } from './node-breakdown.js';
+import { productionNodeOptions } from './production-heap.js';
 import { runSkewless } from './skewless-run.js';
 import { assertUpgraded, freshCluster } from './world.js';
 
@@ -40,6 +41,7 @@ import { assertUpgraded, freshCluster } from './world.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = join(repoRoot, 'bin', 'skewless.js');
+const WORKER_NODE_OPTIONS = productionNodeOptions(join(repoRoot, 'Dockerfile'));
 
 export const benchHelp = `Usage: npm run bench -- [--sizes 10x20,100x20] [--hops 1,2] [--tools baseline,skewless-1,skewless-batched,skewless-every-hop]
                        [--with-1000] [--no-drain] [--quick] [--out DIR]
@@ -223,15 +225,15 @@ async function main(): Promise<number> {
             batchSize: run.batchSize,
           }),
         };
-        // SSH handshakes the hosts accepted during the run, per node and hop: what connection reuse saves.
-        const handshakesAtStart = sim.hosts.hosts.reduce((n, h) => n + sim.hosts.connectionsAccepted(h.name), 0);
-        const sshHandshakesPerNode = () =>
-          Math.round(
-            ((sim.hosts.hosts.reduce((n, h) => n + sim.hosts.connectionsAccepted(h.name), 0) - handshakesAtStart) /
-              (run.size.controlPlanes + run.size.workers) /
-              run.hops) *
-              10,
-          ) / 10;
+        // SSH handshakes the hosts accepted and commands they ran during the run, per node and hop: what
+        // connection reuse and fewer round trips save.
+        const perNodeHop = (count: (host: string) => number) => {
+          const total = () => sim.hosts.hosts.reduce((n, h) => n + count(h.name), 0);
+          const atStart = total();
+          return () => Math.round(((total() - atStart) / (run.size.controlPlanes + run.size.workers) / run.hops) * 10) / 10;
+        };
+        const sshHandshakesPerNode = perNodeHop((host) => sim.hosts.connectionsAccepted(host));
+        const hostCommandsPerNode = perNodeHop((host) => sim.hosts.commandLog(host).length);
         /** The bound from this run's own host command log (after the run). */
         const measuredBound = () =>
           measuredLowerBoundSeconds({
@@ -257,6 +259,7 @@ async function main(): Promise<number> {
               wallSeconds: b.wallSeconds,
               timeline: svg,
               sshHandshakesPerNode: sshHandshakesPerNode(),
+              hostCommandsPerNode: hostCommandsPerNode(),
             }),
           );
         } else {
@@ -269,6 +272,7 @@ async function main(): Promise<number> {
             to: target,
             batchSize: run.batchSize,
             label: id,
+            nodeOptions: WORKER_NODE_OPTIONS,
             ...(run.workersEveryHop ? { workersEveryHop: true } : {}),
           });
           await assertUpgraded(sim, target, id);
@@ -291,6 +295,7 @@ async function main(): Promise<number> {
               timeline: svg,
               operatorRetries: s.retries,
               sshHandshakesPerNode: sshHandshakesPerNode(),
+              hostCommandsPerNode: hostCommandsPerNode(),
               nodes: nodeBreakdown(s.runs),
               events: { ...s.events, perNode: Math.round(((s.events.parent + s.events.nodeWorkflowEvents) / nodes / run.hops) * 10) / 10 },
             }),

@@ -17,7 +17,7 @@ import { upgradeWorkflowId } from '../contracts/workflow-ids.js';
 
 export interface SkewlessOutcome {
   wallSeconds: number;
-  worker: { peakRssMiB: number; cpuSeconds: number };
+  worker: { peakRssMiB: number; cpuSeconds: number; nodeOptions: string };
   events: { parent: number; parentRuns: number; parentLargestRun: number; nodeWorkflows: number; nodeWorkflowEvents: number };
   /** Blocked nodes the bench answered with retry (it has no operator): `node: why`. */
   retries: string[];
@@ -61,6 +61,8 @@ export interface SkewlessRunOptions {
   to: string;
   batchSize: number;
   label: string;
+  /** The worker's NODE_OPTIONS: the production image's (bench/production-heap.ts). */
+  nodeOptions: string;
   /** --workers-every-hop: the plan before issue 22, for the side-by-side comparison. */
   workersEveryHop?: boolean;
 }
@@ -73,6 +75,7 @@ export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcom
     TEMPORAL_ADDRESS: o.temporal.address,
     TEMPORAL_NAMESPACE: o.temporal.namespace,
     SKEWLESS_TASK_QUEUE: taskQueue,
+    NODE_OPTIONS: o.nodeOptions,
   };
   let ready!: () => void;
   const polling = new Promise<void>((res) => (ready = res));
@@ -125,7 +128,7 @@ export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcom
     const count = (runs: RunHistory[]) => runs.reduce((n, r) => n + r.events.length, 0);
     return {
       wallSeconds,
-      worker: usage,
+      worker: { ...usage, nodeOptions: o.nodeOptions },
       events: {
         parent: count(history.parent),
         parentRuns: history.parent.length,

@@ -64,7 +64,7 @@ describe('where a node workflow spent its time (bench/node-breakdown.ts)', () =>
       nodeWorkflows: 0,
       activities: {},
       perNode: { spanSeconds: 0, queueSeconds: 0, betweenStepsSeconds: 0 },
-      cordoned: { nodes: 0, medianSeconds: 0, maxSeconds: 0, open: 0 },
+      cordoned: { nodes: 0, medianSeconds: 0, maxSeconds: 0, open: 0, workers: 0, workerBeyondDrainAndRestartMedianSeconds: 0 },
     });
   });
 
@@ -101,7 +101,17 @@ describe('where a node workflow spent its time (bench/node-breakdown.ts)', () =>
       const uncordon = s.find((x) => x.name === 'uncordonNode')!;
       const b = nodeBreakdown([...runs.slice(0, 1), { workflowId: id, runId: 'w', events: historyFromJSON(h).events ?? [] }]);
       const seconds = Number(((uncordon.end - cordon.start) / 1000).toFixed(3));
-      assert.deepEqual(b.cordoned, { nodes: 1, medianSeconds: seconds, maxSeconds: seconds, open: 0 });
+      // A worker's window beyond its drain and kubelet restart: the rest of what it did while out of service.
+      const needed = s.filter((x) => x.name === 'drainNode' || x.name === 'restartKubelet').reduce((n, x) => n + x.end - x.start, 0);
+      const beyond = Number(((uncordon.end - cordon.start - needed) / 1000).toFixed(3));
+      assert.deepEqual(b.cordoned, {
+        nodes: 1,
+        medianSeconds: seconds,
+        maxSeconds: seconds,
+        open: 0,
+        workers: 1,
+        workerBeyondDrainAndRestartMedianSeconds: beyond,
+      });
       assert.deepEqual(
         s.filter((x) => x.start > cordon.end && x.end < uncordon.start).map((x) => x.name),
         inside,
