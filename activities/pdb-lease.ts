@@ -65,6 +65,8 @@ export class PdbLease {
   /** Resolves once this holder has the Lease, renewed when a third of it has passed. API errors propagate. */
   async acquire(signal?: AbortSignal): Promise<void> {
     if (this.held && Date.now() - this.held.at < (this.seconds * 1000) / 3) return;
+    // Mostly no Lease exists (they are given back when idle): create it first, read only when that conflicts.
+    if (!this.held && (await this.write(() => this.api.createNamespacedLease({ namespace: this.namespace, body: this.record() })))) return;
     for (;;) {
       signal?.throwIfAborted();
       const current = await this.read();
