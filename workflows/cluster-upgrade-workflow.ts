@@ -210,6 +210,7 @@ class UpgradeRun {
       from: full.from,
       hops: full.hops,
       policy,
+      ...(this.plan.workerHops ? { workerHops: this.plan.workerHops } : {}),
       ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
     });
     // The alert gate fails closed: a Prometheus it cannot ask now would hold the first phase for good.

@@ -48,7 +48,7 @@ export async function planClusterWorkflow(input: PlanClusterInput): Promise<Plan
   const barePods = inventory.barePods ?? [];
   const readiness =
     patched(PATCH.readinessFindings) && plan.hops.length > 0
-      ? await a.readinessReport({ cluster, from: plan.from, hops: plan.hops })
+      ? await a.readinessReport({ cluster, from: plan.from, hops: plan.hops, policy, workerHops: plan.workerHops })
       : undefined;
   return {
     plan,

@@ -4,7 +4,16 @@
 // Read-only. The drain's options come from the cluster configuration, its timeout from the policy.
 import type { V1MutatingWebhook, V1Pod, V1ValidatingWebhook } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/activity';
-import { planRollout, RuleError, selectorMatches, type LabelSelector, type PlanNode, type RolloutPolicy } from '../../rules/index.js';
+import {
+  movesAtHop,
+  planRollout,
+  RuleError,
+  selectorMatches,
+  type LabelSelector,
+  type PlanNode,
+  type RolloutPolicy,
+  type WorkerHops,
+} from '../../rules/index.js';
 import type { ReadinessFinding } from '../../rules/readiness/finding.js';
 import {
   predictDrainBlocks,
@@ -22,6 +31,13 @@ export interface DrainPredictionsInput {
   cluster: string;
   /** The hop these drains belong to (`1.34`). */
   hop: string;
+  /**
+   * Every hop of the run, with the hops each worker moves at (the plan's `workerHops`; absent: every
+   * worker at every hop): a node's drains are predicted at the first hop that drains it, so a worker
+   * that moves once is named at the hop it moves in. Without `hops`, `hop` alone.
+   */
+  hops?: string[];
+  workerHops?: WorkerHops;
   /** The rollout's policy (canary, batchSize, maxUnavailable, order…): the phases are planned from it as the upgrade plans them. */
   policy?: RolloutPolicy;
   /** The policy's drainTimeoutSeconds; default: the cluster configuration's drain.timeoutSeconds. */
@@ -145,18 +161,32 @@ export async function findDrainBlocks(access: ClusterAccess, input: DrainPredict
   for (const c of validating?.items ?? []) add('validating', c.metadata?.name ?? '', c.webhooks);
   for (const c of mutating?.items ?? []) add('mutating', c.metadata?.name ?? '', c.webhooks);
 
-  const findings = predictDrainBlocks({
-    hop: input.hop,
-    phases,
-    pods: predictionPods,
-    pdbs: predictionPdbs,
-    webhooks,
-    drain: {
-      ignoreDaemonSets: config.drain.ignoreDaemonSets,
-      deleteEmptyDirData: config.drain.deleteEmptyDirData,
-      timeoutSeconds: input.drainTimeoutSeconds ?? config.drain.timeoutSeconds,
-    },
-  });
+  const drain = {
+    ignoreDaemonSets: config.drain.ignoreDaemonSets,
+    deleteEmptyDirData: config.drain.deleteEmptyDirData,
+    timeoutSeconds: input.drainTimeoutSeconds ?? config.drain.timeoutSeconds,
+  };
+  // The phases keep their names at every hop (the upgrade plans them once); at each hop they hold the
+  // nodes that move there: control planes always, workers at their moves. A drain is named once, at the
+  // first hop that makes it.
+  const controlPlanes = new Set(
+    nodes
+      .map(nodeFacts)
+      .filter((n) => n.role === 'control-plane')
+      .map((n) => n.name),
+  );
+  const named = new Set<string>();
+  const findings: ReadinessFinding[] = [];
+  for (const hop of input.hops?.length ? input.hops : [input.hop]) {
+    const moving = (node: string) => controlPlanes.has(node) || movesAtHop(input.workerHops, node, hop);
+    const hopPhases = phases.map((phase) => ({ ...phase, nodes: phase.nodes.filter(moving) }));
+    for (const f of predictDrainBlocks({ hop, phases: hopPhases, pods: predictionPods, pdbs: predictionPdbs, webhooks, drain })) {
+      const key = `${f.ack} ${f.node ?? ''}`;
+      if (named.has(key)) continue;
+      named.add(key);
+      findings.push(f);
+    }
+  }
   return { findings, problems };
 }
 

@@ -7,7 +7,7 @@ import { removedApiFindingsForHops } from '../../rules/readiness/removed-apis.js
 import type { ClusterResolver } from '../cluster-access.js';
 import { cancellationSignal } from '../health-poll.js';
 import { invalid, shown } from '../host-commands.js';
-import type { RolloutPolicy } from '../../rules/index.js';
+import type { RolloutPolicy, WorkerHops } from '../../rules/index.js';
 import { findDrainBlocks } from './drain-predictions.js';
 import { findHopPrerequisites } from './hop-prerequisites.js';
 import { collectRemovedApiUsage } from './removed-api-usage.js';
@@ -26,6 +26,8 @@ export interface ReadinessInput {
   hops: string[];
   /** The rollout's policy, so the drains predicted to block are named with the phases the upgrade will have. */
   policy?: RolloutPolicy;
+  /** The hops each worker moves at (the plan's `workerHops`; absent: every hop), so a drain is named at the hop that makes it. */
+  workerHops?: WorkerHops;
   drainTimeoutSeconds?: number;
   /** How long the run may take (certificates must outlive it); default a day per hop. */
   runSeconds?: number;
@@ -77,6 +79,8 @@ export function createReadinessActivities({ clusters }: { clusters: ClusterResol
           ? findDrainBlocks(access, {
               cluster: input.cluster,
               hop: input.hops[0] as string,
+              hops: input.hops,
+              ...(input.workerHops ? { workerHops: input.workerHops } : {}),
               ...(input.policy ? { policy: input.policy } : {}),
               ...(input.drainTimeoutSeconds ? { drainTimeoutSeconds: input.drainTimeoutSeconds } : {}),
             })

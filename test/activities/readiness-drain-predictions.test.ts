@@ -129,6 +129,32 @@ describe('drains that will block, predicted on the simulated cluster (read-only,
     assert.ok(!longer.findings.some((f) => f.pod === `default/${slow?.metadata?.name}`));
   });
 
+  it('two hops: a worker that moves once is named at the hop it moves in, once; with every hop, at the first', async () => {
+    const [solo] = await podsOf('solo');
+    const pod = `default/${solo?.metadata?.name}`;
+    const node = solo?.spec?.nodeName ?? '';
+    const hops = ['1.33', '1.34'];
+    const workerHops = { 'worker-1': ['1.34'], 'worker-2': ['1.34'], 'worker-3': ['1.34'] };
+    const once = await acts.predictBlockingDrains({ cluster, hop: '1.33', hops, workerHops, policy: POLICY, drainTimeoutSeconds: 120 });
+    const about = once.findings.filter((f) => f.pod === pod);
+    assert.deepEqual(
+      about.map((f) => `${f.hop} ${f.node} ${f.phase}`),
+      [`1.34 ${node} ${stageOf[node]}`],
+    );
+    assert.match(about[0]?.what ?? '', new RegExp(`drain of ${node} in phase ${stageOf[node]} of the 1\\.34 hop`));
+    assert.ok(
+      once.findings.every((f) => f.hop === '1.34'),
+      `nothing is drained at 1.33 but the control plane, which runs no such pod: ${JSON.stringify(once.findings.map((f) => [f.hop, f.node]))}`,
+    );
+    // Every worker at every hop: named at the first hop only, not again at the second.
+    const every = await acts.predictBlockingDrains({ cluster, hop: '1.33', hops, policy: POLICY, drainTimeoutSeconds: 120 });
+    assert.deepEqual(
+      every.findings.filter((f) => f.pod === pod).map((f) => f.hop),
+      ['1.33'],
+    );
+    assert.equal(every.findings.length, once.findings.length, 'the same drains, at another hop');
+  });
+
   it('bad policy: a one-line Invalid failure, never retried', async () => {
     await assert.rejects(
       acts.predictBlockingDrains({ cluster, hop: '1.33', policy: { maxUnavailable: 'lots' } }),
