@@ -42,6 +42,9 @@ function versionText(version: unknown): string {
 }
 const list = (items: string[], max = 10) => items.slice(0, max).join('; ') + (items.length > max ? `; and ${items.length - max} more` : '');
 
+/** Most unhealthy workloads a waiting check reads again by name; beyond it, it lists again. */
+const MAX_REREADS = 50;
+
 /** Lists a namespace's (or every namespace's) Deployments, StatefulSets and DaemonSets and judges each. */
 async function judgeWorkloadsIn(kube: KubeApi, namespace: string | undefined, limit: number) {
   const where = namespace ?? 'all namespaces';
@@ -177,11 +180,12 @@ export function createHealthActivities(deps: { clusters: ClusterResolver; pageSi
       let checked = { deployments: 0, statefulSets: 0, daemonSets: 0 };
       let suspects: UnhealthyWorkload[] = [];
       const result = await pollUntilHealthy('workloads', waitSecondsOf(input), async () => {
-        if (suspects.length > 0) {
+        // Many suspects: one listing is cheaper than as many reads.
+        if (suspects.length > 0 && suspects.length <= MAX_REREADS) {
           calls.reads += suspects.length;
           suspects = (await Promise.all(suspects.map((w) => rejudgeWorkload(kube, w)))).filter((w) => w !== undefined);
         }
-        if (suspects.length === 0) {
+        if (suspects.length === 0 || suspects.length > MAX_REREADS) {
           calls.listings++;
           const listed = await Promise.all(scopes.map((namespace) => judgeWorkloadsIn(kube, namespace, limit)));
           checked = { deployments: 0, statefulSets: 0, daemonSets: 0 };
