@@ -29,10 +29,6 @@ RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
-# The worker's V8 heap: 256 MiB of old generation. A 1,000-node upgrade keeps under 100 MiB of it live
-# (docs/benchmark.md); without a limit Node sizes the heap from the host's memory (~4 GB on 24 GiB) and
-# lets garbage grow to hundreds of MiB before collecting. `npm run bench` runs its worker with this line.
-ENV NODE_OPTIONS="--max-old-space-size=256"
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force

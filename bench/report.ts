@@ -167,7 +167,7 @@ export function goals(runs: RunResult[], cmp: Comparison[], drain: BenchResult['
       big
         .map(
           (r) =>
-            `${r.id}: parent ${r.events?.parentLargestRun} events in its largest run (${r.events?.parent} in ${r.events?.parentRuns} runs), worker ${r.worker?.peakRssMiB} MiB (${Math.round((r.worker?.peakRssMiB ?? 0) * 1.048576)} MB) with NODE_OPTIONS=${r.worker?.nodeOptions ?? '(none)'}`,
+            `${r.id}: parent ${r.events?.parentLargestRun} events in its largest run (${r.events?.parent} in ${r.events?.parentRuns} runs), worker ${r.worker?.peakRssMiB} MiB (${Math.round((r.worker?.peakRssMiB ?? 0) * 1.048576)} MB) with NODE_OPTIONS=${r.worker?.nodeOptions || '(none)'}`,
         )
         .join('; ') || 'not run (--with-1000)',
     met: big.length

@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { productionNodeOptions } from '../../bench/production-heap.js';
-import { repoRoot } from '../helpers/run-cli.js';
 
 describe("the bench's worker heap is the production image's", () => {
   const dir = mkdtempSync(join(tmpdir(), 'skewless-heap-'));
@@ -15,15 +14,9 @@ describe("the bench's worker heap is the production image's", () => {
     return path;
   };
 
-  it("reads the Dockerfile's ENV NODE_OPTIONS: the old generation is capped", () => {
-    const options = productionNodeOptions(join(repoRoot, 'Dockerfile'));
-    const mib = Number(/--max-old-space-size=(\d+)/.exec(options)?.[1]);
-    assert.ok(mib >= 128 && mib <= 1024, `a heap limit sized for the worker: ${options}`);
-  });
-
-  it('takes the value quoted or not, and refuses a Dockerfile without it in one line', () => {
+  it("reads the Dockerfile's ENV NODE_OPTIONS, quoted or not; none set is empty", () => {
     assert.equal(productionNodeOptions(dockerfile('FROM x\nENV NODE_OPTIONS="--max-old-space-size=300"\n')), '--max-old-space-size=300');
     assert.equal(productionNodeOptions(dockerfile('FROM x\nENV NODE_OPTIONS=--max-old-space-size=200\n')), '--max-old-space-size=200');
-    assert.throws(() => productionNodeOptions(dockerfile('FROM x\nENV NODE_ENV=production\n')), /sets no ENV NODE_OPTIONS/);
+    assert.equal(productionNodeOptions(dockerfile('FROM x\nENV NODE_ENV=production\n')), '');
   });
 });
