@@ -181,6 +181,22 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
     }
   });
 
+  /** A Deployment and a StatefulSet that cannot roll out: a waiting checkWorkloads reads them again by name (get). */
+  async function waitingCheckReadsByName(): Promise<void> {
+    const nowhere = { 'skewless.test/nowhere': 'true' };
+    const d = workloadObjects({ kind: 'Deployment', name: 'stuck-d', namespace: 'default', replicas: 1 }).deployment!;
+    const st = workloadObjects({ kind: 'StatefulSet', name: 'stuck-s', namespace: 'default', replicas: 1 }).statefulSet!;
+    d.spec!.template.spec!.nodeSelector = nowhere;
+    st.spec!.template.spec!.nodeSelector = nowhere;
+    await tc.kube.apps.createNamespacedDeployment({ namespace: 'default', body: d });
+    await tc.kube.apps.createNamespacedStatefulSet({ namespace: 'default', body: st });
+    const waited = await acts.checkWorkloads({ cluster, waitSeconds: 1.5 });
+    assert.deepEqual(waited.unhealthy.map((w) => `${w.kind} ${w.name}`).sort(), ['Deployment stuck-d', 'StatefulSet stuck-s']);
+    assert.ok(waited.calls.reads >= 2 && waited.calls.listings === 1, JSON.stringify(waited.calls));
+    await tc.kube.apps.deleteNamespacedDeployment({ name: 'stuck-d', namespace: 'default' });
+    await tc.kube.apps.deleteNamespacedStatefulSet({ name: 'stuck-s', namespace: 'default' });
+  }
+
   /** Every activity at least once, in an upgrade's order, as the worker (cp-1 and worker-1 to 1.33.7). */
   async function upgradeOneOfEach(): Promise<void> {
     await acts.describeWorker();
@@ -190,6 +206,7 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
     await acts.checkApiserver({ cluster });
     await acts.checkWorkloads({ cluster, require: true, waitSeconds: 60 });
     await acts.checkWorkloads({ cluster, namespaces: ['default', 'kube-system'], require: true });
+    await waitingCheckReadsByName();
     await acts.runProbes({ cluster, require: true });
     // Readiness before the hop (issue 21): /metrics and the CRDs, read-only.
     const readiness = await acts.readinessReport({ cluster, from: '1.32.4', hops: [V] });
