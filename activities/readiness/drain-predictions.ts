@@ -97,9 +97,9 @@ export async function findDrainBlocks(access: ClusterAccess, input: DrainPredict
   ]);
   if (!kube.admission) problems.push('admission webhook configurations not read: this API client has no admissionregistration group');
 
+  const planNodes: PlanNode[] = nodes.map(nodeFacts).map((n) => ({ name: n.name, role: n.role }));
   let phases;
   try {
-    const planNodes: PlanNode[] = nodes.map(nodeFacts).map((n) => ({ name: n.name, role: n.role }));
     phases = planRollout(planNodes, input.policy ?? {}).phases;
   } catch (err) {
     if (!(err instanceof RuleError)) throw err;
@@ -169,12 +169,7 @@ export async function findDrainBlocks(access: ClusterAccess, input: DrainPredict
   // The phases keep their names at every hop (the upgrade plans them once); at each hop they hold the
   // nodes that move there: control planes always, workers at their moves. A drain is named once, at the
   // first hop that makes it.
-  const controlPlanes = new Set(
-    nodes
-      .map(nodeFacts)
-      .filter((n) => n.role === 'control-plane')
-      .map((n) => n.name),
-  );
+  const controlPlanes = new Set(planNodes.filter((n) => n.role === 'control-plane').map((n) => n.name));
   const named = new Set<string>();
   const findings: ReadinessFinding[] = [];
   for (const hop of input.hops?.length ? input.hops : [input.hop]) {
