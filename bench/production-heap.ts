@@ -4,11 +4,9 @@ import { readFileSync } from 'node:fs';
  * The worker's NODE_OPTIONS as the production image sets them (the Dockerfile's `ENV NODE_OPTIONS=…`;
  * empty when it sets none), so the benchmark's worker has the heap an operator's worker has.
  *
- * The image sets none for now: with `--max-old-space-size=256` the 1,000-node run stopped after 102 nodes.
- * The SDK sizes its default workflow cache from the heap limit (about 50 workflows at 256 MiB), a batch of
- * 100 node workflows evicted the upgrade's own workflow, and a status query that reached it while it was
- * replayed made the SDK refuse the completion ("legacy query response along with other commands") and shut
- * the worker down. A heap limit needs `maxCachedWorkflows` set with it (docs/benchmark.md).
+ * A heap limit needs the workflow cache set with it: the SDK sizes its default cache from the limit (about
+ * 50 workflows at 256 MiB), and a batch of 100 node workflows evicted the upgrade's own workflow, which then
+ * shut the worker down (worker/create-worker.ts WORKFLOW_CACHE_SIZE).
  */
 export function productionNodeOptions(dockerfile: string): string {
   const text = readFileSync(dockerfile, 'utf8');

@@ -37,6 +37,15 @@ export const SHUTDOWN_GRACE_SECONDS = 30;
  */
 const HEARTBEAT_EVERY = '5 seconds';
 
+/**
+ * Workflows a worker keeps in memory between their tasks. The SDK's default follows V8's heap limit
+ * (about 50 workflows at `--max-old-space-size=256`), and a batch of 100 node workflows then evicted
+ * the upgrade's own workflow: a status query that reached it while it was replayed made the SDK shut
+ * the worker down ("legacy query response along with other commands", sdk-core issue 390). Set above
+ * the largest batch, with room for a fleet's clusters; a running node workflow holds well under 1 MiB.
+ */
+export const WORKFLOW_CACHE_SIZE = 600;
+
 /** A bundle the caller built, else the build's (when no plugin changes what is bundled), else bundle now. */
 function workflowCode(options: SkewlessWorkerOptions): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
   if (options.workflowBundle) return { workflowBundle: options.workflowBundle };
@@ -52,7 +61,7 @@ export async function createSkewlessWorker(options: SkewlessWorkerOptions): Prom
     maxHeartbeatThrottleInterval: HEARTBEAT_EVERY,
     activities: createActivities(options.deps),
     ...workflowCode(options),
-    ...(options.maxCachedWorkflows === undefined ? {} : { maxCachedWorkflows: options.maxCachedWorkflows }),
+    maxCachedWorkflows: options.maxCachedWorkflows ?? WORKFLOW_CACHE_SIZE,
     ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
     ...(options.plugins?.length ? { plugins: options.plugins } : {}),
     ...(options.shutdownGraceTime === undefined ? {} : { shutdownGraceTime: options.shutdownGraceTime }),

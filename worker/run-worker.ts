@@ -14,6 +14,7 @@ import {
 } from './config.js';
 import { createSkewlessWorker, SHUTDOWN_GRACE_SECONDS } from './create-worker.js';
 import { payloadCodec, workerDataConverter } from './payload-codec.js';
+import { watchForStalledShutdown } from './shutdown-watch.js';
 
 /**
  * Checks the clusters directory before anything connects: it exists, holds at least one
@@ -65,6 +66,9 @@ export function checkClustersDir(dir: string): string[] {
  */
 export const WORKER_SSH_IDLE_MS = 30_000;
 
+/** A shutdown nobody asked for gets the grace of an asked one and this much more before the process gives up on it. */
+const STALL_MARGIN_SECONDS = 30;
+
 export interface RunWorkerOptions {
   connection: ConnectionSettings;
   taskQueue: string;
@@ -109,17 +113,29 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       shutdownGraceTime: SHUTDOWN_GRACE_SECONDS * 1000,
       ...(tracing ? { plugins: [tracing.plugin] } : {}),
     });
-    const stopping = (signal: string) =>
+    let asked = false;
+    const stopping = (signal: string) => {
+      asked = true;
       options.log(`skewless worker: ${signal}, finishing the tasks in flight (up to ${SHUTDOWN_GRACE_SECONDS} s, then cancelling them)`);
+    };
     process.once('SIGINT', stopping).once('SIGTERM', stopping);
     const encryption = codec.encrypting ? `; payloads encrypted with key ${codec.encrypting.id}` : '';
     const telemetry = `${metricsAddress ? `; metrics on http://${metricsAddress}/metrics` : ''}${otlpEndpoint ? '; traces to the OTLP endpoint' : ''}`;
     options.log(
       `skewless worker: task queue ${options.taskQueue} on ${describeConnection(options.connection)}${encryption}; clusters ${clusters.join(', ')} from ${options.clustersDir}${telemetry}`,
     );
+    const graceSeconds = SHUTDOWN_GRACE_SECONDS + STALL_MARGIN_SECONDS;
+    const watch = watchForStalledShutdown(worker, { asked: () => asked, graceMs: graceSeconds * 1000 });
+    void watch.stalled.then((state) => {
+      // The stuck native worker would keep this process alive: exit, so that the supervisor
+      // (compose's restart: unless-stopped) starts a fresh worker that replays the upgrades.
+      options.log(`skewless worker: the SDK shut the worker down on its own and it is still ${state} after ${graceSeconds} s; exiting with status 1`);
+      process.exit(1);
+    });
     try {
       await worker.run();
     } finally {
+      watch.stop();
       process.off('SIGINT', stopping).off('SIGTERM', stopping);
     }
     options.log('skewless worker: stopped');

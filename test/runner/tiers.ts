@@ -57,6 +57,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/client/audit-trail.test.ts',
       'test/contracts/workflow-ids.test.ts',
       'test/client/connection-options.test.ts',
+      'test/worker/shutdown-watch.test.ts',
       'test/client/plan-target-expression.test.ts',
       'test/client/readiness-render.test.ts',
       'test/client/start-and-follow.test.ts',
