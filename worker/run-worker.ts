@@ -129,7 +129,9 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     void watch.stalled.then((state) => {
       // The stuck native worker would keep this process alive: exit, so that the supervisor
       // (compose's restart: unless-stopped) starts a fresh worker that replays the upgrades.
-      options.log(`skewless worker: the SDK shut the worker down on its own and it is still ${state} after ${graceSeconds} s; exiting with status 1`);
+      options.log(
+        `skewless worker: the SDK shut the worker down on its own and it is still ${state} after ${graceSeconds} s; exiting with status 1`,
+      );
       process.exit(1);
     });
     try {
