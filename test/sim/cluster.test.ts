@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { kubeApiFromFile } from '../../activities/kube-api.js';
 import { writesIn } from '../../sim/cluster/audit-log.js';
-import { mergePatch, statusOf } from '../../sim/cluster/kube-clients.js';
+import { mergePatch, statusOf, strategicMergePatch } from '../../sim/cluster/kube-clients.js';
 import { WORKER_USER } from '../../sim/cluster/pki.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { parseDescription } from '../../sim/description.js';
@@ -137,6 +137,7 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
     await sim.kube.core.patchNode({ name: node, body: { spec: { unschedulable: false } } }, mergePatch);
   });
 
+  let kubeletRestartedAt = 0;
   it('a kubelet restart over SSH goes NotReady, then reports the installed kubelet version', async () => {
     const install = await sshExec(sim.endpoints, 'worker-1', 'sudo apt-mark unhold kubelet && sudo apt-get install -y kubelet=1.32.9-1.1');
     assert.equal(install.code, 0, install.stderr);
@@ -168,6 +169,7 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
       100,
     );
     assert.match((await sshExec(sim.endpoints, 'worker-1', 'kubelet --version')).stdout, /Kubernetes v1\.32\.9/);
+    kubeletRestartedAt = Date.now();
   });
 
   it('kubeadm upgrade apply over SSH refuses to skip a minor, then moves the mirror pods; upgrade node on the last control plane moves kube-proxy', async () => {
@@ -240,5 +242,27 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
 
     sim.hosts.setFault('worker-2', { kind: 'rotateHostKey' });
     await assert.rejects(sshExec(sim.endpoints, 'worker-2', 'true'), /verification|Handshake/i);
+  });
+
+  it("a pod the node controller marks not Ready late, after the kubelet's restart, is Ready again at the kubelet's next status sync", async () => {
+    assert.ok(kubeletRestartedAt > 0, 'the kubelet restart above ran');
+    // Past the reports right after the start (at 1,000 nodes the node controller's mark came 45 s late).
+    await new Promise((r) => setTimeout(r, Math.max(0, kubeletRestartedAt + 35_000 - Date.now())));
+    const isReady = (p: { status?: { conditions?: { type: string; status: string }[] } }) =>
+      p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+    const [pod] = (
+      await sim.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=agent', fieldSelector: 'spec.nodeName=worker-1' })
+    ).items;
+    const name = pod?.metadata?.name as string;
+    assert.ok(pod && isReady(pod), 'the DaemonSet pod on worker-1 is Ready before the mark');
+    const conditions = [{ type: 'Ready', status: 'False', lastTransitionTime: new Date().toISOString() }];
+    await sim.kube.core.patchNamespacedPodStatus({ name, namespace: 'default', body: { status: { conditions } } }, strategicMergePatch);
+    assert.equal(isReady(await sim.kube.core.readNamespacedPod({ name, namespace: 'default' })), false, 'marked not Ready');
+    await waitFor(
+      `${name} Ready again`,
+      async () => isReady(await sim.kube.core.readNamespacedPod({ name, namespace: 'default' })),
+      15_000,
+      250,
+    );
   });
 });
