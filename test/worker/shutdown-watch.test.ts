@@ -3,30 +3,31 @@ import { describe, it } from 'node:test';
 import type { State } from '@temporalio/worker';
 import { watchForStalledShutdown } from '../../worker/shutdown-watch.js';
 
-/** A worker whose state the test sets, and a clock the test moves. */
-function fakeWorker(initial: State) {
-  const worker = { state: initial, getState: () => worker.state };
-  return worker;
+/** A watch over a worker whose state the test sets, on a clock the test moves; `reported` is what it resolved with. */
+function watched(initial: State, o: { asked: boolean; graceMs: number }) {
+  const t = { state: initial, clock: 0, reported: undefined as State | undefined };
+  const watch = watchForStalledShutdown(
+    { getState: () => t.state },
+    { asked: () => o.asked, graceMs: o.graceMs, pollMs: 2, now: () => t.clock },
+  );
+  void watch.stalled.then((state) => (t.reported = state));
+  return { t, stop: watch.stop };
 }
 
 const settle = (ms = 30) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('the watch for a shutdown nobody asked for', () => {
   it('reports a worker that left RUNNING on its own and is still draining after the grace', async () => {
-    const worker = fakeWorker('RUNNING');
-    let clock = 0;
-    const watch = watchForStalledShutdown(worker, { asked: () => false, graceMs: 1000, pollMs: 2, now: () => clock });
-    let reported: State | undefined;
-    void watch.stalled.then((state) => (reported = state));
-    worker.state = 'DRAINING';
+    const { t, stop } = watched('RUNNING', { asked: false, graceMs: 1000 });
+    t.state = 'DRAINING';
     await settle();
-    clock = 999;
+    t.clock = 999;
     await settle();
-    assert.equal(reported, undefined, 'within the grace it waits');
-    clock = 1000;
+    assert.equal(t.reported, undefined, 'within the grace it waits');
+    t.clock = 1000;
     await settle();
-    assert.equal(reported, 'DRAINING');
-    watch.stop();
+    assert.equal(t.reported, 'DRAINING');
+    stop();
   });
 
   it('leaves alone a shutdown the process asked for, and one that finishes', async () => {
@@ -34,37 +35,29 @@ describe('the watch for a shutdown nobody asked for', () => {
       [true, 'DRAINING'],
       [false, 'STOPPED'],
     ] as const) {
-      const worker = fakeWorker('RUNNING');
-      let clock = 0;
-      const watch = watchForStalledShutdown(worker, { asked: () => asked, graceMs: 10, pollMs: 2, now: () => clock });
-      let reported: State | undefined;
-      void watch.stalled.then((state) => (reported = state));
-      worker.state = 'DRAINING';
+      const { t, stop } = watched('RUNNING', { asked, graceMs: 10 });
+      t.state = 'DRAINING';
       await settle();
-      worker.state = last;
-      clock = 10_000;
+      t.state = last;
+      t.clock = 10_000;
       await settle();
-      assert.equal(reported, undefined, `asked ${asked}, ended ${last}`);
-      watch.stop();
+      assert.equal(t.reported, undefined, `asked ${asked}, ended ${last}`);
+      stop();
     }
   });
 
   it('does not count the time before the worker started running', async () => {
-    const worker = fakeWorker('INITIALIZED');
-    let clock = 0;
-    const watch = watchForStalledShutdown(worker, { asked: () => false, graceMs: 100, pollMs: 2, now: () => clock });
-    let reported: State | undefined;
-    void watch.stalled.then((state) => (reported = state));
-    clock = 5000;
+    const { t, stop } = watched('INITIALIZED', { asked: false, graceMs: 100 });
+    t.clock = 5000;
     await settle();
-    worker.state = 'RUNNING';
+    t.state = 'RUNNING';
     await settle();
-    worker.state = 'STOPPING';
+    t.state = 'STOPPING';
     await settle();
-    assert.equal(reported, undefined, 'the grace starts when it leaves RUNNING');
-    clock = 5100;
+    assert.equal(t.reported, undefined, 'the grace starts when it leaves RUNNING');
+    t.clock = 5100;
     await settle();
-    assert.equal(reported, 'STOPPING');
-    watch.stop();
+    assert.equal(t.reported, 'STOPPING');
+    stop();
   });
 });
