@@ -4,6 +4,7 @@ import { readAuditEvents, type AuditEvent } from './cluster/audit-log.js';
 import { ensureSimBinaries, type SimBinaries } from './cluster/binaries.js';
 import { startControlPlane, type ControlPlane } from './cluster/control-plane.js';
 import { kubeClients, type KubeClients } from './cluster/kube-clients.js';
+import { startKubeletStatusSync } from './cluster/kubelet-status-sync.js';
 import { kubeEffects } from './cluster/kube-effects.js';
 import { WORKER_USER } from './cluster/pki.js';
 import { populateCluster } from './cluster/populate.js';
@@ -185,10 +186,12 @@ export async function startSimulation(description: SimDescription, options: Simu
   let hosts: HostSimulator | undefined;
   let machines: SimMachines | undefined;
   let kubeadmHosts: RealKubeadmHosts | undefined;
+  let statusSync: { stop(): void } | undefined;
   try {
     const kube = kubeClients(controlPlane.kubeconfig);
     await grantWorker(kube);
     await populateCluster(kube, description, options.timeoutMs);
+    statusSync = startKubeletStatusSync(controlPlane.kubeconfig, kube);
     const recorder = recordVersions(kubeEffects(kube), kube, stateDir, liveComponents(controlPlane));
     await recorder.record('initial');
     const staticPods = staticPodModel(controlPlane, controlPlaneNodes, {
@@ -293,6 +296,7 @@ export async function startSimulation(description: SimDescription, options: Simu
         await running.stop();
         await kubeadmHosts?.stop();
         await recorder.settled();
+        statusSync?.stop();
         await controlPlane.stop();
       },
     };
@@ -300,6 +304,7 @@ export async function startSimulation(description: SimDescription, options: Simu
     await machines?.close();
     await hosts?.stop();
     await kubeadmHosts?.stop();
+    statusSync?.stop();
     await controlPlane.stop();
     throw err;
   }

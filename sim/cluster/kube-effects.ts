@@ -5,16 +5,6 @@ import { versionInClusterConfiguration } from './workload-objects.js';
 import { replaceMirrorPod } from './mirror-pods.js';
 import { waitFor } from './wait-for.js';
 
-/**
- * The kubelet's status manager syncs each pod's status with the API server every 10 s
- * (pkg/kubelet/status: syncPeriod), so a pod the node controller marked not Ready while the node was
- * NotReady is Ready again within seconds. The simulated kubelet does it for the first two minutes after
- * it starts, when those marks come: at 1,000 nodes the node controller marked a pod 45 s after the
- * kubelet's start, and with reports only up to 30 s it stayed not Ready and halted the upgrade.
- */
-const STATUS_SYNC_MS = 10_000;
-const STATUS_SYNC_AFTER_START_MS = 120_000;
-
 /** kwok's chaos stage: while a node carries this label, kwok reports it NotReady. */
 export const NOT_READY_LABEL = 'node-not-ready.stage.kwok.x-k8s.io';
 
@@ -59,25 +49,8 @@ export function kubeEffects(kube: KubeClients): ClusterEffects {
     }
   };
 
-  /** Each running simulated kubelet's status sync, stopped when it stops. */
-  const statusSyncs = new Map<string, NodeJS.Timeout>();
-  const stopStatusSync = (node: string) => {
-    clearInterval(statusSyncs.get(node));
-    statusSyncs.delete(node);
-  };
-  const startStatusSync = (node: string) => {
-    stopStatusSync(node);
-    const until = Date.now() + STATUS_SYNC_AFTER_START_MS;
-    const timer = setInterval(() => {
-      if (Date.now() > until) return stopStatusSync(node);
-      void reportRunningPods(node).catch(() => undefined);
-    }, STATUS_SYNC_MS).unref();
-    statusSyncs.set(node, timer);
-  };
-
   return {
     async kubeletStopped(node) {
-      stopStatusSync(node);
       await kube.core.patchNode({ name: node, body: { metadata: { labels: { [NOT_READY_LABEL]: 'true' } } } }, mergePatch);
       await waitFor(`${node} NotReady`, async () => !(await nodeReady(kube, node)), 30_000, 100);
     },
@@ -88,10 +61,8 @@ export function kubeEffects(kube: KubeClients): ClusterEffects {
       await kube.core.patchNode({ name: node, body: { metadata: { labels: { [NOT_READY_LABEL]: null } } } }, mergePatch);
       await waitFor(`${node} Ready`, () => nodeReady(kube, node), 30_000, 100);
       await reportRunningPods(node);
-      // The node controller may mark the pods not ready *after* this, acting late on the NotReady it
-      // saw: the kubelet's status sync puts them right (the first look soon, then every STATUS_SYNC_MS).
-      setTimeout(() => void reportRunningPods(node).catch(() => undefined), 2_000).unref();
-      startStatusSync(node);
+      // The node controller may mark pods not Ready *after* this, acting late on the NotReady it saw:
+      // the kubelets' status sync puts them right (kubelet-status-sync.ts).
     },
 
     async clusterVersion() {
