@@ -235,9 +235,22 @@ describe('health activities against the simulated cluster', () => {
       await tc.kube.core.listNamespacedPod({ namespace: 'default', fieldSelector: 'spec.nodeName=worker-1', labelSelector: 'app=agent' })
     ).items;
     const name = pods[0]?.metadata?.name as string;
+    // Its container not ready either, as a failing readiness probe leaves it: the simulated kubelets'
+    // status sync (sim/cluster/kubelet-status-sync.ts) puts right only a pod whose containers are ready.
     const setReady = (status: string) =>
       tc.kube.core.patchNamespacedPodStatus(
-        { name, namespace: 'default', body: { status: { conditions: [{ type: 'Ready', status }] } } },
+        {
+          name,
+          namespace: 'default',
+          body: {
+            status: {
+              conditions: [
+                { type: 'Ready', status },
+                { type: 'ContainersReady', status },
+              ],
+            },
+          },
+        },
         strategicMergePatch,
       );
     await setReady('False');
