@@ -61,8 +61,11 @@ export function kubeEffects(kube: KubeClients): ClusterEffects {
       await kube.core.patchNode({ name: node, body: { metadata: { labels: { [NOT_READY_LABEL]: null } } } }, mergePatch);
       await waitFor(`${node} Ready`, () => nodeReady(kube, node), 30_000, 100);
       await reportRunningPods(node);
-      // The node controller may mark pods not Ready *after* this, acting late on the NotReady it saw:
-      // the kubelets' status sync puts them right (kubelet-status-sync.ts).
+      // The node controller may mark the pods not ready *after* this, acting late on the NotReady it
+      // saw: a real kubelet keeps syncing pod status, so the simulated one reports again a few times
+      // (soon after its start, when most marks come); a mark later still is put right by the
+      // kubelets' status sync (kubelet-status-sync.ts), half a sync period after it.
+      for (const ms of [2_000, 5_000, 15_000, 30_000]) setTimeout(() => void reportRunningPods(node).catch(() => undefined), ms).unref();
     },
 
     async clusterVersion() {
