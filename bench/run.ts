@@ -44,7 +44,7 @@ const CLI = join(repoRoot, 'bin', 'skewless.js');
 const WORKER_NODE_OPTIONS = productionNodeOptions(join(repoRoot, 'Dockerfile'));
 
 export const benchHelp = `Usage: npm run bench -- [--sizes 10x20,100x20] [--hops 1,2] [--tools baseline,skewless-1,skewless-batched,skewless-every-hop]
-                       [--with-1000] [--no-drain] [--quick] [--out DIR]
+                       [--with-1000] [--no-drain] [--quick] [--worker-node-options OPTS] [--out DIR]
 
 Runs each size × hop count × tool on a fresh simulated cluster (1 control plane, N workers, 20 or
 10 pods a worker behind PDBs allowing a batch unavailable), the baseline being bench/baseline.sh (kubectl
@@ -54,6 +54,8 @@ sequential runs at 100 workers go one hop only (each takes over ten minutes a ho
 1,000 workers × 10 pods, one hop, skewless batched only (the sequential runs would take hours).
 --quick: one 3-worker cluster: one hop with baseline, skewless-1 and skewless-batched, two hops with
 skewless-batched and skewless-every-hop; a 30-pod drain (the test suite's shape check).
+--worker-node-options: the worker's NODE_OPTIONS instead of the production image's (the Dockerfile's
+ENV line), e.g. '' for no heap limit: to measure what the image's setting costs.
 Results: DIR/bench.json, DIR/bench.md, DIR/<run>.svg (default bench/results).`;
 
 class UsageError extends Error {}
@@ -68,6 +70,8 @@ interface Options {
   toolsGiven: boolean;
   /** --quick: the suite's small version, each tool where it says something. */
   quick?: boolean;
+  /** The worker's NODE_OPTIONS: the production image's unless --worker-node-options says otherwise. */
+  workerNodeOptions: string;
 }
 
 function options(argv: string[]): Options | undefined {
@@ -83,6 +87,7 @@ function options(argv: string[]): Options | undefined {
         'no-drain': { type: 'boolean' },
         quick: { type: 'boolean' },
         out: { type: 'string' },
+        'worker-node-options': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -103,7 +108,18 @@ function options(argv: string[]): Options | undefined {
   const hops = values.hops ? list(values.hops).map(Number) : [1, 2];
   for (const h of hops) if (h !== 1 && h !== 2) throw new UsageError('--hops: 1, 2 or 1,2');
   const out = resolve(values.out ?? join(repoRoot, 'bench', 'results'));
-  if (values.quick) return { sizes: [QUICK_SIZE], hops: [1, 2], tools: [...allTools], drainPods: 30, out, toolsGiven: true, quick: true };
+  const workerNodeOptions = (values['worker-node-options'] ?? WORKER_NODE_OPTIONS).trim();
+  if (values.quick)
+    return {
+      sizes: [QUICK_SIZE],
+      hops: [1, 2],
+      tools: [...allTools],
+      drainPods: 30,
+      out,
+      toolsGiven: true,
+      quick: true,
+      workerNodeOptions,
+    };
   const wanted = values.sizes ? list(values.sizes) : SIZES.filter((s) => s.workers < 1000 || values['with-1000']).map((s) => s.id);
   const sizes = wanted.map((id) => {
     const s = SIZES.find((x) => x.id === id);
@@ -117,6 +133,7 @@ function options(argv: string[]): Options | undefined {
     drainPods: values['no-drain'] ? 0 : 110,
     out,
     toolsGiven: Boolean(values.tools),
+    workerNodeOptions,
   };
 }
 
@@ -272,7 +289,7 @@ async function main(): Promise<number> {
             to: target,
             batchSize: run.batchSize,
             label: id,
-            nodeOptions: WORKER_NODE_OPTIONS,
+            nodeOptions: o.workerNodeOptions,
             ...(run.workersEveryHop ? { workersEveryHop: true } : {}),
           });
           await assertUpgraded(sim, target, id);

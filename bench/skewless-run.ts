@@ -61,7 +61,7 @@ export interface SkewlessRunOptions {
   to: string;
   batchSize: number;
   label: string;
-  /** The worker's NODE_OPTIONS: the production image's (bench/production-heap.ts), empty when it sets none. */
+  /** The worker's NODE_OPTIONS exactly (empty: none, not the bench's own): the production image's by default. */
   nodeOptions: string;
   /** --workers-every-hop: the plan before issue 22, for the side-by-side comparison. */
   workersEveryHop?: boolean;
@@ -75,7 +75,7 @@ export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcom
     TEMPORAL_ADDRESS: o.temporal.address,
     TEMPORAL_NAMESPACE: o.temporal.namespace,
     SKEWLESS_TASK_QUEUE: taskQueue,
-    ...(o.nodeOptions ? { NODE_OPTIONS: o.nodeOptions } : {}),
+    NODE_OPTIONS: o.nodeOptions,
   };
   let ready!: () => void;
   const polling = new Promise<void>((res) => (ready = res));
