@@ -1,6 +1,7 @@
 import type { LATENCIES_MS } from './cases.js';
 import type { DrainMeasurement } from './drain-bench.js';
 import type { NodeBreakdown } from './node-breakdown.js';
+import type { PhaseBreakdown } from './phase-breakdown.js';
 
 /**
  * The benchmark's result: every run's numbers, the side-by-side comparisons of one size and hop
@@ -48,6 +49,8 @@ export interface RunResult {
   operatorRetries?: string[];
   /** skewless only: where a node's time went (bench/node-breakdown.ts). */
   nodes?: NodeBreakdown;
+  /** skewless only: the parent's wall between and around its waves of node workflows (bench/phase-breakdown.ts). */
+  phases?: PhaseBreakdown;
   timeline?: string;
 }
 
@@ -263,6 +266,20 @@ export function markdown(result: BenchResult): string {
           ? `${b.cordoned.medianSeconds} (${b.cordoned.maxSeconds})${b.cordoned.open ? `, ${b.cordoned.open} left cordoned` : ''}`
           : '–';
         return `| ${r.id} | ${b.nodeWorkflows} | ${b.perNode.spanSeconds} | ${b.perNode.queueSeconds} | ${b.perNode.betweenStepsSeconds} | ${cordoned} | ${top} |`;
+      }),
+      '',
+    );
+  }
+  const phased = result.runs.filter((r) => r.phases);
+  if (phased.length) {
+    lines.push(
+      "Where the upgrade's wall went around its node workflows (from the parent's history; a wave: the node workflows one workflow task started, i.e. a batch; starting: the wave's initiation to its last node workflow started by the Temporal server; a wave: its initiation to its last node workflow closed; the slowest node workflow of each wave, mean; the parent alone before the first wave, between waves and after the last):",
+      '',
+      '| run | waves (nodes mean, max) | starting s, total (mean, max) | child start s, median | waves s, total | slowest node s, mean | before s | between s, total | after s |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+      ...phased.map((r) => {
+        const p = r.phases as PhaseBreakdown;
+        return `| ${r.id} | ${p.waves} (${p.nodesMean}, ${p.nodesMax}) | ${p.startingTotalSeconds} (${p.startingMeanSeconds}, ${p.startingMaxSeconds}) | ${p.childStartMedianSeconds} | ${p.wavesTotalSeconds}${p.overlapping ? ' (overlapping)' : ''} | ${p.slowestNodeMeanSeconds} | ${p.beforeSeconds} | ${p.betweenTotalSeconds} | ${p.afterSeconds} |`;
       }),
       '',
     );

@@ -29,6 +29,7 @@ import { drainBench, drainDescriptionYaml } from './drain-bench.js';
 import { hostWaitSeconds, measuredLowerBoundSeconds, nominalLowerBoundSeconds } from './lower-bound.js';
 import { comparisons, goals, markdown, RESULT_SCHEMA, runResult, type BenchResult, type RunResult } from './report.js';
 import { nodeBreakdown } from './node-breakdown.js';
+import { phaseBreakdown } from './phase-breakdown.js';
 import { productionNodeOptions } from './production-heap.js';
 import { runSkewless } from './skewless-run.js';
 import { assertUpgraded, freshCluster } from './world.js';
@@ -314,6 +315,7 @@ async function main(): Promise<number> {
               sshHandshakesPerNode: sshHandshakesPerNode(),
               hostCommandsPerNode: hostCommandsPerNode(),
               nodes: nodeBreakdown(s.runs),
+              phases: phaseBreakdown(s.runs),
               events: { ...s.events, perNode: Math.round(((s.events.parent + s.events.nodeWorkflowEvents) / nodes / run.hops) * 10) / 10 },
             }),
           );

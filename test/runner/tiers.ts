@@ -53,6 +53,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/pool-config.test.ts',
       'test/bench/lower-bound.test.ts',
       'test/bench/node-breakdown.test.ts',
+      'test/bench/phase-breakdown.test.ts',
       'test/bench/production-heap.test.ts',
       'test/client/audit-trail.test.ts',
       'test/contracts/workflow-ids.test.ts',
