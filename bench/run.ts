@@ -56,7 +56,8 @@ sequential runs at 100 workers go one hop only (each takes over ten minutes a ho
 --quick: one 3-worker cluster: one hop with baseline, skewless-1 and skewless-batched, two hops with
 skewless-batched and skewless-every-hop; a 30-pod drain (the test suite's shape check).
 --worker-node-options: the worker's NODE_OPTIONS instead of the production image's (the Dockerfile's
-ENV line), e.g. '' for no heap limit: to measure what the image's setting costs.
+ENV line): '' for no heap limit, --worker-node-options=--max-old-space-size=384 for another (with '=':
+a value that starts with '-').
 Results: DIR/bench.json, DIR/bench.md, DIR/<run>.svg (default bench/results).`;
 
 class UsageError extends Error {}

@@ -82,6 +82,13 @@ describe("npm run bench (the suite's small version)", () => {
         positive(cordoned?.medianSeconds, `${run.id} cordoned median`);
         assert.ok((cordoned?.maxSeconds ?? 0) >= (cordoned?.medianSeconds ?? Infinity), `${run.id}: max ≥ median`);
         assert.ok((run.worker?.cpuSeconds ?? -1) >= 0);
+        // Every node workflow in some wave; a batch is one wave at most its size; the parent's parts are its span, within the wall.
+        const p = run.phases;
+        assert.equal(Math.round((p?.nodesMean ?? 0) * (p?.waves ?? 0)), expected, `${run.id}: waves hold every node workflow`);
+        assert.equal(p?.nodesMax, run.batchSize, `${run.id}: the largest wave is a batch`);
+        assert.equal(p?.overlapping, false, `${run.id}: batches in lockstep`);
+        const parts = (p?.beforeSeconds ?? 0) + (p?.wavesTotalSeconds ?? 0) + (p?.betweenTotalSeconds ?? 0) + (p?.afterSeconds ?? 0);
+        assert.ok(parts > 0 && parts <= run.wallSeconds + 0.01, `${run.id}: parent ${parts} s within the wall ${run.wallSeconds} s`);
       } else {
         assert.equal(run.events, undefined);
       }
