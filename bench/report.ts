@@ -213,6 +213,11 @@ export function goals(runs: RunResult[], cmp: Comparison[], drain: BenchResult['
 
 const cell = (v: unknown) => (v === undefined || v === null ? '–' : String(v));
 
+/** A caption, a table's header and its rows, and a blank line after each; nothing when there are no rows. */
+function captionedTable(caption: string, header: string, align: string, rows: string[]): string[] {
+  return rows.length ? [caption, '', header, align, ...rows, ''] : [];
+}
+
 export function markdown(result: BenchResult): string {
   const lat = Object.entries(result.simulated.latenciesMs)
     .map(([k, v]) => `${k} ${v} ms`)
@@ -249,13 +254,12 @@ export function markdown(result: BenchResult): string {
   if (cmds.length) lines.push(`Host commands per node and hop: ${cmds.map((r) => `${r.id} ${r.hostCommandsPerNode}`).join(', ')}.`, '');
   for (const f of result.failures) lines.push(`${f.id}: did not finish: ${f.error}`, '');
   const broken = result.runs.filter((r) => r.nodes?.nodeWorkflows);
-  if (broken.length) {
-    lines.push(
+  lines.push(
+    ...captionedTable(
       "Where a node workflow's time went (means per node workflow: its span; activities waiting in the task queue; no step in flight, i.e. workflow tasks deciding the next step) and how long its node was out of service (cordoned: from the cordonNode activity's start to the uncordonNode activity's end, median and max over the run's nodes):",
-      '',
       '| run | node workflows | span s | in queue s | between steps s | cordoned s, median (max) | slowest steps (mean run ms) |',
       '|---|---:|---:|---:|---:|---:|---|',
-      ...broken.map((r) => {
+      broken.map((r) => {
         const b = r.nodes as NodeBreakdown;
         const top = Object.entries(b.activities)
           .sort(([, x], [, y]) => y.runMs - x.runMs)
@@ -267,23 +271,20 @@ export function markdown(result: BenchResult): string {
           : '–';
         return `| ${r.id} | ${b.nodeWorkflows} | ${b.perNode.spanSeconds} | ${b.perNode.queueSeconds} | ${b.perNode.betweenStepsSeconds} | ${cordoned} | ${top} |`;
       }),
-      '',
-    );
-  }
-  const phased = result.runs.filter((r) => r.phases);
-  if (phased.length) {
-    lines.push(
+    ),
+    ...captionedTable(
       "Where the upgrade's wall went around its node workflows (from the parent's history; a wave: the node workflows one workflow task started, i.e. a batch; starting: the wave's initiation to its last node workflow started by the Temporal server; a wave: its initiation to its last node workflow closed; the slowest node workflow of each wave, mean; the parent alone before the first wave, between waves and after the last):",
-      '',
       '| run | waves (nodes mean, max) | starting s, total (mean, max) | child start s, median | waves s, total | slowest node s, mean | before s | between s, total | after s |',
       '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
-      ...phased.map((r) => {
-        const p = r.phases as PhaseBreakdown;
-        return `| ${r.id} | ${p.waves} (${p.nodesMean}, ${p.nodesMax}) | ${p.startingTotalSeconds} (${p.startingMeanSeconds}, ${p.startingMaxSeconds}) | ${p.childStartMedianSeconds} | ${p.wavesTotalSeconds}${p.overlapping ? ' (overlapping)' : ''} | ${p.slowestNodeMeanSeconds} | ${p.beforeSeconds} | ${p.betweenTotalSeconds} | ${p.afterSeconds} |`;
+      result.runs.flatMap((r) => {
+        const p = r.phases;
+        if (!p) return [];
+        return [
+          `| ${r.id} | ${p.waves} (${p.nodesMean}, ${p.nodesMax}) | ${p.startingTotalSeconds} (${p.startingMeanSeconds}, ${p.startingMaxSeconds}) | ${p.childStartMedianSeconds} | ${p.wavesTotalSeconds}${p.overlapping ? ' (overlapping)' : ''} | ${p.slowestNodeMeanSeconds} | ${p.beforeSeconds} | ${p.betweenTotalSeconds} | ${p.afterSeconds} |`,
+        ];
       }),
-      '',
-    );
-  }
+    ),
+  );
   if (result.drain) {
     lines.push(
       `Drain of one node with ${result.drain.pods} pods: skewless ${result.drain.skewlessEvictionsPerSecond} evictions/s, kubectl drain ${result.drain.kubectlEvictionsPerSecond} evictions/s (best of ${result.drain.measurements.length / 2} rounds each: ${result.drain.measurements.map((m) => `${m.tool} ${m.seconds} s`).join(', ')}).`,
