@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,54 +10,9 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { proceedSmokeSignal } from '../../workflows/messages.js';
 import { toolchainSmokeWorkflow } from '../../workflows/index.js';
 import { repoRoot } from '../helpers/run-cli.js';
+import { hasOpenssl, makePki } from '../helpers/pki.js';
 import { freshPrivateKey } from '../helpers/ssh-key.js';
 import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
-
-const hasOpenssl = (() => {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
-/** A CA, a server certificate for temporal.test and a client certificate, made with the openssl CLI. */
-function makePki(dir: string): Record<'ca' | 'serverCert' | 'serverKey' | 'clientCert' | 'clientKey', string> {
-  const p = (name: string) => join(dir, name);
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  openssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '1', '-subj', '/CN=skewless-test-ca');
-  writeFileSync(p('server.ext'), 'subjectAltName=DNS:temporal.test\nextendedKeyUsage=serverAuth\n');
-  writeFileSync(p('client.ext'), 'extendedKeyUsage=clientAuth\n');
-  for (const who of ['server', 'client']) {
-    openssl('req', ...ec, '-keyout', `${who}.key`, '-out', `${who}.csr`, '-subj', `/CN=${who}`);
-    openssl(
-      'x509',
-      '-req',
-      '-in',
-      `${who}.csr`,
-      '-CA',
-      'ca.pem',
-      '-CAkey',
-      'ca.key',
-      '-CAcreateserial',
-      '-out',
-      `${who}.pem`,
-      '-days',
-      '1',
-      '-extfile',
-      `${who}.ext`,
-    );
-  }
-  return {
-    ca: p('ca.pem'),
-    serverCert: p('server.pem'),
-    serverKey: p('server.key'),
-    clientCert: p('client.pem'),
-    clientKey: p('client.key'),
-  };
-}
 
 /**
  * `temporal server start-dev` has no TLS flags, so the dev server sits behind a TLS terminator
@@ -69,7 +24,7 @@ describe('TLS: the CLI and the worker through a mutual-TLS front of the dev serv
   let address: string;
   let pki: ReturnType<typeof makePki>;
   before(async () => {
-    pki = makePki(mkdtempSync(join(tmpdir(), 'skewless-pki-')));
+    pki = makePki(mkdtempSync(join(tmpdir(), 'skewless-pki-')), 'temporal.test');
     env = await startDevServer();
     const [host, port] = env.address.split(':') as [string, string];
     front = tls.createServer(

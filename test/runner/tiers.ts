@@ -51,6 +51,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/sim/free-port.test.ts',
       'test/sim/description.test.ts',
       'test/activities/pool-config.test.ts',
+      'test/activities/kube-api-connections.test.ts',
       'test/bench/lower-bound.test.ts',
       'test/bench/node-breakdown.test.ts',
       'test/bench/phase-breakdown.test.ts',
