@@ -62,6 +62,25 @@ describe('health activities against the simulated cluster', () => {
   let fakeApiAnswers: number[] = [];
   let health: ReturnType<typeof createHealthActivities>;
 
+  /** A Running pod's Ready and ContainersReady, as a readiness probe sets them (the simulated kubelets'
+   *  status sync, sim/cluster/kubelet-status-sync.ts, puts right only a pod whose containers are ready). */
+  const setPodReady = (name: string, status: 'True' | 'False') =>
+    tc.kube.core.patchNamespacedPodStatus(
+      {
+        name,
+        namespace: 'default',
+        body: {
+          status: {
+            conditions: [
+              { type: 'Ready', status },
+              { type: 'ContainersReady', status },
+            ],
+          },
+        },
+      },
+      strategicMergePatch,
+    );
+
   before(async () => {
     tc = await startTestCluster(DESCRIPTION);
     dir = mkdtempSync(join(tmpdir(), 'skewless-health-'));
@@ -235,24 +254,7 @@ describe('health activities against the simulated cluster', () => {
       await tc.kube.core.listNamespacedPod({ namespace: 'default', fieldSelector: 'spec.nodeName=worker-1', labelSelector: 'app=agent' })
     ).items;
     const name = pods[0]?.metadata?.name as string;
-    // Its container not ready either, as a failing readiness probe leaves it: the simulated kubelets'
-    // status sync (sim/cluster/kubelet-status-sync.ts) puts right only a pod whose containers are ready.
-    const setReady = (status: string) =>
-      tc.kube.core.patchNamespacedPodStatus(
-        {
-          name,
-          namespace: 'default',
-          body: {
-            status: {
-              conditions: [
-                { type: 'Ready', status },
-                { type: 'ContainersReady', status },
-              ],
-            },
-          },
-        },
-        strategicMergePatch,
-      );
+    const setReady = (status: 'True' | 'False') => setPodReady(name, status);
     await setReady('False');
     const report = await health.checkPodsOnNode({ cluster: 'health', node: 'worker-1' });
     assert.equal(report.healthy, false);
@@ -265,6 +267,59 @@ describe('health activities against the simulated cluster', () => {
     );
     await setReady('True');
     assert.equal((await health.checkPodsOnNode({ cluster: 'health', node: 'worker-1', require: true })).healthy, true);
+  });
+
+  it('checkPodsOnNode judges the pods on the node when it starts, not those the scheduler places meanwhile', async () => {
+    const onNode = await tc.kube.core.listNamespacedPod({
+      namespace: 'default',
+      fieldSelector: 'spec.nodeName=worker-1',
+      labelSelector: 'app=agent',
+    });
+    const agent = onNode.items[0]?.metadata?.name as string;
+    await setPodReady(agent, 'False');
+    const env = new MockActivityEnvironment();
+    // The check heartbeats after each look that found the node unhealthy: after the first, the pods it judges are fixed.
+    const looked = new Promise((resolve) => env.once('heartbeat', resolve));
+    const waiting: ReturnType<typeof health.checkPodsOnNode> = env.run(health.checkPodsOnNode, {
+      cluster: 'health',
+      node: 'worker-1',
+      waitSeconds: 30,
+      require: true,
+    });
+    await looked;
+    // A pod lands on the node while the check waits and never becomes Ready.
+    const late = 'late-arrival';
+    await tc.kube.core.createNamespacedPod({
+      namespace: 'default',
+      body: { metadata: { name: late }, spec: { nodeName: 'worker-1', containers: [{ name: 'app', image: 'registry.example/app:1' }] } },
+    });
+    try {
+      for (let i = 0; ; i++) {
+        const pod = await tc.kube.core.readNamespacedPod({ name: late, namespace: 'default' });
+        if (pod.status?.phase === 'Running') break;
+        assert.ok(i < 100, `kwok started ${late}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await setPodReady(late, 'False');
+      await setPodReady(agent, 'True');
+      const result = await waiting;
+      assert.equal(result.healthy, true);
+      assert.ok(result.arrived >= 1, `the late pod counted, not judged: ${JSON.stringify(result)}`);
+      assert.equal(
+        (await tc.kube.core.readNamespacedPod({ name: late, namespace: 'default' })).status?.conditions?.find((c) => c.type === 'Ready')
+          ?.status,
+        'False',
+      );
+      // A check that starts now finds the late pod on the node and judges it.
+      await failsWith(
+        health.checkPodsOnNode({ cluster: 'health', node: 'worker-1', require: true }),
+        'Unhealthy',
+        new RegExp(`default/${late} \\(Running, not Ready\\)`),
+      );
+    } finally {
+      await waiting.catch(() => undefined);
+      await tc.kube.core.deleteNamespacedPod({ name: late, namespace: 'default', gracePeriodSeconds: 0 });
+    }
   });
 
   it('runProbes runs the configured probes with their timeouts and never reports a query string', async () => {
