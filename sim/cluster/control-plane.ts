@@ -355,6 +355,28 @@ async function startPerNode(
 }
 
 /**
+ * One kwok plays every simulated kubelet, through 4 pod and 4 node stage workers by default. Real kubelets
+ * work side by side, one per node: at 1,000 nodes on a full machine, 4 workers at ~0.4 s per API call
+ * left pods Pending up to 88 s after the scheduler bound them (docs/benchmark.md, H), and nodes waited for an
+ * operator on the simulation. More workers; kwok's CPU was not the limit (0.05-0.36 of a core then).
+ * A configuration file gets none of kwok's defaults (a missing parallelism is 0 and kwok exits): every
+ * option below is kwok v0.8.0's default but the two stage workers.
+ */
+const KWOK_OPTIONS = `apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: 16
+  nodePlayStageParallelism: 16
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  enablePodsOnNodeSyncListPager: true
+  enablePodsOnNodeSyncStreamWatch: false
+  enableDebuggingHandlers: true
+  enableProfilingHandler: true
+  enableContentionProfiling: false
+`;
+
+/**
  * kwok's pod-delete stage deletes by name whatever carries a deletionTimestamp. A mirror pod deleted
  * with grace 0 (a static-pod manifest change) is gone at once, but a busy kwok may act on the old
  * event late and delete the *new* mirror pod of the same name, leaving a control plane without an
@@ -380,6 +402,6 @@ function kwokStages(stagesPath: string, stateDir: string, honourPodGrace: boolea
     );
   }
   const out = join(stateDir, 'kwok-stages.yaml');
-  writeFileSync(out, stages);
+  writeFileSync(out, `${stages.trimEnd()}\n---\n${KWOK_OPTIONS}`);
   return out;
 }
