@@ -360,7 +360,8 @@ async function startPerNode(
  * left pods Pending up to 88 s after the scheduler bound them (docs/benchmark.md, H), and nodes waited for an
  * operator on the simulation. More workers; kwok's CPU was not the limit (0.05-0.36 of a core then).
  * A configuration file gets none of kwok's defaults (a missing parallelism is 0 and kwok exits): every
- * option below is kwok v0.8.0's default but the two stage workers.
+ * option below is kwok v0.8.0's default (its pkg/apis/config/v1alpha1/zz_generated.defaults.go) but the
+ * two stage workers.
  */
 const KWOK_OPTIONS = `apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
