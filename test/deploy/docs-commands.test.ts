@@ -16,6 +16,9 @@ const FILES = [
     .map((f) => `docs/${f}`),
 ];
 
+/** The CLI reference, whose "Policy flags:" line says what `[policy]` stands for. */
+const POLICY_FLAGS_PAGE = 'docs/cli.md';
+
 const SHELL_BLOCKS = ['', 'sh', 'bash', 'shell', 'console', 'zsh'];
 
 interface Shown {
@@ -59,7 +62,7 @@ export function skewlessCommands(file: string, markdown: string): Shown[] {
 }
 
 /**
- * The flags a guide's `[policy]` placeholder stands for: README's "Policy flags:" line. A command
+ * The flags a guide's `[policy]` placeholder stands for: docs/cli.md's "Policy flags:" line. A command
  * shown with `[policy]` (or `[policy as upgrade]`) must take each of them, or the line lies.
  */
 export function policyFlags(readme: string): string[] {
@@ -99,8 +102,8 @@ describe("the guides' skewless commands exist, with the flags they show", () => 
     );
     const helps = new Map<string, string>();
     const shown = FILES.flatMap((f) => skewlessCommands(f, readFileSync(join(repoRoot, f), 'utf8')));
-    const policy = policyFlags(readFileSync(join(repoRoot, 'README.md'), 'utf8'));
-    assert.ok(policy.length >= 3, `README's "Policy flags:" line names ${policy.join(' ') || 'nothing'}`);
+    const policy = policyFlags(readFileSync(join(repoRoot, POLICY_FLAGS_PAGE), 'utf8'));
+    assert.ok(policy.length >= 3, `${POLICY_FLAGS_PAGE}'s "Policy flags:" line names ${policy.join(' ') || 'nothing'}`);
     assert.ok(shown.length >= 20, `only ${shown.length} skewless commands found in ${FILES.join(', ')}`);
     const problems: string[] = [];
     for (const s of shown) {
@@ -142,7 +145,7 @@ describe("the guides' skewless commands exist, with the flags they show", () => 
     assert.doesNotMatch(help, /--no-such-flag/);
   });
 
-  it("expands a [policy] placeholder to README's policy flags (the check can fail on them)", () => {
+  it("expands a [policy] placeholder to the CLI reference's policy flags (the check can fail on them)", () => {
     const policy = policyFlags('intro\nPolicy flags: `--canary N --first-control-plane NODE`.\n');
     assert.deepEqual(policy, ['--canary', '--first-control-plane']);
     assert.deepEqual(flagsShown('skewless upgrade --cluster NAME --to V [policy] [--detach]', policy), [
