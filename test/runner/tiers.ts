@@ -70,6 +70,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/deploy/stack-versions.test.ts',
       'test/stack/postgres-access.test.ts',
       'test/deploy/docs-commands.test.ts',
+      'test/docs/architecture-paths.test.ts',
       'test/deploy/workflow-bundle.test.ts',
       'test/metrics/telemetry-config.test.ts',
       'test/rules/drain-filters.test.ts',
