@@ -39,7 +39,7 @@ const MARKER = '.skewless-demo';
 /**
  * How long a drain waits for evictions before reporting the node blocked (the worker's cluster
  * config). Short, so that the blocked drain shows up soon; a production cluster wants more than two
- * minutes (see README: a StatefulSet's replacement pod counts as healthy only 2 min after an
+ * minutes (see docs/configuration.md: a StatefulSet's replacement pod counts as healthy only 2 min after an
  * eviction), and the demo's operator waits that case out before it retries.
  */
 const DRAIN_TIMEOUT_SECONDS = 15;

@@ -54,7 +54,7 @@ export interface SkewViolation {
 
 /**
  * Which kube-apiserver a kube-controller-manager or kube-scheduler talks to.
- * - `any`: any instance, e.g. through a load balancer. The table of DESIGN.md: bounded by the oldest
+ * - `any`: any instance, e.g. through a load balancer. The table of docs/design.md: bounded by the oldest
  *   and the newest apiserver. The safe default for an inventory of unknown origin.
  * - `kubeadm`: the one on its own node. kubeadm ≥ 1.19 points their kubeconfigs at the local API
  *   endpoint precisely so that an HA upgrade can move one control-plane node at a time; the policy
