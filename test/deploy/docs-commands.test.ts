@@ -78,6 +78,12 @@ export function flagsShown(text: string, policy: readonly string[]): string[] {
   return /\[policy(\]| as upgrade\])/.test(text) ? [...flags, ...policy] : flags;
 }
 
+/** The commands a page's table does not name: a row names one as `skewless NAME` or, after the first, as `NAME`. */
+export function unlisted(commands: readonly string[], markdown: string): string[] {
+  const rows = markdown.split('\n').filter((l) => l.startsWith('| `skewless '));
+  return commands.filter((c) => !rows.some((r) => r.includes(`\`skewless ${c}\``) || r.includes(`, \`${c}\``)));
+}
+
 async function helpOf(args: string[]): Promise<{ code: number; text: string }> {
   let text = '';
   const io = {
@@ -129,6 +135,15 @@ describe("the guides' skewless commands exist, with the flags they show", () => 
       }
     }
     assert.deepEqual(problems, []);
+  });
+
+  it("the README names every command of the CLI's help, one line each", async () => {
+    const commandList = (await helpOf(['--help'])).text;
+    const commands = [...commandList.matchAll(/^ {2}([a-z][a-z-]*)\s{2,}/gm)].map((m) => m[1]!);
+    const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+    assert.ok(commands.length >= 15, `commands read from the help: ${commands.join(', ')}`);
+    assert.deepEqual(unlisted(commands, readme), []);
+    assert.deepEqual(unlisted(['upgrade', 'resume'], '| `skewless upgrade` | … |\n'), ['resume'], 'the check can fail');
   });
 
   it('finds a wrong flag (the check can fail)', async () => {
