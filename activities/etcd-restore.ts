@@ -20,6 +20,7 @@ import { checkNode, commandFailed, invalid, run, shown } from './host-commands.j
 import { CONTROL_PLANE_LABEL } from './inventory-facts.js';
 import { MEMBER_NAME, PEER_URL, PLAIN_PATH, parseEtcdManifest } from './parsers/etcd-manifest.js';
 import { parseSnapshotStatus } from './parsers/snapshot-status.js';
+import { SETTING_LIMITS } from '../contracts/time-limits.js';
 
 export const MANIFESTS_DIR = '/etc/kubernetes/manifests';
 /** Where the manifests wait while the control plane is down: beside the kubelet's dir, not in it. */
@@ -41,6 +42,9 @@ const READ_MS = 2 * 60_000;
 const RESTORE_MS = 20 * 60_000;
 const COPY_MS = 15 * 60_000;
 const POLL_MS = 1_000;
+/** The restore's waits run in host-command activities: capped under them (contracts/time-limits.ts). */
+const STOP_MAX = SETTING_LIMITS['restore.stopTimeoutSeconds'].max;
+const VERIFY_MAX = SETTING_LIMITS['restore.verifyTimeoutSeconds'].max;
 
 export interface EtcdMember {
   node: string;
@@ -319,7 +323,7 @@ async function runningStaticPods(access: ClusterAccess, node: string, signal?: A
 export async function stopStaticPods(access: ClusterAccess, input: { node: string; timeoutSeconds?: number }) {
   const node = checkNode(input.node);
   const timeoutSeconds = input.timeoutSeconds ?? 300;
-  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 3600)
+  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > STOP_MAX)
     throw invalid(`invalid timeoutSeconds ${shown(timeoutSeconds)}`);
   const scope = hostActivityScope();
   const { signal } = scope;
@@ -447,7 +451,7 @@ export async function verifyEtcdRestore(access: ClusterAccess, input: { node: st
   const min = input.minRevision;
   if (typeof min !== 'number' || !Number.isInteger(min) || min < 0) throw invalid(`invalid minRevision ${shown(min)}`);
   const timeoutSeconds = input.timeoutSeconds ?? 300;
-  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 3600)
+  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > VERIFY_MAX)
     throw invalid(`invalid timeoutSeconds ${shown(timeoutSeconds)}`);
   const scope = hostActivityScope();
   const { signal } = scope;
@@ -496,7 +500,7 @@ export async function verifyEtcdRestore(access: ClusterAccess, input: { node: st
  */
 export async function verifyRestoredApiserver(access: ClusterAccess, input: { timeoutSeconds?: number }): Promise<ReadyzResult> {
   const timeoutSeconds = input.timeoutSeconds ?? 240;
-  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 3600)
+  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > VERIFY_MAX)
     throw invalid(`invalid timeoutSeconds ${shown(timeoutSeconds)}`);
   const scope = hostActivityScope();
   const deadline = Date.now() + timeoutSeconds * 1000;

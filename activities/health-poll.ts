@@ -1,6 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { ErrorType } from './errors.js';
-import { ACTIVITY_LIMITS } from '../rules/index.js';
+import { SETTING_LIMITS } from '../contracts/time-limits.js';
 
 /** The activity context when there is one: plain unit calls run without it. */
 function context(): Context | undefined {
@@ -35,8 +35,8 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** Longest `waitSeconds` a check accepts: under the healthCheck profile's startToClose (rules/policy.ts). */
-export const MAX_WAIT_SECONDS = ACTIVITY_LIMITS.healthWait;
+/** Longest `waitSeconds` a check accepts: under the healthCheck profile's startToClose (contracts/time-limits.ts). */
+export const MAX_WAIT_SECONDS = SETTING_LIMITS.verifySeconds.max;
 
 export function waitSecondsOf(input: { waitSeconds?: unknown }): number {
   const w = input.waitSeconds ?? 0;

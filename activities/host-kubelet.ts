@@ -4,6 +4,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterAccess } from './cluster-access.js';
 import { REBOOT_COMMANDS } from './cluster-config.js';
 import { ErrorType } from './errors.js';
+import { SETTING_LIMITS } from '../contracts/time-limits.js';
 import { hostActivityScope, pause, type HostActivityScope } from './host-activity-context.js';
 import { checkNode, checkVersion, invalid, readNodeState, run, type NodeState } from './host-commands.js';
 
@@ -11,9 +12,11 @@ import { checkNode, checkVersion, invalid, readNodeState, run, type NodeState } 
 const quickMs = (access: ClusterAccess): number => access.config.timeouts.commandSeconds * 1000;
 const BOOT_ID = '/proc/sys/kernel/random/boot_id';
 
-function checkTimeout(seconds: unknown): number {
-  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 1 || seconds > 3600)
-    throw invalid('timeoutSeconds must be an integer from 1 to 3600');
+/** The wait's timeout, within what the policy allows (contracts/time-limits.ts): the activity reports its own timeout. */
+function checkTimeout(seconds: unknown, setting: 'kubeletTimeoutSeconds' | 'rebootTimeoutSeconds'): number {
+  const { max } = SETTING_LIMITS[setting];
+  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 1 || seconds > max)
+    throw invalid(`timeoutSeconds must be an integer from 1 to ${max}`);
   return seconds;
 }
 
@@ -59,7 +62,7 @@ export async function restartKubelet(
 ): Promise<RestartKubeletResult> {
   const node = checkNode(input.node);
   const version = checkVersion(input.version);
-  const timeoutSeconds = checkTimeout(input.timeoutSeconds);
+  const timeoutSeconds = checkTimeout(input.timeoutSeconds, 'kubeletTimeoutSeconds');
   const scope = hostActivityScope();
   const target = (s: NodeState): boolean => s.ready && s.kubeletVersion === version;
   if (target(await readNodeState(access, node))) return { node, version, restarted: false };
@@ -116,7 +119,7 @@ export async function rebootNode(
   input: { node: string; command?: string[]; timeoutSeconds: number },
 ): Promise<RebootNodeResult> {
   const node = checkNode(input.node);
-  const timeoutSeconds = checkTimeout(input.timeoutSeconds);
+  const timeoutSeconds = checkTimeout(input.timeoutSeconds, 'rebootTimeoutSeconds');
   const command = input.command ?? access.config.maintenance?.rebootCommand ?? ['reboot'];
   // Runs as root from a workflow input: only the reboot forms, never an arbitrary command.
   if (

@@ -58,6 +58,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/bench/production-heap.test.ts',
       'test/client/audit-trail.test.ts',
       'test/contracts/workflow-ids.test.ts',
+      'test/contracts/time-limits.test.ts',
       'test/client/connection-options.test.ts',
       'test/worker/shutdown-watch.test.ts',
       'test/client/plan-target-expression.test.ts',
