@@ -5,7 +5,8 @@ import type { ClusterAccess } from './cluster-access.js';
 import { REBOOT_COMMANDS } from './cluster-config.js';
 import { ErrorType } from './errors.js';
 import { SETTING_LIMITS } from '../contracts/time-limits.js';
-import { hostActivityScope, pause, type HostActivityScope } from './host-activity-context.js';
+import { hostActivityScope, type HostActivityScope } from './host-activity-context.js';
+import { pollUntil } from '../tooling/poll-until.js';
 import { checkNode, checkVersion, invalid, readNodeState, run, type NodeState } from './host-commands.js';
 
 /** Quick host commands (kubelet --version, systemctl, reboot): the cluster configuration's timeouts.commandSeconds. */
@@ -30,23 +31,23 @@ async function waitForNode(
   done: (s: NodeState) => boolean,
   phase: object = {},
 ): Promise<NodeState> {
-  const deadline = Date.now() + timeoutSeconds * 1000;
   // Often Ready within a second or two of a restart: look again soon at first, then every second.
-  let interval = 200;
-  for (;;) {
-    const state = await readNodeState(access, node);
-    scope.heartbeat({ ...phase, node, waitingFor: want, ready: state.ready, kubeletVersion: state.kubeletVersion ?? null });
-    if (done(state)) return state;
-    if (Date.now() > deadline) {
+  return pollUntil(
+    async () => {
+      const state = await readNodeState(access, node);
+      scope.heartbeat({ ...phase, node, waitingFor: want, ready: state.ready, kubeletVersion: state.kubeletVersion ?? null });
+      return state;
+    },
+    done,
+    (state) => {
       throw ApplicationFailure.create({
         type: ErrorType.NodeNotReady,
         nonRetryable: true,
         message: `${node} was not ${want} within ${timeoutSeconds} s (Ready: ${state.ready}, kubelet ${state.kubeletVersion ?? 'unknown'})`,
       });
-    }
-    await pause(interval, scope.signal);
-    interval = Math.min(1000, Math.round(interval * 1.5));
-  }
+    },
+    { timeoutMs: timeoutSeconds * 1000, intervalMs: (n) => Math.min(1000, Math.round(200 * 1.5 ** (n - 1))), signal: scope.signal },
+  );
 }
 
 export interface RestartKubeletResult {
@@ -147,43 +148,46 @@ export async function rebootNode(
       throw invalid(`'${command.join(' ')}' on ${node} exited ${r.exitCode}: ${r.stderr.trim().split('\n').at(-1) ?? ''}`);
   }
   const left = (): number => Math.max(1, Math.round((deadline - Date.now()) / 1000));
-  let changed: boolean | null = null;
   if (progress.bootId === null && !progress.seenDown) {
     // A quick reboot may never show NotReady (the node controller waits ~40 s): a refused SSH counts too.
-    while (!(await wentAway(access, node, scope.signal))) {
-      scope.heartbeat({ ...progress, waitingFor: 'the host to go down' });
-      if (Date.now() > deadline) {
+    const waiting = { ...progress, waitingFor: 'the host to go down' };
+    await pollUntil(
+      () => wentAway(access, node, scope.signal),
+      (away) => away,
+      () => {
         throw ApplicationFailure.create({
           type: ErrorType.NodeNotReady,
           nonRetryable: true,
           message: `${node} was never seen going down within ${timeoutSeconds} s of '${command.join(' ')}'`,
         });
-      }
-      await pause(1000, scope.signal);
-    }
+      },
+      { timeoutMs: deadline - Date.now(), intervalMs: 1000, signal: scope.signal, onPending: () => scope.heartbeat(waiting) },
+    );
     progress = { ...progress, seenDown: true };
     scope.heartbeat(progress);
   }
-  for (;;) {
-    try {
-      const now = await bootId(access, node, scope.signal);
-      if (progress.bootId === null || (now !== null && now !== progress.bootId)) {
-        changed = progress.bootId === null ? null : true;
-        break;
-      }
-    } catch (err) {
-      if ((err as ApplicationFailure).type !== ErrorType.HostUnreachable) throw err;
-    }
-    scope.heartbeat({ ...progress, waitingFor: 'SSH after reboot' });
-    if (Date.now() > deadline) {
+  const before = progress.bootId;
+  const backOverSsh = (): Promise<boolean> =>
+    bootId(access, node, scope.signal).then(
+      (now) => before === null || (now !== null && now !== before),
+      (err: unknown) => {
+        if ((err as ApplicationFailure).type !== ErrorType.HostUnreachable) throw err;
+        return false; // still down
+      },
+    );
+  const sshWait = { ...progress, waitingFor: 'SSH after reboot' };
+  await pollUntil(
+    backOverSsh,
+    (back) => back,
+    () => {
       throw ApplicationFailure.create({
         type: ErrorType.NodeNotReady,
         nonRetryable: true,
         message: `${node} did not come back over SSH within ${timeoutSeconds} s of the reboot`,
       });
-    }
-    await pause(1000, scope.signal);
-  }
+    },
+    { timeoutMs: deadline - Date.now(), intervalMs: 1000, signal: scope.signal, onPending: () => scope.heartbeat(sshWait) },
+  );
   await waitForNode(access, scope, node, left(), 'Ready after the reboot', (s) => s.ready, progress);
-  return { node, bootIdChanged: changed };
+  return { node, bootIdChanged: before === null ? null : true };
 }

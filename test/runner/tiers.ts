@@ -59,6 +59,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/client/audit-trail.test.ts',
       'test/contracts/workflow-ids.test.ts',
       'test/contracts/time-limits.test.ts',
+      'test/tooling/poll-until.test.ts',
       'test/client/connection-options.test.ts',
       'test/worker/shutdown-watch.test.ts',
       'test/client/plan-target-expression.test.ts',
