@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { isAlive } from '../../demo/processes.js';
 import { freePort } from '../../tooling/free-port.js';
 import { archiveLabel, archivePersistedServer, recordWorldSecrets } from '../helpers/history-archive.js';
 import { repoRoot } from '../helpers/run-cli.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * The README's main command, end to end: the real demo process with its own Temporal dev server,
@@ -38,7 +38,7 @@ function demoEnv(): NodeJS.ProcessEnv {
 }
 
 async function startDemo(): Promise<DemoRun> {
-  const stateDir = join(mkdtempSync(join(tmpdir(), 'skewless-demo-test-')), 'state');
+  const stateDir = join(tempDir('demo-test'), 'state');
   const ports = { temporal: await freePort(), ui: await freePort() };
   const child = spawn(
     process.execPath,

@@ -95,6 +95,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/rules/version.test.ts',
       'test/runner/tiers.test.ts',
       'test/helpers/start-together.test.ts',
+      'test/helpers/temp-dir.test.ts',
       'test/security/insecure-transport-lint.test.ts',
       'test/sim/hosts/command-line.test.ts',
       'test/windows/cluster-config.test.ts',
