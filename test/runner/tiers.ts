@@ -188,6 +188,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/e2e/alert-gate.test.ts',
       // the slowest first (measured), so that no long file ends the tier alone
       'test/demo/demo.test.ts',
+      'test/demo/demo-interrupts.test.ts',
       'test/faults/worker-kill.test.ts',
       'test/e2e/bad-input.test.ts',
       'test/e2e/upgrade.test.ts',
