@@ -3,16 +3,10 @@ import { isAbsolute, join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import ssh2 from 'ssh2';
 import { parse as parseYaml } from 'yaml';
-import {
-  INT_BOUNDS,
-  PACKAGE_MANAGERS,
-  parseMaintenanceWindows,
-  RuleError,
-  type MaintenanceWindow,
-  type PackageManager,
-} from '../rules/index.js';
+import { PACKAGE_MANAGERS, parseMaintenanceWindows, RuleError, type MaintenanceWindow, type PackageManager } from '../rules/index.js';
 import { parseAlertMatcher, type AlertMatcher } from '../rules/readiness/alert-matchers.js';
 import { ErrorType } from './errors.js';
+import { SETTING_LIMITS } from '../contracts/time-limits.js';
 
 /**
  * A cluster's configuration, read by the worker only (it names credentials' paths), found by
@@ -90,8 +84,8 @@ export interface AlertsConfig {
   pollSeconds: number;
 }
 
-/** Default and maximum of alerts.timeoutSeconds (under the prometheusQuery profile's minute). */
-export const ALERTS_TIMEOUT = { default: 10, max: 30 } as const;
+/** Default and maximum of alerts.timeoutSeconds (contracts/time-limits.ts). */
+export const ALERTS_TIMEOUT = { default: 10, max: SETTING_LIMITS['alerts.timeoutSeconds'].max } as const;
 /** Default and maximum of alerts.pollSeconds: kured asks every minute; a held phase should see a cleared alert sooner. */
 export const ALERTS_POLL = { default: 30, max: 600 } as const;
 
@@ -112,8 +106,11 @@ export type ProvisioningConfig =
   | { provider: 'simulation'; endpoint: string; tokenFile: string; joinTimeoutSeconds: number }
   | { provider: 'command'; create: string[]; delete: string[]; joinTimeoutSeconds: number; commandTimeoutSeconds: number };
 
-/** Default and maximum of provisioning.joinTimeoutSeconds and .commandTimeoutSeconds (below the provisionMachines profile's 2 hours). */
-export const PROVISIONING_TIMEOUT = { join: { default: 600, max: 3600 }, command: { default: 600, max: 1800 } } as const;
+/** Default and maximum of provisioning.joinTimeoutSeconds and .commandTimeoutSeconds (contracts/time-limits.ts). */
+export const PROVISIONING_TIMEOUT = {
+  join: { default: 600, max: SETTING_LIMITS['provisioning.joinTimeoutSeconds'].max },
+  command: { default: 600, max: SETTING_LIMITS['provisioning.commandTimeoutSeconds'].max },
+} as const;
 
 /** The placeholders a provisioning command may hold. */
 export const PROVISIONING_PLACEHOLDERS = ['{node}', '{version}', '{pool}', '{labels}'] as const;
@@ -127,14 +124,14 @@ export interface MaintenanceConfig {
   rebootCommand?: string[];
 }
 
-/** Default and maximum of maintenance.timeoutSeconds; the maximum stays under the maintenanceCommand profile's 1 hour. */
-export const MAINTENANCE_TIMEOUT = { default: 1800, max: 3300 } as const;
+/** Default and maximum of maintenance.timeoutSeconds (contracts/time-limits.ts). */
+export const MAINTENANCE_TIMEOUT = { default: 1800, max: SETTING_LIMITS['maintenance.timeoutSeconds'].max } as const;
 
 /**
  * Per-command timeouts on the hosts. Slow mirrors and slow disks are real, so the operator may raise
  * them; each maximum stays below the startToClose of the activity profile that runs the command
- * (workflows/activity-options.ts; a test holds the two together), so the activity reports the
- * timeout itself instead of being cut off by Temporal.
+ * (both in contracts/time-limits.ts), so the activity reports the timeout itself instead of being cut
+ * off by Temporal.
  */
 export interface HostTimeouts {
   /** Quick commands: apt-cache, apt-mark, dpkg --audit, kubelet --version, systemctl. */
@@ -148,11 +145,11 @@ export interface HostTimeouts {
 
 /** Default and maximum of each timeout, in seconds. */
 export const HOST_TIMEOUT_LIMITS: Record<keyof HostTimeouts, { default: number; max: number }> = {
-  commandSeconds: { default: 60, max: 300 },
-  packageInstallSeconds: { default: 480, max: 540 }, // hostCommand: 10 min
-  kubeadmPlanSeconds: { default: 300, max: 540 }, // hostCommand: 10 min
-  kubeadmApplySeconds: { default: 1080, max: 1140 }, // kubeadmApply: 20 min
-  kubeadmNodeSeconds: { default: 540, max: 540 }, // hostCommand: 10 min
+  commandSeconds: { default: 60, max: SETTING_LIMITS['timeouts.commandSeconds'].max },
+  packageInstallSeconds: { default: 480, max: SETTING_LIMITS['timeouts.packageInstallSeconds'].max },
+  kubeadmPlanSeconds: { default: 300, max: SETTING_LIMITS['timeouts.kubeadmPlanSeconds'].max },
+  kubeadmApplySeconds: { default: 1080, max: SETTING_LIMITS['timeouts.kubeadmApplySeconds'].max },
+  kubeadmNodeSeconds: { default: 540, max: SETTING_LIMITS['timeouts.kubeadmNodeSeconds'].max },
 };
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -358,7 +355,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
       name,
       url,
       expectStatus: int(r.expectStatus, `probes[${i}].expectStatus`, 200, 100, 599),
-      timeoutSeconds: int(r.timeoutSeconds, `probes[${i}].timeoutSeconds`, 5, 1, 300),
+      timeoutSeconds: int(r.timeoutSeconds, `probes[${i}].timeoutSeconds`, 5, 1, SETTING_LIMITS['probes.timeoutSeconds'].max),
     };
   });
   let maintenanceWindows: MaintenanceWindow[];
@@ -408,7 +405,13 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
       privateKeyPath: path(ssh.privateKeyPath, 'ssh.privateKeyPath'),
       knownHostsPath: path(ssh.knownHostsPath, 'ssh.knownHostsPath'),
       sudo: bool(ssh.sudo, 'ssh.sudo', true),
-      connectTimeoutSeconds: int(ssh.connectTimeoutSeconds, 'ssh.connectTimeoutSeconds', 10, 1, 300),
+      connectTimeoutSeconds: int(
+        ssh.connectTimeoutSeconds,
+        'ssh.connectTimeoutSeconds',
+        10,
+        1,
+        SETTING_LIMITS['ssh.connectTimeoutSeconds'].max,
+      ),
     },
     nodes,
     packageManager: packageManager as PackageManager,
@@ -421,7 +424,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
     },
     snapshots: { dir: path(snapshots.dir, 'snapshots.dir') },
     drain: {
-      timeoutSeconds: int(drain.timeoutSeconds, 'drain.timeoutSeconds', 600, 1, INT_BOUNDS.drainTimeoutSeconds.max),
+      timeoutSeconds: int(drain.timeoutSeconds, 'drain.timeoutSeconds', 600, 1, SETTING_LIMITS['drain.timeoutSeconds'].max),
       ...(drain.gracePeriodSeconds === undefined
         ? {}
         : { gracePeriodSeconds: int(drain.gracePeriodSeconds, 'drain.gracePeriodSeconds', 0, 0) }),

@@ -38,19 +38,3 @@ export function drainContext(): DrainContext {
 export function throwIfCancelled(signal?: AbortSignal): void {
   if (signal?.aborted) throw signal.reason;
 }
-
-/** Waits `ms`, or rejects with the cancellation reason as soon as the activity is cancelled. */
-export function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}

@@ -2,7 +2,8 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { describeDrainBlockers, type DrainOptions, type DrainPlan, type PodRef } from '../rules/index.js';
 import type { ClusterConfig } from './cluster-config.js';
 import type { ClusterResolver } from './cluster-access.js';
-import { drainContext, pause, throwIfCancelled } from './drain-context.js';
+import { drainContext, throwIfCancelled } from './drain-context.js';
+import { pollUntil, sleep } from '../tooling/poll-until.js';
 import {
   evictPod,
   isTransientApiError,
@@ -214,7 +215,7 @@ export function createDrainActivities(deps: { clusters: ClusterResolver; pdbGate
             if (Date.now() - outageSince > API_OUTAGE_MS || Date.now() >= deadline) throw err;
             apiError = (err instanceof Error ? err.message : String(err)).split('\n')[0]?.slice(0, 200);
             beat();
-            await pause(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)] as number, stop.signal);
+            await sleep(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)] as number, stop.signal);
           }
         }
       };
@@ -225,21 +226,22 @@ export function createDrainActivities(deps: { clusters: ClusterResolver; pdbGate
        */
       const awaiting = new Map<string, PodRef>();
       let evicting = true;
-      const untilGone = async (): Promise<void> => {
-        for (;;) {
-          throwIfCancelled(stop.signal);
-          if (awaiting.size > 0) {
-            const present = await api(() => podUidsOnNode(kube, input.node));
-            for (const [k, pod] of awaiting) {
-              if (present.has(pod.uid)) continue;
-              awaiting.delete(k);
-              leave(pod);
-            }
-          }
-          if ((!evicting && awaiting.size === 0) || Date.now() >= deadline) return;
-          await pause(GONE_POLL_MS, stop.signal);
+      const seeWhichAreGone = async (): Promise<void> => {
+        if (awaiting.size === 0) return;
+        const present = await api(() => podUidsOnNode(kube, input.node));
+        for (const [k, pod] of awaiting) {
+          if (present.has(pod.uid)) continue;
+          awaiting.delete(k);
+          leave(pod);
         }
       };
+      const untilGone = async (): Promise<void> =>
+        pollUntil(
+          seeWhichAreGone,
+          () => !evicting && awaiting.size === 0,
+          () => undefined, // the pods left are reported below
+          { timeoutMs: deadline - Date.now(), intervalMs: GONE_POLL_MS, signal: stop.signal },
+        );
       // Which PDBs cover each pod, read once per namespace before the first eviction: the gate needs it
       // for every request, and a refusal names them.
       const pdbLists = new Map<string, Promise<PdbSelectors>>();
@@ -280,8 +282,8 @@ export function createDrainActivities(deps: { clusters: ClusterResolver; pdbGate
           if (outcome.byBudget) ctx.evictionRefused(input.cluster);
           blockedBy.set(key(pod), { pdbs, message: outcome.message });
           beat();
-          await pause(
-            Math.min(BUDGET_RETRY_MS[Math.min(attempt, BUDGET_RETRY_MS.length - 1)] as number, Math.max(0, deadline - Date.now())),
+          await sleep(
+            Math.min(BUDGET_RETRY_MS[Math.min(attempt, BUDGET_RETRY_MS.length - 1)] as number, deadline - Date.now()),
             stop.signal,
           );
         }

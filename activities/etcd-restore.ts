@@ -15,11 +15,13 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterAccess, ClusterResolver } from './cluster-access.js';
 import { ErrorType, kubeCall } from './errors.js';
 import { readyz, type ReadyzResult } from './health-apiserver.js';
-import { heartbeatWhile, hostActivityScope, pause } from './host-activity-context.js';
+import { heartbeatWhile, hostActivityScope } from './host-activity-context.js';
 import { checkNode, commandFailed, invalid, run, shown } from './host-commands.js';
 import { CONTROL_PLANE_LABEL } from './inventory-facts.js';
 import { MEMBER_NAME, PEER_URL, PLAIN_PATH, parseEtcdManifest } from './parsers/etcd-manifest.js';
 import { parseSnapshotStatus } from './parsers/snapshot-status.js';
+import { SETTING_LIMITS } from '../contracts/time-limits.js';
+import { pollUntil } from '../tooling/poll-until.js';
 
 export const MANIFESTS_DIR = '/etc/kubernetes/manifests';
 /** Where the manifests wait while the control plane is down: beside the kubelet's dir, not in it. */
@@ -41,6 +43,9 @@ const READ_MS = 2 * 60_000;
 const RESTORE_MS = 20 * 60_000;
 const COPY_MS = 15 * 60_000;
 const POLL_MS = 1_000;
+/** The restore's waits run in host-command activities: capped under them (contracts/time-limits.ts). */
+const STOP_MAX = SETTING_LIMITS['restore.stopTimeoutSeconds'].max;
+const VERIFY_MAX = SETTING_LIMITS['restore.verifyTimeoutSeconds'].max;
 
 export interface EtcdMember {
   node: string;
@@ -319,7 +324,7 @@ async function runningStaticPods(access: ClusterAccess, node: string, signal?: A
 export async function stopStaticPods(access: ClusterAccess, input: { node: string; timeoutSeconds?: number }) {
   const node = checkNode(input.node);
   const timeoutSeconds = input.timeoutSeconds ?? 300;
-  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 3600)
+  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > STOP_MAX)
     throw invalid(`invalid timeoutSeconds ${shown(timeoutSeconds)}`);
   const scope = hostActivityScope();
   const { signal } = scope;
@@ -338,19 +343,24 @@ export async function stopStaticPods(access: ClusterAccess, input: { node: strin
     }
   }
   // The kubelet stops a static pod whose manifest left (it looks every 20 s): wait until it has.
-  const deadline = Date.now() + timeoutSeconds * 1000;
-  for (;;) {
-    const running = await runningStaticPods(access, node, signal);
-    if (running.length === 0) return { node, moved, parkedIn: PARKED_DIR };
-    if (Date.now() > deadline)
+  await pollUntil(
+    () => runningStaticPods(access, node, signal),
+    (running) => running.length === 0,
+    (running) => {
       throw failure(
         ErrorType.HostCommandTimedOut,
         `${node} still runs ${running.join(', ')} ${timeoutSeconds} s after its manifests left ${MANIFESTS_DIR}`,
         false,
       );
-    scope.heartbeat({ node, waitingFor: running });
-    await pause(POLL_MS, signal);
-  }
+    },
+    {
+      timeoutMs: timeoutSeconds * 1000,
+      intervalMs: POLL_MS,
+      signal,
+      onPending: (running) => scope.heartbeat({ node, waitingFor: running }),
+    },
+  );
+  return { node, moved, parkedIn: PARKED_DIR };
 }
 
 export async function restoreEtcdMember(
@@ -447,7 +457,7 @@ export async function verifyEtcdRestore(access: ClusterAccess, input: { node: st
   const min = input.minRevision;
   if (typeof min !== 'number' || !Number.isInteger(min) || min < 0) throw invalid(`invalid minRevision ${shown(min)}`);
   const timeoutSeconds = input.timeoutSeconds ?? 300;
-  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 3600)
+  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > VERIFY_MAX)
     throw invalid(`invalid timeoutSeconds ${shown(timeoutSeconds)}`);
   const scope = hostActivityScope();
   const { signal } = scope;
@@ -463,9 +473,8 @@ export async function verifyEtcdRestore(access: ClusterAccess, input: { node: st
     '-w',
     'json',
   ];
-  const deadline = Date.now() + timeoutSeconds * 1000;
-  let last = '';
-  for (;;) {
+  /** The revision etcd serves, or why it did not answer. */
+  const endpointStatus = async (): Promise<{ revision: number } | { last: string }> => {
     const r = await access.shell.exec(node, argv, {
       sudo: true,
       env: { ETCDCTL_API: '3' },
@@ -473,20 +482,29 @@ export async function verifyEtcdRestore(access: ClusterAccess, input: { node: st
       ...(signal ? { signal } : {}),
     });
     const revision = r.exitCode === 0 ? Number(/"revision":\s*(\d+)/.exec(r.stdout)?.[1] ?? Number.NaN) : Number.NaN;
-    if (Number.isSafeInteger(revision)) {
-      if (revision < min)
-        throw failure(
-          ErrorType.VerificationFailed,
-          `etcd on ${node} is at revision ${revision}, below ${min} (the snapshot's revision plus the bump): the restored data is not what it serves`,
-        );
-      return { node, revision };
-    }
-    last = `exit ${r.exitCode}: ${(r.stderr || r.stdout).trim().split('\n').at(-1) ?? ''}`.slice(0, 300);
-    if (Date.now() > deadline)
+    if (Number.isSafeInteger(revision)) return { revision };
+    return { last: `exit ${r.exitCode}: ${(r.stderr || r.stdout).trim().split('\n').at(-1) ?? ''}`.slice(0, 300) };
+  };
+  const { revision } = await pollUntil(
+    endpointStatus,
+    (s): s is { revision: number } => 'revision' in s,
+    (s) => {
+      const last = 'last' in s ? s.last : '';
       throw failure(ErrorType.Unhealthy, `etcd on ${node} did not answer within ${timeoutSeconds} s of the start (${last})`);
-    scope.heartbeat({ node, waitingFor: 'etcd endpoint status', last });
-    await pause(POLL_MS * 2, signal);
-  }
+    },
+    {
+      timeoutMs: timeoutSeconds * 1000,
+      intervalMs: POLL_MS * 2,
+      signal,
+      onPending: (s) => scope.heartbeat({ node, waitingFor: 'etcd endpoint status', last: 'last' in s ? s.last : '' }),
+    },
+  );
+  if (revision < min)
+    throw failure(
+      ErrorType.VerificationFailed,
+      `etcd on ${node} is at revision ${revision}, below ${min} (the snapshot's revision plus the bump): the restored data is not what it serves`,
+    );
+  return { node, revision };
 }
 
 /**
@@ -496,28 +514,36 @@ export async function verifyEtcdRestore(access: ClusterAccess, input: { node: st
  */
 export async function verifyRestoredApiserver(access: ClusterAccess, input: { timeoutSeconds?: number }): Promise<ReadyzResult> {
   const timeoutSeconds = input.timeoutSeconds ?? 240;
-  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 3600)
+  if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > VERIFY_MAX)
     throw invalid(`invalid timeoutSeconds ${shown(timeoutSeconds)}`);
   const scope = hostActivityScope();
-  const deadline = Date.now() + timeoutSeconds * 1000;
-  for (;;) {
-    let last: string;
+  /** /readyz, with a refusal of the authorizer taken as "not yet". */
+  const ready = async (): Promise<ReadyzResult | { last: string }> => {
     try {
       const r = await readyz(access.config, scope.signal);
-      if (r.healthy) return r;
-      last = r.error ?? 'not ready';
+      return r.healthy ? r : { last: r.error ?? 'not ready' };
     } catch (err) {
       if (!(err instanceof ApplicationFailure && err.type === ErrorType.Forbidden)) throw err;
-      last = err.message;
+      return { last: err.message };
     }
-    if (Date.now() > deadline)
+  };
+  return pollUntil(
+    ready,
+    (s): s is ReadyzResult => !('last' in s),
+    (s) => {
+      const last = 'last' in s ? s.last : '';
       throw failure(
         ErrorType.Unhealthy,
         `the apiserver of ${access.config.name} is not ready ${timeoutSeconds} s after the restore: ${last}`,
       );
-    scope.heartbeat({ waitingFor: 'apiserver /readyz', last });
-    await pause(POLL_MS, scope.signal);
-  }
+    },
+    {
+      timeoutMs: timeoutSeconds * 1000,
+      intervalMs: POLL_MS,
+      signal: scope.signal,
+      onPending: (s) => scope.heartbeat({ waitingFor: 'apiserver /readyz', last: 'last' in s ? s.last : '' }),
+    },
+  );
 }
 
 export function createRestoreActivities(deps: { clusters: ClusterResolver }) {

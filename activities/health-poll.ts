@@ -1,6 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { ErrorType } from './errors.js';
-import { ACTIVITY_LIMITS } from '../rules/index.js';
+import { pollUntil } from '../tooling/poll-until.js';
+import { SETTING_LIMITS } from '../contracts/time-limits.js';
 
 /** The activity context when there is one: plain unit calls run without it. */
 function context(): Context | undefined {
@@ -20,23 +21,8 @@ export function cancellationSignal(): AbortSignal | undefined {
   return context()?.cancellationSignal;
 }
 
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** Longest `waitSeconds` a check accepts: under the healthCheck profile's startToClose (rules/policy.ts). */
-export const MAX_WAIT_SECONDS = ACTIVITY_LIMITS.healthWait;
+/** Longest `waitSeconds` a check accepts: under the healthCheck profile's startToClose (contracts/time-limits.ts). */
+export const MAX_WAIT_SECONDS = SETTING_LIMITS.verifySeconds.max;
 
 export function waitSecondsOf(input: { waitSeconds?: unknown }): number {
   const w = input.waitSeconds ?? 0;
@@ -69,19 +55,25 @@ export async function pollUntilHealthy<R extends { healthy: boolean }>(
   check: () => Promise<R>,
   intervalMs = 500,
 ): Promise<R> {
-  const deadline = Date.now() + waitSeconds * 1000;
-  for (let attempt = 1; ; attempt++) {
-    const alive = setInterval(() => heartbeat({ check: what, attempt, running: true }), 5_000);
-    let result: R;
+  const attempt = async (n: number): Promise<R> => {
+    const alive = setInterval(() => heartbeat({ check: what, attempt: n, running: true }), 5_000);
     try {
-      result = await check();
+      return await check();
     } finally {
       clearInterval(alive);
     }
-    if (result.healthy || Date.now() >= deadline) return result;
-    heartbeat(progress(what, attempt, result));
-    await pause(Math.min(intervalMs, Math.max(0, deadline - Date.now())), cancellationSignal());
-  }
+  };
+  return pollUntil(
+    attempt,
+    (r) => r.healthy,
+    (last) => last,
+    {
+      timeoutMs: waitSeconds * 1000,
+      intervalMs,
+      signal: cancellationSignal(),
+      onPending: (r, n) => heartbeat(progress(what, n, r)),
+    },
+  );
 }
 
 /** The typed failure of a check that stayed unhealthy; details carry the whole (secret-free) result. */

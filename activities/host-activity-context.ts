@@ -29,19 +29,3 @@ export async function heartbeatWhile<T>(scope: HostActivityScope, details: () =>
     clearInterval(timer);
   }
 }
-
-/** Resolves after `ms`; rejects with the signal's reason when cancelled first. */
-export function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason ?? new Error('cancelled'));
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason ?? new Error('cancelled'));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}

@@ -4,7 +4,8 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { parseVersion } from '../rules/index.js';
 import type { ClusterAccess, ExecOptions, ExecResult } from './cluster-access.js';
 import { ErrorType, kubeCall } from './errors.js';
-import { heartbeatWhile, hostActivityScope, pause, type HostActivityScope } from './host-activity-context.js';
+import { heartbeatWhile, hostActivityScope, type HostActivityScope } from './host-activity-context.js';
+import { pollUntil } from '../tooling/poll-until.js';
 import { NODE_NAME } from './host-address.js';
 import { isTransientFailure } from './host-transient.js';
 import { maskUrlCredentials } from './parsers/kubernetes-repository.js';
@@ -144,27 +145,40 @@ export async function awaitQuietHost(
   scope: HostActivityScope,
 ): Promise<boolean> {
   const argv = ['pgrep', '-a', '-x', programs.join('|')];
-  const deadline = Date.now() + timeoutMs;
-  for (let waited = false; ; waited = true) {
+  /** The earlier commands still running: none once pgrep finds nothing (or is not there to look). */
+  const stillRunning = async (): Promise<string[]> => {
     const r = await heartbeatWhile(
       scope,
       () => ({ node, looking: "for an earlier attempt's command still running" }),
       access.shell.exec(node, argv, { timeoutMs: access.config.timeouts.commandSeconds * 1000, signal: scope.signal }),
     );
-    if (r.exitCode === 1 || r.exitCode === 127) return waited;
+    if (r.exitCode === 1 || r.exitCode === 127) return [];
     if (r.exitCode !== 0) throw commandFailed(node, argv, r);
-    const running = r.stdout
+    return r.stdout
       .trim()
       .split('\n')
       .map((l) => l.replace(/^\d+\s+/, ''))
       .slice(0, 3);
-    if (Date.now() > deadline) {
+  };
+  let waited = false;
+  await pollUntil(
+    stillRunning,
+    (running) => running.length === 0,
+    (running) => {
       throw ApplicationFailure.create({
         type: ErrorType.HostCommandTimedOut,
         message: `${node} still runs ${running.map((c) => `'${c}'`).join(', ')} after ${Math.round(timeoutMs / 1000)} s; not starting another beside it`,
       });
-    }
-    scope.heartbeat({ node, waitingFor: running });
-    await pause(QUIET_POLL_MS, scope.signal);
-  }
+    },
+    {
+      timeoutMs,
+      intervalMs: QUIET_POLL_MS,
+      signal: scope.signal,
+      onPending: (running) => {
+        waited = true;
+        scope.heartbeat({ node, waitingFor: running });
+      },
+    },
+  );
+  return waited;
 }

@@ -4,7 +4,8 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { compareVersions, parseVersion } from '../rules/index.js';
 import type { ClusterAccess } from './cluster-access.js';
 import { ErrorType } from './errors.js';
-import { heartbeatWhile, hostActivityScope, pause, type HostActivityScope } from './host-activity-context.js';
+import { heartbeatWhile, hostActivityScope, type HostActivityScope } from './host-activity-context.js';
+import { pollUntil } from '../tooling/poll-until.js';
 import {
   awaitQuietHost,
   checkNode,
@@ -64,7 +65,6 @@ function refuseDowngrade(cluster: string | undefined, version: string): void {
 
 const atVersion = (components: Record<string, string>, version: string): boolean => COMPONENTS.every((c) => components[c] === version);
 
-/** Polls the mirror pods briefly: the kubelet replaces static pods just after kubeadm returns. */
 /** Waits for the mirror pods to show the version, heartbeating: the wait can outlast a heartbeat timeout. */
 async function awaitComponents(
   access: ClusterAccess,
@@ -72,19 +72,19 @@ async function awaitComponents(
   version: string,
   scope: HostActivityScope,
 ): Promise<Record<string, string>> {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    scope.heartbeat({ node, step: `wait for control-plane pods at v${version}` });
-    const components = await controlPlaneVersions(access, node);
-    if (atVersion(components, version)) return components;
-    if (Date.now() > deadline) {
+  const step = { node, step: `wait for control-plane pods at v${version}` };
+  scope.heartbeat(step);
+  return pollUntil(
+    () => controlPlaneVersions(access, node),
+    (components) => atVersion(components, version),
+    (components) => {
       throw ApplicationFailure.create({
         type: ErrorType.Unhealthy,
         message: `control plane on ${node} is not at ${version} 2 minutes after kubeadm finished: ${JSON.stringify(components)}`,
       });
-    }
-    await pause(1000, scope.signal);
-  }
+    },
+    { timeoutMs: 120_000, intervalMs: 1000, signal: scope.signal, onPending: () => scope.heartbeat(step) },
+  );
 }
 
 export async function kubeadmUpgradeApply(access: ClusterAccess, input: { node: string; version: string }): Promise<KubeadmStepResult> {

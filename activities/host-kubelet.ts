@@ -4,16 +4,20 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterAccess } from './cluster-access.js';
 import { REBOOT_COMMANDS } from './cluster-config.js';
 import { ErrorType } from './errors.js';
-import { hostActivityScope, pause, type HostActivityScope } from './host-activity-context.js';
+import { SETTING_LIMITS } from '../contracts/time-limits.js';
+import { hostActivityScope, type HostActivityScope } from './host-activity-context.js';
+import { pollUntil } from '../tooling/poll-until.js';
 import { checkNode, checkVersion, invalid, readNodeState, run, type NodeState } from './host-commands.js';
 
 /** Quick host commands (kubelet --version, systemctl, reboot): the cluster configuration's timeouts.commandSeconds. */
 const quickMs = (access: ClusterAccess): number => access.config.timeouts.commandSeconds * 1000;
 const BOOT_ID = '/proc/sys/kernel/random/boot_id';
 
-function checkTimeout(seconds: unknown): number {
-  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 1 || seconds > 3600)
-    throw invalid('timeoutSeconds must be an integer from 1 to 3600');
+/** The wait's timeout, within what the policy allows (contracts/time-limits.ts): the activity reports its own timeout. */
+function checkTimeout(seconds: unknown, setting: 'kubeletTimeoutSeconds' | 'rebootTimeoutSeconds'): number {
+  const { max } = SETTING_LIMITS[setting];
+  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 1 || seconds > max)
+    throw invalid(`timeoutSeconds must be an integer from 1 to ${max}`);
   return seconds;
 }
 
@@ -27,23 +31,23 @@ async function waitForNode(
   done: (s: NodeState) => boolean,
   phase: object = {},
 ): Promise<NodeState> {
-  const deadline = Date.now() + timeoutSeconds * 1000;
   // Often Ready within a second or two of a restart: look again soon at first, then every second.
-  let interval = 200;
-  for (;;) {
-    const state = await readNodeState(access, node);
-    scope.heartbeat({ ...phase, node, waitingFor: want, ready: state.ready, kubeletVersion: state.kubeletVersion ?? null });
-    if (done(state)) return state;
-    if (Date.now() > deadline) {
+  return pollUntil(
+    async () => {
+      const state = await readNodeState(access, node);
+      scope.heartbeat({ ...phase, node, waitingFor: want, ready: state.ready, kubeletVersion: state.kubeletVersion ?? null });
+      return state;
+    },
+    done,
+    (state) => {
       throw ApplicationFailure.create({
         type: ErrorType.NodeNotReady,
         nonRetryable: true,
         message: `${node} was not ${want} within ${timeoutSeconds} s (Ready: ${state.ready}, kubelet ${state.kubeletVersion ?? 'unknown'})`,
       });
-    }
-    await pause(interval, scope.signal);
-    interval = Math.min(1000, Math.round(interval * 1.5));
-  }
+    },
+    { timeoutMs: timeoutSeconds * 1000, intervalMs: (n) => Math.min(1000, Math.round(200 * 1.5 ** (n - 1))), signal: scope.signal },
+  );
 }
 
 export interface RestartKubeletResult {
@@ -59,7 +63,7 @@ export async function restartKubelet(
 ): Promise<RestartKubeletResult> {
   const node = checkNode(input.node);
   const version = checkVersion(input.version);
-  const timeoutSeconds = checkTimeout(input.timeoutSeconds);
+  const timeoutSeconds = checkTimeout(input.timeoutSeconds, 'kubeletTimeoutSeconds');
   const scope = hostActivityScope();
   const target = (s: NodeState): boolean => s.ready && s.kubeletVersion === version;
   if (target(await readNodeState(access, node))) return { node, version, restarted: false };
@@ -116,7 +120,7 @@ export async function rebootNode(
   input: { node: string; command?: string[]; timeoutSeconds: number },
 ): Promise<RebootNodeResult> {
   const node = checkNode(input.node);
-  const timeoutSeconds = checkTimeout(input.timeoutSeconds);
+  const timeoutSeconds = checkTimeout(input.timeoutSeconds, 'rebootTimeoutSeconds');
   const command = input.command ?? access.config.maintenance?.rebootCommand ?? ['reboot'];
   // Runs as root from a workflow input: only the reboot forms, never an arbitrary command.
   if (
@@ -144,43 +148,46 @@ export async function rebootNode(
       throw invalid(`'${command.join(' ')}' on ${node} exited ${r.exitCode}: ${r.stderr.trim().split('\n').at(-1) ?? ''}`);
   }
   const left = (): number => Math.max(1, Math.round((deadline - Date.now()) / 1000));
-  let changed: boolean | null = null;
   if (progress.bootId === null && !progress.seenDown) {
     // A quick reboot may never show NotReady (the node controller waits ~40 s): a refused SSH counts too.
-    while (!(await wentAway(access, node, scope.signal))) {
-      scope.heartbeat({ ...progress, waitingFor: 'the host to go down' });
-      if (Date.now() > deadline) {
+    const waiting = { ...progress, waitingFor: 'the host to go down' };
+    await pollUntil(
+      () => wentAway(access, node, scope.signal),
+      (away) => away,
+      () => {
         throw ApplicationFailure.create({
           type: ErrorType.NodeNotReady,
           nonRetryable: true,
           message: `${node} was never seen going down within ${timeoutSeconds} s of '${command.join(' ')}'`,
         });
-      }
-      await pause(1000, scope.signal);
-    }
+      },
+      { timeoutMs: deadline - Date.now(), intervalMs: 1000, signal: scope.signal, onPending: () => scope.heartbeat(waiting) },
+    );
     progress = { ...progress, seenDown: true };
     scope.heartbeat(progress);
   }
-  for (;;) {
-    try {
-      const now = await bootId(access, node, scope.signal);
-      if (progress.bootId === null || (now !== null && now !== progress.bootId)) {
-        changed = progress.bootId === null ? null : true;
-        break;
-      }
-    } catch (err) {
-      if ((err as ApplicationFailure).type !== ErrorType.HostUnreachable) throw err;
-    }
-    scope.heartbeat({ ...progress, waitingFor: 'SSH after reboot' });
-    if (Date.now() > deadline) {
+  const before = progress.bootId;
+  const backOverSsh = (): Promise<boolean> =>
+    bootId(access, node, scope.signal).then(
+      (now) => before === null || (now !== null && now !== before),
+      (err: unknown) => {
+        if ((err as ApplicationFailure).type !== ErrorType.HostUnreachable) throw err;
+        return false; // still down
+      },
+    );
+  const sshWait = { ...progress, waitingFor: 'SSH after reboot' };
+  await pollUntil(
+    backOverSsh,
+    (back) => back,
+    () => {
       throw ApplicationFailure.create({
         type: ErrorType.NodeNotReady,
         nonRetryable: true,
         message: `${node} did not come back over SSH within ${timeoutSeconds} s of the reboot`,
       });
-    }
-    await pause(1000, scope.signal);
-  }
+    },
+    { timeoutMs: deadline - Date.now(), intervalMs: 1000, signal: scope.signal, onPending: () => scope.heartbeat(sshWait) },
+  );
   await waitForNode(access, scope, node, left(), 'Ready after the reboot', (s) => s.ready, progress);
-  return { node, bootIdChanged: changed };
+  return { node, bootIdChanged: before === null ? null : true };
 }

@@ -1,4 +1,5 @@
 import type { KubeApi } from './kube-api.js';
+import { sleep } from '../tooling/poll-until.js';
 
 /**
  * When the API server has admitted an eviction under a PodDisruptionBudget, seen from its status.
@@ -22,8 +23,6 @@ export interface PdbSnapshot {
 /** When to look, as shares of how long an eviction under the PDB took lately; never sooner than MIN_POLL_MS. */
 const LOOKS = [0.5, 0.75];
 const MIN_POLL_MS = 20;
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** The PDB's status now; undefined when it is gone (its evictions are no longer gated by it). */
 export async function readPdbSnapshot(kube: KubeApi, namespace: string, name: string): Promise<PdbSnapshot | undefined> {

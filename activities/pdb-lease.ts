@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { V1MicroTime, type CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
 import { httpStatus } from './errors.js';
+import { sleep } from '../tooling/poll-until.js';
 
 /**
  * The per-PDB eviction gate across worker processes: a coordination.k8s.io Lease in the PDB's namespace,
@@ -27,19 +28,6 @@ export function leaseName(pdbs: readonly string[]): string {
   if (sorted.length === 1 && plain.length <= 253) return plain;
   return `${LEASE_PREFIX}${createHash('sha256').update(sorted.join('+')).digest('hex').slice(0, 20)}`;
 }
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 
 export class PdbLease {
   readonly name: string;

@@ -8,7 +8,8 @@ import { compareNatural, compareVersions, minorIndex, parseVersion } from '../ru
 import type { ClusterAccess, ClusterResolver } from './cluster-access.js';
 import { isLabelKey, isLabelValue, labelsText, type PoolConfig, type ProvisioningConfig } from './cluster-config.js';
 import { ErrorType, httpStatus, kubeCall, kubeFailure } from './errors.js';
-import { heartbeatWhile, hostActivityScope, pause } from './host-activity-context.js';
+import { heartbeatWhile, hostActivityScope } from './host-activity-context.js';
+import { pollUntil } from '../tooling/poll-until.js';
 import { checkNode, checkVersion, invalid, shown } from './host-commands.js';
 import { CONTROL_PLANE_LABEL, imageVersion, isReady, MIRROR_ANNOTATION, versionOrUndefined } from './inventory-facts.js';
 import { machineProvider, type MachineProvider } from './provisioning.js';
@@ -282,14 +283,18 @@ export function createPoolActivities(deps: { clusters: ClusterResolver; provider
         }),
       );
 
-      const deadline = Date.now() + provisioning.joinTimeoutSeconds * 1000;
-      for (;;) {
+      /** Each named node and why it has not joined yet (undefined: joined). */
+      const notYetJoined = async () => {
         const nodes = await joinedSoFar(access, names, labels);
         const why = names.map((n) => [n, notJoined(nodes.get(n), version, labels)] as const).filter(([, w]) => w !== undefined);
         pending = why.map(([n]) => n);
         scope.heartbeat(details());
-        if (why.length === 0) return { joined: names };
-        if (Date.now() >= deadline) {
+        return why;
+      };
+      await pollUntil(
+        notYetJoined,
+        (why) => why.length === 0,
+        (why) => {
           throw ApplicationFailure.create({
             type: ErrorType.NodeNotReady,
             nonRetryable: true,
@@ -299,9 +304,10 @@ export function createPoolActivities(deps: { clusters: ClusterResolver; provider
               .join('; ')}`,
             details: [{ pending: why.map(([n, w]) => ({ node: n, why: w })) }],
           });
-        }
-        await pause(Math.min(JOIN_POLL_MS, Math.max(0, deadline - Date.now())), scope.signal);
-      }
+        },
+        { timeoutMs: provisioning.joinTimeoutSeconds * 1000, intervalMs: JOIN_POLL_MS, signal: scope.signal },
+      );
+      return { joined: names };
     },
 
     /**

@@ -3,6 +3,7 @@ import type { QueryDefinition } from '@temporalio/common';
 import { isClientError } from './temporal-sdk.js';
 import { CommandFailed } from './cli-support.js';
 import { summarizeWorkflowFailure, type FailureSummary } from './workflow-failure.js';
+import { pollUntil } from '../tooling/poll-until.js';
 
 /**
  * What a run is, read from what Temporal holds, and its worker's answer only when a worker gives one.
@@ -86,15 +87,15 @@ export async function runEnding<R>(handle: WorkflowHandle): Promise<Ending<R>> {
  * 5 s without one this is the one line that says to start one (a worker may be starting: it waits a little).
  */
 export async function untilAWorkerPolls(client: Client, taskQueue: string, waiting?: () => void): Promise<void> {
-  for (let waited = 0; ; waited += 500) {
-    const { pollers } = await client.workflowService.describeTaskQueue({
-      namespace: client.options.namespace,
-      taskQueue: { name: taskQueue },
-    });
-    if ((pollers?.length ?? 0) > 0) return;
-    if (waited >= 5000)
+  const pollers = async () =>
+    (await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue } })).pollers
+      ?.length ?? 0;
+  await pollUntil(
+    pollers,
+    (n) => n > 0,
+    () => {
       throw new CommandFailed(`no worker polls task queue ${taskQueue}; start one with "skewless worker --clusters-dir DIR"`);
-    waiting?.();
-    await new Promise((r) => setTimeout(r, 500));
-  }
+    },
+    { timeoutMs: 5000, intervalMs: 500, ...(waiting ? { onPending: () => waiting() } : {}) },
+  );
 }

@@ -6,6 +6,7 @@ import { EXIT, UsageError, type CommandIo } from './cli-support.js';
 import { OUTPUT_OPTION, printRecord, spinner, type Output, type Spinner } from './output.js';
 import { connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from './temporal-connection.js';
 import { isClientError } from './temporal-sdk.js';
+import { pollUntil } from '../tooling/poll-until.js';
 
 /**
  * What `upgrade`, `maintain`, `bluegreen`, `restore` and `fleet start` share: start one run under its
@@ -92,27 +93,32 @@ export interface FollowRun<S> {
 /** Polls a run (describe, then its status) until it closes; returns the exit code of its ending. */
 export async function followRun<S>(o: FollowRun<S>): Promise<number> {
   const live = o.live ?? spinner(o.io);
-  try {
-    for (;;) {
-      let description;
-      try {
-        description = await o.handle.describe();
-      } catch (err) {
-        if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(o.notFound);
-        throw err;
-      }
-      const status = await o.status(description);
-      const closed = description.status.name !== 'RUNNING';
-      if (status !== undefined) {
-        const line = o.show(status, closed);
-        if (line !== undefined) live.show(line);
-      }
-      if (closed) {
-        live.clear();
-        return await o.ending();
-      }
-      await new Promise((r) => setTimeout(r, o.pollMs));
+  /** One poll: what changed is shown; true once the run has closed. */
+  const closedAfterShowing = async (): Promise<boolean> => {
+    let description;
+    try {
+      description = await o.handle.describe();
+    } catch (err) {
+      if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(o.notFound);
+      throw err;
     }
+    const status = await o.status(description);
+    const closed = description.status.name !== 'RUNNING';
+    if (status !== undefined) {
+      const line = o.show(status, closed);
+      if (line !== undefined) live.show(line);
+    }
+    return closed;
+  };
+  try {
+    await pollUntil(
+      closedAfterShowing,
+      (closed) => closed,
+      () => undefined,
+      { timeoutMs: Infinity, intervalMs: o.pollMs },
+    );
+    live.clear();
+    return await o.ending();
   } finally {
     live.clear();
   }

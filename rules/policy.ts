@@ -1,14 +1,14 @@
 import { acknowledgementNameProblem } from './readiness/finding.js';
 import { RuleError } from './rule-error.js';
 import type { PhaseKind, UpgradePolicy } from './rollout-plan.js';
+import { limitReason, SETTING_LIMITS } from '../contracts/time-limits.js';
 
 /**
  * The one policy of a rollout: every key an upgrade, an OS maintenance run or a blue/green run takes,
  * with its bounds, checked here for the CLI's flags, a fleet file's entries, schedules and the
  * workflows, so that no two of them disagree. The bounds keep each value inside the activity it
- * feeds: workflows/activity-options.ts reads its start-to-close limits from ACTIVITY_LIMITS, and a
- * value the activity could not honour is refused before anything starts (a drain timeout past the
- * drain activity's own limit used to end as "Timeout (START_TO_CLOSE)" five times over).
+ * feeds (contracts/time-limits.ts, the one table of time limits): a value the activity could not
+ * honour is refused before anything starts.
  */
 export interface Policy extends UpgradePolicy {
   /** OS maintenance: how long a node may take to come back over SSH and Ready after its reboot. */
@@ -17,21 +17,6 @@ export interface Policy extends UpgradePolicy {
   forcePods?: string[];
 }
 export type PolicyKey = keyof Policy;
-
-/** The start-to-close limits of the activities that policy values feed (seconds). */
-export const ACTIVITY_LIMITS = {
-  /** drainNode: runs up to the drain timeout, then reports the pods left. */
-  drain: 7_200,
-  /** restartKubelet: the restart and the wait for Ready at the version. */
-  kubeletRestart: 600,
-  /** Health checks (checkNodeReady, checkWorkloads, ...): their longest wait, under the profile's 5 minutes. */
-  healthWait: 240,
-  /** rebootNode: the reboot and the wait for SSH and Ready. */
-  reboot: 1_800,
-} as const;
-
-/** What an activity needs after its own wait ends: to report what it found (the pods left, the node's state). */
-const REPORT_MARGIN_SECONDS = { drain: 300, kubeletRestart: 60, reboot: 300 } as const;
 
 /** Defaults of the keys the workflows read with one (the rest default to "absent"). */
 export const POLICY_DEFAULTS = {
@@ -93,25 +78,13 @@ export const INT_BOUNDS = {
   batchSize: { min: 1 },
   soakSeconds: { min: 0 },
   phaseSoakSeconds: { min: 0, max: 86_400, why: 'a day' },
-  drainTimeoutSeconds: {
-    min: 1,
-    max: ACTIVITY_LIMITS.drain - REPORT_MARGIN_SECONDS.drain,
-    why: `the drain activity ends at ${ACTIVITY_LIMITS.drain / 3600} hours`,
-  },
+  drainTimeoutSeconds: { min: 1, max: SETTING_LIMITS.drainTimeoutSeconds.max, why: limitReason('drainTimeoutSeconds') },
   hostRetrySeconds: { min: 0, max: 86_400, why: 'a day' },
-  kubeletTimeoutSeconds: {
-    min: 1,
-    max: ACTIVITY_LIMITS.kubeletRestart - REPORT_MARGIN_SECONDS.kubeletRestart,
-    why: `the kubelet restart activity ends at ${ACTIVITY_LIMITS.kubeletRestart / 60} minutes`,
-  },
-  verifySeconds: { min: 0, max: ACTIVITY_LIMITS.healthWait, why: 'the longest wait of a health check' },
+  kubeletTimeoutSeconds: { min: 1, max: SETTING_LIMITS.kubeletTimeoutSeconds.max, why: limitReason('kubeletTimeoutSeconds') },
+  verifySeconds: { min: 0, max: SETTING_LIMITS.verifySeconds.max, why: 'the longest wait of a health check' },
   // 1 continues as new at every safe point (the tests that cross runs use it); the server's own suggestion still holds.
   continueAsNewAfterEvents: { min: 1 },
-  rebootTimeoutSeconds: {
-    min: 1,
-    max: ACTIVITY_LIMITS.reboot - REPORT_MARGIN_SECONDS.reboot,
-    why: `the reboot activity ends at ${ACTIVITY_LIMITS.reboot / 60} minutes`,
-  },
+  rebootTimeoutSeconds: { min: 1, max: SETTING_LIMITS.rebootTimeoutSeconds.max, why: limitReason('rebootTimeoutSeconds') },
 } satisfies Partial<Record<PolicyKey, { min: number; max?: number; why?: string }>>;
 export type IntPolicyKey = keyof typeof INT_BOUNDS;
 

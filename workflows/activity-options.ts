@@ -1,8 +1,8 @@
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import type { ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import { ACTIVITY_LIMITS } from '../rules/index.js';
 import { NEVER_RETRY } from '../contracts/failure-types.js';
+import { PROFILE_SECONDS, type ProfileName } from '../contracts/time-limits.js';
 
 /**
  * The one place that declares activity timeouts and retry policies, with the reason for each.
@@ -18,9 +18,12 @@ import { NEVER_RETRY } from '../contracts/failure-types.js';
  */
 const WORKER_LOST = '20 seconds';
 
+/** A profile's start-to-close, from the one table of time limits (the settings that run inside it are capped there). */
+const startToClose = (profile: ProfileName) => `${PROFILE_SECONDS[profile]} seconds`;
+
 /** Short, read-only calls that answer in seconds. */
 export const quickRead: ActivityOptions = {
-  startToCloseTimeout: '30 seconds',
+  startToCloseTimeout: startToClose('quickRead'),
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,
@@ -32,7 +35,7 @@ export const quickRead: ActivityOptions = {
 
 /** Reads of the API (inventory, health): cheap and idempotent, so retried often but briefly. */
 export const kubeRead: ActivityOptions = {
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: startToClose('kubeRead'),
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,
@@ -44,7 +47,7 @@ export const kubeRead: ActivityOptions = {
 
 /** Writes to the API (cordon, labels): idempotent by construction; Conflict is retried with a fresh read. */
 export const kubeWrite: ActivityOptions = {
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: startToClose('kubeWrite'),
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,
@@ -55,18 +58,18 @@ export const kubeWrite: ActivityOptions = {
 };
 
 /**
+ * The readiness report reads the API and, over SSH, every node (cgroup, certificates, the next minors'
+ * repositories, the audit logs), eight hosts at a time, each read within 30 s: longer than a kube read.
+ */
+export const readinessRead: ActivityOptions = { ...kubeRead, startToCloseTimeout: startToClose('readinessRead') };
+
+/**
  * One command on a host (available versions, kubeadm upgrade plan/node, packages). A host that
  * reboots or refuses SSH (HostUnreachable) is retried for about 7 minutes of backoff (12 attempts),
  * then the node is reported blocked; the policy's hostRetrySeconds changes that budget.
  */
-/**
- * The readiness report reads the API and, over SSH, every node (cgroup, certificates, the next minors'
- * repositories, the audit logs), eight hosts at a time, each read within 30 s: longer than a kube read.
- */
-export const readinessRead: ActivityOptions = { ...kubeRead, startToCloseTimeout: '5 minutes' };
-
 export const hostCommand: ActivityOptions = {
-  startToCloseTimeout: '10 minutes',
+  startToCloseTimeout: startToClose('hostCommand'),
   heartbeatTimeout: WORKER_LOST,
   retry: {
     initialInterval: '2 seconds',
@@ -79,7 +82,7 @@ export const hostCommand: ActivityOptions = {
 
 /** `kubeadm upgrade apply` pulls images and restarts static pods: minutes, heartbeated. */
 export const kubeadmApply: ActivityOptions = {
-  startToCloseTimeout: '20 minutes',
+  startToCloseTimeout: startToClose('kubeadmApply'),
   heartbeatTimeout: WORKER_LOST,
   retry: {
     initialInterval: '5 seconds',
@@ -92,7 +95,7 @@ export const kubeadmApply: ActivityOptions = {
 
 /** kubelet restart and the wait for Ready at the target version. */
 export const kubeletRestart: ActivityOptions = {
-  startToCloseTimeout: `${ACTIVITY_LIMITS.kubeletRestart} seconds`,
+  startToCloseTimeout: startToClose('kubeletRestart'),
   heartbeatTimeout: WORKER_LOST,
   retry: {
     initialInterval: '5 seconds',
@@ -108,7 +111,7 @@ export const kubeletRestart: ActivityOptions = {
  * not retried: the workflow turns it into a wait for the operator.
  */
 export const drain: ActivityOptions = {
-  startToCloseTimeout: `${ACTIVITY_LIMITS.drain} seconds`,
+  startToCloseTimeout: startToClose('drain'),
   heartbeatTimeout: WORKER_LOST,
   retry: {
     initialInterval: '5 seconds',
@@ -121,7 +124,7 @@ export const drain: ActivityOptions = {
 
 /** etcd snapshot save + status + copy off the node: size-bound, heartbeated while copying. */
 export const etcdSnapshot: ActivityOptions = {
-  startToCloseTimeout: '30 minutes',
+  startToCloseTimeout: startToClose('etcdSnapshot'),
   heartbeatTimeout: WORKER_LOST,
   retry: {
     initialInterval: '5 seconds',
@@ -134,7 +137,7 @@ export const etcdSnapshot: ActivityOptions = {
 
 /** Health checks: a failing check is information for the workflow, not something to retry blindly. */
 export const healthCheck: ActivityOptions = {
-  startToCloseTimeout: '5 minutes',
+  startToCloseTimeout: startToClose('healthCheck'),
   heartbeatTimeout: WORKER_LOST,
   retry: {
     initialInterval: '2 seconds',
@@ -147,12 +150,12 @@ export const healthCheck: ActivityOptions = {
 
 /**
  * The alert gate's query of the operator's Prometheus (activities/alerts.ts): one HTTP request of at
- * most alerts.timeoutSeconds (30). An unreachable Prometheus is retried for about 15 s of backoff (a
+ * most alerts.timeoutSeconds (30 at the most). An unreachable Prometheus is retried for about 15 s of backoff (a
  * restart, a blip), then reaches the workflow, which holds the phase for the operator: the gate never
  * reads "cannot ask" as "nothing fires".
  */
 export const prometheusQuery: ActivityOptions = {
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: startToClose('prometheusQuery'),
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,
@@ -164,7 +167,7 @@ export const prometheusQuery: ActivityOptions = {
 
 /** Reboot and wait for SSH and Ready to come back. */
 export const reboot: ActivityOptions = {
-  startToCloseTimeout: `${ACTIVITY_LIMITS.reboot} seconds`,
+  startToCloseTimeout: startToClose('reboot'),
   heartbeatTimeout: WORKER_LOST,
   retry: {
     initialInterval: '10 seconds',
@@ -176,12 +179,12 @@ export const reboot: ActivityOptions = {
 };
 
 /**
- * The operator's OS upgrade command (maintenance.command): up to maintenance.timeoutSeconds (at most
- * 55 minutes, cluster-config.ts), heartbeated. A failing command is the operator's to look at
+ * The operator's OS upgrade command (maintenance.command): up to maintenance.timeoutSeconds (capped
+ * under this limit in contracts/time-limits.ts), heartbeated. A failing command is the operator's to look at
  * (HostCommandFailed: the node waits); a host that refuses SSH is retried as for any host command.
  */
 export const maintenanceCommand: ActivityOptions = {
-  startToCloseTimeout: '1 hour',
+  startToCloseTimeout: startToClose('maintenanceCommand'),
   heartbeatTimeout: WORKER_LOST,
   retry: {
     initialInterval: '5 seconds',
@@ -199,12 +202,12 @@ export const poolRead: ActivityOptions = {
 };
 
 /**
- * Blue/green machines created (and their Nodes awaited up to provisioning.joinTimeoutSeconds, at most
- * an hour) or removed through the cluster's provider, heartbeated. ProvisionFailed carries its own
+ * Blue/green machines created (and their Nodes awaited up to provisioning.joinTimeoutSeconds, capped
+ * in contracts/time-limits.ts) or removed through the cluster's provider, heartbeated. ProvisionFailed carries its own
  * verdict: a provider's refusal or a failed command is not retried, a machine API that did not answer is.
  */
 export const provisionMachines: ActivityOptions = {
-  startToCloseTimeout: '4 hours',
+  startToCloseTimeout: startToClose('provisionMachines'),
   heartbeatTimeout: WORKER_LOST,
   retry: {
     initialInterval: '5 seconds',

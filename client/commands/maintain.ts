@@ -1,3 +1,5 @@
+import { POLICY_DEFAULTS } from '../../rules/index.js';
+import { SETTING_LIMITS } from '../../contracts/time-limits.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { maintainWorkflow, type MaintainInput } from '../../workflows/maintain-workflow.js';
 import { policyFromFlags, MAINTAIN_FLAG_KEYS } from '../policy-flags.js';
@@ -22,7 +24,7 @@ planes go one at a time, then a canary of workers (--canary, default 1; --approv
 --batch-size with at most --max-unavailable nodes out of service at once (default 1). Each node:
 cordon → drain (PodDisruptionBudgets honoured; a drain that has not finished after --drain-timeout
 waits for "skewless resolve") → the cluster configuration's maintenance.command over SSH → reboot →
-back over SSH and Ready (within --reboot-timeout, default 600 s) → its pods back → uncordon; the
+back over SSH and Ready (within --reboot-timeout, default ${POLICY_DEFAULTS.rebootTimeoutSeconds} s, at most ${SETTING_LIMITS.rebootTimeoutSeconds.max}) → its pods back → uncordon; the
 workloads are checked after each phase. status, approve, resolve, pause, resume and abort take the
 run as they take an upgrade (with --workflow maintain when an upgrade of the cluster exists too).
 

@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { restoreStatusQuery, type RestoreInput, type RestoreStatus } from '../../workflows/restore-messages.js';
 import { restoreWorkflowId } from '../../contracts/workflow-ids.js';
+import { limitReason, SETTING_LIMITS, type SettingName } from '../../contracts/time-limits.js';
 import { restoreWorkflow } from '../../workflows/restore-workflow.js';
 import { type CommandIo, EXIT, helpAsked, parseOptions, UsageError } from '../cli-support.js';
 import { nodeName } from '../input-checks.js';
@@ -43,10 +44,11 @@ of the cluster already running; 3 Temporal unreachable.`;
 const HOP = /^v?\d+\.\d+\.\d+$/;
 const PATH = /^(\/[A-Za-z0-9_][A-Za-z0-9._-]{0,127}){1,16}$/;
 
-function seconds(value: string | undefined, flag: string): number | undefined {
+function seconds(value: string | undefined, flag: string, setting: SettingName): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 3600)
-    throw new UsageError(`${flag} must be whole seconds from 1 to 3600, got ${JSON.stringify(value)}`);
+  const { max } = SETTING_LIMITS[setting];
+  if (!/^\d{1,6}$/.test(value) || Number(value) < 1 || Number(value) > max)
+    throw new UsageError(`${flag} must be whole seconds from 1 to ${max} (${limitReason(setting)}), got ${JSON.stringify(value)}`);
   return Number(value);
 }
 
@@ -89,9 +91,11 @@ export async function restoreCommand(args: string[], io: CommandIo): Promise<num
     ...(values.hop !== undefined ? { hop: values.hop.replace(/^v/, '') } : {}),
     ...(values.snapshot !== undefined ? { snapshotPath: values.snapshot } : {}),
     ...(controlPlanes ? { controlPlanes } : {}),
-    ...(values['stop-timeout'] !== undefined ? { stopTimeoutSeconds: seconds(values['stop-timeout'], '--stop-timeout') as number } : {}),
+    ...(values['stop-timeout'] !== undefined
+      ? { stopTimeoutSeconds: seconds(values['stop-timeout'], '--stop-timeout', 'restore.stopTimeoutSeconds') as number }
+      : {}),
     ...(values['verify-timeout'] !== undefined
-      ? { verifyTimeoutSeconds: seconds(values['verify-timeout'], '--verify-timeout') as number }
+      ? { verifyTimeoutSeconds: seconds(values['verify-timeout'], '--verify-timeout', 'restore.verifyTimeoutSeconds') as number }
       : {}),
   };
 

@@ -1,4 +1,5 @@
 import { parseTarget } from '../../rules/index.js';
+import { limitReason, SETTING_LIMITS } from '../../contracts/time-limits.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { type CommandIo, EXIT, helpAsked, parseOptions, requireOption } from '../cli-support.js';
@@ -25,7 +26,7 @@ cluster is refused before anything is touched. Across several hops the control p
 hop and each worker as seldom as the skew policy allows (a kubelet may be three minors behind a 1.28+
 kube-apiserver): 1.32 → 1.34 drains each worker once, straight to 1.34; --workers-every-hop moves
 every worker at every hop instead. A drain that has not finished after
---drain-timeout (default: the cluster configuration's drain.timeoutSeconds; at most 6900, within the drain activity's 2 hours) waits for "skewless resolve"
+--drain-timeout (default: the cluster configuration's drain.timeoutSeconds; at most ${SETTING_LIMITS.drainTimeoutSeconds.max}: ${limitReason('drainTimeoutSeconds')}) waits for "skewless resolve"
 (--on-drain-timeout wait, the default); with --on-drain-timeout quarantine a worker's drain that timed out
 does not wait: the node is labelled skewless.io/quarantined=HOP, a SkewlessQuarantined Event names the pods
 that stayed, and the node stays cordoned at its old version (pods evicted so far stay evicted) while the run

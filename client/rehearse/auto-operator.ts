@@ -4,6 +4,7 @@ import { clusterUpgradeWorkflow, type UpgradePolicy } from '../../workflows/clus
 import { approveUpdate, resolveDrainUpdate, statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
+import { pollUntil } from '../../tooling/poll-until.js';
 
 /**
  * The rehearsal's operator, on the twin only: approves every gate as soon as it waits, and for a node
@@ -43,8 +44,6 @@ export interface RehearsalOutcome {
   endedAt: number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 export async function rehearseUpgrade(
   client: Client,
   taskQueue: string,
@@ -66,69 +65,74 @@ export async function rehearseUpgrade(
   const result = handle.result().finally(() => (done = true));
   result.catch(() => undefined);
 
-  while (!done) {
-    if (o.signal.aborted) throw o.signal.reason;
+  /** One look at the run: every gate approved, every blocked node and halt answered once. */
+  const answerWhatWaits = async (): Promise<boolean> => {
     const s = await handle.query(statusQuery).catch(() => undefined);
-    if (s) {
-      for (const g of s.gates) {
-        if (g.approvedBy || g.opensAt || answered.has(`gate ${g.name}`)) continue;
-        answered.add(`gate ${g.name}`);
-        await handle
-          .executeUpdate(approveUpdate, { args: [{ gate: g.name, by: REHEARSAL_OPERATOR, comment: 'rehearsal: approved automatically' }] })
-          .then(() => {
-            approvals.push(g.name);
-            o.say(`approved gate ${g.name}`);
-          })
-          .catch(() => answered.delete(`gate ${g.name}`));
-      }
-      for (const [node, n] of Object.entries(s.nodes)) {
-        if (n.phase !== 'blocked' || !n.blocked) continue;
-        // Skip and abort end the node's part in the run: one answer per node and hop.
-        const key = `node ${node} ${s.hop ?? ''}`;
-        if (answered.has(key)) continue;
-        answered.add(key);
-        const b = n.blocked;
-        const action = b.kind === 'StepFailed' ? 'abort' : 'skip';
-        const pods = b.pods.map((p) => `${p.namespace}/${p.name}`);
-        const pdbs = [...new Set(b.pods.flatMap((p) => (p.pdbs ?? []).map((x) => `${p.namespace}/${x}`)))];
-        blocks.push({
-          node,
-          kind: b.kind,
-          message: b.message,
-          pods,
-          pdbs,
-          action,
-          at: new Date().toISOString(),
-          ...(s.hop ? { hop: s.hop } : {}),
-        });
-        o.say(`${node}: ${b.kind} (${b.message}); answering ${action}`);
-        await handle
-          .executeUpdate(resolveDrainUpdate, {
-            args: [{ node, action, by: REHEARSAL_OPERATOR, comment: 'rehearsal: recorded, the rollout goes on' }],
-          })
-          .catch((err: Error) => o.say(`could not resolve ${node}: ${err.message}`));
-      }
-      if (s.halted && !answered.has(`halt ${s.halted.after} ${s.halted.hop}`)) {
-        answered.add(`halt ${s.halted.after} ${s.halted.hop}`);
-        blocks.push({
-          node: '',
-          kind: 'Halted',
-          message: `${s.halted.message}: ${s.halted.workloads.join('; ')}`,
-          pods: [],
-          pdbs: [],
-          action: 'abort',
-          at: new Date().toISOString(),
-          hop: s.halted.hop,
-        });
-        await handle
-          .executeUpdate(resolveDrainUpdate, {
-            args: [{ action: 'abort', by: REHEARSAL_OPERATOR, comment: 'rehearsal: workloads unhealthy' }],
-          })
-          .catch(() => undefined);
-      }
+    if (!s) return done;
+    for (const g of s.gates) {
+      if (g.approvedBy || g.opensAt || answered.has(`gate ${g.name}`)) continue;
+      answered.add(`gate ${g.name}`);
+      await handle
+        .executeUpdate(approveUpdate, { args: [{ gate: g.name, by: REHEARSAL_OPERATOR, comment: 'rehearsal: approved automatically' }] })
+        .then(() => {
+          approvals.push(g.name);
+          o.say(`approved gate ${g.name}`);
+        })
+        .catch(() => answered.delete(`gate ${g.name}`));
     }
-    await Promise.race([result.catch(() => undefined), sleep(500)]);
-  }
+    for (const [node, n] of Object.entries(s.nodes)) {
+      if (n.phase !== 'blocked' || !n.blocked) continue;
+      // Skip and abort end the node's part in the run: one answer per node and hop.
+      const key = `node ${node} ${s.hop ?? ''}`;
+      if (answered.has(key)) continue;
+      answered.add(key);
+      const b = n.blocked;
+      const action = b.kind === 'StepFailed' ? 'abort' : 'skip';
+      const pods = b.pods.map((p) => `${p.namespace}/${p.name}`);
+      const pdbs = [...new Set(b.pods.flatMap((p) => (p.pdbs ?? []).map((x) => `${p.namespace}/${x}`)))];
+      blocks.push({
+        node,
+        kind: b.kind,
+        message: b.message,
+        pods,
+        pdbs,
+        action,
+        at: new Date().toISOString(),
+        ...(s.hop ? { hop: s.hop } : {}),
+      });
+      o.say(`${node}: ${b.kind} (${b.message}); answering ${action}`);
+      await handle
+        .executeUpdate(resolveDrainUpdate, {
+          args: [{ node, action, by: REHEARSAL_OPERATOR, comment: 'rehearsal: recorded, the rollout goes on' }],
+        })
+        .catch((err: Error) => o.say(`could not resolve ${node}: ${err.message}`));
+    }
+    if (s.halted && !answered.has(`halt ${s.halted.after} ${s.halted.hop}`)) {
+      answered.add(`halt ${s.halted.after} ${s.halted.hop}`);
+      blocks.push({
+        node: '',
+        kind: 'Halted',
+        message: `${s.halted.message}: ${s.halted.workloads.join('; ')}`,
+        pods: [],
+        pdbs: [],
+        action: 'abort',
+        at: new Date().toISOString(),
+        hop: s.halted.hop,
+      });
+      await handle
+        .executeUpdate(resolveDrainUpdate, {
+          args: [{ action: 'abort', by: REHEARSAL_OPERATOR, comment: 'rehearsal: workloads unhealthy' }],
+        })
+        .catch(() => undefined);
+    }
+    return done;
+  };
+  await pollUntil(
+    answerWhatWaits,
+    (ended) => ended,
+    () => undefined,
+    { timeoutMs: Infinity, intervalMs: 500, signal: o.signal },
+  );
 
   let status: UpgradeStatus;
   let failure: string | undefined;

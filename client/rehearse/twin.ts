@@ -15,6 +15,7 @@ import { startSimulation, type Simulation } from '../../sim/simulation.js';
 import { ensureTemporalBinary } from '../../tooling/temporal-binary.js';
 import { createSkewlessWorker } from '../../worker/create-worker.js';
 import { devServerArgs } from '../commands/dev-server.js';
+import { pollUntil } from '../../tooling/poll-until.js';
 
 // The one product module that imports the test world (sim/), the worker's internals and activity
 // implementations (lint-enforced, ARCHITECTURE.md): the rehearsal runs a simulation, a dev server and a
@@ -49,9 +50,7 @@ const TASK_QUEUE = 'skewless-rehearse';
 async function waitForServer(address: string, server: ChildProcess, signal: AbortSignal): Promise<Connection> {
   let exited = false;
   server.once('exit', () => (exited = true));
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (signal.aborted) throw signal.reason;
+  const connected = async (): Promise<Connection | undefined> => {
     if (exited) throw new Error("the twin's Temporal dev server exited at start");
     try {
       const { Connection } = await loadTemporalClient();
@@ -59,10 +58,17 @@ async function waitForServer(address: string, server: ChildProcess, signal: Abor
       await connection.workflowService.getSystemInfo({});
       return connection;
     } catch {
-      if (Date.now() > deadline) throw new Error(`the twin's Temporal dev server did not answer at ${address} within 90 s`);
-      await new Promise((r) => setTimeout(r, 250));
+      return undefined; // not listening yet
     }
-  }
+  };
+  return pollUntil(
+    connected,
+    (c): c is Connection => c !== undefined,
+    () => {
+      throw new Error(`the twin's Temporal dev server did not answer at ${address} within 90 s`);
+    },
+    { timeoutMs: 90_000, intervalMs: 250, signal },
+  );
 }
 
 /**

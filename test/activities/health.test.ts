@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
@@ -12,6 +11,7 @@ import { loadClusterConfig } from '../../activities/cluster-config.js';
 import { createHealthActivities, type ReadyzResult } from '../../activities/health.js';
 import { kubeApiFromFile, mergePatch, strategicMergePatch } from '../../activities/kube-api.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const DESCRIPTION = `
 name: health
@@ -83,7 +83,7 @@ describe('health activities against the simulated cluster', () => {
 
   before(async () => {
     tc = await startTestCluster(DESCRIPTION);
-    dir = mkdtempSync(join(tmpdir(), 'skewless-health-'));
+    dir = tempDir('health');
     const simYaml = readFileSync(join(tc.clustersDir, 'health.yaml'), 'utf8');
 
     const p = await serve((req, res) => {

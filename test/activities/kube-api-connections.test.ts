@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { kubeApiFromFile } from '../../activities/kube-api.js';
 import { hasOpenssl, makePki } from '../helpers/pki.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * The worker's Kubernetes clients reuse their connections (activities/kube-api.ts PooledKubeConfig), against
@@ -18,7 +18,7 @@ describe(
   'Kubernetes API clients: one connection reused, not a TLS handshake per request',
   { skip: !hasOpenssl && 'no openssl CLI' },
   () => {
-    const dir = mkdtempSync(join(tmpdir(), 'skewless-kube-conn-'));
+    const dir = tempDir('kube-conn');
     let server: https.Server;
     let handshakes = 0;
     let kubeconfig = '';

@@ -4,8 +4,7 @@
 // a resolver made before they existed; idempotent retries; removal refused until cordoned and
 // drained, then the Node and the host gone.
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -25,6 +24,7 @@ import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { workloadObjects } from '../../sim/cluster/workload-objects.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const cluster = 'pools';
 // The control plane at 1.34.2; blue at 1.33.7. `teal` is the command hook's pool, `empty` has no nodes.
@@ -82,7 +82,7 @@ describe('blue/green provisioning against the simulated cluster and hosts', () =
 
   before(async () => {
     tc = await startTestCluster(DESCRIPTION);
-    scratch = mkdtempSync(join(tmpdir(), 'skewless-pools-'));
+    scratch = tempDir('pools');
     // Made before any new machine exists: it must still reach them (it re-reads the changed file).
     resolve = createClusterResolver(tc.clustersDir);
     creates = [];

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -12,6 +12,7 @@ import { createClusterResolver, defaultAddressResolver } from '../../activities/
 import { createSshShell, type SshShell } from '../../activities/ssh-shell.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { failsWith } from '../helpers/failures.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const NASTY = [
   'plain',
@@ -114,7 +115,7 @@ describe('createSshShell against the simulated hosts (real SSH)', () => {
   before(async () => {
     tc = await startTestCluster(DESCRIPTION);
     config = tc.config;
-    scratch = mkdtempSync(join(tmpdir(), 'skewless-ssh-test-'));
+    scratch = tempDir('ssh-test');
   });
   after(async () => {
     await tc?.stop();

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { productionNodeOptions } from '../../bench/production-heap.js';
 import { RESULT_SCHEMA, type BenchResult } from '../../bench/report.js';
 import { repoRoot } from '../helpers/run-cli.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * `npm run bench -- --quick`: one 3-worker cluster, one hop, every tool, and a 30-pod drain, on the
@@ -16,7 +16,7 @@ import { repoRoot } from '../helpers/run-cli.js';
  */
 
 const RUN = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
-const out = mkdtempSync(join(tmpdir(), 'skewless-bench-test-'));
+const out = tempDir('bench-test');
 after(() => rmSync(out, { recursive: true, force: true }));
 
 function bench(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

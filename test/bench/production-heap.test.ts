@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { productionNodeOptions } from '../../bench/production-heap.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 describe("the bench's worker heap is the production image's", () => {
-  const dir = mkdtempSync(join(tmpdir(), 'skewless-heap-'));
+  const dir = tempDir('heap');
   after(() => rmSync(dir, { recursive: true, force: true }));
   const dockerfile = (text: string) => {
     const path = join(dir, `Dockerfile-${Math.random().toString(36).slice(2)}`);

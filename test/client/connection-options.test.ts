@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseOptions } from '../../client/cli-support.js';
@@ -13,9 +12,10 @@ import {
   redactSecrets,
   workerConfig,
 } from '../../worker/config.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const PEM = (what: string) => `-----BEGIN ${what}-----\nMIIBfake\n-----END ${what}-----\n`;
-const dir = mkdtempSync(join(tmpdir(), 'skewless-tls-'));
+const dir = tempDir('tls');
 const file = (name: string, content: string) => {
   const path = join(dir, name);
   writeFileSync(path, content);

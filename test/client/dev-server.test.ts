@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { Connection, WorkflowClient } from '@temporalio/client';
@@ -10,6 +9,7 @@ import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
 import { freePort } from '../../tooling/free-port.js';
 import { archiveHistories, archiveLabel } from '../helpers/history-archive.js';
 import { repoRoot } from '../helpers/run-cli.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const started: ChildProcess[] = [];
 
@@ -50,7 +50,7 @@ describe('skewless dev-server', () => {
   });
 
   it('serves Temporal and its UI, registers the search attributes, and keeps history across restarts', async () => {
-    const db = join(mkdtempSync(join(tmpdir(), 'skewless-dev-')), 'nested', 'temporal.db');
+    const db = join(tempDir('dev'), 'nested', 'temporal.db');
     const [port, uiPort] = [await freePort(), await freePort()];
 
     let server = startDevServer(db, port, uiPort);

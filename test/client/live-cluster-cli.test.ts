@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -11,9 +10,10 @@ import { createClusterResolver } from '../../activities/host-address.js';
 import { simWorker } from '../helpers/workers.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { repoRoot, writeFiles } from '../helpers/run-cli.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
-import { startTogether } from '../helpers/start-together.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { tempDir } from '../helpers/temp-dir.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 const REPOSITORY = ['1.32.4', '1.33.0', '1.33.7'];
 // "solo" has one replica and a PDB that allows no disruption: an upgrade refuses to start unless
@@ -51,7 +51,7 @@ describe('plan --cluster, worker and history on a live (simulated) cluster', () 
   const taskQueue = uniqueTaskQueue('live-cli');
   const spawned: ChildProcess[] = [];
   before(async () => {
-    [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startClusterWorld(LAB);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
   });
@@ -295,7 +295,7 @@ describe('plan --cluster, worker and history on a live (simulated) cluster', () 
         );
 
       // The same run drawn: a row per node (the control plane first), one bar per step, the skipped node's wait in red.
-      const folder = mkdtempSync(join(tmpdir(), 'skewless-timeline-'));
+      const folder = tempDir('timeline');
       try {
         const file = join(folder, 'lab.svg');
         const drawn = await cli(['history', 'lab', '--timeline', file]);

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -11,6 +10,7 @@ import { repoRoot } from '../helpers/run-cli.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
 import { startDevServer, uniqueTaskQueue, workflowBundle, temporalVars } from '../helpers/temporal-env.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 type Rec = Record<string, unknown> & { type: string };
 
@@ -212,7 +212,7 @@ describe('--output json against the dev server: NDJSON while following, what ope
   const hasScript = spawnSync('script', ['--version'], { encoding: 'utf8' }).status === 0;
   const noTerminal = hasScript ? false : 'no `script` to make a terminal';
   const onTerminal = (args: string[], queue?: string) => {
-    const out = join(mkdtempSync(join(tmpdir(), 'skewless-tty-')), 'stdout');
+    const out = join(tempDir('tty'), 'stdout');
     const command = [process.execPath, join(repoRoot, 'bin', 'skewless.js'), ...args].map((a) => JSON.stringify(a)).join(' ');
     return new Promise<{ code: number | null; terminal: string; stdout: string }>((resolve) => {
       const child = spawn('script', ['-qec', `${command} > ${JSON.stringify(out)}`, '/dev/null'], { env: cliEnv(queue), cwd: repoRoot });

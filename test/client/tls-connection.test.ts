@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import tls from 'node:tls';
@@ -13,6 +12,7 @@ import { repoRoot } from '../helpers/run-cli.js';
 import { hasOpenssl, makePki } from '../helpers/pki.js';
 import { freshPrivateKey } from '../helpers/ssh-key.js';
 import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * `temporal server start-dev` has no TLS flags, so the dev server sits behind a TLS terminator
@@ -24,7 +24,7 @@ describe('TLS: the CLI and the worker through a mutual-TLS front of the dev serv
   let address: string;
   let pki: ReturnType<typeof makePki>;
   before(async () => {
-    pki = makePki(mkdtempSync(join(tmpdir(), 'skewless-pki-')), 'temporal.test');
+    pki = makePki(tempDir('pki'), 'temporal.test');
     env = await startDevServer();
     const [host, port] = env.address.split(':') as [string, string];
     front = tls.createServer(
@@ -103,7 +103,7 @@ describe('TLS: the CLI and the worker through a mutual-TLS front of the dev serv
   });
 
   it('the worker connects through TLS from the environment, runs a workflow, and stops on SIGTERM', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'skewless-clusters-'));
+    const dir = tempDir('clusters');
     for (const f of ['kubeconfig', 'known_hosts']) writeFileSync(join(dir, f), 'x');
     writeFileSync(join(dir, 'id_ed25519'), freshPrivateKey()); // the worker parses the key at start-up
     mkdirSync(join(dir, 'conf'));

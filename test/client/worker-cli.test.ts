@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -11,6 +10,7 @@ import { freePort } from '../../tooling/free-port.js';
 import { repoRoot } from '../helpers/run-cli.js';
 import { freshPrivateKey } from '../helpers/ssh-key.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const oneLine = (stderr: string, message: RegExp) => {
   assert.equal(stderr.trim().split('\n').length, 1, stderr);
@@ -20,7 +20,7 @@ const oneLine = (stderr: string, message: RegExp) => {
 
 /** A clusters directory with one well-formed configuration (its files exist; nothing dials them). */
 function clustersDir(yaml?: (dir: string) => string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'skewless-clusters-'));
+  const dir = tempDir('clusters');
   for (const f of ['kubeconfig', 'known_hosts']) writeFileSync(join(dir, f), 'x');
   writeFileSync(join(dir, 'id_ed25519'), freshPrivateKey()); // the worker parses the key at start-up
   const config =
@@ -95,7 +95,7 @@ describe('connection options against the real dev server (TLS off)', () => {
   });
 
   it('an unreadable TLS file or bad setting is one line and exit 2, before any connection', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'skewless-tls-'));
+    const dir = tempDir('tls');
     writeFileSync(join(dir, 'c.pem'), '-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n');
     const cases: [string[], NodeJS.ProcessEnv, RegExp][] = [
       [
@@ -140,7 +140,7 @@ describe('skewless worker', () => {
     const cases: [string[], RegExp][] = [
       [[], /--clusters-dir DIR \(or SKEWLESS_CLUSTERS_DIR\) is required/],
       [['--clusters-dir', '/nonexistent/clusters'], /cannot read clusters directory \/nonexistent\/clusters: ENOENT/],
-      [['--clusters-dir', mkdtempSync(join(tmpdir(), 'skewless-empty-'))], /no cluster configuration \(<cluster>\.yaml\) in /],
+      [['--clusters-dir', tempDir('empty')], /no cluster configuration \(<cluster>\.yaml\) in /],
       [['--clusters-dir', clustersDir(() => 'name: lab\nkubeconfig: relative/path\n')], /lab\.yaml: kubeconfig must be an absolute path/],
       [
         [

@@ -2,8 +2,7 @@
 // nothing is built or started: the files are parsed and every setting they use is checked against
 // what the code reads, what the build produces and what the worker's loader accepts.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, posix, relative, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import ssh2 from 'ssh2';
@@ -30,6 +29,7 @@ import {
   variablesOf,
   type ComposeFile,
 } from './compose-file.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const SERVICES = ['postgresql', 'temporal', 'temporal-setup', 'temporal-ui', 'worker'];
 /** Host port → service: what the stack publishes, all on the loopback interface. */
@@ -377,7 +377,7 @@ describe('the worker image: Dockerfile and .dockerignore', () => {
 });
 
 describe("deploy/clusters/example.yaml through the worker's own loader, as compose mounts it", () => {
-  const root = mkdtempSync(join(tmpdir(), 'skewless-compose-'));
+  const root = tempDir('compose');
   after(() => rmSync(root, { recursive: true, force: true }));
 
   it("loads, names only mounted files, and passes the worker's start-up check", () => {

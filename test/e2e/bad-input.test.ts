@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -8,10 +7,10 @@ import { waitFor } from '../../sim/cluster/wait-for.js';
 import { abortSignal } from '../../workflows/upgrade-messages.js';
 import { clusterWrites, type ClusterWrites, type WritesMark } from '../helpers/cluster-writes.js';
 import type { CliResult } from '../helpers/run-cli.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import {
   BROKEN_CONFIGS,
   cliCases,
@@ -21,6 +20,8 @@ import {
   type BadInput,
   type CaseContext,
 } from './bad-input-cases.js';
+import { tempDir } from '../helpers/temp-dir.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 // The repository offers a patch of the cluster's minor (a valid target) and 1.34 without any 1.33.
 const LAB = `
@@ -98,8 +99,8 @@ describe('e2e: bad input gets one line, a non-zero exit and no write to the clus
   };
 
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
-    scratch = mkdtempSync(join(tmpdir(), 'skewless-bad-input-'));
+    [env, tc] = await startClusterWorld(LAB);
+    scratch = tempDir('bad-input');
     const clustersDir = join(scratch, 'clusters');
     mkdirSync(clustersDir);
     const good = readFileSync(join(tc.clustersDir, 'bad.yaml'), 'utf8');

@@ -6,12 +6,12 @@ import type { Worker } from '@temporalio/worker';
 import { formatAvailability, startAvailabilitySampler, type AvailabilitySampler } from '../../sim/availability-sampler.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import type { BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { judgeSimulation } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
-import { startTogether } from '../helpers/start-together.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 // A control plane and a blue pool of four workers at 1.33; the repository offers 1.34.2.
 const LAB = `
@@ -92,7 +92,7 @@ describe('e2e: skewless bluegreen replaces a 4-node pool at 1.33 with a 4-node p
   };
 
   before(async () => {
-    [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startClusterWorld(LAB);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
     sampler = startAvailabilitySampler(tc.kube, { intervalMs: 250 });

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { WorkflowNotFoundError } from '@temporalio/client';
@@ -15,6 +14,7 @@ import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/tempor
 import { simWorker } from '../helpers/workers.js';
 import { startTogether } from '../helpers/start-together.js';
 import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * Issue 8's fleet: an admin cluster and two user clusters, three small simulations (1 control plane
@@ -55,7 +55,7 @@ describe('e2e: a fleet of an admin and two user clusters on three simulations', 
   const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue, USER: 'erin' });
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'skewless-fleet-'));
+    dir = tempDir('fleet');
     const [e, ...clusters] = await startTogether([
       startDevServer(),
       startTestCluster(sim('admin')),

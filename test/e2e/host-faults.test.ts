@@ -8,13 +8,13 @@ import { waitFor } from '../../sim/cluster/wait-for.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { nodeStatusQuery, type StepBlock } from '../../workflows/node-messages.js';
 import type { UpgradeStatus } from '../../workflows/upgrade-messages.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { judgeSimulation, nodeLines } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
-import { startTogether } from '../helpers/start-together.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 // worker-1's kubelet takes 45 s to come back after a restart, far past the upgrade's 15 s kubelet
 // timeout: to the workflow it is a node that does not come back Ready (until it does).
@@ -76,7 +76,7 @@ describe('e2e: host and cluster faults wait for the operator', () => {
   };
 
   before(async () => {
-    [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startClusterWorld(LAB);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
     // Armed before the run: nothing reaches a worker's host before that worker's turn.

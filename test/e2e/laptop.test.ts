@@ -6,12 +6,13 @@ import type { Worker } from '@temporalio/worker';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import type { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 import { nodeLines } from '../helpers/upgrade-evidence.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 const LAB = `
 name: lap
@@ -49,7 +50,7 @@ describe("e2e: the operator's laptop dies mid-upgrade and a gate is approved fro
   const until = (what: string, check: (s: UpgradeStatus) => boolean) => untilStatus(handle, what, check, 180_000);
 
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startClusterWorld(LAB);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
   });

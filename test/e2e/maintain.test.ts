@@ -7,12 +7,12 @@ import type { Worker } from '@temporalio/worker';
 import { formatAvailability, startAvailabilitySampler } from '../../sim/availability-sampler.js';
 import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
 import { clusterWrites } from '../helpers/cluster-writes.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync } from '../helpers/spawn-cli.js';
 import { sshExec } from '../helpers/ssh-exec.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
-import { startTogether } from '../helpers/start-together.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 // Five workers in pool blue; worker-3 runs a pod no controller manages.
 const LAB = `
@@ -46,7 +46,7 @@ describe('e2e: skewless maintain reboots 5 nodes in batches of 2', () => {
   const bootId = async (host: string) => (await sshExec(tc.sim.endpoints, host, 'cat /proc/sys/kernel/random/boot_id')).stdout.trim();
 
   before(async () => {
-    [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startClusterWorld(LAB);
     appendFileSync(join(tc.clustersDir, 'mnt.yaml'), 'maintenance:\n  command: [apt-get, -y, dist-upgrade]\n  timeoutSeconds: 120\n');
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();

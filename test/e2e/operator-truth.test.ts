@@ -9,12 +9,12 @@ import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import type { UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import { repoRoot, type CliResult } from '../helpers/run-cli.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
-import { startTogether } from '../helpers/start-together.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 // The workers' kubelet restart takes 3 s, so a node spends seconds in its upgrade step: long enough
 // for `status` to be asked while it is there.
@@ -79,7 +79,7 @@ describe('e2e: what the operator sees is true', () => {
     });
 
   before(async () => {
-    [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startClusterWorld(LAB);
   });
   after(async () => {
     upgrade?.child.kill('SIGKILL');

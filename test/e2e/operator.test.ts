@@ -11,10 +11,11 @@ import { simWorker } from '../helpers/workers.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { nodeStatusQuery } from '../../workflows/node-messages.js';
 import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { judgeSimulation, nodeLines } from '../helpers/upgrade-evidence.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 const LAB = `
 name: op
@@ -59,7 +60,7 @@ describe('e2e: operating an upgrade with the skewless CLI', () => {
   const until = (what: string, check: (s: UpgradeStatus) => boolean, timeoutMs?: number) => untilStatus(handle, what, check, timeoutMs);
 
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startClusterWorld(LAB);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
     // The canary (worker-1) must hold a pod of `stuck`, whose PDB allows no eviction: the replacement

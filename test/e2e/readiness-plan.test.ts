@@ -12,12 +12,12 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { repoRoot } from '../helpers/run-cli.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
-import { startTogether } from '../helpers/start-together.js';
-import { startDevServer, temporalVars, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
+import { temporalVars, uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 import type { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { abortSignal, statusQuery } from '../../workflows/upgrade-messages.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 const DESCRIPTION = `
 name: legacy
@@ -40,7 +40,7 @@ describe('plan --cluster: the readiness section holds a hop that removes an API 
   let running: Promise<void>;
   const taskQueue = uniqueTaskQueue('readiness');
   before(async () => {
-    [env, tc] = await startTogether([startDevServer(), startTestCluster(DESCRIPTION)]);
+    [env, tc] = await startClusterWorld(DESCRIPTION);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
   });

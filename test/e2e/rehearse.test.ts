@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -9,10 +8,12 @@ import type { RehearsalReport } from '../../client/rehearse/report.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { readDescription } from '../../sim/description.js';
 import { clusterWrites } from '../helpers/cluster-writes.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
+import { tempDir } from '../helpers/temp-dir.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 // The "live" cluster: web's PDB (minAvailable = replicas) allows no eviction, so a drain of a node
 // running one of its pods blocks on it, on the original as on its twin. A bare pod (placed by the test
@@ -42,7 +43,7 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
   let running: Promise<void>;
   let webNodes: string[] = [];
   let bareNode = '';
-  const dir = mkdtempSync(join(tmpdir(), 'skewless-rehearse-test-'));
+  const dir = tempDir('rehearse-test');
   const taskQueue = uniqueTaskQueue('rehearse');
   const cliEnv = () => ({ ...process.env, ...temporalVars(env), SKEWLESS_TASK_QUEUE: taskQueue });
   const cli = (...args: string[]) => cliAsync(args, cliEnv());
@@ -50,7 +51,7 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
   writeFileSync(latencies, 'aptInstall: 200\nkubeletRestart: 200\nkubeadmApply: 500\nkubeadmNode: 200\netcdSnapshot: 100\n');
 
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LIVE)]);
+    [env, tc] = await startClusterWorld(LIVE);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
     // The bare pod, on a worker without a web pod (2 replicas, 3 workers: there is one).

@@ -9,12 +9,12 @@ import { createClusterResolver } from '../../activities/host-address.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { hostDir } from '../../sim/hosts/host-state.js';
 import { restoreStatusQuery, type RestoreStatus } from '../../workflows/restore-messages.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
-import { startTogether } from '../helpers/start-together.js';
 import { restoreWorkflowId } from '../../contracts/workflow-ids.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 /** One control plane (node `cp`) or three (`cp-1`..`cp-3`: the snapshot copied onto cp-2 and cp-3 by the restore). */
 const lab = (name: string, controlPlanes: number) => `
@@ -67,7 +67,7 @@ for (const controlPlanes of [1, 3])
     const restoreStatus = () => env.client.workflow.getHandle(restoreWorkflowId(cluster)).query(restoreStatusQuery);
 
     before(async () => {
-      [env, tc] = await startTogether([startDevServer(), startTestCluster(lab(cluster, controlPlanes))]);
+      [env, tc] = await startClusterWorld(lab(cluster, controlPlanes));
       worker = await simWorker(env, tc.clustersDir, taskQueue);
       running = worker.run();
       snap = await createEtcdActivities({ clusters: createClusterResolver(tc.clustersDir) }).snapshotEtcd({

@@ -5,8 +5,9 @@ import { untilStatus } from '../helpers/status-polling.js';
 import { simWorker } from '../helpers/workers.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { abortSignal, approveUpdate, resolveDrainUpdate, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
+import { uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 // worker-2 runs a pod no controller manages: its drain is refused until the operator decides.
 const LAB = `
@@ -25,7 +26,7 @@ describe('e2e: skip and abort leave the cluster as the workflow reports it', () 
   let env: TestWorkflowEnvironment;
   let tc: TestCluster;
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startClusterWorld(LAB);
   });
   after(async () => {
     await tc?.stop();

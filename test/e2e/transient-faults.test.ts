@@ -11,11 +11,12 @@ import { waitFor } from '../../sim/cluster/wait-for.js';
 import { packageInstallCounts, readDpkgLog } from '../../sim/hosts/dpkg-database.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import type { UpgradeStatus } from '../../workflows/upgrade-messages.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { untilStatus } from '../helpers/status-polling.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { judgeSimulation, nodeLines } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 // `hold` allows no disruption until the test relaxes it: a drain of a node running one of its pods
 // waits on it, which is where the API server is restarted.
@@ -86,7 +87,7 @@ describe('e2e: an upgrade rides through transient host and cluster faults', () =
   const child = (node: string) => env.client.workflow.getHandle(`upgrade/transient/1.33.7/${node}`);
 
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startClusterWorld(LAB);
     // The operator's fast local mirror: an install that has not finished in 5 s is hung.
     appendFileSync(join(tc.clustersDir, 'transient.yaml'), 'timeouts: {packageInstallSeconds: 5}\n');
     worker = await simWorker(env, tc.clustersDir, taskQueue);

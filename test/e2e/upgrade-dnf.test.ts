@@ -5,10 +5,11 @@ import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
+import { uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { failureChain, judgeVersionHistory } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 // RHEL-family nodes set up by kubernetes.io's guide: kubernetes.repo at v1.32, its exclude= as the hold.
 const LAB = `
@@ -27,7 +28,7 @@ describe("e2e: a dnf-based cluster 1.32 → 1.33, each node's kubernetes.repo sw
   let env: TestWorkflowEnvironment;
   let tc: TestCluster;
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startClusterWorld(LAB);
   });
   after(async () => {
     await tc?.stop();

@@ -8,9 +8,10 @@ import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { simWorker } from '../helpers/workers.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { nodeWorkflowId } from '../../contracts/workflow-ids.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { failureChain, judgeVersionHistory } from '../helpers/upgrade-evidence.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 const LAB = `
 name: e2e
@@ -35,7 +36,7 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
   let env: TestWorkflowEnvironment;
   let tc: TestCluster;
   before(async () => {
-    [env, tc] = await Promise.all([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startClusterWorld(LAB);
   });
   after(async () => {
     await tc?.stop();

@@ -1,13 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ManagedProcess } from '../../tooling/managed-process.js';
 import { httpGet, waitFor } from '../../sim/cluster/wait-for.js';
 import { freePort } from '../../tooling/free-port.js';
+import { tempDir } from './temp-dir.js';
 
 /**
  * A real Prometheus (Debian's package, scripts/ensure-prometheus.sh) on loopback for the alert gate's
@@ -60,7 +60,7 @@ const same = (a: string[], b: string[]) => JSON.stringify([...a].sort()) === JSO
 export async function startPrometheus(rules: AlertRule[]): Promise<TestPrometheus> {
   const binary = prometheusBinary();
   const version = /version (\S+)/.exec(execFileSync(binary, ['--version'], { encoding: 'utf8' }))?.[1] ?? 'unknown';
-  const dir = mkdtempSync(join(tmpdir(), 'skewless-prometheus-'));
+  const dir = tempDir('prometheus');
   const gauges = new Map(rules.map((r) => [r.alert, 0]));
   const target: Server = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });

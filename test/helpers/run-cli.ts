@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tempDir } from './temp-dir.js';
 
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const bin = join(repoRoot, 'bin', 'skewless.js');
@@ -21,7 +21,7 @@ export function runCli(args: string[]): CliResult {
 
 /** Writes JSON (or raw text) files into a fresh temporary folder; returns their paths. */
 export function writeFiles(files: Record<string, unknown>): Record<string, string> {
-  const dir = mkdtempSync(join(tmpdir(), 'skewless-cli-'));
+  const dir = tempDir('cli');
   const paths: Record<string, string> = {};
   for (const [name, content] of Object.entries(files)) {
     paths[name] = join(dir, name);

@@ -1,5 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadClusterConfig, type ClusterConfig } from '../../activities/cluster-config.js';
 import { kubeApiFromFile, type KubeApi } from '../../activities/kube-api.js';
@@ -7,6 +6,7 @@ import { parseDescription } from '../../sim/description.js';
 import type { KubeClients } from '../../sim/cluster/kube-clients.js';
 import { startSimulation, type Simulation } from '../../sim/simulation.js';
 import { archiveLabel, recordWorldSecrets } from './history-archive.js';
+import { tempDir } from './temp-dir.js';
 
 export interface TestCluster {
   sim: Simulation;
@@ -22,7 +22,7 @@ export interface TestCluster {
 
 /** Starts a simulated cluster from YAML for one test file; stop() removes everything it made. */
 export async function startTestCluster(descriptionYaml: string): Promise<TestCluster> {
-  const stateDir = mkdtempSync(join(tmpdir(), 'skewless-test-'));
+  const stateDir = tempDir('test');
   const description = parseDescription(descriptionYaml);
   const sim = await startSimulation(description, { stateDir });
   const config = loadClusterConfig(sim.endpoints.clustersDir, description.name);

@@ -16,6 +16,15 @@ export interface SimWorld {
 }
 
 /**
+ * A dev server and a simulated cluster started together, the pair every file with a test world
+ * starts: when one fails to start the other is stopped (a bare Promise.all left clusters running).
+ * The caller's `after` stops both (`tc.stop()`, `env.teardown()`).
+ */
+export function startClusterWorld(description: string): Promise<[TestWorkflowEnvironment, TestCluster]> {
+  return startTogether([startDevServer(), startTestCluster(description)]);
+}
+
+/**
  * The world most e2e files build: a dev server and a simulated cluster started together, and a
  * worker of this process on a task queue of its own, registered as the file's before and after
  * hooks (everything stopped however the tests end). `beforeWorker` edits the cluster's
@@ -34,7 +43,7 @@ export function simWorld(description: string, queue: string, beforeWorker?: (tc:
     }),
   };
   before(async () => {
-    [world.env, world.tc] = await startTogether([startDevServer(), startTestCluster(description)]);
+    [world.env, world.tc] = await startClusterWorld(description);
     await beforeWorker?.(world.tc);
     worker = await simWorker(world.env, world.tc.clustersDir, world.taskQueue);
     running = worker.run();

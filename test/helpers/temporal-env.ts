@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { freePort } from '../../tooling/free-port.js';
 import { readFile } from 'node:fs/promises';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
@@ -76,18 +76,6 @@ async function namespaceOnSharedServer(address: string): Promise<TestWorkflowEnv
     await connection.close();
   }
   return TestWorkflowEnvironment.createFromExistingServer({ address, namespace });
-}
-
-/** A TCP port free on 127.0.0.1 right now (the kernel's pick). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 /**

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -14,10 +13,11 @@ import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { scrape, startOtlpReceiver, type OtlpReceiver } from './observability.js';
 import { startTogether } from '../helpers/start-together.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /** A clusters directory with one well-formed configuration (its files exist; nothing dials them). */
 function clustersDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'skewless-clusters-'));
+  const dir = tempDir('clusters');
   for (const f of ['kubeconfig', 'known_hosts']) writeFileSync(join(dir, f), 'x');
   writeFileSync(join(dir, 'id_ed25519'), freshPrivateKey());
   mkdirSync(join(dir, 'conf'));

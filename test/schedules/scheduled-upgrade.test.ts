@@ -6,12 +6,12 @@ import { waitFor } from '../../sim/cluster/wait-for.js';
 import { abortSignal } from '../../workflows/upgrade-messages.js';
 import type { ScheduledUpgradeResult } from '../../workflows/scheduled-upgrade-workflow.js';
 import { cliAsync } from '../helpers/spawn-cli.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { untilStatus } from '../helpers/status-polling.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 import { failureChain } from '../helpers/upgrade-evidence.js';
-import { startTogether } from '../helpers/start-together.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 const LAB = `
 name: sched
@@ -70,7 +70,7 @@ describe('schedules: a Temporal Schedule starts upgrades, one per cluster at a t
     Object.fromEntries((await tc.kube.core.listNode()).items.map((n) => [n.metadata?.name, n.status?.nodeInfo?.kubeletVersion]));
 
   before(async () => {
-    [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startClusterWorld(LAB);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
   });

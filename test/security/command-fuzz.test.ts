@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -26,6 +26,7 @@ import type { KubeApi } from '../../activities/kube-api.js';
 import { commandLine } from '../../activities/shell-words.js';
 import { createSshShell } from '../../activities/ssh-shell.js';
 import { etcdManifest } from '../../sim/hosts/host-seed.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * A seeded fuzz of every place that builds a host command from input: the host activities (node,
@@ -503,7 +504,7 @@ describe('command builders under hostile input (seeded fuzz)', () => {
   const accepted: Recorded[] = [];
   const counts = { cases: 0, refused: 0, accepted: 0, commands: 0 };
   before(() => {
-    scratch = mkdtempSync(join(tmpdir(), 'skewless-fuzz-'));
+    scratch = tempDir('fuzz');
     bin = join(scratch, 'bin');
     mkdirSync(bin);
     // The argv printer: how many arguments, its own name, then each argument, NUL-separated.

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
@@ -27,6 +26,7 @@ import { spawnCli } from '../helpers/spawn-cli.js';
 import { freshPrivateKey } from '../helpers/ssh-key.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { PATCH } from '../../workflows/patches.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * Payload encryption for a shared Temporal server (--payload-key-file / SKEWLESS_PAYLOAD_KEY_FILE):
@@ -34,7 +34,7 @@ import { PATCH } from '../../workflows/patches.js';
  * binary/encrypted payloads, read back in full by the CLI with the key, refused in one line without it.
  */
 
-const scratch = mkdtempSync(join(tmpdir(), 'skewless-codec-'));
+const scratch = tempDir('codec');
 const keyText = randomBytes(32).toString('base64'); // what `openssl rand -base64 32` prints
 const otherKeyText = randomBytes(32).toString('hex');
 const keyFile = join(scratch, 'payload.key');
@@ -148,7 +148,7 @@ describe('an upgrade with encrypted payloads on the real dev server', () => {
   let worker: Worker;
   let running: Promise<void>;
   const taskQueue = uniqueTaskQueue('codec');
-  const dir = mkdtempSync(join(tmpdir(), 'skewless-codec-run-'));
+  const dir = tempDir('codec-run');
   const outputs: string[] = [];
   before(async () => {
     env = await startDevServer();

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { WorkflowFailedError } from '@temporalio/client';
@@ -23,6 +22,7 @@ import {
 } from '../helpers/secret-scan.js';
 import { startDevServer } from '../helpers/temporal-env.js';
 import { withMockedWorker } from '../helpers/workers.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * The secret scanner can fail: a secret planted in each kind of history field is found and named
@@ -296,7 +296,7 @@ describe('secret scanner: world-secret fingerprints', () => {
   });
 
   it('are recorded from a state directory without writing any secret to the archive', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'skewless-secrets-'));
+    const dir = tempDir('secrets');
     try {
       const world = join(dir, 'world');
       mkdirSync(join(world, 'ssh'), { recursive: true });
@@ -337,7 +337,7 @@ describe('archive → scan on the real dev server', () => {
   let env: TestWorkflowEnvironment;
   let archive: string;
   before(async () => {
-    archive = mkdtempSync(join(tmpdir(), 'skewless-archive-test-'));
+    archive = tempDir('archive-test');
     env = await startDevServer({ archive: false }); // its planted secrets must not reach the run's archive
   });
   after(async () => {

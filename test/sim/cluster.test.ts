@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { kubeApiFromFile } from '../../activities/kube-api.js';
@@ -12,6 +11,7 @@ import { waitFor } from '../../sim/cluster/wait-for.js';
 import { parseDescription } from '../../sim/description.js';
 import { startSimulation, type Simulation } from '../../sim/simulation.js';
 import { sshExec } from '../helpers/ssh-exec.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const DESCRIPTION = `
 name: simtest
@@ -31,7 +31,7 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
   let sim: Simulation;
   let stateDir: string;
   before(async () => {
-    stateDir = mkdtempSync(join(tmpdir(), 'skewless-sim-'));
+    stateDir = tempDir('sim');
     sim = await startSimulation(parseDescription(DESCRIPTION), { stateDir });
   });
   after(async () => {

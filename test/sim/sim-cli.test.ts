@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ensureSimBinaries } from '../../sim/cluster/binaries.js';
 import { repoRoot } from '../helpers/run-cli.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const sim = (args: string[], timeout = 300_000) =>
   spawnSync(process.execPath, [join(repoRoot, 'bin', 'skewless-sim.js'), ...args], { encoding: 'utf8', timeout });
@@ -17,7 +17,7 @@ const processesMentioning = (text: string) =>
     .filter((l) => l.includes(text) && !l.includes('ps -eo'));
 
 describe('skewless-sim up / down', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'skewless-sim-cli-'));
+  const dir = tempDir('sim-cli');
   const state = join(dir, 'state');
   after(() => {
     sim(['down', '--state', state]);

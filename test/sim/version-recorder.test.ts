@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { checkSkew } from '../../rules/skew-policy.js';
@@ -10,6 +9,7 @@ import { waitFor } from '../../sim/cluster/wait-for.js';
 import type { ClusterEffects } from '../../sim/hosts/cluster-effects.js';
 import { sshExec } from '../helpers/ssh-exec.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const DESCRIPTION = `
 name: history
@@ -100,7 +100,7 @@ describe('the version history of a simulated cluster', () => {
 describe('recordVersions (the wrapper alone)', () => {
   let dir: string;
   before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'skewless-history-'));
+    dir = tempDir('history');
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 

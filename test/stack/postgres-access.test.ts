@@ -1,13 +1,13 @@
 // Under root the stack's PostgreSQL runs as Debian's `postgres` user, which must enter every dir above
 // its data: the stack names the first one it cannot enter instead of leaving initdb's error to explain.
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { closedAncestor } from '../../stack/postgres.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
-const base = mkdtempSync(join(tmpdir(), 'skewless-pg-access-'));
+const base = tempDir('pg-access');
 const other = { uid: 54_321, gid: 54_321 }; // owns nothing here: only the "others" bits count for it
 
 describe('closedAncestor: the dir the PostgreSQL user cannot enter', () => {

@@ -4,8 +4,7 @@
 // `down` and a SIGKILLed daemon both leave nothing running.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -16,10 +15,11 @@ import { Postgres } from '../../stack/postgres.js';
 import { STACK_FILE, type StackInfo } from '../../stack/stack.js';
 import { ensureStackTools, stackVersions } from '../../stack/stack-tools.js';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const run = promisify(execFile);
 const CLI = fileURLToPath(new URL('../../stack/cli.js', import.meta.url));
-const stateDir = mkdtempSync(join(tmpdir(), 'skewless-stack-'));
+const stateDir = tempDir('stack');
 // --while-pid: the stack ends with this test process, even if the runner SIGKILLs it.
 const stack = (...args: string[]) =>
   run(process.execPath, [CLI, ...args, '--state-dir', stateDir, ...(args[0] === 'up' ? ['--while-pid', String(process.pid)] : [])], {

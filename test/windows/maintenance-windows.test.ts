@@ -12,14 +12,14 @@ import { clusterUpgradeWorkflow, type UpgradePolicy } from '../../workflows/clus
 import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
 import { abortSignal, approveUpdate, statusQuery, type WindowWait } from '../../workflows/upgrade-messages.js';
 import { clusterWrites, isReadOnlyHostCommand, type ClusterWrites, type WritesMark } from '../helpers/cluster-writes.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { failureChain } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
 import { startedAt, windowBetween, windowsYaml } from './window-clock.js';
-import { startTogether } from '../helpers/start-together.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 
 const LAB = `
 name: win
@@ -52,7 +52,7 @@ describe('maintenance windows: disruptive phases start only inside a window (rea
   let writes: ClusterWrites;
 
   before(async () => {
-    [env, tc] = await startTogether([startDevServer(), startTestCluster(LAB)]);
+    [env, tc] = await startClusterWorld(LAB);
     configPath = join(tc.clustersDir, 'win.yaml');
     pristine = readFileSync(configPath, 'utf8');
     writes = clusterWrites(tc.sim, tc.workerKube);

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { homedir, tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import type { EtcdTools, ManifestSeen } from '../../../sim/hosts/cluster-effects.js';
 import { connect, run, startTestSim } from './ssh-client.js';
+import { freePort } from '../../../tooling/free-port.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 /** The real etcd binaries the simulation builds, if they are there yet. */
 function findBinaries(): { etcd: string; etcdctl: string; etcdutl: string } | undefined {
@@ -23,16 +24,6 @@ function findBinaries(): { etcd: string; etcdctl: string; etcdutl: string } | un
   return undefined;
 }
 
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-
 const execText = (file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
   new Promise((resolve) => {
     execFile(file, args, (err, stdout, stderr) =>
@@ -43,7 +34,7 @@ const execText = (file: string, args: string[]): Promise<{ code: number; stdout:
 /** A real single-member etcd on loopback, stopped when the test ends. */
 async function startEtcd(t: TestContext, bins: NonNullable<ReturnType<typeof findBinaries>>): Promise<EtcdTools> {
   const [client, peer] = [await freePort(), await freePort()];
-  const dataDir = mkdtempSync(join(tmpdir(), 'skewless-etcd-'));
+  const dataDir = tempDir('etcd');
   const endpoint = `http://127.0.0.1:${client}`;
   const proc: ChildProcess = spawn(
     bins.etcd,

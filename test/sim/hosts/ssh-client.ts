@@ -1,9 +1,6 @@
 // The client side of the host simulator's tests: the real ssh2 Client, verifying host keys strictly
 // against the simulator's known_hosts file, as the product must.
 import { connect as tcpConnect } from 'node:net';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import type { TestContext } from 'node:test';
 import { Client } from 'ssh2';
@@ -11,6 +8,7 @@ import type { HostSimulator, HostSimulatorOptions, HostSpec } from '../../../sim
 import { startHostSimulator } from '../../../sim/hosts/host-simulator.js';
 import { knownHostsName, publicKeyBlob, readKnownHosts } from '../../../sim/hosts/host-keys.js';
 import { FakeEffects } from './fake-effects.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 export interface ExecResult {
   /** null: the session ended without an exit status (a reboot, a dropped connection). */
@@ -109,7 +107,7 @@ export function hostSpec(name: string, role: HostSpec['role'], overrides: Partia
   };
 }
 
-export const tempStateDir = (): string => mkdtempSync(join(tmpdir(), 'skewless-hosts-'));
+export const tempStateDir = (): string => tempDir('hosts');
 
 /** A simulator with a control plane `cp-1` and a worker `w-1` at 1.32.4, stopped when the test ends. */
 export async function startTestSim(
