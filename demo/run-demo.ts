@@ -212,6 +212,10 @@ async function run(r: Resources, t0: number): Promise<number> {
   for (const [name, p] of Object.entries(sim.controlPlane.running())) if (p.pid) registry.record(`sim-${name}`, p.pid);
   registry.recordPort('kube-apiserver', Number(new URL(sim.server).port));
   registry.recordPort('etcd', Number(new URL(sim.etcdEndpoint).port));
+  // A per-node world's other etcd members: one per control plane.
+  const cp = sim.controlPlane;
+  if (cp.mode === 'per-node')
+    for (const n of cp.etcdMembers.nodes) registry.recordPort(`etcd-${n}`, Number(new URL(cp.etcdMembers.clientUrl(n)).port));
   for (const h of sim.endpoints.ssh.hosts) registry.recordPort(`ssh-${h.name}`, h.port);
   // A drain that cannot finish reports "blocked" after this long (the simulation's default is 60 s).
   const configFile = join(clustersDir, `${cluster}.yaml`);
