@@ -263,7 +263,10 @@ export async function startSimulation(description: SimDescription, options: Simu
         latencies: n.latencies,
         faults: n.faults,
         ...(n.cgroup ? { cgroup: n.cgroup } : {}),
-        ...(n.etcdImageTag ? { etcdImageTag: n.etcdImageTag } : {}),
+        // per-node: the seeded manifest already names the tag the member starts at (kubeadm init rewrites it alike).
+        ...(n.etcdImageTag || (perNode && n.role === 'control-plane')
+          ? { etcdImageTag: n.etcdImageTag ?? kubeadmEtcdTag(description.version) }
+          : {}),
         ...(n.certificateDays === undefined ? {} : { certificateDays: n.certificateDays }),
       })),
     });
