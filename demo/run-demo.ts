@@ -212,6 +212,10 @@ async function run(r: Resources, t0: number): Promise<number> {
   for (const [name, p] of Object.entries(sim.controlPlane.running())) if (p.pid) registry.record(`sim-${name}`, p.pid);
   registry.recordPort('kube-apiserver', Number(new URL(sim.server).port));
   registry.recordPort('etcd', Number(new URL(sim.etcdEndpoint).port));
+  // A per-node world's other etcd members: one per control plane.
+  const cp = sim.controlPlane;
+  if (cp.mode === 'per-node')
+    for (const n of cp.etcdMembers.nodes) registry.recordPort(`etcd-${n}`, Number(new URL(cp.etcdMembers.clientUrl(n)).port));
   for (const h of sim.endpoints.ssh.hosts) registry.recordPort(`ssh-${h.name}`, h.port);
   // A drain that cannot finish reports "blocked" after this long (the simulation's default is 60 s).
   const configFile = join(clustersDir, `${cluster}.yaml`);
@@ -467,9 +471,10 @@ void main();
 /**
  * What the readiness check holds (issue 21), read as an operator does, with `skewless plan --cluster`.
  * The only finding the operator lets go is etcd's version: kubeadm 1.32 writes etcd 3.5.24-0 in every
- * manifest, which etcd's guide says must reach 3.5.26 before kubeadm 1.34 moves it to 3.6; the
- * simulation serves every member from one real etcd 3.6.16, so the tag is not what runs. Anything
- * else that holds is left to refuse the upgrade, as it would on a real cluster.
+ * manifest, which etcd's guide says must reach 3.5.26 before kubeadm 1.34 moves it to 3.6 (3.5.24–3.5.26
+ * fix upgrade blockers of clusters whose membership changed). The simulation's real 3.5.24 members never
+ * changed, and etcd 3.6.5 joins them (sim/build/REAL-KUBEADM.md). Anything else that holds is left to
+ * refuse the upgrade, as it would on a real cluster.
  */
 async function acknowledgeSimulatedEtcd(
   skewless: (args: string[], onLine: (line: string) => void) => { exited: Promise<number | null> },
@@ -491,7 +496,7 @@ async function acknowledgeSimulatedEtcd(
     );
   for (const p of readiness.problems ?? []) say(`[operator] readiness: could not read: ${p}`);
   const etcd = held.filter((name) => name.startsWith('etcd-version:'));
-  const reason = 'the simulation serves every member from one real etcd 3.6.16; the 3.5.24 tag is the manifest kubeadm 1.32 wrote';
+  const reason = 'the 3.5.24 members never changed membership: the blockers 3.5.26 fixes do not apply';
   for (const name of held)
     say(`[operator] readiness holds ${name}${etcd.includes(name) ? `: acknowledged (${reason})` : ': left to refuse the upgrade'}`);
   if (etcd.length === 0) return [];

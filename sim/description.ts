@@ -32,7 +32,10 @@ export interface SimNode {
   cgroup?: 'v1' | 'v2';
   /** Node.status.nodeInfo.containerRuntimeVersion (default `containerd://1.7.24`). */
   containerRuntime?: string;
-  /** Control planes: the tag of the etcd static pod's image (default `3.6.4-0`), what kubeadm and the etcd check read. */
+  /**
+   * Control planes: the tag of the etcd static pod's image (default `3.6.4-0`; `per-node`: what the cluster's kubeadm
+   * writes, and the real member starts at the tag's release, one of sim/build/etcd-releases), what kubeadm and the etcd check read.
+   */
   etcdImageTag?: string;
   /** Control planes: days kubeadm's leaf certificates have left at the simulation's start (default 365; the CAs 3650). */
   certificateDays?: number;

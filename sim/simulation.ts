@@ -10,10 +10,12 @@ import { WORKER_USER } from './cluster/pki.js';
 import { populateCluster } from './cluster/populate.js';
 import { prepareRealKubeadmHosts, realKubeadm, type RealKubeadmHosts } from './cluster/real-kubeadm-hosts.js';
 import { applyRbacManifest, RBAC_MANIFEST_PATH, readRbacManifest, subjectsOf } from './cluster/rbac-manifest.js';
-import { recordVersions, type LiveComponents } from './cluster/version-recorder.js';
+import { recordVersions, type LiveComponents, type LiveEtcd } from './cluster/version-recorder.js';
+import { ETCD_RELEASES, etcdVersionOfTag, kubeadmEtcdTag } from './cluster/etcd-releases.js';
 import type { SimDescription, SimNode } from './description.js';
 import { CONTROL_PLANE_MANIFESTS, type ControlPlaneManifest } from './hosts/static-pod-manifest.js';
-import { startHostSimulator } from './hosts/host-simulator.js';
+import { modelledAddress, startHostSimulator } from './hosts/host-simulator.js';
+import { etcdMemberOf } from './cluster/etcd-members.js';
 import type { PackageManager } from './hosts/rpm-archive.js';
 import { hostDir } from './hosts/host-state.js';
 import { staticPodModel } from './cluster/static-pods.js';
@@ -142,6 +144,31 @@ function liveComponents(cp: ControlPlane): LiveComponents | undefined {
   };
 }
 
+/** A per-node control plane's etcd members as they report their versions (/version). */
+function liveEtcd(cp: ControlPlane): LiveEtcd | undefined {
+  if (cp.mode !== 'per-node') return undefined;
+  return async () => {
+    const out: Awaited<ReturnType<LiveEtcd>> = [];
+    for (const node of cp.etcdMembers.nodes) {
+      const v = await cp.etcdMembers.reportedVersion(node);
+      if (v) out.push({ node, version: v.server, cluster: v.cluster });
+    }
+    return out;
+  };
+}
+
+/**
+ * The etcd version a per-node control plane's member starts at: the description's etcdImageTag, else the one
+ * the cluster's kubeadm writes (kubeadm-init.ts puts the described tag into the host's manifest).
+ */
+function initialEtcdVersion(n: SimNode, clusterVersion: string): string {
+  const tag = n.etcdImageTag ?? kubeadmEtcdTag(clusterVersion);
+  const version = etcdVersionOfTag(tag);
+  if (version === undefined || !ETCD_RELEASES.includes(version))
+    throw new Error(`${n.name}: etcdImageTag ${tag} is not an etcd release the per-node simulation runs (${ETCD_RELEASES.join(', ')})`);
+  return version;
+}
+
 /** A described control plane's versions by the component its manifest runs. */
 const manifestVersions = (c: NonNullable<SimNode['components']>): Record<ControlPlaneManifest, string> => ({
   'kube-apiserver': c.apiserver,
@@ -160,7 +187,7 @@ export async function startSimulation(description: SimDescription, options: Simu
   const { stateDir } = options;
   mkdirSync(stateDir, { recursive: true });
   const binaries = options.binaries ?? ensureSimBinaries();
-  // The real etcd is the first control plane's member: it serves that host's /var/lib/etcd.
+  // `shared`: the real etcd is the first control plane's member: it serves that host's /var/lib/etcd.
   const controlPlaneNodes = description.nodes.filter((n) => n.role === 'control-plane').map((n) => n.name);
   const primary = controlPlaneNodes[0];
   const etcdDataDir = primary === undefined ? undefined : join(hostDir(stateDir, primary), 'root', 'var', 'lib', 'etcd');
@@ -168,7 +195,17 @@ export async function startSimulation(description: SimDescription, options: Simu
     description.controlPlane === 'per-node'
       ? description.nodes.flatMap((n) =>
           n.components
-            ? [{ node: n.name, versions: manifestVersions(n.components), auditLog: join(hostDir(stateDir, n.name), 'root', AUDIT_LOG) }]
+            ? [
+                {
+                  node: n.name,
+                  versions: manifestVersions(n.components),
+                  auditLog: join(hostDir(stateDir, n.name), 'root', AUDIT_LOG),
+                  etcd: {
+                    version: initialEtcdVersion(n, description.version),
+                    dataDir: join(hostDir(stateDir, n.name), 'root', 'var', 'lib', 'etcd'),
+                  },
+                },
+              ]
             : [],
         )
       : undefined;
@@ -192,7 +229,7 @@ export async function startSimulation(description: SimDescription, options: Simu
     await grantWorker(kube);
     await populateCluster(kube, description, options.timeoutMs);
     statusSync = startKubeletStatusSync(controlPlane.kubeconfig, kube);
-    const recorder = recordVersions(kubeEffects(kube), kube, stateDir, liveComponents(controlPlane));
+    const recorder = recordVersions(kubeEffects(kube), kube, stateDir, liveComponents(controlPlane), liveEtcd(controlPlane));
     await recorder.record('initial');
     const staticPods = staticPodModel(controlPlane, controlPlaneNodes, {
       onError: (err) => console.error(`[sim/static-pods] ${err.message}`),
@@ -207,7 +244,14 @@ export async function startSimulation(description: SimDescription, options: Simu
       user: description.ssh.user,
       rebootSeconds: description.rebootSeconds,
       effects: recorder.effects,
-      etcd: { endpoint: controlPlane.etcdEndpoint, etcdctl: binaries.bin('etcdctl'), etcdutl: binaries.bin('etcdutl') },
+      etcd: {
+        endpoint: controlPlane.etcdEndpoint,
+        ...(controlPlane.mode === 'per-node'
+          ? { memberOf: etcdMemberOf(controlPlane.etcdMembers, controlPlaneNodes, modelledAddress) }
+          : {}),
+        etcdctl: binaries.bin('etcdctl'),
+        etcdutl: binaries.bin('etcdutl'),
+      },
       hosts: description.nodes.map((n) => ({
         name: n.name,
         role: n.role,
@@ -219,7 +263,10 @@ export async function startSimulation(description: SimDescription, options: Simu
         latencies: n.latencies,
         faults: n.faults,
         ...(n.cgroup ? { cgroup: n.cgroup } : {}),
-        ...(n.etcdImageTag ? { etcdImageTag: n.etcdImageTag } : {}),
+        // per-node: the seeded manifest already names the tag the member starts at (kubeadm init rewrites it alike).
+        ...(n.etcdImageTag || (perNode && n.role === 'control-plane')
+          ? { etcdImageTag: n.etcdImageTag ?? kubeadmEtcdTag(description.version) }
+          : {}),
         ...(n.certificateDays === undefined ? {} : { certificateDays: n.certificateDays }),
       })),
     });

@@ -5,6 +5,7 @@ import { freePort } from '../../tooling/free-port.js';
 import type { SimBinaries } from './binaries.js';
 import { apiserverFlags, auditPolicy, controllerManagerFlags, schedulerFlags } from './component-flags.js';
 import { ManagedProcess } from '../../tooling/managed-process.js';
+import { EtcdMembers } from './etcd-members.js';
 import { NodeComponents } from './node-components.js';
 import { ensurePki, WORKER_USER, writeKubeconfig, type Pki } from './pki.js';
 import { startTcpBalancer, type TcpBalancer } from './tcp-balancer.js';
@@ -25,21 +26,23 @@ interface ControlPlaneBase {
   /** JSON lines of the apiservers' audit logs: every request of the worker's identity (auditEvents()). */
   auditLogPaths(): string[];
   server: string;
+  /** Where etcd serves clients: the one etcd (`shared`), the first control plane's member (`per-node`). */
   etcdEndpoint: string;
   pki: Pki;
-  etcd: ManagedProcess;
   kwok: ManagedProcess;
   /** Every process running now, by a name that says what it is (memory reports, pid registries). */
   running(): Record<string, ManagedProcess>;
   /** Stops the apiserver(s) and starts them again (a control-plane fault). */
   restartApiserver(): Promise<void>;
-  /** Waits until etcd answers /health (after a start by the static-pod model). */
+  /** Waits until etcd answers /health (every member's, `per-node`). */
   etcdHealthy(): Promise<void>;
   stop(): Promise<void>;
 }
 
 export interface SharedControlPlane extends ControlPlaneBase {
   mode: 'shared';
+  /** The one real etcd (the first control plane's member; the others are modelled). */
+  etcd: ManagedProcess;
   processes: Record<'etcd' | 'apiserver' | 'controllerManager' | 'scheduler' | 'kwok', ManagedProcess>;
   /** Waits until the apiserver answers /readyz. */
   apiserverReady(): Promise<void>;
@@ -49,6 +52,8 @@ export interface PerNodeControlPlane extends ControlPlaneBase {
   mode: 'per-node';
   /** Each control-plane host's components, by node name. */
   nodes: ReadonlyMap<string, NodeComponents>;
+  /** One real etcd member per control-plane host, at the version its manifest names. */
+  etcdMembers: EtcdMembers;
   /** The endpoint in front of the apiservers: it sends new connections to those that run. */
   balancer: TcpBalancer;
 }
@@ -70,17 +75,33 @@ export interface ControlPlaneOptions {
    * restore on the host (etcdutl into a fresh dir, swap) changes what the real etcd serves.
    */
   etcdDataDir?: string;
-  /** Set: a `per-node` control plane, each host starting at these versions (`1.32.13`). */
-  perNode?: { node: string; versions: Record<ControlPlaneManifest, string>; auditLog?: string }[];
+  /**
+   * Set: a `per-node` control plane, each host starting at these versions (`1.32.13`), its etcd member at
+   * `etcd.version` (`3.5.24`) on `etcd.dataDir` (the host's /var/lib/etcd).
+   */
+  perNode?: {
+    node: string;
+    versions: Record<ControlPlaneManifest, string>;
+    auditLog?: string;
+    etcd: { version: string; dataDir: string };
+  }[];
 }
 
-/** etcd, the PKI and the audit policy: what both layouts share. */
+/** The logs dir, the PKI and the audit policy: what both layouts share. */
+function commonFiles(options: ControlPlaneOptions) {
+  const logs = join(options.stateDir, 'logs');
+  mkdirSync(logs, { recursive: true });
+  const pki = ensurePki(join(options.stateDir, 'pki'));
+  const auditPolicyPath = join(options.stateDir, 'audit-policy.yaml');
+  writeFileSync(auditPolicyPath, auditPolicy(WORKER_USER));
+  return { logs, pki, auditPolicyPath };
+}
+
+/** The one etcd of a shared control plane. */
 async function startEtcd(options: ControlPlaneOptions) {
   const { stateDir, binaries } = options;
-  const logs = join(stateDir, 'logs');
   const data = options.etcdDataDir ?? join(stateDir, 'etcd-data');
-  mkdirSync(logs, { recursive: true });
-  const pki = ensurePki(join(stateDir, 'pki'));
+  const { logs, pki, auditPolicyPath } = commonFiles(options);
   const [etcdPort, etcdPeer] = await Promise.all([freePort(), freePort()]);
   const etcdEndpoint = `http://127.0.0.1:${etcdPort}`;
   const etcd = new ManagedProcess(
@@ -106,8 +127,6 @@ async function startEtcd(options: ControlPlaneOptions) {
       etcd.assertAlive();
       return (await httpGet(`${etcdEndpoint}/health`)).body.includes('"health":"true"');
     });
-  const auditPolicyPath = join(stateDir, 'audit-policy.yaml');
-  writeFileSync(auditPolicyPath, auditPolicy(WORKER_USER));
   etcd.start();
   try {
     await etcdHealthy();
@@ -152,9 +171,10 @@ function writeKubeconfigs(options: ControlPlaneOptions, pki: Pki, server: string
 }
 
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
+  if (options.perNode) return startPerNode(options, options.perNode);
   const etcd = await startEtcd(options);
   try {
-    return options.perNode ? await startPerNode(options, etcd, options.perNode) : await startShared(options, etcd);
+    return await startShared(options, etcd);
   } catch (err) {
     await etcd.etcd.stop();
     throw err;
@@ -270,11 +290,23 @@ const COMPONENTS: readonly ControlPlaneManifest[] = ['kube-apiserver', 'kube-con
 
 async function startPerNode(
   options: ControlPlaneOptions,
-  e: Etcd,
   hosts: NonNullable<ControlPlaneOptions['perNode']>,
 ): Promise<PerNodeControlPlane> {
   const { stateDir, clusterName } = options;
-  const { logs, pki, etcd, etcdEndpoint } = e;
+  const { logs, pki, auditPolicyPath } = commonFiles(options);
+  const etcdMembers = await EtcdMembers.create({
+    members: hosts.map((h) => ({ node: h.node, dataDir: h.etcd.dataDir, version: h.etcd.version })),
+    logs,
+    clusterToken: clusterName,
+  });
+  const etcdHealthy = async () => {
+    await Promise.all(etcdMembers.nodes.map((n) => etcdMembers.waitHealthy(n)));
+  };
+  const etcdEndpoint = etcdMembers.clientUrl(hosts[0]?.node ?? '');
+  await etcdMembers.startAll().catch(async (err: unknown) => {
+    await etcdMembers.stopAll();
+    throw err;
+  });
   const nodes = new Map<string, NodeComponents>();
   for (const h of hosts) {
     nodes.set(
@@ -284,8 +316,9 @@ async function startPerNode(
         stateDir,
         clusterName,
         pki,
-        etcdEndpoint,
-        auditPolicy: e.auditPolicyPath,
+        // Every member, its own first (kubeadm's apiserver names only its host's member).
+        etcdEndpoint: etcdMembers.clientUrls(h.node).join(','),
+        auditPolicy: auditPolicyPath,
         ...(h.auditLog ? { auditLog: h.auditLog } : {}),
       }),
     );
@@ -298,6 +331,7 @@ async function startPerNode(
     await kwok.stop();
     await Promise.all([...nodes.values()].map((n) => n.stopAll()));
     await balancer.stop();
+    await etcdMembers.stopAll();
   };
   try {
     // The apiservers one after another (two cores: side by side they only slow each other down),
@@ -323,14 +357,15 @@ async function startPerNode(
     server,
     etcdEndpoint,
     pki,
-    etcd,
     kwok,
     nodes,
+    etcdMembers,
     balancer,
     running() {
       const out: Record<string, ManagedProcess> = {};
-      if (etcd.running) out.etcd = etcd;
       for (const n of nodes.values()) {
+        const member = etcdMembers.processOf(n.node);
+        if (member) out[`${n.node}/etcd`] = member;
         for (const c of COMPONENTS) {
           const p = n.processOf(c);
           if (p) out[`${n.node}/${c}`] = p;
@@ -345,10 +380,9 @@ async function startPerNode(
       for (const [n] of versions) await n.stop('kube-apiserver');
       for (const [n, v] of versions) if (v) await n.run('kube-apiserver', v);
     },
-    etcdHealthy: e.etcdHealthy,
+    etcdHealthy,
     async stop() {
       await stopAll();
-      await etcd.stop();
       rmSync(join(stateDir, 'nodes'), { recursive: true, force: true });
     },
   };

@@ -26,6 +26,11 @@ export interface KubeadmHost {
   root: string;
   /** The node's (modelled) address: the apiserver's advertise address in kubeadm's files. */
   address: string;
+  /**
+   * A control plane's etcd image tag other than kubeadm's (`3.5.36-0`): put into the etcd manifest kubeadm
+   * wrote, as an operator who patched etcd by editing the manifest leaves it (kubeadm-config keeps no tag).
+   */
+  etcdImageTag?: string;
 }
 
 export interface KubeadmInitOptions {
@@ -79,6 +84,14 @@ cgroupDriver: systemd
 
 class KubeadmFailed extends Error {}
 
+/** Rewrites the etcd image's tag of manifest `path` (`image: registry.k8s.io/etcd:3.5.24-0`). */
+function setEtcdImageTag(path: string, tag: string): void {
+  const text = readFileSync(path, 'utf8');
+  const image = /^(\s*image: \S*\/etcd:)\S+$/m;
+  if (!image.test(text)) throw new Error(`${path}: no etcd image line to set tag ${tag} in`);
+  writeFileSync(path, text.replace(image, `$1${tag}`));
+}
+
 export async function kubeadmInit(o: KubeadmInitOptions): Promise<void> {
   const kubeadm = releaseProgram(o.version, 'kubeadm');
   const systemctlLog = join(o.scratchDir, 'systemctl.log');
@@ -115,6 +128,7 @@ export async function kubeadmInit(o: KubeadmInitOptions): Promise<void> {
     for (const phase of [['certs', 'all'], ['kubeconfig', 'all'], ['etcd', 'local'], ['control-plane', 'all'], ['kubelet-start']]) {
       await run(host, ['init', 'phase', ...phase, ...config]);
     }
+    if (host.etcdImageTag) setEtcdImageTag(onHost(host, '/etc/kubernetes/manifests/etcd.yaml'), host.etcdImageTag);
   }
   // Through the API, as the first control plane: the ConfigMaps, RBAC, the token, the addons.
   await run(first, ['init', 'phase', 'upload-config', 'all', ...config]);

@@ -19,8 +19,8 @@ const ETCD_CLIENT_URLS = 'kubeadm.kubernetes.io/etcd.advertise-client-urls';
 export const manifestHash = (text: string): string => createHash('md5').update(text).digest('hex');
 
 /**
- * The mirror pod of manifest `text` on `node`. `etcdEndpoint`: where the one real etcd answers; the
- * etcd pods of every control plane point there (the other members are modelled, not run).
+ * The mirror pod of manifest `text` on `node`. `etcdEndpoint`: where the node's own etcd member answers
+ * (its advertise-client-urls, which kubeadm's etcd client dials: the manifest's https://10.0.0.x:2379 is modelled).
  */
 export function mirrorPodOf(text: string, node: V1Node, etcdEndpoint: string): V1Pod {
   const manifest = parseYaml(text) as V1Pod;

@@ -36,7 +36,12 @@ export async function prepareRealKubeadmHosts(o: {
   const root = (name: string) => join(hostDir(o.stateDir, name), 'root');
   const controlPlanes: KubeadmHost[] = d.nodes
     .filter((n) => n.role === 'control-plane')
-    .map((n, i) => ({ name: n.name, root: root(n.name), address: modelledAddress(i) }));
+    .map((n, i) => ({
+      name: n.name,
+      root: root(n.name),
+      address: modelledAddress(i),
+      ...(n.etcdImageTag ? { etcdImageTag: n.etcdImageTag } : {}),
+    }));
   const workers: KubeadmHost[] = d.nodes.filter((n) => n.role === 'worker').map((n) => ({ name: n.name, root: root(n.name), address: '' }));
 
   const cris = controlPlanes.map((h) => {

@@ -1,11 +1,11 @@
 // The kubelet's static pods on the simulated control-plane hosts, mapped onto the real processes
-// the simulation runs: one etcd, and either ONE apiserver, controller-manager and scheduler for all
-// hosts (`shared`) or each host's own, at the version its manifests name (`per-node`).
+// the simulation runs: either ONE etcd, apiserver, controller-manager and scheduler for all hosts
+// (`shared`) or each host's own etcd member and programs, at the versions its manifests name (`per-node`).
 //
 // A kubeadm control plane runs etcd, kube-apiserver, kube-controller-manager and kube-scheduler as
 // static pods: the kubelet starts what /etc/kubernetes/manifests holds and stops what leaves it. An
 // operator restoring etcd moves the manifests out, restores, and moves them back. The mapping:
-// - etcd: the real etcd is the member of the FIRST control plane (the primary). Its data dir is that
+// - etcd, `shared`: the real etcd is the member of the FIRST control plane (the primary). Its data dir is that
 //   host's /var/lib/etcd (the manifest's hostPath), so a restore there (etcdutl into a fresh dir, then
 //   a swap) changes what the real etcd serves. It runs while the primary's etcd.yaml is in place.
 //   The other control planes' members are modelled, not run: their restored data dirs are real
@@ -13,6 +13,11 @@
 //   real etcd could never reach quorum with members that do not run, so the simulation starts it
 //   with --force-new-cluster (etcd's own way to bring one member up as a cluster of one): the data,
 //   revision included, is the restored one.
+// - etcd, `per-node`: each host's real member runs while its etcd.yaml is in place, the etcd release its
+//   image names (`3.5.24-0` → etcd 3.5.24); another image restarts it on the same data dir, as kubeadm's
+//   etcd upgrade does (sim/cluster/etcd-members.ts). An image the simulation has no build of stops the
+//   member (a kubelet that cannot pull it). A restored data dir is not run there (its peer URLs are
+//   kubeadm's 10.0.0.x addresses): restores are the shared layout's.
 // - kube-apiserver, kube-controller-manager, kube-scheduler, `shared`: like a load-balanced HA control
 //   plane, each real process runs while at least one control plane has its manifest in place.
 //   `per-node`: each host's process runs while its manifest is in place, the release its image
@@ -24,6 +29,7 @@
 import type { ManifestSeen, StaticPodHooks } from '../hosts/cluster-effects.js';
 import { CONTROL_PLANE_MANIFESTS } from '../hosts/static-pod-manifest.js';
 import { versionOfImage } from './control-plane-pods.js';
+import { ETCD_RELEASES, etcdVersionOfTag } from './etcd-releases.js';
 import type { KubeClients } from './kube-clients.js';
 import { deleteMirrorPod, manifestHash, mirrorPodOf, replaceMirrorPod } from './mirror-pods.js';
 import type { ControlPlane, PerNodeControlPlane, SharedControlPlane } from './control-plane.js';
@@ -42,7 +48,7 @@ type StaticPodModel = StaticPodHooks & { settled(): Promise<void> };
 
 export interface StaticPodModelOptions {
   onError: (err: Error) => void;
-  /** A per-node component now runs another version (kubeadm's upgrade of its static pod). */
+  /** A per-node component (etcd included) now runs another version (kubeadm's upgrade of its static pod). */
   onRestarted?: (node: string, component: string, version: string) => void;
   /** A per-node control plane's mirror pods follow its hosts' manifests through these clients (the kubelet's part). */
   kube?: KubeClients;
@@ -126,7 +132,7 @@ function perNodeModel(
   controlPlaneNodes: readonly string[],
   { onError, onRestarted, kube }: StaticPodModelOptions,
 ): StaticPodModel {
-  const primary = controlPlaneNodes[0];
+  const members = cp.etcdMembers;
   /** Each host's manifests by file name; before the host's first report, what the processes run. */
   const present = new Map<string, Map<string, { version: string | undefined; text?: string }>>();
   for (const node of controlPlaneNodes) {
@@ -134,14 +140,13 @@ function perNodeModel(
     present.set(
       node,
       new Map([
-        [STATIC_POD_MANIFESTS.etcd, { version: undefined }],
+        [STATIC_POD_MANIFESTS.etcd, { version: members.versionOf(node) }],
         ...CONTROL_PLANE_MANIFESTS.map((c) => [STATIC_POD_MANIFESTS[c], { version: n?.versionOf(c) }] as const),
       ]),
     );
   }
   /** `node/file` → the hash of the manifest its mirror pod was made from. */
   const mirrored = new Map<string, string>();
-  const etcdWanted = () => present.get(primary ?? '')?.has(STATIC_POD_MANIFESTS.etcd) ?? false;
 
   /** The kubelet's mirror pods follow the manifests: a new one for a changed file, none for a removed one. */
   const syncMirrorPods = async (node: string, manifests: ReadonlyMap<string, { text?: string }>) => {
@@ -158,7 +163,7 @@ function perNodeModel(
         continue;
       }
       if (mirrored.get(key) === manifestHash(text)) continue;
-      await replaceMirrorPod(kube, mirrorPodOf(text, await kube.core.readNode({ name: node }), cp.etcdEndpoint));
+      await replaceMirrorPod(kube, mirrorPodOf(text, await kube.core.readNode({ name: node }), members.clientUrl(node)));
       mirrored.set(key, manifestHash(text));
     }
   };
@@ -169,12 +174,11 @@ function perNodeModel(
       if (!n) continue;
       for (const c of [...CONTROL_PLANE_MANIFESTS].reverse()) if (!manifests.has(STATIC_POD_MANIFESTS[c])) await n.stop(c);
     }
-    if (!etcdWanted() && cp.etcd.running) await cp.etcd.stop();
-    if (etcdWanted() && !cp.etcd.running) {
-      cp.etcd.start(['--force-new-cluster']);
-      await cp.etcdHealthy();
+    const etcdProblems = await syncEtcdMembers();
+    if (!members.anyRunning) {
+      if (etcdProblems.length > 0) throw new Error(etcdProblems.join('; '));
+      return;
     }
-    if (!cp.etcd.running) return;
     for (const [node, manifests] of present) {
       const n = cp.nodes.get(node);
       if (!n) continue;
@@ -191,25 +195,68 @@ function perNodeModel(
       }
       await syncMirrorPods(node, manifests);
     }
+    if (etcdProblems.length > 0) throw new Error(etcdProblems.join('; '));
+  };
+  /**
+   * Each member follows its host's etcd.yaml: stopped without one, (re)started at the version its image names.
+   * Every member to start is started before any is waited for: a member is healthy only with a quorum.
+   */
+  const syncEtcdMembers = async (): Promise<string[]> => {
+    const starting: { node: string; before: string | undefined; version: string }[] = [];
+    const problems: string[] = [];
+    for (const [node, manifests] of present) {
+      if (!members.nodes.includes(node)) continue;
+      const etcd = manifests.get(STATIC_POD_MANIFESTS.etcd);
+      const before = members.versionOf(node);
+      if (!etcd) {
+        if (before) await members.stop(node);
+        continue;
+      }
+      const version = etcd.version;
+      if (version === undefined || !ETCD_RELEASES.includes(version)) {
+        if (before) await members.stop(node);
+        problems.push(
+          `${node}: /etc/kubernetes/manifests/etcd.yaml names etcd ${version ?? '(no version)'}, which the simulation cannot run (it has ${ETCD_RELEASES.join(', ')}); the member stays down`,
+        );
+        continue;
+      }
+      if (before === version) continue;
+      if (before) await members.stop(node);
+      members.start(node, version);
+      starting.push({ node, before, version });
+    }
+    const healthy = await Promise.allSettled(starting.map((s) => members.waitHealthy(s.node)));
+    healthy.forEach((h, i) => {
+      const s = starting[i]!;
+      if (h.status === 'rejected')
+        problems.push(`${s.node}: etcd ${s.version}: ${h.reason instanceof Error ? h.reason.message : String(h.reason)}`);
+      else if (s.before !== undefined) onRestarted?.(s.node, 'etcd', s.version);
+    });
+    return problems;
   };
   const queue = serialised(apply, onError);
 
   return {
     changed(node, manifests: readonly ManifestSeen[]) {
       if (!present.has(node)) return Promise.resolve();
-      present.set(node, new Map(manifests.map((m) => [m.file, { version: versionOfImage(m.image), text: m.text }])));
+      present.set(
+        node,
+        new Map(
+          manifests.map((m) => [
+            m.file,
+            {
+              version: m.file === STATIC_POD_MANIFESTS.etcd ? etcdVersionOfTag(m.image?.split(':').at(-1)) : versionOfImage(m.image),
+              text: m.text,
+            },
+          ]),
+        ),
+      );
       return queue.next();
     },
     running(node) {
       if (!present.has(node)) return [];
       const n = cp.nodes.get(node);
-      return NAMES.filter((name) =>
-        name === 'etcd'
-          ? node === primary
-            ? cp.etcd.running
-            : (present.get(node)?.has(STATIC_POD_MANIFESTS.etcd) ?? false)
-          : n?.versionOf(name) !== undefined,
-      );
+      return NAMES.filter((name) => (name === 'etcd' ? members.versionOf(node) !== undefined : n?.versionOf(name) !== undefined));
     },
     settled: queue.settled,
   };

@@ -19,6 +19,11 @@ export interface VersionRecord {
   /** `initial`, `kubelet cp-1 1.33.7` or `control-plane cp-1 1.33.7`. */
   cause: string;
   inventory: SkewInventory;
+  /**
+   * A per-node control plane's etcd members that answer, each as it reports itself (`/version`): its server
+   * version and the cluster version it sees (`3.5.0`: the lowest minor among the members).
+   */
+  etcd?: { node: string; version: string; cluster: string }[];
   /** Set instead of a meaningful inventory when the state could not be read. */
   error?: string;
 }
@@ -33,6 +38,9 @@ const byNode = (a: ComponentVersion, b: ComponentVersion) => a.node.localeCompar
 
 /** The control-plane programs that run, each with the version it reports itself (a per-node control plane). */
 export type LiveComponents = () => Promise<{ node: string; component: keyof typeof COMPONENT_KEYS; version: string }[]>;
+
+/** A per-node control plane's etcd members, each with the version it reports itself. */
+export type LiveEtcd = () => Promise<{ node: string; version: string; cluster: string }[]>;
 
 /**
  * The versions as the cluster shows them: kubelets from Node status, kube-proxy from its
@@ -88,7 +96,13 @@ export interface VersionRecorder {
  * Recording never fails the effect (a host must behave as it would without the recorder): a state
  * that cannot be read is written as a line with `error`. Lines are written one at a time, in order.
  */
-export function recordVersions(inner: ClusterEffects, kube: KubeClients, stateDir: string, live?: LiveComponents): VersionRecorder {
+export function recordVersions(
+  inner: ClusterEffects,
+  kube: KubeClients,
+  stateDir: string,
+  live?: LiveComponents,
+  liveEtcd?: LiveEtcd,
+): VersionRecorder {
   const path = join(stateDir, VERSION_HISTORY_FILE);
   let queue: Promise<void> = Promise.resolve();
   const record = (cause: string): Promise<void> => {
@@ -98,6 +112,7 @@ export function recordVersions(inner: ClusterEffects, kube: KubeClients, stateDi
         let line: VersionRecord;
         try {
           line = { at, cause, inventory: await readSimInventory(kube, live) };
+          if (liveEtcd) line.etcd = (await liveEtcd()).sort(byNode);
         } catch (err) {
           line = { at, cause, inventory: { apiservers: [] }, error: err instanceof Error ? err.message : String(err) };
         }

@@ -21,7 +21,10 @@ export interface ClusterEffects {
 
 /** Where the real etcd of the simulation is, and the real tools that talk to it. */
 export interface EtcdTools {
+  /** The one real etcd (`shared`), the first member (`per-node`): what an endpoint `memberOf` does not know reaches. */
   endpoint: string;
+  /** `per-node`: the real members' URLs for the endpoints an etcdctl on `host` names (127.0.0.1 is its own member). */
+  memberOf?: (host: string, endpoints: string) => string | undefined;
   etcdctl: string;
   etcdutl: string;
 }

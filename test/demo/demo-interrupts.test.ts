@@ -17,7 +17,7 @@ describe('npm run demo, interrupted', () => {
     assert.equal(code, 130, run.stderr());
     assert.match(run.stderr(), /SIGINT: stopping everything the demo started/);
     assert.match(run.stderr(), /terminated the running upgrade workflow/);
-    await assertNothingLeft(run, ['temporal-dev-server', 'worker', 'sim-etcd', 'sim-cp-1/kube-apiserver', 'skewless-upgrade']);
+    await assertNothingLeft(run, ['temporal-dev-server', 'worker', 'sim-cp-1/etcd', 'sim-cp-1/kube-apiserver', 'skewless-upgrade']);
   });
 
   it('a reader that goes away (npm run demo | head) stops everything too', { timeout: 300_000 }, async () => {

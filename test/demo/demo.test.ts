@@ -51,7 +51,7 @@ describe('npm run demo (the README main command)', () => {
     await assertNothingLeft(run, [
       'temporal-dev-server',
       'worker',
-      'sim-etcd',
+      'sim-cp-1/etcd',
       'sim-cp-1/kube-apiserver',
       'sim-cp-3/kube-scheduler',
       'sim-cp-1/kube-apiserver-at-end',

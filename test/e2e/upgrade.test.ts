@@ -31,6 +31,7 @@ workloads:
 `;
 
 const ETCD_ACKS = ['etcd-version:cp-1', 'etcd-version:cp-2', 'etcd-version:cp-3'];
+const ACK_REASON = 'members never changed: no 3.5 upgrade blocker applies';
 
 describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the real dev server', () => {
   let env: TestWorkflowEnvironment;
@@ -58,10 +59,10 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
             {
               cluster: 'e2e',
               to: '1.34',
-              // Readiness holds 1.34 on etcd 3.5.24 (the manifest the real kubeadm 1.32 wrote; etcd wants 3.5.26
-              // before 3.6): the simulation serves every member from one real etcd 3.6.16, so it is acknowledged.
+              // Readiness holds 1.34 on etcd 3.5.24 (the real members kubeadm 1.32's manifests name; etcd wants 3.5.26
+              // before 3.6, for clusters whose membership changed): acknowledged, the real 3.5.24 members go to 3.6.5.
               policy: { canary: 1, batchSize: 2, maxUnavailable: 2, verifySeconds: 60, acknowledge: ETCD_ACKS },
-              acknowledgedBy: { by: 'e2e test', reason: 'one real etcd 3.6.16 serves the simulation' },
+              acknowledgedBy: { by: 'e2e test', reason: ACK_REASON },
             },
           ],
         }),
@@ -71,9 +72,7 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
     assert.equal(status.phase, 'done', status.events.join('\n'));
     for (const ack of ETCD_ACKS)
       assert.ok(
-        status.events.some((e) =>
-          e.startsWith(`readiness: ${ack} acknowledged by e2e test (one real etcd 3.6.16 serves the simulation): etcd on`),
-        ),
+        status.events.some((e) => e.startsWith(`readiness: ${ack} acknowledged by e2e test (${ACK_REASON}): etcd on`)),
         status.events.join('\n'),
       );
 
@@ -127,7 +126,7 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
       assert.ok(!log.some((l) => l.includes('install') && /1\.33\.13/.test(l)), `no 1.33 package on ${node}: ${log.join('\n')}`);
     }
     assert.deepEqual(status.hops, ['1.33.13', '1.34.4']);
-    // Mid-hop, apiservers of two minors served the one etcd at once, each reporting its own /version.
+    // Mid-hop, apiservers of two minors served the same etcd at once, each reporting its own /version.
     assert.ok(
       history.some((h) => new Set(h.inventory.apiservers?.map((a) => a.version)).size === 2),
       'a recorded state with a real HA skew',
@@ -143,6 +142,13 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
     assert.equal(coredns.spec?.template.spec?.containers[0]?.image, 'registry.k8s.io/coredns/coredns:v1.12.1');
     const etcdPod = await tc.kube.core.readNamespacedPod({ name: 'etcd-cp-3', namespace: 'kube-system' });
     assert.equal(etcdPod.spec?.containers[0]?.image, 'registry.k8s.io/etcd:3.6.5-0');
+    // ...and the real members went there: each 3.5.24 member restarted at 3.6.5 on its data dir, a quorum in every state.
+    for (const node of ['cp-1', 'cp-2', 'cp-3']) {
+      assert.equal((await cp.etcdMembers.reportedVersion(node))?.server, '3.6.5', `${node}'s etcd member`);
+      const seen = [...new Set(history.flatMap((h) => (h.etcd ?? []).filter((m) => m.node === node).map((m) => m.version)))];
+      assert.deepEqual(seen, ['3.5.24', '3.6.5'], `${node}'s etcd versions`);
+    }
+    for (const h of history) assert.ok((h.etcd?.length ?? 0) >= 2, `etcd quorum at "${h.cause}": ${JSON.stringify(h.etcd)}`);
 
     const nodes = (await tc.kube.core.listNode()).items;
     assert.ok(

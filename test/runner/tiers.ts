@@ -50,6 +50,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/kubernetes-repository-parser.test.ts',
       'test/sim/free-port.test.ts',
       'test/sim/description.test.ts',
+      'test/sim/etcd-members.test.ts',
       'test/activities/pool-config.test.ts',
       'test/activities/kube-api-connections.test.ts',
       'test/bench/lower-bound.test.ts',

@@ -63,13 +63,14 @@ describe('a per-node control plane: each host runs the release its static-pod ma
   it("starts every host's three programs at the described release, behind one endpoint", async () => {
     const running = Object.keys(cp().running()).sort();
     assert.deepEqual(running, [
+      'cp-1/etcd',
       'cp-1/kube-apiserver',
       'cp-1/kube-controller-manager',
       'cp-1/kube-scheduler',
+      'cp-2/etcd',
       'cp-2/kube-apiserver',
       'cp-2/kube-controller-manager',
       'cp-2/kube-scheduler',
-      'etcd',
       'kwok',
     ]);
     for (const n of cp().nodes.values()) {
@@ -103,9 +104,10 @@ describe('a per-node control plane: each host runs the release its static-pod ma
     const etcd = await tc.kube.core.readNamespacedPod({ name: 'etcd-cp-2', namespace: 'kube-system' });
     assert.equal(
       etcd.metadata?.annotations?.['kubeadm.kubernetes.io/etcd.advertise-client-urls'],
-      tc.sim.etcdEndpoint,
-      'every member points at the one real etcd',
+      cp().etcdMembers.clientUrl('cp-2'),
+      "each etcd pod points at its host's own member",
     );
+    assert.notEqual(cp().etcdMembers.clientUrl('cp-2'), cp().etcdMembers.clientUrl('cp-1'));
     // A worker has what `kubeadm join` leaves: its own node credentials.
     const kubeletConf = await ssh('worker-1', 'sudo cat /etc/kubernetes/kubelet.conf');
     assert.match(kubeletConf.stdout, /client-certificate-data: /);
@@ -148,6 +150,82 @@ describe('a per-node control plane: each host runs the release its static-pod ma
       { node: 'cp-1', version: '1.33.13' },
       { node: 'cp-2', version: '1.32.13' },
     ]);
+  });
+
+  it("runs one real etcd member per host at the version its manifest names, and restarts it at a rewritten image's on the same data", async () => {
+    // As kubeadm's own health check and an operator read it: the real etcdctl on the host, kubeadm's etcd certificates.
+    const etcdctl = (node: string, command: string) =>
+      ssh(
+        node,
+        `sudo etcdctl --endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt --key=/etc/kubernetes/pki/etcd/healthcheck-client.key ${command}`,
+      );
+    const statusOn = async (node: string) => {
+      const r = await etcdctl(node, 'endpoint status -w json');
+      assert.equal(r.code, 0, r.stderr);
+      const [s] = JSON.parse(r.stdout) as { Endpoint: string; Status: { version: string; header: { member_id: number } } }[];
+      assert.ok(s);
+      return { endpoint: s.Endpoint, version: s.Status.version, member: s.Status.header.member_id };
+    };
+    // kubeadm 1.32.13 wrote registry.k8s.io/etcd:3.5.24-0 into both manifests.
+    const before = { 'cp-1': await statusOn('cp-1'), 'cp-2': await statusOn('cp-2') };
+    assert.equal(before['cp-1'].version, '3.5.24');
+    assert.equal(before['cp-2'].version, '3.5.24');
+    assert.equal(before['cp-2'].endpoint, cp().etcdMembers.clientUrl('cp-2'), "127.0.0.1:2379 on cp-2 is cp-2's member");
+    assert.notEqual(before['cp-1'].member, before['cp-2'].member, 'two members');
+    const members = await etcdctl('cp-1', 'member list -w json');
+    assert.equal(members.code, 0, members.stderr);
+    assert.deepEqual(((JSON.parse(members.stdout) as { members: { name: string }[] }).members.map((m) => m.name) ?? []).sort(), [
+      'cp-1',
+      'cp-2',
+    ]);
+    // Written before: the cluster's data must survive the member's restart.
+    await tc.kube.core.createNamespacedConfigMap({
+      namespace: 'default',
+      body: { metadata: { name: 'before-etcd-patch' }, data: { kept: 'yes' } },
+    });
+
+    const patched = await ssh('cp-2', 'sudo sed -i s/etcd:3.5.24-0/etcd:3.5.36-0/ /etc/kubernetes/manifests/etcd.yaml');
+    assert.equal(patched.code, 0, patched.stderr);
+    await waitFor('cp-2 member at 3.5.36', async () => (await statusOn('cp-2').catch(() => undefined))?.version === '3.5.36', 120_000, 500);
+    const after = await statusOn('cp-2');
+    assert.equal(after.member, before['cp-2'].member, 'the same member, restarted on its data dir');
+    assert.equal((await statusOn('cp-1')).version, '3.5.24', 'only the changed manifest restarts');
+    const health = await etcdctl('cp-1', 'endpoint health --cluster -w json');
+    assert.equal(health.code, 0, health.stderr);
+    assert.deepEqual(
+      (JSON.parse(health.stdout) as { health: boolean }[]).map((h) => h.health),
+      [true, true],
+    );
+    assert.equal((await tc.kube.core.readNamespacedConfigMap({ name: 'before-etcd-patch', namespace: 'default' })).data?.kept, 'yes');
+    const pod = await tc.kube.core.readNamespacedPod({ name: 'etcd-cp-2', namespace: 'kube-system' });
+    assert.equal(pod.spec?.containers[0]?.image, 'registry.k8s.io/etcd:3.5.36-0', 'the mirror pod follows the manifest');
+
+    // The restart is a recorded state, with every member's own /version.
+    const cause = 'static-pod cp-2 etcd 3.5.36';
+    await waitFor(
+      `a recorded "${cause}"`,
+      async () => {
+        await tc.sim.versionHistorySettled();
+        return readVersionHistory(tc.sim.stateDir).some((r) => r.cause === cause);
+      },
+      30_000,
+      250,
+    );
+    const history = readVersionHistory(tc.sim.stateDir);
+    assert.deepEqual(
+      history.find((r) => r.cause === cause)?.etcd?.map((m) => [m.node, m.version]),
+      [
+        ['cp-1', '3.5.24'],
+        ['cp-2', '3.5.36'],
+      ],
+    );
+    assert.deepEqual(
+      history.find((r) => r.cause === 'initial')?.etcd?.map((m) => [m.node, m.version]),
+      [
+        ['cp-1', '3.5.24'],
+        ['cp-2', '3.5.24'],
+      ],
+    );
   });
 
   it("meets a refusal of the real kubeadm for real: kubeadm's own words in the failure, not retried, nothing changed", async (t) => {

@@ -1,6 +1,7 @@
-// `etcdctl` / `etcdutl` run the REAL binaries against the simulation's real etcd. What the product
-// sends is kubeadm-shaped (https://127.0.0.1:2379 with the node's etcd TLS files); the sim's etcd
-// listens on plain http, so the endpoint is swapped, the TLS files are checked on the host and dropped,
+// `etcdctl` / `etcdutl` run the REAL binaries against the simulation's real etcd (per-node: the host's
+// own member, or the member whose modelled address is dialled). What the product sends is kubeadm-shaped
+// (https://127.0.0.1:2379 with the node's etcd TLS files); the sim's etcd listens on plain http, so the
+// endpoint is swapped, the TLS files are checked on the host and dropped,
 // and paths are mapped into the host root (and back, in the output).
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -112,7 +113,8 @@ export async function etcdctl(ctx: CommandContext): Promise<CommandOutcome> {
       if (f === 'key' && !ctx.root) return fail(ctx, `Error: open ${path}: permission denied`, 128);
     }
   }
-  const pass: string[] = [`--endpoints=${tools.endpoint}`];
+  const dialled = flags.get('endpoints') ?? 'https://127.0.0.1:2379';
+  const pass: string[] = [`--endpoints=${tools.memberOf?.(ctx.machine.name, dialled) ?? tools.endpoint}`];
   for (const [name, value] of flags) {
     if (name !== 'endpoints' && !(TLS_FLAGS as readonly string[]).includes(name)) pass.push(`--${name}=${value}`);
   }
