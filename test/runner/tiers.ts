@@ -77,6 +77,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/rules/readiness-finding.test.ts',
       'test/rules/removed-apis.test.ts',
       'test/rules/hop-prerequisites.test.ts',
+      'test/rules/etcd-patch.test.ts',
       'test/rules/drain-predictions.test.ts',
       'test/rules/operator-signals.test.ts',
       'test/rules/hop-plan.test.ts',
