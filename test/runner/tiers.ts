@@ -111,6 +111,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/windows/carried-windows.test.ts',
       'test/workflows/step-blocks.test.ts',
       'test/workflows/alert-gate.test.ts',
+      'test/workflows/etcd-patch.test.ts',
       'test/client/output-json.test.ts',
       'test/workflows/node-upgrade.test.ts',
       'test/workflows/cluster-upgrade-runs.test.ts',
