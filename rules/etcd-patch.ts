@@ -15,11 +15,14 @@ export const ETCD_PATCH_MINIMUM: readonly [number, number, number] = [3, 5, 26];
  * workflow ask one), so the newest entry is the default target; a cluster whose image source (a
  * private mirror) offers another tag names it in its configuration (`etcd.patchImageTag`).
  * - 3.5.24-0: what kubeadm 1.31–1.33 install (kubernetes@v1.34.4 cmd/kubeadm/app/constants/constants.go SupportedEtcdVersion).
- * - 3.5.26-0: etcd v3.5.26, the first 3.5 patch etcd's 3.6 upgrade guide accepts, as Kubernetes' image
- *   build names its etcd images (`<version>-0` on registry.k8s.io/etcd). Not confirmed here against the
- *   registry (no network): a mirror without it is what `etcd.patchImageTag` is for.
+ * - 3.5.26-0: etcd v3.5.26, the first 3.5 patch etcd's 3.6 upgrade guide accepts.
+ * - 3.5.36-0: etcd v3.5.36, the newest 3.5 release the Go module proxy serves (2026-12-04; v3.5.25–v3.5.30
+ *   answer 403 there: sim/build/NOTES.md), the one the per-node simulation has a build of.
+ * The tags follow Kubernetes' naming of its etcd images (`<version>-0` on registry.k8s.io/etcd); whether
+ * the registry serves each was not confirmed here (no network): a source without the newest is what
+ * `etcd.patchImageTag` is for.
  */
-export const KNOWN_ETCD_35_TAGS: readonly string[] = ['3.5.24-0', '3.5.26-0'];
+export const KNOWN_ETCD_35_TAGS: readonly string[] = ['3.5.24-0', '3.5.26-0', '3.5.36-0'];
 
 /** `3.5.24-0`, `v3.5.26`, `3.5.26_1` → [3, 5, 24]; undefined when it is no version. */
 export function etcdTagVersion(tag: string | undefined): [number, number, number] | undefined {

@@ -41,6 +41,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/demo/operator.test.ts',
       // the rest
       'test/activities/etcd-manifest.test.ts',
+      'test/activities/etcd-status.test.ts',
       'test/activities/host-transient.test.ts',
       'test/activities/maintenance-config.test.ts',
       'test/activities/audit-log-config.test.ts',
@@ -118,6 +119,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/workflows/quarantine.test.ts',
       'test/activities/pool-provisioning.test.ts',
       'test/activities/etcd-restore.test.ts',
+      'test/activities/etcd-patch.test.ts',
       'test/client/maintain-cli.test.ts',
       'test/client/bluegreen-cli.test.ts',
       'test/activities/host-activities.test.ts',
