@@ -138,7 +138,7 @@ export async function patchEtcdMember(access: ClusterAccess, input: { node: stri
   // A digest pins the old image whatever the tag says: the new reference is by tag (kubeadm's own form).
   const old = `image: ${before.repository}:${before.tag}${before.digest ?? ''}`;
   const bre = old.replace(/[.[\]*^$\\]/g, '\\$&');
-  const argv = ['sed', '-i', `s#${bre}$#image: ${image}#`, MANIFEST];
+  const argv = ['sed', '-i', `s|${bre}$|image: ${image}|`, MANIFEST];
   await run(access, node, argv, { sudo: true, timeoutMs: READ_MS, ...(signal ? { signal } : {}) });
   const after = etcdImageOf(await readManifest(access, node, signal));
   if (after?.tag !== tag || after.digest)
