@@ -192,6 +192,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/faults/worker-kill.test.ts',
       'test/e2e/bad-input.test.ts',
       'test/e2e/upgrade.test.ts',
+      'test/e2e/etcd-fix.test.ts',
       'test/e2e/workers-every-hop.test.ts',
       'test/e2e/stack-failover.test.ts',
       'test/windows/maintenance-windows.test.ts',
