@@ -46,6 +46,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/maintenance-config.test.ts',
       'test/activities/audit-log-config.test.ts',
       'test/activities/alerts-config.test.ts',
+      'test/activities/etcd-patch-config.test.ts',
       'test/activities/parsers.test.ts',
       'test/activities/readiness-parsers.test.ts',
       'test/activities/kubernetes-repository-parser.test.ts',
