@@ -67,6 +67,10 @@ describe(
       const health = await run(() => acts.checkEtcdHealth({ cluster, node: 'cp-1', expect: { member: first.name, version: first.to } }));
       assert.equal(health.versions[first.name], '3.5.36');
       for (const other of CPS.filter((n) => n !== first.node)) assert.equal(health.versions[other], '3.5.24', other);
+      // The mirror pod follows the manifest once the kubelet (the simulation's) has recreated it: shortly after the member.
+      const deadline = Date.now() + 30_000;
+      while ((await mirrorImage(first.node)) !== 'registry.k8s.io/etcd:3.5.36-0' && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 250));
       assert.equal(await mirrorImage(first.node), 'registry.k8s.io/etcd:3.5.36-0', 'the mirror pod follows the manifest');
     });
 
