@@ -36,8 +36,15 @@ describe(
     });
     after(async () => tc?.stop());
     const { during } = hostCommands(() => tc);
+    // Undefined while the mirror pod is recreated (deleted, then created with the new image).
     const mirrorImage = async (node: string) =>
-      (await tc.kube.core.readNamespacedPod({ name: `etcd-${node}`, namespace: 'kube-system' })).spec?.containers[0]?.image;
+      tc.kube.core.readNamespacedPod({ name: `etcd-${node}`, namespace: 'kube-system' }).then(
+        (p) => p.spec?.containers[0]?.image,
+        (e: { code?: number }) => {
+          if (e.code === 404) return undefined;
+          throw e;
+        },
+      );
 
     it('reads every member at 3.5.24-0 with one leader; patches the first follower, which comes back at 3.5.36; the others stay', async () => {
       const read = await run(() => acts.readEtcdMembers({ cluster, node: 'cp-1', controlPlanes: CPS }));
