@@ -3,7 +3,14 @@ import { isAbsolute, join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import ssh2 from 'ssh2';
 import { parse as parseYaml } from 'yaml';
-import { PACKAGE_MANAGERS, parseMaintenanceWindows, RuleError, type MaintenanceWindow, type PackageManager } from '../rules/index.js';
+import {
+  etcdPatchTarget,
+  PACKAGE_MANAGERS,
+  parseMaintenanceWindows,
+  RuleError,
+  type MaintenanceWindow,
+  type PackageManager,
+} from '../rules/index.js';
 import { parseAlertMatcher, type AlertMatcher } from '../rules/readiness/alert-matchers.js';
 import { ErrorType } from './errors.js';
 import { SETTING_LIMITS } from '../contracts/time-limits.js';
@@ -38,6 +45,11 @@ export interface ClusterConfig {
     key: string;
     /** Where the snapshot is written on the control plane before it is copied off. */
     remoteDir: string;
+    /**
+     * The 3.5 image tag the etcd patch step moves members to (--fix-prerequisites), when the cluster's
+     * image source (a mirror) offers another than the newest the product knows (rules/etcd-patch.ts).
+     */
+    patchImageTag?: string;
   };
   snapshots: { dir: string };
   drain: { timeoutSeconds: number; gracePeriodSeconds?: number; deleteEmptyDirData: boolean; ignoreDaemonSets: boolean };
@@ -157,6 +169,17 @@ const PROBE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 /** A Kubernetes node name: a DNS-1123 subdomain (dot-separated labels of lowercase alphanumerics and '-', at most 253). */
 const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
+/** `etcd.patchImageTag`: an etcd 3.5 image tag at or past 3.5.26 (rules/etcd-patch.ts judges it). */
+function etcdPatchTag(file: string | undefined, value: unknown): string {
+  if (typeof value !== 'string')
+    throw invalid(file, `etcd.patchImageTag must be an image tag such as 3.5.26-0, got ${JSON.stringify(value)}`);
+  try {
+    return etcdPatchTarget(value);
+  } catch (err) {
+    throw invalid(file, (err as Error).message);
+  }
+}
+
 function invalid(file: string | undefined, message: string): ApplicationFailure {
   return ApplicationFailure.create({
     type: ErrorType.ClusterConfigInvalid,
@@ -196,7 +219,7 @@ const KNOWN_KEYS = {
   maintenance: ['command', 'timeoutSeconds', 'rebootCommand'],
   ssh: ['user', 'port', 'privateKeyPath', 'knownHostsPath', 'sudo', 'connectTimeoutSeconds'],
   node: ['address', 'port'],
-  etcd: ['endpoint', 'caCert', 'cert', 'key', 'remoteDir'],
+  etcd: ['endpoint', 'caCert', 'cert', 'key', 'remoteDir', 'patchImageTag'],
   snapshots: ['dir'],
   drain: ['timeoutSeconds', 'gracePeriodSeconds', 'deleteEmptyDirData', 'ignoreDaemonSets'],
   probe: ['name', 'url', 'expectStatus', 'timeoutSeconds'],
@@ -421,6 +444,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
       cert: path(etcd.cert, 'etcd.cert', `${pki}/server.crt`),
       key: path(etcd.key, 'etcd.key', `${pki}/server.key`),
       remoteDir: path(etcd.remoteDir, 'etcd.remoteDir', '/var/lib/skewless/snapshots'),
+      ...(etcd.patchImageTag === undefined ? {} : { patchImageTag: etcdPatchTag(file, etcd.patchImageTag) }),
     },
     snapshots: { dir: path(snapshots.dir, 'snapshots.dir') },
     drain: {

@@ -5,6 +5,7 @@ import { describeWorker } from './describe-worker.js';
 import { createDrainActivities } from './drain.js';
 import { ErrorType } from './errors.js';
 import { createRestoreActivities } from './etcd-restore.js';
+import { createEtcdPatchActivities } from './etcd-patch.js';
 import { createEtcdActivities } from './etcd-snapshot.js';
 import { findRunningRollout, findRunningUpgrade } from './find-running-upgrade.js';
 import { createHealthActivities } from './health.js';
@@ -50,6 +51,7 @@ export function createActivities(deps: ActivityDeps = {}) {
     ...createDrainActivities({ clusters }),
     ...createHostActivities({ clusters }),
     ...createEtcdActivities({ clusters }),
+    ...createEtcdPatchActivities({ clusters }),
     ...createMaintenanceActivities({ clusters }),
     ...createRestoreActivities({ clusters }),
     ...createRehearsalActivities({ clusters }),

@@ -31,6 +31,7 @@ const FLAG_OF = {
   drainTimeoutSeconds: '--drain-timeout',
   onDrainTimeout: '--on-drain-timeout',
   hostRetrySeconds: '--host-retry',
+  fixPrerequisites: '--fix-prerequisites',
   acknowledge: '--acknowledge',
   rebootTimeoutSeconds: '--reboot-timeout',
   forcePods: '--force-pod',
@@ -54,6 +55,7 @@ export const PLAN_FLAG_KEYS = [
   'firstControlPlane',
   'workersEveryHop',
   'acknowledge',
+  'fixPrerequisites',
 ] as const satisfies readonly FlagKey[];
 
 export const POLICY_OPTIONS = {
@@ -69,6 +71,7 @@ export const POLICY_OPTIONS = {
   'drain-timeout': { type: 'string' },
   'on-drain-timeout': { type: 'string' },
   'host-retry': { type: 'string' },
+  'fix-prerequisites': { type: 'boolean' },
   acknowledge: { type: 'string', multiple: true },
 } as const;
 
@@ -85,7 +88,7 @@ export const PLAN_POLICY_OPTIONS = Object.fromEntries(
 ) as { [K in PlanFlagKey as OptionOf<K>]: (typeof POLICY_OPTIONS)[OptionOf<K>] };
 
 export const POLICY_USAGE = `[--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE] [--workers-every-hop]
-[--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS] [--drain-timeout SECONDS] [--on-drain-timeout wait|quarantine] [--host-retry SECONDS] [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...`;
+[--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS] [--drain-timeout SECONDS] [--on-drain-timeout wait|quarantine] [--host-retry SECONDS] [--fix-prerequisites] [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...`;
 
 /** What parseArgs gives for the policy flags: a string, a boolean or a list per flag name. */
 export type PolicyFlags = { [F in Flag as F extends `--${infer N}` ? N : never]?: string | boolean | string[] | undefined };

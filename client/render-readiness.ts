@@ -11,6 +11,8 @@ export interface ReadinessView {
   /** The acknowledgement names of the findings that hold a hop (each once); empty: nothing holds. */
   held: string[];
   acknowledged: string[];
+  /** The acknowledgement names of the holds the runbook fixes (--fix-prerequisites): they hold nothing. */
+  fixed?: string[];
   /** What a check could not read: the report is incomplete there. */
   problems: string[];
   /** False when the worker did not report (older than the readiness checks) although the plan has hops. */
@@ -21,13 +23,15 @@ export function readinessView(
   report: ReadinessReport | undefined,
   hops: readonly string[],
   acknowledged: readonly string[],
+  fixing = false,
 ): ReadinessView {
   const findings = report?.findings ?? [];
-  const gate = gateFindings(findings, acknowledged);
+  const gate = gateFindings(findings, acknowledged, fixing);
   return {
     findings,
     held: [...new Set(gate.held.map((f) => f.ack))],
     acknowledged: [...new Set(gate.acknowledged.map((f) => f.ack))],
+    fixed: [...new Set(gate.fixed.map((f) => f.ack))],
     problems: report?.problems ?? [],
     checked: report !== undefined || hops.length === 0,
   };
@@ -51,9 +55,17 @@ export function readinessLines(cluster: string, view: ReadinessView): string[] {
       : `readiness (${cluster}): ${count(view.findings.length, 'finding')}; the upgrade would hold until each is fixed or acknowledged (--acknowledge NAME):`;
   const lines = [head];
   for (const f of view.findings) {
-    const state = f.severity === 'warn' ? 'WARN' : view.acknowledged.includes(f.ack) ? 'ACKNOWLEDGED' : 'HOLD';
+    const state =
+      f.severity === 'warn'
+        ? 'WARN'
+        : view.acknowledged.includes(f.ack)
+          ? 'ACKNOWLEDGED'
+          : (view.fixed ?? []).includes(f.ack)
+            ? 'FIXED BY THE RUNBOOK'
+            : 'HOLD';
     lines.push(`  ${state} ${f.check} before ${f.hop}${f.node ? ` on ${f.node}` : ''}: ${f.what}`);
     lines.push(`      to do: ${f.todo}`);
+    if (f.fix) lines.push(`      runbook step ${f.fix.step} before ${f.hop} (--fix-prerequisites): ${f.fix.how}`);
     lines.push(`      acknowledge: ${f.ack}`);
     lines.push(`      source: ${f.source}`);
   }

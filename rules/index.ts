@@ -23,3 +23,4 @@ export * from './hop-work.js';
 export * from './policy.js';
 export * from './quarantine-skew.js';
 export * from './worker-moves.js';
+export * from './etcd-patch.js';

@@ -113,6 +113,7 @@ const CHECKS: { [K in PolicyKey]-?: Check } = {
   drainTimeoutSeconds: bounded('drainTimeoutSeconds'),
   onDrainTimeout: (v, fail) => (v === 'wait' || v === 'quarantine' ? v : fail(`must be "wait" or "quarantine", got ${shown(v)}`)),
   hostRetrySeconds: bounded('hostRetrySeconds'),
+  fixPrerequisites: bool,
   kubeletTimeoutSeconds: bounded('kubeletTimeoutSeconds'),
   verifySeconds: bounded('verifySeconds'),
   continueAsNewAfterEvents: bounded('continueAsNewAfterEvents'),

@@ -65,6 +65,13 @@ export interface UpgradePolicy extends RolloutPolicy {
    * for a host command.
    */
   hostRetrySeconds?: number;
+  /**
+   * Let the runbook fix the hop prerequisites it can (issue 35): before the hop whose kubeadm brings
+   * etcd 3.6, an etcd snapshot, then every stacked member below 3.5.26 patched to the newest 3.5 image,
+   * one at a time with etcd's health checked between (rules/etcd-patch.ts). With it their
+   * `etcd-version` holds need no acknowledgement; without it (default) they hold the start as before.
+   */
+  fixPrerequisites?: boolean;
   kubeletTimeoutSeconds?: number;
   verifySeconds?: number;
   /**

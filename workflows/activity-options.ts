@@ -135,6 +135,39 @@ export const etcdSnapshot: ActivityOptions = {
   },
 };
 
+/**
+ * The etcd patch step's member edit (activities/etcd-patch.ts): a `sed -i` of one manifest line and
+ * two reads, idempotent. A host that refuses SSH is retried as any host command; a manifest not of
+ * kubeadm's shape or a failed edit (VerificationFailed, HostCommandFailed) is the operator's to look at.
+ */
+export const etcdMemberPatch: ActivityOptions = {
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: WORKER_LOST,
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 12,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'HostCommandFailed', 'VerificationFailed'],
+  },
+};
+
+/**
+ * etcd whole again between two members: the activity polls etcd's own API for up to 4 minutes itself
+ * (heartbeating), so an Unhealthy verdict is final for the step; one retry covers a lost worker.
+ */
+export const etcdHealth: ActivityOptions = {
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: WORKER_LOST,
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 2,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'Unhealthy', 'HostCommandFailed'],
+  },
+};
+
 /** Health checks: a failing check is information for the workflow, not something to retry blindly. */
 export const healthCheck: ActivityOptions = {
   startToCloseTimeout: startToClose('healthCheck'),
@@ -251,6 +284,10 @@ export const PROFILE_OF = {
   restartKubelet: kubeletRestart,
   rebootNode: reboot,
   snapshotEtcd: etcdSnapshot,
+  // The etcd patch step before the hop that brings etcd 3.6 (--fix-prerequisites, activities/etcd-patch.ts).
+  readEtcdMembers: hostCommand,
+  patchEtcdMember: etcdMemberPatch,
+  checkEtcdHealth: etcdHealth,
   planMaintenance: kubeRead,
   runMaintenanceCommand: maintenanceCommand,
   // The restore (workflows/restore-workflow.ts): reads and moves on hosts, etcdutl bounded like a snapshot.
@@ -276,7 +313,15 @@ export const PROFILE_OF = {
 } satisfies Record<keyof Activities, ActivityOptions>;
 
 /** Profiles of steps that run on a host: the ones the policy's host retry budget applies to. */
-const HOST_PROFILES: readonly ActivityOptions[] = [hostCommand, kubeadmApply, kubeletRestart, etcdSnapshot, reboot, maintenanceCommand];
+const HOST_PROFILES: readonly ActivityOptions[] = [
+  hostCommand,
+  kubeadmApply,
+  kubeletRestart,
+  etcdSnapshot,
+  etcdMemberPatch,
+  reboot,
+  maintenanceCommand,
+];
 /** Whatever the operator asks, a host step is not retried more often than this. */
 const MAX_HOST_ATTEMPTS = 1_000;
 

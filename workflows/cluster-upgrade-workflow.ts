@@ -13,10 +13,13 @@ import {
   checkRunbook,
   checkSkew,
   describeTarget,
+  etcdPatchHop,
+  etcdPatchSnapshotLabel,
   fullHopWork,
   hopWork,
   isBelowHop,
   movesAtHop,
+  planEtcdPatch,
   planUpgrade,
   withoutNodes,
   type HopWork,
@@ -216,13 +219,15 @@ class UpgradeRun {
     // The alert gate fails closed: a Prometheus it cannot ask now would hold the first phase for good.
     if (report.alerts?.unreachable)
       throw ApplicationFailure.nonRetryable(`refusing to start: alerts: ${report.alerts.unreachable}`, WORKFLOW_FAILURE.PreflightBlocked);
-    const gate = gateFindings(report.findings, policy.acknowledge ?? []);
+    // With fixPrerequisites a hold the runbook fixes (etcd below 3.5.26) needs no acknowledgement: its step runs before the hop.
+    const gate = gateFindings(report.findings, policy.acknowledge ?? [], policy.fixPrerequisites === true);
     // Alerts firing now hold no start: the control plane waits for them to clear (workflows/alert-gate.ts).
     const firing = gate.held.filter((f) => f.check === 'alert');
     const held = gate.held.filter((f) => f.check !== 'alert');
     const who = input.acknowledgedBy;
     const by = who ? ` by ${who.by}${who.reason ? ` (${who.reason})` : ''}` : '';
     for (const f of gate.acknowledged) rollout.note(`readiness: ${f.ack} acknowledged${by}: ${f.what}`);
+    for (const f of gate.fixed) rollout.note(`readiness: ${f.ack} fixed by the runbook before ${f.hop}: ${f.what}; ${f.fix?.how ?? ''}`);
     const bare = new Set((inventory.barePods ?? []).map((p) => `drain-block:${p.namespace}/${p.name}`)); // already named
     for (const f of gate.warnings) if (!bare.has(f.ack)) rollout.note(`readiness: ${f.what}; ${f.todo}`);
     for (const p of report.problems) rollout.note(`readiness: could not read: ${p}`);
@@ -321,6 +326,10 @@ class UpgradeRun {
     const work: HopWork = finishing ? hopWork(live.skew, hop, rollout, workerHops) : fullHopWork(hop, rollout, workerHops);
     this.live = undefined;
     if (finishing) this.startHop(work);
+    // The etcd patch step before the hop whose kubeadm brings etcd 3.6 (only when the operator asked: policy.fixPrerequisites).
+    if (this.policy.fixPrerequisites === true && hop === etcdPatchHop(this.plan.hops) && patched(PATCH.etcdPatch)) {
+      if ((await this.patchEtcd()) === 'aborted') return 'aborted';
+    }
     await this.snapshot();
     r.setPhase('preflight');
     const [first] = this.plan.rollout.controlPlanes as [string];
@@ -349,13 +358,53 @@ class UpgradeRun {
     return 'done';
   }
 
-  private async snapshot(): Promise<void> {
-    const { hop } = this;
+  /** An etcd snapshot on the first control plane, labelled `label` (the hop, or what it precedes), recorded in the status. */
+  private async snapshot(label = this.hop): Promise<void> {
     this.rollout.setPhase('backup');
     const first = this.plan.rollout.controlPlanes[0] as string;
-    const snap = await a.snapshotEtcd({ cluster: this.input.cluster, node: first, hop });
+    const snap = await a.snapshotEtcd({ cluster: this.input.cluster, node: first, hop: label });
     const { remotePath, localPath, sizeBytes, sha256, revision } = snap;
-    this.status.snapshots.push({ hop, remotePath, localPath, sizeBytes, sha256, revision });
+    this.status.snapshots.push({ hop: label, remotePath, localPath, sizeBytes, sha256, revision });
+  }
+
+  /**
+   * The etcd patch step (issue 35): every stacked member below the target 3.5 patch moved, followers
+   * first and the leader last (rules/etcd-patch.ts), after a snapshot and with etcd whole (every member
+   * up, one leader, the moved member at its new version) before the next member. A member it cannot
+   * patch (not on 3.5) refuses the step; an abort stops it between two members.
+   */
+  private async patchEtcd(): Promise<'aborted' | 'done'> {
+    const { hop } = this;
+    const r = this.rollout;
+    const { cluster } = this.input;
+    const controlPlanes = [...this.plan.rollout.controlPlanes];
+    const first = controlPlanes[0] as string;
+    r.setPhase('etcd-patch');
+    const read = await a.readEtcdMembers({ cluster, node: first, controlPlanes });
+    const plan = applyRule(() => planEtcdPatch(read.members, read.target));
+    for (const o of read.others) r.note(`etcd: member ${o} is on no control plane of the plan: the step leaves it alone`);
+    if (plan.refused.length > 0)
+      throw ApplicationFailure.nonRetryable(
+        `refusing the etcd patch before ${hop}: ${plan.refused.map((x) => `${x.node}: ${x.why}`).join('; ')}`,
+        WORKFLOW_FAILURE.PreflightBlocked,
+      );
+    if (plan.moves.length === 0) {
+      r.note(`etcd: every member at ${plan.target} or newer before ${hop}: nothing to patch`);
+      return 'done';
+    }
+    r.note(
+      `etcd patch before ${hop}: ${plan.moves.map((m) => `${m.node} ${m.from} → ${m.to}`).join(', ')} (followers first, the leader last)`,
+    );
+    await a.checkEtcdHealth({ cluster, node: first });
+    await this.snapshot(etcdPatchSnapshotLabel(hop, plan.target));
+    r.setPhase('etcd-patch');
+    for (const move of plan.moves) {
+      if (r.aborted()) return 'aborted';
+      await a.patchEtcdMember({ cluster, node: move.node, tag: move.to });
+      const health = await a.checkEtcdHealth({ cluster, node: first, expect: { member: move.name, version: move.to } });
+      r.note(`etcd: ${move.name} on ${move.node} at ${move.to}; every member up, leader ${health.leader ?? 'unknown'}`);
+    }
+    return 'done';
   }
 
   /** A hop starts every node again: pending if it moves in the hop, done if it is already there. */

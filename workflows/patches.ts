@@ -67,4 +67,10 @@ export const PATCH = {
    * downloaded but not installed; cordoned, it only drains, installs them, restarts the kubelet and checks.
    */
   workBeforeCordon: 'work-before-cordon',
+  /**
+   * With policy.fixPrerequisites, before the hop whose kubeadm brings etcd 3.6: an etcd snapshot, then
+   * every stacked member below the target 3.5 patch moved one at a time (readEtcdMembers,
+   * patchEtcdMember, checkEtcdHealth: issue 35, rules/etcd-patch.ts).
+   */
+  etcdPatch: 'etcd-patch',
 } as const;

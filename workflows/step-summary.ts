@@ -40,6 +40,10 @@ export const SUMMARY_OF: Summaries = {
   restartKubelet: (i) => `restart kubelet on ${i.node} at ${v(i.version)}`,
   rebootNode: (i) => `reboot ${i.node}`,
   snapshotEtcd: (i) => `etcd snapshot on ${i.node} before ${v(i.hop)}`,
+  readEtcdMembers: (i) => `read the etcd members of ${i.controlPlanes.join(', ')} (manifest image, leader)`,
+  patchEtcdMember: (i) => `patch etcd on ${i.node} to ${i.tag} (its static-pod manifest)`,
+  checkEtcdHealth: (i) =>
+    `check etcd: every member up, one leader${i.expect ? `, ${i.expect.member} at ${i.expect.version.replace(/[-_+].*$/, '')}` : ''}`,
   planMaintenance: (i) => `plan maintenance of ${i.selector === undefined ? `${i.nodes?.length ?? 0} nodes` : `nodes ${i.selector}`}`,
   runMaintenanceCommand: (i) => `run the maintenance command on ${i.node}`,
   planRestore: (i) =>

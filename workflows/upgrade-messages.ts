@@ -9,6 +9,7 @@ import type { DrainResolution, NodeBlock, NodePhase } from './node-messages.js';
 export type UpgradePhase =
   | 'inventory'
   | 'backup'
+  | 'etcd-patch'
   | 'preflight'
   | 'control-plane'
   | 'workers'

@@ -110,7 +110,7 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
     ? [...(plan.skew.compliant ? [] : [skewRefusal(plan)]), ...live.refusals, ...(unreachable ? [`alerts: ${unreachable}`] : [])]
     : [];
   // What would hold a hop (issue 21): shown in full; any held finding makes the plan exit 1.
-  const readiness = live ? readinessView(live.readiness, plan.hops, []) : undefined;
+  const readiness = live ? readinessView(live.readiness, plan.hops, [], policy.fixPrerequisites === true) : undefined;
   if (output === 'json') {
     const found = live
       ? {

@@ -14,7 +14,7 @@ export const upgradeHelp = `Usage: skewless upgrade --cluster NAME --to TARGET [
                         [--max-unavailable N|N%] [--first-control-plane NODE] [--workers-every-hop]
                         [--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS]
                         [--drain-timeout SECONDS] [--on-drain-timeout wait|quarantine] [--host-retry SECONDS]
-                        [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...
+                        [--fix-prerequisites] [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...
                         [--acknowledge-removed-api GROUP/VERSION/RESOURCE]... [--by NAME] [--reason TEXT] [--detach]
                         [--task-queue QUEUE] [--output json|text] [connection options]
 
@@ -42,6 +42,10 @@ Readiness (as "skewless plan --cluster" shows it): a removed API still in use, a
 before anything is touched, naming what to acknowledge; --acknowledge CHECK:SUBJECT (or
 --acknowledge-removed-api GROUP/VERSION/RESOURCE) lets it go, recorded in the run's input and events
 with --by (default user@host) and --reason. Drains predicted to block are shown, never held.
+--fix-prerequisites lets the runbook fix what it can instead (docs/real-cluster.md, "etcd before 3.6"):
+before the hop whose kubeadm brings etcd 3.6, an etcd snapshot, then each stacked member below 3.5.26
+patched to the newest 3.5 image, followers first and the leader last, etcd's health and quorum checked
+after each; the flag is the operator's approval of that step, and its etcd-version holds need no acknowledgement.
 
 The operator's signals (the cluster configuration's probes[] and alerts:): the probes run after the
 control plane and after every phase, and one failing halts the run; an alert the alerts: matchers

@@ -46,6 +46,12 @@ export interface ReadinessFinding {
    * `cgroup-v1:worker-3`. Several findings may share one name (one API used by several clients).
    */
   ack: string;
+  /**
+   * How skewless itself can fix it, when it can (issue 35): the runbook step that does, and the policy
+   * key that lets it run (`fixPrerequisites`). With that key the finding holds nothing: the step runs
+   * before the hop instead.
+   */
+  fix?: { step: 'etcd-patch'; how: string };
 }
 
 /** An operator's acknowledgement, recorded in history with who and why. */
@@ -59,13 +65,17 @@ export interface Acknowledgement {
 export function gateFindings(
   findings: readonly ReadinessFinding[],
   acknowledged: readonly string[],
-): { held: ReadinessFinding[]; acknowledged: ReadinessFinding[]; warnings: ReadinessFinding[] } {
+  fixing = false,
+): { held: ReadinessFinding[]; acknowledged: ReadinessFinding[]; warnings: ReadinessFinding[]; fixed: ReadinessFinding[] } {
   const acks = new Set(acknowledged);
   const holds = findings.filter((f) => f.severity === 'hold');
+  // A hold the runbook fixes (fixPrerequisites) needs no acknowledgement; an acknowledged one is not fixed.
+  const fixed = fixing ? holds.filter((f) => f.fix !== undefined && !acks.has(f.ack)) : [];
   return {
-    held: holds.filter((f) => !acks.has(f.ack)),
+    held: holds.filter((f) => !acks.has(f.ack) && !fixed.includes(f)),
     acknowledged: holds.filter((f) => acks.has(f.ack)),
     warnings: findings.filter((f) => f.severity === 'warn'),
+    fixed,
   };
 }
 

@@ -121,12 +121,24 @@ export const HOP_PREREQUISITES: readonly HopPrerequisite[] = [
           ];
         }
         if (!below(v, ETCD_MINIMUM)) return [];
+        // A 3.5 member is patched by the runbook's etcd step (rules/etcd-patch.ts); an older minor is not.
+        const patchable = v[0] === 3 && v[1] === 5;
         return [
           {
             ...base,
             severity: 'hold',
             what: `etcd on ${n.name} is ${v.join('.')}; kubeadm ${hop} moves it to 3.6, which etcd supports only from 3.5.26`,
-            todo: `upgrade etcd on every member to 3.5.26 or newer first (e.g. ClusterConfiguration etcd.local.imageTag, then kubeadm upgrade apply of the current version)`,
+            todo: patchable
+              ? `let skewless patch it (--fix-prerequisites: an etcd snapshot, then each member below 3.5.26 to the newest 3.5 image, one at a time, before the ${hop} hop), or upgrade etcd on every member to 3.5.26 or newer yourself (the member's /etc/kubernetes/manifests/etcd.yaml image) and acknowledge`
+              : `upgrade etcd on ${n.name} to 3.5.26 or newer first (3.4 → 3.5 is a minor step skewless does not take)`,
+            ...(patchable
+              ? {
+                  fix: {
+                    step: 'etcd-patch' as const,
+                    how: `etcd snapshot, then ${n.name}'s member patched to the newest 3.5 image (followers first, the leader last), etcd's health and quorum checked after each member`,
+                  },
+                }
+              : {}),
           },
         ];
       }),
