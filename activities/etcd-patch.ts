@@ -21,7 +21,8 @@ import { etcdPatchTarget, etcdTagVersion, judgeEtcdHealth, type EtcdHealth, type
 import type { ClusterAccess, ClusterResolver } from './cluster-access.js';
 import { ErrorType } from './errors.js';
 import { MANIFESTS_DIR } from './etcd-restore.js';
-import { hostActivityScope, pause } from './host-activity-context.js';
+import { hostActivityScope } from './host-activity-context.js';
+import { pollUntil } from '../tooling/poll-until.js';
 import { checkNode, invalid, run, shown } from './host-commands.js';
 import { parseEtcdManifest } from './parsers/etcd-manifest.js';
 import { parseEndpointStatus, parseMemberList } from './parsers/etcd-status.js';
@@ -161,18 +162,23 @@ export async function checkEtcdHealth(
   if (expect !== undefined && (typeof expect.member !== 'string' || !etcdTagVersion(expect.version)))
     throw invalid(`invalid expectation ${shown(JSON.stringify(expect))}: a member name and an etcd version`);
   const scope = hostActivityScope();
-  const deadline = Date.now() + timeoutSeconds * 1000;
-  for (;;) {
-    const health = await readHealth(access, node, expect, scope.signal);
-    if (health.healthy) return { node, leader: health.leader, versions: health.versions };
-    if (Date.now() >= deadline)
+  const health = await pollUntil(
+    () => readHealth(access, node, expect, scope.signal),
+    (h) => h.healthy,
+    (h) => {
       throw failure(
         ErrorType.Unhealthy,
-        `etcd is not whole ${timeoutSeconds} s after ${expect ? `${expect.member}'s restart at ${expect.version}` : 'the first look'}: ${health.problems.join('; ')}`,
+        `etcd is not whole ${timeoutSeconds} s after ${expect ? `${expect.member}'s restart at ${expect.version}` : 'the first look'}: ${h.problems.join('; ')}`,
       );
-    scope.heartbeat({ node, waitingFor: 'etcd members, leader and versions', problems: health.problems });
-    await pause(POLL_MS, scope.signal);
-  }
+    },
+    {
+      timeoutMs: timeoutSeconds * 1000,
+      intervalMs: POLL_MS,
+      signal: scope.signal,
+      onPending: (h) => scope.heartbeat({ node, waitingFor: 'etcd members, leader and versions', problems: h.problems }),
+    },
+  );
+  return { node, leader: health.leader, versions: health.versions };
 }
 
 export function createEtcdPatchActivities(deps: { clusters: ClusterResolver }) {
