@@ -48,6 +48,7 @@ describe('fleet file: parseFleetSpec accepts', () => {
       kubeletTimeoutSeconds: 300,
       verifySeconds: 0,
       continueAsNewAfterEvents: 100,
+      fixPrerequisites: true,
     };
     const spec = parseFleetSpec({ name: 'f', maxParallel: 3, stages: [{ clusters: [{ name: 'c1', to: '1.33.7', policy }] }] });
     assert.deepEqual(spec.clusters[0]?.policy, policy);
