@@ -63,6 +63,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/client/plan-target-expression.test.ts',
       'test/client/readiness-render.test.ts',
       'test/client/start-and-follow.test.ts',
+      'test/client/finish-command.test.ts',
       'test/client/rehearse-description.test.ts',
       'test/client/rehearse-report.test.ts',
       'test/client/timeline.test.ts',
