@@ -72,6 +72,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/stack/postgres-access.test.ts',
       'test/deploy/docs-commands.test.ts',
       'test/docs/architecture-paths.test.ts',
+      'test/docs/exit-status.test.ts',
       'test/deploy/workflow-bundle.test.ts',
       'test/metrics/telemetry-config.test.ts',
       'test/rules/drain-filters.test.ts',
