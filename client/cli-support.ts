@@ -13,7 +13,8 @@ export class CommandFailed extends Error {
 }
 
 /** `leftBehind`: an upgrade that finished but left nodes behind (skipped, quarantined, or cordoned by someone else): not 0, so a scheduler can tell. */
-export const EXIT = { ok: 0, notCompliant: 1, invalid: 2, unreachable: 3, leftBehind: 4 } as const;
+/** `interrupted`: Ctrl-C (SIGINT) on a command that follows a run: it stops following, the run goes on. */
+export const EXIT = { ok: 0, notCompliant: 1, invalid: 2, unreachable: 3, leftBehind: 4, interrupted: 130 } as const;
 
 export type Output = 'text' | 'json';
 

@@ -10,32 +10,17 @@ import {
   type PolicyKey,
   type PolicyWording,
 } from '../rules/index.js';
+import { POLICY_FLAG } from '../contracts/cli-flags.js';
 import { intOption, UsageError } from './cli-support.js';
 import { maxUnavailable, namespacedName, nodeName } from './input-checks.js';
 
 /**
  * The policy flags of every command that starts a rollout (`upgrade`, `schedule create`, `rehearse`,
  * `maintain`, `bluegreen`): each flag's key in the one policy (rules/policy.ts), which judges the
- * values and their combinations for every command alike.
+ * values and their combinations for every command alike. The table is contracts/cli-flags.ts: a
+ * run's finish command (rules/upgrade-command.ts) writes the same flags back.
  */
-const FLAG_OF = {
-  canary: '--canary',
-  batchSize: '--batch-size',
-  maxUnavailable: '--max-unavailable',
-  firstControlPlane: '--first-control-plane',
-  approveWorkers: '--approve-workers',
-  approveAfterCanary: '--approve-canary',
-  soakSeconds: '--soak',
-  phaseSoakSeconds: '--soak-after-phase',
-  workersEveryHop: '--workers-every-hop',
-  drainTimeoutSeconds: '--drain-timeout',
-  onDrainTimeout: '--on-drain-timeout',
-  hostRetrySeconds: '--host-retry',
-  fixPrerequisites: '--fix-prerequisites',
-  acknowledge: '--acknowledge',
-  rebootTimeoutSeconds: '--reboot-timeout',
-  forcePods: '--force-pod',
-} as const satisfies Partial<Record<PolicyKey, string>>;
+const FLAG_OF = POLICY_FLAG satisfies Partial<Record<PolicyKey, string>>;
 type FlagKey = keyof typeof FLAG_OF;
 type Flag = (typeof FLAG_OF)[FlagKey];
 

@@ -24,13 +24,11 @@ const DEADLINE_CODES = new Set([1, 4]);
 const NOT_READY = 9;
 
 /**
- * The worker's answer, or why there is none: no worker answered in time (`polled`: whether the task
- * queue lists any poller), or the run could not answer yet (its first workflow task is still open).
+ * The worker's answer, or why there is none, as one classification (`noWorker`, for scripts too):
+ * no worker answered in time, or none has answered the run yet (its first workflow task is still
+ * open); `polled`: whether the task queue lists any poller.
  */
-export type Answer<T> =
-  | { value: T; noWorker?: undefined; notYet?: undefined }
-  | { value?: undefined; noWorker: string; polled: boolean; notYet?: undefined }
-  | { value?: undefined; noWorker?: undefined; notYet: string };
+export type Answer<T> = { value: T; noWorker?: undefined } | { value?: undefined; noWorker: string; polled: boolean };
 
 async function listsPollers(client: Client, taskQueue: string): Promise<boolean> {
   const { pollers } = await client.workflowService.describeTaskQueue({
@@ -53,21 +51,22 @@ export async function queryIfServed<T>(
   query: QueryDefinition<T>,
   waitMs = QUERY_WAIT_MS,
 ): Promise<Answer<T>> {
+  let notReady = false;
   try {
     return { value: await client.withDeadline(Date.now() + waitMs, () => handle.query(query)) };
   } catch (err) {
     const code = grpcCode(err);
-    if (code === NOT_READY)
-      return { notYet: `no answer from the run yet (${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message})` };
-    if (code === undefined || !DEADLINE_CODES.has(code)) throw err;
+    notReady = code === NOT_READY;
+    if (!notReady && (code === undefined || !DEADLINE_CODES.has(code))) throw err;
   }
   const polled = await listsPollers(client, taskQueue);
-  return polled
-    ? {
-        polled,
-        noWorker: `no worker answered on task queue ${taskQueue} within ${Math.round(waitMs / 1000)} s (a worker polled it recently: stopped or overloaded?)`,
-      }
-    : { polled, noWorker: `no worker polls task queue ${taskQueue}` };
+  if (!polled) return { polled, noWorker: `no worker polls task queue ${taskQueue}` };
+  return {
+    polled,
+    noWorker: notReady
+      ? `no worker has answered on task queue ${taskQueue} yet (the run's first workflow task is still open; a worker polled it recently: stopped or overloaded?)`
+      : `no worker answered on task queue ${taskQueue} within ${Math.round(waitMs / 1000)} s (a worker polled it recently: stopped or overloaded?)`,
+  };
 }
 
 /** How a closed run ended, from its history (no worker needed): its result, or its failure. */

@@ -93,6 +93,11 @@ export function printRecorded(
   run: { workflowId: string; state: string },
   memo: Record<string, unknown>,
 ): void {
+  io.out(`${cluster}: ${recordedLine(run, memo)}`);
+}
+
+/** The run's state and what its memo last recorded, on one line (`upgrade/lab running; as last recorded: …`). */
+export function recordedLine(run: { workflowId: string; state: string }, memo: Record<string, unknown>): string {
   const text = (key: string) => (typeof memo[key] === 'string' && memo[key] !== '' ? (memo[key] as string) : undefined);
   const names = (key: string) => (Array.isArray(memo[key]) ? (memo[key] as unknown[]).filter((x) => typeof x === 'string') : []);
   const versions = text('from') && text('to') ? `${text('from')} → ${text('to')}` : undefined;
@@ -107,5 +112,5 @@ export function printRecorded(
     names('quarantined').length ? `quarantined: ${names('quarantined').join(', ')}` : undefined,
   ].filter((x) => x !== undefined);
   const recorded = facts.length ? `; as last recorded: ${facts.join(', ')}` : '; not yet started by a worker';
-  io.out(`${cluster}: ${run.workflowId} ${run.state.toLowerCase()}${recorded}`);
+  return `${run.workflowId} ${run.state.toLowerCase()}${recorded}`;
 }

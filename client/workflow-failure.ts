@@ -29,6 +29,13 @@ export function summarizeWorkflowFailure(err: WorkflowFailedError): FailureSumma
 }
 
 /**
+ * The exit status of a run that completed, for every command that reports an outcome (upgrade, watch,
+ * status, fleet): 0 done, 4 done but nodes left behind, 1 ended otherwise (aborted).
+ */
+export const outcomeExit = (result: { phase?: string; leftBehind?: readonly unknown[] }): number =>
+  result.phase !== 'done' ? EXIT.notCompliant : (result.leftBehind?.length ?? 0) > 0 ? EXIT.leftBehind : EXIT.ok;
+
+/**
  * How a followed run ended, once it is no longer running: its outcome (exit 0 when done, 4 when done
  * but nodes were left behind, 1 when it ended otherwise, e.g. aborted) or its failure's root cause on stderr (exit 1, or 2 when the request
  * itself was wrong); with `json`, the last NDJSON record (`result` or `failed`).
@@ -42,7 +49,7 @@ export async function reportRunEnding(
 ): Promise<number> {
   try {
     const result = (await handle.result()) as { phase: string; outcome?: string; leftBehind?: unknown[] };
-    const exit = result.phase !== 'done' ? EXIT.notCompliant : (result.leftBehind?.length ?? 0) > 0 ? EXIT.leftBehind : EXIT.ok;
+    const exit = outcomeExit(result);
     if (json) printRecord(io, 'result', cluster, { exit, outcome: result.outcome ?? result.phase, status: result });
     else io.out(`${cluster}: ${result.outcome ?? result.phase}`);
     return exit;

@@ -3,6 +3,7 @@
  * all import them from here, so the policy a workflow enforces is the one the CLI prints.
  */
 export * from './rule-error.js';
+export * from './upgrade-command.js';
 export * from './version.js';
 export * from './skew-policy.js';
 export * from './hop-plan.js';

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { DEFAULT_TASK_QUEUE } from '../contracts/cli-flags.js';
 
 /**
  * Where workers and the CLI find Temporal, and how they authenticate: the one module that reads
@@ -208,7 +209,7 @@ export function workerConfig(
   env: NodeJS.ProcessEnv = process.env,
 ): WorkerConfig {
   // One task queue per site, so workers run near the clusters they hold credentials for.
-  const taskQueue = pick(flags['task-queue'], 'task-queue', env, 'SKEWLESS_TASK_QUEUE')?.value ?? 'skewless';
+  const taskQueue = pick(flags['task-queue'], 'task-queue', env, 'SKEWLESS_TASK_QUEUE')?.value ?? DEFAULT_TASK_QUEUE;
   if (!/^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$/.test(taskQueue)) throw new ConfigError(`invalid task queue ${JSON.stringify(taskQueue)}`);
   const clustersDir = pick(flags['clusters-dir'], 'clusters-dir', env, 'SKEWLESS_CLUSTERS_DIR')?.value;
   return { taskQueue, ...(clustersDir ? { clustersDir } : {}) };

@@ -31,6 +31,7 @@ import {
   type UpgradePolicy,
   type WorkerHops,
   UPGRADE_POLICY_KEYS,
+  upgradeCommand,
   withDefaults,
   type WithDefaults,
 } from '../rules/index.js';
@@ -520,11 +521,16 @@ class UpgradeRun {
   /** Aborted: undo our cordons and labels; done: hand the skipped nodes back and name what is left behind. */
   async end(): Promise<void> {
     const { rollout, status, plan, finishing } = this;
-    const { cluster } = this.input;
+    const { cluster, policy } = this.input;
+    const reached = plan.hops.at(-1) ?? plan.from;
+    // The same upgrade again, on this run's task queue and with its policy: what finishes what it left.
+    const again = (to: string) => upgradeCommand({ cluster, to, policy, taskQueue: workflowInfo().taskQueue });
     if (rollout.aborted()) {
       await rollout.compensate(this.planned.nodes);
       rollout.setPhase('aborted');
-      status.outcome = `${rollout.aborted()}; ${leftAs(status)}${finishing ? `; finish with: skewless upgrade --cluster ${cluster} --to ${status.to}` : ''}`;
+      // Aborted once every node was at the target: nothing is left to finish.
+      const left = Object.values(status.nodes).some((n) => n.version !== reached);
+      status.outcome = `${rollout.aborted()}; ${leftAs(status)}${finishing && left ? `; finish with: ${again(status.to)}` : ''}`;
       return;
     }
     // Skipped nodes go back into service at their old version: no node stays cordoned by this run.
@@ -533,10 +539,9 @@ class UpgradeRun {
     // Nodes an earlier run quarantined that this one moved and uncordoned: their quarantine is over.
     for (const node of labels.released ?? []) rollout.note(`${node}: quarantine released (back in service)`);
     rollout.setPhase('done');
-    const reached = plan.hops.at(-1) ?? plan.from;
     if (finishing) {
       status.leftBehind = nodesLeftBehind(status);
-      status.outcome = doneOutcome(status, reached, status.leftBehind);
+      status.outcome = doneOutcome(status, reached, status.leftBehind, again);
     } else status.outcome = `upgraded to ${reached}${status.skipped.length ? `; ${leftAs(status)}` : ''}`;
   }
 }

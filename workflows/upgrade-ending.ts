@@ -46,7 +46,12 @@ export function nodesLeftBehind(status: UpgradeStatus): LeftBehind[] {
  * The headline of a finished run: the version reached, then, if any, the nodes left behind and why,
  * and the command that finishes the skipped ones (the same upgrade again moves only what is behind).
  */
-export function doneOutcome(status: UpgradeStatus, reached: string, left: readonly LeftBehind[]): string {
+export function doneOutcome(
+  status: UpgradeStatus,
+  reached: string,
+  left: readonly LeftBehind[],
+  again: (to: string) => string = (to) => `skewless upgrade --cluster ${status.cluster} --to ${to}`,
+): string {
   if (left.length === 0) return `upgraded to ${reached}`;
   const why = (l: LeftBehind) =>
     l.why === 'skipped'
@@ -56,7 +61,7 @@ export function doneOutcome(status: UpgradeStatus, reached: string, left: readon
         : `${l.node} at ${l.version ?? '?'} left cordoned (cordoned by someone else before this run cordoned it)`;
   // A quarantined node moves once its pods can leave (the same upgrade again), or goes back as it is (uncordon).
   const finish = left.some((l) => l.why === 'skipped' || l.why === 'quarantined')
-    ? `; finish them with: skewless upgrade --cluster ${status.cluster} --to ${reached}${left.some((l) => l.why === 'quarantined') ? ' once the quarantined nodes can drain' : ''}`
+    ? `; finish them with: ${again(reached)}${left.some((l) => l.why === 'quarantined') ? ' once the quarantined nodes can drain' : ''}`
     : '';
   return `upgraded to ${reached} EXCEPT ${left.length} node${left.length > 1 ? 's' : ''} left behind: ${left.map(why).join(', ')}${finish}`;
 }

@@ -45,9 +45,9 @@ following the run, that object then one per line (NDJSON) for each change, as "s
 ${CONNECTION_HELP}
 
 Exit status: 0 replaced (or started, with --detach); 1 failed, rolled back, or refused by the cluster
-as it is (a NotReady blue node, green kubelets out of skew, an upgrade running); 2 invalid input (flags,
-an unknown cluster or pool, a green pool that already has nodes, no provisioning configured) or
-another rollout of the cluster (upgrade, maintain, restore, bluegreen) running; 3 Temporal unreachable.`;
+as it is (a NotReady blue node, green kubelets out of skew); 2 invalid input (flags, an unknown cluster
+or pool, a green pool that already has nodes, no provisioning configured) or another rollout of the
+cluster (upgrade, maintain, restore, bluegreen) running; 3 Temporal unreachable; 130 interrupted (the run goes on).`;
 
 /** A pool name as the cluster configuration spells it (the worker checks the same). */
 const POOL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;

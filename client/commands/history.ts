@@ -9,12 +9,15 @@ import { CommandFailed, type CommandIo, EXIT, helpAsked, outputFormat, parseOpti
 import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 import { timelineFromRuns } from '../timeline/timeline-from-runs.js';
+import { executionsOf, pickExecution } from '../run-list.js';
 import { timelineSpanMs } from '../timeline/timeline-model.js';
 import { renderTimelineSvg } from '../timeline/timeline-svg.js';
 
-export const historyHelp = `Usage: skewless history NAME [--workflow upgrade|maintain|restore|bluegreen] [--output json|text] [--timeline FILE] [connection options]
+export const historyHelp = `Usage: skewless history NAME [--run RUN_ID|START] [--workflow upgrade|maintain|restore|bluegreen] [--output json|text] [--timeline FILE] [connection options]
 
-The audit trail of the latest upgrade of cluster NAME (workflow upgrade/NAME, every run of it
+The audit trail of the latest upgrade of cluster NAME (--run: an earlier one, by its run id or the
+start of its start time as listed, e.g. 2026-12-04T18:02; the list of the cluster's runs Temporal
+still holds comes first, the one shown marked) (workflow upgrade/NAME, every run of it
 across continue-as-new, and its node workflows upgrade/NAME/<hop>/<node>), in time order: each
 step with its node, what it did, how long it took and its outcome (failures and retries
 included); gate approvals, drain resolutions, pause/resume/abort with who did them; the etcd
@@ -32,8 +35,8 @@ tooltip on each; it prints "timeline: FILE (N lanes, M bars, D s)" (on stderr wi
 
 ${CONNECTION_HELP}
 
-Exit status: 0 printed, 1 the --timeline file could not be written, 2 no upgrade of NAME or no folder
-for the --timeline file, 3 Temporal unreachable.`;
+Exit status: 0 printed, 1 the --timeline file could not be written, 2 no upgrade of NAME, no run
+--run names, or no folder for the --timeline file, 3 Temporal unreachable.`;
 
 async function fetchRun(client: Client, workflowId: string, runId: string): Promise<RunHistory> {
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
@@ -49,8 +52,12 @@ const isNotFound = (err: unknown) => isClientError(err, 'WorkflowNotFoundError')
  * The parent's runs, oldest first: from the latest, back along continuedExecutionRunId. An upgrade
  * that outlives the retention period has lost its oldest runs: the walk stops there and says so.
  */
-async function parentRuns(client: Client, workflowId: string): Promise<{ runs: RunHistory[]; earlierRunsMissing: boolean }> {
-  const latest = (await client.workflow.getHandle(workflowId).describe()).runId;
+async function parentRuns(
+  client: Client,
+  workflowId: string,
+  lastRunId?: string,
+): Promise<{ runs: RunHistory[]; earlierRunsMissing: boolean }> {
+  const latest = lastRunId ?? (await client.workflow.getHandle(workflowId).describe()).runId;
   const runs: RunHistory[] = [];
   const seen = new Set<string>();
   for (let runId: string | undefined = latest; runId && !seen.has(runId);) {
@@ -89,8 +96,10 @@ export async function fetchUpgradeRuns(
   client: Client,
   cluster: string,
   workflowId = upgradeWorkflowId(cluster),
+  /** The last run of the execution to read (default: the latest execution's). */
+  lastRunId?: string,
 ): Promise<{ parent: RunHistory[]; children: RunHistory[]; earlierRunsMissing: boolean }> {
-  const { runs: parent, earlierRunsMissing } = await parentRuns(client, workflowId);
+  const { runs: parent, earlierRunsMissing } = await parentRuns(client, workflowId, lastRunId);
   const started = parent.flatMap((run) =>
     run.events.flatMap((e) => {
       const x = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution;
@@ -124,7 +133,13 @@ function timelinePath(value: string | undefined): string | undefined {
 export async function historyCommand(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseOptions(
     args,
-    { ...TEMPORAL_OPTIONS, output: { type: 'string' }, workflow: { type: 'string' }, timeline: { type: 'string' } },
+    {
+      ...TEMPORAL_OPTIONS,
+      output: { type: 'string' },
+      workflow: { type: 'string' },
+      timeline: { type: 'string' },
+      run: { type: 'string' },
+    },
     true,
   );
   if (helpAsked(values, historyHelp, io)) return EXIT.ok;
@@ -137,8 +152,10 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
   try {
     let runs;
     const { kind: found, workflowId } = await rolloutWorkflowId(client, cluster, kind);
+    const executions = await executionsOf(client, workflowId);
+    const shown = values.run !== undefined ? pickExecution(executions, values.run) : executions.at(-1);
     try {
-      runs = await fetchUpgradeRuns(client, cluster, workflowId);
+      runs = await fetchUpgradeRuns(client, cluster, workflowId, shown?.lastRunId);
     } catch (err) {
       if (isClientError(err, 'WorkflowNotFoundError'))
         throw new UsageError(
@@ -154,6 +171,7 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
             cluster,
             workflowId,
             runs: runs.parent.map((r) => r.runId),
+            executions: executions.map((e) => ({ ...e, shown: e === shown })),
             earlierRunsMissing: runs.earlierRunsMissing,
             nodeWorkflows: runs.children.length,
             entries,
@@ -164,6 +182,14 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
       );
     } else {
       const missing = runs.earlierRunsMissing ? " (earlier runs are past Temporal's retention)" : '';
+      // Earlier executions of the same id (an aborted upgrade before a refused or finishing one): each reachable with --run.
+      if (executions.length > 1) {
+        io.out(
+          `${workflowId}: ${executions.length} executions Temporal still holds (another: skewless history ${cluster} --run RUN_ID|START)`,
+        );
+        for (const e of executions)
+          io.out(`  ${e === shown ? '*' : ' '} ${e.started}  ${e.firstRunId}  ${e.state.toLowerCase()}${e.closed ? ` ${e.closed}` : ''}`);
+      }
       io.out(
         `${workflowId}: ${runs.parent.length} run${runs.parent.length === 1 ? '' : 's'}${missing}, ${runs.children.length} node workflow${runs.children.length === 1 ? '' : 's'}`,
       );

@@ -40,8 +40,9 @@ following the run, that object then one per line (NDJSON) for each change, as "s
 ${CONNECTION_HELP}
 
 Exit status: 0 maintained (or started, with --detach); 1 failed, aborted, or refused by the cluster as
-it is (a bare pod, a NotReady node, an upgrade running); 2 invalid input (flags, an unknown node or
-cluster, no maintenance.command) or a maintenance of the cluster already running; 3 Temporal unreachable.`;
+it is (a bare pod, a NotReady node); 2 invalid input (flags, an unknown node or cluster, no
+maintenance.command) or another rollout of the cluster (an upgrade, a maintenance) already running;
+3 Temporal unreachable; 130 interrupted (the run goes on).`;
 
 /** What a selector can hold (the API's syntax: key=value, key!=value, key in (a,b), !key); the API judges the rest. */
 const SELECTOR = /^[A-Za-z0-9_./=!,()\- ]{1,1024}$/;

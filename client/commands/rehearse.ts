@@ -67,7 +67,7 @@ ${CONNECTION_HELP}
 
 Exit status: 0 the rehearsal ran (even with blocked drains or refused nodes); 1 the twin's upgrade
 failed, or the cluster could not be read; 2 invalid input, or a rollout of the cluster running (an
-upgrade, OS maintenance, restore or blue/green run: the cluster is half moved); 3 Temporal unreachable.`;
+upgrade, OS maintenance, restore or blue/green run: the cluster is half moved); 3 Temporal unreachable; 130 interrupted (the twin stopped and removed).`;
 
 function latenciesFile(path: string | undefined): Latencies | undefined {
   if (path === undefined) return undefined;
@@ -343,7 +343,7 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
       io.err(`skewless: rehearsal of ${cluster} interrupted: the twin was stopped and removed`);
       // A twin still starting stops itself once it sees the signal; wait for that.
       await (twin ?? (await starting?.catch(() => undefined)))?.stop();
-      return 130;
+      return EXIT.interrupted;
     }
     throw new CommandFailed(`the rehearsal of ${cluster} could not run: ${(err as Error).message.split('\n')[0]}`);
   } finally {

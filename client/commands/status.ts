@@ -10,7 +10,8 @@ import { OUTPUT_OPTION, printJson } from '../output.js';
 import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS, type RolloutKind } from '../temporal-connection.js';
 import { onlyPositional } from '../input-checks.js';
 import { queryIfServed, runEnding } from '../run-state.js';
-import type { FailureSummary } from '../workflow-failure.js';
+import { executionsOf, refusedBeforeStart } from '../run-list.js';
+import { outcomeExit, type FailureSummary } from '../workflow-failure.js';
 import { printBlueGreen, printMaintenance, printRecorded, printRestore, printUpgrade } from '../status-text.js';
 import { RUN_NOUN, withConnection } from './operate.js';
 
@@ -19,14 +20,17 @@ export const statusHelp = withConnection(`Usage: skewless status NAME [--output 
 The run's phase, hop, every node's state (a node in flight as its own node workflow reports it),
 blocked nodes, gates and snapshots; how it ended once it has (the failure's message, or the outcome).
 Without a worker answering within a few seconds, what Temporal holds of the run (its state, and the
-phase, hop, progress and blocked nodes it last recorded) and one line saying that no worker polls
-its task queue.
+phase, hop, progress and blocked nodes it last recorded) and one line saying why no worker answered.
+A run refused before its first hop (a no-op start) hides nothing: the last run that started is named
+with its outcome and its "skewless history NAME --run RUN_ID".
 --output json: the status, plus "run" {workflowId, runId, state, taskQueue}; "failure" {message, type}
-when the run failed; "noWorker" (why) and "recorded" (the memo) when no worker answered ("noAnswer"
-instead when the run could not answer yet: its first workflow task still open).
+when the run failed; "noWorker" (why: no worker polls, none answered within 5 s, or none has answered
+the run yet) and "recorded" (the memo) whenever no worker answered; "lastRunThatStarted" {runId,
+started, state, outcome} after a refused start.
 
-Exit status: 0 the run is running or done; 1 it failed, was refused, aborted or ended otherwise;
-2 no run of NAME; 3 Temporal unreachable.`);
+Exit status, the same as watch and upgrade give for the same outcome: 0 the run is running or done;
+4 done but nodes left behind; 1 it failed, was refused by the cluster, aborted or ended otherwise;
+2 no run of NAME, or refused as an invalid request; 3 Temporal unreachable.`);
 
 type AnyStatus = UpgradeStatus | MaintenanceStatus | BlueGreenStatus | RestoreStatus;
 
@@ -36,8 +40,6 @@ interface Reading {
   status?: AnyStatus;
   failure?: FailureSummary;
   noWorker?: string;
-  /** The run could not answer yet (its first workflow task is still open). */
-  notYet?: string;
   memo: Record<string, unknown>;
 }
 
@@ -81,7 +83,6 @@ async function readRun(client: Client, handle: WorkflowHandle, d: WorkflowExecut
   }
   const answer = await queryIfServed<AnyStatus>(client, handle, d.taskQueue, kind === 'restore' ? restoreStatusQuery : statusQuery);
   if (answer.noWorker !== undefined) return { ...reading, noWorker: answer.noWorker };
-  if (answer.notYet !== undefined) return { ...reading, notYet: answer.notYet };
   let status = answer.value;
   if (kind === 'upgrade' && d.status.name === 'RUNNING') status = await withNodePhases(client, handle.workflowId, status as UpgradeStatus);
   return { ...reading, status };
@@ -102,8 +103,27 @@ function printText(io: CommandIo, cluster: string, r: Reading): void {
   else if ('members' in s) printRestore(io, cluster, s);
   else printUpgrade(io, cluster, s as UpgradeStatus);
   if (r.noWorker) io.out(`  ${r.noWorker}: nodes and gates need one ("skewless worker --clusters-dir DIR")`);
-  if (r.notYet) io.out(`  ${r.notYet}`);
   if (r.failure) io.out(`  failed: ${r.failure.message}`);
+}
+
+/**
+ * The latest run was refused before its first hop (a no-op start, a skew refusal): the cluster is as
+ * the run before it left it, so that run is named, with its outcome, rather than hidden.
+ */
+async function lastRunBefore(
+  client: Client,
+  r: Reading,
+): Promise<{ runId: string; started: string; state: string; outcome?: string } | undefined> {
+  if (!refusedBeforeStart({ state: r.run.state, ...(typeof r.memo.hop === 'string' ? { hop: r.memo.hop } : {}) })) return undefined;
+  const earlier = (await executionsOf(client, r.run.workflowId)).filter((e) => !e.runIds.includes(r.run.runId) && !refusedBeforeStart(e));
+  const last = earlier.at(-1);
+  if (!last) return undefined;
+  let outcome: string | undefined;
+  if (last.state !== 'RUNNING') {
+    const ending = await runEnding<AnyStatus>(client.workflow.getHandle(r.run.workflowId, last.lastRunId));
+    outcome = ending.result?.outcome ?? ending.failure?.message;
+  }
+  return { runId: last.firstRunId, started: last.started, state: last.state, ...(outcome ? { outcome } : {}) };
 }
 
 export async function statusCommand(args: string[], io: CommandIo): Promise<number> {
@@ -119,6 +139,7 @@ export async function statusCommand(args: string[], io: CommandIo): Promise<numb
     found = run.kind;
     const handle = client.workflow.getHandle(run.workflowId);
     const r = await readRun(client, handle, await handle.describe(), run.kind);
+    const before = await lastRunBefore(client, r);
     if (output === 'json') {
       printJson(
         io,
@@ -128,13 +149,22 @@ export async function statusCommand(args: string[], io: CommandIo): Promise<numb
           run: r.run,
           ...(r.failure ? { failure: { message: r.failure.message, type: r.failure.type ?? null } } : {}),
           ...(r.noWorker ? { noWorker: r.noWorker, recorded: r.memo } : {}),
-          ...(r.notYet ? { noAnswer: r.notYet, recorded: r.memo } : {}),
+          ...(before ? { lastRunThatStarted: before } : {}),
         },
         true,
       );
-    } else printText(io, cluster, r);
-    const ended = r.run.state !== 'RUNNING';
-    return ended && (r.failure || shownPhase(r) !== 'done') ? EXIT.notCompliant : EXIT.ok;
+    } else {
+      printText(io, cluster, r);
+      if (before)
+        io.out(
+          `  refused before touching anything; the last run that started: ${before.started}, ${before.state.toLowerCase()}` +
+            `${before.outcome ? `: ${before.outcome}` : ''} (skewless history ${cluster} --run ${before.runId})`,
+        );
+    }
+    if (r.run.state === 'RUNNING') return EXIT.ok;
+    // The same status for the same outcome as watch and upgrade give.
+    if (r.failure) return r.failure.exit;
+    return r.status ? outcomeExit({ ...r.status, phase: shownPhase(r) }) : EXIT.notCompliant;
   } catch (err) {
     if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(`no running ${RUN_NOUN[found]} of ${cluster}`);
     throw err;

@@ -72,7 +72,8 @@ Exit status: 0 upgraded (or started, with --detach); 4 upgraded but nodes left b
 operator, quarantined, or cordoned by someone else and left so), each named in the last line; 1 failed, aborted, or refused by the cluster
 as it is (skew, NotReady node, blocking PDB, nothing to upgrade); 2 invalid input (flags, version,
 unknown cluster or configuration, a target the repository does not offer or a downgrade) or an
-upgrade or OS maintenance (skewless maintain) of the cluster already running; 3 Temporal unreachable.`;
+upgrade or OS maintenance (skewless maintain) of the cluster already running; 3 Temporal unreachable;
+130 interrupted (the upgrade goes on).`;
 
 export async function upgradeCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseOptions(args, {

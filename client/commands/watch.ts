@@ -12,6 +12,7 @@ import { onlyPositional } from '../input-checks.js';
 import { reportRunEnding } from '../workflow-failure.js';
 import { eventPrinter, followRun } from '../start-and-follow.js';
 import { queryIfServed } from '../run-state.js';
+import { recordedLine } from '../status-text.js';
 import { rolloutKindOfWorkflowId, upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 
 export const watchHelp = `Usage: skewless watch NAME [--workflow upgrade|maintain|bluegreen] [--output json|text] [connection options]
@@ -19,8 +20,9 @@ export const watchHelp = `Usage: skewless watch NAME [--workflow upgrade|maintai
 Follows the upgrade (or, with --workflow maintain|bluegreen or when that is what runs, the OS maintenance or the blue/green pool replacement) of cluster NAME: phase, per-node progress, blocked nodes and what blocks them
 (a drain, or a step that failed: the step, the failure and its message), a rollout halted on unhealthy
 workloads, gates waiting, each with the command that answers it. An upgrade still in its inventory and
-pre-flight shows nothing but the live line until it passes (or its refusal). When no worker answers within
-seconds, one stderr line says that no worker polls (or answers on) the task queue; the watch goes on.
+pre-flight shows nothing but the live line until it passes (or its refusal). When the run has not answered
+for a few seconds, one stderr line says why no worker answers (none polls the task queue, or none answered:
+a stopped worker stays listed for minutes) and what Temporal holds of the run; the watch goes on.
 Re-attach at any time; Ctrl-C stops following (exit 130), the run goes on. Exits with the
 upgrade's outcome (0 done; 4 done but nodes left behind: skipped, quarantined, or cordoned by someone else, named in
 the outcome; 1 failed, aborted or refused by the cluster as it is; 2 refused as an invalid request:
@@ -115,8 +117,11 @@ export interface WatchOptions {
   onStarted?: () => void;
 }
 
-/** Unanswered polls before watch says a listed worker is missing: one slow answer is no news. */
-const MISSES_BEFORE_SAYING = 2;
+/**
+ * How long a watch goes without its run answering before it says no worker answers: a live worker
+ * answers in milliseconds; one slow answer (under QUERY_WAIT_MS) is no news.
+ */
+const SILENCE_BEFORE_SAYING_MS = 4_000;
 
 /**
  * Polls the status query until the workflow closes; returns its exit code. Text: what changed, as
@@ -143,13 +148,13 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
   const gatesShown = new Map<string, string>();
   let haltShown: string | undefined;
   let started = false;
-  let misses = 0;
+  let answeredAt = Date.now();
   let saidMissing = false;
   // Ctrl-C ends the watch, not the run: say so, and how to come back (exit 130, as for any SIGINT).
   const onInterrupt = () => {
     live.clear();
     io.err(`skewless: stopped following ${handle.workflowId}; the ${what} goes on in Temporal: re-attach with "skewless watch ${target}"`);
-    process.exit(130);
+    process.exit(EXIT.interrupted);
   };
   process.once('SIGINT', onInterrupt);
   try {
@@ -160,16 +165,28 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
       notFound: `no ${what} of ${cluster} found`,
       pollMs,
       status: async (description) => {
-        const answer = await queryIfServed(client, handle, description.taskQueue, statusQuery).catch(() => undefined);
-        misses = answer?.value !== undefined ? 0 : misses + (answer?.noWorker !== undefined ? 1 : 0);
-        if (misses === 0) saidMissing = false;
-        // No poller listed is said at once; a listed one that did not answer may only be slow. Once per absence.
-        if (answer?.noWorker !== undefined && !saidMissing && misses >= (answer.polled ? MISSES_BEFORE_SAYING : 1)) {
+        let answer: Awaited<ReturnType<typeof queryIfServed<UpgradeStatus>>> | undefined;
+        let why: string | undefined;
+        try {
+          answer = await queryIfServed(client, handle, description.taskQueue, statusQuery);
+        } catch (err) {
+          why = `the status query failed: ${(err as Error).message}`;
+        }
+        if (answer?.value !== undefined) {
+          answeredAt = Date.now();
+          saidMissing = false;
+          return answer.value;
+        }
+        // Not the poller list: a stopped worker stays listed for minutes. Silence is the sign. Once per absence.
+        if (!saidMissing && Date.now() - answeredAt >= SILENCE_BEFORE_SAYING_MS) {
           saidMissing = true;
           live.clear();
-          io.err(`skewless: ${answer.noWorker}; the ${what} waits for a worker ("skewless worker --clusters-dir DIR")`);
+          const held = recordedLine({ workflowId: handle.workflowId, state: description.status.name }, description.memo ?? {});
+          io.err(
+            `skewless: ${answer?.noWorker ?? why}; the ${what} waits for a worker ("skewless worker --clusters-dir DIR"); Temporal holds: ${held}`,
+          );
         }
-        return answer?.value;
+        return undefined;
       },
       ending: () => reportRunEnding(handle, cluster, what, io, json),
       show: (status, closed) => {

@@ -46,8 +46,11 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
   const applies = () =>
     world.tc.sim.hosts.commandLog('cp-1').filter((e) => /kubeadm upgrade apply/.test(e.command) && e.exitCode === 0).length;
 
+  /** The finish command the aborted run printed: the next run is started with it, as the operator would. */
+  let finishWith = '';
+
   it('an abort once the control plane moved: exit 1, and the last line names the workers left at 1.32.4 and the command that finishes them', async () => {
-    const run = spawnCli(['upgrade', '--cluster', 'behind', '--to', '1.33', '--approve-workers'], cliEnv());
+    const run = spawnCli(['upgrade', '--cluster', 'behind', '--to', '1.33', '--approve-workers', '--drain-timeout', '120'], cliEnv());
     await until('the workers gate', async () =>
       (await status()).gates.some((g) => g.name === 'workers-1.33.7' && !g.approvedBy) ? true : undefined,
     );
@@ -58,7 +61,12 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     const last = ended.stdout.trimEnd().split('\n').at(-1) ?? '';
     assert.match(last, /^behind: aborted by dana: change freeze; /);
     assert.match(last, /worker-1, worker-2, worker-3 at 1\.32\.4/);
-    assert.match(last, /; finish with: skewless upgrade --cluster behind --to 1\.33$/);
+    // The run's own task queue (not the default one: no worker serves that) and its policy.
+    finishWith = /; finish with: (.*)$/.exec(last)?.[1] ?? '';
+    assert.equal(
+      finishWith,
+      `skewless upgrade --cluster behind --to 1.33 --task-queue ${world.taskQueue} --approve-workers --drain-timeout 120`,
+    );
     const versions = await kubelets();
     assert.deepEqual(versions, {
       'cp-1': 'v1.33.7',
@@ -81,7 +89,15 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
 
     // Someone cordons worker-3 by hand before the run: the run moves it and leaves their cordon.
     await world.tc.kube.core.patchNode({ name: 'worker-3', body: { spec: { unschedulable: true } } }, mergePatch);
-    const run = spawnCli(['upgrade', '--cluster', 'behind', '--to', '1.33'], cliEnv());
+    // The printed command as it stands: no SKEWLESS_TASK_QUEUE behind it.
+    const { SKEWLESS_TASK_QUEUE: _queue, ...withoutQueue } = cliEnv();
+    const run = spawnCli(finishWith.split(' ').slice(1), withoutQueue);
+    // Its policy is the first run's: the workers gate waits for approval again.
+    await until('the workers gate', async () =>
+      (await status()).gates.some((g) => g.name === 'workers-1.33.7' && !g.approvedBy) ? true : undefined,
+    );
+    const approved = await cli('approve', 'behind', '--gate', 'workers-1.33.7');
+    assert.equal(approved.code, 0, approved.stderr);
     await until('worker-2 blocked by its bare pod', async () =>
       (await status()).nodes['worker-2']?.phase === 'blocked' ? true : undefined,
     );
@@ -93,8 +109,14 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     assert.equal(
       last,
       'behind: upgraded to 1.33.7 EXCEPT 2 nodes left behind: worker-2 at 1.32.4 (skipped by the operator), ' +
-        'worker-3 at 1.33.7 left cordoned (cordoned by someone else before this run cordoned it); finish them with: skewless upgrade --cluster behind --to 1.33.7',
+        'worker-3 at 1.33.7 left cordoned (cordoned by someone else before this run cordoned it); ' +
+        `finish them with: skewless upgrade --cluster behind --to 1.33.7 --task-queue ${world.taskQueue} --approve-workers --drain-timeout 120`,
     );
+    // status gives the same exit status for the same outcome as the upgrade that followed it.
+    const statusText = await cli('status', 'behind');
+    assert.equal(statusText.code, 4, statusText.stdout + statusText.stderr);
+    const statusJson = await cli('status', 'behind', '--output', 'json');
+    assert.equal(statusJson.code, 4, statusJson.stderr);
     const result = (await handle().result()) as UpgradeStatus;
     assert.ok(
       result.events.includes(
@@ -148,5 +170,43 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     const again = await cli('upgrade', '--cluster', 'behind', '--to', '1.33');
     assert.equal(again.code, 1, again.stdout + again.stderr);
     assert.match(again.stderr, /nothing to upgrade: the control plane and every node are already at 1\.33\.7/);
+  });
+
+  it('the refused no-op start hides neither the last run that started from status, nor the earlier runs from history', async () => {
+    const status = await cli('status', 'behind');
+    assert.equal(status.code, 1, status.stdout + status.stderr);
+    assert.match(
+      status.stdout,
+      /^ {2}refused before touching anything; the last run that started: \S+, completed: upgraded to 1\.33\.7 \(skewless history behind --run \S+\)$/m,
+    );
+    const listed = await cli('history', 'behind', '--output', 'json');
+    assert.equal(listed.code, 0, listed.stderr);
+    const executions = (
+      JSON.parse(listed.stdout) as { executions: { firstRunId: string; started: string; state: string; shown: boolean }[] }
+    ).executions;
+    assert.deepEqual(
+      executions.map((e) => [e.state, e.shown]),
+      [
+        ['COMPLETED', false],
+        ['COMPLETED', false],
+        ['COMPLETED', false],
+        ['FAILED', true],
+      ],
+    );
+    const text = await cli('history', 'behind');
+    assert.match(
+      text.stdout,
+      /^upgrade\/behind: 4 executions Temporal still holds \(another: skewless history behind --run RUN_ID\|START\)$/m,
+    );
+    // The aborted first run, by its run id and by its start time: who aborted it, and why.
+    for (const run of [executions[0]!.firstRunId, executions[0]!.started]) {
+      const first = await cli('history', 'behind', '--run', run);
+      assert.equal(first.code, 0, first.stderr);
+      assert.match(first.stdout, /abort by dana/);
+      assert.match(first.stdout, new RegExp(`^ {2}\\* ${executions[0]!.started} {2}${executions[0]!.firstRunId} {2}completed`, 'm'));
+    }
+    const unknown = await cli('history', 'behind', '--run', 'no-such-run');
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /^skewless: --run no-such-run: no run of this id or start time/);
   });
 });

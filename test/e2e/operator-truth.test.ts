@@ -120,7 +120,8 @@ describe('e2e: what the operator sees is true', () => {
       await waitFor('watch says no worker polls', () => watch.stderr().includes(`no worker polls task queue ${taskQueue}`), 15_000, 100);
       assert.equal(
         watch.stderr(),
-        `skewless: no worker polls task queue ${taskQueue}; the upgrade waits for a worker ("skewless worker --clusters-dir DIR")\n`,
+        `skewless: no worker polls task queue ${taskQueue}; the upgrade waits for a worker ("skewless worker --clusters-dir DIR"); ` +
+          'Temporal holds: upgrade/truth running; not yet started by a worker\n',
       );
     } finally {
       watch.child.kill('SIGINT');
@@ -244,6 +245,35 @@ describe('e2e: what the operator sees is true', () => {
     }
   });
 
+  it('watch of a running upgrade whose worker stopped says within seconds that no worker answers, with what Temporal holds', async () => {
+    // The stopped worker stays listed as the queue's poller for minutes: silence, not the poller list, is the sign.
+    await stopWorker();
+    const started = Date.now();
+    const watch = spawnCli(['watch', 'truth'], cliEnv());
+    try {
+      await waitFor('watch says no worker answers', () => watch.stderr().includes('no worker answered'), 20_000, 100);
+      const seconds = (Date.now() - started) / 1000;
+      assert.ok(seconds < 15, `said after ${seconds} s`);
+      assert.match(
+        watch.stderr(),
+        new RegExp(
+          `^skewless: no worker answered on task queue ${taskQueue} within 5 s \\(a worker polled it recently: stopped or overloaded\\?\\); ` +
+            'the upgrade waits for a worker \\("skewless worker --clusters-dir DIR"\\); ' +
+            'Temporal holds: upgrade/truth running; as last recorded: 1\\.32\\.4 → 1\\.33, hop 1\\.33\\.7, [^\\n]*\\d/3 nodes done[^\\n]*\\n$',
+        ),
+      );
+      const json = await cli('status', 'truth', '--output', 'json');
+      assert.equal(json.code, 0, json.stderr);
+      const s = JSON.parse(json.stdout);
+      assert.match(s.noWorker, new RegExp(`^no worker answered on task queue ${taskQueue} within 5 s`));
+      assert.equal(s.recorded.hop, '1.33.7');
+    } finally {
+      watch.child.kill('SIGINT');
+      await watch.exited;
+      await startWorker();
+    }
+  });
+
   it("after an abort, history says the node cordoned by hand was left cordoned; the abort's identity is its --by", async () => {
     await until('the canary gate', (s) => s.gates.some((g) => g.name === CANARY_GATE && !g.approvedBy));
     const abort = await cli('abort', 'truth', '--by', 'erin', '--comment', 'enough');
@@ -287,6 +317,29 @@ describe('e2e: what the operator sees is true', () => {
       child.on('close', (code) => resolve({ code, stdout, stderr }));
     });
     assert.deepEqual([head.code, head.stderr], [0, '']);
-    assert.match(head.stdout, /^upgrade\/truth: 1 run, \d+ node workflows?\n$/);
+    // The refused runs before the aborted one are executions of the same id, listed first.
+    assert.match(
+      head.stdout,
+      /^upgrade\/truth: \d+ executions Temporal still holds \(another: skewless history truth --run RUN_ID\|START\)\n$/,
+    );
+  });
+
+  it('status of a run no worker has answered yet gives one classification, noWorker, in text and JSON', async () => {
+    // Stopped but still listed: the new run's first workflow task stays open.
+    await stopWorker();
+    const start = await cli('upgrade', '--cluster', 'truth', '--to', '1.33', '--detach');
+    assert.equal(start.code, 0, start.stderr);
+    const json = await cli('status', 'truth', '--output', 'json');
+    assert.equal(json.code, 0, json.stderr);
+    const s = JSON.parse(json.stdout);
+    assert.equal(s.noAnswer, undefined);
+    assert.match(s.noWorker, new RegExp(`^no worker (has answered|answered|polls) (on )?task queue ${taskQueue}`));
+    assert.equal(s.run.state, 'RUNNING');
+    const text = await cli('status', 'truth');
+    assert.match(
+      text.stdout,
+      new RegExp(`^ {2}no worker (has answered|answered|polls) (on )?task queue ${taskQueue}.*: nodes and gates need one`, 'm'),
+    );
+    assert.doesNotMatch(text.stdout, /no answer from the run yet/);
   });
 });

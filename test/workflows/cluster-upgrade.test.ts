@@ -218,7 +218,9 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
 
   it('an abort while a node is blocked tells that node to abort too, and compensates', async () => {
     const c = fakeCluster({ blockDrainOf: 'w1' });
+    let queue = '';
     const status = await withWorker(c.acts, async (taskQueue) => {
+      queue = taskQueue;
       const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
         taskQueue,
         workflowId: `upgrade/abort-${taskQueue}`,
@@ -232,9 +234,34 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
     assert.equal(status.phase, 'aborted');
     assert.match(
       status.outcome ?? '',
-      /^aborted by frank: maintenance window over; cp1 at 1\.33\.7; w1, w2 at 1\.32\.4; no node left cordoned by this run; finish with: skewless upgrade --cluster lab --to 1\.33$/,
+      // The run's own task queue: the default one has no worker here.
+      new RegExp(
+        `^aborted by frank: maintenance window over; cp1 at 1\\.33\\.7; w1, w2 at 1\\.32\\.4; no node left cordoned by this run; finish with: skewless upgrade --cluster lab --to 1\\.33 --task-queue ${queue}$`,
+      ),
     );
     assert.ok(c.calls.some(([n, i]) => n === 'uncordonNode' && i.node === 'w1'));
     assert.ok(!c.calls.some(([n, i]) => n === 'restartKubelet' && i.node === 'w2'), 'no node starts after the abort');
+  });
+
+  it('an abort once every node reached the target names no finish command: nothing is left to finish', async () => {
+    const c = fakeCluster();
+    const status = await withWorker(c.acts, async (taskQueue) => {
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/all-there-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.33', policy: { canary: 1, phaseSoakSeconds: 8 } }],
+      });
+      // The soak after the last batch (one follows each phase): every node is at 1.33.7, the run has not ended.
+      for (let i = 0; i < 900; i++) {
+        const s = await handle.query(statusQuery);
+        if (Object.values(s.nodes).every((n) => n.version === '1.33.7') && s.gates.some((g) => g.opensAt)) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await handle.signal(abortSignal, { by: 'frank', reason: 'late' });
+      return handle.result();
+    });
+    assert.equal(status.phase, 'aborted');
+    assert.match(status.outcome ?? '', /^aborted by frank: late; cp1, w1, w2 at 1\.33\.7; /);
+    assert.doesNotMatch(status.outcome ?? '', /finish/);
   });
 });
