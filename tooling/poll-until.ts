@@ -43,13 +43,19 @@ export async function pollUntil<T, U>(
 ): Promise<T | U> {
   const deadline = Date.now() + options.timeoutMs;
   const interval = options.intervalMs;
+  // Set once a wait was cut to the deadline: the attempt after it is the last, even when a timer
+  // fired a millisecond early by the clock.
+  let lastAttempt = false;
   for (let n = 1; ; n++) {
     options.signal?.throwIfAborted();
     const result = await attempt(n);
     if (done(result)) return result;
-    if (Date.now() >= deadline) return onTimeout(result);
+    if (lastAttempt || Date.now() >= deadline) return onTimeout(result);
     options.onPending?.(result, n);
-    await sleep(Math.min(typeof interval === 'number' ? interval : interval(n), deadline - Date.now()), options.signal);
+    const wait = typeof interval === 'number' ? interval : interval(n);
+    const left = deadline - Date.now();
+    lastAttempt = wait >= left;
+    await sleep(Math.min(wait, left), options.signal);
   }
 }
 
