@@ -218,6 +218,8 @@ export async function startSimulation(description: SimDescription, options: Simu
         ...(n.components ? { components: manifestVersions(n.components) } : {}),
         latencies: n.latencies,
         faults: n.faults,
+        sources: n.sources,
+        ...(n.holds ? { held: n.holds } : {}),
         ...(n.cgroup ? { cgroup: n.cgroup } : {}),
         ...(n.etcdImageTag ? { etcdImageTag: n.etcdImageTag } : {}),
         ...(n.certificateDays === undefined ? {} : { certificateDays: n.certificateDays }),
