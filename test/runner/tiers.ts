@@ -48,6 +48,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/parsers.test.ts',
       'test/activities/readiness-parsers.test.ts',
       'test/activities/kubernetes-repository-parser.test.ts',
+      'test/activities/refresh-failures-parser.test.ts',
       'test/sim/free-port.test.ts',
       'test/sim/description.test.ts',
       'test/activities/pool-config.test.ts',
@@ -121,6 +122,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/host-activities.test.ts',
       'test/activities/package-repository.test.ts',
       'test/activities/package-repository-dnf.test.ts',
+      'test/activities/package-repository-sources.test.ts',
       // the rest
       'test/activities/drain-pdb-gate.test.ts',
       'test/activities/drain-pdb-budget.test.ts',
