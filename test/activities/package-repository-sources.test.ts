@@ -143,7 +143,7 @@ describe("a node's other package sources, dnf: the refresh names the kubernetes 
     );
     assert.match(
       findings[0]!.what,
-      /repository 'docker-ce-stable' https:\/\/download\.docker\.com\/linux\/rhel\/9\/x86_64\/stable\/ fails to refresh \(404\)/,
+      /repository 'docker-ce-stable' https:\/\/download\.docker\.com\/linux\/rhel\/9\/x86_64\/stable\/\) fails to refresh \(404\)/,
     );
   });
 });
