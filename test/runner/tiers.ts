@@ -73,6 +73,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/deploy/docs-commands.test.ts',
       'test/deploy/workflow-bundle.test.ts',
       'test/metrics/telemetry-config.test.ts',
+      'test/rules/readiness-other-sources.test.ts',
       'test/rules/drain-filters.test.ts',
       'test/rules/fleet-spec.test.ts',
       'test/rules/readiness-finding.test.ts',
