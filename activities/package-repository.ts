@@ -329,6 +329,18 @@ function kubernetesSourceFailed(tool: RepositoryTool, r: ExecResult, text: strin
   return failures.some((f) => f.repo === DNF_REPO_ID || ours.some((u) => sameRepository(u, f.url)));
 }
 
+/**
+ * When every source a failed refresh names is another than the Kubernetes one: what the failure
+ * message says instead of the command, naming them, so that the node's Kubernetes file is not blamed.
+ */
+function othersToBlame(tool: RepositoryTool, r: ExecResult, text: string, minor: string, file: string): string | undefined {
+  const failures = tool.failures(`${r.stdout}\n${r.stderr}`);
+  const ours = urlsOf(withMinor(text, minor));
+  if (failures.length === 0 || failures.some((f) => f.repo === DNF_REPO_ID || ours.some((u) => sameRepository(u, f.url)))) return undefined;
+  const named = failures.map((f) => (f.repo ? `repository '${f.repo}'` : `${f.url}${f.suite ? ` ${f.suite}` : ''}`));
+  return maskUrlCredentials(`the refresh of ${file} (it failed on another source, not ${file}: ${named.join(', ')})`);
+}
+
 /** The repository URLs a Kubernetes source file names (apt's deb URI, dnf's baseurl). */
 const urlsOf = (text: string): string[] =>
   [...text.matchAll(/^\s*(?:deb\s+(?:\[[^\]]*\]\s+)?|baseurl\s*=\s*)(\S+)/gm)].map((m) => m[1] as string);
@@ -393,6 +405,6 @@ export async function pointPackageRepository(
       `${node}: the mirror of ${repo.file} has no v${minor} repository (404): the file was put back to v${from}, nothing installed`,
     );
   }
-  if (r.exitCode !== 0) throw commandFailed(node, update, r);
+  if (r.exitCode !== 0) throw commandFailed(node, update, r, othersToBlame(tool, r, repo.text as string, minor, repo.file));
   return done(true, repo.parsed.line);
 }

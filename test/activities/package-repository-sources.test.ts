@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { createHostActivities } from '../../activities/host-activities.js';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { findOtherSourceFailures } from '../../activities/readiness/other-sources.js';
+import { failsWith as failsWithType } from '../helpers/failures.js';
 import { asRoot, hostCommands, onHostPath, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 
 // An ordinary host beside the Kubernetes source: worker-1 with Docker's source gone stale (404),
@@ -85,6 +86,20 @@ describe("a node's other package sources, apt: the hop refreshes kubernetes.list
       lists,
       "Docker's and CRI-O's lists stay",
     );
+  });
+
+  it("a refresh that fails on another source says so, naming it: never the mirror's missing minor", async () => {
+    const stderr = "E: The repository 'https://download.docker.com/linux/debian bookworm Release' does not have a Release file.";
+    tc.sim.hosts.setFault('cp-1', { kind: 'fail', command: 'apt-get update', exitCode: 100, stderr });
+    const err = await failsWithType(
+      acts.pointPackageRepository({ cluster: 'aptsources', node: 'cp-1', version: '1.33.7' }),
+      'HostCommandFailed',
+    );
+    assert.match(
+      err.message,
+      /^the refresh of \/etc\/apt\/sources\.list\.d\/kubernetes\.list \(it failed on another source, not \/etc\/apt\/sources\.list\.d\/kubernetes\.list: https:\/\/download\.docker\.com\/linux\/debian bookworm\) on cp-1 exited 100/,
+    );
+    assert.doesNotMatch(err.message, /has no v1\.33 repository/);
   });
 
   it("findOtherSourceFailures warns about worker-1's docker.list by file and URL, as the SSH user, leaving nothing behind", async () => {
