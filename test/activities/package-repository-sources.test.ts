@@ -90,14 +90,14 @@ describe("a node's other package sources, apt: the hop refreshes kubernetes.list
 
   it("a refresh that fails on another source says so, naming it: never the mirror's missing minor", async () => {
     const stderr = "E: The repository 'https://download.docker.com/linux/debian bookworm Release' does not have a Release file.";
-    tc.sim.hosts.setFault('cp-1', { kind: 'fail', command: 'apt-get update', exitCode: 100, stderr });
+    tc.sim.hosts.setFault('cp', { kind: 'fail', command: 'apt-get update', exitCode: 100, stderr });
     const err = await failsWithType(
       acts.pointPackageRepository({ cluster: 'aptsources', node: 'cp-1', version: '1.33.7' }),
       'HostCommandFailed',
     );
     assert.match(
       err.message,
-      /^the refresh of \/etc\/apt\/sources\.list\.d\/kubernetes\.list \(it failed on another source, not \/etc\/apt\/sources\.list\.d\/kubernetes\.list: https:\/\/download\.docker\.com\/linux\/debian bookworm\) on cp-1 exited 100/,
+      /^the refresh of \/etc\/apt\/sources\.list\.d\/kubernetes\.list \(it failed on another source, not \/etc\/apt\/sources\.list\.d\/kubernetes\.list: https:\/\/download\.docker\.com\/linux\/debian bookworm\) on cp exited 100/,
     );
     assert.doesNotMatch(err.message, /has no v1\.33 repository/);
   });
