@@ -92,7 +92,7 @@ describe("a node's other package sources, apt: the hop refreshes kubernetes.list
     const stderr = "E: The repository 'https://download.docker.com/linux/debian bookworm Release' does not have a Release file.";
     tc.sim.hosts.setFault('cp', { kind: 'fail', command: 'apt-get update', exitCode: 100, stderr });
     const err = await failsWithType(
-      acts.pointPackageRepository({ cluster: 'aptsources', node: 'cp-1', version: '1.33.7' }),
+      acts.pointPackageRepository({ cluster: 'aptsources', node: 'cp', version: '1.33.7' }),
       'HostCommandFailed',
     );
     assert.match(
