@@ -14,6 +14,7 @@ import {
   type KubePackage,
 } from './kube-packages.js';
 import { parseAptPolicy } from './parsers/apt-policy.js';
+import { APT_KUBERNETES_ONLY } from './parsers/kubernetes-repository.js';
 import { parseDpkgAudit } from './parsers/dpkg-audit.js';
 import { packageVersionFor, parseMadison, type MadisonEntry } from './parsers/madison.js';
 
@@ -67,8 +68,9 @@ async function aptTargets(
   if (pending.length > 0) {
     let offered = await madison(access, node, pending, signal);
     if (pending.some((p) => !packageVersionFor(offered, p, version))) {
-      // The lists may predate the release: refresh once, then ask again.
-      await run(access, node, ['apt-get', 'update', '-q', ...LOCK_WAIT], { timeoutMs: installMs, sudo: true, env: APT_ENV, signal });
+      // The lists may predate the release: refresh the Kubernetes source once (another's 404 is not ours), then ask again.
+      const update = ['apt-get', 'update', '-q', ...APT_KUBERNETES_ONLY, ...LOCK_WAIT];
+      await run(access, node, update, { timeoutMs: installMs, sudo: true, env: APT_ENV, signal });
       offered = await madison(access, node, pending, signal);
     }
     for (const p of pending) targets[p] = offeredVersionOrRefuse(node, p, version, offered);

@@ -1,8 +1,9 @@
 // A node's Kubernetes package repository, one minor at a time as kubernetes.io's guide sets it up:
 // what the next minors offer, learned without changing the node (apt with a temporary source list
 // and lists directory; dnf with a temporary repository directory; both as the SSH user), and the
-// switch of the file to a hop's minor (`sed -i`, as the upgrade guide does), then a refresh of the
-// metadata (`apt-get update`, `dnf makecache`). A file of another layout is never rewritten.
+// switch of the file to a hop's minor (`sed -i`, as the upgrade guide does), then a refresh of that
+// source's metadata alone (`apt-get update` reading kubernetes.list only, `dnf makecache --repo=kubernetes`):
+// another source's failure is not the hop's. A file of another layout is never rewritten.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,8 +20,10 @@ import { APT_ENV, LOCK_WAIT } from './package-install-apt.js';
 import { dnfOffered } from './package-install-dnf.js';
 import { parseDnfList } from './parsers/dnf-list.js';
 import { parseMadison } from './parsers/madison.js';
+import { parseAptUpdateFailures, parseDnfMetadataFailures, type RefreshFailure } from './parsers/refresh-failures.js';
 import {
   APT_KUBERNETES_LIST,
+  APT_KUBERNETES_ONLY,
   DNF_KUBERNETES_REPO,
   DNF_REPO_ID,
   maskUrlCredentials,
@@ -57,8 +60,10 @@ interface RepositoryTool {
   offeredHere(access: ClusterAccess, node: string, signal?: AbortSignal): Promise<string[]>;
   /** What the repository file `text` offers at `minor`, asked without touching the node's own state; undefined: 404. */
   probe(access: ClusterAccess, node: string, text: string, minor: string, signal?: AbortSignal): Promise<string[] | undefined>;
-  /** Fetches the repository's metadata after the file changed (root). */
+  /** Fetches the repository's metadata after the file changed (root), the Kubernetes source alone. */
   refresh: { argv: string[]; env?: Record<string, string> };
+  /** The sources a refresh's output says failed. */
+  failures(output: string): RefreshFailure[];
 }
 
 /** Package versions of a listing that offers kubeadm, as Kubernetes versions. */
@@ -75,7 +80,8 @@ const TOOLS: Record<PackageManager, RepositoryTool> = {
         parseMadison((await run(access, node, ['apt-cache', 'madison', 'kubeadm'], { timeoutMs: readMs(access), signal })).stdout),
       ),
     probe: probeAptMinor,
-    refresh: { argv: ['apt-get', 'update', '-q', ...LOCK_WAIT], env: APT_ENV },
+    refresh: { argv: ['apt-get', 'update', '-q', ...APT_KUBERNETES_ONLY, ...LOCK_WAIT], env: APT_ENV },
+    failures: parseAptUpdateFailures,
   },
   dnf: {
     file: DNF_KUBERNETES_REPO,
@@ -83,6 +89,7 @@ const TOOLS: Record<PackageManager, RepositoryTool> = {
     offeredHere: async (access, node, signal) => kubeadmVersions(await dnfOffered(access, node, ['kubeadm'], { signal })),
     probe: probeDnfMinor,
     refresh: { argv: ['dnf', 'makecache', '-q', `--repo=${DNF_REPO_ID}`] },
+    failures: parseDnfMetadataFailures,
   },
 };
 
@@ -311,6 +318,39 @@ export interface PointRepositoryResult {
 }
 
 /**
+ * Whether a failed refresh failed on the Kubernetes source at `minor` with a 404 (the mirror has no
+ * such minor), by the URL or repository id the tool names: a failure it attributes to another source
+ * (or none it can name) is not the mirror's missing minor, and is reported as what it is.
+ */
+function kubernetesSourceFailed(tool: RepositoryTool, r: ExecResult, text: string, minor: string): boolean {
+  if (!isNotFound(r)) return false;
+  const failures = tool.failures(`${r.stdout}\n${r.stderr}`);
+  const ours = urlsOf(withMinor(text, minor));
+  return failures.some((f) => f.repo === DNF_REPO_ID || ours.some((u) => sameRepository(u, f.url)));
+}
+
+/**
+ * When every source a failed refresh names is another than the Kubernetes one: what the failure
+ * message says instead of the command, naming them, so that the node's Kubernetes file is not blamed.
+ */
+function othersToBlame(tool: RepositoryTool, r: ExecResult, text: string, minor: string, file: string): string | undefined {
+  const failures = tool.failures(`${r.stdout}\n${r.stderr}`);
+  const ours = urlsOf(withMinor(text, minor));
+  if (failures.length === 0 || failures.some((f) => f.repo === DNF_REPO_ID || ours.some((u) => sameRepository(u, f.url)))) return undefined;
+  const named = failures.map((f) => (f.repo ? `repository '${f.repo}'` : `${f.url}${f.suite ? ` ${f.suite}` : ''}`));
+  return maskUrlCredentials(`the refresh of ${file} (it failed on another source, not ${file}: ${named.join(', ')})`);
+}
+
+/** The repository URLs a Kubernetes source file names (apt's deb URI, dnf's baseurl). */
+const urlsOf = (text: string): string[] =>
+  [...text.matchAll(/^\s*(?:deb\s+(?:\[[^\]]*\]\s+)?|baseurl\s*=\s*)(\S+)/gm)].map((m) => m[1] as string);
+
+const sameRepository = (a: string, b: string): boolean => {
+  const norm = (u: string) => u.replace(/^([a-z+]+:\/\/)[^/@\s]+@/i, '$1').replace(/\/?$/, '/');
+  return b !== '' && norm(a) === norm(b);
+};
+
+/**
  * Points the node's repository at the minor of `version`, as the first step of a hop on that node:
  * nothing to do when it names that minor already or (another layout) offers the version as it is;
  * otherwise the guide's file is rewritten with `sed -i`, read back, and the lists refreshed. A minor
@@ -357,7 +397,7 @@ export async function pointPackageRepository(
     access.shell.exec(node, update, { ...root, timeoutMs: installMs(access), ...(tool.refresh.env ? { env: tool.refresh.env } : {}) });
   await switchTo(minor);
   const r = await refresh();
-  if (r.exitCode !== 0 && isNotFound(r)) {
+  if (r.exitCode !== 0 && kubernetesSourceFailed(tool, r, repo.text as string, minor)) {
     await switchTo(from);
     await refresh();
     throw failure(
@@ -365,6 +405,6 @@ export async function pointPackageRepository(
       `${node}: the mirror of ${repo.file} has no v${minor} repository (404): the file was put back to v${from}, nothing installed`,
     );
   }
-  if (r.exitCode !== 0) throw commandFailed(node, update, r);
+  if (r.exitCode !== 0) throw commandFailed(node, update, r, othersToBlame(tool, r, repo.text as string, minor, repo.file));
   return done(true, repo.parsed.line);
 }

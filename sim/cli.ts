@@ -28,7 +28,8 @@ stopped and removed, and its Node deleted if still there. It talks to the simula
 (<state>/machine-api.json and its token file), so it works from a provisioning command hook.
 
 A command fault matches by prefix, read as the host reads a command line (after sudo -n and
-VAR=value), so a line copied from commands.log works as its "command".
+VAR=value), so a line copied from commands.log works as its "command"; one whose program the host
+does not have (apt for apt-get, dnf on a Debian host) is refused. "status" lists the faults in effect.
 Fault JSON: {"kind":"fail","command":"apt-get install","times":2} | {"kind":"refuse","seconds":30} |
             {"kind":"hang","command":"kubeadm upgrade apply"} | {"kind":"slow","command":"apt-get","ms":5000} |
             {"kind":"rebootDuring","command":"apt-get install"} | {"kind":"rotateHostKey"}`;
@@ -82,6 +83,7 @@ async function up(file: string, stateDir: string, timeoutSeconds: number): Promi
     const info = readDaemon(stateDir);
     if (info) {
       printEndpoints(info, stateDir);
+      await printFaults(info);
       return 0;
     }
     if (child.exitCode !== null || !alive(child.pid as number)) {
@@ -125,6 +127,25 @@ async function fault(host: string, stateDir: string, set: string | undefined, cl
   });
   if (!res.ok) throw new SimUsageError(await res.text());
   return 0;
+}
+
+/** `status`'s list of the faults in effect, per host (what `fault --set` or the description armed and has not used up). */
+async function printFaults(info: DaemonInfo): Promise<void> {
+  const res = await fetch(`http://127.0.0.1:${info.controlPort}/faults`);
+  if (!res.ok) throw new SimRefused(`faults: HTTP ${res.status}: ${(await res.text()).split('\n')[0]}`);
+  const byHost = (await res.json()) as Record<string, { fault: object; remaining?: number | null; secondsLeft?: number }[]>;
+  const lines = Object.entries(byHost).flatMap(([host, faults]) =>
+    faults.map((f) => {
+      const left =
+        f.secondsLeft !== undefined
+          ? `${f.secondsLeft}s left`
+          : f.remaining === null
+            ? 'every run'
+            : `${f.remaining} more run${f.remaining === 1 ? '' : 's'}`;
+      return `  ${host}: ${JSON.stringify(f.fault)} (${left})`;
+    }),
+  );
+  console.log(lines.length ? `faults in effect:\n${lines.join('\n')}` : 'faults in effect: none');
 }
 
 /** A refusal by the running simulation (exit 1), as opposed to a usage error (exit 2). */
@@ -210,6 +231,7 @@ export async function simMain(argv: string[]): Promise<number> {
         return 1;
       }
       printEndpoints(info, stateDir);
+      await printFaults(info);
       return 0;
     }
     if (command === 'fault') {

@@ -25,6 +25,11 @@ async function run(): Promise<void> {
     req.on('data', (c) => (body += c));
     req.on('end', () => {
       try {
+        if (req.url === '/faults' && req.method === 'GET') {
+          const faults = Object.fromEntries(sim.hosts.hosts.map((h) => [h.name, sim.hosts.activeFaults(h.name)]));
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(faults));
+          return;
+        }
         const m = /^\/hosts\/([a-z0-9-]+)\/faults$/.exec(req.url ?? '');
         if (!m || !m[1]) throw new Error(`unknown path ${req.url}`);
         if (req.method === 'POST') sim.hosts.setFault(m[1], JSON.parse(body));

@@ -5,6 +5,8 @@ import { KUBE_RELEASES } from './cluster/kube-releases.js';
 import { REPOSITORY_LAYOUTS, type RepositoryLayout } from './hosts/apt-archive.js';
 import { PACKAGE_MANAGERS, type PackageManager } from './hosts/rpm-archive.js';
 import { validateFault, type Fault } from './hosts/faults.js';
+import { extraSourceProblem, type ExtraSource } from './hosts/extra-sources.js';
+import { PACKAGES, type PackageName } from './hosts/host-state.js';
 
 /**
  * The simulated cluster's description (YAML): nodes and the versions each reports, workloads with
@@ -28,6 +30,17 @@ export interface SimNode {
   faults: Fault[];
   /** Versions the package archive has for this host (pkgs.k8s.io, simulated). */
   repository: string[];
+  /**
+   * Source files beside Kubernetes' (`sources:`, per node or for every node): `{ file, text, broken }`,
+   * e.g. Docker's `docker.list` with `deb [arch=amd64 signed-by=…] https://download.docker.com/linux/debian bookworm stable`;
+   * `broken: true` makes every repository the file names answer 404.
+   */
+  sources: ExtraSource[];
+  /**
+   * The packages held at the start (`holds:`; default all three, as kubernetes.io's install guide
+   * does): apt-mark holds on apt; on dnf all three (kubernetes.repo's `exclude=`) or none (no such line).
+   */
+  holds?: PackageName[];
   /** Its cgroup hierarchy, as `stat -fc %T /sys/fs/cgroup/` tells it (v2 by default; v1 to test the 1.35 prerequisite). */
   cgroup?: 'v1' | 'v2';
   /** Node.status.nodeInfo.containerRuntimeVersion (default `containerd://1.7.24`). */
@@ -166,6 +179,35 @@ function faults(value: unknown, where: string): Fault[] {
   });
 }
 
+function extraSources(value: unknown, where: string, manager: PackageManager): ExtraSource[] {
+  const seen = new Set<string>();
+  return list(value, where).map((v, i) => {
+    const r = obj(v, `${where}[${i}]`);
+    const unknown = Object.keys(r).find((k) => !['file', 'text', 'broken'].includes(k));
+    if (unknown) throw new DescriptionError(`${where}[${i}].${unknown} is not a key of a source (file, text, broken)`);
+    const source = r as unknown as ExtraSource;
+    const problem = extraSourceProblem(manager, source);
+    if (problem) throw new DescriptionError(`${where}[${i}]: ${problem}`);
+    if (seen.has(source.file)) throw new DescriptionError(`${where}[${i}]: ${source.file} is described twice`);
+    seen.add(source.file);
+    return {
+      file: source.file,
+      text: source.text.endsWith('\n') ? source.text : `${source.text}\n`,
+      ...(source.broken ? { broken: true } : {}),
+    };
+  });
+}
+
+function holds(value: unknown, where: string, manager: PackageManager): PackageName[] {
+  const names = list(value, where).map((p, i) => {
+    if (!(PACKAGES as readonly unknown[]).includes(p)) throw new DescriptionError(`${where}[${i}] must be one of ${PACKAGES.join(', ')}`);
+    return p as PackageName;
+  });
+  if (manager === 'dnf' && names.length !== 0 && names.length !== PACKAGES.length)
+    throw new DescriptionError(`${where}: a dnf host holds all of ${PACKAGES.join(', ')} (kubernetes.repo's exclude=) or none`);
+  return [...new Set(names)];
+}
+
 const RUNTIME = /^[a-z0-9-]+:\/\/v?\d+\.\d+\.\d+[-+.0-9A-Za-z]*$/;
 const ETCD_TAG = /^\d+\.\d+\.\d+(-\d+)?$/;
 
@@ -237,6 +279,8 @@ export function parseDescription(text: string, source = 'description'): SimDescr
   const clusterVersion = version(raw.version, 'version');
   const repository = list(raw.repository, 'repository').map((v, i) => version(v, `repository[${i}]`));
   const defaultLatencies = latencies(raw.latencies, 'latencies');
+  const manager = packageManager(raw.packageManager);
+  const defaultSources = extraSources(raw.sources, 'sources', manager);
 
   const nodes: SimNode[] = [];
   for (const [i, n] of list(raw.nodes, 'nodes').entries()) {
@@ -270,6 +314,8 @@ export function parseDescription(text: string, source = 'description'): SimDescr
           r.repository === undefined
             ? repository
             : list(r.repository, `${where}.repository`).map((v, j) => version(v, `${where}.repository[${j}]`)),
+        sources: r.sources === undefined ? defaultSources : extraSources(r.sources, `${where}.sources`, manager),
+        ...(r.holds === undefined ? {} : { holds: holds(r.holds, `${where}.holds`, manager) }),
         ...hostFacts(r, where, role),
       });
     }
@@ -329,7 +375,7 @@ export function parseDescription(text: string, source = 'description'): SimDescr
     ssh: { user: ssh.user === undefined ? 'skewless' : name(ssh.user, 'ssh.user') },
     rebootSeconds: raw.rebootSeconds === undefined ? 3 : count(raw.rebootSeconds, 'rebootSeconds', 0),
     packageRepository: layout(raw.packageRepository),
-    packageManager: packageManager(raw.packageManager),
+    packageManager: manager,
     controlPlane: mode,
     ...(raw.terminationGraceSeconds === undefined
       ? {}

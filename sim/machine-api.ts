@@ -150,7 +150,16 @@ export async function startMachineApi(options: MachineApiOptions): Promise<SimMa
       // The machine boots, then its kubelet registers the Node (kwok makes it Ready).
       try {
         await kube.core.createNode({
-          body: nodeObject({ name: spec.name, role: 'worker', kubelet: version, labels, latencies: {}, faults: [], repository: [] }),
+          body: nodeObject({
+            name: spec.name,
+            role: 'worker',
+            kubelet: version,
+            labels,
+            latencies: {},
+            faults: [],
+            repository: [],
+            sources: [],
+          }),
         });
       } catch (err) {
         if (statusOf(err) !== 409) throw err;

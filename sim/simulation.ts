@@ -262,6 +262,8 @@ export async function startSimulation(description: SimDescription, options: Simu
         ...(n.components ? { components: manifestVersions(n.components) } : {}),
         latencies: n.latencies,
         faults: n.faults,
+        sources: n.sources,
+        ...(n.holds ? { held: n.holds } : {}),
         ...(n.cgroup ? { cgroup: n.cgroup } : {}),
         // per-node: the seeded manifest already names the tag the member starts at (kubeadm init rewrites it alike).
         ...(n.etcdImageTag || (perNode && n.role === 'control-plane')

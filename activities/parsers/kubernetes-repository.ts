@@ -13,6 +13,21 @@ export const DNF_KUBERNETES_REPO = '/etc/yum.repos.d/kubernetes.repo';
 /** The repository id of the guide's kubernetes.repo: what `--disableexcludes=` names. */
 export const DNF_REPO_ID = 'kubernetes';
 
+/**
+ * apt options that make an `apt-get update` read kubernetes.list alone (apt.conf(5): Dir::Etc::SourceList
+ * is the one file, `Dir::Etc::SourceParts=-` no directory), so that another source's 404 cannot stop
+ * it; `APT::Get::List-Cleanup=0` keeps the lists of the sources it did not read, which apt would
+ * otherwise delete as obsolete (apt.conf(5): "ensure that obsolete files are erased").
+ */
+export const APT_KUBERNETES_ONLY = [
+  '-o',
+  `Dir::Etc::SourceList=${APT_KUBERNETES_LIST}`,
+  '-o',
+  'Dir::Etc::SourceParts=-',
+  '-o',
+  'APT::Get::List-Cleanup=0',
+] as const;
+
 /** The path segment of one minor's repository on pkgs.k8s.io and its proxies. */
 const MINOR_PATH = /\/core:\/stable:\/v(\d+)\.(\d+)\/(deb|rpm)\//;
 

@@ -1,5 +1,6 @@
 // The readiness report of issue 21: every check that can hold a hop (removed APIs in use, hop
-// prerequisites, drains predicted to block, the operator's alerts firing now), run read-only against the live
+// prerequisites, drains predicted to block, the operator's alerts firing now; and, as warnings, a
+// node's other package sources that fail to refresh), run read-only against the live
 // cluster, as one activity whose findings share one shape (rules/readiness/finding.ts). A new check
 // adds its collector here and its findings to the list; each check's facts stay in its own module.
 import type { ReadinessFinding } from '../../rules/readiness/finding.js';
@@ -15,6 +16,7 @@ import { alertFindings } from '../../rules/readiness/operator-signals.js';
 import { firingAlerts } from '../alerts.js';
 import type { AlertsConfig } from '../cluster-config.js';
 import { probeTarget } from '../health-probes.js';
+import { findOtherSourceFailures } from './other-sources.js';
 
 const DAY_SECONDS = 86_400;
 
@@ -72,7 +74,7 @@ export function createReadinessActivities({ clusters }: { clusters: ClusterResol
       const access = clusters(input.cluster);
       const signal = cancellationSignal();
       const runSeconds = input.runSeconds ?? DAY_SECONDS * Math.max(1, input.hops.length);
-      const [usage, prerequisites, drains, alerts] = await Promise.all([
+      const [usage, prerequisites, drains, alerts, otherSources] = await Promise.all([
         collectRemovedApiUsage(access, signal),
         input.hops.length ? findHopPrerequisites(access, { cluster: input.cluster, hops: input.hops, runSeconds }) : undefined,
         input.hops.length
@@ -86,12 +88,14 @@ export function createReadinessActivities({ clusters }: { clusters: ClusterResol
             })
           : undefined,
         readAlerts(access.config.alerts, input.hops[0] ?? input.from),
+        input.hops.length ? findOtherSourceFailures(access, input.hops[0] as string, signal) : undefined,
       ]);
       const findings = [
         ...removedApiFindingsForHops(input.from, input.hops, usage),
         ...(prerequisites?.findings ?? []),
         ...(drains?.findings ?? []),
         ...(alerts?.findings ?? []),
+        ...(otherSources?.findings ?? []),
       ];
       return {
         cluster: input.cluster,
@@ -99,6 +103,7 @@ export function createReadinessActivities({ clusters }: { clusters: ClusterResol
         problems: [
           ...usage.problems,
           ...(drains?.problems ?? []),
+          ...(otherSources?.problems ?? []),
           ...(alerts?.looked.unreachable ? [`alerts: ${alerts.looked.unreachable}`] : []),
         ],
         looked: {

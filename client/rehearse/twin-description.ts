@@ -114,7 +114,7 @@ export function twinDescription(
     const kubelet = validVersion(n.kubelet);
     if (!kubelet) throw new TwinInputError(`node ${n.name} reports kubelet version ${JSON.stringify(n.kubelet)}: not a Kubernetes version`);
     const labels = Object.fromEntries(Object.entries(n.labels).filter(([k]) => !SIM_NODE_LABELS.has(k)));
-    const node: SimNode = { name, role: n.role, kubelet, labels, latencies, faults: [], repository };
+    const node: SimNode = { name, role: n.role, kubelet, labels, latencies, faults: [], repository, sources: [] };
     if (n.role === 'control-plane') {
       const c = n.components ?? {};
       const missing = (['apiserver', 'controllerManager', 'scheduler'] as const).filter((k) => !validVersion(c[k]));

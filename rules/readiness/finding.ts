@@ -12,6 +12,7 @@ export const READINESS_CHECKS = [
   'kubeadm-config-api', // a kubeadm configuration API the hop's kubeadm drops
   'cert-expiry', // a certificate that expires before the run could end
   'repository', // the next minor's package repository unreachable from a node
+  'other-source', // another package source of a node (Docker's, a mirror) failing to refresh: never the hop's, said ahead
   'drain-block', // a drain that will block (PDB, single replica, grace period, local storage, bare pod, …)
   'alert', // an operator alert firing
   'probe', // an operator probe failing

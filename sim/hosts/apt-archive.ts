@@ -8,8 +8,11 @@
 //   (/var/lib/apt/lists/<URI with / as _>_Packages) and drops the lists of sources no longer
 //   configured; apt-cache and apt-get install read only those lists, so a changed file offers
 //   nothing new until the next update.
-// Not modelled: deb822 `.sources` files, /etc/apt/sources.list entries other than the file itself,
-// signatures (the keyring is a placeholder), architectures, suites with components.
+// - Other sources beside it, as on any host (Docker's `deb [arch=amd64 signed-by=…] URL bookworm stable`,
+//   CRI-O's addon repository under pkgs.k8s.io, a company mirror): the description says which answer
+//   (an index with none of the Kubernetes packages) and which answer 404 (OtherRepository).
+// Not modelled: deb822 `.sources` files, signatures (the keyring is a placeholder), architectures
+// other than amd64, In-Release/Release distinctions beyond their messages.
 // Sources: kubernetes.io "Installing kubeadm" and "Upgrading kubeadm clusters" (the file, the line,
 // the sed of the minor); apt.conf(5) and sources.list(5) (Dir::Etc::SourceList/SourceParts,
 // Dir::State::Lists, the one-line format, flat repositories with suite "/"); apt's URItoFileName in
@@ -45,13 +48,27 @@ export function sourcesFileFor(layout: RepositoryLayout, version: string): strin
 /** A URI as apt prints and files it: without a user and password. */
 const withoutCredentials = (uri: string): string => uri.replace(/^([a-z+]+:\/\/)[^/@]+@/, '$1');
 
+/**
+ * A repository other than Kubernetes' a host's description names (apt: a source's URI; dnf: a
+ * baseurl), with a trailing `/` and no credentials: `served` ones answer with an index that offers
+ * none of the Kubernetes packages, the others 404.
+ */
+export interface OtherRepository {
+  url: string;
+  served: boolean;
+}
+
+/** A repository URL as the simulation's archive compares them: a trailing `/`, no user and password. */
+export const repositoryKey = (uri: string): string => withoutCredentials(uri.endsWith('/') ? uri : `${uri}/`);
+
 /** Package versions (`1.32.4-1.1`) the archive serves at `uri`, newest first; undefined: 404. */
-export function archiveOffers(archive: readonly string[], uri: string): string[] | undefined {
+export function archiveOffers(archive: readonly string[], uri: string, others: readonly OtherRepository[] = []): string[] | undefined {
   // A user and password in the URL (a site's authenticating proxy) reach the same repository.
-  const base = withoutCredentials(uri.endsWith('/') ? uri : `${uri}/`);
+  const base = repositoryKey(uri);
   const minor = /^https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v(\d+\.\d+)\/deb\/$/.exec(base)?.[1];
   const versions = base === LOCAL_MIRROR ? archive : minor ? archive.filter((v) => minorOf(v) === minor) : [];
-  return versions.length ? sortNewestFirst([...new Set(versions.map(toPackageVersion))]) : undefined;
+  if (versions.length) return sortNewestFirst([...new Set(versions.map(toPackageVersion))]);
+  return others.some((o) => o.served && repositoryKey(o.url) === base) ? [] : undefined;
 }
 
 /** Compares two Debian versions of the simulated packages by their Kubernetes part. */
@@ -68,8 +85,10 @@ export const sortNewestFirst = (versions: string[]): string[] => versions.sort((
 export interface SourceEntry {
   file: string;
   uri: string;
-  /** `/` for a flat repository (pkgs.k8s.io's layout). */
+  /** `/` for a flat repository (pkgs.k8s.io's layout), else a distribution such as `bookworm`. */
   suite: string;
+  /** The components of a distribution (`stable`, `main contrib`); none for a flat repository. */
+  components: string[];
 }
 
 /** The entries of a sources file, or apt's complaint about the first malformed line. */
@@ -89,20 +108,31 @@ export function parseSources(file: string, text: string): SourceEntry[] | string
     if (!suite) return `E: Malformed entry ${i + 1} in list file ${file} (Suite)`;
     if (suite.endsWith('/') !== (components.length === 0))
       return `E: Malformed entry ${i + 1} in list file ${file} (absolute Suite Component)`;
-    entries.push({ file, uri: uri.endsWith('/') ? uri : `${uri}/`, suite });
+    entries.push({ file, uri: uri.endsWith('/') ? uri : `${uri}/`, suite, components });
   }
   return entries;
 }
 
-/** What apt calls a source in its output: `https://pkgs.k8s.io/core:/stable:/v1.32/deb  InRelease`. */
-export const sourceLabel = (entry: SourceEntry): string => `${withoutCredentials(entry.uri).replace(/\/$/, '')}  `;
+/**
+ * What apt calls a source in its output, before the file it names: URI and distribution,
+ * `https://pkgs.k8s.io/core:/stable:/v1.32/deb  InRelease` (a flat repository's empty one),
+ * `https://download.docker.com/linux/debian bookworm InRelease`.
+ */
+export const sourceLabel = (entry: SourceEntry): string =>
+  `${withoutCredentials(entry.uri).replace(/\/$/, '')} ${entry.suite === '/' ? '' : entry.suite} `;
 
-/** The lists file apt keeps for a flat source (URItoFileName: scheme and credentials dropped, `/` as `_`). */
-export const listsFileName = (entry: SourceEntry): string =>
-  `${withoutCredentials(entry.uri)
+/**
+ * The lists files apt keeps for a source (URItoFileName: scheme and credentials dropped, `/` as
+ * `_`): a flat one's `…_deb_Packages`, a distribution's `…_dists_bookworm_stable_binary-amd64_Packages` per component.
+ */
+export function listsFileNames(entry: SourceEntry): string[] {
+  const base = withoutCredentials(entry.uri)
     .replace(/^[a-z+]+:\/\//, '')
-    .replace(/\/$/, '')
-    .replace(/\//g, '_')}_Packages`;
+    .replace(/\/$/, '');
+  const name = (path: string) => `${path.replace(/\//g, '_')}_Packages`;
+  if (entry.suite === '/') return [name(base)];
+  return entry.components.map((c) => name(`${base}/dists/${entry.suite}/${c}/binary-amd64`));
+}
 
 /** A Packages index of the three Kubernetes packages at `versions`. */
 export function packagesIndex(versions: readonly string[]): string {

@@ -65,6 +65,23 @@ export function faultPattern(fault: CommandFault): string {
   return words[0];
 }
 
+/**
+ * Why a command fault can never match on a host, one line; undefined when it can. `hasProgram`
+ * answers whether the host has the fault's program (its first word): a fault for `apt` (not
+ * `apt-get`), or for `dnf` on a Debian host, would wait for a command that never comes.
+ */
+export function unmatchableFault(fault: CommandFault, hasProgram: (program: string) => boolean): string | undefined {
+  const program = faultPattern(fault).split(' ')[0] ?? '';
+  if (hasProgram(program)) return undefined;
+  return `sim: fault ${fault.kind}: command ${JSON.stringify(fault.command)} can never match: the host has no program '${program}' (commands.log shows what it runs)`;
+}
+
+/** A command fault still armed, and how many more runs it takes (null: every run). */
+export interface ArmedFault {
+  fault: CommandFault;
+  remaining: number | null;
+}
+
 interface Armed {
   fault: CommandFault;
   /** The fault's command, read as the host reads one (faultPattern). */
@@ -83,6 +100,11 @@ export class CommandFaults {
 
   clear(): void {
     this.armed = [];
+  }
+
+  /** The faults still armed, in the order they were added. */
+  list(): ArmedFault[] {
+    return this.armed.map((a) => ({ fault: a.fault, remaining: Number.isFinite(a.remaining) ? a.remaining : null }));
   }
 
   /** The faults for `argv`; each matching fault uses up one of its runs. */

@@ -8,6 +8,7 @@ import { CommandFaults } from './faults.js';
 import { imageOfManifest } from './static-pod-manifest.js';
 import { toKubernetesVersion, type HostState, type HostStore } from './host-state.js';
 import type { PackageManager } from './rpm-archive.js';
+import type { OtherRepository } from './apt-archive.js';
 
 /**
  * `aptInstall`: a package install's time, apt's or dnf's alike (the name predates dnf hosts), the archives
@@ -21,6 +22,8 @@ export type Latencies = Partial<Record<LatencyKind, number>>;
 export interface MachineConfig {
   /** Kubernetes versions the package archive (pkgs.k8s.io, simulated) has (`1.33.7`); what a host offers is its sources' share. */
   repository: readonly string[];
+  /** The other repositories the host's extra source files name, and which of them answer (extra-sources.ts). */
+  otherRepositories?: readonly OtherRepository[];
   /** apt (Debian, the default) or dnf (the RHEL family): which package tools the host has. */
   packageManager?: PackageManager;
   latencies: Latencies;

@@ -6,7 +6,7 @@ import {
   archiveOffers,
   KEYRING,
   KUBERNETES_LIST,
-  listsFileName,
+  listsFileNames,
   packagesIndex,
   parseSources,
   sourcesFileFor,
@@ -14,15 +14,18 @@ import {
 } from './apt-archive.js';
 import { HostStore, PACKAGES, toPackageVersion, type HostRole, type PackageName } from './host-state.js';
 import { CONTROL_PLANE_MANIFESTS, type ControlPlaneManifest } from './static-pod-manifest.js';
-import { KUBERNETES_REPO, repoFileFor, toRpmVersion, type PackageManager } from './rpm-archive.js';
+import { GUIDE_EXCLUDE, KUBERNETES_REPO, repoFileFor, toRpmVersion, type PackageManager } from './rpm-archive.js';
+import { extraSourcePath, otherRepositories, type ExtraSource } from './extra-sources.js';
 
 export interface SeedSpec {
   name: string;
   role: HostRole;
   /** Kubernetes versions (`1.32.4`) of the installed packages. */
   installed: Record<PackageName, string>;
-  /** apt holds; kubeadm's install guide holds all three. */
+  /** apt holds; kubeadm's install guide holds all three. dnf: all three (kubernetes.repo's `exclude=`) or none (no such line). */
   held?: readonly PackageName[];
+  /** Source files beside Kubernetes' (Docker's, CRI-O's addon repository, a company mirror), served or broken. */
+  sources?: readonly ExtraSource[];
   /** The node's (modelled) address, in a control plane's etcd manifest. */
   address?: string;
   /** Versions the Kubernetes package archive has (`1.33.7`). */
@@ -47,18 +50,35 @@ function aptFiles(spec: SeedSpec): Record<string, string> {
     [KEYRING]: '# placeholder for the pkgs.k8s.io signing key (simulated host)\n',
     [KUBERNETES_LIST]: list,
   };
-  const sources = parseSources(KUBERNETES_LIST, list);
-  for (const entry of typeof sources === 'string' ? [] : sources) {
-    const versions = archiveOffers(spec.repository, entry.uri);
-    if (versions) files[`/var/lib/apt/lists/${listsFileName(entry)}`] = packagesIndex(versions);
+  const others = otherRepositories('apt', spec.sources ?? []);
+  const texts: [string, string][] = [
+    [KUBERNETES_LIST, list],
+    ...(spec.sources ?? []).map((s): [string, string] => [extraSourcePath('apt', s.file), s.text]),
+  ];
+  for (const [path, text] of texts) {
+    files[path] = text;
+    const sources = parseSources(path, text);
+    for (const entry of typeof sources === 'string' ? [] : sources) {
+      const versions = archiveOffers(spec.repository, entry.uri, others);
+      if (versions) for (const name of listsFileNames(entry)) files[`/var/lib/apt/lists/${name}`] = packagesIndex(versions);
+    }
   }
   return files;
 }
 
-/** The dnf side of the install guide: kubernetes.repo for the minor of its packages (dnf fetches metadata itself). */
-const dnfFiles = (spec: SeedSpec): Record<string, string> => ({
-  [KUBERNETES_REPO]: repoFileFor(spec.packageRepository ?? 'per-minor', spec.installed.kubeadm),
-});
+/**
+ * The dnf side of the install guide: kubernetes.repo for the minor of its packages (dnf fetches
+ * metadata itself), without its `exclude=` line when the host holds nothing, and the extra .repo files.
+ */
+function dnfFiles(spec: SeedSpec): Record<string, string> {
+  const repo = repoFileFor(spec.packageRepository ?? 'per-minor', spec.installed.kubeadm);
+  const held = spec.held === undefined || spec.held.length > 0;
+  const files: Record<string, string> = {
+    [KUBERNETES_REPO]: held ? repo : repo.replace(`exclude=${GUIDE_EXCLUDE.join(' ')}\n`, ''),
+  };
+  for (const s of spec.sources ?? []) files[extraSourcePath('dnf', s.file)] = s.text;
+  return files;
+}
 
 const ROCKY_RELEASE = `NAME="Rocky Linux"
 VERSION="9.5 (Blue Onyx)"

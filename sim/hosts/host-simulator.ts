@@ -5,7 +5,8 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClusterEffects, EtcdTools, StaticPodHooks } from './cluster-effects.js';
 import { execOnChannel, type CommandObserver, type HangupPolicy } from './command-runner.js';
-import { isCommandFault, validateFault, type Fault } from './faults.js';
+import { isCommandFault, unmatchableFault, validateFault, type ArmedFault, type Fault } from './faults.js';
+import { lookupCommand } from './commands/index.js';
 import { HostEndpoint } from './host-endpoint.js';
 import {
   ensureClientKey,
@@ -19,6 +20,7 @@ import {
 } from './host-keys.js';
 import { asError, HostMachine, type Latencies } from './host-machine.js';
 import { seedHost } from './host-seed.js';
+import { otherRepositories, type ExtraSource } from './extra-sources.js';
 import type { ControlPlaneManifest } from './static-pod-manifest.js';
 import { hostDir, HostStore, type CommandLogEntry, type HostRole, type HostState, type PackageName } from './host-state.js';
 import { listenOnFreePort } from './ports.js';
@@ -43,8 +45,10 @@ export interface HostSpec {
   packageManager?: PackageManager;
   /** Seeds a host the state dir does not know yet: Kubernetes versions of the three packages. */
   installed: Record<PackageName, string>;
-  /** Seeds the apt holds of a new host (default: all three, as kubeadm's install guide does). */
+  /** Seeds the holds of a new host (default: all three, as kubeadm's install guide does; dnf: all or none). */
   held?: PackageName[];
+  /** Source files beside Kubernetes' (extra-sources.ts): seeded into a new host, and what its archive answers for them. */
+  sources?: ExtraSource[];
   /** Seeds a new control plane's manifests: its components' versions (default: its kubeadm's). */
   components?: Partial<Record<ControlPlaneManifest, string>>;
   latencies?: Latencies;
@@ -106,6 +110,8 @@ export interface HostSimulator {
   setFault(host: string, fault: Fault): void;
   /** Removes command faults and ends a `refuse` early; a rotated key stays rotated. */
   clearFaults(host: string): void;
+  /** The faults in effect on `host` now: the armed command faults and a `refuse` not yet over (its seconds left). */
+  activeFaults(host: string): (ArmedFault | { fault: Extract<Fault, { kind: 'refuse' }>; secondsLeft: number })[];
   commandLog(host: string): CommandLogEntry[];
   /** Tells the kubelet model what the host's /etc/kubernetes/manifests holds now; resolves once the static pods follow. */
   noticeManifests(host: string): Promise<void>;
@@ -138,6 +144,8 @@ interface Running {
   endpoint: HostEndpoint;
   publicKey: string;
   refuseTimer?: NodeJS.Timeout;
+  /** The `refuse` in effect, until when (ms since the epoch). */
+  refused?: { fault: Extract<Fault, { kind: 'refuse' }>; until: number };
   isNew: boolean;
 }
 
@@ -173,6 +181,7 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
     const keys = ensureHostKey(store.dir, spec.name);
     const machine = new HostMachine(store, {
       repository: spec.repository,
+      otherRepositories: otherRepositories(spec.packageManager ?? 'apt', spec.sources ?? []),
       packageManager: spec.packageManager ?? 'apt',
       latencies: spec.latencies ?? {},
       user,
@@ -231,11 +240,18 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
   const setFault = (host: string, fault: Fault): void => {
     const r = get(host);
     validateFault(fault);
-    if (isCommandFault(fault)) r.machine.faults.add(fault);
-    else if (fault.kind === 'refuse') {
+    if (isCommandFault(fault)) {
+      const problem = unmatchableFault(fault, (program) => lookupCommand(program, r.machine.config.packageManager) !== undefined);
+      if (problem) throw new Error(problem);
+      r.machine.faults.add(fault);
+    } else if (fault.kind === 'refuse') {
       clearTimeout(r.refuseTimer);
       r.endpoint.takeOffline('refuse');
-      r.refuseTimer = setTimeout(() => r.endpoint.bringOnline('refuse'), fault.seconds * 1000);
+      r.refused = { fault, until: Date.now() + fault.seconds * 1000 };
+      r.refuseTimer = setTimeout(() => {
+        r.refused = undefined;
+        r.endpoint.bringOnline('refuse');
+      }, fault.seconds * 1000);
     } else {
       const pair = rotateHostKey(r.machine.store.dir, host);
       r.publicKey = pair.publicKey;
@@ -265,9 +281,18 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
     clientKeyPath: clientKey.privateKeyPath,
     user,
     setFault,
+    activeFaults(host) {
+      const r = get(host);
+      const refused =
+        r.refused && r.refused.until > Date.now()
+          ? [{ fault: r.refused.fault, secondsLeft: Math.ceil((r.refused.until - Date.now()) / 1000) }]
+          : [];
+      return [...r.machine.faults.list(), ...refused];
+    },
     clearFaults(host) {
       const r = get(host);
       r.machine.faults.clear();
+      r.refused = undefined;
       clearTimeout(r.refuseTimer);
       r.endpoint.bringOnline('refuse');
     },

@@ -12,6 +12,11 @@
 //   fetches on every command, which nothing here can tell apart.
 // - Package versions are `VERSION-RELEASE`; pkgs.k8s.io's builds (openSUSE Build Service) carry the
 //   release `150500.1.1` (kubeadm-1.32.4-150500.1.1.x86_64.rpm).
+// - Other repositories beside it (Docker's docker-ce.repo, CRI-O's addon repository, a company
+//   mirror): served (none of the Kubernetes packages) or 404 as the description says. With
+//   `skip_if_unavailable` on (`--setopt=*.skip_if_unavailable=True`, or in the section) dnf 4 reports
+//   each that fails ("Failed to download metadata for repo 'ID'"), names them in "Ignoring
+//   repositories: …" and goes on without them.
 // Not modelled: gpg checks (the key is never fetched), dnf's metadata_expire and `dnf clean`,
 // versionlock, modules, several baseurls or mirrorlists in one section, variables such as $basearch.
 // Sources: kubernetes.io "Installing kubeadm" and "Upgrading kubeadm clusters" (the file, the sed of
@@ -19,7 +24,7 @@
 // (exclude/excludepkgs, enabled, skip_if_unavailable); dnf(8) (--disableexcludes, --repofrompath,
 // --repo, --showduplicates, list's sections); yum.conf(5) for the .repo file's INI format.
 import semver from 'semver';
-import type { RepositoryLayout } from './apt-archive.js';
+import { repositoryKey, type OtherRepository, type RepositoryLayout } from './apt-archive.js';
 
 /** The package tools of a host: Debian's (apt, dpkg) or the RHEL family's (dnf, rpm). */
 export const PACKAGE_MANAGERS = ['apt', 'dnf'] as const;
@@ -59,11 +64,17 @@ export function repoFileFor(layout: RepositoryLayout, version: string): string {
 }
 
 /** rpm versions (`1.32.4-150500.1.1`) the archive serves at `baseurl`; undefined: 404. */
-export function rpmArchiveOffers(archive: readonly string[], baseurl: string): string[] | undefined {
-  const base = (baseurl.endsWith('/') ? baseurl : `${baseurl}/`).replace(/^([a-z+]+:\/\/)[^/@]+@/, '$1');
+export function rpmArchiveOffers(
+  archive: readonly string[],
+  baseurl: string,
+  others: readonly OtherRepository[] = [],
+): string[] | undefined {
+  const base = repositoryKey(baseurl);
   const minor = /^https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v(\d+\.\d+)\/rpm\/$/.exec(base)?.[1];
   const versions = base === LOCAL_MIRROR ? archive : minor ? archive.filter((v) => minorOf(v) === minor) : [];
-  return versions.length ? [...new Set(versions.map(toRpmVersion))] : undefined;
+  if (versions.length) return [...new Set(versions.map(toRpmVersion))];
+  // Another repository the description names: served (none of the Kubernetes packages) or 404.
+  return others.some((o) => o.served && repositoryKey(o.url) === base) ? [] : undefined;
 }
 
 /** One section of a .repo file, as dnf reads it. */
@@ -74,6 +85,8 @@ export interface RepoSection {
   enabled: boolean;
   /** `exclude=` / `excludepkgs=`: package name globs, space or comma separated. */
   exclude: string[];
+  /** `skip_if_unavailable=` of the section, when set. */
+  skipIfUnavailable?: boolean;
 }
 
 /** The sections of a .repo file, or dnf's complaint about a line it cannot parse. */
@@ -95,6 +108,7 @@ export function parseRepoFile(file: string, text: string): RepoSection[] | strin
     if (key === 'baseurl') current.baseurl = value.split(/[\s,]+/)[0];
     else if (key === 'enabled') current.enabled = !/^(0|false|no|off)$/i.test(value);
     else if (key === 'exclude' || key === 'excludepkgs') current.exclude.push(...value.split(/[\s,]+/).filter(Boolean));
+    else if (key === 'skip_if_unavailable') current.skipIfUnavailable = /^(1|true|yes|on)$/i.test(value);
   }
   return sections;
 }

@@ -11,12 +11,21 @@ import { failureChain, judgeVersionHistory } from '../helpers/upgrade-evidence.j
 import { simWorker } from '../helpers/workers.js';
 import { startClusterWorld } from '../helpers/sim-world.js';
 
+const DOCKER_REPO =
+  '[docker-ce-stable]\\nname=Docker CE Stable\\nbaseurl=https://download.docker.com/linux/rhel/9/x86_64/stable\\nenabled=1\\ngpgcheck=1\\n';
+const CRIO_REPO = '[cri-o]\\nname=CRI-O\\nbaseurl=https://pkgs.k8s.io/addons:/cri-o:/stable:/v1.33/rpm/\\nenabled=1\\n';
+const NEIGHBOURS = ['docker-ce.repo', 'cri-o.repo'];
+
 // RHEL-family nodes set up by kubernetes.io's guide: kubernetes.repo at v1.32, its exclude= as the hold.
 const LAB = `
 name: rhel
 version: 1.32.4
 packageManager: dnf
 repository: [1.32.4, 1.33.0, 1.33.7, 1.34.2]
+# Ordinary hosts (issue 35): Docker's repository and CRI-O's addon repository beside Kubernetes', both served.
+sources:
+  - {file: docker-ce.repo, text: "${DOCKER_REPO}"}
+  - {file: cri-o.repo, text: "${CRIO_REPO}"}
 nodes:
   - {name: cp, role: control-plane, count: 2}
   - {name: worker, role: worker, count: 3}
@@ -36,6 +45,10 @@ describe("e2e: a dnf-based cluster 1.32 → 1.33, each node's kubernetes.repo sw
   });
 
   it('upgrades every node with dnf, the skew policy held in every state, every .repo at v1.33 with its exclude kept', async () => {
+    const onHost = (node: string, file: string) =>
+      readFileSync(join(tc.sim.stateDir, 'hosts', node, 'root', '/etc/yum.repos.d', file), 'utf8');
+    const neighbours = (node: string) => NEIGHBOURS.map((f) => onHost(node, f));
+    const before = Object.fromEntries(['cp-1', 'worker-1'].map((n) => [n, neighbours(n)]));
     const taskQueue = uniqueTaskQueue('rhel');
     const worker = await simWorker(env, tc.clustersDir, taskQueue);
     const status = await worker
@@ -80,6 +93,11 @@ describe("e2e: a dnf-based cluster 1.32 → 1.33, each node's kubernetes.repo sw
         c.includes('sed -i s,/core:/stable:/v1.32/,/core:/stable:/v1.33/,g /etc/yum.repos.d/kubernetes.repo'),
       );
       assert.ok(sed >= 0 && sed < commands.findIndex((c) => /dnf install/.test(c)), `${node}: ${commands.join('\n')}`);
+      // The hop's refresh fetched the kubernetes repository alone.
+      const refreshes = commands.filter((c) => /^sudo -n dnf makecache/.test(c));
+      assert.ok(refreshes.length >= 1 && refreshes.every((c) => c.endsWith(' --repo=kubernetes')), refreshes.join('\n'));
     }
+    for (const node of ['cp-1', 'worker-1'])
+      assert.deepEqual(neighbours(node), before[node], `${node}: the neighbours' .repo files as they were`);
   });
 });

@@ -17,6 +17,7 @@ import type { Simulation } from '../../sim/simulation.js';
  */
 const PROBE_DIR = '/tmp/skewless-apt-probe-[0-9a-f-]{36}';
 const PROBE_APT = `-o Dir::Etc::SourceList=${PROBE_DIR}/sources\\.list -o Dir::Etc::SourceParts=- -o Dir::State::Lists=${PROBE_DIR}/lists -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=`;
+const SOURCES_DIR = '/tmp/skewless-sources-probe-[0-9a-f-]{36}';
 export const READ_ONLY_HOST_COMMANDS: readonly RegExp[] = [
   /^apt-cache (madison|policy)( (kubeadm|kubelet|kubectl))+$/,
   /^apt-mark showhold$/,
@@ -26,6 +27,16 @@ export const READ_ONLY_HOST_COMMANDS: readonly RegExp[] = [
   new RegExp(`^DEBIAN_FRONTEND=noninteractive apt-get update -q ${PROBE_APT}$`),
   new RegExp(`^apt-cache ${PROBE_APT} madison kubeadm$`),
   new RegExp(`^rm -rf ${PROBE_DIR}$`),
+  // The readiness report's look at a node's other package sources (activities/readiness/other-sources.ts):
+  // a full refresh as the SSH user into a directory of its own under /tmp, removed; the source files read.
+  new RegExp(`^mkdir -p ${SOURCES_DIR}/lists$`),
+  new RegExp(
+    `^DEBIAN_FRONTEND=noninteractive apt-get update -q -o Dir::State::Lists=${SOURCES_DIR}/lists -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=$`,
+  ),
+  new RegExp(`^dnf makecache -q --setopt=cachedir=${SOURCES_DIR} '--setopt=\\*\\.skip_if_unavailable=True'$`),
+  new RegExp(`^rm -rf ${SOURCES_DIR}$`),
+  /^ls -1 \/etc\/(apt\/sources\.list\.d|yum\.repos\.d)$/,
+  /^cat \/etc\/(apt\/sources\.list(\.d\/[\w.-]+\.list)?|yum\.repos\.d\/[\w.-]+\.repo)$/,
   // The readiness report (issue 21): reads that need root, because what they read is root's alone
   // (the PKI under /etc/kubernetes/pki, the apiserver's audit log, written 0600).
   /^stat -fc %T \/sys\/fs\/cgroup\/$/,

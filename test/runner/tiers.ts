@@ -50,6 +50,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/parsers.test.ts',
       'test/activities/readiness-parsers.test.ts',
       'test/activities/kubernetes-repository-parser.test.ts',
+      'test/activities/refresh-failures-parser.test.ts',
       'test/sim/free-port.test.ts',
       'test/sim/description.test.ts',
       'test/sim/etcd-members.test.ts',
@@ -80,6 +81,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/docs/exit-status.test.ts',
       'test/deploy/workflow-bundle.test.ts',
       'test/metrics/telemetry-config.test.ts',
+      'test/rules/readiness-other-sources.test.ts',
       'test/rules/drain-filters.test.ts',
       'test/rules/fleet-spec.test.ts',
       'test/rules/readiness-finding.test.ts',
@@ -133,6 +135,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/host-activities.test.ts',
       'test/activities/package-repository.test.ts',
       'test/activities/package-repository-dnf.test.ts',
+      'test/activities/package-repository-sources.test.ts',
       // the rest
       'test/activities/drain-pdb-gate.test.ts',
       'test/activities/drain-pdb-budget.test.ts',

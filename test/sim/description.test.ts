@@ -130,3 +130,76 @@ ${nodes}
     });
   }
 });
+
+describe('the simulation description: the sources beside Kubernetes and the holds of a host', () => {
+  it('examples/other-sources.yaml loads: the cluster-wide sources for each node unless it has its own; holds as given', () => {
+    const d = readDescription(join(repoRoot, 'examples', 'other-sources.yaml'));
+    const of = (name: string) => d.nodes.find((n) => n.name === name)!;
+    assert.deepEqual(
+      of('cp').sources.map((s) => [s.file, s.broken ?? false]),
+      [
+        ['docker.list', false],
+        ['cri-o.list', false],
+      ],
+    );
+    assert.deepEqual(
+      of('worker-1').sources.map((s) => [s.file, s.broken ?? false]),
+      [
+        ['docker.list', true],
+        ['company.list', false],
+      ],
+    );
+    assert.match(of('worker-1').sources[0]!.text, /bookworm stable\n$/);
+    assert.deepEqual(of('worker-2').holds, ['kubelet']);
+    assert.equal(of('cp').holds, undefined, 'absent: the guide’s three');
+  });
+
+  const refusals: [string, string, RegExp][] = [
+    [
+      'apt',
+      'sources: [{file: docker.repo, text: "deb https://x.invalid/ bookworm stable"}]',
+      /^sources\[0\]: file must be a file name ending in \.list/,
+    ],
+    [
+      'apt',
+      'sources: [{file: kubernetes.list, text: "deb https://x.invalid/ /"}]',
+      /kubernetes\.list is the Kubernetes source the simulation writes itself/,
+    ],
+    [
+      'apt',
+      'sources: [{file: d.list, text: "deb https://x.invalid/ bookworm"}]',
+      /^sources\[0\]: E: Malformed entry 1 in list file \/etc\/apt\/sources\.list\.d\/d\.list \(absolute Suite Component\)$/,
+    ],
+    ['apt', 'sources: [{file: d.list, text: "deb https://x.invalid/ /", broken: yes}]', /broken must be true or false/],
+    ['apt', 'sources: [{file: d.list, text: "deb https://x.invalid/ /", url: x}]', /sources\[0\]\.url is not a key of a source/],
+    [
+      'dnf',
+      'packageManager: dnf\nsources: [{file: d.repo, text: "[d]\\nname=d\\n"}]',
+      /text names no repository \(a section with baseurl=\)/,
+    ],
+    [
+      'dnf',
+      'packageManager: dnf\nsources: [{file: d.list, text: "deb https://x.invalid/ /"}]',
+      /ending in \.repo \(dnf reads only those\)/,
+    ],
+  ];
+  for (const [manager, extra, message] of refusals) {
+    it(`refuses ${manager}'s ${extra.split('\n').at(-1)} in one line`, () => {
+      assert.throws(
+        () => parseDescription(cluster(extra)),
+        (err: Error) => err instanceof DescriptionError && message.test(err.message) && !err.message.includes('\n'),
+      );
+    });
+  }
+
+  it('refuses holds that are not package names, and a dnf host holding some but not all', () => {
+    const node = (holds: string, manager = '') =>
+      `name: d\nversion: 1.32.13\n${manager}\nnodes:\n  - {name: cp, role: control-plane, holds: ${holds}}\n`;
+    assert.throws(() => parseDescription(node('[containerd]')), /nodes\[0\]\.holds\[0\] must be one of kubeadm, kubelet, kubectl/);
+    assert.throws(
+      () => parseDescription(node('[kubelet]', 'packageManager: dnf')),
+      /a dnf host holds all of kubeadm, kubelet, kubectl .* or none/,
+    );
+    assert.deepEqual(parseDescription(node('[]', 'packageManager: dnf')).nodes[0]!.holds, []);
+  });
+});

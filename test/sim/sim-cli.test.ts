@@ -74,7 +74,19 @@ describe('skewless-sim up / down', () => {
     assert.deepEqual(nodes.trim().split('\n').sort(), ['node/cp', 'node/w-1', 'node/w-2']);
     assert.ok(processesMentioning(state).length >= 5, 'etcd, apiserver, controller-manager, scheduler, kwok and the daemon run');
 
-    assert.equal(sim(['status', '--state', state]).status, 0);
+    const quiet = sim(['status', '--state', state]);
+    assert.equal(quiet.status, 0);
+    assert.match(quiet.stdout, /^faults in effect: none$/m);
+    // A fault that can never match (no such program on the host) is refused in one line; status lists the armed ones.
+    const never = sim(['fault', 'w-1', '--set', '{"kind":"fail","command":"apt update"}', '--state', state]);
+    assert.equal(never.status, 2);
+    assert.equal(never.stderr.trim().split('\n').length, 1, never.stderr);
+    assert.match(never.stderr, /can never match: the host has no program 'apt'/);
+    assert.equal(sim(['fault', 'w-1', '--set', '{"kind":"fail","command":"apt-get update","times":2}', '--state', state]).status, 0);
+    const armed = sim(['status', '--state', state]).stdout;
+    assert.match(armed, /^faults in effect:\n {2}w-1: \{"kind":"fail","command":"apt-get update","times":2\} \(2 more runs\)$/m);
+    assert.equal(sim(['fault', 'w-1', '--clear', '--state', state]).status, 0);
+    assert.match(sim(['status', '--state', state]).stdout, /^faults in effect: none$/m);
     // A machine while it runs (blue/green): a host and a Ready Node, listed by status, then gone.
     const created = sim(['machine', 'create', 'g-1', '--version', '1.34.2', '--labels', 'skewless.io/pool=green', '--state', state]);
     assert.equal(created.status, 0, created.stderr);

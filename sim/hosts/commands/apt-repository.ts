@@ -6,7 +6,7 @@ import { posix } from 'node:path';
 import {
   archiveOffers,
   comparePackageVersions,
-  listsFileName,
+  listsFileNames,
   packagesIndex,
   parseSources,
   sortNewestFirst,
@@ -28,14 +28,24 @@ export interface AptDirs {
   /** undefined: `Dir::Etc::SourceParts=-` (none). */
   sourceParts: string | undefined;
   lists: string;
+  /**
+   * APT::Get::List-Cleanup (default on): an update removes the lists of sources it did not read.
+   * apt.conf(5): "The only reason to turn it off is if you frequently change your sources list".
+   */
+  listCleanup: boolean;
 }
 
+/** apt's FindFile: a value not starting with `/` is relative to its parent directory (`Dir::Etc` is /etc/apt/). */
+const underDir = (parent: string, value: string): string => (value.startsWith('/') ? value : posix.join(parent, value));
+
 export function aptDirs(options: AptOptions): AptDirs {
-  const parts = options.get('dir::etc::sourceparts') ?? '/etc/apt/sources.list.d';
+  const parts = options.get('dir::etc::sourceparts') ?? 'sources.list.d';
+  const cleanup = options.get('apt::get::list-cleanup');
   return {
-    sourceList: options.get('dir::etc::sourcelist') ?? '/etc/apt/sources.list',
-    sourceParts: parts === '-' || parts === '/dev/null' || parts === '' ? undefined : parts,
-    lists: options.get('dir::state::lists') ?? '/var/lib/apt/lists',
+    sourceList: underDir('/etc/apt', options.get('dir::etc::sourcelist') ?? 'sources.list'),
+    sourceParts: parts === '-' || parts === '/dev/null' || parts === '' ? undefined : underDir('/etc/apt', parts),
+    lists: underDir('/var/lib/apt', options.get('dir::state::lists') ?? 'lists'),
+    listCleanup: cleanup === undefined || !/^(0|false|no|off)$/i.test(cleanup),
   };
 }
 
@@ -79,10 +89,12 @@ export interface Offer {
 export function offers(machine: HostMachine, dirs: AptDirs, sources: readonly SourceEntry[], name: string): Offer[] {
   const found: Offer[] = [];
   for (const entry of sources) {
-    const file = machine.hostPath(posix.join(dirs.lists, listsFileName(entry)));
-    if (!isFile(file)) continue;
-    for (const version of versionsInIndex(readFileSync(file, 'utf8'), name)) {
-      if (!found.some((o) => o.version === version)) found.push({ version, entry });
+    for (const list of listsFileNames(entry)) {
+      const file = machine.hostPath(posix.join(dirs.lists, list));
+      if (!isFile(file)) continue;
+      for (const version of versionsInIndex(readFileSync(file, 'utf8'), name)) {
+        if (!found.some((o) => o.version === version)) found.push({ version, entry });
+      }
     }
   }
   return found.sort((a, b) => comparePackageVersions(b.version, a.version));
@@ -124,38 +136,46 @@ export function candidateVersion(machine: HostMachine, name: string, installed: 
 
 export interface UpdateResult {
   lines: string[];
-  /** `E:`/`N:` lines of sources that failed (a 404): the update then exits 100. */
+  /** `E:`/`N:` lines of sources that failed (a 404), one `E:` per source: the update then exits 100. */
   errors: string[];
 }
 
 /**
- * `apt-get update`: each source's index fetched from the archive into the lists directory, the
- * lists of sources no longer configured removed (APT::Get::List-Cleanup). A source the archive does
- * not have answers 404 and keeps no lists.
+ * `apt-get update`: each source's index fetched from the archive into the lists directory, and
+ * (APT::Get::List-Cleanup, on unless turned off) the lists of sources it did not read removed. A
+ * source the archive does not have answers 404, keeps no lists and gets its own `E:` line, as apt
+ * prints it: `E: The repository 'URI SUITE Release' does not have a Release file.`; the other
+ * sources are fetched all the same.
  */
 export function updateLists(machine: HostMachine, dirs: AptDirs, sources: readonly SourceEntry[]): UpdateResult {
   const listsDir = machine.hostPath(dirs.lists);
   mkdirSync(listsDir, { recursive: true });
-  const lines = ['Hit:1 http://deb.debian.org/debian bookworm InRelease'];
+  const lines: string[] = [];
   const errors: string[] = [];
   const kept = new Set<string>();
-  sources.forEach((entry, i) => {
+  let item = 0;
+  for (const entry of sources) {
     const label = sourceLabel(entry);
-    const versions = archiveOffers(machine.config.repository, entry.uri);
-    const name = listsFileName(entry);
+    const versions = archiveOffers(machine.config.repository, entry.uri, machine.config.otherRepositories);
     if (!versions) {
-      lines.push(`Ign:${i + 2} ${label}InRelease`, `Err:${i + 2} ${label}Release`, '  404  Not Found [IP: 34.107.204.206 443]');
+      lines.push(`Ign:${++item} ${label}InRelease`, `Err:${++item} ${label}Release`, '  404  Not Found [IP: 34.107.204.206 443]');
       errors.push(`E: The repository '${label}Release' does not have a Release file.`);
-      return;
+      continue;
     }
-    kept.add(name);
-    const file = posix.join(listsDir, name);
     const index = packagesIndex(versions);
-    const fresh = !isFile(file) || readFileSync(file, 'utf8') !== index;
-    lines.push(fresh ? `Get:${i + 2} ${label}InRelease [1,189 B]` : `Hit:${i + 2} ${label}InRelease`);
-    if (fresh) writeFileSync(file, index);
-  });
-  for (const name of readdirSync(listsDir)) if (name.endsWith('_Packages') && !kept.has(name)) rmSync(posix.join(listsDir, name));
+    let fresh = false;
+    for (const name of listsFileNames(entry)) {
+      kept.add(name);
+      const file = posix.join(listsDir, name);
+      if (isFile(file) && readFileSync(file, 'utf8') === index) continue;
+      fresh = true;
+      writeFileSync(file, index);
+    }
+    lines.push(fresh ? `Get:${++item} ${label}InRelease [1,189 B]` : `Hit:${++item} ${label}InRelease`);
+  }
+  if (dirs.listCleanup) {
+    for (const name of readdirSync(listsDir)) if (name.endsWith('_Packages') && !kept.has(name)) rmSync(posix.join(listsDir, name));
+  }
   lines.push('Reading package lists...');
   if (errors.length)
     errors.push(

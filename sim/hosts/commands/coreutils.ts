@@ -1,9 +1,9 @@
 // Small file helpers the product may need around a backup (`mkdir -p`, `test -f`, `sha256sum`,
-// `stat -c %s`, `rm -f`, `cat`, `chown`, `mv`), working on the host root, with GNU coreutils' messages. A path
+// `stat -c %s`, `rm -f`, `cat`, `chown`, `mv`) and to find a node's package source files (`ls -1 DIR`), working on the host root, with GNU coreutils' messages. A path
 // outside the root throws HostPathError, which the runner reports. Reads follow the file's mode and
 // owner (HostMachine.mayRead): the login user cannot read a root-owned 0600 file without sudo.
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, mkdirSync, renameSync, rmSync, statSync, readFileSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, readFileSync } from 'node:fs';
 import { posix } from 'node:path';
 import { fail, print, type CommandContext, type CommandOutcome } from './command.js';
 
@@ -41,6 +41,25 @@ export async function cat(ctx: CommandContext): Promise<CommandOutcome> {
     else ctx.out(readFileSync(ctx.machine.hostPath(p), 'utf8'));
   }
   return code;
+}
+
+/** `ls -1 DIR`: the directory's names, one a line, sorted, without dot files (GNU ls's messages, exit 2). */
+export async function ls(ctx: CommandContext): Promise<CommandOutcome> {
+  const [flag, dir, ...extra] = ctx.argv.slice(1);
+  if (flag !== '-1' || dir === undefined || extra.length)
+    return fail(ctx, `sim: ls ${ctx.argv.slice(1).join(' ')} is not simulated (only ls -1 DIR)`, 2);
+  const st = statOf(ctx.machine.hostPath(dir));
+  if (!st) return fail(ctx, `ls: cannot access '${dir}': No such file or directory`, 2);
+  if (!st.isDirectory()) {
+    print(ctx, dir);
+    return 0;
+  }
+  if (!ctx.machine.mayRead(dir, ctx.root)) return fail(ctx, `ls: cannot open directory '${dir}': Permission denied`, 2);
+  const names = readdirSync(ctx.machine.hostPath(dir))
+    .filter((n) => !n.startsWith('.'))
+    .sort();
+  if (names.length) print(ctx, ...names);
+  return 0;
 }
 
 export async function test(ctx: CommandContext): Promise<CommandOutcome> {

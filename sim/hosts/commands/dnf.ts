@@ -33,6 +33,8 @@ interface Options {
   disable: string[];
   /** `--setopt=reposdir=DIR[,DIR]`: where the .repo files are read from instead of /etc/yum.repos.d. */
   reposdir: string[];
+  /** `--setopt=skip_if_unavailable=…` (main) and `--setopt=<repoid glob>.skip_if_unavailable=…`, in order. */
+  skipIfUnavailable: { repo: string | undefined; on: boolean }[];
   words: string[];
 }
 
@@ -49,6 +51,7 @@ function parseOptions(args: readonly string[]): Options | string {
     enable: [],
     disable: [],
     reposdir: [REPOS_DIR],
+    skipIfUnavailable: [],
     words: [],
   };
   for (let i = 0; i < args.length; i++) {
@@ -69,8 +72,12 @@ function parseOptions(args: readonly string[]): Options | string {
     else if (flag === '--enablerepo') o.enable.push(...list());
     else if (flag === '--disablerepo') o.disable.push(...list());
     else if (flag === '--setopt') {
-      const setting = /^reposdir=(.*)$/.exec(value() ?? '');
-      if (setting) o.reposdir = (setting[1] ?? '').split(',').filter(Boolean); // other settings: accepted, no effect in the model
+      const text = value() ?? '';
+      const setting = /^reposdir=(.*)$/.exec(text);
+      const skip = /^(?:(.+)\.)?skip_if_unavailable=(.*)$/.exec(text);
+      if (setting) o.reposdir = (setting[1] ?? '').split(',').filter(Boolean);
+      else if (skip) o.skipIfUnavailable.push({ repo: skip[1], on: /^(1|true|yes|on)$/i.test(skip[2] ?? '') });
+      // other settings: accepted, no effect in the model
     } else if (flag === '--repofrompath') {
       const spec = value() ?? '';
       const comma = spec.indexOf(',');
@@ -122,18 +129,35 @@ interface Available {
   excluded: boolean;
 }
 
-/** Each enabled repository's metadata, fetched as dnf does; a 404 fails the whole command. */
+/** Whether a repository that fails is skipped: the main setting, then the section's, then `--setopt=<glob>.…` (dnf.conf(5)). */
+function skipsIfUnavailable(repo: RepoSection, o: Options): boolean {
+  let on = o.skipIfUnavailable.filter((s) => s.repo === undefined).at(-1)?.on ?? false;
+  if (repo.skipIfUnavailable !== undefined) on = repo.skipIfUnavailable;
+  for (const s of o.skipIfUnavailable) if (s.repo !== undefined && globMatches(s.repo, repo.id)) on = s.on;
+  return on;
+}
+
+/**
+ * Each enabled repository's metadata, fetched as dnf does; a 404 fails the whole command unless
+ * the repository is skipped if unavailable: then its errors are printed and it is ignored.
+ */
 function loadMetadata(ctx: CommandContext, repos: readonly RepoSection[], o: Options): Available[] | string {
   const available: Available[] = [];
+  const ignored: string[] = [];
   for (const repo of repos) {
-    const versions = repo.baseurl === undefined ? undefined : rpmArchiveOffers(ctx.machine.config.repository, repo.baseurl);
+    const { repository, otherRepositories } = ctx.machine.config;
+    const versions = repo.baseurl === undefined ? undefined : rpmArchiveOffers(repository, repo.baseurl, otherRepositories);
     if (!versions) {
       const url = `${(repo.baseurl ?? '').replace(/\/?$/, '/')}repodata/repomd.xml`.replace(/^([a-z+]+:\/\/)[^/@]+@/, '$1');
-      return [
+      const error = [
         `Errors during downloading metadata for repository '${repo.id}':`,
         `  - Status code: 404 for ${url} (IP: 34.107.204.206)`,
         `Error: Failed to download metadata for repo '${repo.id}': Cannot download repomd.xml: Cannot download repodata/repomd.xml: All mirrors were tried`,
       ].join('\n');
+      if (!skipsIfUnavailable(repo, o)) return error;
+      ctx.err(`${error}\n`);
+      ignored.push(repo.id);
+      continue;
     }
     const excludesOff = o.disableExcludes.includes('all') || o.disableExcludes.includes(repo.id);
     for (const version of versions) {
@@ -142,6 +166,7 @@ function loadMetadata(ctx: CommandContext, repos: readonly RepoSection[], o: Opt
       }
     }
   }
+  if (ignored.length) ctx.err(`Ignoring repositories: ${ignored.join(', ')}\n`);
   return available;
 }
 
@@ -159,13 +184,16 @@ export async function dnf(ctx: CommandContext): Promise<CommandOutcome> {
   const metadata = loadMetadata(ctx, repos, o);
   if (typeof metadata === 'string') return fail(ctx, metadata, 1);
   if (verb === 'makecache') {
-    for (const r of repos) print(ctx, `${r.id.padEnd(40)} 27 kB/s | 9.4 kB     00:00`);
+    for (const r of repos) if (isServed(ctx, r)) print(ctx, `${r.id.padEnd(40)} 27 kB/s | 9.4 kB     00:00`);
     print(ctx, 'Metadata cache created.');
     return 0;
   }
   const usable = metadata.filter((a) => !a.excluded);
   return verb === 'list' ? list(ctx, o, specs, usable) : install(ctx, o, specs, metadata, usable);
 }
+
+const isServed = (ctx: CommandContext, r: RepoSection): boolean =>
+  r.baseurl !== undefined && rpmArchiveOffers(ctx.machine.config.repository, r.baseurl, ctx.machine.config.otherRepositories) !== undefined;
 
 const nevra = (name: string, version: string): string => `${name}-${version}.${ARCH}`;
 

@@ -4,7 +4,7 @@ import { aptGet } from './apt-get.js';
 import { aptMark } from './apt-mark.js';
 import type { CommandHandler } from './command.js';
 import type { PackageManager } from '../rpm-archive.js';
-import { cat, chown, echo, falseCommand, hostname, mkdir, mv, rm, sha256sum, stat, test, trueCommand } from './coreutils.js';
+import { cat, chown, echo, falseCommand, hostname, ls, mkdir, mv, rm, sha256sum, stat, test, trueCommand } from './coreutils.js';
 import { etcdctl, etcdutl } from './etcd.js';
 import { kubeadm } from './kubeadm.js';
 import { kubectl, kubelet } from './kubelet.js';
@@ -36,6 +36,7 @@ export const COMMANDS: ReadonlyMap<string, CommandHandler> = new Map<string, Com
   ['echo', echo],
   ['hostname', hostname],
   ['cat', cat],
+  ['ls', ls],
   ['test', test],
   ['sha256sum', sha256sum],
   ['stat', stat],

@@ -56,7 +56,7 @@ describe('a per-minor package repository on a simulated host, over SSH', () => {
 
     const update = await run(sim, 'w-1', 'sudo apt-get update');
     assert.equal(update.code, 0, update.stderr);
-    assert.match(update.stdout, /^Get:2 https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.33\/deb {2}InRelease/m);
+    assert.match(update.stdout, /^Get:1 https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.33\/deb {2}InRelease/m);
     assert.deepEqual(
       madison((await run(sim, 'w-1', 'apt-cache madison kubeadm')).stdout).map((l) => l.split(' ')[0]),
       ['1.33.7-1.1', '1.33.0-1.1'],
@@ -67,7 +67,7 @@ describe('a per-minor package repository on a simulated host, over SSH', () => {
     assert.equal(install.code, 0, install.stderr);
     assert.equal(sim.state('w-1').packages.kubeadm, '1.33.7-1.1');
     assert.equal(
-      (await run(sim, 'w-1', 'sudo apt-get update')).stdout.includes('Hit:2 https://pkgs.k8s.io/core:/stable:/v1.33/deb  InRelease'),
+      (await run(sim, 'w-1', 'sudo apt-get update')).stdout.includes('Hit:1 https://pkgs.k8s.io/core:/stable:/v1.33/deb  InRelease'),
       true,
       'a second update finds it current',
     );
@@ -137,5 +137,73 @@ describe('a per-minor package repository on a simulated host, over SSH', () => {
       assert.equal(r.code, 100, command);
       assert.equal(r.stderr, `E: Malformed entry 1 in list file ${LIST} (Suite)\nE: The list of sources could not be read.\n`, command);
     }
+  });
+});
+
+/** An ordinary host: Docker's source (a distribution with a component), CRI-O's addon repository, a company mirror. */
+describe('other sources beside Kubernetes on a simulated apt host', () => {
+  const DOCKER = 'deb [arch=amd64 signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/debian bookworm stable';
+  const CRIO = 'deb [signed-by=/etc/apt/keyrings/cri-o-apt-keyring.gpg] https://pkgs.k8s.io/addons:/cri-o:/stable:/v1.33/deb/ /';
+  const MIRROR = 'deb http://mirror.example.invalid/debian bookworm main contrib';
+  const withSources = (t: TestContext, dockerBroken: boolean) =>
+    startTestSim(t, {
+      hosts: [
+        hostSpec('w-1', 'worker', {
+          packageRepository: 'per-minor',
+          sources: [
+            { file: 'docker.list', text: `${DOCKER}\n`, ...(dockerBroken ? { broken: true } : {}) },
+            { file: 'cri-o.list', text: `${CRIO}\n` },
+            { file: 'company.list', text: `${MIRROR}\n`, broken: true },
+          ],
+        }),
+      ],
+    });
+  const DOCKER_LISTS = '/var/lib/apt/lists/download.docker.com_linux_debian_dists_bookworm_stable_binary-amd64_Packages';
+
+  it('a full update fetches the served ones, keeps going past each 404 and names every failing source as apt does, exit 100', async (t) => {
+    const { sim, stateDir } = await withSources(t, true);
+    assert.equal(existsSync(onHost(stateDir, 'w-1', '/etc/apt/sources.list.d/docker.list')), true);
+    const update = await run(sim, 'w-1', 'sudo apt-get update');
+    assert.equal(update.code, 100);
+    assert.match(update.stdout, /^Err:\d+ http:\/\/mirror\.example\.invalid\/debian bookworm Release\n {2}404 {2}Not Found/m);
+    assert.match(update.stdout, /^(Get|Hit):\d+ https:\/\/pkgs\.k8s\.io\/addons:\/cri-o:\/stable:\/v1\.33\/deb {2}InRelease/m);
+    assert.match(update.stdout, /^(Get|Hit):\d+ https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.32\/deb {2}InRelease/m);
+    const errors = update.stderr.split('\n').filter((l) => l.startsWith('E: '));
+    assert.deepEqual(errors, [
+      "E: The repository 'http://mirror.example.invalid/debian bookworm Release' does not have a Release file.",
+      "E: The repository 'https://download.docker.com/linux/debian bookworm Release' does not have a Release file.",
+    ]);
+    assert.deepEqual(madison((await run(sim, 'w-1', 'apt-cache madison kubeadm')).stdout), [
+      '1.32.4-1.1 https://pkgs.k8s.io/core:/stable:/v1.32/deb  Packages',
+    ]);
+  });
+
+  it("an update reading kubernetes.list alone (Dir::Etc::sourcelist relative to /etc/apt) succeeds; List-Cleanup=0 keeps the others' lists", async (t) => {
+    const { sim, stateDir } = await withSources(t, true);
+    const crioLists = onHost(stateDir, 'w-1', '/var/lib/apt/lists/pkgs.k8s.io_addons:_cri-o:_stable:_v1.33_deb_Packages');
+    assert.equal(existsSync(crioLists), true, 'seeded as after the last update');
+    const only = '-o Dir::Etc::sourcelist=sources.list.d/kubernetes.list -o Dir::Etc::sourceparts=-';
+    const kept = await run(sim, 'w-1', `sudo apt-get update ${only} -o APT::Get::List-Cleanup=0`);
+    assert.equal(kept.code, 0, kept.stderr);
+    assert.deepEqual(
+      kept.stdout.split('\n').filter((l) => /^(Get|Hit|Err|Ign):/.test(l)),
+      ['Hit:1 https://pkgs.k8s.io/core:/stable:/v1.32/deb  InRelease'],
+      'only the Kubernetes source is read',
+    );
+    assert.equal(existsSync(crioLists), true, 'List-Cleanup=0 leaves the lists of the sources not read');
+    const cleaned = await run(sim, 'w-1', `sudo apt-get update ${only}`);
+    assert.equal(cleaned.code, 0, cleaned.stderr);
+    assert.equal(existsSync(crioLists), false, 'without it apt erases the lists of the sources it did not read, as obsolete');
+  });
+
+  it('a served Docker source has lists for its component, offering none of the Kubernetes packages', async (t) => {
+    const { sim, stateDir } = await withSources(t, false);
+    assert.equal(existsSync(onHost(stateDir, 'w-1', DOCKER_LISTS)), true);
+    const update = await run(sim, 'w-1', 'sudo apt-get update');
+    assert.match(update.stdout, /^Hit:\d+ https:\/\/download\.docker\.com\/linux\/debian bookworm InRelease$/m);
+    assert.deepEqual(
+      update.stderr.split('\n').filter((l) => l.startsWith('E: ')),
+      ["E: The repository 'http://mirror.example.invalid/debian bookworm Release' does not have a Release file."],
+    );
   });
 });

@@ -124,3 +124,60 @@ describe('a per-minor rpm repository on a simulated RHEL-family host, over SSH',
     assert.match(r.stderr, /Permission denied: '\/etc\/yum\.repos\.d\/kubernetes\.repo'/);
   });
 });
+
+describe('other repositories beside Kubernetes on a simulated RHEL-family host', () => {
+  const DOCKER = [
+    '[docker-ce-stable]',
+    'name=Docker CE Stable',
+    'baseurl=https://download.docker.com/linux/rhel/9/x86_64/stable',
+    'enabled=1',
+    'gpgcheck=1',
+    'gpgkey=https://download.docker.com/linux/rhel/gpg',
+    '',
+  ].join('\n');
+  const CRIO = '[cri-o]\nname=CRI-O\nbaseurl=https://pkgs.k8s.io/addons:/cri-o:/stable:/v1.33/rpm/\nenabled=1\n';
+  const start = (t: TestContext, dockerBroken: boolean) =>
+    startSim(t, {
+      hosts: [
+        hostSpec('w-1', 'worker', {
+          packageRepository: 'per-minor',
+          packageManager: 'dnf',
+          sources: [
+            { file: 'docker-ce.repo', text: DOCKER, ...(dockerBroken ? { broken: true } : {}) },
+            { file: 'cri-o.repo', text: CRIO },
+          ],
+        }),
+      ],
+    });
+
+  it('a broken one fails every command that loads it, naming its id, unless --repo leaves it out or it is skipped if unavailable', async (t) => {
+    const { sim, stateDir } = await start(t, true);
+    assert.equal(readFileSync(onHost(stateDir, 'w-1', '/etc/yum.repos.d/docker-ce.repo'), 'utf8'), DOCKER);
+    const all = await run(sim, 'w-1', 'sudo dnf makecache -q');
+    assert.equal(all.code, 1);
+    assert.match(all.stderr, /^Error: Failed to download metadata for repo 'docker-ce-stable': /m);
+    assert.match(all.stderr, /Status code: 404 for https:\/\/download\.docker\.com\/linux\/rhel\/9\/x86_64\/stable\/repodata\/repomd\.xml/);
+    const alone = await run(sim, 'w-1', 'sudo dnf makecache -q --repo=kubernetes');
+    assert.equal(alone.code, 0, alone.stderr);
+    const skipped = await run(sim, 'w-1', "dnf makecache -q '--setopt=*.skip_if_unavailable=True'");
+    assert.equal(skipped.code, 0, skipped.stderr);
+    assert.match(skipped.stderr, /^Error: Failed to download metadata for repo 'docker-ce-stable'/m);
+    assert.match(skipped.stderr, /^Ignoring repositories: docker-ce-stable$/m);
+    assert.match(skipped.stdout, /^cri-o\s/m);
+  });
+
+  it('served ones load, offering none of the Kubernetes packages', async (t) => {
+    const { sim } = await start(t, false);
+    const all = await run(sim, 'w-1', 'sudo dnf makecache -q');
+    assert.equal(all.code, 0, all.stderr);
+    assert.deepEqual(
+      all.stdout
+        .split('\n')
+        .filter((l) => /kB\/s/.test(l))
+        .map((l) => l.split(/\s+/)[0]),
+      ['cri-o', 'docker-ce-stable', 'kubernetes'],
+    );
+    const list = await run(sim, 'w-1', 'dnf list --showduplicates --disableexcludes=all kubeadm');
+    assert.doesNotMatch(list.stdout, /docker-ce-stable|cri-o/);
+  });
+});

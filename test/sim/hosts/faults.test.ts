@@ -44,6 +44,31 @@ describe('faults injected into a simulated host, seen by an SSH client', () => {
     assert.equal((await run(sim, 'w-1', 'kubeadm version -o short')).code, 0);
   });
 
+  it('a command fault that can never match is refused in one line; the active ones are listed with the runs they have left', async (t) => {
+    const { sim } = await startTestSim(t, { hosts: [hostSpec('w-1', 'worker')] });
+    for (const [command, program] of [
+      ['apt update', 'apt'],
+      ['sudo -n dnf makecache', 'dnf'],
+    ]) {
+      assert.throws(
+        () => sim.setFault('w-1', { kind: 'fail', command: command! }),
+        (err: Error) =>
+          err.message ===
+          `sim: fault fail: command ${JSON.stringify(command)} can never match: the host has no program '${program}' (commands.log shows what it runs)`,
+      );
+    }
+    assert.deepEqual(sim.activeFaults('w-1'), [], 'nothing refused is armed');
+    sim.setFault('w-1', { kind: 'fail', command: 'apt-get update', times: 2 });
+    sim.setFault('w-1', { kind: 'slow', command: '/usr/bin/kubeadm', ms: 10 });
+    await run(sim, 'w-1', 'sudo apt-get update');
+    assert.deepEqual(sim.activeFaults('w-1'), [
+      { fault: { kind: 'fail', command: 'apt-get update', times: 2 }, remaining: 1 },
+      { fault: { kind: 'slow', command: '/usr/bin/kubeadm', ms: 10 }, remaining: null },
+    ]);
+    sim.clearFaults('w-1');
+    assert.deepEqual(sim.activeFaults('w-1'), []);
+  });
+
   it('refuse: connections are refused (ECONNREFUSED) and open ones dropped for T seconds, then accepted on the same port', async (t) => {
     const { sim } = await startTestSim(t);
     const { port } = sim.hosts.find((h) => h.name === 'w-1')!;
