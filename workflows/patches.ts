@@ -67,4 +67,11 @@ export const PATCH = {
    * downloaded but not installed; cordoned, it only drains, installs them, restarts the kubelet and checks.
    */
   workBeforeCordon: 'work-before-cordon',
+  /**
+   * A node's package holds are read before its first package install of the hop (readPackageHolds) and
+   * put back on every path that does not finish (restorePackageHolds): after a failed install before
+   * the node waits for the operator, and when it is skipped, aborted or quarantined. The node's result
+   * carries what was put back and where its repository file points, for the run's outcome.
+   */
+  holdsOnEveryPath: 'holds-on-every-path',
 } as const;
