@@ -3,12 +3,12 @@
 import type { ClusterResolver } from './cluster-access.js';
 import { kubeadmUpgradeApply, kubeadmUpgradeNode, kubeadmUpgradePlan } from './host-kubeadm.js';
 import { rebootNode, restartKubelet } from './host-kubelet.js';
-import { downloadPackages, installPackages, type KubePackage } from './host-packages.js';
+import { downloadPackages, installPackages, readPackageHolds, restorePackageHolds, type KubePackage } from './host-packages.js';
 import { availableVersions, pointPackageRepository } from './package-repository.js';
 
 export type { KubeadmStepResult, KubeadmUpgradePlanResult } from './host-kubeadm.js';
 export type { RebootNodeResult, RestartKubeletResult } from './host-kubelet.js';
-export type { DownloadPackagesResult, InstallPackagesResult, KubePackage } from './host-packages.js';
+export type { DownloadPackagesResult, InstallPackagesResult, KubePackage, PackageHolds, RestoreHoldsResult } from './host-packages.js';
 export type { PointRepositoryResult } from './package-repository.js';
 
 export interface NodeInput {
@@ -34,6 +34,10 @@ export function createHostActivities(deps: { clusters: ClusterResolver }) {
     pointPackageRepository: async (input: NodeVersionInput) => pointPackageRepository(access(input.cluster), input),
     /** Exact package versions with holds; nothing changes when already there; never a downgrade. */
     installPackages: async (input: NodeVersionInput & { packages: KubePackage[] }) => installPackages(access(input.cluster), input),
+    /** The Kubernetes packages the node holds (apt-mark, or kubernetes.repo's exclude=): read before a run changes any. */
+    readPackageHolds: async (input: NodeInput) => readPackageHolds(access(input.cluster), input),
+    /** The holds read before a run put back where the node lost them (an install that did not finish); none added. */
+    restorePackageHolds: async (input: NodeInput & { held: KubePackage[] }) => restorePackageHolds(access(input.cluster), input),
     /** The archives of packages not at the version yet, fetched into the package cache, nothing installed. */
     downloadPackages: async (input: NodeVersionInput & { packages: KubePackage[] }) => downloadPackages(access(input.cluster), input),
     /** `kubeadm upgrade plan v<version>`, parsed. */

@@ -22,6 +22,24 @@ export interface InstallPackagesResult {
   packageVersions: Partial<Record<KubePackage, string>>;
 }
 
+/** The Kubernetes packages a node holds (kept from unattended upgrades), and how it holds them. */
+export interface PackageHolds {
+  node: string;
+  held: KubePackage[];
+  /** `apt-mark` (apt's holds) or `exclude` (kubernetes.repo's exclude=, dnf). */
+  via: 'apt-mark' | 'exclude';
+}
+
+export interface RestoreHoldsResult {
+  node: string;
+  /** The Kubernetes packages held after the call. */
+  held: KubePackage[];
+  /** Held again by this call: the node had lost their holds since they were read. */
+  putBack: KubePackage[];
+  /** Held before and not now, and not put back (dnf: skewless does not edit kubernetes.repo's exclude=). */
+  missing: KubePackage[];
+}
+
 export interface DownloadPackagesResult {
   node: string;
   version: string;

@@ -2,10 +2,13 @@
 // installing an exact version of kubeadm/kubelet/kubectl with apt-mark holds, never a downgrade,
 // nothing run when already there. A host that went down in the middle of an install is repaired
 // first (dpkg --configure -a).
+import { ApplicationFailure } from '@temporalio/activity';
 import type { ClusterAccess } from './cluster-access.js';
+import { ErrorType } from './errors.js';
 import { heartbeatWhile, hostActivityScope, type HostActivityScope } from './host-activity-context.js';
 import { awaitQuietHost, commandFailed, run } from './host-commands.js';
 import {
+  KUBE_PACKAGES,
   packageTimeouts as timeouts,
   offeredVersionOrRefuse,
   pendingPackages,
@@ -123,7 +126,6 @@ export async function installWithApt(
   const scope = hostActivityScope();
   const { signal } = scope;
   const { readMs, installMs } = timeouts(access);
-  const read = { timeoutMs: readMs, signal };
 
   // An install an earlier attempt left running (its worker died; without a terminal nothing stops
   // it) ends first: its half-done dpkg state is not an interrupted install, and what it installs is
@@ -138,39 +140,92 @@ export async function installWithApt(
 
   const { current, pending, targets } = await aptTargets(access, node, version, packages, signal);
 
-  const holds = new Set((await run(access, node, ['apt-mark', 'showhold'], read)).stdout.split('\n').map((l) => l.trim()));
+  const holds = new Set(await aptHolds(access, node, signal));
   const root = { sudo: true, env: APT_ENV, signal };
   if (pending.length > 0) {
     const toUnhold = pending.filter((p) => holds.has(p));
     if (toUnhold.length) await run(access, node, ['apt-mark', 'unhold', ...toUnhold], { ...root, timeoutMs: readMs });
     for (const p of toUnhold) holds.delete(p);
-    const argv = [
-      'apt-get',
-      'install',
-      '-y',
-      '-q',
-      ...LOCK_WAIT,
-      '-o',
-      'Dpkg::Options::=--force-confold',
-      ...pending.map((p) => `${p}=${targets[p]}`),
-    ];
-    const install = () =>
-      heartbeatWhile(
-        scope,
-        () => ({ node, step: 'apt-get install', packages: pending }),
-        access.shell.exec(node, argv, { ...root, timeoutMs: installMs }),
-      );
-    let result = await install();
-    if (result.exitCode !== 0 && DPKG_INTERRUPTED.test(result.stderr)) {
-      // Someone else's install was cut short (the audit above found none of ours): repair as apt asks, once.
-      await configurePending(access, node, scope);
-      result = await install();
+    try {
+      await aptInstall(access, node, pending, targets, scope);
+    } catch (err) {
+      // A failed install leaves the node waiting for the operator, and after an abort as it is: never
+      // with the guide's holds lifted, or the next unattended upgrade moves the kubelet without a drain.
+      throw await holdAgainAfter(err, access, node, toUnhold);
     }
-    if (result.exitCode !== 0) throw commandFailed(node, argv, result);
     Object.assign(current, targets);
   }
   // Holds last: a crash between install and hold is repaired by the next attempt, which installs nothing.
   const toHold = packages.filter((p) => !holds.has(p));
-  if (toHold.length) await run(access, node, ['apt-mark', 'hold', ...toHold], { ...root, timeoutMs: readMs });
+  await aptHold(access, node, toHold, signal);
   return { node, version, installed: pending, held: toHold, configured, packageVersions: current };
+}
+
+/** `apt-get install` of the exact versions, repaired once if someone else's install was cut short. */
+async function aptInstall(
+  access: ClusterAccess,
+  node: string,
+  pending: readonly KubePackage[],
+  targets: Partial<Record<KubePackage, string>>,
+  scope: HostActivityScope,
+): Promise<void> {
+  const argv = [
+    'apt-get',
+    'install',
+    '-y',
+    '-q',
+    ...LOCK_WAIT,
+    '-o',
+    'Dpkg::Options::=--force-confold',
+    ...pending.map((p) => `${p}=${targets[p]}`),
+  ];
+  const install = () =>
+    heartbeatWhile(
+      scope,
+      () => ({ node, step: 'apt-get install', packages: pending }),
+      access.shell.exec(node, argv, { sudo: true, env: APT_ENV, signal: scope.signal, timeoutMs: timeouts(access).installMs }),
+    );
+  let result = await install();
+  if (result.exitCode !== 0 && DPKG_INTERRUPTED.test(result.stderr)) {
+    // Someone else's install was cut short (the audit above found none of ours): repair as apt asks, once.
+    await configurePending(access, node, scope);
+    result = await install();
+  }
+  if (result.exitCode !== 0) throw commandFailed(node, argv, result);
+}
+
+/** The Kubernetes packages apt-mark holds on the node (`apt-mark showhold`, as the SSH user). */
+export async function aptHolds(access: ClusterAccess, node: string, signal?: AbortSignal): Promise<KubePackage[]> {
+  const r = await run(access, node, ['apt-mark', 'showhold'], { timeoutMs: timeouts(access).readMs, signal });
+  const held = new Set(r.stdout.split('\n').map((l) => l.trim()));
+  return KUBE_PACKAGES.filter((p) => held.has(p));
+}
+
+/** `apt-mark hold` of `packages` (none: nothing run). */
+export async function aptHold(access: ClusterAccess, node: string, packages: readonly KubePackage[], signal?: AbortSignal): Promise<void> {
+  if (packages.length === 0) return;
+  await run(access, node, ['apt-mark', 'hold', ...packages], { sudo: true, env: APT_ENV, signal, timeoutMs: timeouts(access).readMs });
+}
+
+/**
+ * The holds a failed install lifted, put back (without the activity's cancellation signal: a
+ * cancelled install is the case that needs it most), and the failure to throw: the same, its message
+ * saying they are held again and its details listing them (`heldAgain`), for the node's workflow.
+ * If the hold fails too, the install's own failure goes on as it was: the workflow puts them back later.
+ */
+async function holdAgainAfter(err: unknown, access: ClusterAccess, node: string, released: readonly KubePackage[]): Promise<unknown> {
+  if (released.length === 0) return err;
+  try {
+    await aptHold(access, node, released);
+  } catch {
+    return err;
+  }
+  if (!(err instanceof ApplicationFailure)) return err;
+  return ApplicationFailure.create({
+    type: err.type ?? ErrorType.HostCommandFailed,
+    nonRetryable: err.nonRetryable === true,
+    message: `${err.message}; ${released.join(' ')} held again`,
+    details: [...(err.details ?? []), { heldAgain: [...released] }],
+    ...(err.nextRetryDelay === undefined ? {} : { nextRetryDelay: err.nextRetryDelay }),
+  });
 }

@@ -7,6 +7,7 @@ import type { ClusterAccess } from './cluster-access.js';
 import { heartbeatWhile, hostActivityScope } from './host-activity-context.js';
 import { awaitQuietHost, commandFailed, run } from './host-commands.js';
 import {
+  KUBE_PACKAGES,
   offeredVersionOrRefuse,
   packageTimeouts,
   pendingPackages,
@@ -15,7 +16,8 @@ import {
   type KubePackage,
 } from './kube-packages.js';
 import { parseDnfList, parseRpmQuery, RPM_QUERY_FORMAT } from './parsers/dnf-list.js';
-import { DNF_REPO_ID } from './parsers/kubernetes-repository.js';
+import { excludedBy } from './parsers/dnf-exclude.js';
+import { DNF_KUBERNETES_REPO, DNF_REPO_ID } from './parsers/kubernetes-repository.js';
 import { packageVersionFor, type MadisonEntry } from './parsers/madison.js';
 
 /** Lifts kubernetes.repo's exclude= for this command only, as the guide's install line does. */
@@ -116,4 +118,16 @@ export async function installWithDnf(
     for (const [p, v] of targets) current[p] = v;
   }
   return { node, version, installed: pending, held: [], configured: [], packageVersions: current };
+}
+
+/**
+ * The Kubernetes packages kubernetes.repo's exclude= holds (read as the SSH user; the guide leaves
+ * the file 0644). A node without the file holds nothing this way.
+ */
+export async function dnfHolds(access: ClusterAccess, node: string, signal?: AbortSignal): Promise<KubePackage[]> {
+  const argv = ['cat', DNF_KUBERNETES_REPO];
+  const r = await access.shell.exec(node, argv, { timeoutMs: packageTimeouts(access).readMs, signal });
+  if (r.exitCode !== 0 && /No such file or directory/.test(r.stderr)) return [];
+  if (r.exitCode !== 0) throw commandFailed(node, argv, r);
+  return excludedBy(r.stdout, DNF_REPO_ID, KUBE_PACKAGES) as KubePackage[];
 }

@@ -279,6 +279,8 @@ export const PROFILE_OF = {
   drainNode: drain,
   installPackages: hostCommand,
   downloadPackages: hostCommand,
+  readPackageHolds: hostCommand,
+  restorePackageHolds: hostCommand,
   kubeadmUpgradeApply: kubeadmApply,
   kubeadmUpgradeNode: hostCommand,
   restartKubelet: kubeletRestart,

@@ -48,6 +48,26 @@ export interface StepBlock {
   pods: DrainBlock['pods'];
 }
 
+/**
+ * What a node's run left of its packages (PATCH.holdsOnEveryPath): the repository file it pointed at
+ * the hop's minor, and on a path that did not finish, the holds it found and put back. A node is left
+ * with the holds it had before the run or those a finished step set; the outcome says which were put back.
+ */
+export interface NodePackagesLeft {
+  /** The repository file (its name: `kubernetes.list`, `kubernetes.repo`) and the minor this run pointed it at. */
+  repository?: { file: string; minor: string };
+  /** The Kubernetes packages held before the run's first package step on the node. */
+  heldBefore?: string[];
+  /** Held after the run put them back (restorePackageHolds). */
+  held?: string[];
+  /** Held again after an install that did not finish: by the install itself or by the run's restore. */
+  putBack?: string[];
+  /** Held before and not now, not put back (dnf: skewless never edits kubernetes.repo's exclude=). */
+  notPutBack?: string[];
+  /** The restore could not read the node (its failure): the holds are as the last step left them. */
+  unchecked?: string;
+}
+
 /** Why a node waits for the operator. */
 export type NodeBlock = DrainBlock | StepBlock;
 

@@ -1,4 +1,4 @@
-import type { DrainResolution } from './node-messages.js';
+import type { DrainResolution, NodePackagesLeft } from './node-messages.js';
 
 // What the node child is asked to do (nodeUpgradeWorkflow's input) and what it answers.
 
@@ -47,4 +47,6 @@ export interface NodeUpgradeResult {
   drainSeconds?: number;
   /** A quarantined node: the drain's report (the pods left, the PDBs in their way) and those pods. */
   quarantine?: { message: string; pods: string[] };
+  /** Its repository file as the run pointed it, and on a path that did not finish the holds put back (PATCH.holdsOnEveryPath). */
+  packages?: NodePackagesLeft;
 }

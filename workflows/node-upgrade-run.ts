@@ -1,6 +1,7 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
   condition,
   getExternalWorkflowHandle,
   patched,
@@ -8,6 +9,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import type { KubePackage } from '../activities/host-packages.js';
 import { activitiesWithin } from './activities-proxy.js';
 import type { NodeUpgradeInput, NodeUpgradeResult } from './node-upgrade-input.js';
 import { countNodeUpgraded, recordDrainSeconds } from './metrics.js';
@@ -17,6 +19,7 @@ import {
   type DrainBlock,
   type DrainResolution,
   type NodeBlock,
+  type NodePackagesLeft,
   type NodePhase,
   type NodeStatus,
 } from './node-messages.js';
@@ -39,6 +42,17 @@ const drainBlockOf = (err: unknown): DrainBlock | undefined => {
   const pods = details.pods ?? details.blockers?.map((b) => ({ namespace: b.pod.namespace, name: b.pod.name })) ?? [];
   return { kind: cause.type, message: cause.message, pods };
 };
+
+/** Names in both lists, once, in `a`'s order then `b`'s. */
+const union = (a: readonly string[] | undefined, b: readonly string[]): string[] => [...new Set([...(a ?? []), ...b])];
+
+/** The packages a failed install says it held again (its failure's details, `heldAgain`). */
+function heldAgainOf(err: unknown): string[] {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  if (!(cause instanceof ApplicationFailure)) return [];
+  const found = (cause.details ?? []).find((d): d is { heldAgain: unknown[] } => Array.isArray((d as { heldAgain?: unknown })?.heldAgain));
+  return found ? found.heldAgain.filter((p): p is string => typeof p === 'string') : [];
+}
 
 /** Tells the cluster upgrade (by workflow id, so it survives its continue-as-new) that this node is blocked, or where it goes on. */
 async function tellParent(node: string, block: NodeBlock | undefined, phase?: NodePhase): Promise<void> {
@@ -75,6 +89,10 @@ export class NodeUpgradeRun {
   private quarantined: NodeUpgradeResult['quarantine'];
   /** A worker whose kubeadm work and package downloads were done before its cordon (prepareWorker). */
   private prepared = false;
+  /** Whether this run keeps the node's holds on every path (PATCH.holdsOnEveryPath): decided at its first package install. */
+  private keepsHolds: boolean | undefined;
+  /** The node's holds before its first package install, where the repository points, and what was put back. */
+  private readonly packages: NodePackagesLeft = {};
 
   constructor(private readonly input: NodeUpgradeInput) {
     this.a = activitiesWithin(input.hostRetrySeconds);
@@ -165,7 +183,7 @@ export class NodeUpgradeRun {
     this.status.phase = 'upgrading';
     if (role === 'worker' && !this.prepared) await this.installKubeadm(true);
     if (role === 'worker' && (!this.prepared || this.mayQuarantine)) await this.step('kubeadmUpgradeNode', { cluster, node, version });
-    await this.step('installPackages', { cluster, node, version, packages: ['kubelet', 'kubectl'] });
+    await this.installPackages(['kubelet', 'kubectl'], false);
     await this.step('restartKubelet', { cluster, node, version, timeoutSeconds: this.input.kubeletTimeoutSeconds });
     await this.backInService({ cluster, node, version, waitSeconds: this.input.verifySeconds });
     countNodeUpgraded(cluster, role);
@@ -186,6 +204,7 @@ export class NodeUpgradeRun {
       resolutions: status.resolutions,
       ...(status.drainSeconds === undefined ? {} : { drainSeconds: status.drainSeconds }),
       ...(outcome === 'quarantined' && this.quarantined ? { quarantine: this.quarantined } : {}),
+      ...(this.keepsHolds && Object.keys(this.packages).length > 0 ? { packages: this.packages } : {}),
     };
   }
 
@@ -204,8 +223,58 @@ export class NodeUpgradeRun {
   /** The hop's kubeadm, from the node's package repository pointed at the hop's minor first. */
   private async installKubeadm(skippable: boolean): Promise<void> {
     const { cluster, node, version } = this.input;
-    if (patched(PATCH.hopRepository)) await this.step('pointPackageRepository', { cluster, node, version }, skippable);
-    await this.step('installPackages', { cluster, node, version, packages: ['kubeadm'] }, skippable);
+    if (patched(PATCH.hopRepository)) {
+      const pointed = await this.step('pointPackageRepository', { cluster, node, version }, skippable);
+      // Plain JSON in the result: the file's name (no path) and the minor it names now.
+      if (pointed?.file) this.packages.repository = { file: pointed.file.split('/').at(-1) as string, minor: pointed.minor };
+    }
+    await this.installPackages(['kubeadm'], skippable);
+  }
+
+  /**
+   * Packages at the hop's version. Since PATCH.holdsOnEveryPath the node's holds are read before its
+   * first install, and put back after an install that failed, before the node waits for the operator
+   * (the install puts back what it lifted itself; this covers a worker that died in between).
+   */
+  private async installPackages(packages: KubePackage[], skippable: boolean): Promise<void> {
+    const { cluster, node, version } = this.input;
+    const args = { cluster, node, version, packages };
+    this.keepsHolds ??= patched(PATCH.holdsOnEveryPath);
+    if (!this.keepsHolds) {
+      await this.step('installPackages', args, skippable);
+      return;
+    }
+    if (this.packages.heldBefore === undefined)
+      this.packages.heldBefore = (await this.step('readPackageHolds', { cluster, node }, skippable)).held ?? [];
+    await this.untilDone(
+      () => this.a.installPackages(args),
+      (err) => stepBlockOf(err, 'installPackages', SUMMARY_OF.installPackages(args), skippable),
+      false,
+      async (err) => {
+        this.packages.putBack = union(this.packages.putBack, heldAgainOf(err));
+        await this.putHoldsBack();
+      },
+    );
+  }
+
+  /**
+   * The holds read before the first install, put back where the node lost them; what it could not is
+   * recorded, never thrown: the node's path (a block, a skip, an abort) goes on. Runs even while the
+   * workflow is being cancelled. Nothing to do before the first install.
+   */
+  async putHoldsBack(): Promise<void> {
+    const { heldBefore } = this.packages;
+    if (heldBefore === undefined) return;
+    const { cluster, node } = this.input;
+    await CancellationScope.nonCancellable(async () => {
+      try {
+        const r = await this.a.restorePackageHolds({ cluster, node, held: heldBefore as KubePackage[] });
+        Object.assign(this.packages, { held: r.held, putBack: union(this.packages.putBack, r.putBack), notPutBack: r.missing });
+        delete this.packages.unchecked;
+      } catch (err) {
+        this.packages.unchecked = err instanceof ActivityFailure ? (err.cause?.message ?? err.message) : String(err);
+      }
+    });
   }
 
   /** Ready again, uncordoned if this run cordoned it, and its pods running: the node is done. */
@@ -236,13 +305,19 @@ export class NodeUpgradeRun {
    * operator answers: retry runs it again, skip (where offered) and abort stop the node, force
    * (drains only) lets the named pods go and runs it again. A failure that is no block fails the node.
    */
-  private async untilDone<T>(attempt: () => Promise<T>, blockOf: (err: unknown) => NodeBlock | undefined, forceable = false): Promise<T> {
+  private async untilDone<T>(
+    attempt: () => Promise<T>,
+    blockOf: (err: unknown) => NodeBlock | undefined,
+    forceable = false,
+    beforeBlock?: (err: unknown) => Promise<void>,
+  ): Promise<T> {
     for (;;) {
       try {
         return await attempt();
       } catch (err) {
         const block = blockOf(err);
         if (!block) throw err;
+        await beforeBlock?.(err);
         const resolution = await this.waitForOperator(block);
         if (resolution.action === 'skip') throw new Stopped('skipped');
         if (resolution.action === 'abort') throw new Stopped('aborted');

@@ -1,3 +1,4 @@
+import { TemporalFailure } from '@temporalio/workflow';
 import type { NodeUpgradeInput, NodeUpgradeResult } from './node-upgrade-input.js';
 import { NodeUpgradeRun, Stopped } from './node-upgrade-run.js';
 
@@ -25,6 +26,8 @@ export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<Node
     }
     return run.finish('done');
   } catch (err) {
+    // Every path that did not finish leaves the node's package holds as they were before the run.
+    if (err instanceof Stopped || err instanceof TemporalFailure) await run.putHoldsBack();
     if (!(err instanceof Stopped)) throw err;
     return run.finish(err.outcome);
   }

@@ -73,4 +73,11 @@ export const PATCH = {
    * patchEtcdMember, checkEtcdHealth: issue 35, rules/etcd-patch.ts).
    */
   etcdPatch: 'etcd-patch',
+  /**
+   * A node's package holds are read before its first package install of the hop (readPackageHolds) and
+   * put back on every path that does not finish (restorePackageHolds): after a failed install before
+   * the node waits for the operator, and when it is skipped, aborted or quarantined. The node's result
+   * carries what was put back and where its repository file points, for the run's outcome.
+   */
+  holdsOnEveryPath: 'holds-on-every-path',
 } as const;

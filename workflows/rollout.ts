@@ -405,6 +405,12 @@ export class Rollout<S extends RolloutStatus> {
     state.finishedAt = nowIso();
     if (result.drainSeconds !== undefined) state.drainSeconds = (state.drainSeconds ?? 0) + result.drainSeconds;
     delete state.blocked;
+    if (result.packages) {
+      state.packages = { ...state.packages, ...result.packages };
+      if (result.packages.putBack?.length) this.note(`${node}: holds put back: ${result.packages.putBack.join(' ')}`);
+      if (result.packages.notPutBack?.length) this.note(`${node}: HOLDS NOT PUT BACK: ${result.packages.notPutBack.join(' ')}`);
+      if (result.packages.unchecked) this.note(`${node}: holds not checked: ${result.packages.unchecked}`);
+    }
     if (s.countsForRun === false) return result;
     if (result.outcome === 'aborted') this.abort(`aborted at node ${node}`);
     if (result.outcome === 'skipped') {

@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/workflow';
-import { QUARANTINED_LABEL, type UpgradePlan } from '../rules/index.js';
+import { minorOf, parseVersion, QUARANTINED_LABEL, type UpgradePlan } from '../rules/index.js';
 import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
 import type { LeftBehind, RolloutStatus, UpgradeStatus } from './upgrade-messages.js';
 
@@ -22,7 +22,41 @@ export function leftAs(status: UpgradeStatus): string {
   const quarantined = status.quarantined?.length ? `; QUARANTINED (left cordoned): ${status.quarantined.join(', ')}` : '';
   // The quarantined nodes are left cordoned on purpose: the clause on the rest says "other".
   const rest = quarantined ? stillCordoned(status).replace(/^no node /, 'no other node ') : stillCordoned(status);
-  return `${versions}${status.skipped.length ? `; skipped: ${status.skipped.join(', ')}` : ''}${quarantined}; ${rest}`;
+  const packages = packagesLeft(status).map((c) => `; ${c}`);
+  return `${versions}${status.skipped.length ? `; skipped: ${status.skipped.join(', ')}` : ''}${quarantined}; ${rest}${packages.join('')}`;
+}
+
+/**
+ * What the run left of the nodes' packages, one clause each: the holds it put back after an install
+ * that did not finish, any it could not, and a repository file it pointed past the node's kubelet
+ * (left so: packages come from it only through skewless's install, and the holds keep the rest away).
+ */
+export function packagesLeft(status: RolloutStatus): string[] {
+  const clauses: string[] = [];
+  for (const [node, s] of Object.entries(status.nodes)) {
+    const p = s.packages;
+    if (!p) continue;
+    if (p.putBack?.length) clauses.push(`holds put back on ${node}: ${p.putBack.join(' ')}`);
+    if (p.notPutBack?.length) clauses.push(`HOLDS NOT PUT BACK on ${node}: ${p.notPutBack.join(' ')}`);
+    if (p.unchecked) clauses.push(`holds on ${node} NOT CHECKED (${p.unchecked})`);
+    const kubelet = s.version ?? s.from;
+    if (p.repository && kubelet && minorOfText(kubelet) !== p.repository.minor) {
+      const held = p.held ?? p.heldBefore;
+      clauses.push(
+        `${p.repository.file} on ${node} points at v${p.repository.minor}, ahead of its kubelet ${kubelet}${held ? ` (held: ${held.join(' ') || 'none'})` : ''}`,
+      );
+    }
+  }
+  return clauses;
+}
+
+/** `1.32.4` → `1.32`; a version the rules cannot read is compared as it is. */
+function minorOfText(version: string): string {
+  try {
+    return minorOf(parseVersion(version));
+  } catch {
+    return version;
+  }
 }
 
 /** The nodes whose uncordon failed while the run compensated, in one clause of its outcome. */
@@ -63,5 +97,6 @@ export function doneOutcome(
   const finish = left.some((l) => l.why === 'skipped' || l.why === 'quarantined')
     ? `; finish them with: ${again(reached)}${left.some((l) => l.why === 'quarantined') ? ' once the quarantined nodes can drain' : ''}`
     : '';
-  return `upgraded to ${reached} EXCEPT ${left.length} node${left.length > 1 ? 's' : ''} left behind: ${left.map(why).join(', ')}${finish}`;
+  const packages = packagesLeft(status).map((c) => `; ${c}`);
+  return `upgraded to ${reached} EXCEPT ${left.length} node${left.length > 1 ? 's' : ''} left behind: ${left.map(why).join(', ')}${packages.join('')}${finish}`;
 }

@@ -1,5 +1,5 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { DrainResolution, NodeBlock, NodePhase } from './node-messages.js';
+import type { DrainResolution, NodeBlock, NodePackagesLeft, NodePhase } from './node-messages.js';
 
 /**
  * Messages of the cluster upgrade workflow (`upgrade/<cluster>`), the operator's handle on it.
@@ -40,6 +40,8 @@ export interface NodeState {
   drainSeconds?: number;
   /** Someone else had cordoned the node before this run did: the run moved it and left the cordon theirs. */
   cordonedBySomeoneElse?: boolean;
+  /** Its repository file as this run pointed it, and the package holds it put back (node children since PATCH.holdsOnEveryPath). */
+  packages?: NodePackagesLeft;
 }
 
 /**

@@ -61,7 +61,7 @@ Answers what an upgrade waits for (skewless status shows it and the answers it t
   ),
   resume: withConnection(`Usage: skewless resume NAME [--by WHO] [--output json|text]\n\n${SIGNAL_JSON}`),
   abort: withConnection(
-    `Usage: skewless abort NAME [--by WHO] [--comment TEXT] [--output json|text]\n\nStops after the steps in flight and compensates: uncordons exactly the nodes this run cordoned and clears its stage labels. Versions are kept (no downgrade).\n${SIGNAL_JSON}`,
+    `Usage: skewless abort NAME [--by WHO] [--comment TEXT] [--output json|text]\n\nStops after the steps in flight and compensates: uncordons exactly the nodes this run cordoned, clears its stage labels, and puts back the package holds a node had before the run where an unfinished install left them lifted (the outcome names them). Versions are kept (no downgrade).\n${SIGNAL_JSON}`,
   ),
 };
 

@@ -13,6 +13,8 @@ const PHASE_OF_ACTIVITY: Readonly<Record<string, TimelinePhase>> = {
   drainNode: 'drain',
   installPackages: 'packages',
   downloadPackages: 'packages',
+  readPackageHolds: 'packages',
+  restorePackageHolds: 'packages',
   kubeadmUpgradeNode: 'kubeadm',
   restartKubelet: 'kubelet',
   uncordonNode: 'uncordon',

@@ -8,6 +8,7 @@ import { createClusterResolver } from '../../activities/host-address.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { packageInstallCounts, readDpkgLog } from '../../sim/hosts/dpkg-database.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { sshExec } from '../helpers/ssh-exec.js';
 
 const DESCRIPTION = `
 name: pkgfaults
@@ -54,6 +55,8 @@ describe('installPackages through host faults (simulated hosts, one call = one a
       .slice(from)
       .map((e) => e.command)
       .filter((c) => c.startsWith('sudo '));
+  /** `apt-mark showhold` through the host, as an operator would read it. */
+  const showhold = (node: string) => sshExec(tc.sim.endpoints, node, 'apt-mark showhold');
   const counts = (node: string) => packageInstallCounts(readDpkgLog(tc.sim.stateDir, node));
   const install = (node: string) => acts.installPackages({ cluster, node, version: '1.33.7', packages: ['kubelet', 'kubectl'] });
   const INSTALLED_ONCE = { 'kubelet 1.33.7-1.1': { unpacked: 1, configured: 1 }, 'kubectl 1.33.7-1.1': { unpacked: 1, configured: 1 } };
@@ -72,9 +75,36 @@ describe('installPackages through host faults (simulated hosts, one call = one a
 
   it('a failure apt does not explain as passing stays HostCommandFailed (not retried: the operator decides)', async () => {
     tc.sim.hosts.setFault('worker-2', { kind: 'fail', command: 'apt-get install', times: 1 });
+    const before = log('worker-2').length;
     const err = await failure(install('worker-2'));
     assert.equal(err.type, 'HostCommandFailed');
     assert.equal(err.nonRetryable, true);
+    // The node now waits for the operator: with the guide's holds in place, as before the call.
+    assert.match(err.message, /; kubelet kubectl held again$/);
+    assert.deepEqual(err.details?.at(-1), { heldAgain: ['kubelet', 'kubectl'] });
+    assert.equal((await showhold('worker-2')).stdout, 'kubeadm\nkubelet\nkubectl\n');
+    assert.deepEqual(
+      changing('worker-2', before).map((c) => c.replace(/^sudo -n DEBIAN_FRONTEND=noninteractive /, '').replace(/ -o .*? kube/, ' … kube')),
+      ['apt-mark unhold kubelet kubectl', 'apt-get install -y -q … kubelet=1.33.7-1.1 kubectl=1.33.7-1.1', 'apt-mark hold kubelet kubectl'],
+    );
+    assert.equal(tc.sim.hosts.state('worker-2').packages.kubelet, '1.32.4-1.1');
+  });
+
+  it("readPackageHolds reads apt-mark's holds; restorePackageHolds puts back only the missing ones, and adds none", async () => {
+    const node = 'worker-1'; // installed and held by the first test
+    const unhold = await sshExec(tc.sim.endpoints, node, 'sudo apt-mark unhold kubelet kubectl');
+    assert.equal(unhold.code, 0, unhold.stderr);
+    assert.deepEqual(await acts.readPackageHolds({ cluster, node }), { node, held: ['kubeadm'], via: 'apt-mark' });
+    const before = log(node).length;
+    const restored = await acts.restorePackageHolds({ cluster, node, held: ['kubelet', 'kubectl'] });
+    assert.deepEqual(restored, { node, held: ['kubeadm', 'kubelet', 'kubectl'], putBack: ['kubelet', 'kubectl'], missing: [] });
+    assert.equal((await showhold(node)).stdout, 'kubeadm\nkubelet\nkubectl\n');
+    assert.deepEqual(changing(node, before), ['sudo -n DEBIAN_FRONTEND=noninteractive apt-mark hold kubelet kubectl']);
+    const again = await acts.restorePackageHolds({ cluster, node, held: ['kubelet', 'kubectl'] });
+    assert.deepEqual(again.putBack, [], 'idempotent');
+    // Held before: none. A hold the node has now (a finished step's) is not taken away.
+    assert.deepEqual((await acts.restorePackageHolds({ cluster, node, held: [] })).held, ['kubeadm', 'kubelet', 'kubectl']);
+    assert.deepEqual(changing(node, before).length, 1, 'nothing run as root once they are in place');
   });
 
   it('a hung apt-get install is abandoned at timeouts.packageInstallSeconds (HostCommandTimedOut, retryable); the next attempt installs', async () => {

@@ -165,4 +165,27 @@ describe('the package repository and packages of a RHEL-family node through dnf 
     const err = await failsWith(acts.availableVersions({ cluster, node: 'worker-5', to: '1.33' }), 'RepositoryUnreadable');
     assert.match(err.message, new RegExp(`^cannot read ${REPO} on worker-5 as skewless: Permission denied`));
   });
+  it("the hold is kubernetes.repo's exclude=: a failed install leaves it as it was; a hold lost otherwise is reported, never written", async () => {
+    const node = 'worker-3'; // its file put back to v1.32 by the test before
+    assert.deepEqual(await acts.readPackageHolds({ cluster, node }), { node, held: ['kubeadm', 'kubelet', 'kubectl'], via: 'exclude' });
+    await acts.pointPackageRepository({ cluster, node, version: '1.33.7' });
+    tc.sim.hosts.setFault(node, { kind: 'fail', command: 'dnf install', exitCode: 1, stderr: 'Error: Transaction test error' });
+    const failed = await during(node, () =>
+      failsWith(acts.installPackages({ cluster, node, version: '1.33.7', packages: ['kubelet', 'kubectl'] }), 'HostCommandFailed'),
+    );
+    assert.deepEqual(asRoot(failed.ran), [
+      'sudo -n dnf install -y -q --disableexcludes=kubernetes kubelet-1.33.7-150500.1.1 kubectl-1.33.7-150500.1.1',
+    ]);
+    assert.equal(repo(node), guideRepo('1.33'), 'exclude= as the guide wrote it: lifted for the one command only');
+    const restored = await during(node, () => acts.restorePackageHolds({ cluster, node, held: ['kubeadm', 'kubelet', 'kubectl'] }));
+    assert.deepEqual(restored.result, { node, held: ['kubeadm', 'kubelet', 'kubectl'], putBack: [], missing: [] });
+
+    // Someone took kubelet out of the line: the restore says so and leaves the file to the operator.
+    const edited = guideRepo('1.33').replace('exclude=kubelet kubeadm', 'exclude=kubeadm');
+    writeFileSync(onHost(node, REPO), edited);
+    const lost = await during(node, () => acts.restorePackageHolds({ cluster, node, held: ['kubeadm', 'kubelet', 'kubectl'] }));
+    assert.deepEqual(lost.result, { node, held: ['kubeadm', 'kubectl'], putBack: [], missing: ['kubelet'] });
+    assert.deepEqual(asRoot(lost.ran), []);
+    assert.equal(repo(node), edited);
+  });
 });

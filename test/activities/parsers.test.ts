@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAptPolicy } from '../../activities/parsers/apt-policy.js';
+import { excludedBy } from '../../activities/parsers/dnf-exclude.js';
 import { parseKubeadmUpgradePlan } from '../../activities/parsers/kubeadm-upgrade-plan.js';
 import { comparePackageVersions, packageVersionFor, parseMadison, upstreamVersion } from '../../activities/parsers/madison.js';
 import { parseSnapshotStatus } from '../../activities/parsers/snapshot-status.js';
@@ -139,5 +140,35 @@ describe('parseAptPolicy', () => {
       kubeadm: { installed: '1.33.7-1.1', candidate: '1.34.2-1.1' },
       kubectl: { installed: null, candidate: '1.34.2-1.1' },
     });
+  });
+});
+
+describe("excludedBy (a .repo section's exclude=, the dnf hold)", () => {
+  const KUBE = ['kubeadm', 'kubelet', 'kubectl'];
+  const GUIDE = `[kubernetes]
+name=Kubernetes
+baseurl=https://pkgs.k8s.io/core:/stable:/v1.33/rpm/
+enabled=1
+gpgcheck=1
+gpgkey=https://pkgs.k8s.io/core:/stable:/v1.33/rpm/repodata/repomd.xml.key
+exclude=kubelet kubeadm kubectl cri-tools kubernetes-cni
+`;
+  it("reads the install guide's line: all three held, in the order asked", () => {
+    assert.deepEqual(excludedBy(GUIDE, 'kubernetes', KUBE), KUBE);
+  });
+  it('adds up exclude= and excludepkgs= lines, commas or spaces, globs; other sections and comments do not count', () => {
+    const text = `# exclude=kubeadm
+[other]
+exclude=kubectl
+[kubernetes]
+excludepkgs=kube?et,cri-tools
+exclude = kubead*
+`;
+    assert.deepEqual(excludedBy(text, 'kubernetes', KUBE), ['kubeadm', 'kubelet']);
+  });
+  it('nothing held without the line, or with it emptied', () => {
+    assert.deepEqual(excludedBy(GUIDE.replace(/^exclude=.*$/m, ''), 'kubernetes', KUBE), []);
+    assert.deepEqual(excludedBy(GUIDE.replace(/^exclude=.*$/m, 'exclude='), 'kubernetes', KUBE), []);
+    assert.deepEqual(excludedBy('', 'kubernetes', KUBE), []);
   });
 });

@@ -110,6 +110,7 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
       last,
       'behind: upgraded to 1.33.7 EXCEPT 2 nodes left behind: worker-2 at 1.32.4 (skipped by the operator), ' +
         'worker-3 at 1.33.7 left cordoned (cordoned by someone else before this run cordoned it); ' +
+        'kubernetes.list on worker-2 points at v1.33, ahead of its kubelet 1.32.4 (held: kubeadm kubelet kubectl); ' +
         `finish them with: skewless upgrade --cluster behind --to 1.33.7 --task-queue ${world.taskQueue} --approve-workers --drain-timeout 120`,
     );
     // status gives the same exit status for the same outcome as the upgrade that followed it.

@@ -15,13 +15,15 @@ import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { judgeSimulation, nodeLines } from '../helpers/upgrade-evidence.js';
 import { simWorker } from '../helpers/workers.js';
 import { startClusterWorld } from '../helpers/sim-world.js';
+import { sshExec } from '../helpers/ssh-exec.js';
 
 // worker-1's kubelet takes 45 s to come back after a restart, far past the upgrade's 15 s kubelet
-// timeout: to the workflow it is a node that does not come back Ready (until it does).
+// timeout: to the workflow it is a node that does not come back Ready (until it does). 1.34.2 is for
+// the second run, aborted while worker-1's kubelet install has failed.
 const LAB = `
 name: hf
 version: 1.32.4
-repository: [1.32.4, 1.33.7]
+repository: [1.32.4, 1.33.7, 1.34.2]
 nodes:
   - {name: cp, role: control-plane, count: 1}
   - {name: worker-1, role: worker, latencies: {kubeletRestart: 45000}}
@@ -282,5 +284,58 @@ describe('e2e: host and cluster faults wait for the operator', () => {
       /worker-3 +failed step pointPackageRepository of worker-3 resolved by olga: retry \("host reinstalled, key verified"\)/,
     );
     assert.match(history.stdout, /- +halted rollout resolved by olga: retry \("nodeSelector reverted"\)/);
+  });
+  it("an abort while a failed kubelet install waits leaves every node's holds as before the run (apt-mark showhold through the host)", async () => {
+    const nodes = ['cp-1', 'worker-1', 'worker-2', 'worker-3'];
+    const holds = async () =>
+      Object.fromEntries(await Promise.all(nodes.map(async (n) => [n, (await sshExec(tc.sim.endpoints, n, 'apt-mark showhold')).stdout])));
+    const before = await holds();
+    assert.deepEqual(new Set(Object.values(before)), new Set(['kubeadm\nkubelet\nkubectl\n']), "the install guide's holds");
+    // The canary's kubelet install fails in dpkg (its kubeadm, kubeadm upgrade node and download went through).
+    tc.sim.hosts.setFault('worker-1', {
+      kind: 'fail',
+      command: 'apt-get install -y -q -o DPkg::Lock::Timeout=120 -o Dpkg::Options::=--force-confold kubelet=1.34.2-1.1',
+      exitCode: 100,
+      stderr: 'E: Sub-process /usr/bin/dpkg returned an error code (1)',
+    });
+    handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
+      taskQueue,
+      workflowId: 'upgrade/hf',
+      workflowIdConflictPolicy: 'FAIL',
+      args: [{ cluster: 'hf', to: '1.34', policy: POLICY }],
+    });
+    const s = await until(
+      'worker-1 blocked on its kubelet install',
+      (st) => st.hop === '1.34.2' && st.nodes['worker-1']?.phase === 'blocked',
+    );
+    const block = s.nodes['worker-1']?.blocked as StepBlock;
+    assert.deepEqual([block.step, block.failure, block.actions], ['installPackages', 'HostCommandFailed', ['retry', 'abort']]);
+    assert.match(block.message, /exited 100: E: Sub-process \/usr\/bin\/dpkg returned an error code \(1\); kubelet kubectl held again$/);
+    assert.deepEqual(await holds(), before, 'while the node waits for the operator, its holds are in place');
+    const text = await cli('status', 'hf');
+    assert.match(
+      text.stdout,
+      /^ {2}worker-1 +canary +blocked: install kubelet, kubectl v1\.34\.2 on worker-1 failed .*; kubelet kubectl held again$/m,
+    );
+
+    const abort = await cli('abort', 'hf', '--by', 'olga', '--comment', 'dpkg broken on worker-1');
+    assert.equal(abort.code, 0, abort.stderr);
+    const result = await handle.result();
+    assert.equal(result.phase, 'aborted', result.events.join('\n'));
+    assert.deepEqual(await holds(), before, "every node's holds as before the run");
+    const said =
+      'holds put back on worker-1: kubelet kubectl; kubernetes.list on worker-1 points at v1.34, ahead of its kubelet 1.33.7 (held: kubeadm kubelet kubectl)';
+    assert.match(
+      result.outcome ?? '',
+      /^aborted by olga: dpkg broken on worker-1; cp-1 at 1\.34\.2; worker-1, worker-2, worker-3 at 1\.33\.7; no node left cordoned by this run; /,
+    );
+    assert.ok(result.outcome?.endsWith(`; ${said}; finish with: skewless upgrade --cluster hf --to 1.34`), result.outcome);
+    const status = await cli('status', 'hf');
+    assert.ok(status.stdout.includes(said), status.stdout);
+    assert.deepEqual(await nodeLines(tc.kube), [
+      'cp-1 v1.34.2 schedulable',
+      ...['worker-1', 'worker-2', 'worker-3'].map((x) => `${x} v1.33.7 schedulable`),
+    ]);
+    assert.equal(tc.sim.hosts.state('worker-1').packages.kubelet, '1.33.7-1.1', 'the kubelet never moved');
   });
 });

@@ -8,6 +8,7 @@ import { abortSignal, approveUpdate, resolveDrainUpdate, type UpgradeStatus } fr
 import type { TestCluster } from '../helpers/sim-cluster.js';
 import { uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { startClusterWorld } from '../helpers/sim-world.js';
+import { sshExec } from '../helpers/ssh-exec.js';
 
 // worker-2 runs a pod no controller manages: its drain is refused until the operator decides.
 const LAB = `
@@ -36,6 +37,16 @@ describe('e2e: skip and abort leave the cluster as the workflow reports it', () 
   it('skips the blocked node in the first hop, aborts at the canary gate of the second, and reports versions as they are', async () => {
     const taskQueue = uniqueTaskQueue('skipabort');
     const worker = await simWorker(env, tc.clustersDir, taskQueue);
+    const holds = async () =>
+      Object.fromEntries(
+        await Promise.all(
+          ['cp-1', 'cp-2', 'cp-3', 'worker-1', 'worker-2', 'worker-3'].map(async (n) => [
+            n,
+            (await sshExec(tc.sim.endpoints, n, 'apt-mark showhold')).stdout,
+          ]),
+        ),
+      );
+    const holdsBefore = await holds();
     const status = await worker.runUntil(async () => {
       // workersEveryHop: the workers move (and meet a canary gate) at both hops, as before issue 22.
       const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
@@ -75,6 +86,7 @@ describe('e2e: skip and abort leave the cluster as the workflow reports it', () 
 
     assert.equal(status.phase, 'aborted', status.events.join('\n'));
     assert.deepEqual(status.skipped, ['worker-2']);
+    assert.deepEqual(await holds(), holdsBefore, 'skipped or aborted, every node holds what it held before the run');
     // The report and the cluster agree, node by node.
     const nodes = (await tc.kube.core.listNode()).items;
     const actual = Object.fromEntries(
@@ -97,7 +109,7 @@ describe('e2e: skip and abort leave the cluster as the workflow reports it', () 
       );
     assert.match(
       status.outcome ?? '',
-      /^aborted by ops: change freeze; .*skipped: worker-2; no node left cordoned by this run; finish with: skewless upgrade --cluster skipabort --to 1\.34$/,
+      /^aborted by ops: change freeze; .*skipped: worker-2; no node left cordoned by this run; kubernetes\.list on worker-2 points at v1\.33, ahead of its kubelet 1\.32\.4 \(held: kubeadm kubelet kubectl\); finish with: skewless upgrade --cluster skipabort --to 1\.34$/,
     );
     assert.ok(
       nodes.every((n) => !n.spec?.unschedulable),

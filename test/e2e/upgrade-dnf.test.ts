@@ -5,9 +5,12 @@ import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
+import { abortSignal, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
 import type { TestCluster } from '../helpers/sim-cluster.js';
 import { uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { failureChain, judgeVersionHistory } from '../helpers/upgrade-evidence.js';
+import { sshExec } from '../helpers/ssh-exec.js';
+import { untilStatus } from '../helpers/status-polling.js';
 import { simWorker } from '../helpers/workers.js';
 import { startClusterWorld } from '../helpers/sim-world.js';
 
@@ -99,5 +102,52 @@ describe("e2e: a dnf-based cluster 1.32 → 1.33, each node's kubernetes.repo sw
     }
     for (const node of ['cp-1', 'worker-1'])
       assert.deepEqual(neighbours(node), before[node], `${node}: the neighbours' .repo files as they were`);
+  });
+  it("an abort while a failed kubelet install waits leaves every kubernetes.repo's exclude= as before the run (read through the host)", async () => {
+    const nodes = ['cp-1', 'cp-2', 'worker-1', 'worker-2', 'worker-3'];
+    const excludes = async () =>
+      Object.fromEntries(
+        await Promise.all(
+          nodes.map(async (n) => {
+            const repo = (await sshExec(tc.sim.endpoints, n, 'cat /etc/yum.repos.d/kubernetes.repo')).stdout;
+            return [n, repo.split('\n').filter((l) => /^exclude\s*=/.test(l))];
+          }),
+        ),
+      );
+    const before = await excludes();
+    for (const [n, lines] of Object.entries(before))
+      assert.deepEqual(lines, ['exclude=kubelet kubeadm kubectl cri-tools kubernetes-cni'], n);
+    // Whichever worker is the canary, its kubelet install fails in the rpm transaction.
+    for (const w of ['worker-1', 'worker-2', 'worker-3'])
+      tc.sim.hosts.setFault(w, {
+        kind: 'fail',
+        command: 'dnf install -y -q --disableexcludes=kubernetes kubelet-1.34.2-150500.1.1',
+        stderr: 'Error: Transaction test error:\n  file /usr/bin/kubelet conflicts between attempted installs',
+      });
+    const taskQueue = uniqueTaskQueue('rhel-abort');
+    const worker = await simWorker(env, tc.clustersDir, taskQueue);
+    const status = await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/rhel-abort-${taskQueue}`,
+        args: [{ cluster: 'rhel', to: '1.34', policy: { canary: 1, batchSize: 2, maxUnavailable: 1, verifySeconds: 5 } }],
+      });
+      const blocked = (s: UpgradeStatus) => Object.entries(s.nodes).find(([, n]) => n.phase === 'blocked');
+      const s = await untilStatus(handle, 'a worker blocked on its kubelet install', (st) => blocked(st) !== undefined, 300_000);
+      const [node, state] = blocked(s) as [string, UpgradeStatus['nodes'][string]];
+      assert.match(state.blocked?.message ?? '', /Transaction test error/);
+      assert.deepEqual(await excludes(), before, `${node} waits with its hold in place`);
+      await handle.signal(abortSignal, { by: 'ops', reason: 'rpm conflict' });
+      return { node, result: await handle.result() };
+    });
+    assert.equal(status.result.phase, 'aborted', status.result.events.join('\n'));
+    assert.deepEqual(await excludes(), before, "every node's exclude= as before the run");
+    assert.ok(
+      status.result.outcome?.endsWith(
+        `; kubernetes.repo on ${status.node} points at v1.34, ahead of its kubelet 1.33.7 (held: kubeadm kubelet kubectl)`,
+      ),
+      status.result.outcome,
+    );
+    assert.doesNotMatch(status.result.outcome ?? '', /holds put back/, 'dnf lifts exclude= for its one command: nothing to put back');
   });
 });

@@ -71,6 +71,8 @@ export function mockBlueGreenCluster(options: { version?: string; override?: Rec
     kubeadmUpgradePlan: () => ({}),
     pointPackageRepository: () => ({}),
     installPackages: () => ({}),
+    readPackageHolds: (i) => ({ node: i.node, held: ['kubeadm', 'kubelet', 'kubectl'], via: 'apt-mark' }),
+    restorePackageHolds: (i) => ({ node: i.node, held: i.held, putBack: [], missing: [] }),
     kubeadmUpgradeApply: (i) => {
       apiserver[i.node as string] = i.version as string;
       return {};

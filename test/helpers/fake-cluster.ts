@@ -67,6 +67,15 @@ export function fakeCluster(
     ),
     installPackages: async (i: Record<string, unknown>) => (rec('installPackages', i), {}),
     downloadPackages: async (i: Record<string, unknown>) => (rec('downloadPackages', i), {}),
+    // The install guide's holds on every node, found and left as they are.
+    readPackageHolds: async (i: { node: string }) => (
+      rec('readPackageHolds', i),
+      { node: i.node, held: ['kubeadm', 'kubelet', 'kubectl'], via: 'apt-mark' }
+    ),
+    restorePackageHolds: async (i: { node: string; held: string[] }) => (
+      rec('restorePackageHolds', i),
+      { node: i.node, held: i.held, putBack: [], missing: [] }
+    ),
     kubeadmUpgradeApply: async (i: { node: string; version: string }) => (
       rec('kubeadmUpgradeApply', i),
       (state.apiserver[i.node] = i.version),

@@ -132,12 +132,22 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
     const w2 = c.calls.filter(([, i]) => i.node === 'w2').map(([n]) => n);
     assert.deepEqual(
       w2,
-      ['pointPackageRepository', 'installPackages', 'kubeadmUpgradeNode', 'downloadPackages', 'cordonNode', 'drainNode', 'uncordonNode'],
-      'its kubeadm work before the cordon, the blocked drain; the second hop leaves w2 alone; the end of the run uncordons it',
+      [
+        'pointPackageRepository',
+        'readPackageHolds',
+        'installPackages',
+        'kubeadmUpgradeNode',
+        'downloadPackages',
+        'cordonNode',
+        'drainNode',
+        'restorePackageHolds',
+        'uncordonNode',
+      ],
+      'its holds read before its first package, its kubeadm work before the cordon, the blocked drain, its holds checked as it stops; the first hop leaves w2 alone; the end of the run uncordons it',
     );
     assert.equal(
       status.outcome,
-      'upgraded to 1.34.2 EXCEPT 1 node left behind: w2 at 1.32.4 (skipped by the operator); finish them with: skewless upgrade --cluster lab --to 1.34.2',
+      'upgraded to 1.34.2 EXCEPT 1 node left behind: w2 at 1.32.4 (skipped by the operator); kubernetes.list on w2 points at v1.34, ahead of its kubelet 1.32.4 (held: kubeadm kubelet kubectl); finish them with: skewless upgrade --cluster lab --to 1.34.2',
     );
     assert.deepEqual(status.leftBehind, [{ node: 'w2', version: '1.32.4', why: 'skipped' }]);
   });
@@ -197,8 +207,9 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
     const childSteps = (child.events ?? [])
       .filter((e) => e.activityTaskScheduledEventAttributes)
       .map((e) => decode(e.userMetadata?.summary));
-    assert.deepEqual(childSteps.slice(0, 7), [
+    assert.deepEqual(childSteps.slice(0, 8), [
       'point the package repository of w1 at v1.33',
+      'read the package holds of w1',
       'install kubeadm v1.33.7 on w1',
       'kubeadm upgrade node on w1 (v1.33.7)',
       'download kubelet, kubectl v1.33.7 on w1 (not installed)',

@@ -236,7 +236,7 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
       status.outcome ?? '',
       // The run's own task queue: the default one has no worker here.
       new RegExp(
-        `^aborted by frank: maintenance window over; cp1 at 1\\.33\\.7; w1, w2 at 1\\.32\\.4; no node left cordoned by this run; finish with: skewless upgrade --cluster lab --to 1\\.33 --task-queue ${queue}$`,
+        `^aborted by frank: maintenance window over; cp1 at 1\\.33\\.7; w1, w2 at 1\\.32\\.4; no node left cordoned by this run; kubernetes\\.list on w1 points at v1\\.33, ahead of its kubelet 1\\.32\\.4 \\(held: kubeadm kubelet kubectl\\); finish with: skewless upgrade --cluster lab --to 1\\.33 --task-queue ${queue}$`,
       ),
     );
     assert.ok(c.calls.some(([n, i]) => n === 'uncordonNode' && i.node === 'w1'));

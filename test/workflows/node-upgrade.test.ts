@@ -14,6 +14,11 @@ type Call = [string, Record<string, unknown>];
 function mockActivities(calls: Call[], drains: ('ok' | 'blocked' | 'refused')[] = ['ok'], cordonOwned = true): Partial<Activities> {
   const record = (name: string) => async (input: Record<string, unknown>) => {
     calls.push([name, input]);
+    // The install guide's three holds, found before the first install and found in place afterwards.
+    if (name === 'readPackageHolds') return { node: input.node, held: ['kubeadm', 'kubelet', 'kubectl'], via: 'apt-mark' };
+    if (name === 'restorePackageHolds') return { node: input.node, held: input.held, putBack: [], missing: [] };
+    if (name === 'pointPackageRepository')
+      return { node: input.node, file: '/etc/apt/sources.list.d/kubernetes.list', minor: '1.33', changed: true };
     return {};
   };
   let drain = 0;
@@ -48,6 +53,8 @@ function mockActivities(calls: Call[], drains: ('ok' | 'blocked' | 'refused')[] 
         'pointPackageRepository',
         'installPackages',
         'downloadPackages',
+        'readPackageHolds',
+        'restorePackageHolds',
         'kubeadmUpgradeApply',
         'kubeadmUpgradeNode',
         'restartKubelet',
@@ -104,6 +111,7 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
       calls.map(([n]) => n),
       [
         'pointPackageRepository',
+        'readPackageHolds',
         'installPackages',
         'kubeadmUpgradeNode',
         'downloadPackages',
@@ -121,10 +129,16 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
       { cluster: 'lab', node: 'w1', version: '1.33.7' },
       "the repository at the hop's minor before the first package",
     );
-    assert.deepEqual(calls[1]?.[1].packages, ['kubeadm']);
-    assert.deepEqual(calls[3]?.[1], { cluster: 'lab', node: 'w1', version: '1.33.7', packages: ['kubelet', 'kubectl'] });
-    assert.deepEqual(calls[6]?.[1].packages, ['kubelet', 'kubectl'], 'installed (from the cache) only once drained');
-    assert.equal(calls[4]?.[1].owner, 'upgrade/lab');
+    assert.deepEqual(calls[1]?.[1], { cluster: 'lab', node: 'w1' }, 'its holds read before the first package');
+    assert.deepEqual(calls[2]?.[1].packages, ['kubeadm']);
+    assert.deepEqual(calls[4]?.[1], { cluster: 'lab', node: 'w1', version: '1.33.7', packages: ['kubelet', 'kubectl'] });
+    assert.deepEqual(calls[7]?.[1].packages, ['kubelet', 'kubectl'], 'installed (from the cache) only once drained');
+    assert.equal(calls[5]?.[1].owner, 'upgrade/lab');
+    assert.deepEqual(
+      result.packages,
+      { repository: { file: 'kubernetes.list', minor: '1.33' }, heldBefore: ['kubeadm', 'kubelet', 'kubectl'] },
+      'a finished node: nothing put back, its repository named',
+    );
   });
 
   it('runs kubeadm upgrade apply on the first control plane and upgrade node on the others, without draining', async () => {
@@ -145,10 +159,12 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
       calls.map(([n, i]) => `${n}:${i.node}`),
       [
         'pointPackageRepository:cp1',
+        'readPackageHolds:cp1',
         'installPackages:cp1',
         'kubeadmUpgradeApply:cp1',
         'checkControlPlane:cp1',
         'pointPackageRepository:cp2',
+        'readPackageHolds:cp2',
         'installPackages:cp2',
         'kubeadmUpgradeNode:cp2',
         'checkControlPlane:cp2',
@@ -207,14 +223,105 @@ describe('nodeUpgradeWorkflow (mocked activities, real dev server, no workflow c
     assert.equal(result.cordonedByUs, true, 'the parent uncordons it only if it gives up on the node');
     assert.deepEqual(
       skipped.map(([n]) => n),
-      ['pointPackageRepository', 'installPackages', 'kubeadmUpgradeNode', 'downloadPackages', 'cordonNode', 'drainNode'],
-      'its kubeadm work done before the cordon, its kubelet never touched',
+      [
+        'pointPackageRepository',
+        'readPackageHolds',
+        'installPackages',
+        'kubeadmUpgradeNode',
+        'downloadPackages',
+        'cordonNode',
+        'drainNode',
+        'restorePackageHolds',
+      ],
+      'its kubeadm work done before the cordon, its kubelet never touched; its holds checked as it stops',
     );
+    assert.deepEqual(skipped.at(-1)?.[1], { cluster: 'lab', node: 'w1', held: ['kubeadm', 'kubelet', 'kubectl'] });
 
     const notOurs: Call[] = [];
     await withWorker(mockActivities(notOurs, ['ok'], false), (taskQueue) =>
       env.client.workflow.execute(nodeUpgradeWorkflow, { taskQueue, workflowId: `theirs/${taskQueue}`, args: [base] }),
     );
     assert.ok(!notOurs.some(([n]) => n === 'uncordonNode'), "an operator's cordon stays");
+  });
+  /** Waits for the node to block, answers `action`, and returns the result. */
+  async function blockedThen(acts: Partial<Activities>, id: string, action: 'abort' | 'skip', whileBlocked?: () => void) {
+    return withWorker(acts, async (taskQueue) => {
+      const handle = await env.client.workflow.start(nodeUpgradeWorkflow, { taskQueue, workflowId: `${id}/${taskQueue}`, args: [base] });
+      for (let i = 0; (await handle.query(nodeStatusQuery)).phase !== 'blocked' && i < 100; i++)
+        await new Promise((r) => setTimeout(r, 100));
+      assert.equal((await handle.query(nodeStatusQuery)).phase, 'blocked');
+      whileBlocked?.();
+      await handle.signal(drainResolutionSignal, { action, by: 'dana' });
+      return handle.result();
+    });
+  }
+  const installFailed = (heldAgain?: string[]) =>
+    ApplicationFailure.create({
+      type: 'HostCommandFailed',
+      nonRetryable: true,
+      message: `'apt-get install' on w1 exited 100${heldAgain ? `; ${heldAgain.join(' ')} held again` : ''}`,
+      details: [{ node: 'w1', exitCode: 100 }, ...(heldAgain ? [{ heldAgain }] : [])],
+    });
+
+  it('a failed kubelet install: the holds are checked before the node waits, and the abort names those the install put back', async () => {
+    const calls: Call[] = [];
+    const acts = mockActivities(calls);
+    acts.installPackages = (async (input: { packages: string[] }) => {
+      calls.push(['installPackages', input]);
+      if (input.packages.includes('kubelet')) throw installFailed(['kubelet', 'kubectl']);
+      return {};
+    }) as unknown as Activities['installPackages'];
+    const result = await blockedThen(acts, 'failedinstall', 'abort', () => {
+      const names = calls.map(([n]) => n);
+      assert.deepEqual(names.slice(-2), ['installPackages', 'restorePackageHolds'], 'the holds are put back before the node waits');
+    });
+    assert.equal(result.outcome, 'aborted');
+    assert.deepEqual(
+      calls.filter(([n]) => n === 'restorePackageHolds').map(([, i]) => i.held),
+      [
+        ['kubeadm', 'kubelet', 'kubectl'],
+        ['kubeadm', 'kubelet', 'kubectl'],
+      ],
+      'once before the wait, once as the node stops: the holds found before its first package',
+    );
+    assert.deepEqual(result.packages?.putBack, ['kubelet', 'kubectl']);
+    assert.deepEqual(result.packages?.held, ['kubeadm', 'kubelet', 'kubectl']);
+    assert.ok(!calls.some(([n]) => n === 'restartKubelet'), 'no kubelet restart after a failed install');
+  });
+
+  it('an install that died with its worker (no holds put back by it): the restore puts them back, and a skip says so', async () => {
+    const calls: Call[] = [];
+    const acts = mockActivities(calls);
+    let lost = ['kubeadm']; // the install lifted the hold, then its worker died: nothing put it back
+    acts.installPackages = (async (input: Record<string, unknown>) => {
+      calls.push(['installPackages', input]);
+      throw installFailed();
+    }) as unknown as Activities['installPackages'];
+    acts.restorePackageHolds = (async (input: { held: string[] }) => {
+      calls.push(['restorePackageHolds', input]);
+      const putBack = lost;
+      lost = [];
+      return { node: 'w1', held: input.held, putBack, missing: [] };
+    }) as unknown as Activities['restorePackageHolds'];
+    const result = await blockedThen(acts, 'diedinstall', 'skip');
+    assert.equal(result.outcome, 'skipped', 'a kubeadm package that failed before the cordon is skippable');
+    assert.deepEqual(result.packages?.putBack, ['kubeadm']);
+    assert.deepEqual(result.packages?.repository, { file: 'kubernetes.list', minor: '1.33' });
+  });
+
+  it('a hold the restore cannot put back (dnf: exclude= is not edited) is reported, not hidden', async () => {
+    const calls: Call[] = [];
+    const acts = mockActivities(calls);
+    acts.installPackages = (async (input: Record<string, unknown>) => {
+      calls.push(['installPackages', input]);
+      throw installFailed();
+    }) as unknown as Activities['installPackages'];
+    acts.restorePackageHolds = (async (input: { held: string[] }) => {
+      calls.push(['restorePackageHolds', input]);
+      return { node: 'w1', held: ['kubeadm', 'kubectl'], putBack: [], missing: ['kubelet'] };
+    }) as unknown as Activities['restorePackageHolds'];
+    const result = await blockedThen(acts, 'missinghold', 'abort');
+    assert.deepEqual(result.packages?.notPutBack, ['kubelet']);
+    assert.deepEqual(result.packages?.putBack ?? [], []);
   });
 });

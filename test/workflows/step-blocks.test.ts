@@ -25,6 +25,8 @@ function nodeActivities(calls: Call[], override: Record<string, (input: Record<s
     'pointPackageRepository',
     'installPackages',
     'downloadPackages',
+    'readPackageHolds',
+    'restorePackageHolds',
     'kubeadmUpgradeApply',
     'kubeadmUpgradeNode',
     'restartKubelet',
@@ -39,6 +41,8 @@ function nodeActivities(calls: Call[], override: Record<string, (input: Record<s
       async (input: Record<string, unknown>) => {
         calls.push([name, input]);
         if (override[name]) return override[name](input);
+        if (name === 'readPackageHolds') return { node: input.node, held: ['kubeadm', 'kubelet', 'kubectl'], via: 'apt-mark' };
+        if (name === 'restorePackageHolds') return { node: input.node, held: input.held, putBack: [], missing: [] };
         return name === 'cordonNode' ? { cordoned: true, ownedByUs: true, changed: true } : {};
       },
     ]),
@@ -116,8 +120,10 @@ describe('a node step that fails for good waits for the operator (mocked activit
       calls.map(([n]) => n),
       [
         'pointPackageRepository',
+        'readPackageHolds',
         'installPackages',
         'installPackages',
+        'restorePackageHolds',
         'installPackages',
         'kubeadmUpgradeNode',
         'downloadPackages',
@@ -177,7 +183,8 @@ describe('a node step that fails for good waits for the operator (mocked activit
     assert.equal(result.cordonedByUs, false, 'the kubeadm package comes before the cordon');
     assert.deepEqual(
       calls.map(([n]) => n),
-      ['pointPackageRepository', 'installPackages'],
+      ['pointPackageRepository', 'readPackageHolds', 'installPackages', 'restorePackageHolds', 'restorePackageHolds'],
+      'the holds put back before the node waits, and checked again as it stops',
     );
   });
 
