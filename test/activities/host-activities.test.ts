@@ -175,7 +175,9 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
     assert.equal(missing.result.nonRetryable, true);
     assert.deepEqual(
       changing(missing.ran),
-      ['sudo -n DEBIAN_FRONTEND=noninteractive apt-get update -q -o DPkg::Lock::Timeout=120'],
+      [
+        'sudo -n DEBIAN_FRONTEND=noninteractive apt-get update -q -o Dir::Etc::SourceList=/etc/apt/sources.list.d/kubernetes.list -o Dir::Etc::SourceParts=- -o APT::Get::List-Cleanup=0 -o DPkg::Lock::Timeout=120',
+      ],
       'the lists are refreshed once, nothing installed',
     );
     assert.equal(tc.sim.hosts.state('worker').packages.kubelet, '1.32.4-1.1');

@@ -80,7 +80,7 @@ describe('the package repository of a node, as kubernetes.io sets it up (activit
     assert.deepEqual(first.result, { node: 'worker-1', file: LIST, minor: '1.33', changed: true, previous: guideLine('1.32').trimEnd() });
     assert.deepEqual(asRoot(first.ran), [
       `sudo -n sed -i s,/core:/stable:/v1.32/,/core:/stable:/v1.33/,g ${LIST}`,
-      'sudo -n DEBIAN_FRONTEND=noninteractive apt-get update -q -o DPkg::Lock::Timeout=120',
+      'sudo -n DEBIAN_FRONTEND=noninteractive apt-get update -q -o Dir::Etc::SourceList=/etc/apt/sources.list.d/kubernetes.list -o Dir::Etc::SourceParts=- -o APT::Get::List-Cleanup=0 -o DPkg::Lock::Timeout=120',
     ]);
     assert.equal(list('worker-1'), guideLine('1.33'));
     const installed = await acts.installPackages({ cluster, node: 'worker-1', version: '1.33.7', packages: ['kubeadm'] });
