@@ -81,6 +81,11 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
    * steps (planRestore lists nodes, verifyRestoredApiserver GETs /readyz) run in the sweep.
    */
   const HOST_ONLY = ['stopStaticPods', 'restoreEtcdMember', 'startStaticPods', 'runningStaticPods', 'test'];
+  /**
+   * The etcd patch step (activities/etcd-patch.ts): manifests and etcdctl over SSH only, and run here
+   * they would restart this cluster's etcd. The whole file must not reach the API (checked below).
+   */
+  const ETCD_PATCH_HOST_ONLY = ['readEtcdMembers', 'patchEtcdMember', 'checkEtcdHealth'];
   let acts: Activities;
   const called = new Set<string>();
   /** Audit events seen by the end of the activity run: the rest of the file adds refusals on purpose. */
@@ -146,7 +151,12 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
       sweep = await settledEvents(); // also when an activity failed: the next test names the refusal
     }
     const missing = Object.keys(createActivities()).filter(
-      (name) => !called.has(name) && !(name in TEMPORAL_ONLY) && !HOST_ONLY.includes(name) && !PROMETHEUS_ONLY.includes(name),
+      (name) =>
+        !called.has(name) &&
+        !(name in TEMPORAL_ONLY) &&
+        !HOST_ONLY.includes(name) &&
+        !ETCD_PATCH_HOST_ONLY.includes(name) &&
+        !PROMETHEUS_ONLY.includes(name),
     );
     assert.deepEqual(missing, [], 'an activity this test does not run may need a permission nobody checked');
   });
@@ -179,6 +189,12 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
       const body = source.slice(start, source.indexOf('\n}', start));
       assert.doesNotMatch(body, /\.kube\b|kubeCall|readyz|fetch\(/, `${name} reaches the API`);
     }
+  });
+
+  it('exempts the etcd patch step, whose code stays on the host: activities/etcd-patch.ts asks no Kubernetes API', () => {
+    const source = readFileSync(new URL('../../../activities/etcd-patch.ts', import.meta.url), 'utf8');
+    for (const name of ETCD_PATCH_HOST_ONLY) assert.ok(name in createActivities(), `${name} is no activity any more`);
+    assert.doesNotMatch(source, /\.kube\b|kubeCall|kube-api|readyz|fetch\(/, 'activities/etcd-patch.ts reaches the API');
   });
 
   /** A Deployment and a StatefulSet that cannot roll out: a waiting checkWorkloads reads them again by name (get). */
@@ -287,6 +303,9 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
     assert.equal(await tc.kube.core.readNamespacedPod({ name: 'lonely', namespace: 'default' }).then(() => 200, statusOf), 404);
     await acts.checkPodsOnNode({ cluster, node: 'worker-1', require: true });
     await acts.pointPackageRepository({ cluster, node: 'worker-1', version: V });
+    // As the node workflow does: the holds read before its first install, put back where one is missing.
+    const holds = await acts.readPackageHolds({ cluster, node: 'worker-1' });
+    await acts.restorePackageHolds({ cluster, node: 'worker-1', held: holds.held });
     await acts.installPackages({ cluster, node: 'worker-1', version: V, packages: ['kubeadm'] });
     assert.equal((await acts.kubeadmUpgradeNode({ cluster, node: 'worker-1', version: V })).ran, true);
     // Before its cordon (work-before-cordon): the kubelet and kubectl archives, fetched, not installed.

@@ -114,7 +114,9 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
 
   it('skip leaves the node at its old version for the rest of the run, then hands it back uncordoned', async () => {
     const c = fakeCluster({ blockDrainOf: 'w2' });
+    let queue = '';
     const status = await withWorker(c.acts, async (taskQueue) => {
+      queue = taskQueue;
       const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
         taskQueue,
         workflowId: `upgrade/skip-${taskQueue}`,
@@ -147,7 +149,8 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
     );
     assert.equal(
       status.outcome,
-      'upgraded to 1.34.2 EXCEPT 1 node left behind: w2 at 1.32.4 (skipped by the operator); kubernetes.list on w2 points at v1.34, ahead of its kubelet 1.32.4 (held: kubeadm kubelet kubectl); finish them with: skewless upgrade --cluster lab --to 1.34.2',
+      // On the run's own task queue: the default one has no worker here.
+      `upgraded to 1.34.2 EXCEPT 1 node left behind: w2 at 1.32.4 (skipped by the operator); kubernetes.list on w2 points at v1.34, ahead of its kubelet 1.32.4 (held: kubeadm kubelet kubectl); finish them with: skewless upgrade --cluster lab --to 1.34.2 --task-queue ${queue}`,
     );
     assert.deepEqual(status.leftBehind, [{ node: 'w2', version: '1.32.4', why: 'skipped' }]);
   });
