@@ -92,10 +92,12 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     // The printed command as it stands: no SKEWLESS_TASK_QUEUE behind it.
     const { SKEWLESS_TASK_QUEUE: _queue, ...withoutQueue } = cliEnv();
     const run = spawnCli(finishWith.split(' ').slice(1), withoutQueue);
-    // Its policy is the first run's: the workers gate waits for approval again.
-    await until('the workers gate', async () =>
-      (await status()).gates.some((g) => g.name === 'workers-1.33.7' && !g.approvedBy) ? true : undefined,
-    );
+    // Its policy is the first run's: the workers gate waits for approval again, in the new run (the
+    // aborted run's status, answered until the new one starts, still shows its gate unapproved).
+    await until('the new run at the workers gate', async () => {
+      const s = await status();
+      return s.phase !== 'aborted' && s.gates.some((g) => g.name === 'workers-1.33.7' && !g.approvedBy) ? true : undefined;
+    });
     const approved = await cli('approve', 'behind', '--gate', 'workers-1.33.7');
     assert.equal(approved.code, 0, approved.stderr);
     await until('worker-2 blocked by its bare pod', async () =>
