@@ -329,7 +329,11 @@ describe('e2e: host and cluster faults wait for the operator', () => {
       result.outcome ?? '',
       /^aborted by olga: dpkg broken on worker-1; cp-1 at 1\.34\.2; worker-1, worker-2, worker-3 at 1\.33\.7; no node left cordoned by this run; /,
     );
-    assert.ok(result.outcome?.endsWith(`; ${said}; finish with: skewless upgrade --cluster hf --to 1.34`), result.outcome);
+    // The finish command repeats the run's queue and policy flags after this (test/client/finish-command.test.ts).
+    assert.ok(
+      result.outcome?.includes(`; ${said}; finish with: skewless upgrade --cluster hf --to 1.34 --task-queue ${taskQueue} `),
+      result.outcome,
+    );
     const status = await cli('status', 'hf');
     assert.ok(status.stdout.includes(said), status.stdout);
     assert.deepEqual(await nodeLines(tc.kube), [

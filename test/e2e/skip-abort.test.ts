@@ -109,7 +109,7 @@ describe('e2e: skip and abort leave the cluster as the workflow reports it', () 
       );
     assert.match(
       status.outcome ?? '',
-      /^aborted by ops: change freeze; .*skipped: worker-2; no node left cordoned by this run; kubernetes\.list on worker-2 points at v1\.33, ahead of its kubelet 1\.32\.4 \(held: kubeadm kubelet kubectl\); finish with: skewless upgrade --cluster skipabort --to 1\.34$/,
+      /^aborted by ops: change freeze; .*skipped: worker-2; no node left cordoned by this run; kubernetes\.list on worker-2 points at v1\.33, ahead of its kubelet 1\.32\.4 \(held: kubeadm kubelet kubectl\); finish with: skewless upgrade --cluster skipabort --to 1\.34 --task-queue test-skipabort-\S+ .*$/,
     );
     assert.ok(
       nodes.every((n) => !n.spec?.unschedulable),
