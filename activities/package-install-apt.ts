@@ -24,6 +24,18 @@ import { packageVersionFor, parseMadison, type MadisonEntry } from './parsers/ma
 export const APT_ENV = { DEBIAN_FRONTEND: 'noninteractive' };
 /** apt ≥ 1.9.11 waits this long for the dpkg lock (unattended-upgrades often holds it) instead of failing at once. */
 export const LOCK_WAIT = ['-o', 'DPkg::Lock::Timeout=120'];
+/**
+ * apt's lists in `dir` and no binary caches (apt.conf(5): Dir::State::Lists, Dir::Cache::pkgcache and
+ * srcpkgcache, empty to turn a cache off): a read-only refresh that leaves the host's own apt state alone.
+ */
+export const aptStateIn = (dir: string) => [
+  '-o',
+  `Dir::State::Lists=${dir}/lists`,
+  '-o',
+  'Dir::Cache::pkgcache=',
+  '-o',
+  'Dir::Cache::srcpkgcache=',
+];
 /** What apt-get says when dpkg's journal was left open: a crash or a reboot in the middle of an install. */
 const DPKG_INTERRUPTED = /dpkg was interrupted, you must manually run '(?:sudo )?dpkg --configure -a'/;
 

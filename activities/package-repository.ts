@@ -16,7 +16,7 @@ import { ErrorType } from './errors.js';
 import { hostActivityScope } from './host-activity-context.js';
 import { checkNode, checkVersion, commandFailed, run, stderrTail } from './host-commands.js';
 import { packageTimeouts } from './kube-packages.js';
-import { APT_ENV, LOCK_WAIT } from './package-install-apt.js';
+import { APT_ENV, aptStateIn, LOCK_WAIT } from './package-install-apt.js';
 import { dnfOffered } from './package-install-dnf.js';
 import { parseDnfList } from './parsers/dnf-list.js';
 import { parseMadison } from './parsers/madison.js';
@@ -164,18 +164,7 @@ function probeAptMinor(
     'sources.list',
     withMinor(text, minor),
     async (dir) => {
-      const apt = [
-        '-o',
-        `Dir::Etc::SourceList=${dir}/sources.list`,
-        '-o',
-        'Dir::Etc::SourceParts=-',
-        '-o',
-        `Dir::State::Lists=${dir}/lists`,
-        '-o',
-        'Dir::Cache::pkgcache=',
-        '-o',
-        'Dir::Cache::srcpkgcache=',
-      ];
+      const apt = ['-o', `Dir::Etc::SourceList=${dir}/sources.list`, '-o', 'Dir::Etc::SourceParts=-', ...aptStateIn(dir)];
       const update = ['apt-get', 'update', '-q', ...apt];
       const r = await access.shell.exec(node, update, { timeoutMs: installMs(access), env: APT_ENV, signal });
       if (r.exitCode !== 0) {

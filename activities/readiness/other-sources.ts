@@ -16,7 +16,7 @@ import type { ReadinessFinding } from '../../rules/readiness/finding.js';
 import type { ClusterAccess } from '../cluster-access.js';
 import { kubeCall } from '../errors.js';
 import { checkNode } from '../host-commands.js';
-import { APT_ENV } from '../package-install-apt.js';
+import { APT_ENV, aptStateIn } from '../package-install-apt.js';
 import { APT_KUBERNETES_LIST, DNF_KUBERNETES_REPO, maskUrlCredentials } from '../parsers/kubernetes-repository.js';
 import {
   parseAptSourceFiles,
@@ -50,20 +50,7 @@ const TOOLS: Record<'apt' | 'dnf', Tool> = {
     files: ['/etc/apt/sources.list'],
     suffix: '.list',
     kubernetesFile: APT_KUBERNETES_LIST,
-    refresh: (dir) => ({
-      argv: [
-        'apt-get',
-        'update',
-        '-q',
-        '-o',
-        `Dir::State::Lists=${dir}/lists`,
-        '-o',
-        'Dir::Cache::pkgcache=',
-        '-o',
-        'Dir::Cache::srcpkgcache=',
-      ],
-      env: APT_ENV,
-    }),
+    refresh: (dir) => ({ argv: ['apt-get', 'update', '-q', ...aptStateIn(dir)], env: APT_ENV }),
     failures: parseAptUpdateFailures,
     configured: parseAptSourceFiles,
   },
