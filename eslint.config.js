@@ -252,4 +252,11 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // Small functions with names that explain themselves (issue 37): a function of the product, the
+    // simulation, the demo, the benchmark or the stack over 80 lines (blank lines and comments aside)
+    // is split into named parts. The tests are not held to it (a test reads top to bottom).
+    files: ['{activities,client,worker,rules,workflows,contracts,tooling,demo,sim,bench,stack}/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }] },
+  },
 );

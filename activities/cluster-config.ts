@@ -7,13 +7,42 @@ import {
   etcdPatchTarget,
   PACKAGE_MANAGERS,
   parseMaintenanceWindows,
+  parseExclusions,
+  parseHooks,
+  parseNotifySinks,
   RuleError,
   type MaintenanceWindow,
+  type Exclusion,
+  type HookConfig,
+  type NotifySink,
   type PackageManager,
+  drainRules,
+  type DrainOptions,
+  type DrainRule,
 } from '../rules/index.js';
 import { parseAlertMatcher, type AlertMatcher } from '../rules/readiness/alert-matchers.js';
 import { ErrorType } from './errors.js';
-import { SETTING_LIMITS } from '../contracts/time-limits.js';
+import { SETTING_LIMITS, type SettingName } from '../contracts/time-limits.js';
+import {
+  boolean,
+  dnsLabel,
+  FieldError,
+  FieldPath,
+  integer,
+  isDnsLabel,
+  isLabelKey,
+  isLabelValue,
+  isNodeName,
+  listOf,
+  mapping,
+  mappingOf,
+  oneOf,
+  optional,
+  refuse,
+  text,
+  withDefault,
+  type Shape,
+} from '../rules/input-shapes.js';
 
 /**
  * A cluster's configuration, read by the worker only (it names credentials' paths), found by
@@ -53,6 +82,15 @@ export interface ClusterConfig {
   };
   snapshots: { dir: string };
   drain: { timeoutSeconds: number; gracePeriodSeconds?: number; deleteEmptyDirData: boolean; ignoreDaemonSets: boolean };
+  /**
+   * Per-pod drain order, skip and wait-for-completion (rules/drain-rules.ts); empty: every pod drained
+   * at once. The three keys below are filled by parseClusterConfig; absent (a hand-built config): the defaults.
+   */
+  drainRules?: DrainRule[];
+  /** What the node check after a kubelet restart (and a control plane's after kubeadm) waits for besides Ready. */
+  nodeHealth?: NodeHealthConfig;
+  /** kubeadm's addons: whether `kubeadm upgrade apply` skips its kube-proxy phase. */
+  addons?: AddonsConfig;
   probes: { name: string; url: string; expectStatus: number; timeoutSeconds: number }[];
   /**
    * The alert gate (issue 21): the operator's Prometheus and which of its firing alerts hold a phase
@@ -83,6 +121,37 @@ export interface ClusterConfig {
    * read over SSH to name the clients of removed APIs (activities/readiness/removed-api-usage.ts). Absent: not read.
    */
   auditLog?: { path: string };
+  /**
+   * Where a run's events go (rules/notify-config.ts, docs/notifications.md): each sink's URL and secret
+   * stay here, read by the delivery activity; workflows get the sinks' names and events only.
+   */
+  notify?: NotifySink[];
+  /** Change hooks around each step (rules/hooks-config.ts): workflows get their names, points and failure policy only. */
+  hooks?: HookConfig[];
+  /** Blackout dates (rules/exclusions.ts): policy, not a secret; the inventory hands them to the workflow. */
+  exclusions?: Exclusion[];
+}
+
+export interface NodeHealthConfig {
+  /** Every DaemonSet pod bound to the node Ready (the CNI and kube-proxy among them). */
+  daemonSets: boolean;
+  /** Node condition types that must not be True (node-problem-detector's). */
+  conditions: string[];
+  /**
+   * The least the check waits for them, however short the run's verifySeconds: a DaemonSet pod comes back
+   * some seconds after its kubelet (a CNI's init containers, kube-proxy's first sync).
+   */
+  waitSeconds: number;
+}
+
+/** The node conditions checked unless `nodeHealth.conditions` says otherwise: node-problem-detector's permanent problems. */
+export const DEFAULT_NODE_CONDITIONS = ['KernelDeadlock', 'ReadonlyFilesystem'];
+export const DEFAULT_NODE_HEALTH: NodeHealthConfig = { daemonSets: true, conditions: DEFAULT_NODE_CONDITIONS, waitSeconds: 30 };
+
+/** `auto`: skip kube-proxy's phase when the cluster has no kube-proxy DaemonSet; `absent`: always skip it; `present`: never. */
+export const KUBE_PROXY_MODES = ['auto', 'absent', 'present'] as const;
+export interface AddonsConfig {
+  kubeProxy: (typeof KUBE_PROXY_MODES)[number];
 }
 
 export interface AlertsConfig {
@@ -164,19 +233,106 @@ export const HOST_TIMEOUT_LIMITS: Record<keyof HostTimeouts, { default: number; 
   kubeadmNodeSeconds: { default: 540, max: SETTING_LIMITS['timeouts.kubeadmNodeSeconds'].max },
 };
 
-const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const PROBE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
-/** A Kubernetes node name: a DNS-1123 subdomain (dot-separated labels of lowercase alphanumerics and '-', at most 253). */
-const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-/** `etcd.patchImageTag`: an etcd 3.5 image tag at or past 3.5.26 (rules/etcd-patch.ts judges it). */
-function etcdPatchTag(file: string | undefined, value: unknown): string {
-  if (typeof value !== 'string')
-    throw invalid(file, `etcd.patchImageTag must be an image tag such as 3.5.26-0, got ${JSON.stringify(value)}`);
+/** `etcd.patchImageTag`: an etcd 3.5 image tag at or past 3.5.26 (rules/etcd-patch.ts judges it, naming the key). */
+const etcdPatchTag: Shape<string> = (v, at) => {
+  if (typeof v !== 'string') return refuse(at, `must be an image tag such as 3.5.26-0, got ${JSON.stringify(v)}`);
   try {
-    return etcdPatchTarget(value);
+    return etcdPatchTarget(v);
   } catch (err) {
-    throw invalid(file, (err as Error).message);
+    throw new FieldError('', (err as Error).message);
+  }
+};
+
+/** A path on the worker (or, for etcd's, on the control planes): absolute, so no working directory decides it. */
+const absolutePath: Shape<string> = (v, at) => {
+  const p = text(v, at);
+  return isAbsolute(p) ? p : refuse(at, `must be an absolute path, got ${JSON.stringify(p)}`);
+};
+
+/** A login name as useradd takes it: it becomes a command word on the hosts (`chown USER FILE`), so never an option. */
+const userName: Shape<string> = (v, at) => {
+  const u = text(v, at);
+  return /^[A-Za-z0-9_][A-Za-z0-9._-]{0,31}$/.test(u)
+    ? u
+    : refuse(at, `must be a user name (letters, digits, '.', '_', '-', not first), got ${JSON.stringify(u).slice(0, 40)}`);
+};
+
+const port = integer({ min: 1, max: 65535 });
+/** A node condition's type as the API names them: `KernelDeadlock`, `example.com/Problem`. */
+const conditionType: Shape<string> = (v, at) =>
+  typeof v === 'string' && isLabelKey(v) ? v : refuse(at, `must be a node condition type such as KernelDeadlock, got ${JSON.stringify(v)}`);
+/** Seconds from 1 to the setting's maximum in the one table of time limits, `fallback` where absent. */
+const seconds = (setting: SettingName, fallback: number): Shape<number> =>
+  withDefault(integer({ min: 1, max: SETTING_LIMITS[setting].max }), fallback);
+const ETCD_PKI = '/etc/kubernetes/pki/etcd';
+
+/**
+ * The plain sections of the configuration, described by their keys: each key's shape and default.
+ * A misspelt key (`drian:`) is refused, not ignored with its setting silently replaced by the default.
+ */
+const SECTIONS = {
+  ssh: mapping({
+    user: userName,
+    port: withDefault(port, 22),
+    privateKeyPath: absolutePath,
+    knownHostsPath: absolutePath,
+    sudo: withDefault(boolean, true),
+    connectTimeoutSeconds: seconds('ssh.connectTimeoutSeconds', 10),
+  }),
+  etcd: mapping({
+    endpoint: withDefault(text, 'https://127.0.0.1:2379'),
+    caCert: withDefault(absolutePath, `${ETCD_PKI}/ca.crt`),
+    cert: withDefault(absolutePath, `${ETCD_PKI}/server.crt`),
+    key: withDefault(absolutePath, `${ETCD_PKI}/server.key`),
+    remoteDir: withDefault(absolutePath, '/var/lib/skewless/snapshots'),
+    patchImageTag: optional(etcdPatchTag),
+  }),
+  snapshots: mapping({ dir: absolutePath }),
+  drain: mapping({
+    timeoutSeconds: seconds('drain.timeoutSeconds', 600),
+    gracePeriodSeconds: optional(integer({ min: 0 })),
+    deleteEmptyDirData: withDefault(boolean, false),
+    ignoreDaemonSets: withDefault(boolean, true),
+  }),
+  timeouts: mapping({
+    commandSeconds: seconds('timeouts.commandSeconds', HOST_TIMEOUT_LIMITS.commandSeconds.default),
+    packageInstallSeconds: seconds('timeouts.packageInstallSeconds', HOST_TIMEOUT_LIMITS.packageInstallSeconds.default),
+    kubeadmPlanSeconds: seconds('timeouts.kubeadmPlanSeconds', HOST_TIMEOUT_LIMITS.kubeadmPlanSeconds.default),
+    kubeadmApplySeconds: seconds('timeouts.kubeadmApplySeconds', HOST_TIMEOUT_LIMITS.kubeadmApplySeconds.default),
+    kubeadmNodeSeconds: seconds('timeouts.kubeadmNodeSeconds', HOST_TIMEOUT_LIMITS.kubeadmNodeSeconds.default),
+  }),
+  drainRules,
+  nodeHealth: mapping({
+    daemonSets: withDefault(boolean, true),
+    conditions: withDefault(
+      listOf(conditionType, 'node condition types, e.g. [KernelDeadlock, ReadonlyFilesystem]'),
+      DEFAULT_NODE_CONDITIONS,
+    ),
+    waitSeconds: withDefault(integer({ min: 0, max: SETTING_LIMITS.verifySeconds.max, why: 'the longest wait of a health check' }), 30),
+  }),
+  addons: mapping({ kubeProxy: withDefault(oneOf(...KUBE_PROXY_MODES), 'auto') }),
+  node: mapping({ address: optional(text), port: optional(port) }),
+  probe: mapping({
+    name: text,
+    url: text,
+    expectStatus: withDefault(integer({ min: 100, max: 599 }), 200),
+    timeoutSeconds: seconds('probes.timeoutSeconds', 5),
+  }),
+} satisfies Record<string, Shape<unknown>>;
+
+/**
+ * Reads `value` at `where` with a shape of rules/input-shapes.ts, refusing with the configuration's
+ * one line: `lab.yaml: ssh.port must be an integer from 1 to 65535, got 0`.
+ */
+function read<T>(file: string | undefined, shape: Shape<T>, where: string, value: unknown): T {
+  try {
+    return shape(value, FieldPath.root(where));
+  } catch (err) {
+    if (!(err instanceof FieldError)) throw err;
+    const { unknownKey: u, field } = err;
+    throw invalid(file, u ? `unknown key ${field ? `${field}.` : ''}${u.key} (known: ${u.known.join(', ')})` : err.message);
   }
 }
 
@@ -188,10 +344,7 @@ function invalid(file: string | undefined, message: string): ApplicationFailure 
   });
 }
 
-/**
- * The keys each mapping may hold. A misspelt key (`drian:`) would otherwise be ignored and its
- * setting silently replaced by the default. `timeouts` is the per-cluster timeouts section.
- */
+/** The keys of the top level and of the sections read by hand (their values depend on each other). */
 const KNOWN_KEYS = {
   '': [
     'name',
@@ -203,6 +356,9 @@ const KNOWN_KEYS = {
     'etcd',
     'snapshots',
     'drain',
+    'drainRules',
+    'nodeHealth',
+    'addons',
     'probes',
     'timeouts',
     'maintenanceWindows',
@@ -211,24 +367,19 @@ const KNOWN_KEYS = {
     'provisioning',
     'auditLog',
     'alerts',
+    'notify',
+    'hooks',
+    'exclusions',
   ],
   auditLog: ['path'],
   alerts: ['prometheusUrl', 'matchers', 'timeoutSeconds', 'pollSeconds'],
   pool: ['selector'],
   provisioning: ['provider', 'endpoint', 'tokenFile', 'create', 'delete', 'joinTimeoutSeconds', 'commandTimeoutSeconds'],
   maintenance: ['command', 'timeoutSeconds', 'rebootCommand'],
-  ssh: ['user', 'port', 'privateKeyPath', 'knownHostsPath', 'sudo', 'connectTimeoutSeconds'],
-  node: ['address', 'port'],
-  etcd: ['endpoint', 'caCert', 'cert', 'key', 'remoteDir', 'patchImageTag'],
-  snapshots: ['dir'],
-  drain: ['timeoutSeconds', 'gracePeriodSeconds', 'deleteEmptyDirData', 'ignoreDaemonSets'],
-  probe: ['name', 'url', 'expectStatus', 'timeoutSeconds'],
 } as const;
 
 function onlyKnownKeys(file: string, value: Record<string, unknown>, keys: readonly string[], where: string): void {
-  const unknown = Object.keys(value).find((k) => !keys.includes(k));
-  if (unknown !== undefined)
-    throw invalid(file, `unknown key ${where ? `${where}.` : ''}${JSON.stringify(unknown).slice(1, -1)} (known: ${keys.join(', ')})`);
+  read(file, (v, at) => mappingOf(v, at, keys), where, value);
 }
 
 /** A file the configuration names, read or stat-ed: a missing or unreadable one is ClusterConfigInvalid naming the field, never its content. */
@@ -268,104 +419,43 @@ export function checkClusterFiles(config: ClusterConfig, file: string): void {
   if (config.provisioning?.provider === 'simulation') readConfigFile(file, 'provisioning.tokenFile', config.provisioning.tokenFile);
 }
 
-/** Parses and validates one cluster's YAML; every problem is a one-line ClusterConfigInvalid. */
-export function parseClusterConfig(text: string, file: string): ClusterConfig {
-  let raw: Record<string, unknown>;
-  try {
-    raw = parseYaml(text) as Record<string, unknown>;
-  } catch (err) {
-    throw invalid(file, `not valid YAML: ${(err as Error).message.split('\n')[0]}`);
-  }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid(file, 'must be a mapping');
-  onlyKnownKeys(file, raw, KNOWN_KEYS[''], '');
-  const obj = (v: unknown, where: string): Record<string, unknown> => {
-    if (v === undefined) return {};
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw invalid(file, `${where} must be a mapping`);
-    return v as Record<string, unknown>;
-  };
-  const str = (v: unknown, where: string, fallback?: string): string => {
-    if (v === undefined && fallback !== undefined) return fallback;
-    if (typeof v !== 'string' || v === '') throw invalid(file, `${where} must be a non-empty string`);
-    return v;
-  };
-  const path = (v: unknown, where: string, fallback?: string): string => {
-    const p = str(v, where, fallback);
-    if (!isAbsolute(p)) throw invalid(file, `${where} must be an absolute path, got ${JSON.stringify(p)}`);
-    return p;
-  };
-  // A login name as useradd takes it: it becomes a command word on the hosts (`chown USER FILE`), so never an option.
-  const userName = (u: string): string => {
-    if (!/^[A-Za-z0-9_][A-Za-z0-9._-]{0,31}$/.test(u))
-      throw invalid(
-        file,
-        `ssh.user must be a user name (letters, digits, '.', '_', '-', not first), got ${JSON.stringify(u).slice(0, 40)}`,
-      );
-    return u;
-  };
-  const int = (v: unknown, where: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number => {
-    if (v === undefined) return fallback;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
-      throw invalid(file, `${where} must be an integer from ${min} to ${max}`);
-    return v;
-  };
-  const bool = (v: unknown, where: string, fallback: boolean): boolean => {
-    if (v === undefined) return fallback;
-    if (typeof v !== 'boolean') throw invalid(file, `${where} must be true or false`);
-    return v;
-  };
+/** A mapping at `where`, or {} when absent. */
+function mappingAt(file: string, v: unknown, where: string): Record<string, unknown> {
+  if (v === undefined) return {};
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw invalid(file, `${where} must be a mapping`);
+  return v as Record<string, unknown>;
+}
 
-  const name = str(raw.name, 'name');
-  if (!NAME.test(name)) throw invalid(file, `name must be a DNS label, got ${JSON.stringify(name)}`);
-  const ssh = obj(raw.ssh, 'ssh');
-  const etcd = obj(raw.etcd, 'etcd');
-  const drain = obj(raw.drain, 'drain');
-  const timeouts = obj(raw.timeouts, 'timeouts');
-  for (const k of Object.keys(timeouts)) {
-    if (!Object.hasOwn(HOST_TIMEOUT_LIMITS, k))
-      throw invalid(file, `timeouts.${k} is not a known timeout (${Object.keys(HOST_TIMEOUT_LIMITS).join(', ')})`);
-  }
-  const snapshots = obj(raw.snapshots, 'snapshots');
-  onlyKnownKeys(file, ssh, KNOWN_KEYS.ssh, 'ssh');
-  onlyKnownKeys(file, etcd, KNOWN_KEYS.etcd, 'etcd');
-  onlyKnownKeys(file, drain, KNOWN_KEYS.drain, 'drain');
-  onlyKnownKeys(file, snapshots, KNOWN_KEYS.snapshots, 'snapshots');
-  const pki = '/etc/kubernetes/pki/etcd';
-  const packageManager = str(raw.packageManager, 'packageManager', 'apt');
-  if (!(PACKAGE_MANAGERS as readonly string[]).includes(packageManager)) {
-    throw invalid(file, `packageManager ${JSON.stringify(packageManager)} is not supported (${PACKAGE_MANAGERS.join(' or ')})`);
-  }
-
+/** `nodes:`, by node name: each node's own settings. */
+function nodesSection(file: string, section: unknown): ClusterConfig['nodes'] {
   const nodes: ClusterConfig['nodes'] = {};
-  for (const [node, value] of Object.entries(obj(raw.nodes, 'nodes'))) {
+  for (const [node, value] of Object.entries(mappingAt(file, section, 'nodes'))) {
     // A name no Node can have would never be looked up: refused like a misspelt key, not ignored.
-    if (node.length > 253 || !NODE_NAME.test(node)) {
+    if (!isNodeName(node)) {
       throw invalid(
         file,
         `nodes: ${JSON.stringify(node).slice(0, 80)} is not a node name (lowercase letters, digits, '-' and '.', at most 253 characters)`,
       );
     }
-    const n = obj(value, `nodes.${node}`);
-    onlyKnownKeys(file, n, KNOWN_KEYS.node, `nodes.${node}`);
-    nodes[node] = {
-      ...(n.address === undefined ? {} : { address: str(n.address, `nodes.${node}.address`) }),
-      ...(n.port === undefined ? {} : { port: int(n.port, `nodes.${node}.port`, 22, 1, 65535) }),
-    };
+    nodes[node] = read(file, SECTIONS.node, `nodes.${node}`, value);
   }
+  return nodes;
+}
+
+/** `probes:`, each a named http(s) check acknowledged as `probe:<name>`. */
+function probesSection(file: string, value: unknown): ClusterConfig['probes'] {
   const probeNames = new Set<string>();
-  const probes = (
-    raw.probes === undefined
+  return (
+    value === undefined
       ? []
-      : Array.isArray(raw.probes)
-        ? raw.probes
+      : Array.isArray(value)
+        ? value
         : (() => {
             throw invalid(file, 'probes must be a list');
           })()
   ).map((p: unknown, i: number) => {
-    const r = obj(p, `probes[${i}]`);
-    onlyKnownKeys(file, r, KNOWN_KEYS.probe, `probes[${i}]`);
-    const url = str(r.url, `probes[${i}].url`);
+    const { name, url, expectStatus, timeoutSeconds } = read(file, SECTIONS.probe, `probes[${i}]`, p);
     if (!/^https?:\/\//.test(url)) throw invalid(file, `probes[${i}].url must be http(s)`);
-    const name = str(r.name, `probes[${i}].name`);
     // The gate acknowledges a failing probe by `probe:<name>` (rules/readiness/finding.ts): one word, one probe.
     if (!PROBE_NAME.test(name))
       throw invalid(
@@ -374,13 +464,70 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
       );
     if (probeNames.has(name)) throw invalid(file, `probes[${i}].name ${name} is given twice`);
     probeNames.add(name);
-    return {
-      name,
-      url,
-      expectStatus: int(r.expectStatus, `probes[${i}].expectStatus`, 200, 100, 599),
-      timeoutSeconds: int(r.timeoutSeconds, `probes[${i}].timeoutSeconds`, 5, 1, SETTING_LIMITS['probes.timeoutSeconds'].max),
-    };
+    return { name, url, expectStatus, timeoutSeconds };
   });
+}
+
+/** `pools:` (blue/green), by pool name: the selector of its nodes. */
+function poolsSection(file: string, section: unknown): Record<string, PoolConfig> {
+  const pools: Record<string, PoolConfig> = {};
+  for (const [pool, value] of Object.entries(mappingAt(file, section, 'pools'))) {
+    if (!isDnsLabel(pool) || pool.length > 50)
+      throw invalid(
+        file,
+        `pools: ${JSON.stringify(pool).slice(0, 60)} is not a pool name (a DNS label of at most 50 characters: its nodes are named <pool>-<n>)`,
+      );
+    const p = mappingAt(file, value, `pools.${pool}`);
+    onlyKnownKeys(file, p, KNOWN_KEYS.pool, `pools.${pool}`);
+    const selector = read(file, text, `pools.${pool}.selector`, p.selector);
+    try {
+      pools[pool] = { selector, labels: parsePoolSelector(selector) };
+    } catch (err) {
+      throw invalid(file, `pools.${pool}.selector: ${(err as Error).message}`);
+    }
+  }
+  return pools;
+}
+
+/** `auditLog:`: where the control planes write the API server's audit log. */
+function auditLogSection(file: string, value: unknown): { path: string } | undefined {
+  if (value === undefined) return undefined;
+  const a = mappingAt(file, value, 'auditLog');
+  onlyKnownKeys(file, a, KNOWN_KEYS.auditLog, 'auditLog');
+  const remote = read(file, text, 'auditLog.path', a.path);
+  if (!/^\/[\w./-]+$/.test(remote) || remote.split('/').includes('..'))
+    throw invalid(file, 'auditLog.path must be an absolute path on the control-plane nodes (letters, digits, . _ - /)');
+  return { path: remote };
+}
+
+/** Parses and validates one cluster's YAML; every problem is a one-line ClusterConfigInvalid. */
+export function parseClusterConfig(yamlText: string, file: string): ClusterConfig {
+  let raw: Record<string, unknown>;
+  try {
+    raw = parseYaml(yamlText) as Record<string, unknown>;
+  } catch (err) {
+    throw invalid(file, `not valid YAML: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid(file, 'must be a mapping');
+  onlyKnownKeys(file, raw, KNOWN_KEYS[''], '');
+  const obj = (v: unknown, where: string): Record<string, unknown> => mappingAt(file, v, where);
+  const str = (v: unknown, where: string, fallback?: string): string =>
+    read(file, fallback === undefined ? text : withDefault(text, fallback), where, v);
+  const path = (v: unknown, where: string, fallback?: string): string =>
+    read(file, fallback === undefined ? absolutePath : withDefault(absolutePath, fallback), where, v);
+  const int = (v: unknown, where: string, fallback: number, min: number, max?: number): number =>
+    read(file, withDefault(integer({ min, ...(max === undefined ? {} : { max }) }), fallback), where, v);
+
+  const name = read(file, dnsLabel, 'name', raw.name);
+  const section = <K extends keyof typeof SECTIONS>(key: K): ReturnType<(typeof SECTIONS)[K]> =>
+    read(file, SECTIONS[key] as Shape<unknown>, key, raw[key]) as ReturnType<(typeof SECTIONS)[K]>;
+  const packageManager = str(raw.packageManager, 'packageManager', 'apt');
+  if (!(PACKAGE_MANAGERS as readonly string[]).includes(packageManager)) {
+    throw invalid(file, `packageManager ${JSON.stringify(packageManager)} is not supported (${PACKAGE_MANAGERS.join(' or ')})`);
+  }
+
+  const nodes = nodesSection(file, raw.nodes);
+  const probes = probesSection(file, raw.probes);
   let maintenanceWindows: MaintenanceWindow[];
   try {
     maintenanceWindows = parseMaintenanceWindows(raw.maintenanceWindows);
@@ -390,96 +537,59 @@ export function parseClusterConfig(text: string, file: string): ClusterConfig {
   }
 
   const maintenance = maintenanceConfig(file, obj(raw.maintenance, 'maintenance'), raw.maintenance !== undefined, int);
-  const pools: Record<string, PoolConfig> = {};
-  for (const [pool, value] of Object.entries(obj(raw.pools, 'pools'))) {
-    if (!NAME.test(pool) || pool.length > 50)
-      throw invalid(
-        file,
-        `pools: ${JSON.stringify(pool).slice(0, 60)} is not a pool name (a DNS label of at most 50 characters: its nodes are named <pool>-<n>)`,
-      );
-    const p = obj(value, `pools.${pool}`);
-    onlyKnownKeys(file, p, KNOWN_KEYS.pool, `pools.${pool}`);
-    const selector = str(p.selector, `pools.${pool}.selector`);
-    try {
-      pools[pool] = { selector, labels: parsePoolSelector(selector) };
-    } catch (err) {
-      throw invalid(file, `pools.${pool}.selector: ${(err as Error).message}`);
-    }
-  }
+  const pools = poolsSection(file, raw.pools);
   const provisioning = provisioningConfig(file, obj(raw.provisioning, 'provisioning'), raw.provisioning !== undefined, { str, path, int });
-  let auditLog: { path: string } | undefined;
-  if (raw.auditLog !== undefined) {
-    const a = obj(raw.auditLog, 'auditLog');
-    onlyKnownKeys(file, a, KNOWN_KEYS.auditLog, 'auditLog');
-    const remote = str(a.path, 'auditLog.path');
-    if (!/^\/[\w./-]+$/.test(remote) || remote.split('/').includes('..'))
-      throw invalid(file, 'auditLog.path must be an absolute path on the control-plane nodes (letters, digits, . _ - /)');
-    auditLog = { path: remote };
-  }
+  const auditLog = auditLogSection(file, raw.auditLog);
   const alerts = alertsConfig(file, obj(raw.alerts, 'alerts'), raw.alerts !== undefined, { str, path, int });
+  const notify = fromRule(file, () => parseNotifySinks(raw.notify));
+  const hooks = fromRule(file, () => parseHooks(raw.hooks));
+  const exclusions = fromRule(file, () => parseExclusions(raw.exclusions));
 
   return {
     name,
     kubeconfig: path(raw.kubeconfig, 'kubeconfig'),
     ...(raw.context === undefined ? {} : { context: str(raw.context, 'context') }),
-    ssh: {
-      user: userName(str(ssh.user, 'ssh.user')),
-      port: int(ssh.port, 'ssh.port', 22, 1, 65535),
-      privateKeyPath: path(ssh.privateKeyPath, 'ssh.privateKeyPath'),
-      knownHostsPath: path(ssh.knownHostsPath, 'ssh.knownHostsPath'),
-      sudo: bool(ssh.sudo, 'ssh.sudo', true),
-      connectTimeoutSeconds: int(
-        ssh.connectTimeoutSeconds,
-        'ssh.connectTimeoutSeconds',
-        10,
-        1,
-        SETTING_LIMITS['ssh.connectTimeoutSeconds'].max,
-      ),
-    },
+    ssh: section('ssh'),
     nodes,
     packageManager: packageManager as PackageManager,
-    etcd: {
-      endpoint: str(etcd.endpoint, 'etcd.endpoint', 'https://127.0.0.1:2379'),
-      caCert: path(etcd.caCert, 'etcd.caCert', `${pki}/ca.crt`),
-      cert: path(etcd.cert, 'etcd.cert', `${pki}/server.crt`),
-      key: path(etcd.key, 'etcd.key', `${pki}/server.key`),
-      remoteDir: path(etcd.remoteDir, 'etcd.remoteDir', '/var/lib/skewless/snapshots'),
-      ...(etcd.patchImageTag === undefined ? {} : { patchImageTag: etcdPatchTag(file, etcd.patchImageTag) }),
-    },
-    snapshots: { dir: path(snapshots.dir, 'snapshots.dir') },
-    drain: {
-      timeoutSeconds: int(drain.timeoutSeconds, 'drain.timeoutSeconds', 600, 1, SETTING_LIMITS['drain.timeoutSeconds'].max),
-      ...(drain.gracePeriodSeconds === undefined
-        ? {}
-        : { gracePeriodSeconds: int(drain.gracePeriodSeconds, 'drain.gracePeriodSeconds', 0, 0) }),
-      deleteEmptyDirData: bool(drain.deleteEmptyDirData, 'drain.deleteEmptyDirData', false),
-      ignoreDaemonSets: bool(drain.ignoreDaemonSets, 'drain.ignoreDaemonSets', true),
-    },
+    etcd: section('etcd'),
+    snapshots: section('snapshots'),
+    drain: section('drain'),
+    drainRules: section('drainRules'),
+    nodeHealth: section('nodeHealth'),
+    addons: section('addons'),
     probes,
-    timeouts: Object.fromEntries(
-      Object.entries(HOST_TIMEOUT_LIMITS).map(([k, limit]) => [k, int(timeouts[k], `timeouts.${k}`, limit.default, 1, limit.max)]),
-    ) as unknown as HostTimeouts,
+    timeouts: section('timeouts'),
     ...(maintenanceWindows.length > 0 ? { maintenanceWindows } : {}),
     ...(maintenance ? { maintenance } : {}),
     ...(Object.keys(pools).length > 0 ? { pools } : {}),
     ...(provisioning ? { provisioning } : {}),
     ...(auditLog ? { auditLog } : {}),
     ...(alerts ? { alerts } : {}),
+    ...(notify.length > 0 ? { notify } : {}),
+    ...(hooks.length > 0 ? { hooks } : {}),
+    ...(exclusions.length > 0 ? { exclusions } : {}),
   };
 }
 
-const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const LABEL_PREFIX = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-/** Whether `key` is a valid label key (`[prefix/]name`). */
-export function isLabelKey(key: string): boolean {
-  const slash = key.indexOf('/');
-  const [prefix, name] = slash < 0 ? [undefined, key] : [key.slice(0, slash), key.slice(slash + 1)];
-  return LABEL_NAME.test(name) && (prefix === undefined || (prefix.length <= 253 && LABEL_PREFIX.test(prefix)));
+/** The drain filters' options from the configuration: every drain, plan and prediction judges pods alike. */
+export function drainOptionsOf(config: ClusterConfig, force: string[] = []): DrainOptions {
+  const { ignoreDaemonSets, deleteEmptyDirData } = config.drain;
+  return { ignoreDaemonSets, deleteEmptyDirData, force, rules: config.drainRules ?? [] };
 }
 
-/** Whether `value` is a valid label value (empty allowed). */
-export const isLabelValue = (value: string): boolean => value === '' || LABEL_NAME.test(value);
+/** A pure rule's check of a section: its RuleError is the configuration's one-line refusal. */
+function fromRule<T>(file: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    if (err instanceof RuleError) throw invalid(file, err.message);
+    throw err;
+  }
+}
+
+/** The label shapes are the rules' (rules/input-shapes.ts); blue/green's pools read them from here. */
+export { isLabelKey, isLabelValue };
 
 /**
  * A pool's selector: equality terms only (`k=v`, `k==v`, comma-separated), so it also says which
@@ -517,6 +627,53 @@ type Readers = {
   int: (v: unknown, where: string, fallback: number, min: number, max?: number) => number;
 };
 
+/** The simulation's machine API: plain http on loopback, nothing after the port. */
+function simulationEndpoint(file: string, endpoint: string): URL {
+  let url: URL | undefined;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    url = undefined;
+  }
+  if (
+    !url ||
+    url.protocol !== 'http:' ||
+    !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) ||
+    url.pathname !== '/' ||
+    url.search ||
+    url.username
+  ) {
+    throw invalid(
+      file,
+      `provisioning.endpoint must be http://127.0.0.1:PORT (the simulation's machine API on loopback), got ${JSON.stringify(endpoint).slice(0, 80)}`,
+    );
+  }
+  return url;
+}
+
+/** A provisioning command: argv (no shell), an absolute program, only the known placeholders. */
+function provisioningArgv(file: string, v: unknown, where: string): string[] {
+  if (
+    !Array.isArray(v) ||
+    v.length === 0 ||
+    v.length > 64 ||
+    !v.every((w) => typeof w === 'string' && w !== '' && w.length <= 1024 && !/[\0\n\r]/.test(w))
+  ) {
+    throw invalid(
+      file,
+      `${where} must be a list of 1 to 64 non-empty words without line breaks (argv, no shell), e.g. [/usr/local/bin/make-machine, --name, "{node}"]`,
+    );
+  }
+  if (!isAbsolute(v[0] as string))
+    throw invalid(file, `${where}[0] must be an absolute path to the program, got ${JSON.stringify(v[0]).slice(0, 80)}`);
+  const unknown = (v as string[])
+    .flatMap((w) => w.match(/\{[^{}]*\}/g) ?? [])
+    .find((ph) => !(PROVISIONING_PLACEHOLDERS as readonly string[]).includes(ph));
+  if (unknown !== undefined)
+    throw invalid(file, `${where}: unknown placeholder ${unknown.slice(0, 40)} (known: ${PROVISIONING_PLACEHOLDERS.join(' ')})`);
+  return v as string[];
+}
+
 /** `provisioning:` (blue/green): which provider, and what it needs; keys of another provider are refused. */
 function provisioningConfig(
   file: string,
@@ -541,26 +698,7 @@ function provisioningConfig(
   );
   if (provider === 'simulation') {
     only(['endpoint', 'tokenFile', 'joinTimeoutSeconds']);
-    const endpoint = str(p.endpoint, 'provisioning.endpoint');
-    let url: URL | undefined;
-    try {
-      url = new URL(endpoint);
-    } catch {
-      url = undefined;
-    }
-    if (
-      !url ||
-      url.protocol !== 'http:' ||
-      !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) ||
-      url.pathname !== '/' ||
-      url.search ||
-      url.username
-    ) {
-      throw invalid(
-        file,
-        `provisioning.endpoint must be http://127.0.0.1:PORT (the simulation's machine API on loopback), got ${JSON.stringify(endpoint).slice(0, 80)}`,
-      );
-    }
+    const url = simulationEndpoint(file, str(p.endpoint, 'provisioning.endpoint'));
     return {
       provider,
       endpoint: `${url.protocol}//${url.host}`,
@@ -570,29 +708,8 @@ function provisioningConfig(
   }
   if (provider === 'command') {
     only(['create', 'delete', 'joinTimeoutSeconds', 'commandTimeoutSeconds']);
-    const argv = (v: unknown, where: string): string[] => {
-      if (
-        !Array.isArray(v) ||
-        v.length === 0 ||
-        v.length > 64 ||
-        !v.every((w) => typeof w === 'string' && w !== '' && w.length <= 1024 && !/[\0\n\r]/.test(w))
-      ) {
-        throw invalid(
-          file,
-          `${where} must be a list of 1 to 64 non-empty words without line breaks (argv, no shell), e.g. [/usr/local/bin/make-machine, --name, "{node}"]`,
-        );
-      }
-      if (!isAbsolute(v[0] as string))
-        throw invalid(file, `${where}[0] must be an absolute path to the program, got ${JSON.stringify(v[0]).slice(0, 80)}`);
-      const unknown = (v as string[])
-        .flatMap((w) => w.match(/\{[^{}]*\}/g) ?? [])
-        .find((ph) => !(PROVISIONING_PLACEHOLDERS as readonly string[]).includes(ph));
-      if (unknown !== undefined)
-        throw invalid(file, `${where}: unknown placeholder ${unknown.slice(0, 40)} (known: ${PROVISIONING_PLACEHOLDERS.join(' ')})`);
-      return v as string[];
-    };
-    const create = argv(p.create, 'provisioning.create');
-    const del = argv(p.delete, 'provisioning.delete');
+    const create = provisioningArgv(file, p.create, 'provisioning.create');
+    const del = provisioningArgv(file, p.delete, 'provisioning.delete');
     if (del.some((w) => /\{(version|labels)\}/.test(w)))
       throw invalid(file, 'provisioning.delete may use {node} and {pool} only (a machine is removed by name)');
     if (!create.some((w) => w.includes('{node}')) || !del.some((w) => w.includes('{node}')))
@@ -701,7 +818,7 @@ export const REBOOT_COMMANDS: readonly (readonly string[])[] = [
  * never walk out of the directory.
  */
 export function loadClusterConfig(dir: string, cluster: string): ClusterConfig {
-  if (!NAME.test(cluster)) {
+  if (!isDnsLabel(cluster)) {
     throw ApplicationFailure.create({
       type: ErrorType.ClusterConfigInvalid,
       message: `invalid cluster name ${JSON.stringify(cluster)}`,

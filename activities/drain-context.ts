@@ -13,6 +13,8 @@ export interface DrainContext {
   attempt: number;
   /** Counts one eviction a PodDisruptionBudget refused (skewless_evictions_refused); outside an activity, nothing. */
   evictionRefused(cluster: string): void;
+  /** Counts one request the API server throttled (skewless_api_throttled); outside an activity, nothing. */
+  apiThrottled(cluster: string): void;
 }
 
 export function drainContext(): DrainContext {
@@ -30,6 +32,10 @@ export function drainContext(): DrainContext {
     evictionRefused: (cluster) =>
       ctx?.metricMeter
         .createCounter(METRICS.evictionsRefused, undefined, 'Eviction requests a PodDisruptionBudget refused')
+        .add(1, { cluster }),
+    apiThrottled: (cluster) =>
+      ctx?.metricMeter
+        .createCounter(METRICS.apiThrottled, undefined, 'Requests the API server throttled (429, Priority and Fairness)')
         .add(1, { cluster }),
   };
 }

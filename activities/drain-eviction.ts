@@ -1,13 +1,17 @@
 import { selectorMatches, type PodRef } from '../rules/index.js';
 import { httpStatus, kubeCall, kubeFailure } from './errors.js';
 import type { KubeApi } from './kube-api.js';
+import type { PodListing } from './pod-watch.js';
+import { throttledFor, type Throttle } from './throttling.js';
 
 export type EvictionOutcome =
   | { kind: 'accepted' }
   /** The pod with this UID no longer exists (404, or a replacement now holds the name). */
   | { kind: 'gone' }
   /** Refused for now (429: a PDB, or its status not yet observed): try again later. `byBudget`: a PDB refused it. */
-  | { kind: 'blocked'; message: string; byBudget?: true };
+  | { kind: 'blocked'; message: string; byBudget?: true }
+  /** The API server itself throttled the request (429 of Priority and Fairness, throttling.ts): no PDB refused it. */
+  | { kind: 'throttled'; throttle: Throttle };
 
 const firstLine = (err: unknown) => {
   const body = (err as { body?: unknown })?.body;
@@ -30,12 +34,12 @@ export async function isPodGone(kube: KubeApi, pod: PodRef): Promise<boolean> {
   return !items.some((p) => p.metadata?.uid === pod.uid);
 }
 
-/** UIDs of the pods on `node` now (terminating ones included). */
-export async function podUidsOnNode(kube: KubeApi, node: string): Promise<Set<string>> {
-  const { items } = await kubeCall(`list pods on ${node}`, () =>
+/** UIDs of the pods on `node` now (terminating ones included), and the list's resourceVersion for a watch to go on from. */
+export async function podsOnNode(kube: KubeApi, node: string): Promise<PodListing> {
+  const { items, metadata } = await kubeCall(`list pods on ${node}`, () =>
     kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` }),
   );
-  return new Set(items.map((p) => p.metadata?.uid as string));
+  return { uids: new Set(items.map((p) => p.metadata?.uid as string)), resourceVersion: metadata?.resourceVersion ?? '' };
 }
 
 /**
@@ -60,6 +64,8 @@ export async function evictPod(kube: KubeApi, pod: PodRef, gracePeriodSeconds?: 
     const status = httpStatus(err);
     if (status === 404) return { kind: 'gone' };
     if (status === 409) return (await isPodGone(kube, pod)) ? { kind: 'gone' } : { kind: 'blocked', message: firstLine(err) };
+    const throttle = throttledFor(err);
+    if (throttle) return { kind: 'throttled', throttle };
     // 429: a PDB refuses now. 500 "more than one PodDisruptionBudget": also reported as blocked, as retrying
     // cannot hurt and the drain timeout names the PDBs for the operator.
     if (status === 429 || (status === 500 && /DisruptionBudget/i.test(firstLine(err))))

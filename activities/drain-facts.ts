@@ -1,10 +1,8 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/activity';
-import { planDrainPods, type DrainOptions, type DrainPlan, type DrainPodFacts } from '../rules/index.js';
+import { isNodeName, planDrainPods, type DrainOptions, type DrainPlan, type DrainPodFacts } from '../rules/index.js';
 import { ErrorType, httpStatus, kubeCall, kubeFailure } from './errors.js';
 import type { KubeApi } from './kube-api.js';
-
-const NODE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
 export interface NodeDrainState {
   node: V1Node;
@@ -15,7 +13,7 @@ export interface NodeDrainState {
 
 /** The node name goes into a field selector, so it must be a plain DNS name, nothing more. */
 export function checkNodeName(node: unknown): string {
-  if (typeof node !== 'string' || !NODE_NAME.test(node)) {
+  if (!isNodeName(node)) {
     throw ApplicationFailure.create({ type: ErrorType.Invalid, message: `invalid node name ${JSON.stringify(node)}`, nonRetryable: true });
   }
   return node;
@@ -30,6 +28,7 @@ export function podFacts(pod: V1Pod, daemonSetExists?: boolean): DrainPodFacts {
     uid: m.uid ?? '',
     ownerReferences: (m.ownerReferences ?? []).map((o) => ({ kind: o.kind, name: o.name, controller: o.controller === true })),
     annotations: m.annotations ?? {},
+    labels: m.labels ?? {},
     ...(pod.status?.phase ? { phase: pod.status.phase } : {}),
     terminating: Boolean(m.deletionTimestamp),
     hasEmptyDir: (pod.spec?.volumes ?? []).some((v) => v.emptyDir !== undefined && v.emptyDir !== null),

@@ -30,6 +30,26 @@ function apiMessage(err: unknown): string {
 }
 
 /**
+ * Whether a 429's body is a Status naming a PodDisruptionBudget: k8s.io/kubernetes eviction.go adds the cause
+ * DisruptionBudget (a StatusCause's type is `reason` in JSON) to "Cannot evict pod as it would violate the
+ * pod's disruption budget."
+ */
+export function isBudgetRefusal(err: unknown): boolean {
+  const body = (err as { body?: unknown })?.body;
+  let status: { message?: string; details?: { causes?: { reason?: string; type?: string }[] } } | undefined;
+  try {
+    status = typeof body === 'string' ? (JSON.parse(body) as typeof status) : (body as typeof status);
+  } catch {
+    return false; // not JSON: APF's and max-in-flight's plain-text "Too many requests"
+  }
+  if (typeof status !== 'object' || status === null) return false;
+  return (
+    (status.details?.causes ?? []).some((c) => (c.reason ?? c.type) === 'DisruptionBudget') ||
+    /disruption budget/i.test(status.message ?? '')
+  );
+}
+
+/**
  * Maps an error from the Kubernetes API to a typed failure; `what` says what was being done
  * ("cordon worker-3"). Errors that are not API errors pass through unchanged (network errors
  * stay retryable plain errors).
@@ -44,7 +64,8 @@ export function kubeFailure(err: unknown, what: string): unknown {
     case 409:
       return ApplicationFailure.create({ type: ErrorType.Conflict, message });
     case 429:
-      return ApplicationFailure.create({ type: ErrorType.EvictionBlocked, message });
+      // The API server's own throttling (throttling.ts) stays a plain retryable error: no PDB refused anything.
+      return isBudgetRefusal(err) ? ApplicationFailure.create({ type: ErrorType.EvictionBlocked, message }) : err;
     case 401:
     case 403:
       return ApplicationFailure.create({ type: ErrorType.Forbidden, message, nonRetryable: true });

@@ -22,6 +22,7 @@ import { MEMBER_NAME, PEER_URL, PLAIN_PATH, parseEtcdManifest } from './parsers/
 import { parseSnapshotStatus } from './parsers/snapshot-status.js';
 import { SETTING_LIMITS } from '../contracts/time-limits.js';
 import { pollUntil } from '../tooling/poll-until.js';
+import { sinkSubscriptions, type SinkSubscription } from '../rules/index.js';
 
 export const MANIFESTS_DIR = '/etc/kubernetes/manifests';
 /** Where the manifests wait while the control plane is down: beside the kubelet's dir, not in it. */
@@ -75,6 +76,8 @@ export interface RestorePlan {
   bumpRevision: number;
   /** A tag for the fresh and the previous data dirs: the hop, or the snapshot's hash. */
   tag: string;
+  /** The cluster's `notify:` sinks, names and events only (never a URL): where the restore's events go. */
+  notify?: SinkSubscription[];
 }
 
 const failure = (type: string, message: string, nonRetryable = true): ApplicationFailure =>
@@ -244,6 +247,7 @@ export async function planRestore(
     initialCluster: members.map((m) => `${m.name}=${m.peerUrl}`).join(','),
     bumpRevision: BUMP_REVISION,
     tag: snapshot.hop ?? `sha-${snapshot.sha256.slice(0, 12)}`,
+    ...(access.config.notify?.length ? { notify: sinkSubscriptions(access.config.notify) } : {}),
   };
 }
 

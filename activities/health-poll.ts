@@ -45,15 +45,15 @@ function progress(what: string, attempt: number, result: unknown): unknown {
 /**
  * Runs `check` until it reports healthy or `waitSeconds` have passed, heartbeating what is still
  * failing between attempts: Ready converges, so a check right after a restart may pass a moment
- * later. A slow attempt (a probe with a long timeout) heartbeats every 5 s while it runs, so the
- * profile's heartbeat timeout never mistakes it for a dead worker. Returns the last result either
- * way; the caller decides whether to throw.
+ * later; once a second at most (the API server is shared by every client). A slow attempt (a probe
+ * with a long timeout) heartbeats every 5 s while it runs, so the profile's heartbeat timeout never
+ * mistakes it for a dead worker. Returns the last result either way; the caller decides whether to throw.
  */
 export async function pollUntilHealthy<R extends { healthy: boolean }>(
   what: string,
   waitSeconds: number,
   check: () => Promise<R>,
-  intervalMs = 500,
+  intervalMs = 1_000,
 ): Promise<R> {
   const attempt = async (n: number): Promise<R> => {
     const alive = setInterval(() => heartbeat({ check: what, attempt: n, running: true }), 5_000);

@@ -3,7 +3,14 @@
 import type { ClusterResolver } from './cluster-access.js';
 import { kubeadmUpgradeApply, kubeadmUpgradeNode, kubeadmUpgradePlan } from './host-kubeadm.js';
 import { rebootNode, restartKubelet } from './host-kubelet.js';
-import { downloadPackages, installPackages, readPackageHolds, restorePackageHolds, type KubePackage } from './host-packages.js';
+import {
+  downgradePackages,
+  downloadPackages,
+  installPackages,
+  readPackageHolds,
+  restorePackageHolds,
+  type KubePackage,
+} from './host-packages.js';
 import { availableVersions, pointPackageRepository } from './package-repository.js';
 
 export type { KubeadmStepResult, KubeadmUpgradePlanResult } from './host-kubeadm.js';
@@ -34,6 +41,8 @@ export function createHostActivities(deps: { clusters: ClusterResolver }) {
     pointPackageRepository: async (input: NodeVersionInput) => pointPackageRepository(access(input.cluster), input),
     /** Exact package versions with holds; nothing changes when already there; never a downgrade. */
     installPackages: async (input: NodeVersionInput & { packages: KubePackage[] }) => installPackages(access(input.cluster), input),
+    /** Exact older package versions after a trial's rollback (issue 36), holds as an install's; nothing when already there. */
+    downgradePackages: async (input: NodeVersionInput & { packages: KubePackage[] }) => downgradePackages(access(input.cluster), input),
     /** The Kubernetes packages the node holds (apt-mark, or kubernetes.repo's exclude=): read before a run changes any. */
     readPackageHolds: async (input: NodeInput) => readPackageHolds(access(input.cluster), input),
     /** The holds read before a run put back where the node lost them (an install that did not finish); none added. */

@@ -1,5 +1,6 @@
 // Where a node's SSH endpoint is, and the worker's per-cluster access (config, API, shell) by name.
 import { statSync } from 'node:fs';
+import { isDnsLabel, isNodeName } from '../rules/index.js';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { AddressResolver, ClusterAccess, ClusterResolver } from './cluster-access.js';
@@ -8,17 +9,15 @@ import { ErrorType, kubeCall } from './errors.js';
 import { kubeApiFromFile, type KubeApi } from './kube-api.js';
 import { createSshShell, type SshShell } from './ssh-shell.js';
 
-/** DNS-1123 subdomain: what a Node name can be, checked before it reaches an API path or a message. */
-export const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
 /** The override in `config.nodes[node]`, else the Node's InternalIP from the API and `config.ssh.port`. */
 export function defaultAddressResolver(config: ClusterConfig, kube: KubeApi): AddressResolver {
   return async (node) => {
-    if (!NODE_NAME.test(node) || node.length > 253) {
+    if (!isNodeName(node)) {
+      // checked before it reaches an API path or a message
       throw ApplicationFailure.create({
         type: ErrorType.Invalid,
         nonRetryable: true,
-        message: `invalid node name ${JSON.stringify(node.slice(0, 80))}`,
+        message: `invalid node name ${JSON.stringify(String(node).slice(0, 80))}`,
       });
     }
     const override = config.nodes[node];
@@ -58,7 +57,7 @@ function fileVersion(path: string): string | undefined {
 export function createClusterResolver(clustersDir: string, options: { sshIdleMs?: number } = {}): ClusterResolver & { close(): void } {
   const cache = new Map<string, { version: string | undefined; access: ClusterAccess; shell: SshShell }>();
   const resolve = (cluster: string): ClusterAccess => {
-    const version = NODE_NAME.test(cluster) ? fileVersion(join(clustersDir, `${cluster}.yaml`)) : undefined;
+    const version = isDnsLabel(cluster) ? fileVersion(join(clustersDir, `${cluster}.yaml`)) : undefined;
     const cached = cache.get(cluster);
     if (cached && version !== undefined && cached.version === version) return cached.access;
     const config = loadClusterConfig(clustersDir, cluster);

@@ -1,12 +1,13 @@
 // Shared by the host activities: input checks, running a command whose failure is a typed
 // HostCommandFailed (exit code and a short stderr tail in details), and reading a Node's state.
+import type { V1Node } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/activity';
+import { isNodeName } from '../rules/index.js';
 import { parseVersion } from '../rules/index.js';
 import type { ClusterAccess, ExecOptions, ExecResult } from './cluster-access.js';
 import { ErrorType, kubeCall } from './errors.js';
 import { heartbeatWhile, hostActivityScope, type HostActivityScope } from './host-activity-context.js';
 import { pollUntil } from '../tooling/poll-until.js';
-import { NODE_NAME } from './host-address.js';
 import { isTransientFailure } from './host-transient.js';
 import { maskUrlCredentials } from './parsers/kubernetes-repository.js';
 
@@ -24,7 +25,7 @@ export function shown(value: unknown, max = 80): string {
 
 /** A node name fit for an API path and a log line. */
 export function checkNode(node: unknown): string {
-  if (typeof node !== 'string' || node.length > 253 || !NODE_NAME.test(node)) throw invalid(`invalid node name ${shown(node)}`);
+  if (!isNodeName(node)) throw invalid(`invalid node name ${shown(node)}`);
   return node;
 }
 
@@ -95,9 +96,13 @@ export interface NodeState {
 }
 
 export async function readNodeState(access: ClusterAccess, node: string): Promise<NodeState> {
-  const n = await kubeCall(`read node ${node}`, () => access.kube.core.readNode({ name: node }));
-  const ready = n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-  const kubelet = n.status?.nodeInfo?.kubeletVersion?.replace(/^v/, '');
+  return nodeStateOf(await kubeCall(`read node ${node}`, () => access.kube.core.readNode({ name: node })));
+}
+
+/** A Node object's Ready and kubelet version (a read's or a watch event's). */
+export function nodeStateOf(n: V1Node | undefined): NodeState {
+  const ready = n?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+  const kubelet = n?.status?.nodeInfo?.kubeletVersion?.replace(/^v/, '');
   return { ready, ...(kubelet ? { kubeletVersion: kubelet } : {}) };
 }
 

@@ -17,6 +17,7 @@ import {
   readNodeState,
   run,
 } from './host-commands.js';
+import { kubeProxyPhaseFlags } from './kube-proxy-addon.js';
 import { parseKubeadmUpgradePlan, type KubeadmUpgradePlan } from './parsers/kubeadm-upgrade-plan.js';
 
 // Timeouts come from the cluster configuration (timeouts.kubeadm*Seconds), each below its activity profile's startToClose.
@@ -103,7 +104,7 @@ export async function kubeadmUpgradeApply(access: ClusterAccess, input: { node: 
     now = await look();
     if (done()) return { node, version, ran: false, components: now.components };
   }
-  const argv = ['kubeadm', 'upgrade', 'apply', `v${version}`, '--yes'];
+  const argv = ['kubeadm', 'upgrade', 'apply', `v${version}`, '--yes', ...(await kubeProxyPhaseFlags(access.kube, access.config, version))];
   const result = await heartbeatWhile(
     scope,
     () => ({ node, step: 'kubeadm upgrade apply' }),
@@ -137,7 +138,9 @@ export async function kubeadmUpgradeNode(access: ClusterAccess, input: { node: s
     before = await controlPlaneVersions(access, node);
     if (await done()) return { node, version, ran: false, components: before };
   }
-  await run(access, node, ['kubeadm', 'upgrade', 'node'], {
+  // A control plane's `upgrade node` may be the last one, which moves the addons: it skips kube-proxy's as apply does.
+  const flags = controlPlane ? await kubeProxyPhaseFlags(access.kube, access.config, version) : [];
+  await run(access, node, ['kubeadm', 'upgrade', 'node', ...flags], {
     timeoutMs: ms(access.config.timeouts.kubeadmNodeSeconds),
     sudo: true,
     signal: scope.signal,

@@ -1,13 +1,17 @@
 // Restarting the kubelet and rebooting a node, each followed by a heartbeated wait until the Node is
 // Ready (at the expected kubelet version); NodeNotReady when the wait runs out.
+import type { V1Node } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/activity';
+import { FieldError, FieldPath, integer } from '../rules/index.js';
 import type { ClusterAccess } from './cluster-access.js';
 import { REBOOT_COMMANDS } from './cluster-config.js';
 import { ErrorType } from './errors.js';
 import { SETTING_LIMITS } from '../contracts/time-limits.js';
 import { hostActivityScope, type HostActivityScope } from './host-activity-context.js';
 import { pollUntil } from '../tooling/poll-until.js';
-import { checkNode, checkVersion, invalid, readNodeState, run, type NodeState } from './host-commands.js';
+import { checkNode, checkVersion, invalid, nodeStateOf, readNodeState, run, type NodeState } from './host-commands.js';
+import { nodeCollection } from './health-watches.js';
+import { watchUntilHealthy } from './watch-until.js';
 
 /** Quick host commands (kubelet --version, systemctl, reboot): the cluster configuration's timeouts.commandSeconds. */
 const quickMs = (access: ClusterAccess): number => access.config.timeouts.commandSeconds * 1000;
@@ -15,13 +19,19 @@ const BOOT_ID = '/proc/sys/kernel/random/boot_id';
 
 /** The wait's timeout, within what the policy allows (contracts/time-limits.ts): the activity reports its own timeout. */
 function checkTimeout(seconds: unknown, setting: 'kubeletTimeoutSeconds' | 'rebootTimeoutSeconds'): number {
-  const { max } = SETTING_LIMITS[setting];
-  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 1 || seconds > max)
-    throw invalid(`timeoutSeconds must be an integer from 1 to ${max}`);
-  return seconds;
+  try {
+    return integer({ min: 1, max: SETTING_LIMITS[setting].max })(seconds, FieldPath.root('timeoutSeconds'));
+  } catch (err) {
+    throw err instanceof FieldError ? invalid(err.message) : err;
+  }
 }
 
-/** Polls the Node until `done`, heartbeating what it sees; NodeNotReady at the deadline. */
+/**
+ * Waits for the Node until `done`, heartbeating what it sees (merged into the activity's own progress, which
+ * a retry resumes from); NodeNotReady at the deadline. A read, then a watch of the Node (watch-until.ts):
+ * it is often Ready within a second or two of a restart, and the event says so at once, where a poll
+ * looked every 0.2-1 s.
+ */
 async function waitForNode(
   access: ClusterAccess,
   scope: HostActivityScope,
@@ -31,23 +41,25 @@ async function waitForNode(
   done: (s: NodeState) => boolean,
   phase: object = {},
 ): Promise<NodeState> {
-  // Often Ready within a second or two of a restart: look again soon at first, then every second.
-  return pollUntil(
-    async () => {
-      const state = await readNodeState(access, node);
-      scope.heartbeat({ ...phase, node, waitingFor: want, ready: state.ready, kubeletVersion: state.kubeletVersion ?? null });
-      return state;
+  const state = await watchUntilHealthy({
+    what: `${node} ${want}`,
+    cluster: access.config.name,
+    waitSeconds: timeoutSeconds,
+    kube: access.kube.watch,
+    collections: [nodeCollection(access.kube, node)],
+    judge: ([nodes]) => {
+      const s = nodeStateOf(nodes?.[0] as V1Node | undefined);
+      return { ...s, healthy: done(s) };
     },
-    done,
-    (state) => {
-      throw ApplicationFailure.create({
-        type: ErrorType.NodeNotReady,
-        nonRetryable: true,
-        message: `${node} was not ${want} within ${timeoutSeconds} s (Ready: ${state.ready}, kubelet ${state.kubeletVersion ?? 'unknown'})`,
-      });
-    },
-    { timeoutMs: timeoutSeconds * 1000, intervalMs: (n) => Math.min(1000, Math.round(200 * 1.5 ** (n - 1))), signal: scope.signal },
-  );
+    beat: (details) => scope.heartbeat({ ...phase, node, waitingFor: want, ...details }),
+  });
+  if (!state.healthy)
+    throw ApplicationFailure.create({
+      type: ErrorType.NodeNotReady,
+      nonRetryable: true,
+      message: `${node} was not ${want} within ${timeoutSeconds} s (Ready: ${state.ready}, kubelet ${state.kubeletVersion ?? 'unknown'})`,
+    });
+  return { ready: state.ready, ...(state.kubeletVersion ? { kubeletVersion: state.kubeletVersion } : {}) };
 }
 
 export interface RestartKubeletResult {

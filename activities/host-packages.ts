@@ -11,6 +11,7 @@ import {
   type DownloadPackagesResult,
   type InstallPackagesResult,
   type KubePackage,
+  type PackageDirection,
   type PackageHolds,
   type RestoreHoldsResult,
 } from './kube-packages.js';
@@ -30,12 +31,34 @@ export async function installPackages(
   access: ClusterAccess,
   input: { node: string; version: string; packages: KubePackage[] },
 ): Promise<InstallPackagesResult> {
+  return movePackages(access, input, 'upgrade');
+}
+
+/** The checked input through the node's package manager, up to `version` or down to it. */
+function movePackages(
+  access: ClusterAccess,
+  input: { node: string; version: string; packages: KubePackage[] },
+  direction: PackageDirection,
+): Promise<InstallPackagesResult> {
   const node = checkNode(input.node);
   const version = checkVersion(input.version);
   const packages = checkPackages(input.packages);
   return access.config.packageManager === 'dnf'
-    ? installWithDnf(access, node, version, packages)
-    : installWithApt(access, node, version, packages);
+    ? installWithDnf(access, node, version, packages, direction)
+    : installWithApt(access, node, version, packages, direction);
+}
+
+/**
+ * The packages back to `version` after a reversible hop's trial was rolled back (issue 36): apt's
+ * `--allow-downgrades`, dnf's install of the exact older version; holds read before and put back as
+ * an install's (apt-mark hold again last; dnf's exclude= line never edited). Nothing runs when the
+ * packages are there already.
+ */
+export async function downgradePackages(
+  access: ClusterAccess,
+  input: { node: string; version: string; packages: KubePackage[] },
+): Promise<InstallPackagesResult> {
+  return movePackages(access, input, 'downgrade');
 }
 
 /**

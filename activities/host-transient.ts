@@ -37,6 +37,9 @@ const KUBEADM_TRANSIENT = [
   /etcdserver: request timed out/,
   /the server is currently unable to handle the request/,
   /the object has been modified; please apply your changes to the latest version/,
+  // `upgrade apply`'s preflight Job (kubernetes@v1.33 cmd/kubeadm/app/phases/upgrade/health.go createJob, 15 s):
+  // not done while the controller-manager or scheduler leases pass to a new holder after a control plane's restart.
+  /\[ERROR CreateJob\]: Job "upgrade-health-check-[^"]*" in the namespace "kube-system" did not complete/,
 ];
 
 /** The tool a command line runs (`apt-get`, `kubeadm`), past any `sudo` or `VAR=value` the caller added. */

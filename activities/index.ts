@@ -2,17 +2,22 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { createAlertActivities } from './alerts.js';
 import type { ClusterResolver } from './cluster-access.js';
 import { describeWorker } from './describe-worker.js';
+import { createBatchCapacityActivities } from './batch-capacity.js';
 import { createDrainActivities } from './drain.js';
+import { createWorkloadSpreadActivities } from './workload-spread.js';
 import { ErrorType } from './errors.js';
 import { createRestoreActivities } from './etcd-restore.js';
 import { createEtcdPatchActivities } from './etcd-patch.js';
 import { createEtcdActivities } from './etcd-snapshot.js';
-import { findRunningRollout, findRunningUpgrade } from './find-running-upgrade.js';
+import { findRunningRollout, findRunningUpgrade } from './find-running-rollout.js';
 import { createHealthActivities } from './health.js';
 import { createHostActivities } from './host-activities.js';
 import { createInventoryActivities } from './inventory.js';
 import { createMaintenanceActivities } from './maintenance.js';
 import { createNodeActivities } from './node-activities.js';
+import { createNotifyActivities } from './notify-delivery.js';
+import { createChangeHookActivities } from './change-hooks.js';
+import { createControlPlaneTrialActivities } from './control-plane-trial.js';
 import { createQuarantineActivities } from './quarantine-node.js';
 import { createRehearsalActivities } from './rehearsal.js';
 import { createPoolActivities } from './pool-provisioning.js';
@@ -49,9 +54,12 @@ export function createActivities(deps: ActivityDeps = {}) {
     ...createNodeActivities({ clusters }),
     ...createQuarantineActivities({ clusters }),
     ...createDrainActivities({ clusters }),
+    ...createBatchCapacityActivities({ clusters }),
+    ...createWorkloadSpreadActivities({ clusters }),
     ...createHostActivities({ clusters }),
     ...createEtcdActivities({ clusters }),
     ...createEtcdPatchActivities({ clusters }),
+    ...createControlPlaneTrialActivities({ clusters }),
     ...createMaintenanceActivities({ clusters }),
     ...createRestoreActivities({ clusters }),
     ...createRehearsalActivities({ clusters }),
@@ -59,6 +67,8 @@ export function createActivities(deps: ActivityDeps = {}) {
     ...createReadinessActivities({ clusters }),
     ...createHopPrerequisiteActivities({ clusters }),
     ...createDrainPredictionActivities({ clusters }),
+    ...createNotifyActivities({ clusters }),
+    ...createChangeHookActivities({ clusters }),
   };
 }
 

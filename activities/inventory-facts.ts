@@ -24,6 +24,8 @@ export interface InventoryNode {
   /** Normalised (`1.33.7`) when valid; the raw text otherwise (and a problem is reported). */
   kubeletVersion: string;
   unschedulable: boolean;
+  /** The labels asked for (takeInventory's labelKeys), when any were. */
+  labels?: Record<string, string>;
   /** The `skewless.io/stage` label, when the rollout has placed the node in a stage. */
   stage?: string;
   internalIP?: string;
@@ -65,6 +67,16 @@ export function imageVersion(image: string | undefined): string | undefined {
   const colon = ref.lastIndexOf(':');
   if (colon < 0 || colon < ref.lastIndexOf('/')) return undefined;
   return versionOrUndefined(ref.slice(colon + 1));
+}
+
+/**
+ * The node's labels of `keys` only (batch-by's failure-domain label), or nothing when no key is
+ * asked: the inventory is an activity result in history, so it carries no node's every label.
+ */
+export function pickedLabels(n: V1Node, keys: readonly string[] | undefined): { labels?: Record<string, string> } {
+  if (!keys?.length) return {};
+  const all = n.metadata?.labels ?? {};
+  return { labels: Object.fromEntries(keys.filter((k) => k in all).map((k) => [k, all[k] as string])) };
 }
 
 export function nodeFacts(n: V1Node): InventoryNode {

@@ -1,25 +1,35 @@
+import { ApplicationFailure } from '@temporalio/activity';
 import { parse as parseYaml } from 'yaml';
 import {
   auditPdbs,
   compareNatural,
+  isLabelKey,
   selectorMatches,
+  sinkSubscriptions,
   type ClusterInventory,
   type ComponentVersion,
   type MaintenanceWindow,
+  type SinkSubscription,
+  type HookSubscription,
+  type Exclusion,
   type PackageManager,
+  type KubeProxyAddon,
   type PdbFinding,
   type PlanNode,
   STAGE_LABEL,
 } from '../rules/index.js';
+import { kubeProxyDaemonSetExists } from './kube-proxy-addon.js';
 import { barePodsOf, uncontrolledPod, type BarePod } from './bare-pods.js';
 import type { ClusterResolver } from './cluster-access.js';
-import { httpStatus, kubeCall } from './errors.js';
+import { drainOptionsOf } from './cluster-config.js';
+import { ErrorType, httpStatus, kubeCall } from './errors.js';
 import {
   CONTROL_PLANE_COMPONENTS,
   imageVersion,
   isLive,
   nodeFacts,
   pdbFacts,
+  pickedLabels,
   podFacts,
   versionOrUndefined,
   type ControlPlaneComponent,
@@ -69,10 +79,20 @@ export interface Inventory {
    */
   barePods?: BarePod[];
   barePodCount?: number;
+  /** The configuration's addons.kubeProxy and whether kube-system/kube-proxy exists (absent in older inventories). */
+  kubeProxyAddon?: KubeProxyAddon;
   /** The cluster's maintenance windows from its configuration (policy, no secret); absent: none. */
   maintenanceWindows?: MaintenanceWindow[];
+  /** The configuration's notification sinks by name and events (never a URL or secret); absent: none. */
+  notify?: SinkSubscription[];
+  /** The configuration's change hooks by name, points and failure policy (never a command or URL); absent: none. */
+  hooks?: HookSubscription[];
+  /** The configuration's blackout dates; absent: none. */
+  exclusions?: Exclusion[];
   /** The nodes' package tools (the configuration's packageManager), for the commands a plan shows. */
   packageManager?: PackageManager;
+  /** The configuration's `etcd.patchImageTag` (an image tag, no secret): the etcd patch step's target a plan shows. */
+  etcdPatchImageTag?: string;
 }
 
 export interface InventoryDeps {
@@ -150,7 +170,54 @@ function pdbInventory(pdbs: PdbSpecFacts[], pods: PodFacts[]): PdbInventory[] {
 }
 
 function planNodes(nodes: InventoryNode[]): PlanNode[] {
-  return nodes.map((n) => ({ name: n.name, role: n.role, ...(n.stage === undefined ? {} : { labels: { [STAGE_LABEL]: n.stage } }) }));
+  return nodes.map((n) => {
+    const labels = { ...n.labels, ...(n.stage === undefined ? {} : { [STAGE_LABEL]: n.stage }) };
+    return { name: n.name, role: n.role, ...(Object.keys(labels).length === 0 ? {} : { labels }) };
+  });
+}
+
+type Kube = ReturnType<ClusterResolver>['kube'];
+
+/** The node labels an inventory keeps (batch-by's), each a label key. */
+function checkLabelKeys(keys: unknown): string[] | undefined {
+  if (keys === undefined) return undefined;
+  if (!Array.isArray(keys) || !keys.every(isLabelKey))
+    throw ApplicationFailure.create({ type: ErrorType.Invalid, message: 'labelKeys must be a list of label keys', nonRetryable: true });
+  return keys;
+}
+
+/** The cluster as one list call per resource type (paged) reads it: nodes, pods, PDBs, and the kubeadm-config ConfigMap's version. */
+function readCluster(kube: Kube, limit: number, problems: string[], labelKeys?: readonly string[]) {
+  return Promise.all([
+    listAll(
+      'list nodes',
+      async (p) => {
+        const r = await kube.core.listNode(p);
+        return { items: r.items.map((n) => ({ ...nodeFacts(n), ...pickedLabels(n, labelKeys) })), metadata: r.metadata };
+      },
+      limit,
+    ),
+    listAll(
+      'list pods',
+      async (p) => {
+        const r = await kube.core.listPodForAllNamespaces(p);
+        // Beside each pod's facts, the drain's facts of the few with no controller (bare pods).
+        return { items: r.items.map((pod) => ({ facts: podFacts(pod), uncontrolled: uncontrolledPod(pod) })), metadata: r.metadata };
+      },
+      limit,
+    ),
+    listAll(
+      'list PodDisruptionBudgets',
+      async (p) => {
+        const r = await kube.policy.listPodDisruptionBudgetForAllNamespaces(p);
+        return { items: r.items.map(pdbFacts), metadata: r.metadata };
+      },
+      limit,
+    ),
+    kubeCall('read kube-system/kubeadm-config', () =>
+      readClusterVersion(() => kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' }), problems),
+    ),
+  ]);
 }
 
 export function createInventoryActivities(deps: InventoryDeps) {
@@ -160,43 +227,15 @@ export function createInventoryActivities(deps: InventoryDeps) {
      * One list call per resource type (paged), never a GET per node: nodes, pods, PDBs and the
      * kubeadm-config ConfigMap. Read-only, so retrying is always safe.
      */
-    async takeInventory(input: { cluster: string }): Promise<Inventory> {
+    async takeInventory(input: { cluster: string; labelKeys?: string[] }): Promise<Inventory> {
       const { kube, config } = deps.clusters(input.cluster);
       const problems: string[] = [];
-      const [nodeList, listed, pdbList, clusterVersion] = await Promise.all([
-        listAll(
-          'list nodes',
-          async (p) => {
-            const r = await kube.core.listNode(p);
-            return { items: r.items.map(nodeFacts), metadata: r.metadata };
-          },
-          limit,
-        ),
-        listAll(
-          'list pods',
-          async (p) => {
-            const r = await kube.core.listPodForAllNamespaces(p);
-            // Beside each pod's facts, the drain's facts of the few with no controller (bare pods).
-            return { items: r.items.map((pod) => ({ facts: podFacts(pod), uncontrolled: uncontrolledPod(pod) })), metadata: r.metadata };
-          },
-          limit,
-        ),
-        listAll(
-          'list PodDisruptionBudgets',
-          async (p) => {
-            const r = await kube.policy.listPodDisruptionBudgetForAllNamespaces(p);
-            return { items: r.items.map(pdbFacts), metadata: r.metadata };
-          },
-          limit,
-        ),
-        kubeCall('read kube-system/kubeadm-config', () =>
-          readClusterVersion(() => kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' }), problems),
-        ),
-      ]);
+      const labelKeys = checkLabelKeys(input.labelKeys);
+      const [nodeList, listed, pdbList, clusterVersion] = await readCluster(kube, limit, problems, labelKeys);
       const pods = listed.map((p) => p.facts);
       const bare = barePodsOf(
         listed.flatMap((p) => p.uncontrolled ?? []),
-        { ignoreDaemonSets: config.drain.ignoreDaemonSets, deleteEmptyDirData: config.drain.deleteEmptyDirData },
+        drainOptionsOf(config),
       );
       const nodes = nodeList.sort((a, b) => compareNatural(a.name, b.name));
       for (const n of nodes) {
@@ -231,7 +270,12 @@ export function createInventoryActivities(deps: InventoryDeps) {
         problems,
         ...bare,
         ...(config.maintenanceWindows?.length ? { maintenanceWindows: config.maintenanceWindows } : {}),
+        ...(config.notify?.length ? { notify: sinkSubscriptions(config.notify) } : {}),
+        ...(config.exclusions?.length ? { exclusions: config.exclusions } : {}),
+        ...(config.hooks?.length ? { hooks: config.hooks.map(({ name, at, onFailure }) => ({ name, at, onFailure })) } : {}),
         packageManager: config.packageManager,
+        kubeProxyAddon: { mode: config.addons?.kubeProxy ?? 'auto', daemonSet: await kubeProxyDaemonSetExists(kube) },
+        ...(config.etcd.patchImageTag === undefined ? {} : { etcdPatchImageTag: config.etcd.patchImageTag }),
       };
     },
   };

@@ -11,6 +11,7 @@ import {
   PolicyV1Api,
   type RequestContext,
   setHeaderOptions,
+  Watch,
 } from '@kubernetes/client-node';
 
 /** The narrow Kubernetes surface activities use: four typed API groups. */
@@ -22,6 +23,18 @@ export interface KubeApi {
   coordination: CoordinationV1Api;
   /** Admission webhook configurations (predictBlockingDrains); optional, so narrow test doubles need not carry it. */
   admission?: AdmissionregistrationV1Api;
+  /** Watches (a drain follows its node's pods); optional, so narrow test doubles need not carry it. */
+  watch?: KubeWatch;
+}
+
+/** The watch surface of @kubernetes/client-node's Watch: a stream of events, `done` once it ends. */
+export interface KubeWatch {
+  watch(
+    path: string,
+    query: Record<string, string | number | boolean | undefined>,
+    onEvent: (type: string, object: unknown) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController>;
 }
 
 /** How long a connection to the API server stays open unused: closed by us before a server or balancer drops it under a request. */
@@ -74,6 +87,7 @@ export function kubeApiFromFile(kubeconfigPath: string, context?: string): KubeA
     policy: kc.makeApiClient(PolicyV1Api),
     coordination: kc.makeApiClient(CoordinationV1Api),
     admission: kc.makeApiClient(AdmissionregistrationV1Api),
+    watch: new Watch(kc),
   };
 }
 

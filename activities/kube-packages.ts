@@ -64,21 +64,29 @@ export function checkPackages(packages: unknown): KubePackage[] {
 }
 
 /**
+ * How an install may move a package: `upgrade` (every install of a hop) never goes back; `downgrade`
+ * only the rollback of a reversible hop's trial (issue 36), whose control planes run N again.
+ */
+export type PackageDirection = 'upgrade' | 'downgrade';
+
+/**
  * The packages not at `version` yet, given what is installed; a package newer than `version` stops
- * here: going back is the etcd snapshot's job, never the package manager's.
+ * here unless `direction` is `downgrade`: going back is the etcd snapshot's job, never the package
+ * manager's, except after a trial (nothing of N+1 was committed then).
  */
 export function pendingPackages(
   node: string,
   version: string,
   packages: readonly KubePackage[],
   installed: Partial<Record<KubePackage, string>>,
+  direction: PackageDirection = 'upgrade',
 ): KubePackage[] {
   const pending: KubePackage[] = [];
   for (const p of packages) {
     const current = installed[p];
     const at = current ? upstreamVersion(current) : undefined;
     if (at === version) continue;
-    if (current && at && comparePackageVersions(current, `${version}-0`) > 0) {
+    if (direction === 'upgrade' && current && at && comparePackageVersions(current, `${version}-0`) > 0) {
       throw invalid(`refusing to downgrade ${p} on ${node} from ${current} to ${version}; going back means restoring the etcd snapshot`);
     }
     pending.push(p);

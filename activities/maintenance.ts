@@ -1,13 +1,21 @@
 // OS maintenance (`skewless maintain`): which nodes a run takes and what on them would be lost
 // (read-only), and the configured OS upgrade command on one node.
 import { ApplicationFailure } from '@temporalio/activity';
-import { compareNatural, type MaintenanceWindow, type NodeRole } from '../rules/index.js';
+import {
+  compareNatural,
+  isLabelKey,
+  sinkSubscriptions,
+  type MaintenanceWindow,
+  type NodeRole,
+  type SinkSubscription,
+} from '../rules/index.js';
 import type { ClusterResolver } from './cluster-access.js';
+import { drainOptionsOf } from './cluster-config.js';
 import { readNodeDrainState } from './drain-facts.js';
 import { ErrorType, kubeCall } from './errors.js';
 import { hostActivityScope } from './host-activity-context.js';
 import { checkNode, invalid, run, shown } from './host-commands.js';
-import { nodeFacts } from './inventory-facts.js';
+import { nodeFacts, pickedLabels } from './inventory-facts.js';
 
 export interface PlanMaintenanceInput {
   cluster: string;
@@ -17,6 +25,8 @@ export interface PlanMaintenanceInput {
   nodes?: string[];
   /** Pods the operator lets go although nothing recreates them, `namespace/name`. */
   force?: string[];
+  /** The node labels to report (the policy's batchBy). */
+  labelKeys?: string[];
 }
 
 export interface MaintenanceNode {
@@ -24,6 +34,8 @@ export interface MaintenanceNode {
   role: NodeRole;
   ready: boolean;
   unschedulable: boolean;
+  /** The labels asked for (labelKeys: the policy's batchBy). */
+  labels?: Record<string, string>;
 }
 
 export interface MaintenancePlanFacts {
@@ -39,6 +51,8 @@ export interface MaintenancePlanFacts {
   hasCommand: boolean;
   /** The cluster's maintenance windows (cluster configuration), if any: reboots start only inside one. */
   maintenanceWindows?: MaintenanceWindow[];
+  /** The cluster's `notify:` sinks, names and events only (never a URL): where the run's events go. */
+  notify?: SinkSubscription[];
 }
 
 /** A selector is handed to the API as is; this only keeps out what no selector has (and what a log line should not hold). */
@@ -67,28 +81,35 @@ export function createMaintenanceActivities(deps: { clusters: ClusterResolver })
       if ((input.selector === undefined) === (input.nodes === undefined))
         throw invalid('name the nodes by a selector or by name, not both and not neither');
       const force = checkForce(input.force);
+      if (input.labelKeys !== undefined && !(Array.isArray(input.labelKeys) && input.labelKeys.every(isLabelKey)))
+        throw invalid('labelKeys must be a list of label keys');
+      const labelKeys = input.labelKeys;
       let nodes: MaintenanceNode[];
       const missing: string[] = [];
       if (input.selector !== undefined) {
         const labelSelector = checkSelector(input.selector);
         const list = await kubeCall(`list nodes ${labelSelector}`, () => kube.core.listNode({ labelSelector }));
-        nodes = list.items.map(nodeFacts).map(({ name, role, ready, unschedulable }) => ({ name, role, ready, unschedulable }));
+        nodes = list.items.map((n) => {
+          const { name, role, ready, unschedulable } = nodeFacts(n);
+          return { name, role, ready, unschedulable, ...pickedLabels(n, labelKeys) };
+        });
       } else {
         if (!Array.isArray(input.nodes) || input.nodes.length === 0) throw invalid('nodes must be a non-empty list');
         const names = [...new Set(input.nodes.map(checkNode))];
         const list = await kubeCall('list nodes', () => kube.core.listNode({}));
-        const byName = new Map(list.items.map(nodeFacts).map((n) => [n.name, n]));
+        const byName = new Map(list.items.map((n) => [n.metadata?.name ?? '', { ...nodeFacts(n), ...pickedLabels(n, labelKeys) }]));
         nodes = [];
         for (const name of names) {
           const n = byName.get(name);
           if (!n) missing.push(name);
-          else nodes.push({ name, role: n.role, ready: n.ready, unschedulable: n.unschedulable });
+          else
+            nodes.push({ name, role: n.role, ready: n.ready, unschedulable: n.unschedulable, ...(n.labels ? { labels: n.labels } : {}) });
         }
       }
       nodes.sort((a, b) => compareNatural(a.name, b.name));
       const unmanaged: MaintenancePlanFacts['unmanaged'] = [];
       const forced: string[] = [];
-      const options = { ignoreDaemonSets: config.drain.ignoreDaemonSets, deleteEmptyDirData: config.drain.deleteEmptyDirData, force };
+      const options = drainOptionsOf(config, force);
       for (const node of nodes) {
         const { plan } = await readNodeDrainState(kube, node.name, options);
         for (const b of plan.blockers)
@@ -102,6 +123,7 @@ export function createMaintenanceActivities(deps: { clusters: ClusterResolver })
         forced,
         hasCommand: config.maintenance !== undefined,
         ...(config.maintenanceWindows?.length ? { maintenanceWindows: config.maintenanceWindows } : {}),
+        ...(config.notify?.length ? { notify: sinkSubscriptions(config.notify) } : {}),
       };
     },
 

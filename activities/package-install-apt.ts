@@ -15,6 +15,7 @@ import {
   type DownloadPackagesResult,
   type InstallPackagesResult,
   type KubePackage,
+  type PackageDirection,
 } from './kube-packages.js';
 import { parseAptPolicy } from './parsers/apt-policy.js';
 import { APT_KUBERNETES_ONLY } from './parsers/kubernetes-repository.js';
@@ -69,6 +70,7 @@ async function aptTargets(
   version: string,
   packages: readonly KubePackage[],
   signal: AbortSignal | undefined,
+  direction: PackageDirection = 'upgrade',
 ): Promise<{ current: Partial<Record<KubePackage, string>>; pending: KubePackage[]; targets: Partial<Record<KubePackage, string>> }> {
   const { readMs, installMs } = timeouts(access);
   const policy = parseAptPolicy((await run(access, node, ['apt-cache', 'policy', ...packages], { timeoutMs: readMs, signal })).stdout);
@@ -77,7 +79,7 @@ async function aptTargets(
     const installed = policy[p]?.installed;
     if (installed) current[p] = installed;
   }
-  const pending = pendingPackages(node, version, packages, current);
+  const pending = pendingPackages(node, version, packages, current, direction);
 
   const targets: Partial<Record<KubePackage, string>> = {};
   if (pending.length > 0) {
@@ -134,6 +136,7 @@ export async function installWithApt(
   node: string,
   version: string,
   packages: readonly KubePackage[],
+  direction: PackageDirection = 'upgrade',
 ): Promise<InstallPackagesResult> {
   const scope = hostActivityScope();
   const { signal } = scope;
@@ -150,7 +153,7 @@ export async function installWithApt(
   const configured = packages.filter((p) => unfinished.includes(p));
   if (configured.length) await configurePending(access, node, scope);
 
-  const { current, pending, targets } = await aptTargets(access, node, version, packages, signal);
+  const { current, pending, targets } = await aptTargets(access, node, version, packages, signal, direction);
 
   const holds = new Set(await aptHolds(access, node, signal));
   const root = { sudo: true, env: APT_ENV, signal };
@@ -159,7 +162,7 @@ export async function installWithApt(
     if (toUnhold.length) await run(access, node, ['apt-mark', 'unhold', ...toUnhold], { ...root, timeoutMs: readMs });
     for (const p of toUnhold) holds.delete(p);
     try {
-      await aptInstall(access, node, pending, targets, scope);
+      await aptInstall(access, node, pending, targets, scope, direction);
     } catch (err) {
       // A failed install leaves the node waiting for the operator, and after an abort as it is: never
       // with the guide's holds lifted, or the next unattended upgrade moves the kubelet without a drain.
@@ -180,6 +183,7 @@ async function aptInstall(
   pending: readonly KubePackage[],
   targets: Partial<Record<KubePackage, string>>,
   scope: HostActivityScope,
+  direction: PackageDirection,
 ): Promise<void> {
   const argv = [
     'apt-get',
@@ -187,6 +191,8 @@ async function aptInstall(
     '-y',
     '-q',
     ...LOCK_WAIT,
+    // apt-get(8): with -y, a downgrade is refused unless allowed by name (a trial's rollback only).
+    ...(direction === 'downgrade' ? ['--allow-downgrades'] : []),
     '-o',
     'Dpkg::Options::=--force-confold',
     ...pending.map((p) => `${p}=${targets[p]}`),

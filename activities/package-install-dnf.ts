@@ -3,6 +3,11 @@
 // `--disableexcludes=kubernetes` and an exact version from `dnf list --showduplicates`; `rpm -q`
 // says what is installed. Never a downgrade (dnf would do one without asking), nothing run when
 // the packages are there already. An rpm transaction is not resumed like dpkg's: nothing to repair.
+// dnf loads every enabled repository's metadata for each list and install, so a neighbour's broken
+// repository (Docker's, a stale mirror) would stop them: listings read the kubernetes repository alone
+// (`--repo=kubernetes`), installs skip any other repository that fails (dnf.conf(5)
+// `skip_if_unavailable`, per repository glob) while the kubernetes one still fails loudly; installs
+// keep the other repositories enabled because a new kubelet may need a dependency from the OS's.
 import type { ClusterAccess } from './cluster-access.js';
 import { heartbeatWhile, hostActivityScope } from './host-activity-context.js';
 import { awaitQuietHost, commandFailed, run } from './host-commands.js';
@@ -14,6 +19,7 @@ import {
   type DownloadPackagesResult,
   type InstallPackagesResult,
   type KubePackage,
+  type PackageDirection,
 } from './kube-packages.js';
 import { parseDnfList, parseRpmQuery, RPM_QUERY_FORMAT } from './parsers/dnf-list.js';
 import { excludedBy } from './parsers/dnf-exclude.js';
@@ -22,6 +28,13 @@ import { packageVersionFor, type MadisonEntry } from './parsers/madison.js';
 
 /** Lifts kubernetes.repo's exclude= for this command only, as the guide's install line does. */
 export const DISABLE_EXCLUDES = `--disableexcludes=${DNF_REPO_ID}`;
+/** Listings read the kubernetes repository alone: another repository's failure is not theirs. */
+export const KUBERNETES_REPO_ONLY = `--repo=${DNF_REPO_ID}`;
+/**
+ * Installs go on past another repository that fails (its errors printed, its packages left out), never
+ * past the kubernetes one: dnf applies `--setopt=<glob>.<option>` in the order given, the last match wins.
+ */
+export const SKIP_OTHER_REPOS = ['--setopt=*.skip_if_unavailable=True', `--setopt=${DNF_REPO_ID}.skip_if_unavailable=False`];
 
 /** What `rpm -q` says is installed of `packages` (a package not installed is simply absent). */
 export async function rpmInstalled(
@@ -37,14 +50,23 @@ export async function rpmInstalled(
   return parseRpmQuery(r.stdout);
 }
 
-/** Every version of `packages` the node's enabled repositories offer, exclusions lifted, as the SSH user. */
+/** Every version of `packages` the node's kubernetes repository offers, exclusions lifted, as the SSH user. */
 export async function dnfOffered(
   access: ClusterAccess,
   node: string,
   packages: readonly string[],
   options: { refresh?: boolean; signal?: AbortSignal } = {},
 ): Promise<MadisonEntry[]> {
-  const argv = ['dnf', 'list', '--showduplicates', '-q', DISABLE_EXCLUDES, ...(options.refresh ? ['--refresh'] : []), ...packages];
+  const argv = [
+    'dnf',
+    'list',
+    '--showduplicates',
+    '-q',
+    DISABLE_EXCLUDES,
+    KUBERNETES_REPO_ONLY,
+    ...(options.refresh ? ['--refresh'] : []),
+    ...packages,
+  ];
   return parseDnfList((await run(access, node, argv, { timeoutMs: packageTimeouts(access).installMs, signal: options.signal })).stdout);
 }
 
@@ -55,11 +77,12 @@ async function dnfTargets(
   version: string,
   packages: readonly KubePackage[],
   signal: AbortSignal | undefined,
+  direction: PackageDirection = 'upgrade',
 ): Promise<{ current: Partial<Record<KubePackage, string>>; pending: KubePackage[]; targets: (readonly [KubePackage, string])[] }> {
   const installed = await rpmInstalled(access, node, packages, signal);
   const current: Partial<Record<KubePackage, string>> = {};
   for (const p of packages) if (installed[p]) current[p] = installed[p];
-  const pending = pendingPackages(node, version, packages, current);
+  const pending = pendingPackages(node, version, packages, current, direction);
   if (pending.length === 0) return { current, pending, targets: [] };
   let offered = await dnfOffered(access, node, pending, { signal });
   // dnf's metadata may predate the release (metadata_expire): fetch it afresh once, then ask again.
@@ -83,7 +106,16 @@ export async function downloadWithDnf(
   const { current, pending, targets } = await dnfTargets(access, node, version, packages, scope.signal);
   if (pending.length > 0) {
     // --downloadonly after the exclusions: the sudo rule `dnf install -y -q --disableexcludes=kubernetes *` covers it (docs/real-cluster.md).
-    const argv = ['dnf', 'install', '-y', '-q', DISABLE_EXCLUDES, '--downloadonly', ...targets.map(([p, v]) => `${p}-${v}`)];
+    const argv = [
+      'dnf',
+      'install',
+      '-y',
+      '-q',
+      DISABLE_EXCLUDES,
+      ...SKIP_OTHER_REPOS,
+      '--downloadonly',
+      ...targets.map(([p, v]) => `${p}-${v}`),
+    ];
     const result = await heartbeatWhile(
       scope,
       () => ({ node, step: 'dnf install --downloadonly', packages: pending }),
@@ -94,21 +126,26 @@ export async function downloadWithDnf(
   return { node, version, downloaded: pending, packageVersions: { ...current, ...Object.fromEntries(targets) } };
 }
 
-/** installPackages on a dnf node (input checked by the caller). */
+/**
+ * installPackages on a dnf node (input checked by the caller). A `downgrade` (a trial's rollback) is
+ * the same `dnf install` of the exact older version: dnf(8), install: "DNF will install the desired
+ * version, no matter which version of the package is already installed".
+ */
 export async function installWithDnf(
   access: ClusterAccess,
   node: string,
   version: string,
   packages: readonly KubePackage[],
+  direction: PackageDirection = 'upgrade',
 ): Promise<InstallPackagesResult> {
   const scope = hostActivityScope();
   const { signal } = scope;
   const { installMs } = packageTimeouts(access);
   // A transaction an earlier attempt left running ends first; what it installed then counts as installed.
   await awaitQuietHost(access, node, ['dnf', 'yum', 'rpm'], installMs, scope);
-  const { current, pending, targets } = await dnfTargets(access, node, version, packages, signal);
+  const { current, pending, targets } = await dnfTargets(access, node, version, packages, signal, direction);
   if (pending.length > 0) {
-    const argv = ['dnf', 'install', '-y', '-q', DISABLE_EXCLUDES, ...targets.map(([p, v]) => `${p}-${v}`)];
+    const argv = ['dnf', 'install', '-y', '-q', DISABLE_EXCLUDES, ...SKIP_OTHER_REPOS, ...targets.map(([p, v]) => `${p}-${v}`)];
     const result = await heartbeatWhile(
       scope,
       () => ({ node, step: 'dnf install', packages: pending }),

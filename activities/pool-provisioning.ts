@@ -4,7 +4,7 @@
 // are the upgrade's own activities (node-activities.ts, drain.ts, health.ts).
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/activity';
-import { compareNatural, compareVersions, minorIndex, parseVersion } from '../rules/index.js';
+import { compareNatural, compareVersions, isDnsLabel, minorIndex, parseVersion } from '../rules/index.js';
 import type { ClusterAccess, ClusterResolver } from './cluster-access.js';
 import { isLabelKey, isLabelValue, labelsText, type PoolConfig, type ProvisioningConfig } from './cluster-config.js';
 import { ErrorType, httpStatus, kubeCall, kubeFailure } from './errors.js';
@@ -60,8 +60,7 @@ const refuse = (message: string): ApplicationFailure =>
   ApplicationFailure.create({ type: ErrorType.BlueGreenInvalid, message, nonRetryable: true });
 
 function checkPoolName(pool: unknown, what: string): string {
-  if (typeof pool !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(pool) || pool.length > 50)
-    throw invalid(`${what} must be a pool name, got ${shown(pool)}`);
+  if (!isDnsLabel(pool) || pool.length > 50) throw invalid(`${what} must be a pool name, got ${shown(pool)}`);
   return pool;
 }
 
@@ -176,194 +175,204 @@ async function inBatches<T>(items: readonly T[], size: number, each: (item: T) =
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(each));
 }
 
-export function createPoolActivities(deps: { clusters: ClusterResolver; provider?: (config: ProvisioningConfig) => MachineProvider }) {
-  const providerOf = deps.provider ?? machineProvider;
-  const listNodes = async (access: ClusterAccess) => (await kubeCall('list nodes', () => access.kube.core.listNode({}))).items;
+/** What the pool activities read: the cluster's access and the machine provider its provisioning names. */
+interface PoolDeps {
+  clusters: ClusterResolver;
+  providerOf: (config: ProvisioningConfig) => MachineProvider;
+}
 
+const listNodes = async (access: ClusterAccess) => (await kubeCall('list nodes', () => access.kube.core.listNode({}))).items;
+
+/**
+ * Read-only: the blue pool's nodes and what the green pool will be. Refuses (BlueGreenInvalid)
+ * an unknown pool, the same pool twice, an empty blue pool or one holding a control plane, a
+ * green pool that already has Nodes, a version above the control plane's, no provisioning.
+ */
+async function planBlueGreen(h: PoolDeps, input: PlanBlueGreenInput): Promise<BlueGreenPlanFacts> {
+  const access = h.clusters(input.cluster);
+  const from = checkPoolName(input.from, 'from');
+  const to = checkPoolName(input.to, 'to');
+  const version = checkVersion(input.version);
+  if (input.count !== undefined && (!Number.isInteger(input.count) || input.count < 1 || input.count > MAX_POOL_MACHINES)) {
+    throw invalid(`count must be an integer from 1 to ${MAX_POOL_MACHINES}, got ${shown(input.count)}`);
+  }
+  const provisioning = provisioningOf(access, input.cluster);
+  const blue = poolOf(access, input.cluster, from);
+  const green = poolOf(access, input.cluster, to);
+  if (from === to) throw refuse(`from and to are the same pool ${from}`);
+  if (labelsText(blue.labels) === labelsText(green.labels)) throw refuse(`pools ${from} and ${to} have the same selector ${blue.selector}`);
+
+  const nodes = await listNodes(access);
+  const blueNodes = nodes.filter((n) => inPool(n, blue)).sort((a, b) => compareNatural(nameOf(a), nameOf(b)));
+  if (blueNodes.length === 0) throw refuse(`pool ${from} (${blue.selector}) has no nodes: nothing to replace`);
+  const controlPlanes = blueNodes.filter((n) => CONTROL_PLANE_LABEL in (n.metadata?.labels ?? {})).map(nameOf);
+  if (controlPlanes.length)
+    throw refuse(
+      `pool ${from} (${blue.selector}) selects control-plane node${controlPlanes.length > 1 ? 's' : ''} ${controlPlanes.join(', ')}: blue/green replaces workers only`,
+    );
+  const greenNodes = nodes
+    .filter((n) => inPool(n, green))
+    .map(nameOf)
+    .sort(compareNatural);
+  if (greenNodes.length)
+    throw refuse(
+      `pool ${to} (${green.selector}) already has nodes: ${greenNodes.slice(0, 5).join(', ')}${greenNodes.length > 5 ? ` and ${greenNodes.length - 5} more` : ''}`,
+    );
+
+  const cpVersion = await controlPlaneVersion(access);
+  const target = parseVersion(version);
+  const cp = parseVersion(cpVersion);
+  if (compareVersions(target, cp) > 0)
+    throw refuse(
+      `version ${version} is above the control plane's ${cpVersion}: a kubelet may never be newer than the apiserver; upgrade the control plane first`,
+    );
+  if (minorIndex(cp) - minorIndex(target) > 3)
+    throw refuse(`version ${version} is more than three minors below the control plane's ${cpVersion}`);
+
+  const used = new Set(nodes.map(nameOf));
+  const count = input.count ?? blueNodes.length;
+  const names: string[] = [];
+  for (let n = 1; names.length < count; n++) if (!used.has(`${to}-${n}`)) names.push(`${to}-${n}`);
   return {
-    /**
-     * Read-only: the blue pool's nodes and what the green pool will be. Refuses (BlueGreenInvalid)
-     * an unknown pool, the same pool twice, an empty blue pool or one holding a control plane, a
-     * green pool that already has Nodes, a version above the control plane's, no provisioning.
-     */
-    async planBlueGreen(input: PlanBlueGreenInput): Promise<BlueGreenPlanFacts> {
-      const access = deps.clusters(input.cluster);
-      const from = checkPoolName(input.from, 'from');
-      const to = checkPoolName(input.to, 'to');
-      const version = checkVersion(input.version);
-      if (input.count !== undefined && (!Number.isInteger(input.count) || input.count < 1 || input.count > MAX_POOL_MACHINES)) {
-        throw invalid(`count must be an integer from 1 to ${MAX_POOL_MACHINES}, got ${shown(input.count)}`);
-      }
-      const provisioning = provisioningOf(access, input.cluster);
-      const blue = poolOf(access, input.cluster, from);
-      const green = poolOf(access, input.cluster, to);
-      if (from === to) throw refuse(`from and to are the same pool ${from}`);
-      if (labelsText(blue.labels) === labelsText(green.labels))
-        throw refuse(`pools ${from} and ${to} have the same selector ${blue.selector}`);
+    blue: blueNodes.map((n) => ({ name: nameOf(n), kubelet: kubeletOf(n), labels: { ...(n.metadata?.labels ?? {}) } })),
+    green: { pool: to, names, version, labels: { ...green.labels } },
+    controlPlaneVersion: cpVersion,
+    provider: provisioning.provider,
+  };
+}
 
-      const nodes = await listNodes(access);
-      const blueNodes = nodes.filter((n) => inPool(n, blue)).sort((a, b) => compareNatural(nameOf(a), nameOf(b)));
-      if (blueNodes.length === 0) throw refuse(`pool ${from} (${blue.selector}) has no nodes: nothing to replace`);
-      const controlPlanes = blueNodes.filter((n) => CONTROL_PLANE_LABEL in (n.metadata?.labels ?? {})).map(nameOf);
-      if (controlPlanes.length)
-        throw refuse(
-          `pool ${from} (${blue.selector}) selects control-plane node${controlPlanes.length > 1 ? 's' : ''} ${controlPlanes.join(', ')}: blue/green replaces workers only`,
-        );
-      const greenNodes = nodes
-        .filter((n) => inPool(n, green))
-        .map(nameOf)
-        .sort(compareNatural);
-      if (greenNodes.length)
-        throw refuse(
-          `pool ${to} (${green.selector}) already has nodes: ${greenNodes.slice(0, 5).join(', ')}${greenNodes.length > 5 ? ` and ${greenNodes.length - 5} more` : ''}`,
-        );
+/**
+ * Asks the provider for each machine whose Node is not there yet, then waits (heartbeating) until
+ * every Node is registered, Ready, at the version, with the labels, or provisioning.joinTimeoutSeconds
+ * pass (NodeNotReady). Idempotent: a retry skips Nodes that exist and machines the previous attempt
+ * asked for (its heartbeat details).
+ */
+async function createPoolMachines(h: PoolDeps, input: CreatePoolMachinesInput): Promise<{ joined: string[] }> {
+  const access = h.clusters(input.cluster);
+  const pool = checkPoolName(input.pool, 'pool');
+  const names = checkNames(input.names);
+  const version = checkVersion(input.version);
+  const labels = checkLabels(input.labels);
+  const provisioning = provisioningOf(access, input.cluster);
+  const config = poolOf(access, input.cluster, pool);
+  const lacking = Object.entries(config.labels).filter(([k, v]) => labels[k] !== v);
+  if (lacking.length)
+    throw invalid(
+      `labels must include pool ${pool}'s selector ${config.selector} (missing ${lacking.map(([k, v]) => `${k}=${v}`).join(',')})`,
+    );
+  const provider = h.providerOf(provisioning);
+  const scope = hostActivityScope();
+  const previous = (scope.previousDetails as { created?: unknown } | undefined)?.created;
+  const created = new Set(Array.isArray(previous) ? previous.filter((n): n is string => typeof n === 'string') : []);
+  let pending: string[] = names;
+  const details = () => ({ pool, created: [...created].sort(compareNatural), pending });
 
-      const cpVersion = await controlPlaneVersion(access);
-      const target = parseVersion(version);
-      const cp = parseVersion(cpVersion);
-      if (compareVersions(target, cp) > 0)
-        throw refuse(
-          `version ${version} is above the control plane's ${cpVersion}: a kubelet may never be newer than the apiserver; upgrade the control plane first`,
-        );
-      if (minorIndex(cp) - minorIndex(target) > 3)
-        throw refuse(`version ${version} is more than three minors below the control plane's ${cpVersion}`);
+  const existing = new Map((await listNodes(access)).map((n) => [nameOf(n), n]));
+  const strangers = names.filter((n) => existing.has(n) && !inPool(existing.get(n)!, config));
+  if (strangers.length)
+    throw refuse(
+      `node${strangers.length > 1 ? 's' : ''} ${strangers.join(', ')} already exist${strangers.length > 1 ? '' : 's'} outside pool ${pool} (${config.selector}): choose other names`,
+    );
+  const toCreate = names.filter((n) => !existing.has(n) && !created.has(n));
+  await heartbeatWhile(
+    scope,
+    details,
+    inBatches(toCreate, CREATE_CONCURRENCY, async (node) => {
+      await provider.create({ node, version, pool, labels }, scope.signal);
+      created.add(node);
+      scope.heartbeat(details());
+    }),
+  );
 
-      const used = new Set(nodes.map(nameOf));
-      const count = input.count ?? blueNodes.length;
-      const names: string[] = [];
-      for (let n = 1; names.length < count; n++) if (!used.has(`${to}-${n}`)) names.push(`${to}-${n}`);
-      return {
-        blue: blueNodes.map((n) => ({ name: nameOf(n), kubelet: kubeletOf(n), labels: { ...(n.metadata?.labels ?? {}) } })),
-        green: { pool: to, names, version, labels: { ...green.labels } },
-        controlPlaneVersion: cpVersion,
-        provider: provisioning.provider,
-      };
+  /** Each named node and why it has not joined yet (undefined: joined). */
+  const notYetJoined = async () => {
+    const nodes = await joinedSoFar(access, names, labels);
+    const why = names.map((n) => [n, notJoined(nodes.get(n), version, labels)] as const).filter(([, w]) => w !== undefined);
+    pending = why.map(([n]) => n);
+    scope.heartbeat(details());
+    return why;
+  };
+  await pollUntil(
+    notYetJoined,
+    (why) => why.length === 0,
+    (why) => {
+      throw ApplicationFailure.create({
+        type: ErrorType.NodeNotReady,
+        nonRetryable: true,
+        message: `${why.length} of ${names.length} new node${names.length > 1 ? 's' : ''} did not join within ${provisioning.joinTimeoutSeconds} s (provisioning.joinTimeoutSeconds): ${why
+          .slice(0, 5)
+          .map(([n, w]) => `${n} ${w}`)
+          .join('; ')}`,
+        details: [{ pending: why.map(([n, w]) => ({ node: n, why: w })) }],
+      });
     },
+    { timeoutMs: provisioning.joinTimeoutSeconds * 1000, intervalMs: JOIN_POLL_MS, signal: scope.signal },
+  );
+  return { joined: names };
+}
 
-    /**
-     * Asks the provider for each machine whose Node is not there yet, then waits (heartbeating) until
-     * every Node is registered, Ready, at the version, with the labels, or provisioning.joinTimeoutSeconds
-     * pass (NodeNotReady). Idempotent: a retry skips Nodes that exist and machines the previous attempt
-     * asked for (its heartbeat details).
-     */
-    async createPoolMachines(input: CreatePoolMachinesInput): Promise<{ joined: string[] }> {
-      const access = deps.clusters(input.cluster);
-      const pool = checkPoolName(input.pool, 'pool');
-      const names = checkNames(input.names);
-      const version = checkVersion(input.version);
-      const labels = checkLabels(input.labels);
-      const provisioning = provisioningOf(access, input.cluster);
-      const config = poolOf(access, input.cluster, pool);
-      const lacking = Object.entries(config.labels).filter(([k, v]) => labels[k] !== v);
-      if (lacking.length)
-        throw invalid(
-          `labels must include pool ${pool}'s selector ${config.selector} (missing ${lacking.map(([k, v]) => `${k}=${v}`).join(',')})`,
-        );
-      const provider = providerOf(provisioning);
-      const scope = hostActivityScope();
-      const previous = (scope.previousDetails as { created?: unknown } | undefined)?.created;
-      const created = new Set(Array.isArray(previous) ? previous.filter((n): n is string => typeof n === 'string') : []);
-      let pending: string[] = names;
-      const details = () => ({ pool, created: [...created].sort(compareNatural), pending });
+/**
+ * Removes the named machines of a pool: every one is checked first (in the pool, cordoned, nothing
+ * left on it but DaemonSet, mirror and finished pods; else BlueGreenInvalid and nothing is touched),
+ * then each Node object is deleted and the provider tears the machine down. Idempotent: a Node
+ * already gone is only handed to the provider again.
+ */
+async function deletePoolMachines(h: PoolDeps, input: DeletePoolMachinesInput): Promise<{ deleted: string[] }> {
+  const access = h.clusters(input.cluster);
+  const pool = checkPoolName(input.pool, 'pool');
+  const names = checkNames(input.names);
+  const provider = h.providerOf(provisioningOf(access, input.cluster));
+  const config = poolOf(access, input.cluster, pool);
+  const scope = hostActivityScope();
 
-      const existing = new Map((await listNodes(access)).map((n) => [nameOf(n), n]));
-      const strangers = names.filter((n) => existing.has(n) && !inPool(existing.get(n)!, config));
-      if (strangers.length)
-        throw refuse(
-          `node${strangers.length > 1 ? 's' : ''} ${strangers.join(', ')} already exist${strangers.length > 1 ? '' : 's'} outside pool ${pool} (${config.selector}): choose other names`,
-        );
-      const toCreate = names.filter((n) => !existing.has(n) && !created.has(n));
-      await heartbeatWhile(
-        scope,
-        details,
-        inBatches(toCreate, CREATE_CONCURRENCY, async (node) => {
-          await provider.create({ node, version, pool, labels }, scope.signal);
-          created.add(node);
-          scope.heartbeat(details());
-        }),
+  const nodes = new Map((await listNodes(access)).map((n) => [nameOf(n), n]));
+  const problems: string[] = [];
+  for (const name of names) {
+    const node = nodes.get(name);
+    if (!node) continue;
+    if (!inPool(node, config)) problems.push(`${name} is not in pool ${pool} (${config.selector})`);
+    else if (CONTROL_PLANE_LABEL in (node.metadata?.labels ?? {})) problems.push(`${name} is a control plane`);
+    else if (node.spec?.unschedulable !== true) problems.push(`${name} is not cordoned`);
+    else {
+      const { items } = await kubeCall(`list pods on ${name}`, () =>
+        access.kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${name}` }),
       );
+      const left = items
+        .filter(stillRunning)
+        .map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`)
+        .sort();
+      if (left.length)
+        problems.push(
+          `${name} still runs ${left.slice(0, 3).join(', ')}${left.length > 3 ? ` and ${left.length - 3} more` : ''} (drain it first)`,
+        );
+    }
+  }
+  if (problems.length) throw refuse(`refusing to remove machines of pool ${pool}: ${problems.join('; ')}`);
 
-      /** Each named node and why it has not joined yet (undefined: joined). */
-      const notYetJoined = async () => {
-        const nodes = await joinedSoFar(access, names, labels);
-        const why = names.map((n) => [n, notJoined(nodes.get(n), version, labels)] as const).filter(([, w]) => w !== undefined);
-        pending = why.map(([n]) => n);
-        scope.heartbeat(details());
-        return why;
-      };
-      await pollUntil(
-        notYetJoined,
-        (why) => why.length === 0,
-        (why) => {
-          throw ApplicationFailure.create({
-            type: ErrorType.NodeNotReady,
-            nonRetryable: true,
-            message: `${why.length} of ${names.length} new node${names.length > 1 ? 's' : ''} did not join within ${provisioning.joinTimeoutSeconds} s (provisioning.joinTimeoutSeconds): ${why
-              .slice(0, 5)
-              .map(([n, w]) => `${n} ${w}`)
-              .join('; ')}`,
-            details: [{ pending: why.map(([n, w]) => ({ node: n, why: w })) }],
-          });
-        },
-        { timeoutMs: provisioning.joinTimeoutSeconds * 1000, intervalMs: JOIN_POLL_MS, signal: scope.signal },
-      );
-      return { joined: names };
-    },
-
-    /**
-     * Removes the named machines of a pool: every one is checked first (in the pool, cordoned, nothing
-     * left on it but DaemonSet, mirror and finished pods; else BlueGreenInvalid and nothing is touched),
-     * then each Node object is deleted and the provider tears the machine down. Idempotent: a Node
-     * already gone is only handed to the provider again.
-     */
-    async deletePoolMachines(input: DeletePoolMachinesInput): Promise<{ deleted: string[] }> {
-      const access = deps.clusters(input.cluster);
-      const pool = checkPoolName(input.pool, 'pool');
-      const names = checkNames(input.names);
-      const provider = providerOf(provisioningOf(access, input.cluster));
-      const config = poolOf(access, input.cluster, pool);
-      const scope = hostActivityScope();
-
-      const nodes = new Map((await listNodes(access)).map((n) => [nameOf(n), n]));
-      const problems: string[] = [];
-      for (const name of names) {
-        const node = nodes.get(name);
-        if (!node) continue;
-        if (!inPool(node, config)) problems.push(`${name} is not in pool ${pool} (${config.selector})`);
-        else if (CONTROL_PLANE_LABEL in (node.metadata?.labels ?? {})) problems.push(`${name} is a control plane`);
-        else if (node.spec?.unschedulable !== true) problems.push(`${name} is not cordoned`);
-        else {
-          const { items } = await kubeCall(`list pods on ${name}`, () =>
-            access.kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${name}` }),
-          );
-          const left = items
-            .filter(stillRunning)
-            .map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`)
-            .sort();
-          if (left.length)
-            problems.push(
-              `${name} still runs ${left.slice(0, 3).join(', ')}${left.length > 3 ? ` and ${left.length - 3} more` : ''} (drain it first)`,
-            );
-        }
+  const deleted: string[] = [];
+  const details = () => ({ pool, deleted: [...deleted] });
+  for (const name of names) {
+    if (nodes.has(name)) {
+      try {
+        await access.kube.core.deleteNode({ name });
+      } catch (err) {
+        if (httpStatus(err) !== 404) throw kubeFailure(err, `delete node ${name}`);
       }
-      if (problems.length) throw refuse(`refusing to remove machines of pool ${pool}: ${problems.join('; ')}`);
+    }
+    await heartbeatWhile(scope, details, provider.delete({ node: name, pool }, scope.signal));
+    deleted.push(name);
+    scope.heartbeat(details());
+  }
+  return { deleted };
+}
 
-      const deleted: string[] = [];
-      const details = () => ({ pool, deleted: [...deleted] });
-      for (const name of names) {
-        if (nodes.has(name)) {
-          try {
-            await access.kube.core.deleteNode({ name });
-          } catch (err) {
-            if (httpStatus(err) !== 404) throw kubeFailure(err, `delete node ${name}`);
-          }
-        }
-        await heartbeatWhile(scope, details, provider.delete({ node: name, pool }, scope.signal));
-        deleted.push(name);
-        scope.heartbeat(details());
-      }
-      return { deleted };
-    },
+/** Blue/green's machine steps as activities: each a module function above, given the access and provider it reads. */
+export function createPoolActivities(deps: { clusters: ClusterResolver; provider?: (config: ProvisioningConfig) => MachineProvider }) {
+  const h: PoolDeps = { clusters: deps.clusters, providerOf: deps.provider ?? machineProvider };
+  return {
+    planBlueGreen: (input: Parameters<typeof planBlueGreen>[1]) => planBlueGreen(h, input),
+    createPoolMachines: (input: Parameters<typeof createPoolMachines>[1]) => createPoolMachines(h, input),
+    deletePoolMachines: (input: Parameters<typeof deletePoolMachines>[1]) => deletePoolMachines(h, input),
   };
 }
 

@@ -8,7 +8,7 @@ import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
-import { Client, type ClientChannel, type ConnectConfig } from 'ssh2';
+import { Client, type ClientChannel, type ConnectConfig, type SFTPWrapper } from 'ssh2';
 import type { AddressResolver, ExecOptions, ExecResult, RemoteShell } from './cluster-access.js';
 import { readPrivateKey, type ClusterConfig } from './cluster-config.js';
 import { ErrorType } from './errors.js';
@@ -230,19 +230,57 @@ export interface SshShell extends RemoteShell {
 
 export function createSshShell(config: ClusterConfig, resolveAddress: AddressResolver, options: { idleMs?: number } = {}): SshShell {
   const pool = new SshPool(options.idleMs ?? DEFAULT_IDLE_MS);
+  const withConnection = pooledConnections(config, resolveAddress, pool);
+  return {
+    close: () => pool.close(),
+    exec: (node, argv, options) => execOnNode(withConnection, config, node, argv, options),
+    download(node, remotePath, localPath, options): Promise<void> {
+      const temp = `${localPath}.part-${process.pid}-${randomBytes(4).toString('hex')}`;
+      mkdirSync(dirname(localPath), { recursive: true });
+      return withConnection(node, options.signal, (client, broken) =>
+        sftpCopy(client, broken, node, options, {
+          copy: (sftp, cb) => sftp.fastGet(remotePath, temp, { concurrency: 8 }, cb),
+          refused: `cannot copy ${remotePath} off ${node}`,
+          copying: `copying ${remotePath}`,
+          timedOut: `copying ${remotePath} off ${node}`,
+        }),
+      ).then(
+        () => renameSync(temp, localPath),
+        (err: unknown) => {
+          rmSync(temp, { force: true });
+          throw err;
+        },
+      );
+    },
+    upload(node, localPath, remotePath, options): Promise<void> {
+      return withConnection(node, options.signal, (client, broken) =>
+        sftpCopy(client, broken, node, options, {
+          // 0600 from the start: a snapshot holds the cluster's secrets.
+          copy: (sftp, cb) => sftp.fastPut(localPath, remotePath, { concurrency: 8, mode: 0o600 }, cb),
+          refused: `cannot copy ${localPath} onto ${node} at ${remotePath}`,
+          copying: `copying to ${remotePath}`,
+          timedOut: `copying onto ${node} at ${remotePath}`,
+        }),
+      );
+    },
+  };
+}
+
+/**
+ * Runs `use` on the pooled connection to `node`. `use` calls `broken()` when it cut a command short
+ * (its channel's state is unknown: nobody else gets the connection), and throws NotStarted when no
+ * channel opened: on a reused connection (closed by the host meanwhile) that is tried once more on a new one.
+ */
+type WithConnection = <T>(
+  node: string,
+  signal: AbortSignal | undefined,
+  use: (client: Client, broken: () => void) => Promise<T>,
+) => Promise<T>;
+
+function pooledConnections(config: ClusterConfig, resolveAddress: AddressResolver, pool: SshPool): WithConnection {
   /** node → pool key of its last connection: a node with an open connection is not looked up again (an API read without a `nodes:` address). */
   const keyOf = new Map<string, string>();
-
-  /**
-   * Runs `use` on the pooled connection to `node`. `use` calls `broken()` when it cut a command short
-   * (its channel's state is unknown: nobody else gets the connection), and throws NotStarted when no
-   * channel opened: on a reused connection (closed by the host meanwhile) that is tried once more on a new one.
-   */
-  async function withConnection<T>(
-    node: string,
-    signal: AbortSignal | undefined,
-    use: (client: Client, broken: () => void) => Promise<T>,
-  ): Promise<T> {
+  return async (node, signal, use) => {
     for (let attempt = 0; ; attempt++) {
       if (signal?.aborted) throw signal.reason ?? new Error('cancelled');
       let key = keyOf.get(node);
@@ -265,144 +303,105 @@ export function createSshShell(config: ClusterConfig, resolveAddress: AddressRes
         lease.release(broken);
       }
     }
-  }
-
-  return {
-    close: () => pool.close(),
-    exec(node: string, argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
-      let line: string;
-      try {
-        line = commandLine(argv, { env: options.env, sudo: options.sudo === true && config.ssh.sudo });
-      } catch (err) {
-        return Promise.reject(
-          ApplicationFailure.create({
-            type: ErrorType.Invalid,
-            nonRetryable: true,
-            message: `command for ${node}: ${(err as Error).message}`,
-          }),
-        );
-      }
-      const what = argv.slice(0, 3).join(' ');
-      return withConnection(node, options.signal, (client, broken) => {
-        let channel: ClientChannel | undefined;
-        return onConnection<ExecResult>(client, {
-          work: ({ done, failed }) =>
-            client.exec(line, (err, stream) => {
-              if (err) return failed(new NotStarted(unreachable(node, `cannot open a channel: ${err.message}`)));
-              channel = stream;
-              let stdout = '';
-              let stderr = '';
-              let exitCode: number | undefined;
-              stream.on('data', (d: Buffer) => void (stdout.length < MAX_OUTPUT && (stdout += d.toString('utf8'))));
-              stream.stderr.on('data', (d: Buffer) => void (stderr.length < MAX_OUTPUT && (stderr += d.toString('utf8'))));
-              stream.on('exit', (code: number | null, signalName?: string) => {
-                exitCode =
-                  typeof code === 'number'
-                    ? code
-                    : 128 + (signalName ? ((constants.signals as Record<string, number>)[`SIG${signalName}`] ?? 0) : 127);
-              });
-              stream.on('close', () => {
-                // No exit status: the connection dropped (a reboot, a reset) before the command finished.
-                if (exitCode === undefined) failed(unreachable(node, `connection lost while running '${what}'`));
-                else done({ exitCode, stdout, stderr });
-              });
-            }),
-          started: () => channel !== undefined,
-          lost: () => unreachable(node, `connection lost while running '${what}'`),
-          timeoutMs: options.timeoutMs,
-          signal: options.signal,
-          onTimeout: () =>
-            ApplicationFailure.create({
-              type: ErrorType.HostCommandTimedOut,
-              message: `'${what}' on ${node} did not finish within ${Math.round(options.timeoutMs / 1000)} s; channel closed`,
-            }),
-          stop: () => channel?.close(),
-          broken,
-        });
-      });
-    },
-
-    download(node, remotePath, localPath, options): Promise<void> {
-      const temp = `${localPath}.part-${process.pid}-${randomBytes(4).toString('hex')}`;
-      mkdirSync(dirname(localPath), { recursive: true });
-      return withConnection(node, options.signal, (client, broken) => {
-        let close: (() => void) | undefined;
-        return onConnection<void>(client, {
-          work: ({ done, failed }) =>
-            client.sftp((err, sftp) => {
-              if (err) return failed(new NotStarted(unreachable(node, `no SFTP: ${err.message}`)));
-              close = () => sftp.end();
-              sftp.fastGet(remotePath, temp, { concurrency: 8 }, (e) => {
-                if (!e) return done();
-                const code = (e as { code?: number }).code;
-                // SFTP status 2 (no such file) and 3 (permission denied) will not change on retry.
-                failed(
-                  code === 2 || code === 3
-                    ? ApplicationFailure.create({
-                        type: ErrorType.HostCommandFailed,
-                        nonRetryable: true,
-                        message: `cannot copy ${remotePath} off ${node}: ${e.message}`,
-                      })
-                    : unreachable(node, `copying ${remotePath}: ${e.message}`),
-                );
-              });
-            }),
-          started: () => close !== undefined,
-          lost: () => unreachable(node, `connection lost while copying ${remotePath}`),
-          timeoutMs: options.timeoutMs,
-          signal: options.signal,
-          onTimeout: () =>
-            ApplicationFailure.create({
-              type: ErrorType.HostCommandTimedOut,
-              message: `copying ${remotePath} off ${node} did not finish within ${Math.round(options.timeoutMs / 1000)} s`,
-            }),
-          stop: () => close?.(),
-          broken,
-        });
-      }).then(
-        () => renameSync(temp, localPath),
-        (err: unknown) => {
-          rmSync(temp, { force: true });
-          throw err;
-        },
-      );
-    },
-    upload(node, localPath, remotePath, options): Promise<void> {
-      return withConnection(node, options.signal, (client, broken) => {
-        let close: (() => void) | undefined;
-        return onConnection<void>(client, {
-          work: ({ done, failed }) =>
-            client.sftp((err, sftp) => {
-              if (err) return failed(new NotStarted(unreachable(node, `no SFTP: ${err.message}`)));
-              close = () => sftp.end();
-              // 0600 from the start: a snapshot holds the cluster's secrets.
-              sftp.fastPut(localPath, remotePath, { concurrency: 8, mode: 0o600 }, (e) => {
-                if (!e) return done();
-                const code = (e as { code?: number }).code;
-                failed(
-                  code === 2 || code === 3
-                    ? ApplicationFailure.create({
-                        type: ErrorType.HostCommandFailed,
-                        nonRetryable: true,
-                        message: `cannot copy ${localPath} onto ${node} at ${remotePath}: ${e.message}`,
-                      })
-                    : unreachable(node, `copying to ${remotePath}: ${e.message}`),
-                );
-              });
-            }),
-          started: () => close !== undefined,
-          lost: () => unreachable(node, `connection lost while copying to ${remotePath}`),
-          timeoutMs: options.timeoutMs,
-          signal: options.signal,
-          onTimeout: () =>
-            ApplicationFailure.create({
-              type: ErrorType.HostCommandTimedOut,
-              message: `copying onto ${node} at ${remotePath} did not finish within ${Math.round(options.timeoutMs / 1000)} s`,
-            }),
-          stop: () => close?.(),
-          broken,
-        });
-      });
-    },
   };
+}
+
+/** `argv` on `node` as one command line (sudo when asked and the configuration allows it): its exit code and output. */
+function execOnNode(
+  withConnection: WithConnection,
+  config: ClusterConfig,
+  node: string,
+  argv: readonly string[],
+  options: ExecOptions,
+): Promise<ExecResult> {
+  let line: string;
+  try {
+    line = commandLine(argv, { env: options.env, sudo: options.sudo === true && config.ssh.sudo });
+  } catch (err) {
+    return Promise.reject(
+      ApplicationFailure.create({ type: ErrorType.Invalid, nonRetryable: true, message: `command for ${node}: ${(err as Error).message}` }),
+    );
+  }
+  const what = argv.slice(0, 3).join(' ');
+  return withConnection(node, options.signal, (client, broken) => {
+    let channel: ClientChannel | undefined;
+    return onConnection<ExecResult>(client, {
+      work: ({ done, failed }) =>
+        client.exec(line, (err, stream) => {
+          if (err) return failed(new NotStarted(unreachable(node, `cannot open a channel: ${err.message}`)));
+          channel = stream;
+          collectOutput(stream, (result) => {
+            // No exit status: the connection dropped (a reboot, a reset) before the command finished.
+            if (result.exitCode === undefined) failed(unreachable(node, `connection lost while running '${what}'`));
+            else done({ ...result, exitCode: result.exitCode });
+          });
+        }),
+      started: () => channel !== undefined,
+      lost: () => unreachable(node, `connection lost while running '${what}'`),
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+      onTimeout: () =>
+        ApplicationFailure.create({
+          type: ErrorType.HostCommandTimedOut,
+          message: `'${what}' on ${node} did not finish within ${Math.round(options.timeoutMs / 1000)} s; channel closed`,
+        }),
+      stop: () => channel?.close(),
+      broken,
+    });
+  });
+}
+
+/** A command's output (each stream up to MAX_OUTPUT) and exit status (128 + the signal's number when a signal ended it), once its channel closes. */
+function collectOutput(stream: ClientChannel, closed: (r: { exitCode: number | undefined; stdout: string; stderr: string }) => void): void {
+  let stdout = '';
+  let stderr = '';
+  let exitCode: number | undefined;
+  stream.on('data', (d: Buffer) => void (stdout.length < MAX_OUTPUT && (stdout += d.toString('utf8'))));
+  stream.stderr.on('data', (d: Buffer) => void (stderr.length < MAX_OUTPUT && (stderr += d.toString('utf8'))));
+  stream.on('exit', (code: number | null, signalName?: string) => {
+    exitCode =
+      typeof code === 'number' ? code : 128 + (signalName ? ((constants.signals as Record<string, number>)[`SIG${signalName}`] ?? 0) : 127);
+  });
+  stream.on('close', () => closed({ exitCode, stdout, stderr }));
+}
+
+/**
+ * One SFTP copy (`copy`: fastGet or fastPut) on a pooled connection. SFTP status 2 (no such file) and
+ * 3 (permission denied) will not change on retry: non-retryable; anything else reads as the host unreachable.
+ */
+function sftpCopy(
+  client: Client,
+  broken: () => void,
+  node: string,
+  options: { timeoutMs: number; signal?: AbortSignal },
+  o: { copy: (sftp: SFTPWrapper, cb: (e?: Error | null) => void) => void; refused: string; copying: string; timedOut: string },
+): Promise<void> {
+  let close: (() => void) | undefined;
+  return onConnection<void>(client, {
+    work: ({ done, failed }) =>
+      client.sftp((err, sftp) => {
+        if (err) return failed(new NotStarted(unreachable(node, `no SFTP: ${err.message}`)));
+        close = () => sftp.end();
+        o.copy(sftp, (e) => {
+          if (!e) return done();
+          const code = (e as { code?: number }).code;
+          failed(
+            code === 2 || code === 3
+              ? ApplicationFailure.create({ type: ErrorType.HostCommandFailed, nonRetryable: true, message: `${o.refused}: ${e.message}` })
+              : unreachable(node, `${o.copying}: ${e.message}`),
+          );
+        });
+      }),
+    started: () => close !== undefined,
+    lost: () => unreachable(node, `connection lost while ${o.copying}`),
+    timeoutMs: options.timeoutMs,
+    signal: options.signal,
+    onTimeout: () =>
+      ApplicationFailure.create({
+        type: ErrorType.HostCommandTimedOut,
+        message: `${o.timedOut} did not finish within ${Math.round(options.timeoutMs / 1000)} s`,
+      }),
+    stop: () => close?.(),
+    broken,
+  });
 }

@@ -40,8 +40,67 @@ export function median(values: readonly number[]): number {
 
 const round = (n: number, digits = 1) => Number(n.toFixed(digits));
 
+type ActivityTotals = Map<string, { count: number; queue: number; run: number }>;
+
+/** One node workflow's times (ms), its activities added to `acc`; undefined for any other workflow. */
+function nodeRunTimes(run: RunHistory, acc: ActivityTotals) {
+  const started = run.events[0]?.workflowExecutionStartedEventAttributes;
+  if (started?.workflowType?.name !== 'nodeUpgradeWorkflow' || run.events.length < 2) return undefined;
+  const t0 = tsToMs(run.events[0]?.eventTime);
+  const end = tsToMs(run.events.at(-1)?.eventTime);
+  let queued = 0;
+  let between = 0;
+  const scheduled = new Map<string, { name: string; at: number; startedAt?: number }>();
+  let free = t0; // when the workflow last had no step in flight
+  let inFlight = 0;
+  let cordonedAt: number | undefined;
+  let uncordonedAt: number | undefined;
+  let drainAndRestartMs = 0; // what a worker's window cannot do without
+  const input = firstArg(started.input);
+  const worker = typeof input === 'object' && input.role === 'worker';
+  for (const e of run.events) {
+    const at = tsToMs(e.eventTime);
+    const s = e.activityTaskScheduledEventAttributes;
+    if (s) {
+      if (inFlight++ === 0) between += at - free;
+      scheduled.set(String(e.eventId), { name: s.activityType?.name ?? '?', at });
+      continue;
+    }
+    const st = e.activityTaskStartedEventAttributes;
+    if (st) {
+      const open = scheduled.get(String(st.scheduledEventId));
+      if (open) {
+        open.startedAt = at;
+        queued += at - open.at;
+        if (open.name === 'cordonNode' && cordonedAt === undefined) cordonedAt = at;
+      }
+      continue;
+    }
+    const closed =
+      e.activityTaskCompletedEventAttributes ??
+      e.activityTaskFailedEventAttributes ??
+      e.activityTaskTimedOutEventAttributes ??
+      e.activityTaskCanceledEventAttributes;
+    if (!closed) continue;
+    const open = scheduled.get(String(closed.scheduledEventId));
+    if (!open) continue;
+    scheduled.delete(String(closed.scheduledEventId));
+    if (open.name === 'uncordonNode' && e.activityTaskCompletedEventAttributes) uncordonedAt = at;
+    if (open.name === 'drainNode' || open.name === 'restartKubelet') drainAndRestartMs += at - (open.startedAt ?? at);
+    const a = acc.get(open.name) ?? { count: 0, queue: 0, run: 0 };
+    a.count++;
+    a.queue += (open.startedAt ?? at) - open.at;
+    a.run += at - (open.startedAt ?? at);
+    acc.set(open.name, a);
+    if (--inFlight === 0) free = at;
+  }
+  if (inFlight === 0) between += end - free;
+  const cordoned = cordonedAt === undefined ? undefined : uncordonedAt === undefined ? ('open' as const) : uncordonedAt - cordonedAt;
+  return { span: end - t0, queued, between, cordoned, worker, drainAndRestartMs };
+}
+
 export function nodeBreakdown(runs: RunHistory[]): NodeBreakdown {
-  const acc = new Map<string, { count: number; queue: number; run: number }>();
+  const acc: ActivityTotals = new Map();
   let nodeWorkflows = 0;
   let span = 0;
   let queued = 0;
@@ -50,62 +109,16 @@ export function nodeBreakdown(runs: RunHistory[]): NodeBreakdown {
   const workerExcess: number[] = [];
   let open = 0;
   for (const run of runs) {
-    const started = run.events[0]?.workflowExecutionStartedEventAttributes;
-    if (started?.workflowType?.name !== 'nodeUpgradeWorkflow' || run.events.length < 2) continue;
+    const t = nodeRunTimes(run, acc);
+    if (!t) continue;
     nodeWorkflows++;
-    const t0 = tsToMs(run.events[0]?.eventTime);
-    const end = tsToMs(run.events.at(-1)?.eventTime);
-    span += end - t0;
-    const scheduled = new Map<string, { name: string; at: number; startedAt?: number }>();
-    let free = t0; // when the workflow last had no step in flight
-    let inFlight = 0;
-    let cordonedAt: number | undefined;
-    let uncordonedAt: number | undefined;
-    let drainAndRestartMs = 0; // what a worker's window cannot do without
-    const input = firstArg(started.input);
-    const worker = typeof input === 'object' && input.role === 'worker';
-    for (const e of run.events) {
-      const at = tsToMs(e.eventTime);
-      const s = e.activityTaskScheduledEventAttributes;
-      if (s) {
-        if (inFlight++ === 0) between += at - free;
-        scheduled.set(String(e.eventId), { name: s.activityType?.name ?? '?', at });
-        continue;
-      }
-      const st = e.activityTaskStartedEventAttributes;
-      if (st) {
-        const open = scheduled.get(String(st.scheduledEventId));
-        if (open) {
-          open.startedAt = at;
-          queued += at - open.at;
-          if (open.name === 'cordonNode' && cordonedAt === undefined) cordonedAt = at;
-        }
-        continue;
-      }
-      const closed =
-        e.activityTaskCompletedEventAttributes ??
-        e.activityTaskFailedEventAttributes ??
-        e.activityTaskTimedOutEventAttributes ??
-        e.activityTaskCanceledEventAttributes;
-      if (!closed) continue;
-      const open = scheduled.get(String(closed.scheduledEventId));
-      if (!open) continue;
-      scheduled.delete(String(closed.scheduledEventId));
-      if (open.name === 'uncordonNode' && e.activityTaskCompletedEventAttributes) uncordonedAt = at;
-      if (open.name === 'drainNode' || open.name === 'restartKubelet') drainAndRestartMs += at - (open.startedAt ?? at);
-      const a = acc.get(open.name) ?? { count: 0, queue: 0, run: 0 };
-      a.count++;
-      a.queue += (open.startedAt ?? at) - open.at;
-      a.run += at - (open.startedAt ?? at);
-      acc.set(open.name, a);
-      if (--inFlight === 0) free = at;
-    }
-    if (inFlight === 0) between += end - free;
-    if (cordonedAt !== undefined) {
-      if (uncordonedAt !== undefined) {
-        windows.push(uncordonedAt - cordonedAt);
-        if (worker) workerExcess.push(uncordonedAt - cordonedAt - drainAndRestartMs);
-      } else open++;
+    span += t.span;
+    queued += t.queued;
+    between += t.between;
+    if (t.cordoned === 'open') open++;
+    else if (t.cordoned !== undefined) {
+      windows.push(t.cordoned);
+      if (t.worker) workerExcess.push(t.cordoned - t.drainAndRestartMs);
     }
   }
   const n = Math.max(nodeWorkflows, 1);

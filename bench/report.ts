@@ -1,3 +1,4 @@
+import type { ApiRequests } from './api-requests.js';
 import type { LATENCIES_MS } from './cases.js';
 import type { DrainMeasurement } from './drain-bench.js';
 import type { NodeBreakdown } from './node-breakdown.js';
@@ -43,6 +44,8 @@ export interface RunResult {
     nodeWorkflowEvents: number;
     perNode: number;
   };
+  /** skewless only: the worker's requests to the API server (bench/api-requests.ts). */
+  apiRequests?: ApiRequests;
   /** skewless only: the worker process while the upgrade ran. */
   worker?: { peakRssMiB: number; cpuSeconds: number; nodeOptions?: string };
   /** skewless only: nodes that waited for an operator and were answered with retry by the bench (`node: why`). */
@@ -129,6 +132,11 @@ export function comparisons(runs: RunResult[]): Comparison[] {
 
 /** Issue 9's goals, each judged on what was measured (null: not measured in this run). */
 export function goals(runs: RunResult[], cmp: Comparison[], drain: BenchResult['drain']): Goal[] {
+  return [...speedGoals(runs, cmp), ...drainGoals(runs, drain)];
+}
+
+/** Issue 9's: against the baseline and the lower bound, overhead and scale. */
+function speedGoals(runs: RunResult[], cmp: Comparison[]): Goal[] {
   const out: Goal[] = [];
   const seq = cmp.filter((c) => c.sequentialRatio !== undefined);
   out.push({
@@ -177,7 +185,14 @@ export function goals(runs: RunResult[], cmp: Comparison[], drain: BenchResult['
       ? big.every((r) => (r.events?.parentLargestRun ?? Infinity) < 10_000 && (r.worker?.peakRssMiB ?? Infinity) * 1.048576 < 500)
       : null,
   });
-  // Issue 22's goals: fewer and faster drains.
+  return out;
+}
+
+/** Issue 22's: fewer and faster drains. */
+function drainGoals(runs: RunResult[], drain: BenchResult['drain']): Goal[] {
+  const out: Goal[] = [];
+  const at100 = runs.filter((r) => r.tool === 'skewless' && r.workers === 100);
+  const big = runs.filter((r) => r.tool === 'skewless' && r.workers >= 1000);
   const b10 = runs.filter((r) => r.tool === 'skewless' && r.workers === 100 && r.batchSize === 10 && !r.workersEveryHop);
   out.push({
     goal: '100 workers in batches of 10: within 2× of the critical-path lower bound',
@@ -253,8 +268,27 @@ export function markdown(result: BenchResult): string {
   const cmds = result.runs.filter((r) => r.hostCommandsPerNode !== undefined);
   if (cmds.length) lines.push(`Host commands per node and hop: ${cmds.map((r) => `${r.id} ${r.hostCommandsPerNode}`).join(', ')}.`, '');
   for (const f of result.failures) lines.push(`${f.id}: did not finish: ${f.error}`, '');
-  const broken = result.runs.filter((r) => r.nodes?.nodeWorkflows);
+  lines.push(...apiRequestTable(result));
+  lines.push(...breakdownTables(result));
+  if (result.drain) {
+    lines.push(
+      `Drain of one node with ${result.drain.pods} pods: skewless ${result.drain.skewlessEvictionsPerSecond} evictions/s, kubectl drain ${result.drain.kubectlEvictionsPerSecond} evictions/s (best of ${result.drain.measurements.length / 2} rounds each: ${result.drain.measurements.map((m) => `${m.tool} ${m.seconds} s`).join(', ')}).`,
+      '',
+    );
+  }
   lines.push(
+    '| goal | measured | met |',
+    '|---|---|---|',
+    ...result.goals.map((g) => `| ${g.goal} | ${g.measured} | ${g.met === null ? 'not run' : g.met ? 'yes' : 'no'} |`),
+    '',
+  );
+  return lines.join('\n');
+}
+
+/** Where a node workflow's time went, and the upgrade's wall around its node workflows. */
+function breakdownTables(result: BenchResult): string[] {
+  const broken = result.runs.filter((r) => r.nodes?.nodeWorkflows);
+  return [
     ...captionedTable(
       "Where a node workflow's time went (means per node workflow: its span; activities waiting in the task queue; no step in flight, i.e. workflow tasks deciding the next step) and how long its node was out of service (cordoned: from the cordonNode activity's start to the uncordonNode activity's end, median and max over the run's nodes):",
       '| run | node workflows | span s | in queue s | between steps s | cordoned s, median (max) | slowest steps (mean run ms) |',
@@ -284,18 +318,23 @@ export function markdown(result: BenchResult): string {
         ];
       }),
     ),
+  ];
+}
+
+/** The worker's API requests per run (issue 41): what the API server pays for the upgrade. */
+function apiRequestTable(result: BenchResult): string[] {
+  return captionedTable(
+    "The worker's requests to the API server (its audit log, the worker's identity only): in all, per accepted eviction, per node and hop, and the five most frequent kinds:",
+    '| run | requests | evictions | per evicted pod | per node·hop | most frequent |',
+    '|---|---:|---:|---:|---:|---|',
+    result.runs.flatMap((r) => {
+      const a = r.apiRequests;
+      if (!a) return [];
+      const top = Object.entries(a.byKind)
+        .slice(0, 5)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ');
+      return [`| ${r.id} | ${a.total} | ${a.evictions} | ${cell(a.perEvictedPod ?? undefined)} | ${a.perNodeHop} | ${top} |`];
+    }),
   );
-  if (result.drain) {
-    lines.push(
-      `Drain of one node with ${result.drain.pods} pods: skewless ${result.drain.skewlessEvictionsPerSecond} evictions/s, kubectl drain ${result.drain.kubectlEvictionsPerSecond} evictions/s (best of ${result.drain.measurements.length / 2} rounds each: ${result.drain.measurements.map((m) => `${m.tool} ${m.seconds} s`).join(', ')}).`,
-      '',
-    );
-  }
-  lines.push(
-    '| goal | measured | met |',
-    '|---|---|---|',
-    ...result.goals.map((g) => `| ${g.goal} | ${g.measured} | ${g.met === null ? 'not run' : g.met ? 'yes' : 'no'} |`),
-    '',
-  );
-  return lines.join('\n');
 }

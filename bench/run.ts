@@ -6,9 +6,11 @@ import { parseArgs } from 'node:util';
 import { timelineFromRuns } from '../client/timeline/timeline-from-runs.js';
 import { renderTimelineSvg } from '../client/timeline/timeline-svg.js';
 import { ProcessRegistry } from '../demo/processes.js';
-import { ensureTemporal } from '../demo/temporal-server.js';
-import { ensureSimBinaries } from '../sim/cluster/binaries.js';
+import { ensureTemporal, type DemoTemporal } from '../demo/temporal-server.js';
+import { ensureSimBinaries, type SimBinaries } from '../sim/cluster/binaries.js';
+import type { Simulation } from '../sim/simulation.js';
 import { freePort } from '../tooling/free-port.js';
+import { countWorkerRequests } from './api-requests.js';
 import { runBaseline } from './baseline-run.js';
 import {
   descriptionYaml,
@@ -154,6 +156,210 @@ function toolsFor(size: ClusterSize, hops: 1 | 2, o: Options): Options['tools'] 
 
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
+/** What every run of one invocation shares: the scratch folder, the processes, the dev server, the binaries. */
+interface Bench {
+  o: Options;
+  work: string;
+  logsDir: string;
+  registry: ProcessRegistry;
+  binaries: SimBinaries;
+  temporal: DemoTemporal;
+}
+
+/** What the invocation measured so far. */
+interface Measured {
+  startedAt: string;
+  runs: RunResult[];
+  failures: BenchResult['failures'];
+  drain?: BenchResult['drain'];
+}
+
+/** Writes bench.json and bench.md (after every run, so that an interrupted bench keeps what it measured); returns the Markdown. */
+function save(o: Options, m: Measured): string {
+  const cmp = comparisons(m.runs);
+  const result: BenchResult = {
+    schema: RESULT_SCHEMA,
+    startedAt: m.startedAt,
+    finishedAt: new Date().toISOString(),
+    machine: { cpus: cpus().length, node: process.version, platform: `${process.platform} ${process.arch}` },
+    simulated: { latenciesMs: LATENCIES_MS, terminationGraceSeconds: TERMINATION_GRACE_SECONDS, from: FROM, hops: [...HOPS] },
+    runs: m.runs,
+    comparisons: cmp,
+    ...(m.drain ? { drain: m.drain } : {}),
+    failures: m.failures,
+    goals: goals(m.runs, cmp, m.drain),
+  };
+  writeFileSync(join(o.out, 'bench.json'), `${JSON.stringify(result, null, 2)}\n`);
+  const md = markdown(result);
+  writeFileSync(join(o.out, 'bench.md'), md);
+  return md;
+}
+
+/** The scratch folder, the process registry and a dev server of the invocation's own. */
+async function startBench(o: Options): Promise<Bench> {
+  mkdirSync(o.out, { recursive: true });
+  const work = mkdtempSync(join(tmpdir(), 'skewless-bench-'));
+  const logsDir = join(o.out, 'logs');
+  mkdirSync(logsDir, { recursive: true });
+  const registry = new ProcessRegistry(join(work, 'pids.json'));
+  process.on('exit', () => registry.killAllNow());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
+  const binaries = ensureSimBinaries();
+  mkdirSync(join(work, 'logs'), { recursive: true });
+  const port = await freePort();
+  const temporal = await ensureTemporal({
+    address: `127.0.0.1:${port}`,
+    namespace: 'default',
+    uiPort: await freePort(),
+    stateDir: work,
+    registry,
+    say: log,
+    signal: new AbortController().signal,
+  });
+  return { o, work, logsDir, registry, binaries, temporal };
+}
+
+async function stopBench(b: Bench): Promise<void> {
+  await b.temporal.connection.close().catch(() => undefined);
+  if (b.temporal.server) await b.registry.stop(b.temporal.server, 10_000);
+  b.registry.killAllNow();
+  rmSync(b.work, { recursive: true, force: true });
+}
+
+/**
+ * Counts, over the run, what `count` says of each host (SSH handshakes accepted, commands run),
+ * per node and hop: what connection reuse and fewer round trips save.
+ */
+function perNodeHop(sim: Simulation, run: BenchRun, count: (host: string) => number): () => number {
+  const total = () => sim.hosts.hosts.reduce((n, h) => n + count(h.name), 0);
+  const atStart = total();
+  return () => Math.round(((total() - atStart) / (run.size.controlPlanes + run.size.workers) / run.hops) * 10) / 10;
+}
+
+/** The row's fields every tool has, known before the run. */
+function runBase(run: BenchRun, id: string, upSeconds: number) {
+  return {
+    id,
+    size: run.size.id,
+    controlPlanes: run.size.controlPlanes,
+    workers: run.size.workers,
+    pods: run.size.workers * run.size.podsPerWorker,
+    hops: run.hops,
+    tool: run.tool,
+    batchSize: run.batchSize,
+    ...(run.workersEveryHop ? { workersEveryHop: true } : {}),
+    simUpSeconds: Math.round(upSeconds * 10) / 10,
+    nominalLowerBoundSeconds: nominalLowerBoundSeconds({
+      controlPlanes: run.size.controlPlanes,
+      workers: run.size.workers,
+      hops: run.hops,
+      batchSize: run.batchSize,
+    }),
+  };
+}
+
+/** One run on a fresh cluster of its own: the upgrade by its tool, checked, its timeline written; its row. */
+async function measureRun(b: Bench, run: BenchRun, sim: Simulation, id: string, upSeconds: number): Promise<RunResult> {
+  const versions = HOPS.slice(0, run.hops);
+  const target = versions.at(-1) as string;
+  const base = runBase(run, id, upSeconds);
+  const counters = {
+    sshHandshakesPerNode: perNodeHop(sim, run, (host) => sim.hosts.connectionsAccepted(host)),
+    hostCommandsPerNode: perNodeHop(sim, run, (host) => sim.hosts.commandLog(host).length),
+  };
+  const counted = () => ({ sshHandshakesPerNode: counters.sshHandshakesPerNode(), hostCommandsPerNode: counters.hostCommandsPerNode() });
+  /** The bound from this run's own host command log (after the run). */
+  const measuredBound = () =>
+    measuredLowerBoundSeconds({
+      hops: run.hops,
+      batchSize: run.batchSize,
+      controlPlanes: sim.description.nodes.filter((n) => n.role === 'control-plane').map((n) => n.name),
+      workers: sim.description.nodes.filter((n) => n.role === 'worker').map((n) => n.name),
+      hostWaits: (node) => hostWaitSeconds(sim.hosts.commandLog(node)),
+    });
+  const svg = `${id}.svg`;
+  if (run.tool === 'baseline') {
+    const r = await runBaseline({
+      sim,
+      binaries: b.binaries,
+      registry: b.registry,
+      logsDir: b.logsDir,
+      versions: [...versions],
+      label: id,
+    });
+    await assertUpgraded(sim, target, id);
+    const lanes = [...new Set(r.bars.map((x) => x.lane))];
+    writeFileSync(join(b.o.out, svg), renderTimelineSvg({ title: `${id}: bench/baseline.sh (kubectl drain + ssh)`, lanes, bars: r.bars }));
+    return runResult({ ...base, lowerBoundSeconds: measuredBound(), wallSeconds: r.wallSeconds, timeline: svg, ...counted() });
+  }
+  const s = await runSkewless({
+    sim,
+    temporal: b.temporal,
+    registry: b.registry,
+    cli: CLI,
+    logsDir: b.logsDir,
+    to: target,
+    batchSize: run.batchSize,
+    label: id,
+    nodeOptions: b.o.workerNodeOptions,
+    ...(run.workersEveryHop ? { workersEveryHop: true } : {}),
+  });
+  await assertUpgraded(sim, target, id);
+  const title = `${id}: skewless upgrade --batch-size ${run.batchSize}${run.workersEveryHop ? ' --workers-every-hop' : ''}`;
+  writeFileSync(join(b.o.out, svg), renderTimelineSvg(timelineFromRuns(s.runs, title)));
+  const nodes = run.size.controlPlanes + run.size.workers;
+  return runResult({
+    ...base,
+    lowerBoundSeconds: measuredBound(),
+    wallSeconds: s.wallSeconds,
+    worker: s.worker,
+    timeline: svg,
+    operatorRetries: s.retries,
+    ...counted(),
+    nodes: nodeBreakdown(s.runs),
+    phases: phaseBreakdown(s.runs),
+    events: { ...s.events, perNode: Math.round(((s.events.parent + s.events.nodeWorkflowEvents) / nodes / run.hops) * 10) / 10 },
+    apiRequests: countWorkerRequests(s.auditEvents, nodes * run.hops),
+  });
+}
+
+/** The `i`th run of the plan on a fresh cluster; one run that does not finish costs its row, not the others' numbers. */
+async function measureRunOnFreshCluster(b: Bench, m: Measured, run: BenchRun, i: number, of: number): Promise<void> {
+  const id = runId(run);
+  const cluster = `b${i + 1}-${run.tool === 'baseline' ? 'base' : `sk${run.batchSize}`}`;
+  log(
+    `${i + 1}/${of} ${id}: starting a fresh cluster (${run.size.controlPlanes} + ${run.size.workers} nodes, ${run.size.workers * run.size.podsPerWorker} pods)`,
+  );
+  let world: Awaited<ReturnType<typeof freshCluster>> | undefined;
+  try {
+    world = await freshCluster(descriptionYaml(run.size, cluster), cluster, b.work, b.binaries);
+    const last = await measureRun(b, run, world.sim, id, world.upSeconds);
+    m.runs.push(last);
+    log(`${id}: ${last.wallSeconds} s (lower bound ${last.lowerBoundSeconds} s, ${last.ratioToLowerBound}×)`);
+  } catch (err) {
+    m.failures.push({ id, error: (err as Error).message.split('\n')[0] ?? String(err) });
+    log(`${id}: did not finish: ${m.failures.at(-1)?.error}`);
+  } finally {
+    await world?.close().catch(() => undefined);
+    save(b.o, m);
+  }
+}
+
+/** The drain of one node with `pods` pods, skewless and kubectl alternating, on a cluster of its own. */
+async function measureDrain(b: Bench, pods: number): Promise<NonNullable<BenchResult['drain']>> {
+  log(`drain of one node with ${pods} pods: skewless and kubectl, alternating`);
+  const world = await freshCluster(drainDescriptionYaml('drain', pods), 'drain', b.work, b.binaries);
+  try {
+    const measurements = await drainBench(world.sim, b.binaries);
+    const best = (tool: string) => Math.max(...measurements.filter((x) => x.tool === tool).map((x) => x.evictionsPerSecond));
+    const drain = { pods, measurements, skewlessEvictionsPerSecond: best('skewless'), kubectlEvictionsPerSecond: best('kubectl') };
+    log(`drain: skewless ${drain.skewlessEvictionsPerSecond}/s, kubectl ${drain.kubectlEvictionsPerSecond}/s`);
+    return drain;
+  } finally {
+    await world.close();
+  }
+}
+
 async function main(): Promise<number> {
   let o: Options | undefined;
   try {
@@ -169,194 +375,18 @@ async function main(): Promise<number> {
     process.stdout.write(`${benchHelp}\n`);
     return 0;
   }
-  mkdirSync(o.out, { recursive: true });
-  const work = mkdtempSync(join(tmpdir(), 'skewless-bench-'));
-  const logsDir = join(o.out, 'logs');
-  mkdirSync(logsDir, { recursive: true });
-  const registry = new ProcessRegistry(join(work, 'pids.json'));
-  process.on('exit', () => registry.killAllNow());
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
-  const startedAt = new Date().toISOString();
-  const binaries = ensureSimBinaries();
-  mkdirSync(join(work, 'logs'), { recursive: true });
-  const port = await freePort();
-  const temporal = await ensureTemporal({
-    address: `127.0.0.1:${port}`,
-    namespace: 'default',
-    uiPort: await freePort(),
-    stateDir: work,
-    registry,
-    say: log,
-    signal: new AbortController().signal,
-  });
-  const runs: RunResult[] = [];
-  const failures: BenchResult['failures'] = [];
-  let drain: BenchResult['drain'];
-  /** Written after every run, so that an interrupted bench keeps what it measured. */
-  const save = (): string => {
-    const cmp = comparisons(runs);
-    const result: BenchResult = {
-      schema: RESULT_SCHEMA,
-      startedAt,
-      finishedAt: new Date().toISOString(),
-      machine: { cpus: cpus().length, node: process.version, platform: `${process.platform} ${process.arch}` },
-      simulated: { latenciesMs: LATENCIES_MS, terminationGraceSeconds: TERMINATION_GRACE_SECONDS, from: FROM, hops: [...HOPS] },
-      runs,
-      comparisons: cmp,
-      ...(drain ? { drain } : {}),
-      failures,
-      goals: goals(runs, cmp, drain),
-    };
-    writeFileSync(join(o.out, 'bench.json'), `${JSON.stringify(result, null, 2)}\n`);
-    const md = markdown(result);
-    writeFileSync(join(o.out, 'bench.md'), md);
-    return md;
-  };
+  const m: Measured = { startedAt: new Date().toISOString(), runs: [], failures: [] };
+  const b = await startBench(o);
   try {
-    const plan: BenchRun[] = o.sizes.flatMap((size) => o.hops.flatMap((hops) => runsOf(size, hops, toolsFor(size, hops, o))));
-    for (const [i, run] of plan.entries()) {
-      const id = runId(run);
-      const cluster = `b${i + 1}-${run.tool === 'baseline' ? 'base' : `sk${run.batchSize}`}`;
-      log(
-        `${i + 1}/${plan.length} ${id}: starting a fresh cluster (${run.size.controlPlanes} + ${run.size.workers} nodes, ${run.size.workers * run.size.podsPerWorker} pods)`,
-      );
-      let world: Awaited<ReturnType<typeof freshCluster>> | undefined;
-      try {
-        world = await freshCluster(descriptionYaml(run.size, cluster), cluster, work, binaries);
-        const sim = world.sim;
-        const versions = HOPS.slice(0, run.hops);
-        const target = versions.at(-1) as string;
-        const base = {
-          id,
-          size: run.size.id,
-          controlPlanes: run.size.controlPlanes,
-          workers: run.size.workers,
-          pods: run.size.workers * run.size.podsPerWorker,
-          hops: run.hops,
-          tool: run.tool,
-          batchSize: run.batchSize,
-          ...(run.workersEveryHop ? { workersEveryHop: true } : {}),
-          simUpSeconds: Math.round(world.upSeconds * 10) / 10,
-          nominalLowerBoundSeconds: nominalLowerBoundSeconds({
-            controlPlanes: run.size.controlPlanes,
-            workers: run.size.workers,
-            hops: run.hops,
-            batchSize: run.batchSize,
-          }),
-        };
-        // SSH handshakes the hosts accepted and commands they ran during the run, per node and hop: what
-        // connection reuse and fewer round trips save.
-        const perNodeHop = (count: (host: string) => number) => {
-          const total = () => sim.hosts.hosts.reduce((n, h) => n + count(h.name), 0);
-          const atStart = total();
-          return () => Math.round(((total() - atStart) / (run.size.controlPlanes + run.size.workers) / run.hops) * 10) / 10;
-        };
-        const sshHandshakesPerNode = perNodeHop((host) => sim.hosts.connectionsAccepted(host));
-        const hostCommandsPerNode = perNodeHop((host) => sim.hosts.commandLog(host).length);
-        /** The bound from this run's own host command log (after the run). */
-        const measuredBound = () =>
-          measuredLowerBoundSeconds({
-            hops: run.hops,
-            batchSize: run.batchSize,
-            controlPlanes: sim.description.nodes.filter((n) => n.role === 'control-plane').map((n) => n.name),
-            workers: sim.description.nodes.filter((n) => n.role === 'worker').map((n) => n.name),
-            hostWaits: (node) => hostWaitSeconds(sim.hosts.commandLog(node)),
-          });
-        const svg = `${id}.svg`;
-        if (run.tool === 'baseline') {
-          const b = await runBaseline({ sim, binaries, registry, logsDir, versions: [...versions], label: id });
-          await assertUpgraded(sim, target, id);
-          const lanes = [...new Set(b.bars.map((x) => x.lane))];
-          writeFileSync(
-            join(o.out, svg),
-            renderTimelineSvg({ title: `${id}: bench/baseline.sh (kubectl drain + ssh)`, lanes, bars: b.bars }),
-          );
-          runs.push(
-            runResult({
-              ...base,
-              lowerBoundSeconds: measuredBound(),
-              wallSeconds: b.wallSeconds,
-              timeline: svg,
-              sshHandshakesPerNode: sshHandshakesPerNode(),
-              hostCommandsPerNode: hostCommandsPerNode(),
-            }),
-          );
-        } else {
-          const s = await runSkewless({
-            sim,
-            temporal,
-            registry,
-            cli: CLI,
-            logsDir,
-            to: target,
-            batchSize: run.batchSize,
-            label: id,
-            nodeOptions: o.workerNodeOptions,
-            ...(run.workersEveryHop ? { workersEveryHop: true } : {}),
-          });
-          await assertUpgraded(sim, target, id);
-          writeFileSync(
-            join(o.out, svg),
-            renderTimelineSvg(
-              timelineFromRuns(
-                s.runs,
-                `${id}: skewless upgrade --batch-size ${run.batchSize}${run.workersEveryHop ? ' --workers-every-hop' : ''}`,
-              ),
-            ),
-          );
-          const nodes = run.size.controlPlanes + run.size.workers;
-          runs.push(
-            runResult({
-              ...base,
-              lowerBoundSeconds: measuredBound(),
-              wallSeconds: s.wallSeconds,
-              worker: s.worker,
-              timeline: svg,
-              operatorRetries: s.retries,
-              sshHandshakesPerNode: sshHandshakesPerNode(),
-              hostCommandsPerNode: hostCommandsPerNode(),
-              nodes: nodeBreakdown(s.runs),
-              phases: phaseBreakdown(s.runs),
-              events: { ...s.events, perNode: Math.round(((s.events.parent + s.events.nodeWorkflowEvents) / nodes / run.hops) * 10) / 10 },
-            }),
-          );
-        }
-        const last = runs.at(-1) as RunResult;
-        log(`${id}: ${last.wallSeconds} s (lower bound ${last.lowerBoundSeconds} s, ${last.ratioToLowerBound}×)`);
-      } catch (err) {
-        // One run that does not finish costs its row, not the others' numbers.
-        failures.push({ id, error: (err as Error).message.split('\n')[0] ?? String(err) });
-        log(`${id}: did not finish: ${failures.at(-1)?.error}`);
-      } finally {
-        await world?.close().catch(() => undefined);
-        save();
-      }
-    }
-    if (o.drainPods > 0) {
-      log(`drain of one node with ${o.drainPods} pods: skewless and kubectl, alternating`);
-      const world = await freshCluster(drainDescriptionYaml('drain', o.drainPods), 'drain', work, binaries);
-      try {
-        const measurements = await drainBench(world.sim, binaries);
-        const best = (tool: string) => Math.max(...measurements.filter((m) => m.tool === tool).map((m) => m.evictionsPerSecond));
-        drain = {
-          pods: o.drainPods,
-          measurements,
-          skewlessEvictionsPerSecond: best('skewless'),
-          kubectlEvictionsPerSecond: best('kubectl'),
-        };
-        log(`drain: skewless ${drain.skewlessEvictionsPerSecond}/s, kubectl ${drain.kubectlEvictionsPerSecond}/s`);
-      } finally {
-        await world.close();
-      }
-    }
-    process.stdout.write(save());
+    const opts = o;
+    const plan: BenchRun[] = o.sizes.flatMap((size) => opts.hops.flatMap((hops) => runsOf(size, hops, toolsFor(size, hops, opts))));
+    for (const [i, run] of plan.entries()) await measureRunOnFreshCluster(b, m, run, i, plan.length);
+    if (o.drainPods > 0) m.drain = await measureDrain(b, o.drainPods);
+    process.stdout.write(save(o, m));
     log(`results: ${join(o.out, 'bench.json')}, ${join(o.out, 'bench.md')}`);
-    return failures.length ? 1 : 0;
+    return m.failures.length ? 1 : 0;
   } finally {
-    await temporal.connection.close().catch(() => undefined);
-    if (temporal.server) await registry.stop(temporal.server, 10_000);
-    registry.killAllNow();
-    rmSync(work, { recursive: true, force: true });
+    await stopBench(b);
   }
 }
 

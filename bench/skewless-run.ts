@@ -4,8 +4,9 @@ import type { RunHistory } from '../client/audit-trail.js';
 import { fetchUpgradeRuns } from '../client/commands/history.js';
 import type { ProcessRegistry } from '../demo/processes.js';
 import type { DemoTemporal } from '../demo/temporal-server.js';
+import type { AuditEvent } from '../sim/cluster/audit-log.js';
 import type { Simulation } from '../sim/simulation.js';
-import { resolveDrainUpdate, statusQuery } from '../workflows/upgrade-messages.js';
+import { resolveDrainUpdate, statusQuery } from '../workflows/rollout-messages.js';
 import { sampleProcess } from './process-stats.js';
 import { upgradeWorkflowId } from '../contracts/workflow-ids.js';
 
@@ -22,6 +23,8 @@ export interface SkewlessOutcome {
   /** Blocked nodes the bench answered with retry (it has no operator): `node: why`. */
   retries: string[];
   runs: RunHistory[];
+  /** The worker's requests to the API server during the run, from its audit log (bench/api-requests.ts). */
+  auditEvents: AuditEvent[];
 }
 
 const BENCH_OPERATOR = 'skewless-bench';
@@ -96,6 +99,7 @@ export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcom
   try {
     await Promise.race([polling, died]);
     const stats = sampleProcess(worker.pid);
+    const auditFrom = o.sim.auditEvents().length;
     const started = Date.now();
     const args = [
       'upgrade',
@@ -138,6 +142,7 @@ export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcom
       },
       retries,
       runs: [...history.parent, ...history.children],
+      auditEvents: o.sim.auditEvents().slice(auditFrom),
     };
   } finally {
     await o.registry.stop(worker, 10_000);

@@ -21,7 +21,7 @@ export type TrailEntry = { time: string } & (
       to?: string;
       continued: boolean;
       /** Findings and PDBs the operator let go at the start (policy.acknowledge), by whom and why. */
-      acknowledged?: { names: string[]; by?: string; reason?: string };
+      acknowledged?: { names: string[]; by?: string; reason?: string; reasons?: Record<string, string> };
     }
   | {
       kind: 'step';
@@ -56,12 +56,21 @@ export type TrailEntry = { time: string } & (
 );
 
 /** The start's acknowledgements (an upgrade's policy.acknowledge and acknowledgedBy), names only. */
-function acknowledgedIn(input: Record<string, unknown>): { names: string[]; by?: string; reason?: string } | undefined {
+function acknowledgedIn(
+  input: Record<string, unknown>,
+): { names: string[]; by?: string; reason?: string; reasons?: Record<string, string> } | undefined {
   const policy = record(input.policy);
   const names = Array.isArray(policy.acknowledge) ? policy.acknowledge.filter((n): n is string => typeof n === 'string') : [];
   if (names.length === 0) return undefined;
   const who = record(input.acknowledgedBy);
-  return compact({ names, by: str(who.by), reason: str(who.reason) });
+  // An acknowledgement's own reason (--reason NAME=TEXT), for the names acknowledged only.
+  const own = Object.fromEntries(
+    names.flatMap((n) => {
+      const why = str(record(who.reasons)[n]);
+      return why ? [[n, why]] : [];
+    }),
+  );
+  return compact({ names, by: str(who.by), reason: str(who.reason), reasons: Object.keys(own).length > 0 ? own : undefined });
 }
 
 /** Decodes a JSON payload; anything else (an encrypted or binary payload) is left alone. */
@@ -109,6 +118,117 @@ function cordonNote(activity: string, r: Record<string, unknown>): string | unde
   return undefined;
 }
 
+type BlockOf = Map<string, { of: 'drain' | 'step'; step?: string }>;
+type ScheduledAttributes = NonNullable<HistoryEvent['activityTaskScheduledEventAttributes']>;
+
+function startedEntry(time: string, workflowId: string, input: Record<string, unknown>, continued: boolean): TrailEntry {
+  return compact({ time, kind: 'started' as const, workflowId, to: str(input.to), continued, acknowledged: acknowledgedIn(input) });
+}
+
+/** A step as scheduled: its node (the activity's, else the node workflow's), activity, summary and version; running until it closes. */
+function stepEntry(e: HistoryEvent, a: ScheduledAttributes, runNode: string | undefined): Extract<TrailEntry, { kind: 'step' }> {
+  const args = record(firstArg(a.input));
+  const summary = decode(e.userMetadata?.summary);
+  return compact({
+    time: iso(e),
+    kind: 'step' as const,
+    node: str(args.node) ?? runNode,
+    activity: a.activityType?.name ?? '?',
+    summary: typeof summary === 'string' ? str(summary) : undefined,
+    version: str(args.version) ?? str(args.hop),
+    outcome: 'running' as StepOutcome,
+    retries: 0,
+  });
+}
+
+function snapshotEntry(time: string, node: string | undefined, r: Record<string, unknown>): TrailEntry {
+  return compact({
+    time,
+    kind: 'snapshot' as const,
+    node,
+    path: str(r.localPath) ?? str(r.remotePath),
+    sha256: str(r.sha256, 64),
+    revision: num(r.revision),
+  });
+}
+
+/** An accepted approve or resolveDrain update (a resolution says what it answered: a drain, a failed step, a halt). */
+function updateEntry(
+  time: string,
+  name: string | null | undefined,
+  args: Record<string, unknown>,
+  blockOf: BlockOf,
+): Extract<TrailEntry, { kind: 'approval' | 'resolution' }> | undefined {
+  if (name === 'approve')
+    return compact({ time, kind: 'approval' as const, gate: str(args.gate), by: str(args.by), comment: str(args.comment) });
+  if (name !== 'resolveDrain') return undefined;
+  const node = str(args.node);
+  const block = node ? (blockOf.get(node) ?? { of: 'drain' as const }) : { of: 'halt' as const };
+  return compact({
+    time,
+    kind: 'resolution' as const,
+    node,
+    action: str(args.action),
+    by: str(args.by),
+    pods: args.action === 'force' ? strings(args.pods) : undefined,
+    comment: str(args.comment),
+    ...block,
+  });
+}
+
+/** A node's block (its nodeBlocked signal), remembered in `blockOf` for the resolution that answers it. */
+function blockedEntry(time: string, args: Record<string, unknown>, blockOf: BlockOf): TrailEntry {
+  const block = record(args.block);
+  const node = str(args.node);
+  const step = block.kind === 'StepFailed' ? str(block.step) : undefined;
+  if (node) blockOf.set(node, step ? { of: 'step', step } : { of: 'drain' });
+  return compact({
+    time,
+    kind: 'blocked' as const,
+    node,
+    message: str(block.message, 300),
+    step,
+    failure: step ? str(block.failure) : undefined,
+  });
+}
+
+type Closing = { status: string; message?: string | undefined; result?: Record<string, unknown> | undefined };
+
+/** The event that ends a run, as a status (and the failure's message, or the result); undefined for any other event. */
+function closingOf(e: HistoryEvent): Closing | undefined {
+  if (e.workflowExecutionCompletedEventAttributes)
+    return { status: 'completed', result: record(firstArg(e.workflowExecutionCompletedEventAttributes.result)) };
+  if (e.workflowExecutionFailedEventAttributes)
+    return { status: 'failed', message: failureMessage(e.workflowExecutionFailedEventAttributes.failure) };
+  if (e.workflowExecutionContinuedAsNewEventAttributes) return { status: 'continued as new' };
+  if (e.workflowExecutionCanceledEventAttributes) return { status: 'canceled' };
+  if (e.workflowExecutionTerminatedEventAttributes)
+    return { status: 'terminated', message: str(e.workflowExecutionTerminatedEventAttributes.reason ?? undefined) };
+  if (e.workflowExecutionTimedOutEventAttributes) return { status: 'timed out' };
+  return undefined;
+}
+
+/** How the run ended: a node workflow's outcome and duration, or the parent's status. */
+function closedEntry(
+  e: HistoryEvent,
+  c: Closing,
+  of: { input: Record<string, unknown>; startMs: number } | { workflowId: string },
+): TrailEntry {
+  const { status, message, result } = c;
+  if ('workflowId' in of)
+    return compact({ time: iso(e), kind: 'closed' as const, workflowId: of.workflowId, status, outcome: str(result?.outcome), message });
+  return compact({
+    time: iso(e),
+    kind: 'node' as const,
+    node: str(of.input.node),
+    step: str(of.input.step),
+    version: str(of.input.version),
+    outcome: status === 'completed' ? (str(result?.outcome) ?? 'done') : status,
+    message,
+    durationMs: tsToMs(e.eventTime) - of.startMs,
+  });
+}
+
 /** The audit trail of one run: its activities, operator messages, snapshots and how it ended. */
 export function runTrail(run: RunHistory): TrailEntry[] {
   const out: TrailEntry[] = [];
@@ -118,33 +238,13 @@ export function runTrail(run: RunHistory): TrailEntry[] {
   let input: Record<string, unknown> = {};
   let isNode = false;
   /** What each node was last blocked on (nodeBlocked signals), so a resolution says what it answered. */
-  const blockOf = new Map<string, { of: 'drain' | 'step'; step?: string }>();
+  const blockOf: BlockOf = new Map();
 
   const close = (e: HistoryEvent, outcome: StepOutcome, scheduledEventId: unknown, message?: string) => {
     const step = steps.get(String(scheduledEventId));
     if (!step) return undefined;
     Object.assign(step.entry, compact({ outcome, message, durationMs: tsToMs(e.eventTime) - step.scheduledMs }));
     return step.entry;
-  };
-  const closed = (e: HistoryEvent, status: string, message?: string, result?: Record<string, unknown>) => {
-    if (isNode) {
-      out.push(
-        compact({
-          time: iso(e),
-          kind: 'node' as const,
-          node: str(input.node),
-          step: str(input.step),
-          version: str(input.version),
-          outcome: status === 'completed' ? (str(result?.outcome) ?? 'done') : status,
-          message,
-          durationMs: tsToMs(e.eventTime) - startMs,
-        }),
-      );
-    } else {
-      out.push(
-        compact({ time: iso(e), kind: 'closed' as const, workflowId: run.workflowId, status, outcome: str(result?.outcome), message }),
-      );
-    }
   };
 
   for (const e of run.events) {
@@ -154,31 +254,9 @@ export function runTrail(run: RunHistory): TrailEntry[] {
       startMs = tsToMs(e.eventTime);
       input = record(firstArg(a.input));
       isNode = a.workflowType?.name === 'nodeUpgradeWorkflow';
-      if (!isNode)
-        out.push(
-          compact({
-            time,
-            kind: 'started' as const,
-            workflowId: run.workflowId,
-            to: str(input.to),
-            continued: Boolean(a.continuedExecutionRunId),
-            acknowledged: acknowledgedIn(input),
-          }),
-        );
+      if (!isNode) out.push(startedEntry(time, run.workflowId, input, Boolean(a.continuedExecutionRunId)));
     } else if (e.activityTaskScheduledEventAttributes) {
-      const a = e.activityTaskScheduledEventAttributes;
-      const args = record(firstArg(a.input));
-      const summary = decode(e.userMetadata?.summary);
-      const entry = compact({
-        time,
-        kind: 'step' as const,
-        node: str(args.node) ?? (isNode ? str(input.node) : undefined),
-        activity: a.activityType?.name ?? '?',
-        summary: typeof summary === 'string' ? str(summary) : undefined,
-        version: str(args.version) ?? str(args.hop),
-        outcome: 'running' as StepOutcome,
-        retries: 0,
-      });
+      const entry = stepEntry(e, e.activityTaskScheduledEventAttributes, isNode ? str(input.node) : undefined);
       steps.set(String(e.eventId), { entry, scheduledMs: tsToMs(e.eventTime) });
       out.push(entry);
     } else if (e.activityTaskStartedEventAttributes) {
@@ -190,19 +268,7 @@ export function runTrail(run: RunHistory): TrailEntry[] {
       const step = close(e, 'completed', a.scheduledEventId);
       const note = step ? cordonNote(step.activity, record(firstArg(a.result))) : undefined;
       if (step && note) step.note = note;
-      if (step?.activity === 'snapshotEtcd') {
-        const r = record(firstArg(a.result));
-        out.push(
-          compact({
-            time,
-            kind: 'snapshot' as const,
-            node: step.node,
-            path: str(r.localPath) ?? str(r.remotePath),
-            sha256: str(r.sha256, 64),
-            revision: num(r.revision),
-          }),
-        );
-      }
+      if (step?.activity === 'snapshotEtcd') out.push(snapshotEntry(time, step.node, record(firstArg(a.result))));
     } else if (e.activityTaskFailedEventAttributes) {
       close(e, 'failed', e.activityTaskFailedEventAttributes.scheduledEventId, failureMessage(e.activityTaskFailedEventAttributes.failure));
     } else if (e.activityTaskTimedOutEventAttributes) {
@@ -216,25 +282,8 @@ export function runTrail(run: RunHistory): TrailEntry[] {
       close(e, 'canceled', e.activityTaskCanceledEventAttributes.scheduledEventId);
     } else if (e.workflowExecutionUpdateAcceptedEventAttributes) {
       const request = e.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest;
-      const args = record(firstArg(request?.input?.args));
       const id = request?.meta?.updateId ?? '';
-      let entry: Extract<TrailEntry, { kind: 'approval' | 'resolution' }> | undefined;
-      if (request?.input?.name === 'approve') {
-        entry = compact({ time, kind: 'approval' as const, gate: str(args.gate), by: str(args.by), comment: str(args.comment) });
-      } else if (request?.input?.name === 'resolveDrain') {
-        const node = str(args.node);
-        const block = node ? (blockOf.get(node) ?? { of: 'drain' as const }) : { of: 'halt' as const };
-        entry = compact({
-          time,
-          kind: 'resolution' as const,
-          node,
-          action: str(args.action),
-          by: str(args.by),
-          pods: args.action === 'force' ? strings(args.pods) : undefined,
-          comment: str(args.comment),
-          ...block,
-        });
-      }
+      const entry = updateEntry(time, request?.input?.name, record(firstArg(request?.input?.args)), blockOf);
       if (entry) {
         updates.set(id, entry);
         out.push(entry);
@@ -248,34 +297,10 @@ export function runTrail(run: RunHistory): TrailEntry[] {
       const args = record(firstArg(a.input));
       if (a.signalName === 'pause' || a.signalName === 'resume' || a.signalName === 'abort') {
         out.push(compact({ time, kind: 'signal' as const, signal: a.signalName, by: str(args.by), reason: str(args.reason) }));
-      } else if (a.signalName === 'nodeBlocked' && args.block) {
-        const block = record(args.block);
-        const node = str(args.node);
-        const step = block.kind === 'StepFailed' ? str(block.step) : undefined;
-        if (node) blockOf.set(node, step ? { of: 'step', step } : { of: 'drain' });
-        out.push(
-          compact({
-            time,
-            kind: 'blocked' as const,
-            node,
-            message: str(block.message, 300),
-            step,
-            failure: step ? str(block.failure) : undefined,
-          }),
-        );
-      }
-    } else if (e.workflowExecutionCompletedEventAttributes) {
-      closed(e, 'completed', undefined, record(firstArg(e.workflowExecutionCompletedEventAttributes.result)));
-    } else if (e.workflowExecutionFailedEventAttributes) {
-      closed(e, 'failed', failureMessage(e.workflowExecutionFailedEventAttributes.failure));
-    } else if (e.workflowExecutionContinuedAsNewEventAttributes) {
-      closed(e, 'continued as new');
-    } else if (e.workflowExecutionCanceledEventAttributes) {
-      closed(e, 'canceled');
-    } else if (e.workflowExecutionTerminatedEventAttributes) {
-      closed(e, 'terminated', str(e.workflowExecutionTerminatedEventAttributes.reason ?? undefined));
-    } else if (e.workflowExecutionTimedOutEventAttributes) {
-      closed(e, 'timed out');
+      } else if (a.signalName === 'nodeBlocked' && args.block) out.push(blockedEntry(time, args, blockOf));
+    } else {
+      const c = closingOf(e);
+      if (c) out.push(closedEntry(e, c, isNode ? { input, startMs } : { workflowId: run.workflowId }));
     }
   }
   return out;
@@ -307,7 +332,7 @@ function describe(entry: TrailEntry): string {
     case 'started': {
       const ack = entry.acknowledged;
       const acknowledged = ack
-        ? `; acknowledged ${ack.names.join(', ')}${ack.by ? ` by ${ack.by}` : ''}${ack.reason ? `: ${ack.reason}` : ''}`
+        ? `; acknowledged ${ack.names.map((n) => (ack.reasons?.[n] ? `${n} (${ack.reasons[n]})` : n)).join(', ')}${ack.by ? ` by ${ack.by}` : ''}${ack.reason ? `: ${ack.reason}` : ''}`
         : '';
       return `${entry.continued ? 'continued' : 'started'} ${entry.workflowId}${entry.to ? ` to ${entry.to}` : ''}${acknowledged}`;
     }

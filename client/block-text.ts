@@ -1,5 +1,5 @@
 import type { NodeBlock } from '../workflows/node-messages.js';
-import type { HaltState } from '../workflows/upgrade-messages.js';
+import type { HaltState } from '../workflows/rollout-messages.js';
 
 /**
  * How `status` and `watch` say why an upgrade waits for the operator, and how to answer: one line
@@ -26,7 +26,9 @@ export function haltLines(cluster: string, halt: HaltState, withMessage = true):
   return [
     halt.step === 'quarantineSkew'
       ? `HALTED before hop ${halt.hop}: quarantined nodes would break the skew policy${withMessage ? `: ${halt.message}` : ''}`
-      : `HALTED after ${halt.after}${halt.hop ? ` of hop ${halt.hop}` : ''}: workload check failed (${halt.failure})${withMessage ? `: ${halt.message}` : ''}`,
+      : halt.step === 'capacity'
+        ? `HALTED before ${halt.after}${halt.hop ? ` of hop ${halt.hop}` : ''}, nothing evicted: its pods would not fit (${halt.failure})${withMessage ? `: ${halt.message}` : ''}`
+        : `HALTED after ${halt.after}${halt.hop ? ` of hop ${halt.hop}` : ''}: workload check failed (${halt.failure})${withMessage ? `: ${halt.message}` : ''}`,
     ...halt.workloads.map((w) => `  ${w}`),
     `  resolve with: skewless resolve ${cluster} --action ${halt.actions.join('|')}`,
   ];

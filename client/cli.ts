@@ -62,6 +62,14 @@ export const COMMANDS: Record<string, Command> = {
     load: () => import('./commands/operate.js').then((m) => ({ run: m.operateCommand('abort'), help: m.operateHelp.abort })),
     summary: 'stop and compensate (no downgrade)',
   },
+  rollback: {
+    load: () => import('./commands/operate.js').then((m) => ({ run: m.operateCommand('rollback'), help: m.operateHelp.rollback })),
+    summary: "take back a reversible hop's trial (no etcd restore)",
+  },
+  notify: {
+    load: () => import('./commands/notify.js').then((m) => ({ run: m.notifyCommand, help: m.notifyHelp })),
+    summary: 'send a test event to every notification sink of a cluster',
+  },
   schedule: {
     load: () => import('./commands/schedule.js').then((m) => ({ run: m.scheduleCommand, help: m.scheduleHelp })),
     summary: 'upgrades started by a Temporal Schedule: create, list, describe, pause, unpause, delete, trigger',
@@ -81,6 +89,10 @@ export const COMMANDS: Record<string, Command> = {
   history: {
     load: () => import('./commands/history.js').then((m) => ({ run: m.historyCommand, help: m.historyHelp })),
     summary: 'the audit trail of an upgrade: steps, approvals, resolutions, snapshots',
+  },
+  version: {
+    load: () => import('./commands/version.js').then((m) => ({ run: m.versionCommand, help: m.versionHelp })),
+    summary: 'the package version, the workflow build id and the Temporal SDK version',
   },
   worker: {
     load: () => import('./commands/worker.js').then((m) => ({ run: m.workerCommand, help: m.workerHelp })),
@@ -111,7 +123,8 @@ export async function main(argv: string[], io: CommandIo = processIo): Promise<n
   // for an IP address) is nothing an operator can act on.
   process.noDeprecation = true;
   if (io === processIo) endQuietlyWhenStdoutCloses();
-  const [name, ...args] = argv;
+  const [given, ...args] = argv;
+  const name = given === '--version' || given === '-V' ? 'version' : given;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.out(mainHelp);
     return name === undefined ? EXIT.invalid : EXIT.ok;

@@ -38,6 +38,8 @@ export const PLAN_FLAG_KEYS = [
   'batchSize',
   'maxUnavailable',
   'firstControlPlane',
+  'batchBy',
+  'batchOrder',
   'workersEveryHop',
   'acknowledge',
   'fixPrerequisites',
@@ -48,6 +50,9 @@ export const POLICY_OPTIONS = {
   'batch-size': { type: 'string' },
   'max-unavailable': { type: 'string' },
   'first-control-plane': { type: 'string' },
+  'batch-by': { type: 'string' },
+  'batch-order': { type: 'string' },
+  rebalance: { type: 'boolean' },
   'approve-workers': { type: 'boolean' },
   'approve-canary': { type: 'boolean' },
   soak: { type: 'string' },
@@ -72,7 +77,7 @@ export const PLAN_POLICY_OPTIONS = Object.fromEntries(
   }),
 ) as { [K in PlanFlagKey as OptionOf<K>]: (typeof POLICY_OPTIONS)[OptionOf<K>] };
 
-export const POLICY_USAGE = `[--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE] [--workers-every-hop]
+export const POLICY_USAGE = `[--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE] [--batch-by LABEL [--batch-order V1,V2,...]] [--workers-every-hop] [--rebalance]
 [--approve-workers] [--approve-canary] [--soak SECONDS] [--soak-after-phase SECONDS] [--drain-timeout SECONDS] [--on-drain-timeout wait|quarantine] [--host-retry SECONDS] [--fix-prerequisites] [--acknowledge NAMESPACE/PDB|CHECK:SUBJECT]...`;
 
 /** What parseArgs gives for the policy flags: a string, a boolean or a list per flag name. */
@@ -98,7 +103,9 @@ function flagValue(key: FlagKey, value: string | boolean | string[]): unknown {
     return [...pdbs, ...readiness];
   }
   if (key === 'forcePods') return [...new Set((value as string[]).map((v) => namespacedName(v, flag, 'NAME')))];
-  if (key === 'onDrainTimeout') return value; // a word: the policy judges it
+  if (key === 'onDrainTimeout' || key === 'batchBy') return value; // a word: the policy judges it
+  // Comma-separated values, each judged by the policy (an empty one too: `a,,b` names "").
+  if (key === 'batchOrder') return (value as string).split(',');
   return value === true ? true : undefined; // a boolean flag: present or absent
 }
 

@@ -58,7 +58,7 @@ export function planToText(plan: UpgradePlan, to: string): string {
       : `Upgrade ${plan.from} → ${plan.target.to === to ? to : describeTarget(plan.target)}: ${plan.hops.length} hop${plan.hops.length === 1 ? '' : 's'} (${plan.hops.join(' → ')})`,
   );
   lines.push(
-    `Rollout: canary ${policy.canary}, batches of ${policy.batchSize}, at most ${policy.maxUnavailable} worker(s) out at once; nodes labelled ${STAGE_LABEL}=<stage>`,
+    `Rollout: canary ${policy.canary}, batches of ${policy.batchSize}${policy.batchBy ? ` within one value of ${policy.batchBy}` : ''}, at most ${policy.maxUnavailable} worker(s) out at once; nodes labelled ${STAGE_LABEL}=<stage>`,
   );
   for (const phase of phases) {
     const [node] = phase.nodes;
@@ -70,7 +70,8 @@ export function planToText(plan: UpgradePlan, to: string): string {
           : plan.steps.some((s) => s.node === node && (s.action === 'upgrade-control-plane' || s.action === 'upgrade-kubelet'))
             ? ''
             : ` (already at ${plan.hops.at(-1) ?? plan.from})`;
-    lines.push(`  ${phase.stage.padEnd(14)} ${phase.nodes.join(' ')}${role}`);
+    const domain = phase.domain === undefined ? '' : ` (${policy.batchBy}=${phase.domain || '<none>'})`;
+    lines.push(`  ${phase.stage.padEnd(14)} ${phase.nodes.join(' ')}${role}${domain}`);
   }
   if (plan.skew.compliant) {
     lines.push(`Skew policy: holds after every one of the ${plan.skew.checkedSteps} version changes below.`);

@@ -1,6 +1,6 @@
 import type { Client, WorkflowExecutionDescription, WorkflowHandle, WorkflowStartOptions } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, type Workflow } from '@temporalio/common';
-import { rolloutWorkflowId, type RolloutKindName } from '../contracts/workflow-ids.js';
+import { rolloutWorkflowId, type RolloutKind } from '../contracts/workflow-ids.js';
 import { workerConfig } from '../worker/config.js';
 import { EXIT, UsageError, type CommandIo } from './cli-support.js';
 import { OUTPUT_OPTION, printRecord, spinner, type Output, type Spinner } from './output.js';
@@ -12,7 +12,7 @@ import { pollUntil } from '../tooling/poll-until.js';
  * What `upgrade`, `maintain`, `bluegreen`, `restore` and `fleet start` share: start one run under its
  * fixed id (refused while another rollout of the cluster runs, and while this one already does), say so,
  * and follow it until it ends unless detached. The caller's `follow` is its own view of the run
- * (`watchUpgrade`, `watchRestore`, `watchFleet`), each a `followRun` loop.
+ * (`watchRollout`, `watchRestore`, `watchFleet`), each a `followRun` loop.
  */
 /** The flags every command that starts a run takes: --detach, --task-queue, the connection and --output. */
 export const START_OPTIONS = {
@@ -24,7 +24,7 @@ export const START_OPTIONS = {
 
 export interface StartAndFollow {
   /** A rollout of a cluster: run under its fixed id, refused (exit 2, before the start) while another rollout of the cluster runs; `verb` says what to do later. */
-  rollout?: { cluster: string; kind: RolloutKindName; verb: string };
+  rollout?: { cluster: string; kind: RolloutKind; verb: string };
   /** The id of a run that is no rollout (a fleet). */
   workflowId?: string;
   /** The one line (exit 2) when a run under this id is already running: how to follow that one. */

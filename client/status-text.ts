@@ -1,24 +1,31 @@
-import { windowPhaseLabel } from '../rules/index.js';
+import { runSpan, windowPhaseLabel } from '../rules/index.js';
 import type { BlueGreenStatus } from '../workflows/bluegreen-messages.js';
 import type { MaintenanceStatus } from '../workflows/maintenance-messages.js';
 import type { RestoreStatus } from '../workflows/restore-messages.js';
-import type { UpgradeStatus } from '../workflows/upgrade-messages.js';
+import type { TrialState, UpgradeStatus } from '../workflows/rollout-messages.js';
 import { blockText, haltLines, resolveHint } from './block-text.js';
 import type { CommandIo } from './cli-support.js';
 
 /** `skewless status` as text: one printer per kind of run, and one for what Temporal holds without a worker. */
 
+/** What the run moves, as its header says it (rules/run-progress.ts): a finishing run's `1.32.4 → 1.33.7`. */
+export function upgradeSpan(s: UpgradeStatus): string {
+  const { from, to } = runSpan(s);
+  return `${from} → ${to}`;
+}
+
 /** `skewless status NAME`: the upgrade's versions, hop, phase, every node, gates, snapshots and how it ended. */
 export function printUpgrade(io: CommandIo, cluster: string, s: UpgradeStatus): void {
-  io.out(`${cluster}: ${s.from} → ${s.to}, hop ${s.hop ?? '-'} (${s.hops.join(' → ')}), ${s.phase}${s.paused ? ', paused' : ''}`);
+  io.out(`${cluster}: ${upgradeSpan(s)}, hop ${s.hop ?? '-'} (${s.hops.join(' → ')}), ${s.phase}${s.paused ? ', paused' : ''}`);
   for (const [node, n] of Object.entries(s.nodes)) {
-    io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${n.blocked ? `: ${blockText(n.blocked)}` : ''}`);
+    const round = n.drainRound ? ` (round ${n.drainRound.index}/${n.drainRound.of}, order ${n.drainRound.order})` : '';
+    io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${round}${n.blocked ? `: ${blockText(n.blocked)}` : ''}`);
     if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(cluster, node, n.blocked)}`);
   }
   if (s.halted) for (const line of haltLines(cluster, s.halted)) io.out(`  ${line}`);
-  if (s.waiting)
-    io.out(`  ${windowPhaseLabel(s.waiting.phase, s.waiting.hop)}: waiting for the maintenance window: opens ${s.waiting.opensAt}`);
+  if (s.waiting) io.out(`  ${windowPhaseLabel(s.waiting.phase, s.waiting.hop)}: ${waitingText(s.waiting)}`);
   for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : 'waiting'}`);
+  if (s.trial) io.out(`  ${trialLine(cluster, s.trial)}`);
   for (const snap of s.snapshots)
     io.out(`  etcd snapshot ${snap.hop}: ${snap.localPath} (${snap.sizeBytes} bytes, sha256 ${snap.sha256}, revision ${snap.revision})`);
   if (s.outcome) io.out(`  ${s.outcome}`);
@@ -52,11 +59,12 @@ export function printMaintenance(io: CommandIo, cluster: string, s: MaintenanceS
     `${cluster}: OS maintenance of ${s.selector ?? s.requested?.join(', ') ?? '?'}, ${done}/${Object.keys(s.nodes).length} nodes done, ${s.phase}${s.paused ? ', paused' : ''}`,
   );
   for (const [node, n] of Object.entries(s.nodes)) {
-    io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${n.blocked ? `: ${blockText(n.blocked)}` : ''}`);
+    const round = n.drainRound ? ` (round ${n.drainRound.index}/${n.drainRound.of}, order ${n.drainRound.order})` : '';
+    io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${round}${n.blocked ? `: ${blockText(n.blocked)}` : ''}`);
     if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(target, node, n.blocked)}`);
   }
   if (s.halted) for (const line of haltLines(target, s.halted)) io.out(`  ${line}`);
-  if (s.waiting) io.out(`  ${s.waiting.phase}: waiting for the maintenance window: opens ${s.waiting.opensAt}`);
+  if (s.waiting) io.out(`  ${s.waiting.phase}: ${waitingText(s.waiting)}`);
   for (const g of s.gates) io.out(`  gate ${g.name}: ${g.approvedBy ? `approved by ${g.approvedBy}` : 'waiting'}`);
   if (s.outcome) io.out(`  ${s.outcome}`);
 }
@@ -72,7 +80,8 @@ export function printBlueGreen(io: CommandIo, cluster: string, s: BlueGreenStatu
   if (s.controlPlane?.upgrade)
     io.out(`  control plane from ${s.controlPlane.from} by ${s.controlPlane.upgrade} (skewless status ${cluster} --workflow upgrade)`);
   for (const [node, n] of Object.entries(s.nodes)) {
-    io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${n.blocked ? `: ${blockText(n.blocked)}` : ''}`);
+    const round = n.drainRound ? ` (round ${n.drainRound.index}/${n.drainRound.of}, order ${n.drainRound.order})` : '';
+    io.out(`  ${node.padEnd(16)} ${(n.stage ?? '').padEnd(14)} ${n.phase}${round}${n.blocked ? `: ${blockText(n.blocked)}` : ''}`);
     if (n.phase === 'blocked' && n.blocked) io.out(`    ${resolveHint(target, node, n.blocked)}`);
   }
   if (s.halted) for (const line of haltLines(target, s.halted)) io.out(`  ${line}`);
@@ -113,4 +122,23 @@ export function recordedLine(run: { workflowId: string; state: string }, memo: R
   ].filter((x) => x !== undefined);
   const recorded = facts.length ? `; as last recorded: ${facts.join(', ')}` : '; not yet started by a worker';
   return `${run.workflowId} ${run.state.toLowerCase()}${recorded}`;
+}
+
+/** What a held phase waits for, and until when: a maintenance window, or the end of a blackout date and why. */
+function waitingText(w: { for: string; opensAt: string; reason?: string }): string {
+  return w.for === 'exclusion'
+    ? `waiting for the end of the exclusion ${w.reason ?? ''}: until ${w.opensAt}`
+    : `waiting for the maintenance window: opens ${w.opensAt}`;
+}
+
+/** A reversible hop's trial, and which way back exists now (issue 36). */
+function trialLine(cluster: string, t: TrialState): string {
+  const what = `trial of ${t.hop} (emulating ${t.emulates})`;
+  if (t.state === 'trial') return `${what}: way back: skewless rollback ${cluster} (to ${t.from}, no etcd restore)`;
+  if (t.state === 'committed') {
+    const auto = t.autoCommittedAfterSeconds === undefined ? '' : ` automatically after a soak of ${t.autoCommittedAfterSeconds} s`;
+    return `${what} committed${auto}: the way back is the etcd snapshot (skewless restore ${cluster})`;
+  }
+  const failed = t.failedOn ? ` after it failed on ${t.failedOn}` : '';
+  return `${what} rolled back to ${t.from} by ${t.rollbackBy ?? 'the operator'}${failed}: nothing restored from etcd`;
 }

@@ -1,4 +1,5 @@
 import { hostname, userInfo } from 'node:os';
+import { isDnsLabel } from '../rules/input-shapes.js';
 import type { Client, Connection } from '@temporalio/client';
 import { isClientError, loadTemporalClient } from './temporal-sdk.js';
 import {
@@ -10,18 +11,11 @@ import {
   type ConnectionFlags,
 } from '../worker/config.js';
 import { payloadCodec } from '../worker/payload-codec.js';
-import {
-  bluegreenWorkflowId,
-  maintainWorkflowId,
-  restoreWorkflowId,
-  ROLLOUT_KINDS,
-  rolloutWorkflowId as idOf,
-  upgradeWorkflowId,
-  type RolloutKindName,
-} from '../contracts/workflow-ids.js';
+import { ROLLOUT_KINDS, rolloutWorkflowId, type RolloutKind } from '../contracts/workflow-ids.js';
 import { registerSecret, UsageError } from './cli-support.js';
 
 export { UnreachableError };
+export type { RolloutKind };
 
 /** The flags of every command that talks to Temporal (see CONNECTION_HELP). */
 export const TEMPORAL_OPTIONS = CONNECTION_FLAGS;
@@ -66,16 +60,14 @@ export function operatorIdentity(by: string | undefined): string {
   return `${user || 'unknown'}@${hostname()}`;
 }
 
-const CLUSTER = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
 export function clusterName(value: string | undefined, flag = 'NAME'): string {
   if (!value) throw new UsageError(`${flag} (the cluster) is required`);
-  if (!CLUSTER.test(value) || value.length > 63) throw new UsageError(`invalid cluster name ${JSON.stringify(value)}: a DNS label`);
+  if (!isDnsLabel(value)) throw new UsageError(`invalid cluster name ${JSON.stringify(value)}: a DNS label`);
   return value;
 }
 
 /** What each rollout is called in a refusal, and how the operator follows it. */
-const ROLLOUT_NOUNS: Record<RolloutKindName, { noun: string; follow: (cluster: string) => string }> = {
+const ROLLOUT_NOUNS: Record<RolloutKind, { noun: string; follow: (cluster: string) => string }> = {
   upgrade: { noun: 'an upgrade', follow: (c) => `skewless watch ${c}` },
   maintain: { noun: 'an OS maintenance', follow: (c) => `skewless watch ${c} --workflow maintain` },
   restore: { noun: 'an etcd restore', follow: (c) => `skewless restore --cluster ${c} --watch` },
@@ -90,12 +82,12 @@ const ROLLOUT_NOUNS: Record<RolloutKindName, { noun: string; follow: (cluster: s
 export async function refuseWhileAnotherRolloutRuns(
   client: Client,
   cluster: string,
-  self: RolloutKindName | undefined,
+  self: RolloutKind | undefined,
   verb: string,
 ): Promise<void> {
   for (const kind of ROLLOUT_KINDS) {
     if (kind === self) continue;
-    const id = idOf(kind, cluster);
+    const id = rolloutWorkflowId(kind, cluster);
     const running = await client.workflow
       .getHandle(id)
       .describe()
@@ -115,19 +107,10 @@ export async function refuseWhileAnotherRolloutRuns(
 
 /**
  * The runs the operator controls take (`--workflow`): the upgrade, OS maintenance, the etcd restore and
- * the blue/green replacement of a pool. The restore has its own status (restoreStatus) and nothing to
- * resolve or watch node by node.
+ * the blue/green replacement of a pool (contracts/workflow-ids.ts ROLLOUT_KINDS). The restore has its own
+ * status (restoreStatus) and nothing to resolve or watch node by node.
  */
-export const ROLLOUT_WORKFLOWS = {
-  upgrade: upgradeWorkflowId,
-  maintain: maintainWorkflowId,
-  restore: restoreWorkflowId,
-  bluegreen: bluegreenWorkflowId,
-} as const satisfies
-  // The same kinds as the one-at-a-time check (contracts/workflow-ids.ts): a kind added there must be added here.
-  Record<RolloutKindName, (cluster: string) => string>;
-export type RolloutKind = keyof typeof ROLLOUT_WORKFLOWS;
-const ALL_KINDS = Object.keys(ROLLOUT_WORKFLOWS) as RolloutKind[];
+const ALL_KINDS: readonly RolloutKind[] = ROLLOUT_KINDS;
 /** The rollouts of nodes (status query, resolve, node workflows): what watch, history and resolve take. */
 export const NODE_ROLLOUTS: readonly RolloutKind[] = ['upgrade', 'maintain', 'bluegreen'];
 
@@ -146,17 +129,17 @@ export function rolloutKind(value: string | undefined, kinds: readonly RolloutKi
  * means: the one named with --workflow; else, among `kinds`, the one running (in `kinds` order);
  * else the one started last; else the upgrade (whose "not found" the caller reports).
  */
-export async function rolloutWorkflowId(
+export async function chooseRollout(
   client: Client,
   cluster: string,
   kind: RolloutKind | undefined,
   kinds: readonly RolloutKind[] = ALL_KINDS,
 ): Promise<{ kind: RolloutKind; workflowId: string }> {
-  if (kind) return { kind, workflowId: ROLLOUT_WORKFLOWS[kind](cluster) };
+  if (kind) return { kind, workflowId: rolloutWorkflowId(kind, cluster) };
   const found: { kind: RolloutKind; running: boolean; start: number }[] = [];
   for (const k of kinds) {
     try {
-      const d = await client.workflow.getHandle(ROLLOUT_WORKFLOWS[k](cluster)).describe();
+      const d = await client.workflow.getHandle(rolloutWorkflowId(k, cluster)).describe();
       found.push({ kind: k, running: d.status.name === 'RUNNING', start: d.startTime.getTime() });
     } catch (err) {
       if (!isClientError(err, 'WorkflowNotFoundError')) throw err;
@@ -164,5 +147,5 @@ export async function rolloutWorkflowId(
   }
   const pick = found.find((f) => f.running) ?? [...found].sort((a, b) => b.start - a.start)[0];
   const chosen = pick?.kind ?? 'upgrade';
-  return { kind: chosen, workflowId: ROLLOUT_WORKFLOWS[chosen](cluster) };
+  return { kind: chosen, workflowId: rolloutWorkflowId(chosen, cluster) };
 }

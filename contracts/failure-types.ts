@@ -72,6 +72,12 @@ export const ACTIVITY_FAILURE = {
    * 404, not Prometheus's API) is ClusterConfigInvalid; 401/403 is Forbidden.
    */
   PrometheusUnreachable: 'PrometheusUnreachable',
+  /** A notification sink did not answer, or answered 408, 429 or 5xx: retried by the notification profile, never the run's failure. */
+  NotificationUndelivered: 'NotificationUndelivered',
+  /** A notification sink refused the event (another 4xx): retrying the same body cannot help. */
+  NotificationRefused: 'NotificationRefused',
+  /** A change hook said no (a command's non-zero exit, a webhook's non-2xx, no answer in its timeout): the operator's, never retried. */
+  HookRefused: 'HookRefused',
 } as const;
 
 /** The pure rules' refusals (RuleError's code; a workflow fails with it as the type through applyRule). */

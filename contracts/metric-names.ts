@@ -11,6 +11,8 @@ export const METRICS = {
   drainSeconds: 'skewless_drain_seconds',
   /** Counter: eviction requests a PodDisruptionBudget refused (recorded by the drain activity); label cluster. */
   evictionsRefused: 'skewless_evictions_refused',
+  /** Counter: requests the API server throttled (429 of Priority and Fairness, not a PDB's), retried after Retry-After; label cluster. */
+  apiThrottled: 'skewless_api_throttled',
   /** Gauge: nodes of an upgrade waiting for the operator (`skewless resolve`); label cluster. */
   blockedNodes: 'skewless_blocked_nodes',
   /** Histogram (seconds): how long a gate held the rollout; labels cluster, gate (workers|canary), by (approval|soak). */

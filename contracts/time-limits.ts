@@ -11,6 +11,8 @@
 /** Start-to-close of each activity profile, in seconds. */
 export const PROFILE_SECONDS = {
   quickRead: 30,
+  notification: 40,
+  changeHook: 330,
   kubeRead: 60,
   kubeWrite: 60,
   prometheusQuery: 60,
@@ -57,6 +59,8 @@ export const SETTING_LIMITS = {
   /** A probe's attempt runs inside runProbes' health check, like a wait. */
   'probes.timeoutSeconds': reportingWithin('healthCheck', 60),
   'alerts.timeoutSeconds': within('prometheusQuery', 30),
+  'notify.timeoutSeconds': within('notification', 30),
+  'hooks.timeoutSeconds': within('changeHook', 300),
   'maintenance.timeoutSeconds': reportingWithin('maintenanceCommand', 300),
   /** Join and command run in one createPoolMachines: their sum stays under the limit too. */
   'provisioning.joinTimeoutSeconds': within('provisionMachines', 3_600),

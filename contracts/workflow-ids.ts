@@ -7,9 +7,9 @@
  * as a prefix: `upgrade/<cluster>/<hop>/<node>`, `maintain/<cluster>/<node>`, `bluegreen/<cluster>/<node>`.
  */
 export const ROLLOUT_KINDS = ['upgrade', 'maintain', 'restore', 'bluegreen'] as const;
-export type RolloutKindName = (typeof ROLLOUT_KINDS)[number];
+export type RolloutKind = (typeof ROLLOUT_KINDS)[number];
 
-export const rolloutWorkflowId = (kind: RolloutKindName, cluster: string) => `${kind}/${cluster}`;
+export const rolloutWorkflowId = (kind: RolloutKind, cluster: string) => `${kind}/${cluster}`;
 export const upgradeWorkflowId = (cluster: string) => rolloutWorkflowId('upgrade', cluster);
 export const maintainWorkflowId = (cluster: string) => rolloutWorkflowId('maintain', cluster);
 export const restoreWorkflowId = (cluster: string) => rolloutWorkflowId('restore', cluster);
@@ -20,9 +20,9 @@ export const nodeWorkflowId = (rolloutId: string, node: string, hop?: string) =>
   hop === undefined ? `${rolloutId}/${node}` : `${rolloutId}/${hop}/${node}`;
 
 /** The rollout kind a rollout's (or its node child's) id starts with; undefined for any other id. */
-export function rolloutKindOfWorkflowId(workflowId: string): RolloutKindName | undefined {
+export function rolloutKindOfWorkflowId(workflowId: string): RolloutKind | undefined {
   const head = workflowId.split('/')[0];
-  return (ROLLOUT_KINDS as readonly string[]).includes(head ?? '') ? (head as RolloutKindName) : undefined;
+  return (ROLLOUT_KINDS as readonly string[]).includes(head ?? '') ? (head as RolloutKind) : undefined;
 }
 
 /** The node and hop an upgrade's node child's id ends with (`upgrade/<cluster>/<hop>/<node>`); undefined for any other id. */
@@ -47,3 +47,9 @@ export const scheduledUpgradeWorkflowId = (cluster: string) => `scheduled-upgrad
 
 /** Not a workflow id: the Temporal Schedule of a cluster's upgrades when the operator names none. */
 export const upgradeScheduleId = (cluster: string) => `upgrade-schedule/${cluster}`;
+
+/** One notification's delivery (workflows/notify-workflow.ts): its idempotency key, so a transition is sent once. */
+export const notifyWorkflowId = (key: string) => `notify/${key}`;
+
+/** `skewless notify test`'s delivery: one per call. `at` an ISO time, `nonce` any short unique text. */
+export const notifyTestWorkflowId = (cluster: string, at: string, nonce: string) => `notify/test/${cluster}/${at}-${nonce}`;

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Client, WorkflowFailedError } from '@temporalio/client';
+import { Client, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import {
   formatAvailability,
@@ -11,10 +11,10 @@ import {
   type AvailabilitySampler,
 } from '../sim/availability-sampler.js';
 import { ensureSimBinaries } from '../sim/cluster/binaries.js';
-import { readDescription } from '../sim/description.js';
+import { readDescription, type SimDescription } from '../sim/description.js';
 import { startSimulation, type Simulation } from '../sim/simulation.js';
 import { temporalConfig } from '../worker/config.js';
-import { statusQuery, type UpgradeStatus } from '../workflows/upgrade-messages.js';
+import { statusQuery, type UpgradeStatus } from '../workflows/rollout-messages.js';
 import { DemoError } from './demo-error.js';
 import { startOperator, type Operator } from './operator.js';
 import { ProcessRegistry, type Started } from './processes.js';
@@ -150,7 +150,15 @@ const kubeletOf = async (sim: Simulation) =>
     (await sim.kube.core.listNode()).items.map((n) => [n.metadata?.name ?? '?', n.status?.nodeInfo?.kubeletVersion ?? '?']),
   );
 
-async function run(r: Resources, t0: number): Promise<number> {
+interface DemoOptions {
+  address: string;
+  namespace: string;
+  uiPort?: number;
+  stateDir: string;
+}
+
+/** The command line's options, or 'help'; a bad one is a DemoError (exit 2). */
+function parseDemoOptions(): DemoOptions | 'help' {
   let values;
   try {
     ({ values } = parseArgs({
@@ -166,14 +174,18 @@ async function run(r: Resources, t0: number): Promise<number> {
   }
   if (values['ui-port'] !== undefined && !/^\d{1,5}$/.test(values['ui-port']))
     throw new DemoError(`--ui-port must be a port number, got ${JSON.stringify(values['ui-port'])}`, 2);
-  if (values.help) {
-    say(help);
-    return 0;
-  }
+  if (values.help) return 'help';
   const config = temporalConfig();
-  const address = values.address ?? config.address;
-  const stateDir = resolve(values['state-dir'] ?? process.env.SKEWLESS_DEMO_DIR ?? join(repoRoot, '.skewless', 'demo'));
-  prepareStateDir(stateDir);
+  return {
+    address: values.address ?? config.address,
+    namespace: config.namespace,
+    ...(values['ui-port'] ? { uiPort: Number(values['ui-port']) } : {}),
+    stateDir: resolve(values['state-dir'] ?? process.env.SKEWLESS_DEMO_DIR ?? join(repoRoot, '.skewless', 'demo')),
+  };
+}
+
+/** The registry of every process the demo starts, killed whatever way the process leaves (a second interrupt: at once). */
+function startRegistry(r: Resources, stateDir: string): ProcessRegistry {
   const registry = (r.registry = new ProcessRegistry(join(stateDir, 'pids.json')));
   process.on('exit', () => registry.killAllNow()); // whatever path the process leaves by
   forceExit = () => {
@@ -181,34 +193,40 @@ async function run(r: Resources, t0: number): Promise<number> {
     registry.killAllNow();
     process.exit(137);
   };
-  const description = readDescription(join(repoRoot, 'demo', 'cluster.yaml'));
-  const cluster = description.name;
-  const workflowId = upgradeWorkflowId(cluster);
-  const taskQueue = `skewless-demo-${process.pid}`;
-  say(`[demo] state and logs in ${stateDir}`);
+  return registry;
+}
 
+/** Temporal and the simulated cluster, brought up side by side; the simulation's processes and ports recorded. */
+async function startServices(
+  r: Resources,
+  o: DemoOptions,
+  description: SimDescription,
+  registry: ProcessRegistry,
+): Promise<{ temporal: DemoTemporal; sim: Simulation }> {
   // Binaries first: building them (first run only) blocks, and nothing of ours is running yet.
   const binaries = ensureSimBinaries();
-  // Temporal and the simulated cluster come up side by side.
-  const simDir = join(stateDir, 'sim');
-  const clustersDir = join(simDir, 'clusters');
   say(
-    `[demo] starting the simulated cluster "${cluster}": ${description.nodes.length} nodes at ${description.version}, repository ${description.nodes[0]?.repository.join(', ')}`,
+    `[demo] starting the simulated cluster "${description.name}": ${description.nodes.length} nodes at ${description.version}, repository ${description.nodes[0]?.repository.join(', ')}`,
   );
-  r.simStarting = startSimulation(description, { stateDir: simDir, binaries });
+  r.simStarting = startSimulation(description, { stateDir: join(o.stateDir, 'sim'), binaries });
   r.simStarting.catch(() => undefined); // awaited below, or by the teardown
   const temporal = (r.temporal = await race(
     ensureTemporal({
-      address,
-      namespace: config.namespace,
-      ...(values['ui-port'] ? { uiPort: Number(values['ui-port']) } : {}),
-      stateDir,
+      address: o.address,
+      namespace: o.namespace,
+      ...(o.uiPort !== undefined ? { uiPort: o.uiPort } : {}),
+      stateDir: o.stateDir,
       registry,
       say,
       signal: interruption.signal,
     }),
   ));
   const sim = (r.sim = await race(r.simStarting));
+  recordSimulation(registry, sim);
+  return { temporal, sim };
+}
+
+function recordSimulation(registry: ProcessRegistry, sim: Simulation): void {
   for (const [name, p] of Object.entries(sim.controlPlane.running())) if (p.pid) registry.record(`sim-${name}`, p.pid);
   registry.recordPort('kube-apiserver', Number(new URL(sim.server).port));
   registry.recordPort('etcd', Number(new URL(sim.etcdEndpoint).port));
@@ -217,11 +235,16 @@ async function run(r: Resources, t0: number): Promise<number> {
   if (cp.mode === 'per-node')
     for (const n of cp.etcdMembers.nodes) registry.recordPort(`etcd-${n}`, Number(new URL(cp.etcdMembers.clientUrl(n)).port));
   for (const h of sim.endpoints.ssh.hosts) registry.recordPort(`ssh-${h.name}`, h.port);
-  // A drain that cannot finish reports "blocked" after this long (the simulation's default is 60 s).
-  const configFile = join(clustersDir, `${cluster}.yaml`);
+}
+
+/** A drain that cannot finish reports "blocked" after DRAIN_TIMEOUT_SECONDS (the simulation's default is 60 s). */
+function shortenDrainTimeout(configFile: string): void {
   const clusterConfig = parseYaml(readFileSync(configFile, 'utf8')) as { drain?: Record<string, unknown> };
   clusterConfig.drain = { ...clusterConfig.drain, timeoutSeconds: DRAIN_TIMEOUT_SECONDS };
   writeFileSync(configFile, stringifyYaml(clusterConfig));
+}
+
+function sayClusterUp(sim: Simulation, description: SimDescription): void {
   say(
     `[demo] cluster up: API ${sim.server}, ${sim.endpoints.ssh.hosts.length} SSH hosts; control plane ${sim.controlPlane.mode}: ${Object.entries(
       sim.controlPlane.running(),
@@ -237,25 +260,28 @@ async function run(r: Resources, t0: number): Promise<number> {
       : '';
     say(`[demo]   ${w.kind} ${w.namespace}/${w.name}${w.kind === 'DaemonSet' ? '' : ` × ${w.replicas}`}${pdb}`);
   }
+}
 
-  // The worker: the only process holding the cluster's credentials (the simulation wrote its <cluster>.yaml).
-  const childEnv = {
-    ...process.env,
-    TEMPORAL_ADDRESS: temporal.address,
-    TEMPORAL_NAMESPACE: temporal.namespace,
-    SKEWLESS_TASK_QUEUE: taskQueue,
-  };
+/**
+ * The worker: the only process holding the cluster's credentials (the simulation wrote its <cluster>.yaml).
+ * Resolves once it polls, with `died`: a promise that rejects if it exits (wrapped, or awaiting the start would wait for that).
+ */
+async function startWorker(
+  r: Resources,
+  registry: ProcessRegistry,
+  o: { clustersDir: string; taskQueue: string; stateDir: string; env: NodeJS.ProcessEnv },
+): Promise<{ died: Promise<never> }> {
   let workerReady!: () => void;
   const ready = new Promise<void>((res) => (workerReady = res));
-  const workerArgs = ['worker', '--clusters-dir', clustersDir, '--task-queue', taskQueue];
+  const workerArgs = ['worker', '--clusters-dir', o.clustersDir, '--task-queue', o.taskQueue];
   const worker = (r.worker = registry.spawn('worker', process.execPath, [CLI, ...workerArgs], {
-    env: childEnv,
-    logFile: join(stateDir, 'logs', 'worker.log'),
+    env: o.env,
+    logFile: join(o.stateDir, 'logs', 'worker.log'),
     onErrLine: (line) => line.startsWith('skewless worker: task queue') && workerReady(),
   }));
   say(`[demo] started the worker (pid ${worker.pid}): skewless ${workerArgs.join(' ')}`);
   const workerDied = worker.exited.then((code) => {
-    throw new DemoError(`the worker exited (status ${code}); see ${join(stateDir, 'logs', 'worker.log')}`);
+    throw new DemoError(`the worker exited (status ${code}); see ${join(o.stateDir, 'logs', 'worker.log')}`);
   });
   workerDied.catch(() => undefined);
   await race(Promise.race([ready, workerDied]));
@@ -264,24 +290,21 @@ async function run(r: Resources, t0: number): Promise<number> {
       .map(([n, p]) => `${n} ${p}`)
       .join(', ')}`,
   );
+  return { died: workerDied };
+}
 
-  const before = await kubeletOf(sim);
-  r.client = new Client({ connection: temporal.connection, namespace: temporal.namespace });
-  const handle = r.client.workflow.getHandle(workflowId);
+async function terminateEarlierRun(handle: WorkflowHandle, workflowId: string): Promise<void> {
   const previous = await handle.describe().catch(() => undefined);
   if (previous?.status.name === 'RUNNING') {
     say(`[demo] ${workflowId} from an earlier demo is still running on this server: terminating it`);
     await handle.terminate('superseded by a new demo run');
   }
+}
 
-  r.sampler = startAvailabilitySampler(sim.kube, { intervalMs: 500 });
-  const skewless = (args: string[], onLine: (line: string) => void) =>
-    registry.spawn(`skewless-${args[0]}`, process.execPath, [CLI, ...args], {
-      env: childEnv,
-      cwd: repoRoot,
-      onLine,
-      onErrLine: (l) => sayErr(l),
-    });
+type Skewless = (args: string[], onLine: (line: string) => void) => Started;
+
+/** The operator's `skewless upgrade`: the budgets the pre-flight audit flags and etcd's readiness hold acknowledged. */
+async function upgradeArguments(description: SimDescription, skewless: Skewless, workerDied: Promise<never>): Promise<string[]> {
   // The operator's acknowledgement of the budget the pre-flight audit flags (it is resolved when it blocks).
   const blocking = description.workloads
     .filter((w) => w.pdb?.minAvailable !== undefined && Number(w.pdb.minAvailable) >= w.replicas)
@@ -289,7 +312,7 @@ async function run(r: Resources, t0: number): Promise<number> {
   const upgradeArgs = [
     'upgrade',
     '--cluster',
-    cluster,
+    description.name,
     '--to',
     '1.34',
     '--canary',
@@ -301,12 +324,144 @@ async function run(r: Resources, t0: number): Promise<number> {
     '--approve-workers',
     '--approve-canary',
     ...blocking.flatMap((b) => ['--acknowledge', b]),
-    ...(await acknowledgeSimulatedEtcd(skewless, cluster, say, () => race(workerDied))),
+    ...(await acknowledgeSimulatedEtcd(skewless, description.name, say, () => race(workerDied))),
   ];
   for (const b of blocking)
     say(
       `[operator] pre-flight will flag PodDisruptionBudget ${b} (it allows no eviction): acknowledged, to be handled when its drain blocks`,
     );
+  return upgradeArgs;
+}
+
+/** The workflow's final status, and its failure's message if it failed. */
+async function finalStatus(handle: WorkflowHandle): Promise<{ status: UpgradeStatus; failure?: string }> {
+  try {
+    return { status: (await handle.result()) as UpgradeStatus };
+  } catch (err) {
+    const failure = err instanceof WorkflowFailedError ? (err.cause?.message ?? err.message) : (err as Error).message;
+    return { status: await handle.query(statusQuery), failure };
+  }
+}
+
+/** A row per node: from what the workflow found to what the cluster reports now (the workflow's own claim is cross-checked). */
+function nodeRows(
+  before: Record<string, string>,
+  after: Record<string, string>,
+  status: UpgradeStatus,
+  description: SimDescription,
+  operator: Operator,
+): NodeRow[] {
+  return Object.keys(before)
+    .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))
+    .map((name) => {
+      const n = status.nodes[name];
+      const role = description.nodes.find((d) => d.name === name)?.role ?? '?';
+      const from = n?.from ? `v${n.from}` : (before[name] ?? '?');
+      const to = after[name] ?? '?';
+      const note = [
+        operator.blocked[name],
+        n?.version && `v${n.version}` !== to ? `workflow says v${n.version}` : undefined,
+        status.skipped?.includes(name) ? 'skipped' : undefined,
+        n && n.phase !== 'done' ? n.phase : undefined,
+      ]
+        .filter(Boolean)
+        .join('; ');
+      return {
+        node: name,
+        role,
+        from,
+        to,
+        ...(n?.drainSeconds !== undefined ? { drainSeconds: n.drainSeconds } : {}),
+        ...(note ? { note } : {}),
+      };
+    });
+}
+
+interface Outcome {
+  workflowId: string;
+  runId: string;
+  status: UpgradeStatus;
+  failure?: string;
+  cliCode: number | null;
+  rows: NodeRow[];
+  operator: Operator;
+  report: AvailabilityReport;
+  temporal: DemoTemporal;
+  address: string;
+  t0: number;
+  upgradeMs: number;
+}
+
+/** Prints the summary; the demo's exit status: 0 upgraded with no budget violated. */
+function printSummary(o: Outcome): number {
+  const { status } = o;
+  const target = status.hops.at(-1) ?? status.to;
+  const notAtTarget = o.rows.filter((row) => row.to !== `v${target}`).map((row) => row.node);
+  const upgraded = o.cliCode === 0 && !o.failure && status.phase === 'done' && notAtTarget.length === 0;
+  say('');
+  say(
+    `== summary: ${o.workflowId} ${upgraded ? 'upgraded' : 'NOT upgraded'}: ${status.from} → ${status.hops.join(' → ')} (${status.outcome ?? o.failure ?? status.phase}) ==`,
+  );
+  say('');
+  say(nodeTable(o.rows));
+  say('');
+  say('etcd snapshots:');
+  for (const s of status.snapshots)
+    say(`  before ${s.hop}: ${s.localPath} (${s.sizeBytes} bytes, revision ${s.revision}, sha256 ${s.sha256.slice(0, 16)}…)`);
+  if (status.snapshots.length === 0) say('  none');
+  say('operator actions:');
+  for (const a of o.operator.actions) say(`  - ${a}`);
+  say(
+    `workload availability (${o.report.samples} samples, every 0.5 s): ${o.report.violated ? 'VIOLATED: a Deployment went below its PodDisruptionBudget' : 'OK: no PodDisruptionBudget went below its floor'}`,
+  );
+  for (const line of formatAvailability(o.report).split('\n')) say(`  ${line}`);
+  const { temporal } = o;
+  say(`Temporal UI: ${uiLink(temporal.uiUrl, temporal.namespace, o.workflowId, o.runId)}`);
+  if (!temporal.reused)
+    say(
+      `  (the dev server stops with the demo; to browse this run later: node bin/skewless.js dev-server --db ${temporal.db}${o.address === '127.0.0.1:7233' ? '' : ` --port ${new URL(`http://${o.address}`).port}`})`,
+    );
+  say(`wall time: ${formatDuration(Date.now() - o.t0)} (upgrade ${formatDuration(o.upgradeMs)})`);
+  if (notAtTarget.length) say(`[demo] not at v${target}: ${notAtTarget.join(', ')}`);
+  return upgraded && !o.report.violated ? 0 : 1;
+}
+
+async function run(r: Resources, t0: number): Promise<number> {
+  const options = parseDemoOptions();
+  if (options === 'help') {
+    say(help);
+    return 0;
+  }
+  const { stateDir } = options;
+  prepareStateDir(stateDir);
+  const registry = startRegistry(r, stateDir);
+  const description = readDescription(join(repoRoot, 'demo', 'cluster.yaml'));
+  const cluster = description.name;
+  const workflowId = upgradeWorkflowId(cluster);
+  const taskQueue = `skewless-demo-${process.pid}`;
+  say(`[demo] state and logs in ${stateDir}`);
+
+  const { temporal, sim } = await startServices(r, options, description, registry);
+  const clustersDir = join(stateDir, 'sim', 'clusters');
+  shortenDrainTimeout(join(clustersDir, `${cluster}.yaml`));
+  sayClusterUp(sim, description);
+  const env = {
+    ...process.env,
+    TEMPORAL_ADDRESS: temporal.address,
+    TEMPORAL_NAMESPACE: temporal.namespace,
+    SKEWLESS_TASK_QUEUE: taskQueue,
+  };
+  const { died: workerDied } = await startWorker(r, registry, { clustersDir, taskQueue, stateDir, env });
+
+  const before = await kubeletOf(sim);
+  r.client = new Client({ connection: temporal.connection, namespace: temporal.namespace });
+  const handle = r.client.workflow.getHandle(workflowId);
+  await terminateEarlierRun(handle, workflowId);
+
+  r.sampler = startAvailabilitySampler(sim.kube, { intervalMs: 500 });
+  const skewless: Skewless = (args, onLine) =>
+    registry.spawn(`skewless-${args[0]}`, process.execPath, [CLI, ...args], { env, cwd: repoRoot, onLine, onErrLine: (l) => sayErr(l) });
+  const upgradeArgs = await upgradeArguments(description, skewless, workerDied);
   say(`[operator] $ skewless ${upgradeArgs.join(' ')}`);
   const tUpgrade = Date.now();
   const upgrade = (r.upgrade = skewless(upgradeArgs, (line) => say(line)));
@@ -325,71 +480,24 @@ async function run(r: Resources, t0: number): Promise<number> {
   const report: AvailabilityReport = await r.sampler.stop();
   r.sampler = undefined;
 
-  let status: UpgradeStatus;
-  let failure: string | undefined;
-  try {
-    status = (await handle.result()) as UpgradeStatus;
-  } catch (err) {
-    failure = err instanceof WorkflowFailedError ? (err.cause?.message ?? err.message) : (err as Error).message;
-    status = await handle.query(statusQuery);
-  }
+  const { status, failure } = await finalStatus(handle);
   r.workflowStarted = false; // closed: nothing to terminate
   const runId = (await handle.describe()).runId;
-  const after = await kubeletOf(sim);
-  const target = status.hops.at(-1) ?? status.to;
-
-  const rows: NodeRow[] = [];
-  for (const name of Object.keys(before).sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))) {
-    const n = status.nodes[name];
-    const role = description.nodes.find((d) => d.name === name)?.role ?? '?';
-    // from: what the workflow found; to: what the cluster reports now (the workflow's own claim is cross-checked).
-    const from = n?.from ? `v${n.from}` : (before[name] ?? '?');
-    const to = after[name] ?? '?';
-    const note = [
-      operator.blocked[name],
-      n?.version && `v${n.version}` !== to ? `workflow says v${n.version}` : undefined,
-      status.skipped?.includes(name) ? 'skipped' : undefined,
-      n && n.phase !== 'done' ? n.phase : undefined,
-    ]
-      .filter(Boolean)
-      .join('; ');
-    rows.push({
-      node: name,
-      role,
-      from,
-      to,
-      ...(n?.drainSeconds !== undefined ? { drainSeconds: n.drainSeconds } : {}),
-      ...(note ? { note } : {}),
-    });
-  }
-  const notAtTarget = rows.filter((row) => row.to !== `v${target}`).map((row) => row.node);
-  const upgraded = cliCode === 0 && !failure && status.phase === 'done' && notAtTarget.length === 0;
-
-  say('');
-  say(
-    `== summary: ${workflowId} ${upgraded ? 'upgraded' : 'NOT upgraded'}: ${status.from} → ${status.hops.join(' → ')} (${status.outcome ?? failure ?? status.phase}) ==`,
-  );
-  say('');
-  say(nodeTable(rows));
-  say('');
-  say('etcd snapshots:');
-  for (const s of status.snapshots)
-    say(`  before ${s.hop}: ${s.localPath} (${s.sizeBytes} bytes, revision ${s.revision}, sha256 ${s.sha256.slice(0, 16)}…)`);
-  if (status.snapshots.length === 0) say('  none');
-  say('operator actions:');
-  for (const a of operator.actions) say(`  - ${a}`);
-  say(
-    `workload availability (${report.samples} samples, every 0.5 s): ${report.violated ? 'VIOLATED: a Deployment went below its PodDisruptionBudget' : 'OK: no PodDisruptionBudget went below its floor'}`,
-  );
-  for (const line of formatAvailability(report).split('\n')) say(`  ${line}`);
-  say(`Temporal UI: ${uiLink(temporal.uiUrl, temporal.namespace, workflowId, runId)}`);
-  if (!temporal.reused)
-    say(
-      `  (the dev server stops with the demo; to browse this run later: npx skewless dev-server --db ${temporal.db}${address === '127.0.0.1:7233' ? '' : ` --port ${new URL(`http://${address}`).port}`})`,
-    );
-  say(`wall time: ${formatDuration(Date.now() - t0)} (upgrade ${formatDuration(upgradeMs)})`);
-  if (notAtTarget.length) say(`[demo] not at v${target}: ${notAtTarget.join(', ')}`);
-  return upgraded && !report.violated ? 0 : 1;
+  const rows = nodeRows(before, await kubeletOf(sim), status, description, operator);
+  return printSummary({
+    workflowId,
+    runId,
+    status,
+    ...(failure !== undefined ? { failure } : {}),
+    cliCode,
+    rows,
+    operator,
+    report,
+    temporal,
+    address: options.address,
+    t0,
+    upgradeMs,
+  });
 }
 
 /** Stops everything this run started, in dependency order; a reused Temporal server is left running. */
@@ -477,7 +585,7 @@ void main();
  * refuse the upgrade, as it would on a real cluster.
  */
 async function acknowledgeSimulatedEtcd(
-  skewless: (args: string[], onLine: (line: string) => void) => { exited: Promise<number | null> },
+  skewless: Skewless,
   cluster: string,
   say: (line: string) => void,
   failFast: () => Promise<unknown>,

@@ -1,3 +1,5 @@
+import { DRAIN_LABEL as DRAIN_LABEL_TEXT, drainRuleFor, type DrainRule } from './drain-rules.js';
+
 /**
  * Drain policy, separated from the mechanism that evicts (activities/drain.ts): which pods on a node
  * are evicted, left alone, or block the drain until the operator opts in. Each filter judges one
@@ -17,6 +19,8 @@ export interface PodRef {
 export interface DrainPodFacts extends PodRef {
   ownerReferences: { kind: string; name: string; controller?: boolean }[];
   annotations: Record<string, string>;
+  /** The pod's labels, for `drainRules:` and the `skewless.io/drain` label (absent: none). */
+  labels?: Record<string, string>;
   phase?: string;
   /** deletionTimestamp is set: the pod is already on its way out. */
   terminating: boolean;
@@ -30,6 +34,8 @@ export interface DrainOptions {
   deleteEmptyDirData: boolean;
   /** Pods the operator allowed to be lost, as `namespace/name` or a bare `name`. */
   force: string[];
+  /** The cluster configuration's `drainRules:` (rules/drain-rules.ts); absent: none. */
+  rules?: readonly DrainRule[];
 }
 
 /** The switch that would let a refused pod through. */
@@ -41,15 +47,20 @@ export type Verdict =
   | { kind: 'warning'; reason: string }
   | { kind: 'error'; reason: string; override: DrainOverride };
 
-export type DrainFilterName = 'terminating' | 'mirror' | 'daemonSet' | 'unmanaged' | 'emptyDir';
+export type DrainFilterName = 'terminating' | 'mirror' | 'daemonSet' | 'unmanaged' | 'emptyDir' | 'drainRule';
 
 export interface FilterVerdict {
   filter: DrainFilterName;
   verdict: Verdict;
 }
 
+/** A pod to evict, with its round when a drain rule gave it one other than 0. */
+export type EvictPod = PodRef & { order?: number };
+
 export interface DrainPlan {
-  evict: PodRef[];
+  evict: EvictPod[];
+  /** Pods a drain rule or their label says to wait for until they complete (never evicted). */
+  waitCompleted: PodRef[];
   skipped: { pod: PodRef; reason: string; filter: DrainFilterName }[];
   warnings: { pod: PodRef; reason: string }[];
   blockers: { pod: PodRef; reason: string; override: DrainOverride }[];
@@ -130,12 +141,14 @@ export function judgeDrainPod(pod: DrainPodFacts, options: DrainOptions): Filter
 const ref = (p: DrainPodFacts): PodRef => ({ namespace: p.namespace, name: p.name, uid: p.uid });
 
 /**
- * The drain plan for the pods on one node: a skip wins over everything (the pod is left alone), any
- * error makes the pod a blocker (it is not evicted, and the drain should not start; one entry per
- * error), otherwise the pod is evicted and its warnings are reported. Output is sorted by namespace/name.
+ * The drain plan for the pods on one node: a filter's skip wins over everything (the pod is left
+ * alone); then a drain rule's (or the pod label's) `skip` or `waitCompleted`, which no filter's error
+ * outweighs since nothing is evicted; any error makes the pod a blocker (it is not evicted, and the
+ * drain should not start; one entry per error); otherwise the pod is evicted in its rule's round and
+ * its warnings are reported. Output is sorted by namespace/name.
  */
 export function planDrainPods(pods: readonly DrainPodFacts[], options: DrainOptions): DrainPlan {
-  const plan: DrainPlan = { evict: [], skipped: [], warnings: [], blockers: [] };
+  const plan: DrainPlan = { evict: [], waitCompleted: [], skipped: [], warnings: [], blockers: [] };
   const sorted = [...pods].sort((a, b) => key(a).localeCompare(key(b)));
   for (const pod of sorted) {
     const verdicts = judgeDrainPod(pod, options);
@@ -144,13 +157,33 @@ export function planDrainPods(pods: readonly DrainPodFacts[], options: DrainOpti
       plan.skipped.push({ pod: ref(pod), reason: skip.verdict.reason, filter: skip.filter });
       continue;
     }
+    const rule = drainRuleFor(pod, options.rules ?? []);
+    if (rule.unknownLabel !== undefined)
+      plan.warnings.push({
+        pod: ref(pod),
+        reason: `${key(pod)} has label ${DRAIN_LABEL_TEXT}=${rule.unknownLabel}, which is neither skip nor wait-completed: ignored`,
+      });
+    if (rule.behavior === 'skip') {
+      plan.skipped.push({
+        pod: ref(pod),
+        reason: `${key(pod)} is never evicted (${rule.source ?? 'drain rule'}): the node drains around it`,
+        filter: 'drainRule',
+      });
+      continue;
+    }
+    if (rule.behavior === 'waitCompleted') {
+      if (isCompleted(pod))
+        plan.skipped.push({ pod: ref(pod), reason: `${key(pod)} has completed (${rule.source ?? 'drain rule'})`, filter: 'drainRule' });
+      else plan.waitCompleted.push(ref(pod));
+      continue;
+    }
     const errors = verdicts.flatMap(({ verdict: v }) => (v.kind === 'error' ? [v] : []));
     if (errors.length > 0) {
       for (const e of errors) plan.blockers.push({ pod: ref(pod), reason: e.reason, override: e.override });
       continue;
     }
     for (const { verdict: v } of verdicts) if (v.kind === 'warning') plan.warnings.push({ pod: ref(pod), reason: v.reason });
-    plan.evict.push(ref(pod));
+    plan.evict.push(rule.order === 0 ? ref(pod) : { ...ref(pod), order: rule.order });
   }
   return plan;
 }

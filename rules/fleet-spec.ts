@@ -1,4 +1,6 @@
 import { RuleError } from './rule-error.js';
+import { boolean, dnsLabel, FieldError, FieldPath, integer, mappingOf, type Shape } from './input-shapes.js';
+import { reversibleRunInput, type ReversibleRunInput } from './hop-reversibility.js';
 import { checkPolicy, UPGRADE_POLICY_KEYS, type PolicyWording } from './policy.js';
 import type { UpgradePolicy } from './rollout-plan.js';
 import { parseTarget } from './version.js';
@@ -12,6 +14,8 @@ import { parseTarget } from './version.js';
  *   name: prod                 # the fleet workflow is fleet/<name>
  *   maxParallel: 2             # clusters upgrading at once (default 1)
  *   defaults: { to: latest-patch, policy: { canary: 1 }, approve: false }
+ *   # reversible: true runs each hop as a trial (docs/reversible-hops.md); autoCommit: true commits one
+ *   # whose soak passes (needs policy.soakSeconds or phaseSoakSeconds); both also per cluster
  *   stages:                    # in order: a stage starts once every cluster before it is done or skipped
  *     - name: admin
  *       clusters: [{ name: admin, to: '1.34', approve: true }]
@@ -32,6 +36,8 @@ export interface FleetCluster {
   /** Wait for `skewless fleet approve NAME --cluster C` before this cluster starts. */
   approve: boolean;
   policy: FleetPolicy;
+  /** `reversible: true` (and `autoCommit`): the upgrade's `reversible` input. Absent: no trial. */
+  reversible?: ReversibleRunInput;
 }
 
 export interface FleetSpec {
@@ -41,38 +47,24 @@ export interface FleetSpec {
   clusters: FleetCluster[];
 }
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const MAX_CLUSTERS = 500;
 
 const fail = (where: string, message: string): never => {
   throw new RuleError('InvalidFleet', `fleet file: ${where}: ${message}`);
 };
-const shown = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v)));
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function onlyKeys(where: string, value: Record<string, unknown>, allowed: readonly string[]): void {
-  for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) fail(where, `unknown key ${JSON.stringify(key)} (expected ${allowed.join(', ')})`);
+/** Reads `value` at `where` with one of the shapes of rules/input-shapes.ts, refusing in the fleet file's words. */
+function read<T>(shape: Shape<T>, where: string, value: unknown): T {
+  try {
+    return shape(value, FieldPath.root(where));
+  } catch (err) {
+    if (err instanceof FieldError) return fail(err.field, err.detail);
+    throw err;
   }
 }
-
-function dnsLabel(where: string, value: unknown, what: string): string {
-  if (typeof value !== 'string' || value.length > 63 || !DNS_LABEL.test(value))
-    fail(where, `${what} must be a DNS label (lowercase letters, digits, '-'), got ${shown(value)}`);
-  return value as string;
-}
-
-function int(where: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    fail(where, `must be an integer ${max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `from ${min} to ${max}`}, got ${shown(value)}`);
-  }
-  return value as number;
-}
-
-function bool(where: string, value: unknown): boolean {
-  if (typeof value !== 'boolean') fail(where, `must be true or false, got ${shown(value)}`);
-  return value as boolean;
-}
+const onlyKeys = (where: string, value: Record<string, unknown>, allowed: readonly string[]) =>
+  read((v, at) => mappingOf(v, at, allowed), where, value);
 
 /** The fleet file's policy keys: an upgrade's (rules/policy.ts), with the bounds the CLI's flags have. */
 export const FLEET_POLICY_KEYS = UPGRADE_POLICY_KEYS;
@@ -98,22 +90,49 @@ function parseTo(where: string, value: unknown): string {
   return value as string;
 }
 
-const CLUSTER_KEYS = ['name', 'to', 'policy', 'approve'] as const;
+const CLUSTER_KEYS = ['name', 'to', 'policy', 'approve', 'reversible', 'autoCommit'] as const;
+
+/** `reversible` and `autoCommit` at `where` (a cluster entry over the defaults), judged as the CLI's flags are. */
+function parseReversible(
+  where: string,
+  entry: Record<string, unknown>,
+  defaults: { reversible?: boolean; autoCommit?: boolean },
+  policy: FleetPolicy,
+): ReversibleRunInput | undefined {
+  const flag = (key: 'reversible' | 'autoCommit') =>
+    entry[key] === undefined ? defaults[key] : read(boolean, `${where}.${key}`, entry[key]);
+  const words = {
+    reversible: `${where}.reversible: true`,
+    autoCommit: `${where}.autoCommit`,
+    soak: `${where}.policy.soakSeconds or phaseSoakSeconds`,
+  };
+  const asked = { reversible: flag('reversible'), autoCommit: flag('autoCommit') };
+  try {
+    return reversibleRunInput(asked, policy, words);
+  } catch (err) {
+    if (err instanceof RuleError) return fail(where, err.message);
+    throw err;
+  }
+}
 
 /** Judges a parsed fleet file (YAML or JSON); throws RuleError('InvalidFleet') with one line naming the entry. */
 export function parseFleetSpec(doc: unknown): FleetSpec {
   if (!isRecord(doc)) fail('top level', 'must be a mapping with name and stages');
   const top = doc as Record<string, unknown>;
   onlyKeys('top level', top, ['name', 'maxParallel', 'defaults', 'stages']);
-  const name = dnsLabel('name', top.name, 'the fleet name');
-  const maxParallel = top.maxParallel === undefined ? 1 : int('maxParallel', top.maxParallel, 1, 100);
+  const name = read(dnsLabel, 'name', top.name);
+  const maxParallel = top.maxParallel === undefined ? 1 : read(integer({ min: 1, max: 100 }), 'maxParallel', top.maxParallel);
   const defaultsRaw = top.defaults ?? {};
   if (!isRecord(defaultsRaw)) fail('defaults', 'must be a mapping (to, policy, approve)');
   const defaults = defaultsRaw as Record<string, unknown>;
-  onlyKeys('defaults', defaults, ['to', 'policy', 'approve']);
+  onlyKeys('defaults', defaults, ['to', 'policy', 'approve', 'reversible', 'autoCommit']);
   const defaultTo = defaults.to === undefined ? undefined : parseTo('defaults.to', defaults.to);
   const defaultPolicy = parsePolicy('defaults.policy', defaults.policy, false);
-  const defaultApprove = defaults.approve === undefined ? false : bool('defaults.approve', defaults.approve);
+  const defaultApprove = defaults.approve === undefined ? false : read(boolean, 'defaults.approve', defaults.approve);
+  const defaultReversible = {
+    ...(defaults.reversible === undefined ? {} : { reversible: read(boolean, 'defaults.reversible', defaults.reversible) }),
+    ...(defaults.autoCommit === undefined ? {} : { autoCommit: read(boolean, 'defaults.autoCommit', defaults.autoCommit) }),
+  };
 
   if (!Array.isArray(top.stages) || top.stages.length === 0)
     fail('stages', 'must be a non-empty list (admin clusters first, then user clusters)');
@@ -125,7 +144,7 @@ export function parseFleetSpec(doc: unknown): FleetSpec {
     if (!isRecord(stageRaw)) fail(at, 'must be a mapping with name and clusters');
     const stage = stageRaw as Record<string, unknown>;
     onlyKeys(at, stage, ['name', 'clusters']);
-    const stageName = stage.name === undefined ? `stage-${s + 1}` : dnsLabel(`${at}.name`, stage.name, 'a stage name');
+    const stageName = stage.name === undefined ? `stage-${s + 1}` : read(dnsLabel, `${at}.name`, stage.name);
     if (seenStages.has(stageName)) fail(`${at}.name`, `stage ${stageName} is listed twice`);
     seenStages.add(stageName);
     if (!Array.isArray(stage.clusters) || stage.clusters.length === 0) fail(`${at}.clusters`, 'must be a non-empty list of clusters');
@@ -138,15 +157,16 @@ export function parseFleetSpec(doc: unknown): FleetSpec {
             ? entryRaw
             : fail(where, 'must be a cluster name or a mapping (name, to, policy, approve)');
       onlyKeys(where, entry, CLUSTER_KEYS);
-      const cluster = dnsLabel(`${where}.name`, entry.name, 'the cluster name');
+      const cluster = read(dnsLabel, `${where}.name`, entry.name);
       const before = seenClusters.get(cluster);
       if (before) fail(`${where}.name`, `cluster ${cluster} is already listed at ${before}: one upgrade per cluster`);
       seenClusters.set(cluster, where);
       if (entry.to === undefined && defaultTo === undefined) fail(`${where}.to`, 'is required (or defaults.to)');
       const to = entry.to === undefined ? (defaultTo as string) : parseTo(`${where}.to`, entry.to);
       const policy = parsePolicy(`${where}.policy`, { ...defaultPolicy, ...parsePolicy(`${where}.policy`, entry.policy, false) }, true);
-      const approve = entry.approve === undefined ? defaultApprove : bool(`${where}.approve`, entry.approve);
-      clusters.push({ cluster, stage: stageName, stageIndex: s, to, approve, policy });
+      const approve = entry.approve === undefined ? defaultApprove : read(boolean, `${where}.approve`, entry.approve);
+      const reversible = parseReversible(where, entry, defaultReversible, policy);
+      clusters.push({ cluster, stage: stageName, stageIndex: s, to, approve, policy, ...(reversible ? { reversible } : {}) });
     });
   });
   if (clusters.length > MAX_CLUSTERS) fail('stages', `${clusters.length} clusters: a fleet holds at most ${MAX_CLUSTERS}`);

@@ -1,3 +1,4 @@
+import { unknownKey } from './input-shapes.js';
 import { RuleError } from './rule-error.js';
 
 /**
@@ -81,6 +82,21 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
   return f;
 }
 
+/** An IANA time zone the runtime knows, or a one-line refusal naming `where` (exclusions read zones as windows do). */
+export function parseTimeZone(value: unknown, where: string): string {
+  if (typeof value !== 'string' || value === '')
+    throw new RuleError('InvalidPolicy', `${where} must be an IANA time zone such as Europe/Berlin or UTC`);
+  try {
+    formatter(value);
+  } catch {
+    throw new RuleError(
+      'InvalidPolicy',
+      `${where}: unknown time zone ${JSON.stringify(value)} (an IANA name such as Europe/Berlin or UTC)`,
+    );
+  }
+  return value;
+}
+
 function checkTimeZone(value: unknown, where: string): string {
   if (typeof value !== 'string' || value === '') throw bad(where, 'timeZone is required (an IANA name such as Europe/Berlin or UTC)');
   try {
@@ -92,12 +108,14 @@ function checkTimeZone(value: unknown, where: string): string {
 }
 
 /** Checks one window as the cluster configuration spells it; every problem is one line naming `where`. */
+const WINDOW_KEYS = ['days', 'start', 'end', 'timeZone'] as const;
+
 export function parseMaintenanceWindow(raw: unknown, where = 'maintenance window'): MaintenanceWindow {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw bad(where, 'must be a mapping with days, start, end and timeZone');
   const r = raw as Record<string, unknown>;
-  const unknown = Object.keys(r).find((k) => !['days', 'start', 'end', 'timeZone'].includes(k));
-  if (unknown !== undefined) throw bad(where, `unknown key ${unknown} (known: days, start, end, timeZone)`);
+  const unknown = unknownKey(r, WINDOW_KEYS);
+  if (unknown !== undefined) throw bad(where, `unknown key ${unknown} (known: ${WINDOW_KEYS.join(', ')})`);
   if (!Array.isArray(r.days)) throw bad(where, 'days must be a list such as [Sat, Sun]');
   if (r.days.length === 0) throw bad(where, 'empty window: days is an empty list');
   const days = [...new Set(r.days.map((d) => parseDay(d, where)))].sort((a, b) => WEEKDAYS.indexOf(a) - WEEKDAYS.indexOf(b));
@@ -126,6 +144,10 @@ function offsetAt(timeZone: string, at: number): number {
 }
 
 /** The instant the zone's clock reads `wall` (a wall time written as if UTC), "compatible" as above. */
+export function instantOfWall(timeZone: string, wall: number): number {
+  return instantOf(timeZone, wall);
+}
+
 function instantOf(timeZone: string, wall: number): number {
   const before = offsetAt(timeZone, wall - DAY_MS);
   const after = offsetAt(timeZone, wall + DAY_MS);

@@ -2,6 +2,22 @@ import { acknowledgementNameProblem } from './readiness/finding.js';
 import { RuleError } from './rule-error.js';
 import type { PhaseKind, UpgradePolicy } from './rollout-plan.js';
 import { limitReason, SETTING_LIMITS } from '../contracts/time-limits.js';
+import {
+  boolean,
+  FieldError,
+  FieldPath,
+  integer,
+  isNamespacedName,
+  labelKey,
+  labelValue,
+  listOf,
+  nodeName,
+  oneOf,
+  refuse,
+  shown,
+  type IntBounds,
+  type Shape,
+} from './input-shapes.js';
 
 /**
  * The one policy of a rollout: every key an upgrade, an OS maintenance run or a blue/green run takes,
@@ -34,42 +50,15 @@ export interface PolicyWording {
   fail: (key: PolicyKey | undefined, message: string, at?: string) => never;
 }
 
-type Check = (value: unknown, fail: (message: string, at?: string) => never) => unknown;
+const MAX_UNAVAILABLE = /^([1-9]\d{0,5}|[1-9]\d?%|100%)$/;
+/** maxUnavailable as text (a flag): a count ≥ 1 or a percentage from 1% to 100% (0 would never let a worker start). */
+export const isMaxUnavailable = (v: string): boolean => MAX_UNAVAILABLE.test(v);
+export const MAX_UNAVAILABLE_SHAPE = 'a count ≥ 1 or a percentage from 1% to 100%';
 
-const shown = (v: unknown) => JSON.stringify(v) ?? String(v);
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const NODE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-export const isNodeName = (v: string): boolean => v.length <= 253 && NODE.test(v);
-/** `namespace/name`: a DNS label and a DNS subdomain. */
-export const isNamespacedName = (v: string): boolean => {
-  const [ns, name, ...rest] = v.split('/');
-  return rest.length === 0 && ns !== undefined && name !== undefined && ns.length <= 63 && DNS_LABEL.test(ns) && isNodeName(name);
-};
-
-const int =
-  (min: number, max?: { value: number; why?: string }): Check =>
-  (v, fail) => {
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || (max !== undefined && v > max.value)) {
-      fail(
-        `must be an integer ${max === undefined ? `≥ ${min}` : `from ${min} to ${max.value}${max.why ? ` (${max.why})` : ''}`}, got ${shown(v)}`,
-      );
-    }
-    return v;
-  };
-const bool: Check = (v, fail) => (typeof v === 'boolean' ? v : fail(`must be true or false, got ${shown(v)}`));
-const names =
-  (ok: (v: string) => boolean, what: string): Check =>
-  (v, fail) => {
-    if (!Array.isArray(v)) fail(`must be a list of ${what}`);
-    for (const [i, item] of (v as unknown[]).entries())
-      if (typeof item !== 'string' || !ok(item)) fail(`must be ${what}, got ${shown(item)}`, `[${i}]`);
-    return v;
-  };
-const maxUnavailable: Check = (v, fail) => {
-  if (typeof v === 'number') return int(1)(v, fail);
-  if (typeof v !== 'string' || !/^([1-9]\d{0,5}|[1-9]\d?%|100%)$/.test(v))
-    fail(`must be a count ≥ 1 or a percentage from 1% to 100%, got ${shown(v)}`);
-  return /%$/.test(v as string) ? v : Number(v);
+const maxUnavailable: Shape<number | string> = (v, at) => {
+  if (typeof v === 'number') return integer({ min: 1 })(v, at);
+  if (typeof v !== 'string' || !isMaxUnavailable(v)) return refuse(at, `must be ${MAX_UNAVAILABLE_SHAPE}, got ${shown(v)}`);
+  return /%$/.test(v) ? v : Number(v);
 };
 
 /** The bounds of the integer keys; a maximum that an activity imposes says which. */
@@ -85,35 +74,42 @@ export const INT_BOUNDS = {
   // 1 continues as new at every safe point (the tests that cross runs use it); the server's own suggestion still holds.
   continueAsNewAfterEvents: { min: 1 },
   rebootTimeoutSeconds: { min: 1, max: SETTING_LIMITS.rebootTimeoutSeconds.max, why: limitReason('rebootTimeoutSeconds') },
-} satisfies Partial<Record<PolicyKey, { min: number; max?: number; why?: string }>>;
+} satisfies Partial<Record<PolicyKey, IntBounds>>;
 export type IntPolicyKey = keyof typeof INT_BOUNDS;
 
-const bounded = (key: IntPolicyKey): Check => {
-  const b: { min: number; max?: number; why?: string } = INT_BOUNDS[key];
-  return int(b.min, b.max === undefined ? undefined : { value: b.max, ...(b.why ? { why: b.why } : {}) });
-};
+const bounded = (key: IntPolicyKey): Shape<number> => integer(INT_BOUNDS[key]);
+const names = (ok: (v: string) => boolean, what: string): Shape<string[]> =>
+  listOf((v, at) => (typeof v === 'string' && ok(v) ? v : refuse(at, `must be ${what}, got ${shown(v)}`)), what);
 
-/** Every key with its check. */
-const CHECKS: { [K in PolicyKey]-?: Check } = {
+/** Every key with its shape. */
+const CHECKS: { [K in PolicyKey]-?: Shape<unknown> } = {
   canary: bounded('canary'),
-  canaryNodes: names(isNodeName, 'node names'),
+  canaryNodes: listOf(nodeName, 'node names'),
   batchSize: bounded('batchSize'),
   maxUnavailable,
-  order: (v, fail) => (v === 'name' || v === 'inventory' ? v : fail(`must be "name" or "inventory", got ${shown(v)}`)),
-  firstControlPlane: (v, fail) => (typeof v === 'string' && isNodeName(v) ? v : fail(`must be a node name, got ${shown(v)}`)),
-  approveWorkers: bool,
-  approveAfterCanary: bool,
+  order: oneOf('name', 'inventory'),
+  firstControlPlane: nodeName,
+  batchBy: labelKey,
+  batchOrder: (v, at) => {
+    const values = listOf(labelValue, 'label values')(v, at);
+    if (values.length === 0) return refuse(at, 'must name at least one value');
+    const twice = values.find((x, i) => values.indexOf(x) !== i);
+    return twice === undefined ? values : refuse(at, `names ${shown(twice)} twice`);
+  },
+  rebalance: boolean,
+  approveWorkers: boolean,
+  approveAfterCanary: boolean,
   soakSeconds: bounded('soakSeconds'),
   phaseSoakSeconds: bounded('phaseSoakSeconds'),
-  workersEveryHop: bool,
+  workersEveryHop: boolean,
   acknowledge: names(
     (v) => (v.includes(':') ? acknowledgementNameProblem(v) === undefined : isNamespacedName(v)),
     'NAMESPACE/PDB names or readiness acknowledgements (<check>:<subject>)',
   ),
   drainTimeoutSeconds: bounded('drainTimeoutSeconds'),
-  onDrainTimeout: (v, fail) => (v === 'wait' || v === 'quarantine' ? v : fail(`must be "wait" or "quarantine", got ${shown(v)}`)),
+  onDrainTimeout: oneOf('wait', 'quarantine'),
   hostRetrySeconds: bounded('hostRetrySeconds'),
-  fixPrerequisites: bool,
+  fixPrerequisites: boolean,
   kubeletTimeoutSeconds: bounded('kubeletTimeoutSeconds'),
   verifySeconds: bounded('verifySeconds'),
   continueAsNewAfterEvents: bounded('continueAsNewAfterEvents'),
@@ -127,6 +123,8 @@ export const MAINTENANCE_POLICY_KEYS = [
   'canary',
   'batchSize',
   'maxUnavailable',
+  'batchBy',
+  'batchOrder',
   'approveAfterCanary',
   'soakSeconds',
   'drainTimeoutSeconds',
@@ -174,11 +172,18 @@ export function checkPolicy(
     if (!(allowed as readonly string[]).includes(key))
       wording.fail(undefined, `unknown key ${JSON.stringify(key)} (expected ${allowed.join(', ')})`);
     if (value === undefined) continue;
-    CHECKS[key as PolicyKey](value, (message, at) => wording.fail(key as PolicyKey, message, at));
+    try {
+      CHECKS[key as PolicyKey](value, FieldPath.root(key));
+    } catch (err) {
+      if (!(err instanceof FieldError)) throw err;
+      wording.fail(key as PolicyKey, err.detail, err.field.slice(key.length)); // the key in the caller's words, then `[2]`
+    }
   }
   const p = policy as Policy;
   if (options.combinations === false) return p; // a part of a policy (a fleet file's defaults): judged once merged
   const { name } = wording;
+  if (p.batchOrder !== undefined && p.batchBy === undefined)
+    wording.fail('batchOrder', `orders the values of ${name('batchBy')}: give ${name('batchBy')} too`);
   if (p.approveAfterCanary && p.soakSeconds !== undefined) {
     wording.fail(
       undefined,

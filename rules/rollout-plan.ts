@@ -1,5 +1,7 @@
 import { compareNatural } from './natural-order.js';
+import { FieldError, FieldPath, integer } from './input-shapes.js';
 import { RuleError } from './rule-error.js';
+import { batchesWithin, failureDomains, type FailureDomain } from './batch-by.js';
 
 /** The label that makes the rollout plan cluster state rather than a document. */
 export const STAGE_LABEL = 'skewless.io/stage';
@@ -25,6 +27,13 @@ export interface RolloutPolicy {
   order?: 'name' | 'inventory';
   /** The control plane that runs `kubeadm upgrade apply`. Default: first in order. */
   firstControlPlane?: string;
+  /**
+   * A node label (`topology.kubernetes.io/zone`, any key): no batch mixes two of its values, and the
+   * canary comes from the first value (rules/batch-by.ts). Default: none, batches in node order.
+   */
+  batchBy?: string;
+  /** With batchBy: the label's values in the order their workers go; values not named follow in natural order. */
+  batchOrder?: string[];
 }
 
 /** An upgrade's policy: the rollout's, plus its gates, timeouts and history budget (also what a fleet file sets per cluster). */
@@ -46,6 +55,12 @@ export interface UpgradePolicy extends RolloutPolicy {
    * two-hop upgrade drains each worker once.
    */
   workersEveryHop?: boolean;
+  /**
+   * After each hop, Deployments left with every replica on one node are reported (the canary often
+   * holds them all, every other node drained after it); with rebalance they are restarted through
+   * their own rollout, one at a time, so the scheduler spreads them again (workflows/rebalance.ts).
+   */
+  rebalance?: boolean;
   /** PDB findings ("namespace/name") the operator acknowledges, so they don't block the start. */
   acknowledge?: string[];
   drainTimeoutSeconds?: number;
@@ -90,6 +105,8 @@ export interface RolloutPhase {
   nodes: string[];
   /** Nodes of this phase out of service at once. */
   maxUnavailable: number;
+  /** With batchBy: the label's value every node of the phase carries (`''`: the nodes without it). */
+  domain?: string;
 }
 
 export interface RolloutPlan {
@@ -99,14 +116,15 @@ export interface RolloutPlan {
   /** Node → stage label value. */
   stageLabels: Record<string, string>;
   /** The resolved numbers, so the plan says what it did with percentages and defaults. */
-  policy: { canary: number; batchSize: number; maxUnavailable: number; order: 'name' | 'inventory' };
+  policy: { canary: number; batchSize: number; maxUnavailable: number; order: 'name' | 'inventory'; batchBy?: string };
 }
 
 function positiveInt(value: unknown, name: string, min: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
-    throw new RuleError('InvalidPolicy', `${name} must be an integer ≥ ${min}, got ${JSON.stringify(value)}`);
+  try {
+    return integer({ min })(value, FieldPath.root(name));
+  } catch (err) {
+    throw err instanceof FieldError ? new RuleError('InvalidPolicy', err.message) : err;
   }
-  return value;
 }
 
 export function resolveMaxUnavailable(value: number | string | undefined, workers: number): number {
@@ -122,15 +140,8 @@ export function resolveMaxUnavailable(value: number | string | undefined, worker
   return positiveInt(value, 'maxUnavailable', 1);
 }
 
-/**
- * Orders the nodes into phases: control planes one at a time, then the canary, then batches.
- * Deterministic: the same nodes and policy always give the same plan.
- */
-export function planRollout(
-  nodes: readonly PlanNode[],
-  policy: RolloutPolicy = {},
-  options: { requireControlPlane?: boolean } = {},
-): RolloutPlan {
+/** Each node named once, with a role: the plan's input as the inventory must give it. */
+function checkPlanNodes(nodes: readonly PlanNode[]): void {
   if (!Array.isArray(nodes)) throw new RuleError('InvalidInventory', 'nodes must be a list');
   const seen = new Set<string>();
   for (const [i, node] of nodes.entries()) {
@@ -143,64 +154,120 @@ export function planRollout(
     if (seen.has(node.name)) throw new RuleError('InvalidInventory', `node ${node.name} is listed twice`);
     seen.add(node.name);
   }
-  const order = policy.order ?? 'name';
-  if (order !== 'name' && order !== 'inventory') {
-    throw new RuleError('InvalidPolicy', `order must be "name" or "inventory", got ${JSON.stringify(order)}`);
-  }
-  const sorted = order === 'name' ? [...nodes].sort((a, b) => compareNatural(a.name, b.name)) : [...nodes];
+}
 
+/** Control planes in upgrade order: by the plan's order, the one named first (it runs `kubeadm upgrade apply`) first. */
+function controlPlaneOrder(sorted: readonly PlanNode[], policy: RolloutPolicy, requireControlPlane: boolean): string[] {
   const controlPlanes = sorted.filter((n) => n.role === 'control-plane').map((n) => n.name);
   // An upgrade needs a control plane; OS maintenance of some workers does not (requireControlPlane: false).
-  if (controlPlanes.length === 0 && options.requireControlPlane !== false)
-    throw new RuleError('InvalidInventory', 'the cluster has no control-plane node');
+  if (controlPlanes.length === 0 && requireControlPlane) throw new RuleError('InvalidInventory', 'the cluster has no control-plane node');
   if (policy.firstControlPlane !== undefined) {
     const i = controlPlanes.indexOf(policy.firstControlPlane);
     if (i < 0) throw new RuleError('InvalidPolicy', `firstControlPlane ${policy.firstControlPlane} is not a control-plane node`);
     controlPlanes.unshift(...controlPlanes.splice(i, 1));
   }
-  const workers = sorted.filter((n) => n.role === 'worker').map((n) => n.name);
+  return controlPlanes;
+}
 
-  const maxUnavailable = resolveMaxUnavailable(policy.maxUnavailable, workers.length);
-  const batchSize = policy.batchSize === undefined ? maxUnavailable : positiveInt(policy.batchSize, 'batchSize', 1);
+/** The workers grouped by the value of policy.batchBy, in policy.batchOrder; one group without batchBy. */
+function workerDomains(sorted: readonly PlanNode[], workers: string[], policy: RolloutPolicy): FailureDomain[] {
+  if (policy.batchOrder !== undefined && policy.batchBy === undefined)
+    throw new RuleError('InvalidPolicy', 'batchOrder orders the values of batchBy: give batchBy too');
+  if (policy.batchBy === undefined) return [{ value: '', nodes: workers }];
+  return failureDomains(
+    sorted.filter((n) => n.role === 'worker'),
+    policy.batchBy,
+    policy.batchOrder,
+  );
+}
 
-  let canaryNodes: string[];
+/** The canary's workers: those the policy names, or the first `canary` of the first domain. */
+function canaryWorkers(workers: string[], domains: FailureDomain[], policy: RolloutPolicy): string[] {
   if (policy.canaryNodes !== undefined) {
     for (const name of policy.canaryNodes) {
       if (!workers.includes(name)) throw new RuleError('InvalidPolicy', `canary node ${name} is not a worker`);
     }
-    canaryNodes = workers.filter((w) => policy.canaryNodes?.includes(w));
-  } else {
-    const canary = policy.canary === undefined ? 1 : positiveInt(policy.canary, 'canary', 0);
-    canaryNodes = workers.slice(0, Math.min(canary, workers.length));
+    return workers.filter((w) => policy.canaryNodes?.includes(w));
   }
-  const rest = workers.filter((w) => !canaryNodes.includes(w));
+  // The canary comes from the first domain (all the workers when there is no batchBy).
+  const canary = policy.canary === undefined ? 1 : positiveInt(policy.canary, 'canary', 0);
+  const first = domains[0]?.nodes ?? [];
+  return first.slice(0, Math.min(canary, first.length));
+}
 
-  const phases: RolloutPhase[] = controlPlanes.map((name) => ({
-    kind: 'control-plane',
-    stage: 'control-plane',
-    nodes: [name],
-    maxUnavailable: 1,
-  }));
+/** The canary phase, then batches of `batchSize` that never mix two domains. */
+function workerPhases(
+  canaryNodes: string[],
+  domains: FailureDomain[],
+  sizes: { batchSize: number; maxUnavailable: number },
+  batchBy: string | undefined,
+): RolloutPhase[] {
+  const phases: RolloutPhase[] = [];
+  const tagged = (value: string) => (batchBy === undefined ? {} : { domain: value });
   if (canaryNodes.length > 0) {
-    phases.push({ kind: 'canary', stage: 'canary', nodes: canaryNodes, maxUnavailable: Math.min(canaryNodes.length, maxUnavailable) });
-  }
-  for (let i = 0; i < rest.length; i += batchSize) {
-    const batch = rest.slice(i, i + batchSize);
+    const value = domains.find((d) => d.nodes.includes(canaryNodes[0] as string))?.value ?? '';
+    const oneDomain = canaryNodes.every((n) => domains.some((d) => d.value === value && d.nodes.includes(n)));
     phases.push({
-      kind: 'batch',
-      stage: `batch-${i / batchSize + 1}`,
-      nodes: batch,
-      maxUnavailable: Math.min(batch.length, maxUnavailable),
+      kind: 'canary',
+      stage: 'canary',
+      nodes: canaryNodes,
+      maxUnavailable: Math.min(canaryNodes.length, sizes.maxUnavailable),
+      ...(oneDomain ? tagged(value) : {}),
     });
   }
+  const rest = domains.map((d) => ({ ...d, nodes: d.nodes.filter((w) => !canaryNodes.includes(w)) }));
+  for (const [i, batch] of batchesWithin(rest, sizes.batchSize).entries()) {
+    phases.push({
+      kind: 'batch',
+      stage: `batch-${i + 1}`,
+      nodes: batch.nodes,
+      maxUnavailable: Math.min(batch.nodes.length, sizes.maxUnavailable),
+      ...tagged(batch.value),
+    });
+  }
+  return phases;
+}
 
+/**
+ * Orders the nodes into phases: control planes one at a time, then the canary, then batches.
+ * Deterministic: the same nodes and policy always give the same plan.
+ */
+export function planRollout(
+  nodes: readonly PlanNode[],
+  policy: RolloutPolicy = {},
+  options: { requireControlPlane?: boolean } = {},
+): RolloutPlan {
+  checkPlanNodes(nodes);
+  const order = policy.order ?? 'name';
+  if (order !== 'name' && order !== 'inventory') {
+    throw new RuleError('InvalidPolicy', `order must be "name" or "inventory", got ${JSON.stringify(order)}`);
+  }
+  const sorted = order === 'name' ? [...nodes].sort((a, b) => compareNatural(a.name, b.name)) : [...nodes];
+  const controlPlanes = controlPlaneOrder(sorted, policy, options.requireControlPlane !== false);
+  const workers = sorted.filter((n) => n.role === 'worker').map((n) => n.name);
+
+  const maxUnavailable = resolveMaxUnavailable(policy.maxUnavailable, workers.length);
+  const batchSize = policy.batchSize === undefined ? maxUnavailable : positiveInt(policy.batchSize, 'batchSize', 1);
+  const domains = workerDomains(sorted, workers, policy);
+  const canaryNodes = canaryWorkers(workers, domains, policy);
+
+  const phases: RolloutPhase[] = [
+    ...controlPlanes.map((name): RolloutPhase => ({ kind: 'control-plane', stage: 'control-plane', nodes: [name], maxUnavailable: 1 })),
+    ...workerPhases(canaryNodes, domains, { batchSize, maxUnavailable }, policy.batchBy),
+  ];
   const stageLabels: Record<string, string> = {};
   for (const phase of phases) for (const node of phase.nodes) stageLabels[node] = phase.stage;
   return {
     controlPlanes,
     phases,
     stageLabels,
-    policy: { canary: canaryNodes.length, batchSize, maxUnavailable, order },
+    policy: {
+      canary: canaryNodes.length,
+      batchSize,
+      maxUnavailable,
+      order,
+      ...(policy.batchBy === undefined ? {} : { batchBy: policy.batchBy }),
+    },
   };
 }
 

@@ -25,6 +25,8 @@ export function upgradeCommand(run: UpgradeCommandInput): string {
     const flag = (POLICY_FLAG as Record<string, string>)[key];
     if (flag === undefined || value === undefined || value === false) continue;
     if (value === true) words.push(flag);
+    // --batch-order takes its values as one comma-separated word; --acknowledge is repeated.
+    else if (Array.isArray(value) && key === 'batchOrder') words.push(flag, value.join(','));
     else if (Array.isArray(value)) for (const v of value) words.push(flag, String(v));
     else words.push(flag, String(value));
   }

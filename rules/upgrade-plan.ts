@@ -1,4 +1,5 @@
 import { clusterVersion, inventoryNodes, normalizeInventory, type ClusterInventory } from './cluster-inventory.js';
+import { etcdPatchTarget } from './etcd-patch.js';
 import { planHops } from './hop-plan.js';
 import { nodesBehind, type WorkerHops } from './hop-work.js';
 import type { PackageManager } from './package-commands.js';
@@ -7,7 +8,7 @@ import { checkRunbook, type RunbookCheck } from './runbook-check.js';
 import { RuleError } from './rule-error.js';
 import { parseAvailable, resolveTarget, type ResolvedTarget } from './target-expression.js';
 import { minorOf, parseVersion } from './version.js';
-import { applyStep, buildRunbook, type RunbookStep } from './upgrade-runbook.js';
+import { applyStep, buildRunbook, type KubeProxyAddon, type RunbookStep } from './upgrade-runbook.js';
 import { planWorkerHops, type HopMoves } from './worker-moves.js';
 
 export interface UpgradePlanRequest {
@@ -18,6 +19,10 @@ export interface UpgradePlanRequest {
   policy?: UpgradePolicy;
   /** The nodes' package tools, for the commands the steps show (default apt). */
   packageManager?: PackageManager;
+  /** The cluster configuration's `etcd.patchImageTag`: the etcd patch step's target (policy fixPrerequisites). */
+  etcdPatchImageTag?: string;
+  /** addons.kubeProxy and whether the cluster has the kube-proxy DaemonSet (the apply command shows the skip). */
+  kubeProxy?: KubeProxyAddon;
 }
 
 export interface UpgradePlan {
@@ -55,7 +60,16 @@ export function planUpgrade(request: UpgradePlanRequest): UpgradePlan {
   }
   const workers = nodes.filter((n) => n.role === 'worker').map((n) => n.name);
   const allHops = planWorkerHops(hops, inventory, workers, request.policy?.workersEveryHop ?? false);
-  const everyNode = buildRunbook(hops, planRollout(nodes, request.policy), request.packageManager, inventory, allHops);
+  const etcdPatch = request.policy?.fixPrerequisites === true ? { target: etcdPatchTarget(request.etcdPatchImageTag) } : undefined;
+  const everyNode = buildRunbook(
+    hops,
+    planRollout(nodes, request.policy),
+    request.packageManager,
+    inventory,
+    allHops,
+    etcdPatch,
+    request.kubeProxy,
+  );
   // Nodes with nothing to do in any hop are left out of the rollout, so the canary and the batches
   // are made of the nodes that move; the control planes stay (a hop's snapshot and kubeadm run there).
   const moving = new Set(
@@ -67,7 +81,7 @@ export function planUpgrade(request: UpgradePlanRequest): UpgradePlan {
     withoutCanaries(request.policy, idle),
   );
   const workerHops = Object.fromEntries(Object.entries(allHops).filter(([n]) => !idle.includes(n)));
-  const steps = buildRunbook(hops, rollout, request.packageManager, inventory, workerHops);
+  const steps = buildRunbook(hops, rollout, request.packageManager, inventory, workerHops, etcdPatch, request.kubeProxy);
   const moves = hopMoves(hops, rollout, inventory, steps);
   return { from, hops, target, rollout, workerHops, moves, steps, skew: checkRunbook(inventory, steps) };
 }

@@ -14,46 +14,17 @@ dir="$cache/temporal-server-$version"
 tag=ensure-temporal-server
 
 ready() { [[ -x "$dir/temporal-server" && -x "$dir/temporal-sql-tool" && -f "$dir/.complete" ]]; }
-if ready; then
-  echo "$dir"
-  exit 0
-fi
-
-command -v go >/dev/null || { echo "$tag: go is not installed; it is needed once to build the Temporal server" >&2; exit 1; }
-mkdir -p "$cache"
-# One builder per version: a second run waits for the first and then finds the binaries.
-exec 9>"$dir.lock"
-if ! flock -n 9; then
-  echo "$tag: another build of $dir is running; waiting for it" >&2
-  flock 9
-fi
-if ready; then
-  echo "$dir"
-  exit 0
-fi
-
-mkdir -p "$dir"
-work=$(mktemp -d "$dir/.build.XXXXXX")
-trap 'kill "${ticker:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
+# shellcheck source=lib/go-build.sh
+source "$root/scripts/lib/go-build.sh"
+go_build_begin "$tag" "$dir" ready "$dir" "the Temporal server"
 
 echo "$tag: building the Temporal server $version and temporal-sql-tool from the Go module proxy into $dir (first time only, several minutes)" >&2
-start=$(date +%s)
 # Both commands in one go install: packages they share compile once. -v names each package as it
 # compiles, counted below as progress. 9>&-: the build must not hold the lock after we exit.
 ( GOBIN="$work" GOFLAGS="${GOFLAGS:-} -trimpath" go install -v \
     "go.temporal.io/server/cmd/server@$version" "go.temporal.io/server/cmd/tools/sql@$version" \
     >"$work/build.log" 2>&1 ) 9>&- &
-builder=$!
-( while sleep 30; do
-    echo "$tag: still building ($(( $(date +%s) - start ))s, $(wc -l <"$work/build.log") packages compiled)" >&2
-  done ) 9>&- &
-ticker=$!
-if ! wait "$builder"; then
-  tail -n 30 "$work/build.log" >&2
-  echo "$tag: go install go.temporal.io/server/cmd/{server,tools/sql}@$version failed (log above)" >&2
-  exit 1
-fi
-kill "$ticker" 2>/dev/null || true
+go_build_wait "$tag" $! "go install go.temporal.io/server/cmd/{server,tools/sql}@$version" "packages compiled"
 
 # The schema the SQL tool applies ships in the module's source (the download go install just made).
 moddir=$(cd "$work" && go mod download -json "go.temporal.io/server@$version" | node -e \
@@ -65,6 +36,5 @@ chmod -R u+w "$dir/schema"
 mv "$work/server" "$dir/temporal-server"
 mv "$work/sql" "$dir/temporal-sql-tool"
 "$dir/temporal-sql-tool" --version >&2
-echo "$version built in $(( $(date +%s) - start ))s" >"$dir/.complete"
-echo "$tag: built in $(( $(date +%s) - start ))s" >&2
+go_build_done "$tag" "$dir" "$version"
 echo "$dir"

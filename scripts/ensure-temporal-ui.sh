@@ -15,30 +15,15 @@ bin="$dir/temporal-ui-server"
 tag=ensure-temporal-ui
 module=github.com/temporalio/ui-server/v2
 
-if [[ -x "$bin" && -f "$dir/.complete" ]]; then
-  echo "$bin"
-  exit 0
-fi
-command -v go >/dev/null || { echo "$tag: go is not installed; it is needed once to build the Temporal UI server" >&2; exit 1; }
-mkdir -p "$cache"
-exec 9>"$dir.lock"
-if ! flock -n 9; then
-  echo "$tag: another build of $dir is running; waiting for it" >&2
-  flock 9
-fi
-if [[ -x "$bin" && -f "$dir/.complete" ]]; then
-  echo "$bin"
-  exit 0
-fi
-
-mkdir -p "$dir"
-work=$(mktemp -d "$dir/.build.XXXXXX")
-trap 'kill "${ticker:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
-start=$(date +%s)
+# shellcheck source=lib/go-build.sh
+source "$root/scripts/lib/go-build.sh"
+built() { [[ -x "$bin" && -f "$dir/.complete" ]]; }
+go_build_begin "$tag" "$dir" built "$bin" "the Temporal UI server"
 echo "$tag: building the Temporal UI server $version from the Go module proxy into $dir (first time only)" >&2
 
-# The module's go.mod replaces grpc-gateway (v1) with Temporal's fork; a replace only applies in the main
-# module, so `go install module@version` refuses it: a wrapper module requires the UI and repeats it.
+# Older releases' go.mod replace grpc-gateway (v1) with Temporal's fork (v2.55.0's has no replace); a
+# replace only applies in the main module, so `go install module@version` refuses it: a wrapper module
+# requires the UI and repeats any replace it has.
 ( cd "$work" && go mod download -json "$module@$version" >mod.json ) || { cat "$work/mod.json" >&2; echo "$tag: cannot download $module@$version" >&2; exit 1; }
 gomod=$(node -p "require('$work/mod.json').GoMod")
 mkdir "$work/wrapper"
@@ -47,24 +32,13 @@ mkdir "$work/wrapper"
   echo
   grep -m1 '^go ' "$gomod"
   echo
-  grep '^replace ' "$gomod"
+  grep '^replace ' "$gomod" || true
 } >"$work/wrapper/go.mod"
 
 ( cd "$work/wrapper" && go get "$module/cmd/server@$version" >"$work/build.log" 2>&1 &&
   GOFLAGS="${GOFLAGS:-} -trimpath" go build -v -o "$work/temporal-ui-server" "$module/cmd/server" >>"$work/build.log" 2>&1 ) 9>&- &
-builder=$!
-( while sleep 30; do
-    echo "$tag: still building ($(( $(date +%s) - start ))s, $(wc -l <"$work/build.log") lines of go output)" >&2
-  done ) 9>&- &
-ticker=$!
-if ! wait "$builder"; then
-  tail -n 30 "$work/build.log" >&2
-  echo "$tag: building $module/cmd/server@$version failed (log above)" >&2
-  exit 1
-fi
-kill "$ticker" 2>/dev/null || true
+go_build_wait "$tag" $! "building $module/cmd/server@$version"
 mv "$work/temporal-ui-server" "$bin"
 "$bin" --version >&2
-echo "$version built in $(( $(date +%s) - start ))s" >"$dir/.complete"
-echo "$tag: built in $(( $(date +%s) - start ))s" >&2
+go_build_done "$tag" "$dir" "$version"
 echo "$bin"

@@ -66,6 +66,46 @@ interface Controller {
   name: string;
 }
 
+/** The top-level controller of a pod: a ReplicaSet's Deployment (remembered in `replicaSetOwners`), else the owner itself. */
+async function controllerOf(
+  kube: KubeClients,
+  replicaSetOwners: Map<string, Controller>,
+  namespace: string,
+  ref: V1OwnerReference,
+): Promise<Controller> {
+  if (ref.kind !== 'ReplicaSet') return { kind: ref.kind, namespace, name: ref.name };
+  const known = replicaSetOwners.get(ref.uid);
+  if (known) return known;
+  const rs = await kube.apps.readNamespacedReplicaSet({ name: ref.name, namespace });
+  const up = rs.metadata?.ownerReferences?.find((o) => o.controller);
+  const c =
+    up?.kind === 'Deployment' ? { kind: 'Deployment', namespace, name: up.name } : { kind: 'ReplicaSet', namespace, name: ref.name };
+  replicaSetOwners.set(ref.uid, c);
+  return c;
+}
+
+/** The pods a controller wants; undefined when it is gone or of a kind without a scale. */
+async function wanted(kube: KubeClients, c: Controller): Promise<number | undefined> {
+  try {
+    const args = { name: c.name, namespace: c.namespace };
+    switch (c.kind) {
+      case 'Deployment':
+        return (await kube.apps.readNamespacedDeployment(args)).spec?.replicas ?? 1;
+      case 'StatefulSet':
+        return (await kube.apps.readNamespacedStatefulSet(args)).spec?.replicas ?? 1;
+      case 'ReplicaSet':
+        return (await kube.apps.readNamespacedReplicaSet(args)).spec?.replicas ?? 1;
+      case 'DaemonSet':
+        return (await kube.apps.readNamespacedDaemonSet(args)).status?.desiredNumberScheduled ?? 0;
+      default:
+        return undefined;
+    }
+  } catch (err) {
+    if (statusOf(err) === 404) return undefined;
+    throw err;
+  }
+}
+
 export function startAvailabilitySampler(kube: KubeClients, options: { intervalMs?: number } = {}): AvailabilitySampler {
   const intervalMs = options.intervalMs ?? 250;
   const byPdb = new Map<string, PdbAvailability>();
@@ -80,40 +120,6 @@ export function startAvailabilitySampler(kube: KubeClients, options: { intervalM
 
   // A ReplicaSet's owner never changes: looked up once per ReplicaSet (by UID), not on every sample.
   const replicaSetOwners = new Map<string, Controller>();
-  /** The top-level controller of a pod: a ReplicaSet's Deployment, else the owner itself. */
-  const controllerOf = async (namespace: string, ref: V1OwnerReference): Promise<Controller> => {
-    if (ref.kind !== 'ReplicaSet') return { kind: ref.kind, namespace, name: ref.name };
-    const known = replicaSetOwners.get(ref.uid);
-    if (known) return known;
-    const rs = await kube.apps.readNamespacedReplicaSet({ name: ref.name, namespace });
-    const up = rs.metadata?.ownerReferences?.find((o) => o.controller);
-    const c =
-      up?.kind === 'Deployment' ? { kind: 'Deployment', namespace, name: up.name } : { kind: 'ReplicaSet', namespace, name: ref.name };
-    replicaSetOwners.set(ref.uid, c);
-    return c;
-  };
-
-  /** The pods a controller wants; undefined when it is gone or of a kind without a scale. */
-  const wanted = async (c: Controller): Promise<number | undefined> => {
-    try {
-      const args = { name: c.name, namespace: c.namespace };
-      switch (c.kind) {
-        case 'Deployment':
-          return (await kube.apps.readNamespacedDeployment(args)).spec?.replicas ?? 1;
-        case 'StatefulSet':
-          return (await kube.apps.readNamespacedStatefulSet(args)).spec?.replicas ?? 1;
-        case 'ReplicaSet':
-          return (await kube.apps.readNamespacedReplicaSet(args)).spec?.replicas ?? 1;
-        case 'DaemonSet':
-          return (await kube.apps.readNamespacedDaemonSet(args)).status?.desiredNumberScheduled ?? 0;
-        default:
-          return undefined;
-      }
-    } catch (err) {
-      if (statusOf(err) === 404) return undefined;
-      throw err;
-    }
-  };
 
   const judge = async (pdb: V1PodDisruptionBudget, pods: V1Pod[], at: string) => {
     const namespace = pdb.metadata?.namespace ?? 'default';
@@ -129,11 +135,11 @@ export function startAvailabilitySampler(kube: KubeClients, options: { intervalM
         unowned++;
         continue;
       }
-      const c = await controllerOf(namespace, ref);
+      const c = await controllerOf(kube, replicaSetOwners, namespace, ref);
       known.set(`${c.kind}/${c.name}`, c);
     }
     let expected = unowned;
-    for (const c of known.values()) expected += (await wanted(c)) ?? 0;
+    for (const c of known.values()) expected += (await wanted(kube, c)) ?? 0;
     if (known.size === 0) expected = selected.length;
     const floor = pdbFloor(pdb.spec ?? {}, expected);
     const ready = selected.filter(isReady).length;

@@ -28,8 +28,10 @@ stopped and removed, and its Node deleted if still there. It talks to the simula
 (<state>/machine-api.json and its token file), so it works from a provisioning command hook.
 
 A command fault matches by prefix, read as the host reads a command line (after sudo -n and
-VAR=value), so a line copied from commands.log works as its "command"; one whose program the host
-does not have (apt for apt-get, dnf on a Debian host) is refused. "status" lists the faults in effect.
+VAR=value), so a line copied from commands.log works as its "command"; one that can never match is
+refused: a program the host does not have (apt for apt-get, dnf on a Debian host), or a command
+skewless never sends (rules/host-command-forms.ts, and the cluster configuration's maintenance.command).
+"status" lists the faults in effect.
 Fault JSON: {"kind":"fail","command":"apt-get install","times":2} | {"kind":"refuse","seconds":30} |
             {"kind":"hang","command":"kubeadm upgrade apply"} | {"kind":"slow","command":"apt-get","ms":5000} |
             {"kind":"rebootDuring","command":"apt-get install"} | {"kind":"rotateHostKey"}`;

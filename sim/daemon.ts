@@ -1,7 +1,8 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
-import { readDescription } from './description.js';
+import { loadClusterConfig } from '../activities/cluster-config.js';
+import { readDescription, type SimDescription } from './description.js';
 import { startSimulation } from './simulation.js';
 
 /**
@@ -32,7 +33,8 @@ async function run(): Promise<void> {
         }
         const m = /^\/hosts\/([a-z0-9-]+)\/faults$/.exec(req.url ?? '');
         if (!m || !m[1]) throw new Error(`unknown path ${req.url}`);
-        if (req.method === 'POST') sim.hosts.setFault(m[1], JSON.parse(body));
+        if (req.method === 'POST')
+          sim.hosts.setFault(m[1], JSON.parse(body), { sentBySkewless: configuredCommands(stateDir, description) });
         else if (req.method === 'DELETE') sim.hosts.clearFaults(m[1]);
         else throw new Error(`unsupported method ${req.method}`);
         res.writeHead(204).end();
@@ -68,6 +70,20 @@ async function run(): Promise<void> {
     rmSync(daemonFile, { force: true });
     process.exit(0);
   };
+}
+
+/**
+ * The host commands the worker's cluster configuration (<state>/clusters/NAME.yaml, as the worker reads
+ * it) has skewless send beside its own: maintenance.command once an operator added it. A configuration
+ * the worker would refuse configures nothing.
+ */
+function configuredCommands(stateDir: string, description: SimDescription): string[][] {
+  try {
+    const command = loadClusterConfig(join(stateDir, 'clusters'), description.name).maintenance?.command;
+    return command ? [command] : [];
+  } catch {
+    return [];
+  }
 }
 
 run().catch((err) => {

@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { isDnsLabel } from '../rules/input-shapes.js';
 import { parse as parseYaml } from 'yaml';
 import { parseVersion } from '../rules/index.js';
 import { KUBE_RELEASES } from './cluster/kube-releases.js';
 import { REPOSITORY_LAYOUTS, type RepositoryLayout } from './hosts/apt-archive.js';
 import { PACKAGE_MANAGERS, type PackageManager } from './hosts/rpm-archive.js';
-import { validateFault, type Fault } from './hosts/faults.js';
+import { isCommandFault, unsentFault, validateFault, type CommandFault, type Fault } from './hosts/faults.js';
 import { extraSourceProblem, type ExtraSource } from './hosts/extra-sources.js';
 import { PACKAGES, type PackageName } from './hosts/host-state.js';
 
@@ -106,6 +107,12 @@ export interface SimDescription {
    * cluster configuration's `pools:` as they are (its loader checks them). Empty when absent.
    */
   pools?: Record<string, string>;
+  /**
+   * When true, the API server runs API Priority and Fairness as a real one does (its default
+   * --max-requests-inflight and --max-mutating-requests-inflight): a test can throttle the worker's
+   * identity with a FlowSchema. Unset: off, so a 1,000-node simulation never queues behind it.
+   */
+  priorityAndFairness?: boolean;
 }
 
 export const CONTROL_PLANE_MODES = ['shared', 'per-node'] as const;
@@ -114,8 +121,6 @@ export type ControlPlaneMode = (typeof CONTROL_PLANE_MODES)[number];
 export class DescriptionError extends Error {
   override name = 'DescriptionError';
 }
-
-const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 type Raw = Record<string, unknown>;
 
@@ -131,7 +136,7 @@ function list(value: unknown, where: string): unknown[] {
 }
 
 function name(value: unknown, where: string): string {
-  if (typeof value !== 'string' || value.length > 63 || !NAME.test(value)) {
+  if (!isDnsLabel(value)) {
     throw new DescriptionError(`${where} must be a DNS label (lowercase letters, digits, '-'), got ${JSON.stringify(value)}`);
   }
   return value;
@@ -143,6 +148,11 @@ function version(value: unknown, where: string): string {
   } catch (err) {
     throw new DescriptionError(`${where}: ${(err as Error).message}`);
   }
+}
+
+function flag(value: unknown, where: string): boolean {
+  if (typeof value !== 'boolean') throw new DescriptionError(`${where} must be true or false`);
+  return value;
 }
 
 function count(value: unknown, where: string, min: number): number {
@@ -172,6 +182,9 @@ function faults(value: unknown, where: string): Fault[] {
     }
     try {
       validateFault(raw as unknown as Fault);
+      // As `sim fault`: one no command skewless sends can match waits for nothing (no maintenance.command yet).
+      const unsent = isCommandFault(raw as unknown as Fault) ? unsentFault(raw as unknown as CommandFault) : undefined;
+      if (unsent) throw new Error(unsent);
     } catch (err) {
       throw new DescriptionError(`${where}[${i}]: ${(err as Error).message}`);
     }
@@ -268,6 +281,109 @@ function checkReleases(clusterVersion: string, nodes: readonly SimNode[]): void 
   }
 }
 
+/** What a node takes from the description's top level unless it says otherwise. */
+interface NodeDefaults {
+  clusterVersion: string;
+  repository: string[];
+  latencies: SimNode['latencies'];
+  manager: PackageManager;
+  sources: SimNode['sources'];
+}
+
+/** The `i`th entry of `nodes:`, as its `count` copies (`name-1`, `name-2`, …; one without a count keeps its name). */
+function describedNodes(n: unknown, i: number, d: NodeDefaults): SimNode[] {
+  const where = `nodes[${i}]`;
+  const r = obj(n, where);
+  const role = r.role;
+  if (role !== 'control-plane' && role !== 'worker') throw new DescriptionError(`${where}.role must be control-plane or worker`);
+  const base = name(r.name, `${where}.name`);
+  const copies = r.count === undefined ? 1 : count(r.count, `${where}.count`, 1);
+  const kubelet = version(r.kubelet ?? d.clusterVersion, `${where}.kubelet`);
+  const c = r.components === undefined ? {} : obj(r.components, `${where}.components`);
+  if (role === 'worker' && r.components !== undefined) throw new DescriptionError(`${where}: workers run no control-plane components`);
+  const nodes: SimNode[] = [];
+  for (let k = 1; k <= copies; k++) {
+    nodes.push({
+      name: copies === 1 && r.count === undefined ? base : `${base}-${k}`,
+      role,
+      kubelet,
+      ...(role === 'control-plane'
+        ? {
+            components: {
+              apiserver: version(c.apiserver ?? d.clusterVersion, `${where}.components.apiserver`),
+              controllerManager: version(c.controllerManager ?? d.clusterVersion, `${where}.components.controllerManager`),
+              scheduler: version(c.scheduler ?? d.clusterVersion, `${where}.components.scheduler`),
+            },
+          }
+        : {}),
+      labels: (r.labels === undefined ? {} : obj(r.labels, `${where}.labels`)) as Record<string, string>,
+      latencies: { ...d.latencies, ...latencies(r.latencies, `${where}.latencies`) },
+      faults: faults(r.faults, `${where}.faults`),
+      repository:
+        r.repository === undefined
+          ? d.repository
+          : list(r.repository, `${where}.repository`).map((v, j) => version(v, `${where}.repository[${j}]`)),
+      sources: r.sources === undefined ? d.sources : extraSources(r.sources, `${where}.sources`, d.manager),
+      ...(r.holds === undefined ? {} : { holds: holds(r.holds, `${where}.holds`, d.manager) }),
+      ...hostFacts(r, where, role),
+    });
+  }
+  return nodes;
+}
+
+/** The nodes' names, each once; at least one control plane. */
+function checkedNodeNames(nodes: readonly SimNode[]): Set<string> {
+  const seen = new Set<string>();
+  for (const n of nodes) {
+    if (seen.has(n.name)) throw new DescriptionError(`node ${n.name} is described twice`);
+    seen.add(n.name);
+  }
+  if (!nodes.some((n) => n.role === 'control-plane')) throw new DescriptionError('the cluster needs at least one control-plane node');
+  return seen;
+}
+
+/** The `i`th entry of `workloads:`; a bare Pod's `node` must be a described node. */
+function describedWorkload(w: unknown, i: number, nodeNames: Set<string>): WorkloadSpec {
+  const where = `workloads[${i}]`;
+  const r = obj(w, where);
+  if (!['Deployment', 'StatefulSet', 'DaemonSet', 'Pod'].includes(r.kind as string)) {
+    throw new DescriptionError(`${where}.kind must be Deployment, StatefulSet, DaemonSet or Pod`);
+  }
+  const kind = r.kind as WorkloadSpec['kind'];
+  const spec: WorkloadSpec = {
+    kind,
+    name: name(r.name, `${where}.name`),
+    namespace: r.namespace === undefined ? 'default' : name(r.namespace, `${where}.namespace`),
+    replicas: kind === 'Deployment' || kind === 'StatefulSet' ? count(r.replicas ?? 1, `${where}.replicas`, 0) : 1,
+  };
+  if (r.pdb !== undefined) {
+    const pdb = obj(r.pdb, `${where}.pdb`);
+    if ((pdb.minAvailable === undefined) === (pdb.maxUnavailable === undefined)) {
+      throw new DescriptionError(`${where}.pdb needs exactly one of minAvailable or maxUnavailable`);
+    }
+    spec.pdb = pdb as PdbSpec;
+  }
+  if (r.node !== undefined) {
+    if (kind !== 'Pod') throw new DescriptionError(`${where}.node is only for bare Pods`);
+    spec.node = name(r.node, `${where}.node`);
+    if (!nodeNames.has(spec.node)) throw new DescriptionError(`${where}.node ${spec.node} is not a described node`);
+  }
+  if (r.emptyDir !== undefined) spec.emptyDir = r.emptyDir === true;
+  return spec;
+}
+
+/** `pools:`, each a label selector by pool name. */
+function describedPools(value: unknown): Record<string, string> {
+  const pools: Record<string, string> = {};
+  for (const [pool, selector] of Object.entries(value === undefined ? {} : obj(value, 'pools'))) {
+    name(pool, `pools.${pool}`);
+    if (typeof selector !== 'string' || selector === '' || /[\n\r{}#'"]/.test(selector))
+      throw new DescriptionError(`pools.${pool} must be a label selector such as skewless.io/pool=blue`);
+    pools[pool] = selector;
+  }
+  return pools;
+}
+
 export function parseDescription(text: string, source = 'description'): SimDescription {
   let doc: unknown;
   try {
@@ -280,93 +396,20 @@ export function parseDescription(text: string, source = 'description'): SimDescr
   const repository = list(raw.repository, 'repository').map((v, i) => version(v, `repository[${i}]`));
   const defaultLatencies = latencies(raw.latencies, 'latencies');
   const manager = packageManager(raw.packageManager);
-  const defaultSources = extraSources(raw.sources, 'sources', manager);
-
-  const nodes: SimNode[] = [];
-  for (const [i, n] of list(raw.nodes, 'nodes').entries()) {
-    const where = `nodes[${i}]`;
-    const r = obj(n, where);
-    const role = r.role;
-    if (role !== 'control-plane' && role !== 'worker') throw new DescriptionError(`${where}.role must be control-plane or worker`);
-    const base = name(r.name, `${where}.name`);
-    const copies = r.count === undefined ? 1 : count(r.count, `${where}.count`, 1);
-    const kubelet = version(r.kubelet ?? clusterVersion, `${where}.kubelet`);
-    const c = r.components === undefined ? {} : obj(r.components, `${where}.components`);
-    if (role === 'worker' && r.components !== undefined) throw new DescriptionError(`${where}: workers run no control-plane components`);
-    for (let k = 1; k <= copies; k++) {
-      nodes.push({
-        name: copies === 1 && r.count === undefined ? base : `${base}-${k}`,
-        role,
-        kubelet,
-        ...(role === 'control-plane'
-          ? {
-              components: {
-                apiserver: version(c.apiserver ?? clusterVersion, `${where}.components.apiserver`),
-                controllerManager: version(c.controllerManager ?? clusterVersion, `${where}.components.controllerManager`),
-                scheduler: version(c.scheduler ?? clusterVersion, `${where}.components.scheduler`),
-              },
-            }
-          : {}),
-        labels: (r.labels === undefined ? {} : obj(r.labels, `${where}.labels`)) as Record<string, string>,
-        latencies: { ...defaultLatencies, ...latencies(r.latencies, `${where}.latencies`) },
-        faults: faults(r.faults, `${where}.faults`),
-        repository:
-          r.repository === undefined
-            ? repository
-            : list(r.repository, `${where}.repository`).map((v, j) => version(v, `${where}.repository[${j}]`)),
-        sources: r.sources === undefined ? defaultSources : extraSources(r.sources, `${where}.sources`, manager),
-        ...(r.holds === undefined ? {} : { holds: holds(r.holds, `${where}.holds`, manager) }),
-        ...hostFacts(r, where, role),
-      });
-    }
-  }
-  const seen = new Set<string>();
-  for (const n of nodes) {
-    if (seen.has(n.name)) throw new DescriptionError(`node ${n.name} is described twice`);
-    seen.add(n.name);
-  }
-  if (!nodes.some((n) => n.role === 'control-plane')) throw new DescriptionError('the cluster needs at least one control-plane node');
-
-  const workloads = list(raw.workloads, 'workloads').map((w, i): WorkloadSpec => {
-    const where = `workloads[${i}]`;
-    const r = obj(w, where);
-    if (!['Deployment', 'StatefulSet', 'DaemonSet', 'Pod'].includes(r.kind as string)) {
-      throw new DescriptionError(`${where}.kind must be Deployment, StatefulSet, DaemonSet or Pod`);
-    }
-    const kind = r.kind as WorkloadSpec['kind'];
-    const spec: WorkloadSpec = {
-      kind,
-      name: name(r.name, `${where}.name`),
-      namespace: r.namespace === undefined ? 'default' : name(r.namespace, `${where}.namespace`),
-      replicas: kind === 'Deployment' || kind === 'StatefulSet' ? count(r.replicas ?? 1, `${where}.replicas`, 0) : 1,
-    };
-    if (r.pdb !== undefined) {
-      const pdb = obj(r.pdb, `${where}.pdb`);
-      if ((pdb.minAvailable === undefined) === (pdb.maxUnavailable === undefined)) {
-        throw new DescriptionError(`${where}.pdb needs exactly one of minAvailable or maxUnavailable`);
-      }
-      spec.pdb = pdb as PdbSpec;
-    }
-    if (r.node !== undefined) {
-      if (kind !== 'Pod') throw new DescriptionError(`${where}.node is only for bare Pods`);
-      spec.node = name(r.node, `${where}.node`);
-      if (!seen.has(spec.node)) throw new DescriptionError(`${where}.node ${spec.node} is not a described node`);
-    }
-    if (r.emptyDir !== undefined) spec.emptyDir = r.emptyDir === true;
-    return spec;
-  });
-
+  const defaults = {
+    clusterVersion,
+    repository,
+    latencies: defaultLatencies,
+    manager,
+    sources: extraSources(raw.sources, 'sources', manager),
+  };
+  const nodes = list(raw.nodes, 'nodes').flatMap((n, i) => describedNodes(n, i, defaults));
+  const nodeNames = checkedNodeNames(nodes);
+  const workloads = list(raw.workloads, 'workloads').map((w, i) => describedWorkload(w, i, nodeNames));
   const mode = controlPlaneMode(raw.controlPlane);
   if (mode === 'per-node') checkReleases(clusterVersion, nodes);
-
   const ssh = raw.ssh === undefined ? {} : obj(raw.ssh, 'ssh');
-  const pools: Record<string, string> = {};
-  for (const [pool, selector] of Object.entries(raw.pools === undefined ? {} : obj(raw.pools, 'pools'))) {
-    name(pool, `pools.${pool}`);
-    if (typeof selector !== 'string' || selector === '' || /[\n\r{}#'"]/.test(selector))
-      throw new DescriptionError(`pools.${pool} must be a label selector such as skewless.io/pool=blue`);
-    pools[pool] = selector;
-  }
+  const pools = describedPools(raw.pools);
   return {
     name: name(raw.name, 'name'),
     version: clusterVersion,
@@ -380,6 +423,7 @@ export function parseDescription(text: string, source = 'description'): SimDescr
     ...(raw.terminationGraceSeconds === undefined
       ? {}
       : { terminationGraceSeconds: count(raw.terminationGraceSeconds, 'terminationGraceSeconds', 0) }),
+    ...(raw.priorityAndFairness === undefined ? {} : { priorityAndFairness: flag(raw.priorityAndFairness, 'priorityAndFairness') }),
     pools,
   };
 }

@@ -137,7 +137,8 @@ function liveComponents(cp: ControlPlane): LiveComponents | undefined {
     for (const n of cp.nodes.values()) {
       for (const component of CONTROL_PLANE_MANIFESTS) {
         const version = await n.reportedVersion(component);
-        if (version) out.push({ node: n.node, component, version });
+        const emulated = version ? await n.reportedEmulation(component) : undefined;
+        if (version) out.push({ node: n.node, component, version, ...(emulated ? { emulated } : {}) });
       }
     }
     return out;
@@ -183,6 +184,79 @@ const manifestVersions = (c: NonNullable<SimNode['components']>): Record<Control
  */
 export const AUDIT_LOG = '/var/log/kubernetes/audit/audit.log';
 
+/** A per-node world's control planes (their manifests' versions, audit log and etcd member), or undefined: shared. */
+function perNodeControlPlanes(description: SimDescription, stateDir: string) {
+  if (description.controlPlane !== 'per-node') return undefined;
+  return description.nodes.flatMap((n) =>
+    n.components
+      ? [
+          {
+            node: n.name,
+            versions: manifestVersions(n.components),
+            auditLog: join(hostDir(stateDir, n.name), 'root', AUDIT_LOG),
+            etcd: {
+              version: initialEtcdVersion(n, description.version),
+              dataDir: join(hostDir(stateDir, n.name), 'root', 'var', 'lib', 'etcd'),
+            },
+          },
+        ]
+      : [],
+  );
+}
+
+/** What the hosts' etcdctl and etcdutl reach: the shared etcd, or (per-node) each control plane's own member. */
+function hostEtcd(controlPlane: ControlPlane, controlPlaneNodes: string[], binaries: SimBinaries) {
+  return {
+    endpoint: controlPlane.etcdEndpoint,
+    ...(controlPlane.mode === 'per-node' ? { memberOf: etcdMemberOf(controlPlane.etcdMembers, controlPlaneNodes, modelledAddress) } : {}),
+    etcdctl: binaries.bin('etcdctl'),
+    etcdutl: binaries.bin('etcdutl'),
+  };
+}
+
+/** A described node as the host simulator runs it. */
+function hostSpec(n: SimNode, description: SimDescription, perNode: boolean) {
+  return {
+    name: n.name,
+    role: n.role,
+    repository: n.repository,
+    packageRepository: description.packageRepository,
+    packageManager: description.packageManager,
+    installed: { kubeadm: n.kubelet, kubelet: n.kubelet, kubectl: n.kubelet },
+    ...(n.components ? { components: manifestVersions(n.components) } : {}),
+    latencies: n.latencies,
+    faults: n.faults,
+    sources: n.sources,
+    ...(n.holds ? { held: n.holds } : {}),
+    ...(n.cgroup ? { cgroup: n.cgroup } : {}),
+    // per-node: the seeded manifest already names the tag the member starts at (kubeadm init rewrites it alike).
+    ...(n.etcdImageTag || (perNode && n.role === 'control-plane')
+      ? { etcdImageTag: n.etcdImageTag ?? kubeadmEtcdTag(description.version) }
+      : {}),
+    ...(n.certificateDays === undefined ? {} : { certificateDays: n.certificateDays }),
+  };
+}
+
+/** What a worker needs to reach the simulation (simulation.json, and the cluster configuration written from it). */
+function simulationEndpoints(
+  cluster: string,
+  clustersDir: string,
+  controlPlane: ControlPlane,
+  hosts: HostSimulator,
+  machines: SimMachines,
+  sshHosts: SimulationEndpoints['ssh']['hosts'],
+): SimulationEndpoints {
+  return {
+    cluster,
+    clustersDir,
+    kubeconfig: controlPlane.workerKubeconfig,
+    adminKubeconfig: controlPlane.kubeconfig,
+    server: controlPlane.server,
+    ssh: { user: hosts.user, privateKeyPath: hosts.clientKeyPath, knownHostsPath: hosts.knownHostsPath, hosts: sshHosts },
+    machineApi: { endpoint: machines.endpoint, tokenFile: machines.tokenFile },
+  };
+}
+
 export async function startSimulation(description: SimDescription, options: SimulationOptions): Promise<Simulation> {
   const { stateDir } = options;
   mkdirSync(stateDir, { recursive: true });
@@ -191,24 +265,7 @@ export async function startSimulation(description: SimDescription, options: Simu
   const controlPlaneNodes = description.nodes.filter((n) => n.role === 'control-plane').map((n) => n.name);
   const primary = controlPlaneNodes[0];
   const etcdDataDir = primary === undefined ? undefined : join(hostDir(stateDir, primary), 'root', 'var', 'lib', 'etcd');
-  const perNode =
-    description.controlPlane === 'per-node'
-      ? description.nodes.flatMap((n) =>
-          n.components
-            ? [
-                {
-                  node: n.name,
-                  versions: manifestVersions(n.components),
-                  auditLog: join(hostDir(stateDir, n.name), 'root', AUDIT_LOG),
-                  etcd: {
-                    version: initialEtcdVersion(n, description.version),
-                    dataDir: join(hostDir(stateDir, n.name), 'root', 'var', 'lib', 'etcd'),
-                  },
-                },
-              ]
-            : [],
-        )
-      : undefined;
+  const perNode = perNodeControlPlanes(description, stateDir);
   // kubeadm's files name this run's ports (the endpoint, each apiserver's): a per-node world starts afresh.
   if (perNode && existsSync(join(stateDir, 'hosts')))
     throw new Error(`${stateDir} holds hosts of an earlier run: a per-node simulation starts in an empty state dir`);
@@ -217,144 +274,145 @@ export async function startSimulation(description: SimDescription, options: Simu
     binaries,
     clusterName: description.name,
     honourPodGrace: description.terminationGraceSeconds !== undefined,
+    ...(description.priorityAndFairness ? { priorityAndFairness: true } : {}),
     ...(etcdDataDir ? { etcdDataDir } : {}),
     ...(perNode ? { perNode } : {}),
   });
-  let hosts: HostSimulator | undefined;
-  let machines: SimMachines | undefined;
-  let kubeadmHosts: RealKubeadmHosts | undefined;
-  let statusSync: { stop(): void } | undefined;
+  const parts: SimulationParts = { controlPlane };
   try {
-    const kube = kubeClients(controlPlane.kubeconfig);
-    await grantWorker(kube);
-    await populateCluster(kube, description, options.timeoutMs);
-    statusSync = startKubeletStatusSync(controlPlane.kubeconfig, kube);
-    const recorder = recordVersions(kubeEffects(kube), kube, stateDir, liveComponents(controlPlane), liveEtcd(controlPlane));
-    await recorder.record('initial');
-    const staticPods = staticPodModel(controlPlane, controlPlaneNodes, {
-      onError: (err) => console.error(`[sim/static-pods] ${err.message}`),
-      // Each restart at another version is a state of the cluster the skew policy must hold in.
-      onRestarted: (node, component, version) => void recorder.record(`static-pod ${node} ${component} ${version}`),
-      kube,
-    });
-    hosts = await startHostSimulator({
-      stateDir,
-      staticPods,
-      ...(controlPlane.mode === 'per-node' ? { realKubeadm } : {}),
-      user: description.ssh.user,
-      rebootSeconds: description.rebootSeconds,
-      effects: recorder.effects,
-      etcd: {
-        endpoint: controlPlane.etcdEndpoint,
-        ...(controlPlane.mode === 'per-node'
-          ? { memberOf: etcdMemberOf(controlPlane.etcdMembers, controlPlaneNodes, modelledAddress) }
-          : {}),
-        etcdctl: binaries.bin('etcdctl'),
-        etcdutl: binaries.bin('etcdutl'),
-      },
-      hosts: description.nodes.map((n) => ({
-        name: n.name,
-        role: n.role,
-        repository: n.repository,
-        packageRepository: description.packageRepository,
-        packageManager: description.packageManager,
-        installed: { kubeadm: n.kubelet, kubelet: n.kubelet, kubectl: n.kubelet },
-        ...(n.components ? { components: manifestVersions(n.components) } : {}),
-        latencies: n.latencies,
-        faults: n.faults,
-        sources: n.sources,
-        ...(n.holds ? { held: n.holds } : {}),
-        ...(n.cgroup ? { cgroup: n.cgroup } : {}),
-        // per-node: the seeded manifest already names the tag the member starts at (kubeadm init rewrites it alike).
-        ...(n.etcdImageTag || (perNode && n.role === 'control-plane')
-          ? { etcdImageTag: n.etcdImageTag ?? kubeadmEtcdTag(description.version) }
-          : {}),
-        ...(n.certificateDays === undefined ? {} : { certificateDays: n.certificateDays }),
-      })),
-    });
-    const running = hosts;
-    if (controlPlane.mode === 'per-node') {
-      kubeadmHosts = await prepareRealKubeadmHosts({
-        stateDir,
-        description,
-        controlPlane,
-        noticeManifests: (h) => running.noticeManifests(h),
-        kube,
-      });
-    }
-    const clustersDir = join(stateDir, 'clusters');
-    const listeners = new Set<() => void>();
-    const sshHosts = () =>
-      running.hosts.map((h) => ({ name: h.name, host: '127.0.0.1', port: h.port, hostKeyFingerprint: h.hostKeyFingerprint }));
-    machines = await startMachineApi({
-      stateDir,
-      description,
-      kube,
-      hosts: running,
-      clusterConfigPath: join(clustersDir, `${description.name}.yaml`),
-      recordVersions: recorder.record,
-      onHostsChanged: () => {
-        endpoints.ssh.hosts = sshHosts();
-        writeFileSync(join(stateDir, 'simulation.json'), JSON.stringify(endpoints, null, 2));
-        for (const l of listeners) l();
-      },
-    });
-    const endpoints: SimulationEndpoints = {
-      cluster: description.name,
-      clustersDir,
-      kubeconfig: controlPlane.workerKubeconfig,
-      adminKubeconfig: controlPlane.kubeconfig,
-      server: controlPlane.server,
-      ssh: {
-        user: hosts.user,
-        privateKeyPath: hosts.clientKeyPath,
-        knownHostsPath: hosts.knownHostsPath,
-        hosts: sshHosts(),
-      },
-      machineApi: { endpoint: machines.endpoint, tokenFile: machines.tokenFile },
-    };
-    writeFileSync(join(stateDir, 'simulation.json'), JSON.stringify(endpoints, null, 2));
-    writeClusterConfig(
-      endpoints,
-      join(stateDir, 'snapshots'),
-      description.pools ?? {},
-      description.packageManager,
-      controlPlane.mode === 'per-node' ? AUDIT_LOG : undefined,
-    );
-    const api = machines;
-    return {
-      description,
-      stateDir,
-      kubeconfig: controlPlane.kubeconfig,
-      server: controlPlane.server,
-      etcdEndpoint: controlPlane.etcdEndpoint,
-      kube,
-      controlPlane,
-      hosts: running,
-      versionHistoryPath: recorder.path,
-      versionHistorySettled: recorder.settled,
-      auditEvents: () => readAuditEvents(controlPlane.auditLogPaths()),
-      endpoints,
-      machines: api,
-      onEndpointsChanged(listener) {
-        listeners.add(listener);
-        return () => void listeners.delete(listener);
-      },
-      async stop() {
-        await api.close();
-        await running.stop();
-        await kubeadmHosts?.stop();
-        await recorder.settled();
-        statusSync?.stop();
-        await controlPlane.stop();
-      },
-    };
+    return await assembleSimulation(description, options, binaries, controlPlaneNodes, perNode !== undefined, parts);
   } catch (err) {
-    await machines?.close();
-    await hosts?.stop();
-    await kubeadmHosts?.stop();
-    statusSync?.stop();
-    await controlPlane.stop();
+    await stopParts({ ...parts, recorder: undefined }); // a start that failed waits for no version record
     throw err;
   }
+}
+
+/** What a simulation runs, as far as it started: stopped in this order. */
+interface SimulationParts {
+  controlPlane: ControlPlane;
+  statusSync?: { stop(): void };
+  recorder?: ReturnType<typeof recordVersions>;
+  hosts?: HostSimulator;
+  kubeadmHosts?: RealKubeadmHosts;
+  machines?: SimMachines;
+}
+
+async function stopParts(p: SimulationParts): Promise<void> {
+  await p.machines?.close();
+  await p.hosts?.stop();
+  await p.kubeadmHosts?.stop();
+  await p.recorder?.settled();
+  p.statusSync?.stop();
+  await p.controlPlane.stop();
+}
+
+/** On a started control plane: the cluster's objects, the version recorder, the hosts, the machine API and the worker's configuration. */
+async function assembleSimulation(
+  description: SimDescription,
+  options: SimulationOptions,
+  binaries: SimBinaries,
+  controlPlaneNodes: string[],
+  perNode: boolean,
+  parts: SimulationParts,
+): Promise<Simulation> {
+  const { stateDir } = options;
+  const { controlPlane } = parts;
+  const kube = kubeClients(controlPlane.kubeconfig);
+  await grantWorker(kube);
+  await populateCluster(kube, description, options.timeoutMs);
+  parts.statusSync = startKubeletStatusSync(controlPlane.kubeconfig, kube);
+  const recorder = recordVersions(kubeEffects(kube), kube, stateDir, liveComponents(controlPlane), liveEtcd(controlPlane));
+  parts.recorder = recorder;
+  await recorder.record('initial');
+  const staticPods = staticPodModel(controlPlane, controlPlaneNodes, {
+    onError: (err) => console.error(`[sim/static-pods] ${err.message}`),
+    // Each restart at another version is a state of the cluster the skew policy must hold in.
+    onRestarted: (node, component, version) => void recorder.record(`static-pod ${node} ${component} ${version}`),
+    kube,
+  });
+  const hosts = await startHostSimulator({
+    stateDir,
+    staticPods,
+    ...(controlPlane.mode === 'per-node' ? { realKubeadm } : {}),
+    user: description.ssh.user,
+    rebootSeconds: description.rebootSeconds,
+    effects: recorder.effects,
+    etcd: hostEtcd(controlPlane, controlPlaneNodes, binaries),
+    hosts: description.nodes.map((n) => hostSpec(n, description, perNode)),
+  });
+  parts.hosts = hosts;
+  if (controlPlane.mode === 'per-node') {
+    parts.kubeadmHosts = await prepareRealKubeadmHosts({
+      stateDir,
+      description,
+      controlPlane,
+      noticeManifests: (h) => hosts.noticeManifests(h),
+      kube,
+    });
+  }
+  const { machines, endpoints, onEndpointsChanged } = await startMachinesAndEndpoints(description, stateDir, kube, hosts, recorder, parts);
+  return {
+    description,
+    stateDir,
+    kubeconfig: controlPlane.kubeconfig,
+    server: controlPlane.server,
+    etcdEndpoint: controlPlane.etcdEndpoint,
+    kube,
+    controlPlane,
+    hosts,
+    versionHistoryPath: recorder.path,
+    versionHistorySettled: recorder.settled,
+    auditEvents: () => readAuditEvents(controlPlane.auditLogPaths()),
+    endpoints,
+    machines,
+    onEndpointsChanged,
+    stop: () => stopParts(parts),
+  };
+}
+
+/**
+ * The machine API (blue/green), and the endpoints a worker needs, written to simulation.json and the
+ * worker's cluster configuration, and rewritten (listeners told) as machines come and go.
+ */
+async function startMachinesAndEndpoints(
+  description: SimDescription,
+  stateDir: string,
+  kube: KubeClients,
+  hosts: HostSimulator,
+  recorder: ReturnType<typeof recordVersions>,
+  parts: SimulationParts,
+) {
+  const { controlPlane } = parts;
+  const clustersDir = join(stateDir, 'clusters');
+  const listeners = new Set<() => void>();
+  const sshHosts = () =>
+    hosts.hosts.map((h) => ({ name: h.name, host: '127.0.0.1', port: h.port, hostKeyFingerprint: h.hostKeyFingerprint }));
+  const machines = await startMachineApi({
+    stateDir,
+    description,
+    kube,
+    hosts,
+    clusterConfigPath: join(clustersDir, `${description.name}.yaml`),
+    recordVersions: recorder.record,
+    onHostsChanged: () => {
+      endpoints.ssh.hosts = sshHosts();
+      writeFileSync(join(stateDir, 'simulation.json'), JSON.stringify(endpoints, null, 2));
+      for (const l of listeners) l();
+    },
+  });
+  parts.machines = machines;
+  const endpoints = simulationEndpoints(description.name, clustersDir, controlPlane, hosts, machines, sshHosts());
+  writeFileSync(join(stateDir, 'simulation.json'), JSON.stringify(endpoints, null, 2));
+  writeClusterConfig(
+    endpoints,
+    join(stateDir, 'snapshots'),
+    description.pools ?? {},
+    description.packageManager,
+    controlPlane.mode === 'per-node' ? AUDIT_LOG : undefined,
+  );
+  const onEndpointsChanged = (listener: () => void) => {
+    listeners.add(listener);
+    return () => void listeners.delete(listener);
+  };
+  return { machines, endpoints, onEndpointsChanged };
 }

@@ -5,7 +5,9 @@ import { STACK_FILE, startStack, type StackPorts } from './stack.js';
 /**
  * The process behind `npm run stack up`: holds the stack's programs (each dies with it, even on
  * SIGKILL) until SIGTERM/SIGINT, then stops them and removes <state>/stack.json, which it writes
- * once everything answers (the stack's addresses, versions, pids and its own pid).
+ * once everything answers (the stack's addresses, versions, pids and its own pid). A program that
+ * exits on its own is started again with a backoff, and stack.json rewritten with what runs now;
+ * SIGUSR2 (from `stack up`) cuts that backoff short.
  */
 
 async function run(): Promise<void> {
@@ -16,6 +18,9 @@ async function run(): Promise<void> {
   let shutdown: () => Promise<void> = async () => process.exit(1);
   process.on('SIGTERM', () => void shutdown());
   process.on('SIGINT', () => void shutdown());
+  // `stack up` on a stack with a program down: start it now rather than after its backoff.
+  let startNow: () => void = () => undefined;
+  process.on('SIGUSR2', () => startNow());
   const stack = await startStack({
     stateDir,
     ports: JSON.parse(portsJson) as StackPorts,
@@ -30,7 +35,16 @@ async function run(): Promise<void> {
     await stack.stop();
     process.exit(0);
   };
-  writeFileSync(file, `${JSON.stringify({ daemonPid: process.pid, ...stack.info() }, null, 2)}\n`);
+  const record = () => {
+    if (!stopping) writeFileSync(file, `${JSON.stringify({ daemonPid: process.pid, ...stack.info() }, null, 2)}\n`);
+  };
+  record();
+  const log = (l: string) => console.log(`stack: ${new Date().toISOString()} ${l}`);
+  const supervisor = stack.supervise({ log, changed: record });
+  startNow = () => {
+    log('stack up asked to start what is down now');
+    supervisor.startNow();
+  };
   if (whilePid) stopWhenGone(Number(whilePid), () => void shutdown());
 }
 

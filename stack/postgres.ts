@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -72,7 +72,11 @@ export class Postgres {
   }
 
   get pid(): number | undefined {
-    return this.process?.pid;
+    return this.process?.running ? this.process.pid : undefined;
+  }
+
+  whenExited(): Promise<void> {
+    return this.process?.whenExited() ?? Promise.resolve();
   }
 
   get user(): string | undefined {
@@ -189,8 +193,32 @@ export class Postgres {
     return this.process?.stop(30_000) ?? Promise.resolve();
   }
 
-  /** Immediate shutdown (SIGQUIT): no checkpoint, the next start recovers from the WAL, as after a crash. */
-  crash(): Promise<void> {
-    return this.process?.kill('SIGQUIT') ?? Promise.resolve();
+  /**
+   * Immediate shutdown (SIGQUIT): no checkpoint, the next start recovers from the WAL, as after a crash.
+   * `SIGKILL`: the crash itself, the postmaster and every backend at once (as the OOM killer or a lost
+   * machine leaves it; a backend left alone would hold the shared memory the next start needs).
+   */
+  async crash(signal: 'SIGQUIT' | 'SIGKILL' = 'SIGQUIT'): Promise<void> {
+    const pid = this.process?.pid;
+    if (signal === 'SIGKILL' && pid !== undefined) for (const child of childPids(pid)) killQuietly(child);
+    await (this.process?.kill(signal) ?? Promise.resolve());
+    if (signal === 'SIGKILL' && pid !== undefined) for (const child of childPids(pid)) killQuietly(child);
+  }
+}
+
+/** The direct children of `pid` (Linux's /proc/<pid>/task/<pid>/children); none once it is gone. */
+function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // gone already
   }
 }

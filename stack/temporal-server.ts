@@ -102,7 +102,11 @@ export class TemporalServer {
   }
 
   get pid(): number | undefined {
-    return this.process.pid;
+    return this.process.running ? this.process.pid : undefined;
+  }
+
+  whenExited(): Promise<void> {
+    return this.process.whenExited();
   }
 
   /** Starts it and waits until the frontend answers. */

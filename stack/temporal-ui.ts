@@ -34,7 +34,11 @@ export class TemporalUi {
   }
 
   get pid(): number | undefined {
-    return this.process.pid;
+    return this.process.running ? this.process.pid : undefined;
+  }
+
+  whenExited(): Promise<void> {
+    return this.process.whenExited();
   }
 
   async start(timeoutMs = 30_000): Promise<void> {

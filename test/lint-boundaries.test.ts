@@ -198,7 +198,7 @@ describe('layer boundaries (eslint.config.js)', () => {
     ['client/x.ts', use('Client', '@temporalio/client'), 'client/temporal-sdk.ts'],
     // worker ↛ the CLI; rules ↛ workflows, activities; tooling ↛ the rest
     ['worker/x.ts', use('connectClient', '../client/temporal-connection.js'), 'The CLI imports the worker'],
-    ['rules/x.ts', use('statusQuery', '../workflows/upgrade-messages.js'), 'The pure rules import contracts/'],
+    ['rules/x.ts', use('statusQuery', '../workflows/rollout-messages.js'), 'The pure rules import contracts/'],
     ['rules/x.ts', use('Activities', '../activities/index.js', true), 'The pure rules import contracts/'],
     ['tooling/x.ts', use('EXIT', '../client/cli-support.js'), 'tooling/ imports nothing'],
     // workflows ↛ activity implementations (type imports allowed below)

@@ -1,5 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /**
  * A TCP port on loopback that was free a moment ago, chosen *below* the kernel's ephemeral range.
@@ -12,16 +14,41 @@ import { createServer } from 'node:net';
  */
 export async function freePort(): Promise<number> {
   const [low, high] = belowEphemeralRange();
-  return (await freePortIn(low, Math.min(high, HOST_PORTS_LOW))) ?? listenAnywhere();
+  return (await freePortIn(low, Math.min(high, HOST_PORTS_LOW), { reserve: true })) ?? listenAnywhere();
 }
 
-/** A random port of [low, high) that can be listened on now, or undefined after 50 tries. */
-export async function freePortIn(low: number, high: number): Promise<number | undefined> {
+/**
+ * A random port of [low, high) that can be listened on now, or undefined after 50 tries. With `reserve`,
+ * also one no process of this machine was handed in the last RESERVED_MS: a world picks a dozen ports
+ * before it starts its servers, and the test files beside it pick theirs meanwhile.
+ */
+export async function freePortIn(low: number, high: number, o: { reserve?: boolean } = {}): Promise<number | undefined> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = low + Math.floor(Math.random() * (high - low));
-    if (await canListen(port)) return port;
+    if ((await canListen(port)) && (!o.reserve || reserved(port))) return port;
   }
   return undefined;
+}
+
+/** Long enough for a picked port's server to start (then it is taken by listening). */
+const RESERVED_MS = 120_000;
+const RESERVATIONS = join(tmpdir(), 'skewless-ports');
+
+/** Claims `port` for RESERVED_MS across processes (a file created exclusively); false if someone holds it. */
+function reserved(port: number): boolean {
+  const file = join(RESERVATIONS, String(port));
+  try {
+    if (Date.now() - statSync(file).mtimeMs < RESERVED_MS) return false;
+    rmSync(file, { force: true });
+  } catch {
+    mkdirSync(RESERVATIONS, { recursive: true });
+  }
+  try {
+    writeFileSync(file, `${process.pid}\n`, { flag: 'wx' });
+    return true;
+  } catch {
+    return false; // another process claimed it between the check and the write
+  }
 }
 
 const FALLBACK_EPHEMERAL_START = 32768;

@@ -89,6 +89,11 @@ export class ManagedProcess {
     );
   }
 
+  /** Resolves when the process started last exits (at once when none runs): a supervisor waits on it. */
+  whenExited(): Promise<void> {
+    return this.exited;
+  }
+
   /** Fails fast with the log's path if the process died while someone waits for it. */
   assertAlive(): void {
     if (!this.running)

@@ -1,7 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
-const ensureScript = fileURLToPath(new URL('../../scripts/ensure-temporal.sh', import.meta.url));
+import { ensureTemporalScript } from './build-info.js';
 
 /**
  * Path of the Temporal CLI built from the Go module proxy (scripts/ensure-temporal.sh), building
@@ -11,5 +9,5 @@ const ensureScript = fileURLToPath(new URL('../../scripts/ensure-temporal.sh', i
 export function ensureTemporalBinary(): string {
   const override = process.env.SKEWLESS_TEMPORAL_BIN;
   if (override) return override;
-  return execFileSync('bash', [ensureScript], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  return execFileSync('bash', [ensureTemporalScript], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
 }

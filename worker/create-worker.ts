@@ -1,6 +1,7 @@
 import type { DataConverter } from '@temporalio/common';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
+import type { DeploymentVersion } from './deployment.js';
 import { prebuiltBundle, workflowsPath } from './workflow-bundle.js';
 
 export { workflowsPath };
@@ -19,6 +20,22 @@ export interface SkewlessWorkerOptions {
   plugins?: WorkerOptions['plugins'];
   /** How long a stopping worker lets its activities in flight finish before cancelling them; default 0 (tests). */
   shutdownGraceTime?: WorkerOptions['shutdownGraceTime'];
+  /** Worker Versioning: the build this worker registers; unset, an unversioned worker (the tests' in-process workers). */
+  deployment?: DeploymentVersion;
+}
+
+/**
+ * Every workflow type is pinned to the build that started it (docs/deployment.md, "Releasing new
+ * workflow code"): a run, its node children and its continue-as-new runs replay only on the code
+ * that wrote their history, so a release needs no patched() branch. None is auto-upgrade: each type
+ * either ends within a rollout (hours) or, as a fleet or a schedule's run, waits on children of its
+ * own build; auto-upgrade would hand a run mid-history to new code and bring the branches back.
+ */
+export const VERSIONING_BEHAVIOR = 'PINNED';
+
+function versioning(deployment: DeploymentVersion | undefined): Pick<WorkerOptions, 'workerDeploymentOptions'> {
+  if (!deployment) return {};
+  return { workerDeploymentOptions: { useWorkerVersioning: true, version: deployment, defaultVersioningBehavior: VERSIONING_BEHAVIOR } };
 }
 
 /**
@@ -65,5 +82,6 @@ export async function createSkewlessWorker(options: SkewlessWorkerOptions): Prom
     ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
     ...(options.plugins?.length ? { plugins: options.plugins } : {}),
     ...(options.shutdownGraceTime === undefined ? {} : { shutdownGraceTime: options.shutdownGraceTime }),
+    ...versioning(options.deployment),
   });
 }

@@ -1,4 +1,5 @@
 import { accessSync, constants, readdirSync, statSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { NativeConnection } from '@temporalio/worker';
 import { loadClusterConfig } from '../activities/cluster-config.js';
@@ -13,8 +14,21 @@ import {
   type TelemetryConfig,
 } from './config.js';
 import { createSkewlessWorker, SHUTDOWN_GRACE_SECONDS } from './create-worker.js';
+import { currentUnlessSet, deploymentVersion, describeVersion, type DeploymentVersion } from './deployment.js';
+import { installRuntime } from './metrics.js';
 import { payloadCodec, workerDataConverter } from './payload-codec.js';
 import { watchForStalledShutdown } from './shutdown-watch.js';
+import { prebuiltBundle } from './workflow-bundle.js';
+import { workflowBuildId } from '../tooling/build-info.js';
+
+/**
+ * The build this worker registers: the prebuilt bundle's hash (tooling/build-info.ts). A checkout
+ * whose bundle is missing or older than its compiled workflows bundles at start and runs unversioned.
+ */
+function thisBuild(taskQueue: string): DeploymentVersion | undefined {
+  const buildId = prebuiltBundle() ? workflowBuildId() : undefined;
+  return buildId ? deploymentVersion(taskQueue, buildId) : undefined;
+}
 
 /**
  * Checks the clusters directory before anything connects: it exists, holds at least one
@@ -88,8 +102,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const connect = connectionOptions(options.connection); // reads the TLS files: a bad one fails here
   const codec = payloadCodec(options.connection); // and the payload key file
   const { metricsAddress, otlpEndpoint } = options.telemetry ?? {};
-  // The SDK's runtime takes its metrics options once, before the first connection of this process.
-  if (metricsAddress) (await import('./metrics.js')).installMetrics(metricsAddress);
+  // The SDK's runtime takes its log and metrics options once, before the first connection of this process.
+  installRuntime(metricsAddress);
   // Loaded only when asked for: with tracing off, no interceptor, no exporter, the plain workflow bundle.
   const tracing = otlpEndpoint ? (await import('./tracing.js')).startTracing(otlpEndpoint) : undefined;
   let connection: NativeConnection;
@@ -103,6 +117,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   }
   // SSH connections stay open between a node's steps for WORKER_SSH_IDLE_MS (ssh-shell.ts); closed at the end.
   const resolver = createClusterResolver(options.clustersDir, { sshIdleMs: WORKER_SSH_IDLE_MS });
+  const build = thisBuild(options.taskQueue);
   try {
     const worker = await createSkewlessWorker({
       connection,
@@ -112,6 +127,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       dataConverter: workerDataConverter(codec),
       shutdownGraceTime: SHUTDOWN_GRACE_SECONDS * 1000,
       ...(tracing ? { plugins: [tracing.plugin] } : {}),
+      ...(build ? { deployment: build } : {}),
     });
     let asked = false;
     const stopping = (signal: string) => {
@@ -119,11 +135,6 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       options.log(`skewless worker: ${signal}, finishing the tasks in flight (up to ${SHUTDOWN_GRACE_SECONDS} s, then cancelling them)`);
     };
     process.once('SIGINT', stopping).once('SIGTERM', stopping);
-    const encryption = codec.encrypting ? `; payloads encrypted with key ${codec.encrypting.id}` : '';
-    const telemetry = `${metricsAddress ? `; metrics on http://${metricsAddress}/metrics` : ''}${otlpEndpoint ? '; traces to the OTLP endpoint' : ''}`;
-    options.log(
-      `skewless worker: task queue ${options.taskQueue} on ${describeConnection(options.connection)}${encryption}; clusters ${clusters.join(', ')} from ${options.clustersDir}${telemetry}`,
-    );
     const graceSeconds = SHUTDOWN_GRACE_SECONDS + STALL_MARGIN_SECONDS;
     const watch = watchForStalledShutdown(worker, { asked: () => asked, graceMs: graceSeconds * 1000 });
     void watch.stalled.then((state) => {
@@ -135,7 +146,18 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       process.exit(1);
     });
     try {
-      await worker.run();
+      const running = worker.run();
+      void running.catch(() => undefined); // awaited below; a failure before then is not unhandled
+      // The version exists on the server once the worker polls: only then can it be made current.
+      const versionLine = build
+        ? `; ${describeVersion(build, await currentUnlessSet(connection, options.connection.namespace, build, `skewless-worker@${hostname()}`))}`
+        : '; unversioned (no prebuilt workflow bundle)';
+      const encryption = codec.encrypting ? `; payloads encrypted with key ${codec.encrypting.id}` : '';
+      const telemetry = `${metricsAddress ? `; metrics on http://${metricsAddress}/metrics` : ''}${otlpEndpoint ? '; traces to the OTLP endpoint' : ''}`;
+      options.log(
+        `skewless worker: task queue ${options.taskQueue} on ${describeConnection(options.connection)}${encryption}; clusters ${clusters.join(', ')} from ${options.clustersDir}${telemetry}${versionLine}`,
+      );
+      await running;
     } finally {
       watch.stop();
       process.off('SIGINT', stopping).off('SIGTERM', stopping);

@@ -1,16 +1,15 @@
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { distRoot, workflowBundlePath } from '../tooling/build-info.js';
 
 /**
  * The workflow bundle, built once by `npm run build` (Temporal's advice for production workers):
  * a worker that bundles at start runs webpack in its own process and keeps the memory; measured,
  * an idle worker held 306 MiB RSS bundling itself and 221 MiB loading this file.
  */
-const distRoot = fileURLToPath(new URL('..', import.meta.url));
 export const workflowsPath = join(distRoot, 'workflows', 'index.js');
-export const prebuiltBundlePath = join(distRoot, 'workflow-bundle.js');
+export const prebuiltBundlePath = workflowBundlePath;
 /** What the bundle is made of: the workflows and the pure rules they import (the lint bans anything else). */
 const SOURCES = ['workflows', 'rules'].map((d) => join(distRoot, d));
 

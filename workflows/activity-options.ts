@@ -252,6 +252,42 @@ export const provisionMachines: ActivityOptions = {
 };
 
 /**
+ * One notification to one sink (activities/notify-delivery.ts), in its own workflow that the run never
+ * waits for: a sink that is down is retried for about 4 minutes of backoff (8 attempts), then the
+ * delivery's failure is recorded (history) and the run knows nothing of it. A 4xx refusal
+ * (NotificationRefused) or a sink missing from the configuration is final at once.
+ */
+export const notification: ActivityOptions = {
+  startToCloseTimeout: startToClose('notification'),
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 8,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'NotificationRefused'],
+  },
+};
+
+/**
+ * A change hook (activities/change-hooks.ts): the operator's command or webhook, up to its
+ * timeoutSeconds (capped under this limit). Its "no" (HookRefused) is final: the run refuses to start
+ * or halts for the operator, whose retry runs it again. A lost worker is covered by a second attempt.
+ */
+export const changeHook: ActivityOptions = {
+  startToCloseTimeout: startToClose('changeHook'),
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '10 seconds',
+    maximumAttempts: 2,
+    nonRetryableErrorTypes: [...NEVER_RETRY, 'HookRefused'],
+  },
+};
+
+/** `skewless notify test`: one attempt per sink, so the operator reads each sink's own answer at once. */
+export const notificationOnce: ActivityOptions = { ...notification, retry: { ...notification.retry, maximumAttempts: 1 } };
+
+/**
  * Which profile each activity runs under. Typed against the activity set, so a new activity
  * does not compile until someone decides its timeouts and retries here.
  */
@@ -261,6 +297,11 @@ export const PROFILE_OF = {
   findRunningRollout: quickRead,
   takeInventory: kubeRead,
   planDrain: kubeRead,
+  // Before each phase of nodes (issue 40): one paged list of nodes and of pods, read-only.
+  checkBatchCapacity: kubeRead,
+  // After each hop (issue 40): Deployments left on one node, and --rebalance's restart that waits for its rollout.
+  findConcentratedWorkloads: kubeRead,
+  rebalanceWorkload: healthCheck,
   availableVersions: hostCommand,
   pointPackageRepository: hostCommand,
   kubeadmUpgradePlan: hostCommand,
@@ -290,6 +331,11 @@ export const PROFILE_OF = {
   readEtcdMembers: hostCommand,
   patchEtcdMember: etcdMemberPatch,
   checkEtcdHealth: etcdHealth,
+  // A reversible hop (issue 36, activities/control-plane-trial.ts): kubeadm apply with patches, its rollback, its commit.
+  trialControlPlane: kubeadmApply,
+  rollbackControlPlane: hostCommand,
+  commitControlPlane: kubeadmApply,
+  downgradePackages: hostCommand,
   planMaintenance: kubeRead,
   runMaintenanceCommand: maintenanceCommand,
   // The restore (workflows/restore-workflow.ts): reads and moves on hosts, etcdutl bounded like a snapshot.
@@ -312,6 +358,10 @@ export const PROFILE_OF = {
   // Readiness before a hop (issue 21, activities/readiness/): read-only probes over SSH, and API reads.
   probeHopPrerequisites: hostCommand,
   predictBlockingDrains: kubeRead,
+  // Notifications (issue 39): delivered by notifyWorkflow, never on the run's path.
+  notifySinks: quickRead,
+  deliverNotification: notification,
+  runChangeHook: changeHook,
 } satisfies Record<keyof Activities, ActivityOptions>;
 
 /** Profiles of steps that run on a host: the ones the policy's host retry budget applies to. */

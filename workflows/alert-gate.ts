@@ -3,7 +3,7 @@ import { judgeOperatorSignals, phaseOfHop, type SignalMoment } from '../rules/re
 import { activities as a } from './activities-proxy.js';
 import { recordGateWait } from './metrics.js';
 import { PATCH } from './patches.js';
-import type { GateState, RolloutStatus } from './upgrade-messages.js';
+import type { GateState, RolloutStatus } from './rollout-messages.js';
 
 /** What the alert gate needs of its rollout (workflows/rollout.ts). */
 export interface AlertGateHost {
@@ -64,14 +64,16 @@ export class AlertGate {
   }
 
   /** Halts the rollout while a matching alert fires after the phase, until the operator approves or aborts. */
-  async afterPhase(phase: string, hop: string): Promise<void> {
-    if (!patched(PATCH.alertGate)) return;
+  async afterPhase(phase: string, hop: string): Promise<'clear' | 'held'> {
+    if (!patched(PATCH.alertGate)) return 'clear';
     const reading = await this.read('after-phase', phase, hop);
-    if (!reading || reading.go) return;
+    if (!reading || reading.go) return 'clear';
     const gate = this.open(gateName('after', phase, hop), reading.reason, 'to go on');
     const since = Date.now();
     await condition(() => this.settled(gate));
     this.closed(gate, since);
+    // Went on by the operator's approval (or aborted): never taken for a clear reading (a trial's auto-commit).
+    return 'held';
   }
 
   private settled(gate: GateState): boolean {

@@ -1,5 +1,5 @@
 import { setHandler } from '@temporalio/workflow';
-import { approveUpdate, type GateState } from './upgrade-messages.js';
+import { approveUpdate, type GateState } from './rollout-messages.js';
 
 /**
  * The `approve` update every flow with gates answers (upgrade, maintenance, blue/green, restore): the

@@ -1,7 +1,8 @@
 import { condition, getExternalWorkflowHandle, startChild } from '@temporalio/workflow';
 import type { BlueGreenPolicy } from './bluegreen-messages.js';
 import { clusterUpgradeWorkflow } from './cluster-upgrade-workflow.js';
-import { abortSignal, type UpgradeStatus } from './upgrade-messages.js';
+import { nodeStepPolicy } from './node-step-input.js';
+import { abortSignal, type UpgradeStatus } from './rollout-messages.js';
 import { upgradeWorkflowId } from '../contracts/workflow-ids.js';
 
 export interface ControlPlaneFirst {
@@ -34,9 +35,7 @@ export async function upgradeControlPlaneFirst(o: ControlPlaneFirst): Promise<Up
         to: version,
         controlPlaneOnly: true,
         policy: {
-          verifySeconds: o.verifySeconds,
-          ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
-          ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
+          ...nodeStepPolicy({ ...policy, verifySeconds: o.verifySeconds }),
           ...(policy.acknowledge?.length ? { acknowledge: policy.acknowledge } : {}),
         },
       },

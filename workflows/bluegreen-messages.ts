@@ -1,10 +1,10 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { BlueGreenPolicy } from '../rules/index.js';
-import type { OperatorAction, RolloutStatus } from './upgrade-messages.js';
+import type { OperatorAction, RolloutStatus } from './rollout-messages.js';
 
 /**
  * Messages of the blue/green replacement of a node pool (`bluegreen/<cluster>`). Its operator controls
- * are the upgrade's (approve, resolveDrain, pause, resume, abort: upgrade-messages.ts, through
+ * are the upgrade's (approve, resolveDrain, pause, resume, abort: rollout-messages.ts, through
  * rollout.ts); the status differs, and `rollback` is the abort that answers: it is refused,
  * with the reason, once the blue pool's removal has started. Wire names are API: never rename.
  */

@@ -1,4 +1,4 @@
-import { ApplicationFailure, CancellationScope, patched, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, patched, setHandler } from '@temporalio/workflow';
 import {
   BLUEGREEN_POLICY_KEYS,
   checkSkew,
@@ -24,13 +24,14 @@ import {
   type BlueGreenStep,
 } from './bluegreen-messages.js';
 import { upgradeControlPlaneFirst } from './bluegreen-control-plane.js';
-import type { NodeUpgradeResult } from './node-upgrade-workflow.js';
+import { nodeStepPolicy, type NodeStepResult } from './node-step-input.js';
 import { Rollout } from './rollout.js';
 import { PATCH } from './patches.js';
-import { applyRule, refuseBadPolicy } from './rule-failure.js';
+import { applyRule } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { byWhom } from './by-whom.js';
-import type { OperatorAction, UpgradePhase } from './upgrade-messages.js';
+import { failureReason } from './run-events.js';
+import type { OperatorAction, UpgradePhase } from './rollout-messages.js';
 import { nodeWorkflowId, upgradeWorkflowId } from '../contracts/workflow-ids.js';
 
 const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
@@ -51,17 +52,21 @@ const refuse = (message: string, type: FailureType = WORKFLOW_FAILURE.PreflightB
  */
 export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGreenStatus> {
   const run = new BlueGreenRun(input);
+  run.registerHandlers();
   const { rollout } = run;
-  upsertSearchAttributes([
-    { key: SEARCH_ATTRIBUTES.cluster, value: input.cluster },
-    { key: SEARCH_ATTRIBUTES.targetVersion, value: input.version },
-  ]);
-  rollout.updateMemo();
-  if (patched(PATCH.onePolicy)) refuseBadPolicy(input.policy, BLUEGREEN_POLICY_KEYS);
-  // Pre-flight, read-only: the pools, the provisioning and the versions judged before anything moves.
   // One rollout of a cluster at a time (its own control-plane upgrade, later, is its child: not another).
-  await rollout.refuseWhileAnotherRuns([rollout.owner], 'replace the pool after it ends');
+  await rollout.start({
+    policy: { given: input.policy, keys: BLUEGREEN_POLICY_KEYS, when: () => patched(PATCH.onePolicy) },
+    searchAttributes: [
+      { key: SEARCH_ATTRIBUTES.cluster, value: input.cluster },
+      { key: SEARCH_ATTRIBUTES.targetVersion, value: input.version },
+    ],
+    attributesFirst: () => !patched(PATCH.oneStart),
+    alone: { then: 'replace the pool after it ends' },
+  });
+  // Pre-flight, read-only: the pools, the provisioning and the versions judged before anything moves.
   const { bg: first, behind } = await run.preflight();
+  run.started(first);
   try {
     const bg = behind ? await run.controlPlaneFirst(first) : first;
     // Green kubelets at the target are never above the control plane.
@@ -78,6 +83,7 @@ export async function bluegreenWorkflow(input: BlueGreenInput): Promise<BlueGree
     await run.removalGate();
   } catch (err) {
     await run.failed(err as Error);
+    await rollout.failed(failureReason(err));
     throw err;
   }
   if (rollout.aborted()) await run.rollBack();
@@ -125,6 +131,12 @@ class BlueGreenRun {
       aborted: (p: OperatorAction, first: boolean) => this.requestRollback(p, 'abort', first),
     };
     this.rollout = new Rollout({ status, statusQuery: bluegreenStatusQuery, childId, memo, noun: 'blue/green run', controls });
+  }
+
+  /** Every rollout's handlers, and the rollback update: before the workflow's first await. */
+  registerHandlers(): void {
+    const { status } = this;
+    this.rollout.registerHandlers();
     setHandler(
       rollbackUpdate,
       async (p) => {
@@ -170,6 +182,7 @@ class BlueGreenRun {
     const { input, status } = this;
     const { cluster, version } = input;
     const inventory = await a.takeInventory({ cluster });
+    if (patched(PATCH.flowNotifications)) this.rollout.notifier.sinks = inventory.notify ?? [];
     const cpFrom = applyRule(() => clusterVersion(inventory.skew));
     const behind = compareVersions(parseVersion(cpFrom), parseVersion(version)) < 0;
     status.controlPlane = { from: cpFrom };
@@ -188,6 +201,26 @@ class BlueGreenRun {
         );
     }
     return { bg, behind };
+  }
+
+  /** The run's first event, to the cluster's `notify:` sinks (read by preflight, behind PATCH.flowNotifications). */
+  started(bg: BlueGreenPlanFacts): void {
+    const { input, status } = this;
+    this.rollout.notifier.emit(
+      'run.started',
+      'started',
+      `blue/green of ${input.cluster} started: pool ${input.from} → ${input.to} at ${input.version} (${bg.blue.length} blue nodes)`,
+      {
+        flow: 'bluegreen',
+        from: status.controlPlane?.from ?? null,
+        to: input.version,
+        hops: [],
+        nodes: bg.blue.length,
+        blue: input.from,
+        green: input.to,
+        greenNodes: bg.green.names.length,
+      },
+    );
   }
 
   private planBlueGreen(version: string): Promise<BlueGreenPlanFacts> {
@@ -331,7 +364,7 @@ class BlueGreenRun {
   }
 
   /** A blue node's (or, rolling back, a green node's) cordon and drain, as a node child: a blocked drain waits for the operator. */
-  private drainNode(node: string, pool: string): Promise<NodeUpgradeResult> {
+  private drainNode(node: string, pool: string): Promise<NodeStepResult> {
     const { policy, input } = this;
     return this.rollout.runNodeStep(node, {
       step: 'drain',
@@ -343,9 +376,7 @@ class BlueGreenRun {
         role: 'worker',
         version: '',
         kubeletTimeoutSeconds: 300,
-        verifySeconds: policy.verifySeconds,
-        ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
-        ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
+        ...nodeStepPolicy(policy),
       },
     });
   }

@@ -1,5 +1,7 @@
 import {
+  ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
   condition,
   ContinueAsNew,
   continueAsNew,
@@ -19,8 +21,9 @@ import {
   hopWork,
   isBelowHop,
   movesAtHop,
+  nodeUpgradesDone,
+  runSpan,
   planEtcdPatch,
-  planUpgrade,
   withoutNodes,
   type HopWork,
   type MaintenanceWindow,
@@ -30,27 +33,44 @@ import {
   type UpgradePlan,
   type UpgradePolicy,
   type WorkerHops,
+  type SinkSubscription,
+  type Exclusion,
+  changesMinor,
+  describeExclusion,
+  exclusionAt,
+  type HookSubscription,
+  hooksAt,
   UPGRADE_POLICY_KEYS,
   upgradeCommand,
   withDefaults,
   type WithDefaults,
+  planReversibility,
+  autoCommitSoakSeconds,
+  reversibleRefusal,
+  type ReversibilityFacts,
+  minorOf,
+  parseVersion,
 } from '../rules/index.js';
-import type { Activities } from '../activities/index.js';
+import type { ReadinessReport } from '../activities/readiness/index.js';
 import { gateFindings } from '../rules/readiness/finding.js';
 import { nodeWorkflowId } from '../contracts/workflow-ids.js';
 import { activities as a } from './activities-proxy.js';
 import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
 import { fleetReporter } from './fleet-report.js';
 import { PATCH } from './patches.js';
-import type { NodeUpgradeInput, NodeUpgradeResult } from './node-upgrade-workflow.js';
+import { nodeStepPolicy, type NodeStepInput, type NodeStepResult } from './node-step-input.js';
+import { planLive, type LiveInventory } from './plan-live.js';
 import { preflightRefusals } from './preflight.js';
 import { quarantineHolds, quarantineProof } from './quarantine-hold.js';
+import { reportConcentration } from './rebalance.js';
 import { progressMemo, Rollout } from './rollout.js';
-import { applyRule, refuseBadPolicy } from './rule-failure.js';
+import { applyRule } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { doneOutcome, leftAs, nodesLeftBehind, skewFailure } from './upgrade-ending.js';
-import { statusQuery, type UpgradeStatus } from './upgrade-messages.js';
+import { statusQuery, type UpgradeStatus } from './rollout-messages.js';
 import { waitForWindow, type WindowWaitContext } from './window-wait.js';
+import { failureReason, hookEvent } from './run-events.js';
+import { handleTrialRollback, ReversibleHop } from './reversible-hop.js';
 
 export type { UpgradePolicy };
 
@@ -65,7 +85,14 @@ export interface UpgradeInput {
    */
   controlPlaneOnly?: boolean;
   /** Who acknowledged the readiness findings and PDBs named in policy.acknowledge, and why (history shows it). */
-  acknowledgedBy?: { by: string; reason?: string };
+  acknowledgedBy?: { by: string; reason?: string; /** An acknowledgement's own reason, by its name. */ reasons?: Record<string, string> };
+  /**
+   * `skewless upgrade --reversible` (issue 36): each hop that can be runs as a trial first
+   * (workflows/reversible-hop.ts); one that cannot refuses the start unless `reversible:<hop>` is among
+   * `acknowledged` (it then runs as any hop). Absent: no hop is a trial. `autoCommit`: a trial whose
+   * soak (the longer of soakSeconds and phaseSoakSeconds, not 0) passes commits without an approval.
+   */
+  reversible?: { acknowledged?: string[]; autoCommit?: boolean };
   /** Set only by the workflow itself when it continues as new: where the previous run stopped. */
   carried?: CarriedUpgrade;
 }
@@ -76,13 +103,27 @@ export interface CarriedUpgrade {
    * `windows`: the cluster's maintenance windows as read when the upgrade started (absent: none).
    * `workerHops`: the hops at which each worker moves (absent: a run that predates PATCH.workersOnce, every hop).
    */
-  plan: { from: string; hops: string[]; rollout: RolloutPlan; windows?: MaintenanceWindow[]; workerHops?: WorkerHops };
+  plan: {
+    from: string;
+    hops: string[];
+    rollout: RolloutPlan;
+    windows?: MaintenanceWindow[];
+    /** The cluster's blackout dates as read when the upgrade started (absent: none). */
+    exclusions?: Exclusion[];
+    workerHops?: WorkerHops;
+    /** The configuration's notification sinks, names and events only (absent: none). */
+    notify?: SinkSubscription[];
+    /** The configuration's change hooks, names, points and failure policy only (absent: none). */
+    hooks?: HookSubscription[];
+    /** The hops that run as a trial (input.reversible; absent: none). */
+    reversibleHops?: string[];
+  };
   status: UpgradeStatus;
   /** The hop to go on with, and its next worker phase (-1: the hop has not started). */
   cursor: { hop: number; phase: number };
 }
 
-type Inventory = Awaited<ReturnType<Activities['takeInventory']>>;
+type Inventory = LiveInventory;
 
 /**
  * The durable upgrade of one cluster, workflow id `upgrade/<cluster>`: plan, then per hop the etcd
@@ -90,6 +131,7 @@ type Inventory = Awaited<ReturnType<Activities['takeInventory']>>;
  */
 export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<UpgradeStatus> {
   const run = new UpgradeRun(input);
+  run.registerHandlers();
   if (!input.carried) await run.planAndCheck();
   const { rollout } = run;
   try {
@@ -99,9 +141,11 @@ export async function clusterUpgradeWorkflow(input: UpgradeInput): Promise<Upgra
     if (err instanceof ContinueAsNew && patched(PATCH.continueWithoutCompensation)) throw err;
     await rollout.compensate(run.planned.nodes);
     rollout.setPhase('failed');
+    await rollout.failed(failureReason(err), run.finishCommand());
     throw err;
   }
   await run.end();
+  await rollout.hooksAt('afterRun', {});
   return rollout.ended();
 }
 
@@ -118,6 +162,8 @@ class UpgradeRun {
   live: Inventory | undefined;
   /** Disruptive phases start only inside these (the cluster configuration's `maintenanceWindows`). */
   windows: MaintenanceWindow[];
+  /** No run starts and no phase of nodes begins inside these (the configuration's `exclusions`). */
+  exclusions: Exclusion[] = [];
   /** Whether this run finishes what an earlier one left behind (patched: decided once, before the hops). */
   finishing = false;
   /** Tells the fleet that started this upgrade, if one did, that it is blocked or moving again. */
@@ -141,6 +187,21 @@ class UpgradeRun {
     });
     if (input.carried) this.plan = input.carried.plan;
     this.windows = input.carried?.plan.windows ?? [];
+    this.exclusions = input.carried?.plan.exclusions ?? [];
+    this.rollout.notifier.sinks = input.carried?.plan.notify ?? [];
+    this.rollout.hooks = input.carried?.plan.hooks ?? [];
+  }
+
+  /** Every handler before the workflow's first await: the rollout's, and a reversible hop's rollback. */
+  registerHandlers(): void {
+    this.rollout.registerHandlers();
+    handleTrialRollback(this.status, (e) => this.rollout.note(e));
+  }
+
+  /** The same upgrade again, on this run's task queue and with its policy: what finishes what a run left. */
+  finishCommand(to = this.status.to): string {
+    const { cluster, policy } = this.input;
+    return upgradeCommand({ cluster, to, policy, taskQueue: workflowInfo().taskQueue });
   }
 
   /** What a maintenance-window wait reads: the windows as this run knows them now. */
@@ -148,6 +209,8 @@ class UpgradeRun {
     return {
       status: this.status,
       windows: this.windows,
+      exclusions: this.exclusions,
+      minor: this.plan !== undefined && changesMinor(this.plan.from, this.hop || this.plan.from),
       aborted: () => this.rollout.aborted() !== undefined,
       setPhase: (p) => this.rollout.setPhase(p),
     };
@@ -160,24 +223,29 @@ class UpgradeRun {
   /** Plan: the inventory, what the repository offers, and the rules' verdict, before touching anything. */
   async planAndCheck(): Promise<void> {
     const { input, rollout, status, policy } = this;
-    refuseBadPolicy(input.policy, UPGRADE_POLICY_KEYS);
-    if (patched(PATCH.exclusiveRollouts)) {
-      // One rollout of a cluster at a time; the flow that started this upgrade (a blue/green run's
-      // control-plane phase) is not another one.
-      const { owner } = rollout;
-      await rollout.refuseWhileAnotherRuns([owner, workflowInfo().parent?.workflowId ?? owner], 'upgrade once it ends', true);
-    }
-    const inventory = await a.takeInventory({ cluster: input.cluster });
+    // The flow that started this upgrade (a blue/green run's control-plane phase) is not another rollout.
+    // Its search attributes wait for the plan: they name the versions.
+    await rollout.start({
+      policy: { given: input.policy, keys: UPGRADE_POLICY_KEYS },
+      alone: {
+        then: 'upgrade once it ends',
+        startedBy: workflowInfo().parent?.workflowId ?? rollout.owner,
+        ofCluster: true,
+        when: () => patched(PATCH.exclusiveRollouts),
+      },
+    });
+    // Workers move once when the skew policy allows; a run that predates it keeps every worker at every hop.
+    const decided = { workersOnce: false };
+    const asked = () => ((decided.workersOnce = patched(PATCH.workersOnce)) ? policy : { ...policy, workersEveryHop: true });
+    const live = await planLive({ cluster: input.cluster, to: input.to, policy: asked, batchBy: policy.batchBy });
+    const { inventory } = live;
+    const { workersOnce } = decided;
     this.live = inventory;
     this.windows = inventory.maintenanceWindows ?? [];
-    // `to` only names a repository file that cannot offer the target in the failure (an argument: replay-safe).
-    const available = await a.availableVersions({ cluster: input.cluster, node: inventory.skew.apiservers[0]?.node ?? '', to: input.to });
-    // Workers move once when the skew policy allows; a run that predates it keeps every worker at every hop.
-    const workersOnce = patched(PATCH.workersOnce);
-    const asked = workersOnce ? policy : { ...policy, workersEveryHop: true };
-    let full: UpgradePlan = applyRule(() =>
-      planUpgrade({ inventory: inventory.skew, to: input.to, available, policy: asked, packageManager: inventory.packageManager }),
-    );
+    this.exclusions = inventory.exclusions ?? [];
+    rollout.notifier.sinks = inventory.notify ?? [];
+    rollout.hooks = inventory.hooks ?? [];
+    let full: UpgradePlan = live.plan;
     if (input.controlPlaneOnly) full = this.withoutWorkers(full, inventory);
     const { from, hops, rollout: planned, workerHops } = full;
     this.plan = { from, hops, rollout: planned, ...(workersOnce ? { workerHops } : {}) };
@@ -189,9 +257,12 @@ class UpgradeRun {
       rollout.note(`target ${describeTarget(full.target)}`);
     }
     const kubeletOf = new Map((inventory.skew.kubelets ?? []).map((k) => [k.node, k.version]));
+    status.moves = {};
     for (const [node, stage] of Object.entries(full.rollout.stageLabels)) {
       const from = kubeletOf.get(node);
       status.nodes[node] = { phase: 'pending', stage, ...(from ? { from, version: from } : {}) };
+      // What progress counts: a node already at a hop (a finishing run's) has nothing to do in it.
+      status.moves[node] = full.hops.filter((h) => movesAtHop(this.plan.workerHops, node, h) && isBelowHop(from, h));
     }
     upsertSearchAttributes([
       { key: SEARCH_ATTRIBUTES.cluster, value: input.cluster },
@@ -200,14 +271,36 @@ class UpgradeRun {
     ]);
     rollout.updateMemo();
     this.refuseToStart(full, inventory);
-    if (patched(PATCH.readinessGate)) await this.readinessGate(full, inventory);
+    // The facts of the cluster (its etcd, alpha gates) come with the readiness report: judged after it (PATCH.reversibleFacts).
+    const withFacts = input.reversible !== undefined && patched(PATCH.reversibleFacts);
+    if (input.reversible && !withFacts && patched(PATCH.reversibleHops)) this.plan.reversibleHops = this.reversibleHops(full);
+    this.refuseInsideExclusion(full);
+    const report = patched(PATCH.readinessGate) ? await this.readinessGate(full, inventory) : undefined;
+    if (withFacts && patched(PATCH.reversibleHops)) this.plan.reversibleHops = this.reversibleHops(full, report?.reversibility);
+    await this.beforeRunHooks();
+    const nodes = Object.keys(full.rollout.stageLabels).length;
+    const reached = full.hops.at(-1) ?? full.from;
+    rollout.notifier.emit(
+      'run.started',
+      'started',
+      `upgrade of ${input.cluster} started: ${full.from} → ${reached} (${full.hops.join(', ') || 'no hop'}; ${nodes} nodes)`,
+      {
+        from: full.from,
+        to: reached,
+        hops: full.hops,
+        nodes,
+        controlPlanes: full.rollout.controlPlanes.length,
+        phases: full.rollout.phases.map((p) => `${p.stage}: ${p.nodes.length}`),
+        ...(input.acknowledgedBy ? { acknowledgedBy: input.acknowledgedBy.by } : {}),
+      },
+    );
   }
 
   /**
    * What would break a hop though the skew policy holds (issue 21): removed APIs in use and hop
    * prerequisites hold the upgrade until acknowledged; drains predicted to block are noted.
    */
-  private async readinessGate(full: UpgradePlan, inventory: Inventory): Promise<void> {
+  private async readinessGate(full: UpgradePlan, inventory: Inventory): Promise<ReadinessReport> {
     const { input, policy, rollout } = this;
     const report = await a.readinessReport({
       cluster: input.cluster,
@@ -226,15 +319,18 @@ class UpgradeRun {
     const firing = gate.held.filter((f) => f.check === 'alert');
     const held = gate.held.filter((f) => f.check !== 'alert');
     const who = input.acknowledgedBy;
-    const by = who ? ` by ${who.by}${who.reason ? ` (${who.reason})` : ''}` : '';
-    for (const f of gate.acknowledged) rollout.note(`readiness: ${f.ack} acknowledged${by}: ${f.what}`);
+    const by = (ack: string) => {
+      const why = who?.reasons?.[ack] ?? who?.reason;
+      return who ? ` by ${who.by}${why ? ` (${why})` : ''}` : '';
+    };
+    for (const f of gate.acknowledged) rollout.note(`readiness: ${f.ack} acknowledged${by(f.ack)}: ${f.what}`);
     for (const f of gate.fixed) rollout.note(`readiness: ${f.ack} fixed by the runbook before ${f.hop}: ${f.what}; ${f.fix?.how ?? ''}`);
     const bare = new Set((inventory.barePods ?? []).map((p) => `drain-block:${p.namespace}/${p.name}`)); // already named
     for (const f of gate.warnings) if (!bare.has(f.ack)) rollout.note(`readiness: ${f.what}; ${f.todo}`);
     for (const p of report.problems) rollout.note(`readiness: could not read: ${p}`);
     for (const f of firing)
       rollout.note(`readiness: ${f.what}; the control plane of ${f.hop} waits while it fires (or acknowledge ${f.ack})`);
-    if (held.length === 0) return;
+    if (held.length === 0) return report;
     const refusals = held.map(
       (f) => `${f.what} (hop ${f.hop}${f.node ? `, ${f.node}` : ''}: ${f.todo}; acknowledge with --acknowledge ${f.ack})`,
     );
@@ -242,6 +338,61 @@ class UpgradeRun {
       `refusing to start: readiness holds the upgrade: ${refusals.join('; ')}`,
       WORKFLOW_FAILURE.PreflightBlocked,
     );
+  }
+
+  /**
+   * `--reversible`: the hops that run as a trial (rules/hop-reversibility.ts); one that cannot and is
+   * not acknowledged (`reversible:<hop>`) refuses the start in the rule's one line.
+   */
+  private reversibleHops(full: UpgradePlan, facts?: ReversibilityFacts): string[] {
+    const verdicts = planReversibility(full.from, full.hops, facts);
+    const acks = this.input.reversible?.acknowledged ?? [];
+    const refusal = reversibleRefusal(verdicts, acks);
+    if (this.input.reversible?.autoCommit === true && autoCommitSoakSeconds(this.policy) === 0)
+      throw ApplicationFailure.nonRetryable(
+        'refusing to start: autoCommit needs a soak (soakSeconds or phaseSoakSeconds): a trial would commit as soon as its probes pass',
+        WORKFLOW_FAILURE.PreflightBlocked,
+      );
+    if (refusal) throw ApplicationFailure.nonRetryable(`refusing to start: ${refusal}`, WORKFLOW_FAILURE.PreflightBlocked);
+    for (const v of verdicts)
+      this.rollout.note(
+        v.reversible
+          ? `reversible: ${v.hop} runs as a trial emulating ${v.emulates}, then waits at gate commit-${v.hop}`
+          : `reversible: ${v.hop} acknowledged (${v.ack}), runs without a trial: ${v.reasons[0]?.text ?? ''}`,
+      );
+    return verdicts.filter((v) => v.reversible).map((v) => v.hop);
+  }
+
+  /** No run starts inside a blackout date (a `minor` one only when the run changes the minor): one line, until when and why. */
+  private refuseInsideExclusion(full: UpgradePlan): void {
+    if (this.exclusions.length === 0 || !patched(PATCH.exclusions)) return;
+    const held = exclusionAt(
+      this.exclusions,
+      Date.now(),
+      full.hops.some((h) => changesMinor(full.from, h)),
+    );
+    if (held)
+      throw ApplicationFailure.nonRetryable(
+        `refusing to start: inside the exclusion ${describeExclusion(held.exclusion)} until ${new Date(held.until).toISOString()}`,
+        WORKFLOW_FAILURE.PreflightBlocked,
+      );
+  }
+
+  /** A beforeRun hook that says no (onFailure fail) refuses the start in one line with its answer: a change ticket gates the run. */
+  private async beforeRunHooks(): Promise<void> {
+    const { rollout } = this;
+    for (const hook of hooksAt(rollout.hooks, 'beforeRun')) {
+      if (!patched(PATCH.changeHooks)) return;
+      const event = hookEvent(rollout, 'beforeRun', {});
+      try {
+        const r = await a.runChangeHook({ cluster: this.input.cluster, hook: hook.name, point: 'beforeRun', event });
+        rollout.note(`hook ${hook.name} at beforeRun: yes${r.answer ? ` (${r.answer})` : ''}`);
+      } catch (err) {
+        const why = err instanceof ActivityFailure && err.cause ? err.cause.message : (err as Error).message;
+        if (hook.onFailure === 'ignore') rollout.note(`${why} (ignored: onFailure ignore)`);
+        else throw ApplicationFailure.nonRetryable(`refusing to start: ${why}`, WORKFLOW_FAILURE.PreflightBlocked);
+      }
+    }
   }
 
   /** Every step judged again without the workers' steps: they stay at their version through the hops. */
@@ -283,11 +434,20 @@ class UpgradeRun {
       // Skipped and quarantined nodes stay where they are; the rest of the plan goes on without them.
       const phases = withoutNodes(plan.rollout, [...this.status.skipped, ...(this.status.quarantined ?? [])]);
       const startPhase = h === cursor.hop ? cursor.phase : -1;
-      if (startPhase < 0 && (await this.controlPlaneOf(phases)) === 'aborted') break;
+      if (startPhase < 0) await rollout.hooksAt('beforeHop', { hop: this.hop });
+      if (startPhase < 0 && (rollout.aborted() || (await this.controlPlaneOf(phases)) === 'aborted')) break;
       // A hop in which the plan moves no worker (workers move once, at a later hop) is its control planes only.
-      if (this.workersMove(phases)) await this.workerPhases(phases, h, startPhase);
+      const workersMove = this.workersMove(phases);
+      if (workersMove) await this.workerPhases(phases, h, startPhase);
       if (rollout.aborted()) break;
       await this.verifyHop();
+      // Workloads pile up on few nodes only where workers were drained: a control-plane-only hop has nothing to report.
+      if (workersMove && !rollout.aborted() && patched(PATCH.concentrationReport))
+        await reportConcentration(rollout, {
+          hop: this.hop,
+          rebalance: this.policy.rebalance === true,
+          waitSeconds: this.policy.verifySeconds,
+        });
       if (h + 1 < plan.hops.length) await this.continueIfLong({ hop: h + 1, phase: -1 });
     }
   }
@@ -325,6 +485,7 @@ class UpgradeRun {
     if (!check.compliant) throw skewFailure(`refusing hop ${hop}`, check.failure);
     // What an earlier run left behind is all this hop moves of a cluster already half-way through it.
     const work: HopWork = finishing ? hopWork(live.skew, hop, rollout, workerHops) : fullHopWork(hop, rollout, workerHops);
+    const apiserverFrom = Object.fromEntries(live.skew.apiservers.map((x) => [x.node, x.version]));
     this.live = undefined;
     if (finishing) this.startHop(work);
     // The etcd patch step before the hop whose kubeadm brings etcd 3.6 (only when the operator asked: policy.fixPrerequisites).
@@ -337,19 +498,32 @@ class UpgradeRun {
     if (work.controlPlanes.length > 0) {
       // kubeadm plans only up to its own version: the first control plane gets the new kubeadm first.
       if (patched(PATCH.hopRepository)) await a.pointPackageRepository({ cluster, node: first, version: hop });
-      await a.installPackages({ cluster, node: first, version: hop, packages: ['kubeadm'] });
+      await this.installFirstKubeadm(first);
       await a.kubeadmUpgradePlan({ cluster, node: first, version: hop });
     }
     await a.setStageLabels({ cluster, labels: rollout.stageLabels, owner: r.owner });
     r.setPhase('control-plane');
-    for (const [i, cp] of work.controlPlanes.entries()) {
-      await condition(() => r.aborted() !== undefined || !this.status.paused);
-      if (r.aborted()) break;
-      await this.runNode(cp, 'control-plane', { first: i === 0 && work.apply });
-    }
+    if (this.isTrial(work)) {
+      const trial = new ReversibleHop(r, this.status, {
+        cluster,
+        hop,
+        emulates: trialMinor(hop),
+        controlPlanes: work.controlPlanes,
+        from: apiserverFrom,
+        verifySeconds: this.policy.verifySeconds,
+        ...this.trialSoak(),
+      });
+      if ((await trial.run()) === 'rolled-back') return 'aborted';
+    } else
+      for (const [i, cp] of work.controlPlanes.entries()) {
+        await condition(() => r.aborted() !== undefined || !this.status.paused);
+        if (r.aborted()) break;
+        await this.runNode(cp, 'control-plane', { first: i === 0 && work.apply });
+      }
     for (const cp of rollout.controlPlanes.filter(this.kubeletMoves))
       if (!r.aborted()) await r.window([cp], 1, (node) => this.runNode(node, 'node'));
     await r.checkProbes('control-plane', hop, this.policy.verifySeconds);
+    await r.hooksAt('afterControlPlane', { hop });
     if (!r.aborted()) await r.alerts.afterPhase('control-plane', hop);
     // The workers' gate only where workers move; the soak after the control plane at every hop.
     const soak = this.soakAfter('control-plane');
@@ -357,6 +531,51 @@ class UpgradeRun {
     else if (!r.aborted()) await r.gate(`soak-control-plane-${hop}`, false, soak);
     r.setPhase('workers');
     return 'done';
+  }
+
+  /** The trial's soak; with autoCommit (PATCH.reversibleAutoCommit) the longer of the canary's and the phases'. */
+  private trialSoak(): { soakSeconds: number; autoCommit?: true } {
+    if (this.input.reversible?.autoCommit === true && patched(PATCH.reversibleAutoCommit))
+      return { soakSeconds: autoCommitSoakSeconds(this.policy), autoCommit: true };
+    return { soakSeconds: this.soakAfter('control-plane') };
+  }
+
+  /** Whether this hop runs as a trial: asked and possible (plan.reversibleHops), and every control plane moves in it. */
+  private isTrial(work: HopWork): boolean {
+    const all = this.plan.rollout.controlPlanes;
+    return (
+      (this.plan.reversibleHops ?? []).includes(this.hop) &&
+      work.apply &&
+      work.controlPlanes.length === all.length &&
+      all.every((cp) => work.controlPlanes.includes(cp))
+    );
+  }
+
+  /**
+   * The hop's kubeadm on the first control plane (kubeadm plans only up to its own version). The
+   * install puts back the holds it lifted; should it fail without managing that (the host gone while
+   * it re-holds), the holds read before it are put back here before the run fails, and said.
+   */
+  private async installFirstKubeadm(first: string): Promise<void> {
+    const { cluster } = this.input;
+    const install = () => a.installPackages({ cluster, node: first, version: this.hop, packages: ['kubeadm'] });
+    if (!patched(PATCH.firstKubeadmHolds)) {
+      await install();
+      return;
+    }
+    const { held } = await a.readPackageHolds({ cluster, node: first });
+    try {
+      await install();
+    } catch (err) {
+      await CancellationScope.nonCancellable(async () => {
+        // A failure to put them back is said, never thrown over the install's own failure.
+        const r = await a.restorePackageHolds({ cluster, node: first, held }).catch(() => undefined);
+        if (!r)
+          this.rollout.note(`holds of ${first} not checked after its failed kubeadm install (held before: ${held.join(' ') || 'none'})`);
+        else if (r.putBack.length > 0) this.rollout.note(`holds put back on ${first}: ${r.putBack.join(' ')}`);
+      });
+      throw err;
+    }
   }
 
   /** An etcd snapshot on the first control plane, labelled `label` (the hop, or what it precedes), recorded in the status. */
@@ -462,24 +681,30 @@ class UpgradeRun {
         WORKFLOW_FAILURE.SkewViolation,
       );
     this.rollout.note(`hop ${this.hop} done`);
+    this.rollout.notifier.emit('hop.done', `hop/${this.hop}`, `${this.input.cluster}: hop ${this.hop} done`, {
+      hop: this.hop,
+      hops: this.plan.hops,
+    });
   }
 
   /** One node's step of this hop as its child workflow: the control-plane components, or drain → kubelet → uncordon. */
-  private async runNode(node: string, step: NodeUpgradeInput['step'], extra: Partial<NodeUpgradeInput> = {}): Promise<NodeUpgradeResult> {
+  private async runNode(node: string, step: NodeStepInput['step'], extra: Partial<NodeStepInput> = {}): Promise<NodeStepResult> {
     const { policy, hop, status } = this;
     const state = status.nodes[node];
+    // A hook's halt answered by abort: the node is not started (its result says so to the phase).
+    await this.rollout.hooksAt('beforeNode', { hop, node });
+    if (this.rollout.aborted()) return { node, outcome: 'aborted', cordonedByUs: false, forced: [], resolutions: [] };
     const result = await this.rollout.runNodeStep(node, {
       step,
       running: step === 'control-plane' ? 'upgrading-control-plane' : 'draining',
       staticSummary: step === 'control-plane' ? `control plane of ${node} to v${hop}` : `${node}: drain, kubelet v${hop}, uncordon`,
       skippedNote: `skipped by the operator: stays cordoned at ${state?.version ?? state?.from ?? 'its old version'} until the run ends`,
+      skippedUncordonedNote: `skipped by the operator before its cordon: never cordoned, stays in service at ${state?.version ?? state?.from ?? 'its old version'}`,
       input: {
         role: this.plan.rollout.controlPlanes.includes(node) ? 'control-plane' : 'worker',
         version: hop,
         kubeletTimeoutSeconds: policy.kubeletTimeoutSeconds,
-        verifySeconds: policy.verifySeconds,
-        ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
-        ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
+        ...nodeStepPolicy(policy),
         // Workers only: a control plane's kubelet left behind would hold back every later hop's control plane.
         ...(policy.onDrainTimeout === 'quarantine' && step === 'node' && !this.plan.rollout.controlPlanes.includes(node)
           ? { onDrainTimeout: 'quarantine' as const }
@@ -496,6 +721,7 @@ class UpgradeRun {
       // The run drained it but the cordon is someone else's: it stays cordoned, and the result says so.
       if (this.finishing) after.cordonedBySomeoneElse = !result.cordonedByUs;
     }
+    if (result.outcome === 'done') await this.rollout.hooksAt('afterNode', { hop, node });
     this.reportToFleet();
     return result;
   }
@@ -513,18 +739,22 @@ class UpgradeRun {
       hops,
       rollout,
       ...(this.windows.length > 0 ? { windows: this.windows } : {}),
+      ...(this.exclusions.length > 0 ? { exclusions: this.exclusions } : {}),
       ...(workerHops ? { workerHops } : {}),
+      ...(this.rollout.notifier.sinks.length > 0 ? { notify: this.rollout.notifier.sinks } : {}),
+      ...(this.rollout.hooks.length > 0 ? { hooks: this.rollout.hooks } : {}),
+      ...(this.plan.reversibleHops ? { reversibleHops: this.plan.reversibleHops } : {}),
     };
+    await this.rollout.notifier.started(); // the starts only, never a delivery
     await continueAsNew<typeof clusterUpgradeWorkflow>({ ...this.input, carried: { plan: carriedPlan, status: this.status, cursor } });
   }
 
   /** Aborted: undo our cordons and labels; done: hand the skipped nodes back and name what is left behind. */
   async end(): Promise<void> {
     const { rollout, status, plan, finishing } = this;
-    const { cluster, policy } = this.input;
+    const { cluster } = this.input;
     const reached = plan.hops.at(-1) ?? plan.from;
-    // The same upgrade again, on this run's task queue and with its policy: what finishes what it left.
-    const again = (to: string) => upgradeCommand({ cluster, to, policy, taskQueue: workflowInfo().taskQueue });
+    const again = (to: string) => this.finishCommand(to);
     if (rollout.aborted()) {
       await rollout.compensate(this.planned.nodes);
       rollout.setPhase('aborted');
@@ -571,7 +801,17 @@ function newStatus(input: UpgradeInput): UpgradeStatus {
   };
 }
 
-/** The memo answers "where is this upgrade" in the UI without a query. */
+/**
+ * The memo answers "where is this upgrade" in the UI without a query, and `status` when no worker
+ * answers: the same span and count as the run's status (rules/run-progress.ts), not nodes × hops.
+ */
 function upgradeMemo(status: UpgradeStatus): Record<string, unknown> {
-  return { from: status.from, to: status.to, hop: status.hop ?? null, ...progressMemo(status) };
+  const { done, total } = nodeUpgradesDone(status);
+  return { ...runSpan(status), hop: status.hop ?? null, ...progressMemo(status), progress: `${done}/${total} node upgrades` };
+}
+
+/** The minor a trial of `hop` emulates: the one below it. */
+function trialMinor(hop: string): string {
+  const v = parseVersion(hop);
+  return minorOf({ major: v.major, minor: v.minor - 1 });
 }

@@ -6,11 +6,10 @@ import {
   ParentClosePolicy,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { describeTarget, planUpgrade, type FleetPolicy } from '../rules/index.js';
-import { activities as a } from './activities-proxy.js';
+import { describeTarget, type FleetPolicy, type ReversibleRunInput } from '../rules/index.js';
 import { clusterUpgradeWorkflow, type UpgradePolicy } from './cluster-upgrade-workflow.js';
 import type { FleetClusterState } from './fleet-messages.js';
-import { applyRule } from './rule-failure.js';
+import { planLive } from './plan-live.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 
 /** What the plan of one cluster of a fleet says: the exact version to go to, or why there is nothing to do. */
@@ -21,11 +20,7 @@ export type ClusterPlan = { version: string } | { from: string; nothingToDo: str
  * (nothing to do), not a failed upgrade; and the upgrade goes to the exact version planned now.
  */
 export async function planCluster(c: FleetClusterState, policy: FleetPolicy): Promise<ClusterPlan> {
-  const inventory = await a.takeInventory({ cluster: c.cluster });
-  const available = await a.availableVersions({ cluster: c.cluster, node: inventory.skew.apiservers[0]?.node ?? '', to: c.to });
-  const plan = applyRule(() =>
-    planUpgrade({ inventory: inventory.skew, to: c.to, available, policy, packageManager: inventory.packageManager }),
-  );
+  const { plan } = await planLive({ cluster: c.cluster, to: c.to, policy, batchBy: policy.batchBy });
   const version = plan.hops.at(-1);
   if (version !== undefined) return { version };
   return {
@@ -38,10 +33,16 @@ export async function planCluster(c: FleetClusterState, policy: FleetPolicy): Pr
  * The cluster's upgrade as the child `upgrade/<cluster>` (its usual id, so every per-cluster command
  * works on it), abandoned, never cancelled, with the fleet: ending a fleet never stops an upgrade half way.
  */
-export async function upgradeCluster(c: FleetClusterState, version: string, policy: FleetPolicy, fleet: string) {
+export async function upgradeCluster(
+  c: FleetClusterState,
+  version: string,
+  policy: FleetPolicy,
+  fleet: string,
+  reversible?: ReversibleRunInput,
+) {
   return executeChild(clusterUpgradeWorkflow, {
     workflowId: c.workflowId,
-    args: [{ cluster: c.cluster, to: version, policy: policy as UpgradePolicy }],
+    args: [{ cluster: c.cluster, to: version, policy: policy as UpgradePolicy, ...(reversible ? { reversible } : {}) }],
     parentClosePolicy: ParentClosePolicy.ABANDON,
     cancellationType: ChildWorkflowCancellationType.ABANDON,
     typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.fleet, value: fleet }],

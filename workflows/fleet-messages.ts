@@ -3,7 +3,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 /**
  * Messages of the fleet workflow (`fleet/<name>`): the operator's handle on a fleet, and the report
  * each cluster's upgrade sends its fleet. Pause, resume and abort use the upgrade's own signals
- * (upgrade-messages.ts), so the same words mean the same thing. Wire names are API: never rename.
+ * (rollout-messages.ts), so the same words mean the same thing. Wire names are API: never rename.
  */
 
 export type FleetClusterPhase =

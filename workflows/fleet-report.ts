@@ -1,7 +1,7 @@
 import { getExternalWorkflowHandle, patched, workflowInfo } from '@temporalio/workflow';
 import { clusterReportSignal } from './fleet-messages.js';
 import { PATCH } from './patches.js';
-import type { UpgradeStatus } from './upgrade-messages.js';
+import type { UpgradeStatus } from './rollout-messages.js';
 import { isFleetWorkflowId } from '../contracts/workflow-ids.js';
 
 /** What a blocked upgrade waits for, one line each: its blocked nodes and a halted rollout. */

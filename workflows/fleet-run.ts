@@ -6,7 +6,7 @@ import {
   upsertMemo,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { FleetPolicy, FleetSpec } from '../rules/index.js';
+import type { FleetPolicy, FleetSpec, ReversibleRunInput } from '../rules/index.js';
 import { failureMessage, planCluster, upgradeCluster } from './fleet-cluster-upgrade.js';
 import { checkApproval, checkResolution, fleetMemo, inFlight, mayStart, settleLine } from './fleet-line.js';
 import {
@@ -21,9 +21,10 @@ import {
   type FleetStatus,
 } from './fleet-messages.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
-import { abortSignal, type OperatorAction } from './upgrade-messages.js';
+import { abortSignal, type OperatorAction } from './rollout-messages.js';
 import { OperatorControls } from './operator-controls.js';
 import { upgradeWorkflowId } from '../contracts/workflow-ids.js';
+import { FleetNotices } from './fleet-notices.js';
 
 const nowIso = () => new Date(Date.now()).toISOString(); // workflow time: deterministic on replay
 
@@ -43,8 +44,11 @@ export class FleetRun {
   private readonly lastReport: Record<string, [number, number]> = {};
   /** What history holds already: only changes are written. */
   private readonly shown = { memo: '', phase: '' };
+  /** The fleet's events to each cluster's `notify:` sinks. */
+  private readonly notices: FleetNotices;
 
   constructor(private readonly spec: FleetSpec) {
+    this.notices = new FleetNotices(spec.name);
     this.status = {
       fleet: spec.name,
       phase: 'running',
@@ -62,12 +66,17 @@ export class FleetRun {
         attempts: 0,
       })),
     };
-    setHandler(fleetStatusQuery, () => this.status);
     this.controls = new OperatorControls(this.status, {
       pausedMeans: 'no further cluster starts',
       changed: () => this.refresh(),
       aborted: (p, first) => (first ? this.abortRunning(p) : undefined),
     });
+  }
+
+  /** The fleet's status query, pause, resume, abort, its clusters' reports, approvals and resolutions: before the first await. */
+  registerHandlers(): void {
+    setHandler(fleetStatusQuery, () => this.status);
+    this.controls.registerHandlers();
     setHandler(clusterReportSignal, (r) => this.report(r));
     setHandler(approveClusterUpdate, (a) => this.approve(a), { validator: (a) => checkApproval(this.knownCluster(a.cluster), a) });
     setHandler(resolveClusterUpdate, (r) => this.resolve(r), {
@@ -89,12 +98,15 @@ export class FleetRun {
   async waitForTurn(c: FleetClusterState): Promise<boolean> {
     await condition(() => this.aborted || mayStart(this.status, c));
     if (this.aborted) return false;
+    await this.notices.reached(c);
     if (c.approve && !c.approvedBy) {
       c.phase = 'waiting-approval';
       this.note(`${c.cluster} waits for approval: skewless fleet approve ${this.spec.name} --cluster ${c.cluster}`);
       this.refresh();
+      this.notices.waitsForApproval(c);
       await condition(() => this.aborted || c.approvedBy !== undefined);
       if (this.aborted) return false;
+      this.notices.approved(c);
       c.phase = 'pending';
       this.refresh();
       // The line may have stopped while the gate waited.
@@ -105,13 +117,13 @@ export class FleetRun {
   }
 
   /** One cluster's upgrade, again after each retry, until it is done, skipped, or the fleet aborted. */
-  async runCluster(c: FleetClusterState, policy: FleetPolicy): Promise<void> {
+  async runCluster(c: FleetClusterState, policy: FleetPolicy, reversible?: ReversibleRunInput): Promise<void> {
     for (;;) {
       this.startAttempt(c);
       try {
         const plan = await planCluster(c, policy);
         if ('nothingToDo' in plan) return this.nothingToDo(c, plan.from, plan.nothingToDo);
-        const result = await upgradeCluster(c, plan.version, policy, this.spec.name);
+        const result = await upgradeCluster(c, plan.version, policy, this.spec.name, reversible);
         c.result = { from: result.from, to: result.to, outcome: result.outcome ?? result.phase };
         c.phase = result.phase === 'aborted' ? 'aborted' : 'done';
         if (c.phase === 'aborted') c.message = result.outcome ?? 'aborted';
@@ -121,8 +133,10 @@ export class FleetRun {
       }
       this.endAttempt(c);
       if (c.phase === 'done' || this.aborted) return;
+      this.notices.lineStopped(c);
       const answer = await this.resolutionOf(c);
       if (!answer) return; // the fleet was aborted
+      this.notices.resolved(c, answer.by, answer.action);
       if (answer.action === 'skip') return this.skip(c, answer);
     }
   }
@@ -140,6 +154,8 @@ export class FleetRun {
     }
     this.note(status.outcome);
     this.refresh();
+    this.notices.ended(status);
+    await this.notices.started();
     await condition(allHandlersFinished);
     return status;
   }

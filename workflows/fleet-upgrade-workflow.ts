@@ -21,11 +21,13 @@ export interface FleetInput {
 export async function fleetUpgradeWorkflow(input: FleetInput): Promise<FleetStatus> {
   const spec = input.fleet;
   const fleet = new FleetRun(spec);
+  fleet.registerHandlers();
   fleet.show();
   const running: Promise<void>[] = [];
   for (const [i, c] of fleet.status.clusters.entries()) {
     if (!(await fleet.waitForTurn(c))) break;
-    running.push(fleet.runCluster(c, (spec.clusters[i] as FleetSpec['clusters'][number]).policy));
+    const entry = spec.clusters[i] as FleetSpec['clusters'][number];
+    running.push(fleet.runCluster(c, entry.policy, entry.reversible));
   }
   await Promise.all(running);
   return fleet.finish();

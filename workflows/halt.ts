@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/workflow';
 import type { UnhealthyWorkload } from '../activities/health-workloads.js';
 import { stepBlockOf } from './step-block.js';
-import type { HaltState } from './upgrade-messages.js';
+import type { HaltState } from './rollout-messages.js';
 
 /** The halt a failed workload check puts the rollout in, or undefined if `err` is not the check's failure. */
 export function haltOf(err: unknown, after: string, hop: string, step: HaltState['step'] = 'checkWorkloads'): HaltState | undefined {

@@ -9,3 +9,4 @@ export { fleetUpgradeWorkflow } from './fleet-upgrade-workflow.js';
 export { restoreWorkflow } from './restore-workflow.js';
 export { rehearseReadWorkflow } from './rehearse-workflow.js';
 export { bluegreenWorkflow } from './bluegreen-workflow.js';
+export { notifyWorkflow } from './notify-workflow.js';

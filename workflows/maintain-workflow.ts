@@ -1,4 +1,4 @@
-import { ApplicationFailure, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, patched } from '@temporalio/workflow';
 import {
   MAINTENANCE_POLICY_KEYS,
   planRollout,
@@ -13,11 +13,14 @@ import { WORKFLOW_FAILURE, type FailureType } from '../contracts/failure-types.j
 import { nodeWorkflowId } from '../contracts/workflow-ids.js';
 import { activities as a } from './activities-proxy.js';
 import { maintenanceStatusQuery, type MaintenanceStatus } from './maintenance-messages.js';
+import { nodeStepPolicy } from './node-step-input.js';
 import { progressMemo, Rollout } from './rollout.js';
 import { waitForWindow, type WindowWaitContext } from './window-wait.js';
-import { applyRule, refuseBadPolicy } from './rule-failure.js';
+import { applyRule } from './rule-failure.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { stillCordoned } from './upgrade-ending.js';
+import { PATCH } from './patches.js';
+import { failureReason } from './run-events.js';
 
 /**
  * Workers maintained first, on their own (canary, default 1), then batches of batchSize, at most
@@ -48,18 +51,22 @@ const refuse = (message: string, type: FailureType = WORKFLOW_FAILURE.PreflightB
  */
 export async function maintainWorkflow(input: MaintainInput): Promise<MaintenanceStatus> {
   const run = new MaintenanceRun(input);
-  refuseBadPolicy(input.policy, MAINTENANCE_POLICY_KEYS);
-  upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.cluster, value: input.cluster }]);
-  run.rollout.updateMemo();
+  run.rollout.registerHandlers();
+  await run.rollout.start({
+    policy: { given: input.policy, keys: MAINTENANCE_POLICY_KEYS },
+    searchAttributes: [{ key: SEARCH_ATTRIBUTES.cluster, value: input.cluster }],
+    alone: { then: 'maintain after it ends' },
+  });
   // Pre-flight, read-only: nothing is cordoned or labelled before every check passed.
-  await run.rollout.refuseWhileAnotherRuns([run.rollout.owner], 'maintain after it ends');
   const facts = await run.preflight();
   const plan = run.plan(facts);
+  run.started(plan, facts);
   try {
     await run.phases(plan, facts);
   } catch (err) {
     await run.rollout.compensate(Object.keys(plan.stageLabels));
     run.rollout.setPhase('failed');
+    await run.rollout.failed(failureReason(err), run.againCommand());
     throw err;
   }
   await run.end(plan);
@@ -104,6 +111,7 @@ class MaintenanceRun {
       ...(input.selector === undefined ? {} : { selector: input.selector }),
       ...(input.nodes === undefined ? {} : { nodes: input.nodes }),
       ...(policy.forcePods?.length ? { force: policy.forcePods } : {}),
+      ...(policy.batchBy === undefined ? {} : { labelKeys: [policy.batchBy] }),
     });
     if (!facts.hasCommand)
       throw refuse(
@@ -132,11 +140,13 @@ class MaintenanceRun {
     const { policy, rollout } = this;
     const plan: RolloutPlan = applyRule(() =>
       planRollout(
-        facts.nodes.map((n): PlanNode => ({ name: n.name, role: n.role })),
+        facts.nodes.map((n): PlanNode => ({ name: n.name, role: n.role, ...(n.labels ? { labels: n.labels } : {}) })),
         {
           ...(policy.canary === undefined ? {} : { canary: policy.canary }),
           ...(policy.batchSize === undefined ? {} : { batchSize: policy.batchSize }),
           ...(policy.maxUnavailable === undefined ? {} : { maxUnavailable: policy.maxUnavailable }),
+          ...(policy.batchBy === undefined ? {} : { batchBy: policy.batchBy }),
+          ...(policy.batchOrder === undefined ? {} : { batchOrder: policy.batchOrder }),
         },
         { requireControlPlane: false },
       ),
@@ -170,22 +180,45 @@ class MaintenanceRun {
           running: 'draining',
           staticSummary: `${node}: drain, OS maintenance, reboot, uncordon`,
           skippedNote: 'skipped by the operator: stays cordoned, not maintained, until the run ends',
+          skippedUncordonedNote: 'skipped by the operator before its cordon: never cordoned, stays in service, not maintained',
           input: {
             role: plan.controlPlanes.includes(node) ? 'control-plane' : 'worker',
             version: '',
             kubeletTimeoutSeconds: 300,
-            verifySeconds: policy.verifySeconds,
+            ...nodeStepPolicy(policy),
             rebootTimeoutSeconds: policy.rebootTimeoutSeconds,
             // Every child gets the whole list: a drain only deletes the named pods it finds on its node.
             ...(facts.forced.length ? { force: facts.forced } : {}),
-            ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
-            ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
           },
         }),
       hop: '',
       verifySeconds: policy.verifySeconds,
       canaryGate: { name: 'canary-maintenance', approve: policy.approveAfterCanary ?? false, soakSeconds: policy.soakSeconds },
     });
+  }
+
+  /** The run's first event, to the cluster's `notify:` sinks (none for a run that predates PATCH.flowNotifications). */
+  started(plan: RolloutPlan, facts: MaintenancePlanFacts): void {
+    const { rollout, input } = this;
+    if (!patched(PATCH.flowNotifications)) return;
+    rollout.notifier.sinks = facts.notify ?? [];
+    const nodes = Object.keys(plan.stageLabels).length;
+    rollout.notifier.emit('run.started', 'started', `maintenance of ${input.cluster} started: ${nodes} nodes`, {
+      flow: 'maintain',
+      from: null,
+      to: null,
+      hops: [],
+      nodes,
+      controlPlanes: plan.controlPlanes.length,
+      phases: plan.phases.map((p) => `${p.stage}: ${p.nodes.length}`),
+      ...(input.selector === undefined ? { requested: input.nodes } : { selector: input.selector }),
+    });
+  }
+
+  /** What maintains the nodes a failed run left (the same selection; a node already maintained is maintained again). */
+  againCommand(): string {
+    const { cluster, selector, nodes } = this.input;
+    return `skewless maintain --cluster ${cluster} ${selector === undefined ? (nodes ?? []).map((n) => `--node ${n}`).join(' ') : `--selector '${selector}'`}`;
   }
 
   async end(plan: RolloutPlan): Promise<void> {

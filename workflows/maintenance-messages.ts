@@ -1,9 +1,9 @@
 import { defineQuery } from '@temporalio/workflow';
-import type { RolloutStatus } from './upgrade-messages.js';
+import type { RolloutStatus } from './rollout-messages.js';
 
 /**
  * The status of an OS maintenance run (`maintain/<cluster>`). Its operator controls are the upgrade's
- * (approve, resolveDrain, pause, resume, abort: upgrade-messages.ts, through the rollout core, rollout.ts);
+ * (approve, resolveDrain, pause, resume, abort: rollout-messages.ts, through the rollout core, rollout.ts);
  * only the status differs. Wire names are API: never rename.
  */
 export interface MaintenanceStatus extends RolloutStatus {

@@ -11,7 +11,7 @@ import {
 import type { Activities } from '../activities/index.js';
 import type { KubePackage } from '../activities/host-packages.js';
 import { activitiesWithin } from './activities-proxy.js';
-import type { NodeUpgradeInput, NodeUpgradeResult } from './node-upgrade-input.js';
+import type { NodeStepInput, NodeStepResult } from './node-step-input.js';
 import { countNodeUpgraded, recordDrainSeconds } from './metrics.js';
 import {
   drainResolutionSignal,
@@ -26,7 +26,7 @@ import {
 import { PATCH } from './patches.js';
 import { stepBlockOf } from './step-block.js';
 import { SUMMARY_OF } from './step-summary.js';
-import { nodeBlockedSignal } from './upgrade-messages.js';
+import { nodeBlockedSignal } from './rollout-messages.js';
 
 /** Unwinds the node's steps once the operator skipped or aborted it, or its drain timed out under onDrainTimeout quarantine. */
 export class Stopped extends Error {
@@ -85,8 +85,10 @@ export class NodeUpgradeRun {
   /** The operator's answer while the node is blocked; undefined until it comes. */
   private pending: DrainResolution | undefined;
   private cordonedByUs = false;
+  /** Past the cordon step: the node is cordoned, by this run or by someone else before it. */
+  private cordoned = false;
   /** Set when the drain timed out under onDrainTimeout quarantine: what blocked it. */
-  private quarantined: NodeUpgradeResult['quarantine'];
+  private quarantined: NodeStepResult['quarantine'];
   /** A worker whose kubeadm work and package downloads were done before its cordon (prepareWorker). */
   private prepared = false;
   /** Whether this run keeps the node's holds on every path (PATCH.holdsOnEveryPath): decided at its first package install. */
@@ -94,9 +96,13 @@ export class NodeUpgradeRun {
   /** The node's holds before its first package install, where the repository points, and what was put back. */
   private readonly packages: NodePackagesLeft = {};
 
-  constructor(private readonly input: NodeUpgradeInput) {
+  constructor(private readonly input: NodeStepInput) {
     this.a = activitiesWithin(input.hostRetrySeconds);
     this.status = { node: input.node, phase: 'pending', forced: [...(input.force ?? [])], resolutions: [] };
+  }
+
+  /** The node's status query and the resolution its parent relays: before the workflow's first await. */
+  registerHandlers(): void {
     setHandler(nodeStatusQuery, () => this.status);
     setHandler(drainResolutionSignal, (resolution) => {
       // Only meaningful while blocked; the parent's update validator already refused the rest.
@@ -121,6 +127,7 @@ export class NodeUpgradeRun {
     this.status.phase = 'cordoned';
     const cordon = await this.step('cordonNode', { cluster, node, owner: this.input.owner }, true);
     this.cordonedByUs = cordon.ownedByUs;
+    this.cordoned = true;
     const drainStarted = Date.now(); // workflow time: deterministic on replay
     this.status.phase = 'draining';
     // Each attempt drains with the pods forced so far (a `force` answer adds to them).
@@ -193,13 +200,14 @@ export class NodeUpgradeRun {
    * The node's result; a skipped node stays cordoned at its old version, and the parent hands it back at
    * the end; a quarantined one stays cordoned after the end too.
    */
-  finish(outcome: NodeUpgradeResult['outcome']): NodeUpgradeResult {
+  finish(outcome: NodeStepResult['outcome']): NodeStepResult {
     const { status } = this;
     status.phase = outcome;
     return {
       node: status.node,
       outcome,
       cordonedByUs: this.cordonedByUs,
+      cordoned: this.cordoned,
       forced: status.forced,
       resolutions: status.resolutions,
       ...(status.drainSeconds === undefined ? {} : { drainSeconds: status.drainSeconds }),

@@ -1,8 +1,8 @@
 import { TemporalFailure } from '@temporalio/workflow';
-import type { NodeUpgradeInput, NodeUpgradeResult } from './node-upgrade-input.js';
+import type { NodeStepInput, NodeStepResult } from './node-step-input.js';
 import { NodeUpgradeRun, Stopped } from './node-upgrade-run.js';
 
-export type { NodeUpgradeInput, NodeUpgradeResult } from './node-upgrade-input.js';
+export type { NodeStepInput, NodeStepResult } from './node-step-input.js';
 
 /**
  * One node's part of a hop, as its own child workflow so every node has its own history.
@@ -12,8 +12,9 @@ export type { NodeUpgradeInput, NodeUpgradeResult } from './node-upgrade-input.j
  * failed step again (every activity reads the state first). Skip is offered only while the node is
  * untouched at its old version (node-upgrade-run.ts). Force is for drains only.
  */
-export async function nodeUpgradeWorkflow(input: NodeUpgradeInput): Promise<NodeUpgradeResult> {
+export async function nodeUpgradeWorkflow(input: NodeStepInput): Promise<NodeStepResult> {
   const run = new NodeUpgradeRun(input);
+  run.registerHandlers();
   try {
     if (input.step === 'control-plane') await run.upgradeControlPlane();
     else {

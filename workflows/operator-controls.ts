@@ -1,6 +1,6 @@
 import { setHandler } from '@temporalio/workflow';
 import { byWhom } from './by-whom.js';
-import { abortSignal, pauseSignal, resumeSignal, type OperatorAction } from './upgrade-messages.js';
+import { abortSignal, pauseSignal, resumeSignal, type OperatorAction } from './rollout-messages.js';
 
 /** What pause and resume write: every flow's status has these. */
 export interface ControlledStatus {
@@ -22,7 +22,7 @@ export interface ControlHooks {
 
 /**
  * The operator's pause, resume and abort, the same wire signals for every flow (upgrade, maintenance,
- * blue/green, restore, fleet): registered when created, so create it before the workflow's first
+ * blue/green, restore, fleet): the flow's registerHandlers() registers them before the workflow's first
  * await. The first abort's reason is the run's; later ones are handed to the flow's hook too.
  */
 export class OperatorControls {
@@ -31,8 +31,11 @@ export class OperatorControls {
   constructor(
     private readonly status: ControlledStatus,
     private readonly hooks: ControlHooks = {},
-  ) {
-    setHandler(pauseSignal, (p) => this.setPaused(true, `paused by ${byWhom(p)}${hooks.pausedMeans ? `: ${hooks.pausedMeans}` : ''}`));
+  ) {}
+
+  registerHandlers(): void {
+    const { pausedMeans } = this.hooks;
+    setHandler(pauseSignal, (p) => this.setPaused(true, `paused by ${byWhom(p)}${pausedMeans ? `: ${pausedMeans}` : ''}`));
     setHandler(resumeSignal, (p) => this.setPaused(false, `resumed by ${p.by}`));
     setHandler(abortSignal, (p) => this.abortBy(p));
   }

@@ -80,4 +80,63 @@ export const PATCH = {
    * carries what was put back and where its repository file points, for the run's outcome.
    */
   holdsOnEveryPath: 'holds-on-every-path',
+  /**
+   * The first control plane's kubeadm install of a hop, run by the upgrade itself before `kubeadm
+   * upgrade plan`: its holds read first (readPackageHolds) and put back if the install fails
+   * (restorePackageHolds), as a node's own installs do, for when the install could not re-hold them.
+   */
+  firstKubeadmHolds: 'first-kubeadm-holds',
+  /**
+   * Every rollout starts in one order (Rollout.start): the policy checked, then the search attributes
+   * and memo, then the one-rollout guard. A blue/green run wrote its search attributes and memo before
+   * the policy check; a run that predates this keeps that order.
+   */
+  oneStart: 'one-start',
+  /**
+   * A run with `notify:` sinks starts a notifyWorkflow child at its transitions (workflows/notifier.ts,
+   * issue 39): started, waiting for the operator, resumed, hop done, quarantined, finished, failed.
+   */
+  notifications: 'notifications',
+  /** A run with `hooks:` runs them at beforeRun, beforeHop, afterControlPlane, beforeNode, afterNode and afterRun. */
+  changeHooks: 'change-hooks',
+  /** A run with `exclusions:` holds each phase of nodes (and refuses to start) inside a blackout date. */
+  exclusions: 'exclusions',
+  /**
+   * An upgrade asked to be reversible (input.reversible, issue 36) runs each hop that can be as a trial
+   * (workflows/reversible-hop.ts): the control planes emulating N, gate commit-<hop>, then commit or rollback.
+   */
+  reversibleHops: 'reversible-hops',
+  /**
+   * A reversible upgrade with `autoCommit` (issue 36): the trial soaks the longer of soakSeconds and
+   * phaseSoakSeconds, its probes run again, and with the alert gate clear it commits without the
+   * approval of gate commit-<hop> (the gate is recorded approved by `auto-commit`).
+   */
+  reversibleAutoCommit: 'reversible-auto-commit',
+  /**
+   * A trial that fails half-way (an activity of the trial failing for good) is rolled back by the run:
+   * every control plane the trial started on, in reverse, as `skewless rollback` would; the run ends aborted.
+   */
+  trialFailureRollback: 'trial-failure-rollback',
+  /**
+   * A reversible upgrade judges its hops after the readiness report, with the facts it read (etcd's
+   * oldest version, the alpha feature gates the control planes turn on): before, without facts.
+   */
+  reversibleFacts: 'reversible-facts',
+  /**
+   * Maintain, blue/green, restore and fleet runs read the cluster's `notify:` sinks too (issue 39) and
+   * send their events: started, waiting and resumed, finished, failed, aborted (a fleet: its waits and
+   * its end, to each cluster's sinks). A run that predates it sends none, as before.
+   */
+  flowNotifications: 'flow-notifications',
+  /**
+   * Before each phase of nodes, and before each part of it, checkBatchCapacity: the phase runs in parts
+   * of at most maxUnavailable nodes whose evicted pods fit on the nodes that stay schedulable; a node
+   * whose pods alone would not fit halts the rollout before any eviction (issue 40).
+   */
+  batchCapacity: 'batch-capacity',
+  /**
+   * After each hop's checks, findConcentratedWorkloads, and with policy.rebalance one rebalanceWorkload
+   * per Deployment left with every replica on one node (workflows/rebalance.ts, issue 40).
+   */
+  concentrationReport: 'concentration-report',
 } as const;

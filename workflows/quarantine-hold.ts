@@ -1,7 +1,7 @@
 import { firstHopBreakingQuarantine, quarantineSkewAt, type SkewInventory } from '../rules/index.js';
 import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
 import type { Rollout } from './rollout.js';
-import type { UpgradeStatus } from './upgrade-messages.js';
+import type { UpgradeStatus } from './rollout-messages.js';
 
 // What an upgrade owes for the nodes it quarantined (policy onDrainTimeout quarantine): their old
 // kubelets stay within the skew policy for the rest of the run (rules/quarantine-skew.ts).

@@ -1,10 +1,10 @@
 import { defineQuery } from '@temporalio/workflow';
 import type { EtcdMember, RestoreSnapshot } from '../activities/etcd-restore.js';
-import type { GateState } from './upgrade-messages.js';
+import type { GateState } from './rollout-messages.js';
 
 /**
  * Messages of the restore workflow (`restore/<cluster>`). The operator's controls are the upgrade's
- * own wire names (approve, pause, resume, abort: upgrade-messages.ts); only the status differs.
+ * own wire names (approve, pause, resume, abort: rollout-messages.ts); only the status differs.
  */
 
 export type RestorePhase =

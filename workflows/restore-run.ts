@@ -3,6 +3,7 @@ import {
   ApplicationFailure,
   allHandlersFinished,
   condition,
+  patched,
   setHandler,
   upsertMemo,
   upsertSearchAttributes,
@@ -16,7 +17,10 @@ import { byWhom } from './by-whom.js';
 import { restoreStatusQuery, type MemberState, type RestoreInput, type RestorePhase, type RestoreStatus } from './restore-messages.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { OperatorControls } from './operator-controls.js';
-import type { GateState } from './upgrade-messages.js';
+import type { GateState } from './rollout-messages.js';
+import { Notifier } from './notifier.js';
+import { PATCH } from './patches.js';
+import { waitingEvent } from './run-events.js';
 
 /**
  * One restore's run: its status (the `restoreStatus` query), the operator's controls (pause, resume,
@@ -29,14 +33,22 @@ export class RestoreRun {
   private readonly controls: OperatorControls;
   /** Set by plan(), the first step. */
   private restorePlan!: RestorePlan;
+  /** The restore's events to the cluster's `notify:` sinks (PATCH.flowNotifications; none before the plan). */
+  private readonly notifier: Notifier;
 
   constructor(private readonly input: RestoreInput) {
     this.status = { cluster: input.cluster, phase: 'planning', paused: false, members: [], gates: [], events: [] };
-    setHandler(restoreStatusQuery, () => this.status);
+    this.notifier = new Notifier(input.cluster);
     this.controls = new OperatorControls(this.status, {
       abortRefused: (p) => this.abortRefused(byWhom(p)),
       aborted: () => this.note(this.controls.aborted() as string),
     });
+  }
+
+  /** The status query, pause, resume, abort and approve: before the workflow's first await. */
+  registerHandlers(): void {
+    setHandler(restoreStatusQuery, () => this.status);
+    this.controls.registerHandlers();
     handleApprovals(this.status.gates, this.note);
   }
 
@@ -70,6 +82,18 @@ export class RestoreRun {
     this.note(
       `restore ${plan.snapshot.remotePath} (revision ${plan.snapshot.revision}, sha256 ${plan.snapshot.sha256}) to ${plan.members.map((m) => `${m.node} as ${m.name}`).join(', ')}`,
     );
+    if (!patched(PATCH.flowNotifications)) return;
+    this.notifier.sinks = plan.notify ?? [];
+    const snapshot = plan.snapshot.hop ? `the snapshot before ${plan.snapshot.hop}` : plan.snapshot.remotePath;
+    this.notifier.emit('run.started', 'started', `restore of ${cluster} to ${snapshot} started: ${plan.members.length} control planes`, {
+      flow: 'restore',
+      from: null,
+      to: plan.snapshot.hop ?? plan.snapshot.remotePath,
+      hops: [],
+      nodes: plan.members.length,
+      revision: plan.snapshot.revision,
+      loses: this.status.loses,
+    });
   }
 
   /** The snapshot in place and intact on every control plane. */
@@ -94,7 +118,16 @@ export class RestoreRun {
     this.status.gates.push(gate);
     this.setPhase('gate');
     this.note(`waiting for approval of gate ${gate.name}: ${this.status.loses}`);
+    const { cluster } = this.input;
+    const wait = waitingEvent('gate', { gate: gate.name }, cluster, workflowInfo().workflowId);
+    this.notifier.emit('run.waiting', `waiting/gate/${gate.name}/1`, `${wait.summary} (${this.status.loses})`, wait.details, wait.command);
     await condition(() => gate.approvedBy !== undefined || this.aborted);
+    if (gate.approvedBy !== undefined)
+      this.notifier.emit('run.resumed', `resumed/gate/${gate.name}/1`, `${cluster} moves again: gate ${gate.name}`, {
+        waitingFor: 'gate',
+        gate: gate.name,
+        by: gate.approvedBy,
+      });
   }
 
   /** Every control plane's static pods stopped before any member is restored (etcd's disaster-recovery order). */
@@ -111,6 +144,11 @@ export class RestoreRun {
     await this.startStoppedAgain(false);
     this.setPhase('aborted');
     this.status.outcome = `${this.controls.aborted()}; nothing was restored, the control planes run on their old data`;
+    this.notifier.emit('run.aborted', 'aborted', `restore of ${this.input.cluster} aborted: ${this.status.outcome}`, {
+      reason: this.controls.aborted() ?? 'aborted',
+      outcome: this.status.outcome,
+    });
+    await this.notifier.started();
     await condition(allHandlersFinished);
     return this.status;
   }
@@ -158,6 +196,12 @@ export class RestoreRun {
     this.setPhase('done');
     this.status.outcome = `restored ${this.input.cluster} to the snapshot ${snapshot.hop ? `before ${snapshot.hop}` : snapshot.remotePath} (revision ${snapshot.revision}; etcd now at ${this.status.revision ?? '?'})`;
     this.note(this.status.outcome);
+    this.notifier.emit('run.finished', 'finished', `restore of ${this.input.cluster} done: ${this.status.outcome}`, {
+      outcome: this.status.outcome,
+      exit: 0,
+      meaning: 'done',
+    });
+    await this.notifier.started();
     await condition(allHandlersFinished);
     return this.status;
   }
@@ -171,6 +215,16 @@ export class RestoreRun {
     const where = this.status.members.map((m) => `${m.node} ${m.phase}`).join(', ');
     this.setPhase('failed');
     this.status.outcome = `restore failed while ${during}: ${cause?.message ?? (err as Error).message}; control planes: ${where}`;
+    // Finished by hand once a data dir was swapped (docs/restore.md), else by the same restore again.
+    const again = this.swapped() ? undefined : this.againCommand();
+    this.notifier.emit(
+      'run.failed',
+      'failed',
+      `restore of ${this.input.cluster} failed: ${this.status.outcome}`,
+      { reason: this.status.outcome, members: this.status.members.map((m) => `${m.node} ${m.phase}`) },
+      again,
+    );
+    await this.notifier.started();
     throw ApplicationFailure.create({
       message: this.status.outcome,
       type: this.swapped() ? 'RestoreIncomplete' : 'RestoreFailed',
@@ -178,6 +232,13 @@ export class RestoreRun {
       details: [{ members: this.status.members, snapshot: this.status.snapshot }],
       ...(cause ? { cause } : {}),
     });
+  }
+
+  /** The same restore again: nothing was swapped, so it starts from its checks. */
+  private againCommand(): string {
+    const { cluster, hop, snapshotPath, controlPlanes } = this.input;
+    const named = (controlPlanes ?? []).map((n) => ` --control-plane ${n}`).join('');
+    return `skewless restore --cluster ${cluster}${hop !== undefined ? ` --hop ${hop}` : ''}${snapshotPath !== undefined ? ` --snapshot ${snapshotPath}` : ''}${named}`;
   }
 
   private readonly note = (text: string): void => {

@@ -16,6 +16,7 @@ import { RestoreRun } from './restore-run.js';
  */
 export async function restoreWorkflow(input: RestoreInput): Promise<RestoreStatus> {
   const run = new RestoreRun(input);
+  run.registerHandlers();
   await run.plan();
   try {
     await run.checkSnapshot();

@@ -13,19 +13,24 @@ import {
   workflowInfo,
   type QueryDefinition,
 } from '@temporalio/workflow';
-import { QUARANTINED_LABEL, type RolloutPhase } from '../rules/index.js';
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import { hooksAt, QUARANTINED_LABEL, type HookPoint, type HookSubscription, type PolicyKey, type RolloutPhase } from '../rules/index.js';
 import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
 import { activities as a } from './activities-proxy.js';
 import { handleApprovals } from './approvals.js';
 import { haltOf } from './halt.js';
+import { windowWithinCapacity } from './capacity-window.js';
 import { recordGateWait, setBlockedNodes } from './metrics.js';
 import { drainResolutionSignal, type DrainResolution, type NodePhase } from './node-messages.js';
-import { nodeUpgradeWorkflow, type NodeUpgradeInput, type NodeUpgradeResult } from './node-upgrade-workflow.js';
+import { nodeUpgradeWorkflow, type NodeStepInput, type NodeStepResult } from './node-upgrade-workflow.js';
 import { PATCH } from './patches.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { byWhom } from './by-whom.js';
 import { OperatorControls, type ControlHooks } from './operator-controls.js';
 import { AlertGate } from './alert-gate.js';
+import { refuseBadPolicy } from './rule-failure.js';
+import { Notifier } from './notifier.js';
+import { hookEvent, waitingEvent } from './run-events.js';
 import {
   nodeBlockedSignal,
   resolveDrainUpdate,
@@ -37,7 +42,7 @@ import {
   type RolloutStatus,
   type UpgradePhase,
   type UpgradeResolution,
-} from './upgrade-messages.js';
+} from './rollout-messages.js';
 
 /**
  * The rollout core: what every flow that moves nodes in phases through node child workflows shares
@@ -47,8 +52,8 @@ import {
  * workload check that halts, the one-rollout-per-cluster guard, compensation and the ending. A flow
  * is a plan plus a list of phases on it.
  *
- * Create it before the workflow's first await: the constructor registers the handlers, so signals
- * that arrived with the start are delivered to them.
+ * Its registerHandlers() runs before the workflow's first await (the flow's own registerHandlers(),
+ * called in the workflow function), so signals that arrived with the start are delivered to them.
  */
 export interface RolloutOptions<S extends RolloutStatus> {
   status: S;
@@ -71,15 +76,33 @@ export interface RolloutOptions<S extends RolloutStatus> {
   acknowledged?: readonly string[];
 }
 
-/** One node step as a child workflow: what differs between flows; the rest of NodeUpgradeInput is the rollout's. */
+/** How every rollout starts, in this order; nothing in the cluster is touched before it returns. */
+export interface RolloutStart {
+  /** What the UI filters and shows from the first moment, when the flow knows it before its plan (then the memo too). */
+  searchAttributes?: SearchAttributeUpdatePair[];
+  /** The policy as given and the keys the flow takes; `when`: whether this run checks it (a patch). */
+  policy: { given: unknown; keys: readonly PolicyKey[]; when?: () => boolean };
+  /** Whether this run writes the search attributes before the policy check: a blue/green run that predates PATCH.oneStart. */
+  attributesFirst?: () => boolean;
+  /**
+   * One rollout of a cluster at a time: what the refusal tells the operator to do instead, the workflow
+   * that started this one (not another rollout), whether the refusal names the cluster, and `when` this
+   * run asks (a patch).
+   */
+  alone: { then: string; startedBy?: string; ofCluster?: boolean; when?: () => boolean };
+}
+
+/** One node step as a child workflow: what differs between flows; the rest of NodeStepInput is the rollout's. */
 export interface NodeStep {
-  step: NodeUpgradeInput['step'];
+  step: NodeStepInput['step'];
   staticSummary: string;
   /** The node's phase while its child runs. */
   running: NodePhase;
-  input: Omit<NodeUpgradeInput, 'cluster' | 'node' | 'owner' | 'step'>;
+  input: Omit<NodeStepInput, 'cluster' | 'node' | 'owner' | 'step'>;
   /** The note when the operator skips the node (it stays cordoned until the run ends). */
   skippedNote?: string;
+  /** The note when the operator skips the node before its cordon (it never was cordoned). */
+  skippedUncordonedNote?: string;
   /** Whether an aborted child or a skip counts for the run (a rollback's drains do not). */
   countsForRun?: boolean;
 }
@@ -129,13 +152,19 @@ export class Rollout<S extends RolloutStatus> {
   readonly controls: OperatorControls;
   /** The operator's alerts around each phase (the cluster configuration's `alerts:`). */
   readonly alerts: AlertGate;
+  /** The cluster's change hooks (names, points, failure policy), none until the flow names them. */
+  hooks: HookSubscription[] = [];
+  /** The run's events to the cluster's `notify:` sinks (none until the flow names them). */
+  readonly notifier: Notifier;
   /** The operator's answer to a halted rollout (status.halted). */
   #haltAnswer: HaltResolution | undefined;
+  /** How often each wait began in this run: its count is part of the wait's idempotency key. */
+  #waits: Record<string, number> = {};
 
   constructor(private readonly options: RolloutOptions<S>) {
     this.status = options.status;
     this.cluster = options.status.cluster;
-    setHandler(options.statusQuery, () => this.status);
+    this.notifier = new Notifier(this.cluster);
     this.controls = new OperatorControls(this.status, {
       changed: () => this.updateMemo(),
       aborted: async (p) => {
@@ -144,9 +173,6 @@ export class Rollout<S extends RolloutStatus> {
       },
       ...options.controls,
     });
-    setHandler(nodeBlockedSignal, (b) => this.nodeBlocked(b));
-    handleApprovals(this.status.gates, (e) => this.note(e));
-    setHandler(resolveDrainUpdate, (r) => this.resolve(r), { validator: (r) => this.refuseResolution(r) });
     this.alerts = new AlertGate({
       cluster: this.cluster,
       status: this.status,
@@ -155,6 +181,40 @@ export class Rollout<S extends RolloutStatus> {
       updateMemo: () => this.updateMemo(),
       acknowledged: options.acknowledged ?? [],
     });
+  }
+
+  /** Whether the run started with this acknowledgement (`capacity:worker-1`), or the check's wildcard (`capacity:*`). */
+  acknowledges(name: string): boolean {
+    const all = `${name.slice(0, name.indexOf(':'))}:*`;
+    return (this.options.acknowledged ?? []).some((a) => a === name || a === all);
+  }
+
+  /** The status query, pause, resume, abort, a node's block, approve and resolve: before the workflow's first await. */
+  registerHandlers(): void {
+    setHandler(this.options.statusQuery, () => this.status);
+    this.controls.registerHandlers();
+    setHandler(nodeBlockedSignal, (b) => this.nodeBlocked(b));
+    handleApprovals(this.status.gates, (e) => this.note(e));
+    setHandler(resolveDrainUpdate, (r) => this.resolve(r), { validator: (r) => this.refuseResolution(r) });
+  }
+
+  /**
+   * The start every rollout shares: the search attributes and memo (when given), the policy checked,
+   * then the refusal while another rollout of the cluster runs. A command order changed here changes
+   * every flow's history: behind a patch.
+   */
+  async start(o: RolloutStart): Promise<void> {
+    const show = () => {
+      if (!o.searchAttributes) return;
+      upsertSearchAttributes(o.searchAttributes);
+      this.updateMemo();
+    };
+    const attributesFirst = o.attributesFirst?.() ?? false;
+    if (attributesFirst) show();
+    if (o.policy.when?.() ?? true) refuseBadPolicy(o.policy.given, o.policy.keys);
+    if (!attributesFirst) show();
+    const { then, startedBy, ofCluster, when } = o.alone;
+    if (when?.() ?? true) await this.refuseWhileAnotherRuns([this.owner, ...(startedBy ? [startedBy] : [])], then, ofCluster);
   }
 
   note(text: string): void {
@@ -214,6 +274,9 @@ export class Rollout<S extends RolloutStatus> {
 
   private nodeBlocked({ node, block, phase }: { node: string; block?: NodeState['blocked']; phase?: NodePhase }): void {
     const state = (this.status.nodes[node] ??= { phase: 'pending' });
+    const was = state.blocked;
+    if (block && !was) this.waiting('node', node, { node, block });
+    if (!block && was) this.resumed('node', node, { node });
     if (block) {
       Object.assign(state, { phase: 'blocked', blocked: block });
       if (block.kind === 'StepFailed')
@@ -230,7 +293,13 @@ export class Rollout<S extends RolloutStatus> {
       // A halted rollout: the loop after the phase checks again, or aborts.
       const halt = this.status.halted as HaltState;
       const what =
-        halt.step === 'quarantineSkew' ? `skew check of the quarantined nodes before ${halt.hop}` : `workload check after ${halt.after}`;
+        halt.step === 'quarantineSkew'
+          ? `skew check of the quarantined nodes before ${halt.hop}`
+          : halt.step === 'hook'
+            ? `hook at ${halt.after}`
+            : halt.step === 'capacity'
+              ? `capacity check before ${halt.after}`
+              : `workload check after ${halt.after}`;
       this.note(`${what} resolved by ${r.by}: ${r.action}${comment}`);
       this.#haltAnswer = r;
       return halt;
@@ -269,14 +338,18 @@ export class Rollout<S extends RolloutStatus> {
   // ---- phases of nodes ----
 
   /** An approval gate (needsApproval) or a soak; returns at once when neither is asked. */
-  async gate(name: string, needsApproval: boolean, soakSeconds = 0): Promise<void> {
+  async gate(name: string, needsApproval: boolean, soakSeconds = 0, orUntil: () => boolean = () => false): Promise<void> {
     if (!needsApproval && soakSeconds <= 0) return;
     const g: GateState = { name };
     this.status.gates.push(g);
     this.setPhase('gate');
     const since = Date.now();
-    if (needsApproval) await condition(() => g.approvedBy !== undefined || this.aborted() !== undefined);
-    else {
+    if (needsApproval) {
+      this.waiting('gate', name, { gate: name });
+      // orUntil: what else ends the wait (a reversible hop's rollback), left to the caller to read.
+      await condition(() => g.approvedBy !== undefined || this.aborted() !== undefined || orUntil());
+      if (g.approvedBy !== undefined) this.resumed('gate', name, { gate: name, by: g.approvedBy });
+    } else {
       g.opensAt = new Date(Date.now() + soakSeconds * 1000).toISOString();
       this.note(`soak ${soakSeconds} s after ${name}`);
       await Promise.race([sleep(soakSeconds * 1000), condition(() => this.aborted() !== undefined)]);
@@ -349,12 +422,18 @@ export class Rollout<S extends RolloutStatus> {
   }
 
   private async haltUntilAnswered(halt: HaltState): Promise<HaltResolution | undefined> {
+    // One halt at a time (two nodes' hooks may say no together): the second waits for the first's answer.
+    await condition(() => this.status.halted === undefined || this.aborted() !== undefined);
     this.status.halted = halt;
     this.#haltAnswer = undefined;
-    this.note(`halted after ${halt.after}: ${halt.message}`);
+    this.note(`halted ${halt.step === 'capacity' ? 'before' : 'after'} ${halt.after}: ${halt.message}`);
     upsertMemo({ halted: halt.after });
     this.options.onBlockedChange?.();
+    const which = `${halt.hop}/${halt.after}`;
+    this.waiting('halt', which, { halt });
     await condition(() => this.#haltAnswer !== undefined || this.aborted() !== undefined);
+    const answer = this.#haltAnswer as HaltResolution | undefined; // set by the update handler while we waited
+    if (answer) this.resumed('halt', which, { after: halt.after, hop: halt.hop, by: answer.by });
     delete this.status.halted;
     upsertMemo({ halted: null });
     this.options.onBlockedChange?.();
@@ -376,7 +455,9 @@ export class Rollout<S extends RolloutStatus> {
       if (nodes.length === 0) continue; // every node of the phase is already there: no check, no gate
       await this.alerts.beforePhase(phase.stage, hooks.hop);
       if (this.aborted()) break;
-      await this.window(nodes, phase.maxUnavailable, hooks.run);
+      // Capacity before each batch (issue 40): only as many nodes out at once as their pods fit elsewhere.
+      if (patched(PATCH.batchCapacity)) await windowWithinCapacity(this, phase, nodes, hooks.hop, hooks.run);
+      else await this.window(nodes, phase.maxUnavailable, hooks.run);
       if (this.aborted()) break;
       await this.verifyWorkloads(phase.stage, hooks.hop, hooks.verifySeconds);
       if (this.aborted()) break;
@@ -391,7 +472,7 @@ export class Rollout<S extends RolloutStatus> {
   }
 
   /** One node step as its child workflow, with the node's state kept and a skip or an abort taken in. */
-  async runNodeStep(node: string, s: NodeStep): Promise<NodeUpgradeResult> {
+  async runNodeStep(node: string, s: NodeStep): Promise<NodeStepResult> {
     const state = (this.status.nodes[node] ??= { phase: 'pending' });
     state.phase = s.running;
     state.startedAt ??= nowIso();
@@ -415,10 +496,21 @@ export class Rollout<S extends RolloutStatus> {
     if (result.outcome === 'aborted') this.abort(`aborted at node ${node}`);
     if (result.outcome === 'skipped') {
       this.status.skipped.push(node);
-      this.note(`${node} ${s.skippedNote ?? 'skipped by the operator: stays cordoned until the run ends'}`);
+      // Skipped before its cordon (a step of a worker's that comes first failed): it never left service.
+      const note =
+        result.cordoned === false
+          ? (s.skippedUncordonedNote ?? 'skipped by the operator before its cordon: never cordoned, stays in service at its old version')
+          : (s.skippedNote ?? 'skipped by the operator: stays cordoned until the run ends');
+      this.note(`${node} ${note}`);
     }
     if (result.outcome === 'quarantined') {
       (this.status.quarantined ??= []).push(node);
+      const hop = (this.status as { hop?: string }).hop ?? '';
+      this.notifier.emit('node.quarantined', `quarantined/${hop}/${node}`, `${node} quarantined at its old version (hop ${hop})`, {
+        node,
+        hop,
+        reason: result.quarantine?.message ?? 'its drain did not finish',
+      });
       this.note(
         `${node} quarantined: ${result.quarantine?.message ?? 'its drain did not finish'}; stays cordoned at its old version (label ${QUARANTINED_LABEL}), the run goes on without it`,
       );
@@ -433,6 +525,35 @@ export class Rollout<S extends RolloutStatus> {
     for (const node of nodes) {
       const r = await a.uncordonNode({ cluster: this.cluster, node, owner: this.owner });
       if (r.changed) this.note(noteOf(node));
+    }
+  }
+
+  /**
+   * The cluster's change hooks at `point` (workflows/change-hooks.ts), one after the other: a hook that
+   * says no halts the rollout (onFailure fail) until the operator retries it or aborts, or is noted
+   * (ignore). beforeRun is the flow's own: it refuses the start instead.
+   */
+  async hooksAt(point: HookPoint, where: { hop?: string; node?: string }): Promise<void> {
+    for (const hook of hooksAt(this.hooks, point)) {
+      if ((this.aborted() && point !== 'afterRun') || !patched(PATCH.changeHooks)) return;
+      const event = hookEvent(this, point, where);
+      for (;;) {
+        try {
+          const r = await a.runChangeHook({ cluster: this.cluster, hook: hook.name, point, event });
+          this.note(`hook ${hook.name} at ${point}${where.node ? ` of ${where.node}` : ''}: yes${r.answer ? ` (${r.answer})` : ''}`);
+          break;
+        } catch (err) {
+          const halt = haltOf(err, where.node ? `${where.node} (${point})` : point, where.hop ?? '', 'hook');
+          if (!halt) throw err;
+          // After the run the rollout has nothing left to hold: an afterRun hook's no is recorded.
+          if (hook.onFailure === 'ignore' || point === 'afterRun') {
+            this.note(`${halt.message} (${point === 'afterRun' ? 'the run is over' : 'ignored: onFailure ignore'})`);
+            break;
+          }
+          await this.holdUntilAnswered(halt);
+          if (this.aborted()) return;
+        }
+      }
     }
   }
 
@@ -458,8 +579,45 @@ export class Rollout<S extends RolloutStatus> {
 
   /** The run's last step: its handlers (an update in flight) finish before the result is returned. */
   async ended(): Promise<S> {
+    const { status } = this;
+    if (status.phase === 'aborted')
+      this.notifier.emit('run.aborted', 'aborted', `${this.options.noun} of ${this.cluster} aborted: ${status.outcome ?? ''}`, {
+        reason: this.aborted() ?? 'aborted',
+        outcome: status.outcome ?? '',
+      });
+    else {
+      const exit = (status as { leftBehind?: unknown[] }).leftBehind?.length ? 4 : 0;
+      this.notifier.emit('run.finished', 'finished', `${this.options.noun} of ${this.cluster} done: ${status.outcome ?? ''}`, {
+        outcome: status.outcome ?? '',
+        exit,
+        meaning: exit === 4 ? 'done, with nodes left behind' : 'done',
+      });
+    }
+    await this.notifier.started();
     await condition(allHandlersFinished);
     return this.status;
+  }
+
+  /** The run failed: its event (with the command that finishes it, when there is one) goes before the failure. */
+  async failed(reason: string, command?: string): Promise<void> {
+    this.notifier.emit('run.failed', 'failed', `${this.options.noun} of ${this.cluster} failed: ${reason}`, { reason }, command);
+    await this.notifier.started();
+  }
+
+  // ---- events of waits (workflows/run-events.ts) ----
+
+  private waiting(kind: 'gate' | 'node' | 'halt', which: string, facts: Parameters<typeof waitingEvent>[1]): void {
+    const n = (this.#waits[`${kind}/${which}`] = (this.#waits[`${kind}/${which}`] ?? 0) + 1);
+    const e = waitingEvent(kind, facts, this.cluster, this.owner);
+    this.notifier.emit('run.waiting', `waiting/${kind}/${which}/${n}`, e.summary, e.details, e.command);
+  }
+
+  private resumed(kind: 'gate' | 'node' | 'halt', which: string, details: Record<string, unknown>): void {
+    const n = this.#waits[`${kind}/${which}`] ?? 1;
+    this.notifier.emit('run.resumed', `resumed/${kind}/${which}/${n}`, `${this.cluster} moves again: ${kind} ${which}`, {
+      waitingFor: kind,
+      ...details,
+    });
   }
 }
 

@@ -8,11 +8,11 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { describeTarget, planUpgrade } from '../rules/index.js';
+import { changesMinor, describeExclusion, describeTarget, exclusionAt, type Exclusion } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
-import { clusterUpgradeWorkflow, type UpgradePolicy } from './cluster-upgrade-workflow.js';
+import { clusterUpgradeWorkflow, type UpgradeInput, type UpgradePolicy } from './cluster-upgrade-workflow.js';
 import { PATCH } from './patches.js';
-import { applyRule } from './rule-failure.js';
+import { planLive } from './plan-live.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { upgradeWorkflowId } from '../contracts/workflow-ids.js';
 
@@ -23,6 +23,10 @@ export interface ScheduledUpgradeInput {
   policy?: UpgradePolicy;
   /** The schedule that started this run (`upgrade-schedule/<cluster>`), for the UI and the result. */
   schedule?: string;
+  /** The schedule's own blackout dates (`--exclusion`); the cluster configuration's `exclusions:` count too. */
+  exclusions?: Exclusion[];
+  /** `--reversible` (issue 36): the upgrade's own `reversible` input, handed on as it is. Absent: no trial. */
+  reversible?: UpgradeInput['reversible'];
 }
 
 export type ScheduledOutcome = 'upgraded' | 'aborted' | 'skipped' | 'nothing-to-do';
@@ -72,14 +76,26 @@ export async function scheduledUpgradeWorkflow(input: ScheduledUpgradeInput): Pr
     : { ...(await a.findRunningUpgrade({ cluster })), workflowId: upgradeId };
   if (running.running) return end('skipped', `skipped: ${running.workflowId ?? upgradeId} already running`);
 
-  const inventory = await a.takeInventory({ cluster });
-  const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '', to });
-  const plan = applyRule(() => planUpgrade({ inventory: inventory.skew, to, available, policy, packageManager: inventory.packageManager }));
+  const { inventory, plan } = await planLive({ cluster, to, policy, batchBy: policy?.batchBy });
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.fromVersion, value: plan.from }]);
   const version = plan.hops.at(-1);
   if (version === undefined) {
     const why = plan.target.nothingToDo ? describeTarget(plan.target) : `the control plane is already at ${plan.from} (target ${to})`;
     return end('nothing-to-do', `nothing to do: ${why}`);
+  }
+  // A firing inside a blackout date (the schedule's or the cluster's) starts nothing and says which, until when.
+  const exclusions = [...(input.exclusions ?? []), ...(inventory.exclusions ?? [])];
+  if (exclusions.length > 0 && patched(PATCH.exclusions)) {
+    const held = exclusionAt(
+      exclusions,
+      Date.now(),
+      plan.hops.some((h) => changesMinor(plan.from, h)),
+    );
+    if (held)
+      return end(
+        'skipped',
+        `skipped: inside the exclusion ${describeExclusion(held.exclusion)} until ${new Date(held.until).toISOString()}`,
+      );
   }
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.targetVersion, value: version }]);
   upsertMemo({ from: plan.from, to: version, hops: plan.hops.join(' → ') });
@@ -89,7 +105,7 @@ export async function scheduledUpgradeWorkflow(input: ScheduledUpgradeInput): Pr
     child = await startChild(clusterUpgradeWorkflow, {
       workflowId: upgradeId,
       // The exact version this run decided on: the upgrade does what the schedule's run planned.
-      args: [{ cluster, to: version, policy }],
+      args: [{ cluster, to: version, policy, ...(input.reversible ? { reversible: input.reversible } : {}) }],
       parentClosePolicy: ParentClosePolicy.ABANDON,
       cancellationType: ChildWorkflowCancellationType.ABANDON,
       staticSummary: `scheduled upgrade of ${cluster} ${plan.from} → ${version}${input.schedule ? ` (${input.schedule})` : ''}`,

@@ -5,6 +5,10 @@ type Summaries = { [K in keyof Activities]: (input: InputOf<K>) => string };
 
 const v = (version: string) => `v${version.replace(/^v/, '')}`;
 
+/** The transition an event's id names after its workflow id and first run (`waiting/gate/canary-1.33.7/1`); `test` for a test event. */
+const transitionOf = (e: { id: string; workflowId: string }) =>
+  e.id.startsWith(`${e.workflowId}/`) ? e.id.slice(e.workflowId.length + 1).replace(/^[^/]+\//, '') : e.id === e.workflowId ? 'test' : e.id;
+
 /**
  * One line per activity, as the runbook would say it: the Temporal UI shows it as the activity's
  * summary, so the event list reads `drain w3`, `kubeadm upgrade apply v1.33.7 on cp-1`.
@@ -17,6 +21,10 @@ export const SUMMARY_OF: Summaries = {
   findRunningRollout: (i) => `is another rollout of ${i.cluster} running?`,
   takeInventory: (i) => `inventory of ${i.cluster}`,
   planDrain: (i) => `plan the drain of ${i.node}`,
+  findConcentratedWorkloads: (i) => `workloads left on one node in ${i.cluster}`,
+  rebalanceWorkload: (i) => `rebalance Deployment ${i.namespace}/${i.name}`,
+  checkBatchCapacity: (i) =>
+    i.batches.length === 1 ? `capacity for ${i.batches[0]?.join(',') ?? ''}` : `capacity of ${i.batches.length} batches`,
   availableVersions: (i) => `list available versions on ${i.node}`,
   kubeadmUpgradePlan: (i) => `kubeadm upgrade plan ${v(i.version)} on ${i.node}`,
   checkApiserver: (i) => `check the apiserver of ${i.cluster}`,
@@ -46,6 +54,10 @@ export const SUMMARY_OF: Summaries = {
   patchEtcdMember: (i) => `patch etcd on ${i.node} to ${i.tag} (its static-pod manifest)`,
   checkEtcdHealth: (i) =>
     `check etcd: every member up, one leader${i.expect ? `, ${i.expect.member} at ${i.expect.version.replace(/[-_+].*$/, '')}` : ''}`,
+  trialControlPlane: (i) => `trial on ${i.node}: ${v(i.version)} emulating ${i.emulates} (kubeadm upgrade apply --patches)`,
+  rollbackControlPlane: (i) => `roll ${i.node} back to ${v(i.version)} (kubeadm's backed-up manifests)`,
+  commitControlPlane: (i) => `commit ${v(i.version)} on ${i.node}: emulation removed (kubeadm upgrade ${i.first ? 'apply' : 'node'})`,
+  downgradePackages: (i) => `put ${i.packages.join(', ')} back to ${v(i.version)} on ${i.node} (a trial rolled back)`,
   planMaintenance: (i) => `plan maintenance of ${i.selector === undefined ? `${i.nodes?.length ?? 0} nodes` : `nodes ${i.selector}`}`,
   runMaintenanceCommand: (i) => `run the maintenance command on ${i.node}`,
   planRestore: (i) =>
@@ -63,5 +75,8 @@ export const SUMMARY_OF: Summaries = {
   probeHopPrerequisites: (i) => `check the prerequisites of ${i.hops.map(v).join(', ') || 'no hop'} on ${i.cluster}`,
   predictBlockingDrains: (i) => `predict the drains of ${v(i.hop)} that will block on ${i.cluster}`,
   deletePoolMachines: (i) => `remove ${i.names.length} machine${i.names.length === 1 ? '' : 's'} of pool ${i.pool}`,
+  notifySinks: (i) => `list the notification sinks of ${i.cluster}`,
+  deliverNotification: (i) => `notify ${i.sink}: ${i.event.kind} (${transitionOf(i.event)})`,
+  runChangeHook: (i) => `hook ${i.hook} at ${i.point}${i.event.details.node ? ` of ${String(i.event.details.node)}` : ''}`,
   readinessReport: (i) => `readiness of ${i.cluster} before ${i.hops.map(v).join(', ')} (removed APIs in use, …)`,
 };

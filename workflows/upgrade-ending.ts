@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/workflow';
 import { minorOf, parseVersion, QUARANTINED_LABEL, type UpgradePlan } from '../rules/index.js';
 import { WORKFLOW_FAILURE } from '../contracts/failure-types.js';
-import type { LeftBehind, RolloutStatus, UpgradeStatus } from './upgrade-messages.js';
+import type { LeftBehind, RolloutStatus, UpgradeStatus } from './rollout-messages.js';
 
 // How a cluster upgrade ends: the refusal it names and the sentence it leaves (what it undoes: rollout.ts).
 

@@ -1,13 +1,16 @@
 import { condition, patched, upsertMemo } from '@temporalio/workflow';
-import { windowAt, windowPhaseLabel, type MaintenanceWindow } from '../rules/index.js';
+import { describeExclusion, exclusionAt, windowAt, windowPhaseLabel, type Exclusion, type MaintenanceWindow } from '../rules/index.js';
 import { PATCH } from './patches.js';
-import type { RolloutStatus, UpgradePhase, WindowWait } from './upgrade-messages.js';
+import type { RolloutStatus, UpgradePhase, WindowWait } from './rollout-messages.js';
 
 export interface WindowWaitContext {
   /** An upgrade's (its phases belong to a hop) or an OS maintenance run's. */
   status: RolloutStatus & { hop?: string };
   /** The cluster's windows, read from its configuration when the rollout started; empty: any time. */
   windows: readonly MaintenanceWindow[];
+  /** The cluster's blackout dates (`exclusions:`), and whether the run moves to another minor (a `minor` exclusion holds only that). */
+  exclusions?: readonly Exclusion[];
+  minor?: boolean;
   aborted: () => boolean;
   setPhase: (phase: UpgradePhase) => void;
 }
@@ -26,32 +29,44 @@ const iso = (ms: number) => new Date(ms).toISOString();
  */
 export async function waitForWindow(ctx: WindowWaitContext, phase: string): Promise<number | 'aborted'> {
   const { status, windows } = ctx;
-  if (windows.length === 0 || !patched(PATCH.maintenanceWindows)) return 0;
+  const exclusions = ctx.exclusions ?? [];
+  // Each patch is reached only when its feature is configured: runs without it keep their command sequence.
+  const useWindows = windows.length > 0 && patched(PATCH.maintenanceWindows);
+  const useExclusions = exclusions.length > 0 && patched(PATCH.exclusions);
+  if (!useWindows && !useExclusions) return 0;
   const started = Date.now(); // workflow time: deterministic on replay
   const before = status.phase;
   const hop = status.hop ?? '';
   let wait: WindowWait | undefined;
   while (!ctx.aborted()) {
     const now = Date.now();
-    const verdict = windowAt(windows, now);
-    if (!verdict || verdict.open) break;
-    const opensAt = iso(verdict.opensAt);
+    // A blackout date first (it may end inside a closed window: the loop then waits for the window).
+    const held = useExclusions ? exclusionAt(exclusions, now, ctx.minor ?? true) : undefined;
+    const verdict = useWindows ? windowAt(windows, now) : undefined;
+    const until = held ? held.until : verdict && !verdict.open ? verdict.opensAt : undefined;
+    if (until === undefined) break;
+    const opensAt = iso(until);
     if (wait?.opensAt !== opensAt) {
-      wait = { for: 'maintenance-window', phase, hop, since: wait?.since ?? iso(now), opensAt };
+      const why = held ? { for: 'exclusion' as const, reason: describeExclusion(held.exclusion) } : { for: 'maintenance-window' as const };
+      wait = { ...why, phase, hop, since: wait?.since ?? iso(now), opensAt };
       status.waiting = wait;
-      status.events.push(`${windowPhaseLabel(phase, hop)} waits for the maintenance window: opens ${opensAt}`);
+      status.events.push(
+        held
+          ? `${windowPhaseLabel(phase, hop)} waits for the end of the exclusion ${why.reason ?? ''}: until ${opensAt}`
+          : `${windowPhaseLabel(phase, hop)} waits for the maintenance window: opens ${opensAt}`,
+      );
       upsertMemo({ waiting: { for: wait.for, phase, hop, opensAt } });
       ctx.setPhase('waiting');
     }
     // Durable: the timer lives on the server, so a worker restart or days of waiting change nothing.
-    await condition(ctx.aborted, verdict.opensAt - now);
+    await condition(ctx.aborted, until - now);
   }
   if (wait) {
     delete status.waiting;
     upsertMemo({ waiting: null });
     const waited = Date.now() - started;
     status.events.push(
-      `${windowPhaseLabel(phase, hop)} waited ${Math.round(waited / 1000)} s for the maintenance window${ctx.aborted() ? ' (aborted while waiting)' : ''}`,
+      `${windowPhaseLabel(phase, hop)} waited ${Math.round(waited / 1000)} s for the ${wait.for === 'exclusion' ? 'end of the exclusion' : 'maintenance window'}${ctx.aborted() ? ' (aborted while waiting)' : ''}`,
     );
     if (!ctx.aborted()) ctx.setPhase(before);
     return ctx.aborted() ? 'aborted' : waited;

@@ -22,6 +22,7 @@ import {
   type PredictionWebhook,
 } from '../../rules/readiness/drain-predictions.js';
 import type { ClusterAccess, ClusterResolver } from '../cluster-access.js';
+import { drainOptionsOf } from '../cluster-config.js';
 import { podFacts as drainPodFacts } from '../drain-facts.js';
 import { ErrorType, kubeCall } from '../errors.js';
 import { nodeFacts, pdbFacts } from '../inventory-facts.js';
@@ -66,6 +67,46 @@ function workloadOf(pod: V1Pod, replicas: Map<string, number>): { kind: string; 
   }
   const r = replicas.get(`${owner.kind} ${ns}/${owner.name}`);
   return { kind: owner.kind, name: owner.name, ...(r === undefined ? {} : { replicas: r }) };
+}
+
+type WebhookConfiguration = { metadata?: { name?: string }; webhooks?: readonly (V1ValidatingWebhook | V1MutatingWebhook)[] };
+type LivePod = { metadata?: { namespace?: string; name?: string; labels?: Record<string, string> }; spec?: { nodeName?: string } };
+
+/** The admission webhooks, each with the live pods behind its service (a drain that evicts them all leaves the webhook unanswered). */
+function webhooksOf(
+  validating: readonly WebhookConfiguration[],
+  mutating: readonly WebhookConfiguration[],
+  services: readonly { metadata?: { namespace?: string; name?: string }; spec?: { selector?: Record<string, string> } }[],
+  live: readonly LivePod[],
+): PredictionWebhook[] {
+  const backendsOf = (svc: { namespace: string; name: string }) => {
+    const s = services.find((x) => x.metadata?.namespace === svc.namespace && x.metadata?.name === svc.name);
+    const selector = s?.spec?.selector;
+    if (!selector || Object.keys(selector).length === 0) return [];
+    return live
+      .filter(
+        (p) =>
+          p.metadata?.namespace === svc.namespace && selectorMatches({ matchLabels: selector } as LabelSelector, p.metadata?.labels ?? {}),
+      )
+      .map((p) => ({ namespace: svc.namespace, name: p.metadata?.name ?? '', node: p.spec?.nodeName as string }));
+  };
+  const webhooks: PredictionWebhook[] = [];
+  const add = (kind: 'validating' | 'mutating', config: string, hooks: WebhookConfiguration['webhooks']) => {
+    for (const w of hooks ?? []) {
+      const svc = w.clientConfig.service;
+      webhooks.push({
+        name: `${config}/${w.name}`,
+        kind,
+        // The API defaults failurePolicy to Fail (admissionregistration.k8s.io/v1).
+        failurePolicy: w.failurePolicy === 'Ignore' ? 'Ignore' : 'Fail',
+        ...(svc ? { service: { namespace: svc.namespace, name: svc.name } } : {}),
+        backends: svc ? backendsOf(svc) : [],
+      });
+    }
+  };
+  for (const c of validating) add('validating', c.metadata?.name ?? '', c.webhooks);
+  for (const c of mutating) add('mutating', c.metadata?.name ?? '', c.webhooks);
+  return webhooks;
 }
 
 export async function findDrainBlocks(access: ClusterAccess, input: DrainPredictionsInput): Promise<DrainPredictionsResult> {
@@ -129,60 +170,46 @@ export async function findDrainBlocks(access: ClusterAccess, input: DrainPredict
     coveredPods: live.filter((p) => p.metadata?.namespace === f.namespace && selectorMatches(f.selector, p.metadata?.labels ?? {})).length,
   }));
 
-  const backendsOf = (svc: { namespace: string; name: string }) => {
-    const s = services.find((x) => x.metadata?.namespace === svc.namespace && x.metadata?.name === svc.name);
-    const selector = s?.spec?.selector;
-    if (!selector || Object.keys(selector).length === 0) return [];
-    return live
-      .filter(
-        (p) =>
-          p.metadata?.namespace === svc.namespace && selectorMatches({ matchLabels: selector } as LabelSelector, p.metadata?.labels ?? {}),
-      )
-      .map((p) => ({ namespace: svc.namespace, name: p.metadata?.name ?? '', node: p.spec?.nodeName as string }));
-  };
-  const webhooks: PredictionWebhook[] = [];
-  const add = (
-    kind: 'validating' | 'mutating',
-    config: string,
-    hooks: readonly (V1ValidatingWebhook | V1MutatingWebhook)[] | undefined,
-  ) => {
-    for (const w of hooks ?? []) {
-      const svc = w.clientConfig.service;
-      webhooks.push({
-        name: `${config}/${w.name}`,
-        kind,
-        // The API defaults failurePolicy to Fail (admissionregistration.k8s.io/v1).
-        failurePolicy: w.failurePolicy === 'Ignore' ? 'Ignore' : 'Fail',
-        ...(svc ? { service: { namespace: svc.namespace, name: svc.name } } : {}),
-        backends: svc ? backendsOf(svc) : [],
-      });
-    }
-  };
-  for (const c of validating?.items ?? []) add('validating', c.metadata?.name ?? '', c.webhooks);
-  for (const c of mutating?.items ?? []) add('mutating', c.metadata?.name ?? '', c.webhooks);
+  const webhooks = webhooksOf(validating?.items ?? [], mutating?.items ?? [], services, live);
 
+  const { ignoreDaemonSets, deleteEmptyDirData, rules } = drainOptionsOf(config);
   const drain = {
-    ignoreDaemonSets: config.drain.ignoreDaemonSets,
-    deleteEmptyDirData: config.drain.deleteEmptyDirData,
+    ignoreDaemonSets,
+    deleteEmptyDirData,
+    ...(rules?.length ? { rules } : {}),
     timeoutSeconds: input.drainTimeoutSeconds ?? config.drain.timeoutSeconds,
   };
   // The phases keep their names at every hop (the upgrade plans them once); at each hop they hold the
   // nodes that move there: control planes always, workers at their moves. A drain is named once, at the
   // first hop that makes it.
   const controlPlanes = new Set(planNodes.filter((n) => n.role === 'control-plane').map((n) => n.name));
+  const predict = (hop: string, hopPhases: typeof phases) =>
+    predictDrainBlocks({ hop, phases: hopPhases, pods: predictionPods, pdbs: predictionPdbs, webhooks, drain });
+  return { findings: overHops(input, phases, controlPlanes, predict), problems };
+}
+
+/** Each hop's predictions over the nodes that move there, a drain named once: at the first hop that makes it. */
+function overHops<P extends { nodes: string[] }>(
+  input: DrainPredictionsInput,
+  phases: P[],
+  controlPlanes: Set<string>,
+  predict: (hop: string, phases: P[]) => ReadinessFinding[],
+): ReadinessFinding[] {
   const named = new Set<string>();
   const findings: ReadinessFinding[] = [];
   for (const hop of input.hops?.length ? input.hops : [input.hop]) {
     const moving = (node: string) => controlPlanes.has(node) || movesAtHop(input.workerHops, node, hop);
-    const hopPhases = phases.map((phase) => ({ ...phase, nodes: phase.nodes.filter(moving) }));
-    for (const f of predictDrainBlocks({ hop, phases: hopPhases, pods: predictionPods, pdbs: predictionPdbs, webhooks, drain })) {
+    for (const f of predict(
+      hop,
+      phases.map((phase) => ({ ...phase, nodes: phase.nodes.filter(moving) })),
+    )) {
       const key = `${f.ack} ${f.node ?? ''}`;
       if (named.has(key)) continue;
       named.add(key);
       findings.push(f);
     }
   }
-  return { findings, problems };
+  return findings;
 }
 
 export function createDrainPredictionActivities(deps: { clusters: ClusterResolver }) {

@@ -24,7 +24,7 @@ import { hostActivityScope } from '../host-activity-context.js';
 import { checkNode } from '../host-commands.js';
 import { CONTROL_PLANE_LABEL } from '../inventory-facts.js';
 import { ACTIVITY_FAILURE } from '../../contracts/failure-types.js';
-import { availableVersions } from '../package-repository.js';
+import { availableVersions, readRepository, type RepositoryState } from '../package-repository.js';
 import { minorOfVersion } from '../parsers/kubernetes-repository.js';
 
 export interface HopPrerequisitesInput {
@@ -81,6 +81,49 @@ export function parseCertificateExpiration(text: string): CertificateFacts[] {
 const oneLine = (text: string) => text.trim().split('\n').at(-1)?.slice(0, 200) ?? '';
 
 /** Reads every fact the hops need. Read-only: the only files written are the repository probes' own, under /tmp, removed. */
+/** Whether the node's package repository offers each hop's minor. */
+async function repositoriesOf(
+  access: ClusterAccess,
+  node: string,
+  minors: string[],
+  signal: AbortSignal | undefined,
+): Promise<NonNullable<NodePrerequisiteFacts['repositories']>> {
+  const repositories: NonNullable<NodePrerequisiteFacts['repositories']> = {};
+  try {
+    const offered = await availableVersions(access, { node });
+    // A minor not offered by a file skewless cannot switch (not the install guide's one line) is
+    // what the run will refuse at that node: said as the run says it, with the file.
+    const missing = minors.filter((m) => !offered.some((v) => minorOfVersion(v) === m));
+    const unswitchable = missing.length > 0 ? unswitchableRepository(await readRepository(access, node, signal)) : undefined;
+    for (const m of minors) {
+      repositories[m] = !missing.includes(m)
+        ? { reachable: true }
+        : unswitchable
+          ? { reachable: false, notRewritten: unswitchable }
+          : { reachable: false, detail: `its repository offers no ${m} kubeadm` };
+    }
+  } catch (err) {
+    // A host that does not answer SSH (or presents another key) says nothing of its repository: the
+    // upgrade waits at that node for the operator anyway, so this is a warning, not a hold.
+    const type = (err as { type?: string }).type;
+    const unknown = type === ACTIVITY_FAILURE.HostUnreachable || type === ACTIVITY_FAILURE.HostKeyMismatch;
+    for (const m of minors)
+      repositories[m] = { reachable: false, detail: oneLine((err as Error).message), ...(unknown ? { unknown } : {}) };
+  }
+  return repositories;
+}
+
+/** The apiVersion of kubeadm-config's ClusterConfiguration; undefined when absent or unreadable (the inventory reports it as a problem already). */
+function kubeadmConfigApiVersion(clusterConfiguration: string | undefined): string | undefined {
+  if (clusterConfiguration === undefined) return undefined;
+  try {
+    const doc = parseYaml(clusterConfiguration) as { apiVersion?: unknown } | null;
+    return typeof doc?.apiVersion === 'string' ? doc.apiVersion : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function gatherPrerequisiteFacts(access: ClusterAccess, input: HopPrerequisitesInput): Promise<PrerequisiteFacts> {
   const needed = neededChecks(input.hops);
   const { kube } = access;
@@ -135,35 +178,10 @@ export async function gatherPrerequisiteFacts(access: ClusterAccess, input: HopP
         f.certificates = { error: `unreadable output: ${(err as Error).message}` };
       }
     }
-    if (needed.has('repository') && minors.length > 0) {
-      f.repositories = {};
-      try {
-        const offered = await availableVersions(access, { node });
-        for (const m of minors) {
-          const reachable = offered.some((v) => minorOfVersion(v) === m);
-          f.repositories[m] = reachable ? { reachable } : { reachable, detail: `its repository offers no ${m} kubeadm` };
-        }
-      } catch (err) {
-        // A host that does not answer SSH (or presents another key) says nothing of its repository: the
-        // upgrade waits at that node for the operator anyway, so this is a warning, not a hold.
-        const type = (err as { type?: string }).type;
-        const unknown = type === ACTIVITY_FAILURE.HostUnreachable || type === ACTIVITY_FAILURE.HostKeyMismatch;
-        for (const m of minors)
-          f.repositories[m] = { reachable: false, detail: oneLine((err as Error).message), ...(unknown ? { unknown } : {}) };
-      }
-    }
+    if (needed.has('repository') && minors.length > 0) f.repositories = await repositoriesOf(access, node, minors, scope.signal);
     return f;
   });
-
-  let apiVersion: string | undefined;
-  if (clusterConfig?.data?.ClusterConfiguration !== undefined) {
-    try {
-      const doc = parseYaml(clusterConfig.data.ClusterConfiguration) as { apiVersion?: unknown } | null;
-      if (typeof doc?.apiVersion === 'string') apiVersion = doc.apiVersion;
-    } catch {
-      apiVersion = undefined; // unreadable: the inventory reports it as a problem already
-    }
-  }
+  const apiVersion = kubeadmConfigApiVersion(clusterConfig?.data?.ClusterConfiguration);
   return {
     nodes: facts,
     ...(apiVersion === undefined ? {} : { kubeadmConfigApiVersion: apiVersion }),
@@ -200,4 +218,11 @@ export function createHopPrerequisiteActivities(deps: { clusters: ClusterResolve
       return findHopPrerequisites(deps.clusters(input.cluster), input);
     },
   };
+}
+
+/** The repository file skewless will not rewrite (absent, or not the install guide's layout), and why; undefined: it switches it. */
+function unswitchableRepository(repo: RepositoryState): { file: string; why: string } | undefined {
+  if (repo.text === undefined) return { file: repo.file, why: 'there is no such file' };
+  if (repo.parsed?.layout === 'unrecognised') return { file: repo.file, why: repo.parsed.why };
+  return undefined;
 }

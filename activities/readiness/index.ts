@@ -17,6 +17,8 @@ import { firingAlerts } from '../alerts.js';
 import type { AlertsConfig } from '../cluster-config.js';
 import { probeTarget } from '../health-probes.js';
 import { findOtherSourceFailures } from './other-sources.js';
+import { readReversibilityFacts } from './reversibility-facts.js';
+import type { ReversibilityFacts } from '../../rules/index.js';
 
 const DAY_SECONDS = 86_400;
 
@@ -47,6 +49,8 @@ export interface ReadinessReport {
    * (scheme, host and path), and why it could not be asked (the upgrade refuses to start then).
    */
   alerts?: { prometheus: string; firing: number; unreachable?: string };
+  /** What a reversible hop's verdict reads (issue 36): the oldest etcd, the alpha gates the control planes turn on. */
+  reversibility?: ReversibilityFacts;
 }
 
 /** The alerts firing now, as findings of the first hop; an unreachable Prometheus is said, not thrown. */
@@ -74,7 +78,7 @@ export function createReadinessActivities({ clusters }: { clusters: ClusterResol
       const access = clusters(input.cluster);
       const signal = cancellationSignal();
       const runSeconds = input.runSeconds ?? DAY_SECONDS * Math.max(1, input.hops.length);
-      const [usage, prerequisites, drains, alerts, otherSources] = await Promise.all([
+      const [usage, prerequisites, drains, alerts, otherSources, reversibility] = await Promise.all([
         collectRemovedApiUsage(access, signal),
         input.hops.length ? findHopPrerequisites(access, { cluster: input.cluster, hops: input.hops, runSeconds }) : undefined,
         input.hops.length
@@ -89,6 +93,8 @@ export function createReadinessActivities({ clusters }: { clusters: ClusterResol
           : undefined,
         readAlerts(access.config.alerts, input.hops[0] ?? input.from),
         input.hops.length ? findOtherSourceFailures(access, input.hops[0] as string, signal) : undefined,
+        // Unreadable, the verdict goes without these facts (as before they were read) and the report says so.
+        readReversibilityFacts(access, input.from).catch((err: Error) => err),
       ]);
       const findings = [
         ...removedApiFindingsForHops(input.from, input.hops, usage),
@@ -105,6 +111,7 @@ export function createReadinessActivities({ clusters }: { clusters: ClusterResol
           ...(drains?.problems ?? []),
           ...(otherSources?.problems ?? []),
           ...(alerts?.looked.unreachable ? [`alerts: ${alerts.looked.unreachable}`] : []),
+          ...(reversibility instanceof Error ? [`reversibility facts: ${reversibility.message}`] : []),
         ],
         looked: {
           removedApis: {
@@ -115,6 +122,7 @@ export function createReadinessActivities({ clusters }: { clusters: ClusterResol
           },
         },
         ...(alerts ? { alerts: alerts.looked } : {}),
+        ...(reversibility instanceof Error ? {} : { reversibility }),
       };
     },
   };

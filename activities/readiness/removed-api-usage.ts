@@ -10,7 +10,7 @@ import { apiserverGet } from './apiserver-get.js';
 import { parsePrometheusText } from './prometheus-text.js';
 
 export interface RemovedApiUsageFacts extends RemovedApiUsage {
-  /** Scrapes of /metrics that answered (one per control plane, each on a new connection). */
+  /** Distinct apiservers whose /metrics answered (at most one per control plane, each scrape on a new connection). */
   metricsScrapes: number;
   /** `node:path` of every audit log read. */
   auditLogsRead: string[];
@@ -38,36 +38,36 @@ export async function collectRemovedApiUsage(access: ClusterAccess, signal?: Abo
   const nodes = await kubeCall('list control-plane nodes', () => access.kube.core.listNode({ labelSelector: CONTROL_PLANE_LABEL }));
   const controlPlanes = nodes.items.map((n) => n.metadata?.name ?? '').filter((n) => n !== '');
 
-  // Behind kubeadm's controlPlaneEndpoint each new connection may reach another apiserver: one
-  // scrape per control plane; a series any of them reports counts (the gauge stays 1 until a restart).
+  // Behind kubeadm's controlPlaneEndpoint each new connection may reach another apiserver, or the
+  // same one again: scrapes go on until each control plane's apiserver answered once, or as many
+  // scrapes as there are control planes met one already read (fewer apiservers than control planes,
+  // or a sticky endpoint), and an apiserver met again is not counted twice (one call would read
+  // "requested 2 times" beside "1 time in the audit log read").
   const requested = new Map<string, DeprecatedApiRequest>();
+  const seen = new Set<string>();
   let metricsScrapes = 0;
-  for (let i = 0; i < Math.max(1, controlPlanes.length); i++) {
+  let failures = 0;
+  let again = 0;
+  const wanted = Math.max(1, controlPlanes.length);
+  for (let attempt = 0; seen.size < wanted && again < wanted && failures < wanted; attempt++) {
     let text: string;
     try {
       text = await apiserverGet(access.config, '/metrics', signal);
     } catch (err) {
       // A worker whose RBAC predates the /metrics grant still plans: the report says what it could not read.
       problems.push(`apiserver /metrics: ${(err as Error).message}${forbiddenHint(err)}`);
+      failures++;
       continue;
     }
+    const samples = parsePrometheusText(text, [DEPRECATED_METRIC, REQUEST_TOTAL, ...IDENTITY_METRICS]);
+    const identity = apiserverIdentity(samples) ?? `scrape ${attempt}`;
+    if (seen.has(identity)) {
+      again++;
+      continue;
+    }
+    seen.add(identity);
     metricsScrapes++;
-    const samples = parsePrometheusText(text, [DEPRECATED_METRIC, REQUEST_TOTAL]);
-    const totals = new Map<string, number>();
-    for (const s of samples) {
-      if (s.name !== REQUEST_TOTAL) continue;
-      const k = keyOf(seriesOf(s.labels));
-      totals.set(k, (totals.get(k) ?? 0) + s.value);
-    }
-    for (const s of samples) {
-      if (s.name !== DEPRECATED_METRIC || s.value === 0) continue;
-      const series = seriesOf(s.labels);
-      const k = keyOf(series);
-      const seen = requested.get(k) ?? { ...series, removedRelease: s.labels.removed_release ?? '', clients: [] };
-      const total = totals.get(k);
-      if (total !== undefined) seen.count = (seen.count ?? 0) + total;
-      requested.set(k, seen);
-    }
+    mergeDeprecatedSeries(samples, requested);
   }
 
   const auditLogsRead: string[] = [];
@@ -92,6 +92,41 @@ export async function collectRemovedApiUsage(access: ClusterAccess, signal?: Abo
 
   const storedNotServed = await unservedStoredVersions(access, problems, signal);
   return { requested: [...requested.values()], storedNotServed, metricsScrapes, auditLogsRead, problems };
+}
+
+/**
+ * Which apiserver answered a scrape: the hash of its identity (apiserver_id_hash, KEP-1965 kube-apiserver
+ * identity; in the 1.32-1.34 binaries), else its process's start time (process_start_time_seconds).
+ */
+const IDENTITY_METRICS = ['apiserver_id_hash', 'process_start_time_seconds'];
+
+function apiserverIdentity(samples: readonly { name: string; labels: Record<string, string>; value: number }[]): string | undefined {
+  const hash = samples.find((s) => s.name === 'apiserver_id_hash');
+  if (hash) return `id ${Object.values(hash.labels).join(',')}`;
+  const started = samples.find((s) => s.name === 'process_start_time_seconds');
+  return started ? `started ${started.value}` : undefined;
+}
+
+/** One apiserver's deprecated-API series into `requested`, each with that apiserver's request count added. */
+function mergeDeprecatedSeries(
+  samples: readonly { name: string; labels: Record<string, string>; value: number }[],
+  requested: Map<string, DeprecatedApiRequest>,
+): void {
+  const totals = new Map<string, number>();
+  for (const s of samples) {
+    if (s.name !== REQUEST_TOTAL) continue;
+    const k = keyOf(seriesOf(s.labels));
+    totals.set(k, (totals.get(k) ?? 0) + s.value);
+  }
+  for (const s of samples) {
+    if (s.name !== DEPRECATED_METRIC || s.value === 0) continue;
+    const series = seriesOf(s.labels);
+    const k = keyOf(series);
+    const seen = requested.get(k) ?? { ...series, removedRelease: s.labels.removed_release ?? '', clients: [] };
+    const total = totals.get(k);
+    if (total !== undefined) seen.count = (seen.count ?? 0) + total;
+    requested.set(k, seen);
+  }
 }
 
 const seriesOf = (l: Record<string, string>) => ({

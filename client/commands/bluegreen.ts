@@ -1,4 +1,5 @@
 import { normalizeVersion } from '../../rules/index.js';
+import { isDnsLabel } from '../../rules/input-shapes.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { NO_ROLLBACK, REMOVAL_GATE, type BlueGreenInput } from '../../workflows/bluegreen-messages.js';
 import { bluegreenWorkflow } from '../../workflows/bluegreen-workflow.js';
@@ -7,7 +8,7 @@ import { type CommandIo, EXIT, helpAsked, intOption, parseOptions, requireOption
 import { outputFormat } from '../output.js';
 import { clusterName } from '../temporal-connection.js';
 import { announceStart, START_OPTIONS, startAndFollow } from '../start-and-follow.js';
-import { watchUpgrade } from './watch.js';
+import { watchRollout } from './watch.js';
 
 export const bluegreenHelp = `Usage: skewless bluegreen --cluster NAME --from POOL --to-pool POOL --to VERSION [--count N]
                           [--canary N] [--batch-size N] [--approve-canary] [--soak SECONDS]
@@ -50,11 +51,10 @@ or pool, a green pool that already has nodes, no provisioning configured) or ano
 cluster (upgrade, maintain, restore, bluegreen) running; 3 Temporal unreachable; 130 interrupted (the run goes on).`;
 
 /** A pool name as the cluster configuration spells it (the worker checks the same). */
-const POOL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 function poolName(value: string | undefined, flag: string): string {
   const pool = requireOption(value, flag);
-  if (!POOL.test(pool) || pool.length > 50)
+  if (!isDnsLabel(pool) || pool.length > 50)
     throw new UsageError(
       `${flag} must be a pool name of the cluster configuration (lowercase letters, digits and '-'), got ${JSON.stringify(pool)}`,
     );
@@ -107,6 +107,6 @@ export async function bluegreenCommand(args: string[], io: CommandIo): Promise<n
       cluster,
       (id) => `started ${id}: pool ${from} → pool ${to} at ${version}; ${NO_ROLLBACK} (gate ${REMOVAL_GATE})`,
     ),
-    follow: (client, workflowId) => watchUpgrade(client, cluster, io, { output, workflowId }),
+    follow: (client, workflowId) => watchRollout(client, cluster, io, { output, workflowId }),
   });
 }

@@ -1,9 +1,10 @@
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { isDnsLabel } from '../../rules/input-shapes.js';
 import { isClientError } from '../temporal-sdk.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { approveClusterUpdate, fleetStatusQuery, resolveClusterUpdate, type FleetStatus } from '../../workflows/fleet-messages.js';
 import { fleetUpgradeWorkflow } from '../../workflows/fleet-upgrade-workflow.js';
-import { abortSignal, pauseSignal, resumeSignal } from '../../workflows/upgrade-messages.js';
+import { abortSignal, pauseSignal, resumeSignal } from '../../workflows/rollout-messages.js';
 import {
   type CommandIo,
   EXIT,
@@ -50,9 +51,11 @@ FILE (YAML):
     - name: users
       clusters: [user-a, {name: user-b, to: next-minor, policy: {batchSize: 2, maxUnavailable: "25%"}}]
 to: an exact version, a minor, latest-patch or next-minor (as "skewless upgrade --to"). policy: the keys
-canary, canaryNodes, batchSize, maxUnavailable, order, firstControlPlane, approveWorkers, approveAfterCanary,
+canary, canaryNodes, batchSize, maxUnavailable, order, firstControlPlane, batchBy, batchOrder, rebalance, approveWorkers, approveAfterCanary,
 soakSeconds, phaseSoakSeconds, workersEveryHop, acknowledge, drainTimeoutSeconds, onDrainTimeout, hostRetrySeconds, kubeletTimeoutSeconds, verifySeconds,
 continueAsNewAfterEvents. approve: wait for "skewless fleet approve NAME --cluster C" before C starts.
+reversible: true (defaults or per cluster) runs each hop as a trial (as upgrade --reversible); autoCommit: true
+commits a trial whose soak passes (needs policy soakSeconds or phaseSoakSeconds; docs/reversible-hops.md).
 
 start follows the fleet until it ends (--detach: returns at once). --output json: start --detach and
 the commands that act print one object; status prints the fleet's status; start and watch print one
@@ -68,8 +71,7 @@ const who = (by: string | undefined) => by ?? process.env.USER ?? 'operator';
 
 function fleetName(value: string | undefined): string {
   if (!value) throw new UsageError('NAME (the fleet) is required');
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value) || value.length > 63)
-    throw new UsageError(`invalid fleet name ${JSON.stringify(value)}: a DNS label`);
+  if (!isDnsLabel(value)) throw new UsageError(`invalid fleet name ${JSON.stringify(value)}: a DNS label`);
   return value;
 }
 
@@ -135,16 +137,16 @@ async function watchFleet(client: Client, name: string, io: CommandIo, output: O
   });
 }
 
+const FLEET_OPTIONS = {
+  ...stringOptions('cluster', 'action', 'by', 'comment', 'task-queue', 'output'),
+  detach: { type: 'boolean' },
+  ...TEMPORAL_OPTIONS,
+} as const;
+
+type FleetValues = ReturnType<typeof parseOptions<typeof FLEET_OPTIONS>>['values'];
+
 export async function fleetCommand(args: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parseOptions(
-    args,
-    {
-      ...stringOptions('cluster', 'action', 'by', 'comment', 'task-queue', 'output'),
-      detach: { type: 'boolean' },
-      ...TEMPORAL_OPTIONS,
-    },
-    true,
-  );
+  const { values, positionals } = parseOptions(args, FLEET_OPTIONS, true);
   if (helpAsked(values, fleetHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const [verbText, target, ...extra] = positionals;
@@ -158,88 +160,29 @@ export async function fleetCommand(args: string[], io: CommandIo): Promise<numbe
       if (values[flag] !== undefined && !flags.includes(flag)) throw new UsageError(`--${flag} does not go with fleet ${verb}`);
     }
   };
-  const comment = values.comment ? { comment: values.comment } : {};
 
   // Every check of what was typed (and the whole file) before Temporal is contacted.
   if (verb === 'start') {
     only(['detach', 'task-queue']);
-    const spec = readFleetFile(requireOption(target, 'FILE (the fleet file)'));
-    return await startAndFollow(values, fleetUpgradeWorkflow, [{ fleet: spec }], {
-      workflowId: fleetId(spec.name),
-      alreadyRunning: `fleet ${spec.name} is already running; follow it with "skewless fleet watch ${spec.name}"`,
-      announce: (runId, workflowId) => {
-        const started = { workflowId, runId, clusters: spec.clusters.map((c) => c.cluster), maxParallel: spec.maxParallel };
-        if (output === 'json') io.out(JSON.stringify({ type: 'started', fleet: spec.name, at: new Date().toISOString(), ...started }));
-        else
-          io.out(
-            `started ${workflowId}: ${spec.clusters.map((c) => `${c.cluster} (${c.stage})`).join(', ')}, at most ${spec.maxParallel} at once`,
-          );
-      },
-      follow: (client) => watchFleet(client, spec.name, io, output),
-    });
+    return startFleet(values, readFleetFile(requireOption(target, 'FILE (the fleet file)')), output, io);
   }
-
   const name = fleetName(target);
   let cluster: string | undefined;
   let action: 'retry' | 'skip' | undefined;
   if (verb === 'approve' || verb === 'resolve') {
     only(verb === 'resolve' ? ['cluster', 'action'] : ['cluster']);
     cluster = clusterName(values.cluster, '--cluster');
-    if (verb === 'resolve') {
-      const a = requireOption(values.action, '--action');
-      if (a !== 'retry' && a !== 'skip')
-        throw new UsageError(
-          `--action must be retry or skip, got ${JSON.stringify(a)} (a blocked node is answered with "skewless resolve ${cluster}")`,
-        );
-      action = a;
-    }
+    if (verb === 'resolve') action = clusterAction(values.action, cluster);
   } else only([]);
 
   const { client, close } = await connectClient(values, values.by);
   const handle = client.workflow.getHandle(fleetId(name));
+  const o: FleetMessage = { io, name, handle, values, json: output === 'json' };
   try {
     if (verb === 'watch') return await watchFleet(client, name, io, output);
-    if (verb === 'status') {
-      const s = await handle.query(fleetStatusQuery);
-      if (output === 'json') printJson(io, s, true);
-      else {
-        io.out(
-          `fleet ${name}: ${s.phase}${s.paused ? ' (paused)' : ''}, at most ${s.maxParallel} at once${s.line ? `; line stopped by ${s.line}` : ''}`,
-        );
-        for (const line of clusterLines(s)) io.out(line);
-      }
-      return EXIT.ok;
-    }
-    if (verb === 'approve' || verb === 'resolve') {
-      const answered =
-        verb === 'approve'
-          ? await handle.executeUpdate(approveClusterUpdate, { args: [{ cluster: cluster as string, by: who(values.by), ...comment }] })
-          : await handle.executeUpdate(resolveClusterUpdate, {
-              args: [{ cluster: cluster as string, action: action as 'retry' | 'skip', by: who(values.by), ...comment }],
-            });
-      if (output === 'json')
-        printJson(io, {
-          fleet: name,
-          workflowId: handle.workflowId,
-          action: verb === 'approve' ? 'approve' : action,
-          cluster: answered,
-          status: await handle.query(fleetStatusQuery).catch(() => null),
-        });
-      else io.out(verb === 'approve' ? `start of ${cluster} approved` : `${cluster}: ${action}`);
-      return EXIT.ok;
-    }
-    const signal = { pause: pauseSignal, resume: resumeSignal, abort: abortSignal }[verb];
-    const sent = { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) };
-    await handle.signal(signal, sent);
-    if (output === 'json')
-      printJson(io, {
-        fleet: name,
-        workflowId: handle.workflowId,
-        action: verb,
-        ...sent,
-        status: await handle.query(fleetStatusQuery).catch(() => null),
-      });
-    else io.out(`${verb} sent to fleet/${name}`);
+    if (verb === 'status') await printFleetStatus(o);
+    else if (verb === 'approve' || verb === 'resolve') await answerCluster(o, verb, cluster as string, action);
+    else await signalFleet(o, verb);
     return EXIT.ok;
   } catch (err) {
     if (isClientError(err, 'WorkflowNotFoundError')) throw new UsageError(`no running fleet ${name}`);
@@ -248,4 +191,86 @@ export async function fleetCommand(args: string[], io: CommandIo): Promise<numbe
   } finally {
     await close();
   }
+}
+
+function startFleet(values: FleetValues, spec: ReturnType<typeof readFleetFile>, output: Output, io: CommandIo): Promise<number> {
+  return startAndFollow(values, fleetUpgradeWorkflow, [{ fleet: spec }], {
+    workflowId: fleetId(spec.name),
+    alreadyRunning: `fleet ${spec.name} is already running; follow it with "skewless fleet watch ${spec.name}"`,
+    announce: (runId, workflowId) => {
+      const started = { workflowId, runId, clusters: spec.clusters.map((c) => c.cluster), maxParallel: spec.maxParallel };
+      if (output === 'json') io.out(JSON.stringify({ type: 'started', fleet: spec.name, at: new Date().toISOString(), ...started }));
+      else
+        io.out(
+          `started ${workflowId}: ${spec.clusters.map((c) => `${c.cluster} (${c.stage})`).join(', ')}, at most ${spec.maxParallel} at once`,
+        );
+    },
+    follow: (client) => watchFleet(client, spec.name, io, output),
+  });
+}
+
+/** `fleet resolve`'s --action: a cluster's failed attempt is retried or skipped. */
+function clusterAction(value: string | undefined, cluster: string): 'retry' | 'skip' {
+  const a = requireOption(value, '--action');
+  if (a !== 'retry' && a !== 'skip')
+    throw new UsageError(
+      `--action must be retry or skip, got ${JSON.stringify(a)} (a blocked node is answered with "skewless resolve ${cluster}")`,
+    );
+  return a;
+}
+
+/** What every message to a running fleet is sent with. */
+interface FleetMessage {
+  io: CommandIo;
+  name: string;
+  handle: WorkflowHandle;
+  values: FleetValues;
+  json: boolean;
+}
+
+async function printFleetStatus({ io, name, handle, json }: FleetMessage): Promise<void> {
+  const s = await handle.query(fleetStatusQuery);
+  if (json) printJson(io, s, true);
+  else {
+    io.out(
+      `fleet ${name}: ${s.phase}${s.paused ? ' (paused)' : ''}, at most ${s.maxParallel} at once${s.line ? `; line stopped by ${s.line}` : ''}`,
+    );
+    for (const line of clusterLines(s)) io.out(line);
+  }
+}
+
+async function answerCluster(o: FleetMessage, verb: 'approve' | 'resolve', cluster: string, action: 'retry' | 'skip' | undefined) {
+  const { handle, values } = o;
+  const comment = values.comment ? { comment: values.comment } : {};
+  const answered =
+    verb === 'approve'
+      ? await handle.executeUpdate(approveClusterUpdate, { args: [{ cluster, by: who(values.by), ...comment }] })
+      : await handle.executeUpdate(resolveClusterUpdate, {
+          args: [{ cluster, action: action as 'retry' | 'skip', by: who(values.by), ...comment }],
+        });
+  if (o.json)
+    printJson(o.io, {
+      fleet: o.name,
+      workflowId: handle.workflowId,
+      action: verb === 'approve' ? 'approve' : action,
+      cluster: answered,
+      status: await handle.query(fleetStatusQuery).catch(() => null),
+    });
+  else o.io.out(verb === 'approve' ? `start of ${cluster} approved` : `${cluster}: ${action}`);
+}
+
+async function signalFleet(o: FleetMessage, verb: 'pause' | 'resume' | 'abort'): Promise<void> {
+  const { handle, values } = o;
+  const signal = { pause: pauseSignal, resume: resumeSignal, abort: abortSignal }[verb];
+  const sent = { by: who(values.by), ...(values.comment ? { reason: values.comment } : {}) };
+  await handle.signal(signal, sent);
+  if (o.json)
+    printJson(o.io, {
+      fleet: o.name,
+      workflowId: handle.workflowId,
+      action: verb,
+      ...sent,
+      status: await handle.query(fleetStatusQuery).catch(() => null),
+    });
+  else o.io.out(`${verb} sent to fleet/${o.name}`);
 }

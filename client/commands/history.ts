@@ -6,8 +6,8 @@ import { CONNECTION_HELP } from '../../worker/config.js';
 import { decodeEncryptedPayloads } from '../../worker/payload-codec.js';
 import { auditTrail, trailToText, type RunHistory } from '../audit-trail.js';
 import { CommandFailed, type CommandIo, EXIT, helpAsked, outputFormat, parseOptions, UsageError } from '../cli-support.js';
-import { clusterName, connectClient, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS } from '../temporal-connection.js';
-import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
+import { clusterName, connectClient, rolloutKind, chooseRollout, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { notifyWorkflowId, upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 import { timelineFromRuns } from '../timeline/timeline-from-runs.js';
 import { executionsOf, pickExecution } from '../run-list.js';
 import { timelineSpanMs } from '../timeline/timeline-model.js';
@@ -103,7 +103,9 @@ export async function fetchUpgradeRuns(
   const started = parent.flatMap((run) =>
     run.events.flatMap((e) => {
       const x = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution;
-      return x?.workflowId && x.runId && x.workflowId.startsWith(`${workflowId}/`) ? [{ workflowId: x.workflowId, runId: x.runId }] : [];
+      // Its node workflows, and the deliveries of its notifications (notify/<workflowId>/...: their attempts and failures).
+      const ours = x?.workflowId?.startsWith(`${workflowId}/`) || x?.workflowId?.startsWith(notifyWorkflowId(`${workflowId}/`));
+      return x?.workflowId && x.runId && ours ? [{ workflowId: x.workflowId, runId: x.runId }] : [];
     }),
   );
   const children: RunHistory[][] = new Array(started.length);
@@ -131,17 +133,14 @@ function timelinePath(value: string | undefined): string | undefined {
 }
 
 export async function historyCommand(args: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parseOptions(
-    args,
-    {
-      ...TEMPORAL_OPTIONS,
-      output: { type: 'string' },
-      workflow: { type: 'string' },
-      timeline: { type: 'string' },
-      run: { type: 'string' },
-    },
-    true,
-  );
+  const options = {
+    ...TEMPORAL_OPTIONS,
+    output: { type: 'string' },
+    workflow: { type: 'string' },
+    timeline: { type: 'string' },
+    run: { type: 'string' },
+  } as const;
+  const { values, positionals } = parseOptions(args, options, true);
   if (helpAsked(values, historyHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const cluster = clusterName(positionals[0]);
@@ -151,7 +150,7 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
   const { client, close } = await connectClient(values);
   try {
     let runs;
-    const { kind: found, workflowId } = await rolloutWorkflowId(client, cluster, kind);
+    const { kind: found, workflowId } = await chooseRollout(client, cluster, kind);
     const executions = await executionsOf(client, workflowId);
     const shown = values.run !== undefined ? pickExecution(executions, values.run) : executions.at(-1);
     try {
@@ -197,14 +196,7 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
     }
     if (timelineFile !== undefined) {
       const title = entries[0] ? `${workflowId} from ${entries[0].time}` : workflowId;
-      const timeline = timelineFromRuns([...runs.parent, ...runs.children], title);
-      try {
-        writeFileSync(timelineFile, renderTimelineSvg(timeline));
-      } catch (err) {
-        throw new CommandFailed(`cannot write --timeline ${timelineFile}: ${(err as Error).message}`);
-      }
-      const { startMs, endMs } = timelineSpanMs(timeline.bars);
-      const line = `timeline: ${values.timeline} (${timeline.lanes.length} lanes, ${timeline.bars.length} bars, ${((endMs - startMs) / 1000).toFixed(1)} s)`;
+      const line = writeTimeline(timelineFile, values.timeline as string, [...runs.parent, ...runs.children], title);
       // JSON on stdout stays one document.
       if (output === 'json') io.err(line);
       else io.out(line);
@@ -213,4 +205,16 @@ export async function historyCommand(args: string[], io: CommandIo): Promise<num
   } finally {
     await close();
   }
+}
+
+/** `--timeline FILE`: the runs drawn as an SVG; returns the line that says what was written. */
+function writeTimeline(file: string, asGiven: string, runs: Parameters<typeof timelineFromRuns>[0], title: string): string {
+  const timeline = timelineFromRuns(runs, title);
+  try {
+    writeFileSync(file, renderTimelineSvg(timeline));
+  } catch (err) {
+    throw new CommandFailed(`cannot write --timeline ${file}: ${(err as Error).message}`);
+  }
+  const { startMs, endMs } = timelineSpanMs(timeline.bars);
+  return `timeline: ${asGiven} (${timeline.lanes.length} lanes, ${timeline.bars.length} bars, ${((endMs - startMs) / 1000).toFixed(1)} s)`;
 }

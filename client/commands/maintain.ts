@@ -8,10 +8,11 @@ import { nodeName } from '../input-checks.js';
 import { outputFormat } from '../output.js';
 import { clusterName } from '../temporal-connection.js';
 import { announceStart, START_OPTIONS, startAndFollow } from '../start-and-follow.js';
-import { watchUpgrade } from './watch.js';
+import { watchRollout } from './watch.js';
 
 export const maintainHelp = `Usage: skewless maintain --cluster NAME (--selector SELECTOR | --node NODE...)
                          [--canary N] [--batch-size N] [--max-unavailable N|N%] [--approve-canary] [--soak SECONDS]
+                         [--batch-by LABEL [--batch-order VALUE,...]]
                          [--drain-timeout SECONDS] [--host-retry SECONDS] [--reboot-timeout SECONDS]
                          [--force-pod NAMESPACE/NAME]... [--detach] [--task-queue QUEUE] [--output json|text]
                          [connection options]
@@ -21,7 +22,8 @@ Starts the OS maintenance of some nodes of a cluster (workflow id maintain/NAME)
 those the label selector matches (--selector 'pool=blue') or those named (--node, repeated). Control
 planes go one at a time, then a canary of workers (--canary, default 1; --approve-canary waits for
 "skewless approve NAME --gate canary-maintenance", --soak waits that long instead), then batches of
---batch-size with at most --max-unavailable nodes out of service at once (default 1). Each node:
+--batch-size with at most --max-unavailable nodes out of service at once (default 1), each batch inside
+one value of --batch-by's node label when given (as upgrade's). Each node:
 cordon → drain (PodDisruptionBudgets honoured; a drain that has not finished after --drain-timeout
 waits for "skewless resolve") → the cluster configuration's maintenance.command over SSH → reboot →
 back over SSH and Ready (within --reboot-timeout, default ${POLICY_DEFAULTS.rebootTimeoutSeconds} s, at most ${SETTING_LIMITS.rebootTimeoutSeconds.max}) → its pods back → uncordon; the
@@ -55,6 +57,8 @@ export async function maintainCommand(args: string[], io: CommandIo): Promise<nu
     canary: { type: 'string' },
     'batch-size': { type: 'string' },
     'max-unavailable': { type: 'string' },
+    'batch-by': { type: 'string' },
+    'batch-order': { type: 'string' },
     'approve-canary': { type: 'boolean' },
     soak: { type: 'string' },
     'drain-timeout': { type: 'string' },
@@ -86,6 +90,6 @@ export async function maintainCommand(args: string[], io: CommandIo): Promise<nu
     rollout: { cluster, kind: 'maintain', verb: 'maintain' },
     alreadyRunning: `a maintenance of ${cluster} is already running; watch it with "skewless watch ${cluster} --workflow maintain"`,
     announce: announceStart(io, output, cluster, (id) => `started ${id}`),
-    follow: (client, workflowId) => watchUpgrade(client, cluster, io, { output, workflowId }),
+    follow: (client, workflowId) => watchRollout(client, cluster, io, { output, workflowId }),
   });
 }

@@ -4,6 +4,7 @@ import { isClientError } from '../temporal-sdk.js';
 import { parseTarget, planUpgrade, type ClusterInventory, type UpgradePlan } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { planClusterWorkflow, type PlanClusterResult } from '../../workflows/plan-cluster-workflow.js';
+import { describeResources } from '../../rules/index.js';
 import {
   CommandFailed,
   type CommandIo,
@@ -19,16 +20,39 @@ import {
 import { whileShowing } from '../output.js';
 import { barePodLines, planToJson, planToText } from '../render-plan.js';
 import { readinessLines, readinessToJson, readinessView } from '../render-readiness.js';
+import { removedApisByRelease } from '../../rules/readiness/removed-apis.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { untilAWorkerPolls } from '../run-state.js';
 import { PLAN_FLAG_KEYS, PLAN_POLICY_OPTIONS, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
+import { judgeReversibility, reversibilityLines, splitReversibleAcks } from '../reversible-flag.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 import { planWorkflowId } from '../../contracts/workflow-ids.js';
+
+/** The removed APIs the readiness section checks, wrapped as the help's other paragraphs. */
+const REMOVED_APIS_HELP = ((): string => {
+  const groups = removedApisByRelease();
+  const recent = groups.filter((g) => Number(g.removedIn.split('.')[1]) >= 33);
+  const older = groups.filter((g) => !recent.includes(g));
+  const text =
+    'Removed APIs checked: any the apiservers report (apiserver_requested_deprecated_apis) with a removed_release in a hop, ' +
+    `else by table: ${recent.map((g) => `removed in ${g.removedIn}: ${g.apis.join(', ')}`).join('; ')}; ` +
+    `and ${older.reduce((n, g) => n + g.apis.length, 0)} removed in ${older[0]?.removedIn ?? ''}-${older[older.length - 1]?.removedIn ?? ''} ` +
+    '(docs/real-cluster.md lists every one).';
+  const lines: string[] = [];
+  for (const word of text.split(' ')) {
+    const last = lines[lines.length - 1];
+    if (last !== undefined && last.length + word.length < 100) lines[lines.length - 1] = `${last} ${word}`;
+    else lines.push(word);
+  }
+  return lines.join('\n');
+})();
 
 export const planHelp = `Usage: skewless plan --inventory FILE --available FILE --to TARGET [policy] [--output json|text]
        skewless plan --cluster NAME --to TARGET [policy] [--acknowledge NS/PDB|CHECK:SUBJECT]...
                      [--task-queue QUEUE] [connection options] [--output json|text]
 Policy: [--canary N] [--batch-size N] [--max-unavailable N|N%] [--first-control-plane NODE] [--workers-every-hop]
+        [--batch-by LABEL [--batch-order VALUE,...]]
+        [--reversible [--acknowledge reversible:HOP]...]
 
 ${TARGET_HELP}
 
@@ -37,7 +61,10 @@ control planes one at a time, the canary, the batches, and uncordon last on ever
 checks the skew policy on the state after every step. Each hop says what moves: the control planes
 move at every hop, a worker only where the skew policy would otherwise break and at the last hop
 ("workers stay at 1.32.4"), so 1.32 → 1.34 drains each worker once; --workers-every-hop moves every
-worker at every hop.
+worker at every hop. Last, whether each hop can be reversible (a trial of the new control plane
+emulating the old minor, rolled back without an etcd restore) and, when not, why (with --cluster also
+the cluster's oldest etcd and the alpha feature gates its control planes turn on); with --reversible a
+hop that cannot be is refused (exit 2) unless acknowledged with --acknowledge reversible:HOP.
 
 With --cluster, the inventory and the package repository's versions are read from the live
 cluster through the worker (workflow plan/NAME/…; start one with "skewless worker"), and the
@@ -47,7 +74,8 @@ node: not a refusal, the upgrade waits at each such node for "skewless resolve" 
 force the pod). Last, the readiness section: what would hold each hop (an API the hop removes that
 clients still call, from the apiservers' /metrics and audit log, or a CRD version stored but no
 longer served), each with what to do and the name that acknowledges it; "readiness: nothing found"
-when there is none.
+when there is none. The package repository of each hop is asked on every node, over SSH.
+${REMOVED_APIS_HELP}
 
 From files, the inventory is the skew-check format plus optional "nodes":
   {"apiservers":[{"node":"cp1","version":"1.32.4"}], "kubelets":[{"node":"w1","version":"1.32.4"}], …,
@@ -66,12 +94,16 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
   const { values } = parseOptions(args, {
     ...stringOptions('inventory', 'to', 'available', 'cluster', 'output', 'task-queue'),
     ...PLAN_POLICY_OPTIONS,
+    reversible: { type: 'boolean' },
     ...TEMPORAL_OPTIONS,
   });
   if (helpAsked(values, planHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
   const to = requireOption(values.to, '--to');
   // The one policy parser (rules/policy.ts through client/policy-flags.ts): the flags a plan takes.
+  // `reversible:<hop>` acknowledges a hop that cannot be reversible (issue 36): not a policy key.
+  const acks = splitReversibleAcks(values.acknowledge);
+  values.acknowledge = acks.rest;
   const { acknowledge, ...policy } = policyFromFlags(values, PLAN_FLAG_KEYS);
 
   let plan: UpgradePlan;
@@ -97,12 +129,15 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
     }
     plan = live.plan;
   } else {
-    if (values.acknowledge !== undefined) throw new UsageError('--acknowledge needs --cluster');
+    if (values.acknowledge !== undefined && values.acknowledge.length > 0) throw new UsageError('--acknowledge needs --cluster');
     const inventory = readJsonFile(requireOption(values.inventory, '--inventory'), 'inventory') as ClusterInventory;
     const available = readJsonFile(requireOption(values.available, '--available'), 'available versions') as string[];
     plan = planUpgrade({ inventory, to, available, policy });
   }
 
+  // With --cluster the verdict reads the cluster's own facts too (its oldest etcd, the alpha gates its control planes turn on).
+  const facts = live?.readiness?.reversibility;
+  const reversibility = judgeReversibility(plan.from, plan.hops, values.reversible === true, acks.reversible, facts);
   // One verdict: the upgrade refuses to start on a broken skew policy as on any pre-flight finding.
   // The alert gate fails closed: a Prometheus the worker cannot ask refuses the upgrade's start too.
   const unreachable = live?.readiness?.alerts?.unreachable;
@@ -118,12 +153,14 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
           problems: live.problems,
           barePods: live.barePods ?? [],
           barePodCount: live.barePodCount ?? 0,
+          ...(live.capacity ? { capacity: live.capacity } : {}),
           ...(readiness ? { readiness: readinessToJson(readiness) } : {}),
         }
       : {};
-    io.out(JSON.stringify({ ...(live ? { cluster: live.cluster } : {}), ...planToJson(plan, to), ...found }, null, 2));
+    io.out(JSON.stringify({ ...(live ? { cluster: live.cluster } : {}), ...planToJson(plan, to), reversibility, ...found }, null, 2));
   } else {
     io.out(planToText(plan, to));
+    for (const line of reversibilityLines(reversibility)) io.out(line);
     if (live) {
       for (const p of live.problems) io.out(`Inventory: ${p}`);
       io.out(
@@ -132,6 +169,7 @@ export async function planCommand(args: string[], io: CommandIo): Promise<number
           : `Pre-flight (${live.cluster}): the upgrade would refuse to start:`,
       );
       for (const r of refusals) io.out(`  ${r}`);
+      for (const line of capacityLines(live.capacity)) io.out(line);
       // A worker older than this CLI reports no bare pods.
       for (const line of barePodLines(live.cluster, live.barePods ?? [], live.barePodCount ?? 0)) io.out(line);
       if (readiness) for (const line of readinessLines(live.cluster, readiness)) io.out(line);
@@ -178,4 +216,22 @@ export async function planThroughWorker(
     if (failure.exit === EXIT.invalid) throw new UsageError(message);
     throw new CommandFailed(message);
   }
+}
+
+/** Each worker phase's capacity now (issue 40): fits, shrunk, or would halt naming the pods left Pending. */
+function capacityLines(capacity: PlanClusterResult['capacity']): string[] {
+  if (!capacity?.length) return [];
+  const lines = ['Capacity (the cluster as it is now, each phase alone; the upgrade checks again before each):'];
+  for (const c of capacity) {
+    const headroom = `headroom ${describeResources(c.fit.headroom)}`;
+    const evicted = `${c.fit.evicted} pods (${describeResources(c.fit.requests)})`;
+    lines.push(
+      c.size === 0
+        ? `  ${c.stage.padEnd(14)} WOULD HALT: ${c.fit.pending.length} pod(s) of ${c.fit.nodes[0]} fit nowhere else: ${c.fit.pending.slice(0, 5).join(', ')}${c.fit.pending.length > 5 ? ', …' : ''}`
+        : c.size < c.asked
+          ? `  ${c.stage.padEnd(14)} ${c.size} of ${c.asked} nodes out at once: ${evicted}, ${headroom}`
+          : `  ${c.stage.padEnd(14)} fits: ${evicted}, ${headroom}`,
+    );
+  }
+  return lines;
 }

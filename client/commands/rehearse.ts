@@ -17,7 +17,15 @@ import { planThroughWorker } from './plan.js';
 import { blocksOf, finalVersions, reportText, skewOfHistory, type RehearsalReport } from '../rehearse/report.js';
 import { twinTimings } from '../rehearse/timings.js';
 import type { Latencies, SimDescription, Twin } from '../rehearse/twin.js';
-import { DEFAULT_LATENCIES, descriptionYaml, LATENCY_KEYS, twinDescription, TwinInputError } from '../rehearse/twin-description.js';
+import type * as TwinModuleNs from '../rehearse/twin.js';
+import {
+  DEFAULT_LATENCIES,
+  descriptionYaml,
+  LATENCY_KEYS,
+  twinDescription,
+  TwinInputError,
+  type TwinDescription,
+} from '../rehearse/twin-description.js';
 import { clusterName, connectClient, refuseWhileAnotherRolloutRuns, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { untilAWorkerPolls } from '../run-state.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
@@ -176,22 +184,24 @@ async function readinessOfLiveCluster(
   }
 }
 
-export async function rehearseCommand(args: string[], io: CommandIo): Promise<number> {
-  const { values } = parseOptions(args, {
-    cluster: { type: 'string' },
-    to: { type: 'string' },
-    ...POLICY_OPTIONS,
-    latencies: { type: 'string' },
-    repository: { type: 'string' },
-    'ssh-user': { type: 'string' },
-    'reboot-seconds': { type: 'string' },
-    'save-description': { type: 'string' },
-    'task-queue': { type: 'string' },
-    ...TEMPORAL_OPTIONS,
-    ...OUTPUT_OPTION,
-  });
-  if (helpAsked(values, rehearseHelp, io)) return EXIT.ok;
-  // Every check of the input before Temporal is contacted.
+const REHEARSE_OPTIONS = {
+  cluster: { type: 'string' },
+  to: { type: 'string' },
+  ...POLICY_OPTIONS,
+  latencies: { type: 'string' },
+  repository: { type: 'string' },
+  'ssh-user': { type: 'string' },
+  'reboot-seconds': { type: 'string' },
+  'save-description': { type: 'string' },
+  'task-queue': { type: 'string' },
+  ...TEMPORAL_OPTIONS,
+  ...OUTPUT_OPTION,
+} as const;
+
+type RehearseValues = ReturnType<typeof parseOptions<typeof REHEARSE_OPTIONS>>['values'];
+
+/** Every check of the input, before Temporal is contacted. */
+function rehearseInput(values: RehearseValues) {
   const output = outputFormat(values.output);
   const cluster = clusterName(values.cluster, '--cluster');
   if (!values.to) throw new UsageError('--to is required');
@@ -209,27 +219,35 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
   const savePath = values['save-description'] === undefined ? undefined : resolve(values['save-description']);
   if (savePath !== undefined && (!existsSync(dirname(savePath)) || !statSync(dirname(savePath)).isDirectory()))
     throw new UsageError(`--save-description: no folder ${dirname(savePath)}`);
+  return { output, cluster, to, policy, latencies, repository, sshUser, rebootSeconds, savePath };
+}
+type RehearseInput = ReturnType<typeof rehearseInput>;
 
+/** The live cluster's facts and readiness, read through the worker (refused while another rollout of it runs). */
+async function readLiveCluster(values: RehearseValues, input: RehearseInput, io: CommandIo) {
+  const { cluster, to, policy, repository } = input;
   const taskQueue = workerConfig(values).taskQueue;
   const { client, close } = await connectClient(values);
-  let read: RehearseReadResult;
-  let readiness: RehearsalReport['readiness'];
   try {
     // Mid-rollout the cluster is half moved: its twin would rehearse a state no plan starts from.
     await refuseWhileAnotherRolloutRuns(client, cluster, undefined, 'rehearse');
-    read = await readThroughWorker(client, io, taskQueue, cluster, repository === undefined);
+    const read = await readThroughWorker(client, io, taskQueue, cluster, repository === undefined);
     // --repository promises no command on the cluster's hosts; the readiness report probes them over SSH.
-    readiness =
+    const readiness: RehearsalReport['readiness'] =
       repository === undefined
         ? await readinessOfLiveCluster(client, io, taskQueue, { cluster, to, policy })
         : { notChecked: 'with --repository nothing runs on the hosts: "skewless plan --cluster" reads it' };
+    return { read, readiness };
   } finally {
     await close();
   }
+}
 
-  let twinDesc;
+/** The twin's description from what was read, checked as the simulation would (and saved when asked). */
+async function checkedTwinDescription(input: RehearseInput, read: RehearseReadResult) {
+  const { cluster, latencies, sshUser, rebootSeconds, repository, savePath } = input;
   try {
-    twinDesc = twinDescription(cluster, read, {
+    const twinDesc = twinDescription(cluster, read, {
       ...(latencies ? { latencies } : {}),
       ...(sshUser ? { sshUser } : {}),
       ...(rebootSeconds === undefined ? {} : { rebootSeconds }),
@@ -237,20 +255,27 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
     });
     const yaml = descriptionYaml(twinDesc.description);
     // What the simulation would refuse, refused here (the twin's module loads the simulation: 1.5 s, needed next anyway).
-    (await import('../rehearse/twin.js')).checkTwinDescription(yaml);
+    (await loadTwin()).checkTwinDescription(yaml);
     if (savePath) writeFileSync(savePath, yaml);
+    return twinDesc;
   } catch (err) {
     if (err instanceof TwinInputError || (err as Error).name === 'DescriptionError')
       throw new CommandFailed(`cannot model ${cluster}: ${(err as Error).message}`);
     throw err;
   }
-  const { description, names, notModelled } = twinDesc;
+}
+
+/**
+ * The rollout policy in the twin's names, planned here first, as the upgrade will plan: a target the
+ * repository does not offer is invalid input (exit 2), nothing to do or a plan that breaks the skew
+ * policy is the cluster's answer (1), and neither needs a twin to find out.
+ */
+function plannedTwinRollout(input: RehearseInput, twinDesc: TwinDescription) {
+  const { cluster, to, policy } = input;
+  const { description, names } = twinDesc;
   // The twin knows a node by its own name (a DNS label), which the policy's first control plane must use.
   const twinFirst = Object.entries(names.nodes).find(([, original]) => original === policy.firstControlPlane)?.[0];
   const twinRollout = twinFirst === undefined ? policy : { ...policy, firstControlPlane: twinFirst };
-  // Planned here first, as the upgrade will plan: a target the repository does not offer is invalid
-  // input (exit 2), nothing to do or a plan that breaks the skew policy is the cluster's answer (1),
-  // and neither needs a twin to find out.
   const plan = planUpgrade({
     inventory: inventoryOf(description),
     to,
@@ -265,20 +290,103 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
       `the upgrade of ${cluster} would refuse to start: ${where} breaks the skew policy: ${f?.violations.map((v) => `${v.component} on ${nameOfNode(names.nodes, v.node)} at ${v.version}: ${v.rule}`).join('; ')}`,
     );
   }
-  const twinPdbOf = Object.fromEntries(Object.entries(names.pdbs).map(([twin, original]) => [original, twin]));
-  const nameOf = (twin: string) => names.nodes[twin] ?? twin;
+  return twinRollout;
+}
 
-  // The real upgrade's pre-flight refuses budgets that allow no eviction unless acknowledged; the
-  // twin acknowledges them all (mapped to its names) so that the rehearsal shows where drains block.
+/**
+ * The real upgrade's pre-flight refuses budgets that allow no eviction unless acknowledged; the
+ * twin acknowledges them all (mapped to its names) so that the rehearsal shows where drains block.
+ * It acknowledges the capacity check too (`capacity:*`): nodes the rehearsal skips stay cordoned
+ * to the end, which would halt the next batch before its drains; `plan --cluster` shows each batch's
+ * headroom on the cluster itself. `preflight`: what the real upgrade would refuse.
+ */
+function twinPolicyOf(input: RehearseInput, read: RehearseReadResult, twinDesc: TwinDescription, twinRollout: RehearseInput['policy']) {
+  const { policy } = input;
+  const twinPdbOf = Object.fromEntries(Object.entries(twinDesc.names.pdbs).map(([twin, original]) => [original, twin]));
   const findings = auditPdbs(read.facts.pdbs.map((p) => ({ ...p, coveredPods: p.pods }))).filter((f) => f.severity === 'error');
   const preflight = findings.filter((f) => !(policy.acknowledge ?? []).includes(`${f.namespace}/${f.name}`)).map((f) => f.message);
   const acknowledge = [
-    ...new Set([...findings.map((f) => `${f.namespace}/${f.name}`), ...(policy.acknowledge ?? [])].map((a) => twinPdbOf[a] ?? a)),
+    ...new Set(
+      [...findings.map((f) => `${f.namespace}/${f.name}`), ...(policy.acknowledge ?? []), 'capacity:*'].map((a) => twinPdbOf[a] ?? a),
+    ),
   ];
   const drainTimeoutSeconds = policy.drainTimeoutSeconds ?? TWIN_DRAIN_TIMEOUT_SECONDS;
   const twinPolicy = { ...twinRollout, drainTimeoutSeconds, ...(acknowledge.length ? { acknowledge } : {}) };
+  return { twinPolicy, preflight, drainTimeoutSeconds };
+}
 
-  // Ctrl-C (and SIGTERM, SIGHUP) stop the twin and everything it started before the process exits.
+export async function rehearseCommand(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseOptions(args, REHEARSE_OPTIONS);
+  if (helpAsked(values, rehearseHelp, io)) return EXIT.ok;
+  const input = rehearseInput(values);
+  const { read, readiness } = await readLiveCluster(values, input, io);
+  const twinDesc = await checkedTwinDescription(input, read);
+  const twinRollout = plannedTwinRollout(input, twinDesc);
+  const { twinPolicy, preflight, drainTimeoutSeconds } = twinPolicyOf(input, read, twinDesc, twinRollout);
+  return rehearseOnTwin(io, input, twinDesc, twinPolicy, (outcome, recorded, history, seconds) =>
+    rehearsalReport({ input, twinDesc, outcome, recorded, history, preflight, readiness, drainTimeoutSeconds, seconds }),
+  );
+}
+
+type RehearseOutcome = Awaited<ReturnType<typeof rehearseUpgrade>>;
+type TwinVersions = Awaited<ReturnType<Twin['versions']>>;
+type TwinHistory = Awaited<ReturnType<ReturnType<Twin['client']['workflow']['getHandle']>['fetchHistory']>>;
+
+/** The report of the twin's upgrade, in the cluster's names. */
+function rehearsalReport(r: {
+  input: RehearseInput;
+  twinDesc: TwinDescription;
+  outcome: RehearseOutcome;
+  recorded: TwinVersions;
+  history: TwinHistory;
+  preflight: string[];
+  readiness: RehearsalReport['readiness'];
+  drainTimeoutSeconds: number;
+  seconds: number;
+}): RehearsalReport {
+  const { outcome } = r;
+  const { description, names, notModelled } = r.twinDesc;
+  const nameOf = (twin: string) => names.nodes[twin] ?? twin;
+  const timings = twinTimings(r.history.events ?? [], outcome.status);
+  const blocks = blocksOf(outcome, names);
+  const leftBehind = outcome.status.skipped.length > 0 || blocks.blockedDrains.length + blocks.refusedNodes.length > 0;
+  return {
+    cluster: r.input.cluster,
+    target: outcome.status.to,
+    from: outcome.status.from,
+    hops: outcome.status.hops,
+    outcome: outcome.failure ? 'failed' : leftBehind ? 'partial' : 'upgraded',
+    ...(outcome.failure ? { failure: outcome.failure } : {}),
+    preflight: r.preflight,
+    readiness: r.readiness,
+    phases: timings.phases.map((p) => ({ ...p, nodes: p.nodes.map(nameOf) })),
+    nodes: timings.nodes.map((n) => ({ ...n, node: nameOf(n.node) })),
+    ...blocks,
+    skew: skewOfHistory(r.recorded.history, nameOf),
+    finalVersions: finalVersions(r.recorded.final, nameOf),
+    twin: {
+      nodes: description.nodes.length,
+      workloads: description.workloads.length,
+      drainTimeoutSeconds: r.drainTimeoutSeconds,
+      latenciesMs: { ...(description.nodes[0]?.latencies ?? {}) },
+      notModelled,
+    },
+    seconds: r.seconds,
+  };
+}
+
+/**
+ * Starts the twin, upgrades it with `twinPolicy`, prints the report `report` makes and stops the twin.
+ * Ctrl-C (and SIGTERM, SIGHUP) stop the twin and everything it started before the process exits.
+ */
+async function rehearseOnTwin(
+  io: CommandIo,
+  input: RehearseInput,
+  twinDesc: TwinDescription,
+  twinPolicy: RehearseInput['policy'],
+  report: (outcome: RehearseOutcome, recorded: TwinVersions, history: TwinHistory, seconds: number) => RehearsalReport,
+): Promise<number> {
+  const { cluster, to, output } = input;
   const interrupted = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => interrupted.abort(new Error(`interrupted (${signal})`));
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -293,7 +401,7 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
     );
     aborted.catch(() => undefined);
     // Loaded here: the twin brings the simulation and a worker, 1.5 s of imports every other command skips.
-    starting = import('../rehearse/twin.js').then(({ startTwin }) => startTwin(description, { signal: interrupted.signal, say }));
+    starting = loadTwin().then(({ startTwin }) => startTwin(twinDesc.description, { signal: interrupted.signal, say }));
     starting.catch(() => undefined); // awaited here, or on interruption below
     twin = await Promise.race([starting, aborted]);
     say(`upgrading the twin to ${to}`);
@@ -303,40 +411,13 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
     ]);
     const recorded = await twin.versions();
     const history = await twin.client.workflow.getHandle(outcome.workflowId).fetchHistory();
-    const timings = twinTimings(history.events ?? [], outcome.status);
-    const versions = finalVersions(recorded.final, nameOf);
-    const skew = skewOfHistory(recorded.history, nameOf);
-    const blocks = blocksOf(outcome, names);
-    const leftBehind = outcome.status.skipped.length > 0 || blocks.blockedDrains.length + blocks.refusedNodes.length > 0;
-    const report: RehearsalReport = {
-      cluster,
-      target: outcome.status.to,
-      from: outcome.status.from,
-      hops: outcome.status.hops,
-      outcome: outcome.failure ? 'failed' : leftBehind ? 'partial' : 'upgraded',
-      ...(outcome.failure ? { failure: outcome.failure } : {}),
-      preflight,
-      readiness,
-      phases: timings.phases.map((p) => ({ ...p, nodes: p.nodes.map(nameOf) })),
-      nodes: timings.nodes.map((n) => ({ ...n, node: nameOf(n.node) })),
-      ...blocks,
-      skew,
-      finalVersions: versions,
-      twin: {
-        nodes: description.nodes.length,
-        workloads: description.workloads.length,
-        drainTimeoutSeconds,
-        latenciesMs: { ...(description.nodes[0]?.latencies ?? {}) },
-        notModelled,
-      },
-      seconds: Math.round((Date.now() - t0) / 100) / 10,
-    };
+    const rehearsal = report(outcome, recorded, history, Math.round((Date.now() - t0) / 100) / 10);
     await twin.stop();
     twin = undefined;
-    if (output === 'json') printJson(io, report, true);
-    else io.out(reportText(report));
-    if (report.outcome !== 'failed') return EXIT.ok;
-    io.err(`skewless: the twin's upgrade of ${cluster} failed: ${report.failure ?? 'see the report'}`);
+    if (output === 'json') printJson(io, rehearsal, true);
+    else io.out(reportText(rehearsal));
+    if (rehearsal.outcome !== 'failed') return EXIT.ok;
+    io.err(`skewless: the twin's upgrade of ${cluster} failed: ${rehearsal.failure ?? 'see the report'}`);
     return EXIT.notCompliant;
   } catch (err) {
     if (interrupted.signal.aborted) {
@@ -349,5 +430,22 @@ export async function rehearseCommand(args: string[], io: CommandIo): Promise<nu
   } finally {
     await twin?.stop();
     for (const s of signals) process.off(s, onSignal);
+  }
+}
+
+type TwinModule = typeof TwinModuleNs;
+
+/**
+ * The twin's module, which loads the simulation (sim/): part of a checkout, not of the npm package,
+ * whose `files` leave the test world out (its Go builds are the repository's). There, one line says so.
+ */
+async function loadTwin(): Promise<TwinModule> {
+  try {
+    return await import('../rehearse/twin.js');
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'ERR_MODULE_NOT_FOUND' && /[\\/]dist[\\/]sim[\\/]/.test(e.message))
+      throw new CommandFailed('rehearse runs a simulated twin, which comes with a clone of the repository, not with the npm package');
+    throw err;
   }
 }

@@ -1,10 +1,11 @@
 import type { Client, ScheduleDescription, ScheduleSummary } from '@temporalio/client';
 import { isClientError } from '../temporal-sdk.js';
-import { parseTarget } from '../../rules/index.js';
+import { describeExclusion, parseExclusionFlag, parseTarget, reversibleRunInput, type Exclusion } from '../../rules/index.js';
 import { CONNECTION_HELP, workerConfig } from '../../worker/config.js';
 import { scheduledUpgradeWorkflow, type ScheduledUpgradeResult } from '../../workflows/scheduled-upgrade-workflow.js';
-import { type CommandIo, EXIT, helpAsked, outputFormat, parseOptions, requireOption, UsageError } from '../cli-support.js';
+import { type CommandIo, EXIT, helpAsked, type Output, outputFormat, parseOptions, requireOption, UsageError } from '../cli-support.js';
 import { POLICY_OPTIONS, POLICY_USAGE, policyFromFlags, TARGET_HELP } from '../policy-flags.js';
+import { REVERSIBLE_FLAGS, splitReversibleAcks } from '../reversible-flag.js';
 import { scheduleSpec } from '../schedule-spec.js';
 import { clusterName, connectClient, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { scheduledUpgradeWorkflowId, upgradeScheduleId as scheduleIdOf } from '../../contracts/workflow-ids.js';
@@ -21,7 +22,8 @@ const OVERLAP_WORDS =
   "SKIP: never two upgrades of one cluster. A time that comes while the schedule's last run still goes on is skipped, and a run that finds upgrade/CLUSTER running (started by hand) ends as skipped, starting nothing.";
 
 export const scheduleHelp = `Usage: skewless schedule create [NAME] --cluster NAME --to TARGET (--cron "EXPR" | --calendar "DAYS HH:MM" | --every DURATION)...
-                                [--time-zone ZONE] [policy flags] [--note TEXT] [--paused] [--task-queue QUEUE]
+                                [--time-zone ZONE] [--exclusion FROM..TO[:all|minor]]... [policy flags] [--note TEXT] [--paused] [--task-queue QUEUE]
+                                [--reversible [--auto-commit] [--acknowledge reversible:HOP]...]
        skewless schedule list
        skewless schedule describe|trigger|delete (NAME | --cluster NAME)
        skewless schedule pause|unpause (NAME | --cluster NAME) [--note TEXT]
@@ -38,6 +40,9 @@ When (one or more, their times are combined):
   --calendar "DAYS HH:MM"  "Sat 02:00", "Mon-Fri 22:30", "Sat,Sun 02:00", "daily 03:00"
   --every DURATION      30s, 10m, 6h, 7d (from the schedule's creation)
   --time-zone ZONE      IANA zone for --cron and --calendar (default UTC)
+  --exclusion FROM..TO[:all|minor]  a blackout period (dates or date-times in --time-zone: 2026-12-20..2027-01-05,
+                        2026-12-24T18:00..2026-12-27:minor); a firing inside one is skipped and says so in describe
+                        (minor: only runs that change the minor), as are firings inside the cluster configuration's exclusions
 Overlap policy: ${OVERLAP_WORDS.replace('. A time', '.\n  A time').replace(', and a run', ',\n  and a run')}
 Missed runs are caught up for ${CATCHUP_WINDOW}. "trigger" fires now, with the same overlap policy.
 
@@ -45,6 +50,8 @@ ${TARGET_HELP}
 
 Policy flags, as for "skewless upgrade":
 ${POLICY_USAGE}
+--reversible, --auto-commit and --acknowledge reversible:HOP as for "skewless upgrade" (docs/reversible-hops.md):
+each run's upgrade runs its hops as trials; with --auto-commit a trial whose soak passes commits by itself.
 
 ${CONNECTION_HELP}
 
@@ -74,25 +81,28 @@ interface ScheduleMemo {
   note?: string;
 }
 
+const SCHEDULE_OPTIONS = {
+  cluster: { type: 'string' },
+  to: { type: 'string' },
+  cron: { type: 'string', multiple: true },
+  calendar: { type: 'string', multiple: true },
+  every: { type: 'string', multiple: true },
+  'time-zone': { type: 'string' },
+  exclusion: { type: 'string', multiple: true },
+  note: { type: 'string' },
+  paused: { type: 'boolean' },
+  output: { type: 'string' },
+  'task-queue': { type: 'string' },
+  ...POLICY_OPTIONS,
+  reversible: { type: 'boolean' },
+  'auto-commit': { type: 'boolean' },
+  ...TEMPORAL_OPTIONS,
+} as const;
+
+type ScheduleValues = ReturnType<typeof parseOptions<typeof SCHEDULE_OPTIONS>>['values'];
+
 export async function scheduleCommand(args: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parseOptions(
-    args,
-    {
-      cluster: { type: 'string' },
-      to: { type: 'string' },
-      cron: { type: 'string', multiple: true },
-      calendar: { type: 'string', multiple: true },
-      every: { type: 'string', multiple: true },
-      'time-zone': { type: 'string' },
-      note: { type: 'string' },
-      paused: { type: 'boolean' },
-      output: { type: 'string' },
-      'task-queue': { type: 'string' },
-      ...POLICY_OPTIONS,
-      ...TEMPORAL_OPTIONS,
-    },
-    true,
-  );
+  const { values, positionals } = parseOptions(args, SCHEDULE_OPTIONS, true);
   const [verbText, name, ...extra] = positionals;
   if (helpAsked(values, scheduleHelp, io)) return EXIT.ok;
   const output = outputFormat(values.output);
@@ -106,68 +116,83 @@ export async function scheduleCommand(args: string[], io: CommandIo): Promise<nu
     );
     if (given.length > 0) throw new UsageError(`--${given[0]?.[0]} does not go with schedule ${verb}`);
   };
-
-  if (verb === 'create') {
-    const cluster = clusterName(values.cluster, '--cluster');
-    const id = scheduleName(name, cluster);
-    const to = requireOption(values.to, '--to');
-    parseTarget(to); // an unknown expression or a bad version is refused here, before Temporal is contacted
-    const { spec, words } = scheduleSpec(values);
-    const policy = policyFromFlags(values);
-    const taskQueue = workerConfig(values).taskQueue;
-    const memo: ScheduleMemo = { cluster, to, when: words, ...(values.note ? { note: values.note } : {}) };
-    return withClient(values, async (client) => {
-      try {
-        await client.schedule.create({
-          scheduleId: id,
-          spec,
-          action: {
-            type: 'startWorkflow',
-            workflowType: scheduledUpgradeWorkflow,
-            taskQueue,
-            workflowId: scheduledUpgradeWorkflowId(cluster), // Temporal appends the time of each run
-            args: [{ cluster, to, policy, schedule: id }],
-            staticSummary: `scheduled upgrade of ${cluster} to ${to}`,
-          },
-          policies: { overlap: 'SKIP', catchupWindow: CATCHUP_WINDOW, pauseOnFailure: false },
-          state: { paused: values.paused ?? false, note: values.note ?? `created by ${who()}` },
-          memo: memo as Record<string, unknown>,
-        });
-      } catch (err) {
-        if (isClientError(err, 'ScheduleAlreadyRunning'))
-          throw new UsageError(`schedule ${id} already exists; delete it first or pick another NAME`);
-        throw refused(err);
-      }
-      const d = await client.schedule.getHandle(id).describe();
-      if (output === 'json') io.out(JSON.stringify(describeJson(d), null, 2));
-      else
-        io.out(
-          `created schedule ${id}: upgrade ${cluster} to ${to}, ${words.join('; ')}${d.state.paused ? ' (paused)' : ''}; next run ${d.info.nextActionTimes[0]?.toISOString() ?? 'none'}`,
-        );
-      return EXIT.ok;
-    });
-  }
-
+  if (verb === 'create') return createSchedule(values, name, output, io);
   if (verb === 'list') {
     only([]);
     if (name !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(name)}: schedule list takes none`);
-    return withClient(values, async (client) => {
-      const rows: ReturnType<typeof summaryJson>[] = [];
-      for await (const s of client.schedule.list()) if (s.action?.workflowType === 'scheduledUpgradeWorkflow') rows.push(summaryJson(s));
-      rows.sort((a, b) => a.scheduleId.localeCompare(b.scheduleId));
-      if (output === 'json') io.out(JSON.stringify(rows, null, 2));
-      else if (rows.length === 0) io.out('no upgrade schedules');
-      else
-        for (const r of rows)
-          io.out(
-            `${r.scheduleId.padEnd(32)} ${(r.cluster ?? '?').padEnd(16)} ${(r.to ?? '?').padEnd(13)} ${r.paused ? 'paused' : 'active'.padEnd(6)}  ${(r.when ?? []).join('; ')}  next ${r.nextRun ?? '-'}`,
-          );
-      return EXIT.ok;
-    });
+    return listSchedules(values, output, io);
   }
-
   only(verb === 'pause' || verb === 'unpause' ? ['cluster', 'note'] : ['cluster']);
-  const id = scheduleName(name, values.cluster);
+  return operateSchedule(verb, values, scheduleName(name, values.cluster), output, io);
+}
+
+async function createSchedule(values: ScheduleValues, name: string | undefined, output: Output, io: CommandIo): Promise<number> {
+  const cluster = clusterName(values.cluster, '--cluster');
+  const id = scheduleName(name, cluster);
+  const to = requireOption(values.to, '--to');
+  parseTarget(to); // an unknown expression or a bad version is refused here, before Temporal is contacted
+  const { spec, words } = scheduleSpec(values);
+  // `reversible:<hop>` acknowledges a hop that cannot be reversible (issue 36): the run's input, not a policy key.
+  const acks = splitReversibleAcks(values.acknowledge);
+  if (acks.reversible.length > 0 && values.reversible !== true) throw new UsageError('--acknowledge reversible:HOP goes with --reversible');
+  const policy = policyFromFlags({ ...values, acknowledge: acks.rest });
+  const asked = { reversible: values.reversible, autoCommit: values['auto-commit'], acknowledged: acks.reversible };
+  const reversible = reversibleRunInput(asked, policy, REVERSIBLE_FLAGS);
+  const exclusions = (values.exclusion ?? []).map((e) => parseExclusionFlag(e, values['time-zone'] ?? 'UTC'));
+  const taskQueue = workerConfig(values).taskQueue;
+  const memo: ScheduleMemo = { cluster, to, when: words, ...(values.note ? { note: values.note } : {}) };
+  return withClient(values, async (client) => {
+    try {
+      await client.schedule.create({
+        scheduleId: id,
+        spec,
+        action: {
+          type: 'startWorkflow',
+          workflowType: scheduledUpgradeWorkflow,
+          taskQueue,
+          workflowId: scheduledUpgradeWorkflowId(cluster), // Temporal appends the time of each run
+          args: [
+            { cluster, to, policy, schedule: id, ...(exclusions.length ? { exclusions } : {}), ...(reversible ? { reversible } : {}) },
+          ],
+          staticSummary: `scheduled upgrade of ${cluster} to ${to}`,
+        },
+        policies: { overlap: 'SKIP', catchupWindow: CATCHUP_WINDOW, pauseOnFailure: false },
+        state: { paused: values.paused ?? false, note: values.note ?? `created by ${who()}` },
+        memo: memo as Record<string, unknown>,
+      });
+    } catch (err) {
+      if (isClientError(err, 'ScheduleAlreadyRunning'))
+        throw new UsageError(`schedule ${id} already exists; delete it first or pick another NAME`);
+      throw refused(err);
+    }
+    const d = await client.schedule.getHandle(id).describe();
+    if (output === 'json') io.out(JSON.stringify(describeJson(d), null, 2));
+    else
+      io.out(
+        `created schedule ${id}: upgrade ${cluster} to ${to}, ${words.join('; ')}${d.state.paused ? ' (paused)' : ''}; next run ${d.info.nextActionTimes[0]?.toISOString() ?? 'none'}`,
+      );
+    return EXIT.ok;
+  });
+}
+
+function listSchedules(values: ScheduleValues, output: Output, io: CommandIo): Promise<number> {
+  return withClient(values, async (client) => {
+    const rows: ReturnType<typeof summaryJson>[] = [];
+    for await (const s of client.schedule.list()) if (s.action?.workflowType === 'scheduledUpgradeWorkflow') rows.push(summaryJson(s));
+    rows.sort((a, b) => a.scheduleId.localeCompare(b.scheduleId));
+    if (output === 'json') io.out(JSON.stringify(rows, null, 2));
+    else if (rows.length === 0) io.out('no upgrade schedules');
+    else
+      for (const r of rows)
+        io.out(
+          `${r.scheduleId.padEnd(32)} ${(r.cluster ?? '?').padEnd(16)} ${(r.to ?? '?').padEnd(13)} ${r.paused ? 'paused' : 'active'.padEnd(6)}  ${(r.when ?? []).join('; ')}  next ${r.nextRun ?? '-'}`,
+        );
+    return EXIT.ok;
+  });
+}
+
+/** describe, pause, unpause, delete and trigger of one schedule. */
+function operateSchedule(verb: Exclude<Verb, 'create' | 'list'>, values: ScheduleValues, id: string, output: Output, io: CommandIo) {
   return withClient(values, async (client) => {
     const handle = client.schedule.getHandle(id);
     try {
@@ -230,7 +255,7 @@ function summaryJson(s: ScheduleSummary) {
 
 function describeJson(d: ScheduleDescription) {
   const memo = (d.memo ?? {}) as ScheduleMemo;
-  const args = (d.action.args?.[0] ?? {}) as { policy?: unknown };
+  const args = (d.action.args?.[0] ?? {}) as { policy?: unknown; exclusions?: Exclusion[] };
   return {
     scheduleId: d.scheduleId,
     cluster: memo.cluster,
@@ -238,6 +263,7 @@ function describeJson(d: ScheduleDescription) {
     when: memo.when,
     timeZone: d.spec.timezone ?? 'UTC',
     policy: args.policy ?? {},
+    exclusions: (args.exclusions ?? []).map(describeExclusion),
     taskQueue: d.action.taskQueue,
     overlap: d.policies.overlap,
     overlapMeans: OVERLAP_WORDS.replace('CLUSTER', memo.cluster ?? 'CLUSTER'),
@@ -290,6 +316,7 @@ function describeText(d: ScheduleDescription, runs: RecentRun[]): string[] {
     `  overlap: ${j.overlapMeans}`,
     `  catch-up window: ${j.catchupWindowSeconds} s`,
     `  policy: ${JSON.stringify(j.policy)}`,
+    ...(j.exclusions.length ? [`  exclusions: ${j.exclusions.join('; ')} (a firing inside one is skipped)`] : []),
     `  state: ${j.paused ? 'paused' : 'active'}${j.note ? ` (${j.note})` : ''}`,
     `  next runs: ${j.nextRuns.slice(0, 3).join(', ') || 'none'}`,
     `  runs: ${j.actionsTaken} taken, ${j.skippedOverlap} skipped for overlap, ${j.missedCatchupWindow} missed${j.running.length ? `; running now: ${j.running.join(', ')}` : ''}`,

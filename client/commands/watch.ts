@@ -1,16 +1,17 @@
-import type { Client } from '@temporalio/client';
-import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
+import { statusQuery, type UpgradeStatus } from '../../workflows/rollout-messages.js';
 import { CONNECTION_HELP } from '../../worker/config.js';
 import { blockText, haltLines, resolveHint } from '../block-text.js';
 import { type CommandIo, EXIT, helpAsked, parseOptions } from '../cli-support.js';
 import { OUTPUT_OPTION, outputFormat, printRecord, spinner, type Output } from '../output.js';
-import { windowPhaseLabel } from '../../rules/index.js';
+import { nodeUpgradesDone, windowPhaseLabel } from '../../rules/index.js';
 import type { MaintenanceStatus } from '../../workflows/maintenance-messages.js';
 import type { BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
-import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, rolloutWorkflowId, TEMPORAL_OPTIONS } from '../temporal-connection.js';
+import { clusterName, connectClient, NODE_ROLLOUTS, rolloutKind, chooseRollout, TEMPORAL_OPTIONS } from '../temporal-connection.js';
 import { onlyPositional } from '../input-checks.js';
 import { reportRunEnding } from '../workflow-failure.js';
 import { eventPrinter, followRun } from '../start-and-follow.js';
+import { QueryPace } from '../query-pace.js';
 import { queryIfServed } from '../run-state.js';
 import { recordedLine } from '../status-text.js';
 import { rolloutKindOfWorkflowId, upgradeWorkflowId } from '../../contracts/workflow-ids.js';
@@ -54,17 +55,19 @@ const blueGreenLine = (s: BlueGreenStatus) => {
 };
 
 /**
- * Progress in node upgrades (nodes × hops), so the bar only moves forward: a node counts once per
- * hop its kubelet has reached, whatever step it is in now.
+ * Progress in node upgrades, so the bar only moves forward: a node counts once per hop its kubelet
+ * has reached, whatever step it is in now. What counts is what the plan does (status.moves: a worker
+ * moved once across hops counts once, a node already at a hop not at all); a run that predates it
+ * counts every node at every hop.
  */
-function upgradesDone(s: UpgradeStatus): { done: number; total: number } {
+export function upgradesDone(s: UpgradeStatus): { done: number; total: number } {
   const nodes = Object.values(s.nodes);
   if (isBlueGreen(s)) return { done: blueGreenLine(s).drained, total: s.blue.nodes.length };
   if (isMaintenance(s)) return { done: nodes.filter((n) => n.phase === 'done').length, total: nodes.length };
-  return { done: nodes.reduce((sum, n) => sum + (n.version ? s.hops.indexOf(n.version) + 1 : 0), 0), total: nodes.length * s.hops.length };
+  return nodeUpgradesDone(s);
 }
 
-function progressLine(s: UpgradeStatus): string {
+export function progressLine(s: UpgradeStatus): string {
   const { done, total } = upgradesDone(s);
   const width = 20;
   const filled = total ? Math.round((done / total) * width) : 0;
@@ -123,37 +126,43 @@ export interface WatchOptions {
  */
 const SILENCE_BEFORE_SAYING_MS = 4_000;
 
+/** The run a watch follows, as its lines name it. */
+interface Followed {
+  cluster: string;
+  workflowId: string;
+  kind: 'upgrade' | 'maintain' | 'bluegreen';
+  /** What the run is called: `upgrade`, `maintenance`, `blue/green run`. */
+  what: string;
+  /** What the commands watch prints take to answer this run: the cluster, with `--workflow` when not the upgrade. */
+  target: string;
+}
+
+function followed(cluster: string, workflowId: string): Followed {
+  const ofId = rolloutKindOfWorkflowId(workflowId);
+  const kind = ofId === 'maintain' || ofId === 'bluegreen' ? ofId : 'upgrade';
+  const what = { maintain: 'maintenance', bluegreen: 'blue/green run', upgrade: 'upgrade' }[kind];
+  return { cluster, workflowId, kind, what, target: kind === 'upgrade' ? cluster : `${cluster} --workflow ${kind}` };
+}
+
 /**
  * Polls the status query until the workflow closes; returns its exit code. Text: what changed, as
  * lines. JSON: one record per change (NDJSON): `event` (the run's own log), `progress` (phase, hop,
  * paused, counts), `node` (a node's phase, stage, version or block changed), `blocked`, `halted`,
  * `gate` (waiting, approved), then `result` (the final status) or `failed`.
  */
-export async function watchUpgrade(client: Client, cluster: string, io: CommandIo, options: WatchOptions = {}): Promise<number> {
+export async function watchRollout(client: Client, cluster: string, io: CommandIo, options: WatchOptions = {}): Promise<number> {
   const json = options.output === 'json';
-  const pollMs = options.pollMs ?? 1000;
-  const record = (type: string, fields: Record<string, unknown>) => printRecord(io, type, cluster, fields);
   const live = spinner(io);
   const handle = client.workflow.getHandle(options.workflowId ?? upgradeWorkflowId(cluster));
-  const ofId = rolloutKindOfWorkflowId(handle.workflowId);
-  const kind = ofId === 'maintain' || ofId === 'bluegreen' ? ofId : 'upgrade';
-  const what = { maintain: 'maintenance', bluegreen: 'blue/green run', upgrade: 'upgrade' }[kind];
-  // The commands watch prints answer this run: name it when it is not the upgrade.
-  const target = kind === 'upgrade' ? cluster : `${cluster} --workflow ${kind}`;
-  const printEvents = eventPrinter(io, json ? record : undefined);
-  let lastLine = '';
-  let lastProgress = '';
-  const nodeShown = new Map<string, string>();
-  const blockedShown = new Set<string>();
-  const gatesShown = new Map<string, string>();
-  let haltShown: string | undefined;
+  const run = followed(cluster, handle.workflowId);
+  const printer = new ChangePrinter(io, run, json);
   let started = false;
-  let answeredAt = Date.now();
-  let saidMissing = false;
   // Ctrl-C ends the watch, not the run: say so, and how to come back (exit 130, as for any SIGINT).
   const onInterrupt = () => {
     live.clear();
-    io.err(`skewless: stopped following ${handle.workflowId}; the ${what} goes on in Temporal: re-attach with "skewless watch ${target}"`);
+    io.err(
+      `skewless: stopped following ${handle.workflowId}; the ${run.what} goes on in Temporal: re-attach with "skewless watch ${run.target}"`,
+    );
     process.exit(EXIT.interrupted);
   };
   process.once('SIGINT', onInterrupt);
@@ -162,128 +171,184 @@ export async function watchUpgrade(client: Client, cluster: string, io: CommandI
       io,
       handle,
       live,
-      notFound: `no ${what} of ${cluster} found`,
-      pollMs,
-      status: async (description) => {
-        let answer: Awaited<ReturnType<typeof queryIfServed<UpgradeStatus>>> | undefined;
-        let why: string | undefined;
-        try {
-          answer = await queryIfServed(client, handle, description.taskQueue, statusQuery);
-        } catch (err) {
-          why = `the status query failed: ${(err as Error).message}`;
-        }
-        if (answer?.value !== undefined) {
-          answeredAt = Date.now();
-          saidMissing = false;
-          return answer.value;
-        }
-        // Not the poller list: a stopped worker stays listed for minutes. Silence is the sign. Once per absence.
-        if (!saidMissing && Date.now() - answeredAt >= SILENCE_BEFORE_SAYING_MS) {
-          saidMissing = true;
-          live.clear();
-          const held = recordedLine({ workflowId: handle.workflowId, state: description.status.name }, description.memo ?? {});
-          io.err(
-            `skewless: ${answer?.noWorker ?? why}; the ${what} waits for a worker ("skewless worker --clusters-dir DIR"); Temporal holds: ${held}`,
-          );
-        }
-        return undefined;
-      },
-      ending: () => reportRunEnding(handle, cluster, what, io, json),
+      notFound: `no ${run.what} of ${cluster} found`,
+      pollMs: options.pollMs ?? 1000,
+      status: statusReader(client, handle, io, live, run.what),
+      ending: () => reportRunEnding(handle, cluster, run.what, io, json),
       show: (status, closed) => {
         // Until its pre-flight passes, an upgrade has started nothing: no "started", no progress; its log
         // only once it ended there (refused).
-        const checking = kind === 'upgrade' && status.phase === 'inventory';
+        const checking = run.kind === 'upgrade' && status.phase === 'inventory';
         if (!checking && !started) {
           started = true;
           options.onStarted?.();
         }
-        if (!checking || closed) printEvents(status.events);
-        if (!checking) {
-          if (json) {
-            const progress = isBlueGreen(status)
-              ? {
-                  workflowId: handle.workflowId,
-                  phase: status.phase,
-                  step: status.step,
-                  paused: status.paused,
-                  blueDrained: nodesDone(status),
-                  greenJoined: { done: status.green.joined.length, total: status.green.nodes.length },
-                  rollback: status.rollback.available,
-                  waitingFor: waitingReasons(target, status),
-                }
-              : isMaintenance(status)
-                ? {
-                    workflowId: handle.workflowId,
-                    phase: status.phase,
-                    paused: status.paused,
-                    nodes: nodesDone(status),
-                    waitingFor: waitingReasons(target, status),
-                  }
-                : {
-                    phase: status.phase,
-                    hop: status.hop ?? null,
-                    hops: status.hops,
-                    from: status.from,
-                    to: status.to,
-                    paused: status.paused,
-                    nodes: nodesDone(status),
-                    nodeUpgrades: upgradesDone(status),
-                    waitingFor: waitingReasons(cluster, status),
-                    window: status.waiting ?? null,
-                  };
-            const key = JSON.stringify(progress);
-            if (key !== lastProgress) record('progress', progress);
-            lastProgress = key;
-            for (const [node, n] of Object.entries(status.nodes)) {
-              const key = JSON.stringify(n);
-              if (nodeShown.get(node) !== key) record('node', { node, ...n });
-              nodeShown.set(node, key);
-            }
-          } else {
-            const line = progressLine(status);
-            if (line !== lastLine) io.out((lastLine = line));
-          }
-          for (const [node, n] of Object.entries(status.nodes)) {
-            if (n.phase === 'blocked' && n.blocked && !blockedShown.has(node)) {
-              blockedShown.add(node);
-              if (json)
-                record('blocked', { node, ...n.blocked, command: resolveHint(target, node, n.blocked).replace(/^resolve with: /, '') });
-              else {
-                // A failed step's message is in the events printed just above.
-                io.out(`  BLOCKED ${node}: ${blockText(n.blocked, false)}`);
-                io.out(`    ${resolveHint(target, node, n.blocked)}`);
-              }
-            } else if (n.phase !== 'blocked') blockedShown.delete(node);
-          }
-          const halt = status.halted ? `${status.halted.hop}/${status.halted.after}` : undefined;
-          if (status.halted && halt !== haltShown) {
-            if (json)
-              record('halted', { ...status.halted, command: `skewless resolve ${target} --action ${status.halted.actions.join('|')}` });
-            else for (const line of haltLines(target, status.halted, false)) io.out(`  ${line}`);
-          }
-          haltShown = halt;
-          // Once per gate and state: a gate waiting for hours is not news every second.
-          for (const g of status.gates) {
-            const state = g.approvedBy ? 'approved' : 'waiting';
-            if (gatesShown.get(g.name) === state) continue;
-            gatesShown.set(g.name, state);
-            const { name: _name, ...gate } = g;
-            if (json)
-              record('gate', {
-                gate: g.name,
-                state,
-                ...gate,
-                ...(state === 'waiting' && !g.opensAt ? { command: `skewless approve ${target} --gate ${g.name}` } : {}),
-              });
-            else if (state === 'waiting') io.out(`  gate ${g.name} waits: skewless approve ${target} --gate ${g.name}`);
-          }
-        }
-        return checking ? `${target}: checking (inventory, skew, pre-flight)` : spinnerText(target, status);
+        if (!checking || closed) printer.events(status.events);
+        if (!checking) printer.changes(status);
+        return checking ? `${run.target}: checking (inventory, skew, pre-flight)` : spinnerText(run.target, status);
       },
     });
   } finally {
     process.off('SIGINT', onInterrupt);
   }
+}
+
+/**
+ * The status query as a watch asks it: undefined while no worker answers, and once per silence (not
+ * the poller list: a stopped worker stays listed for minutes) a line that says what Temporal holds.
+ */
+function statusReader(client: Client, handle: WorkflowHandle, io: CommandIo, live: ReturnType<typeof spinner>, what: string) {
+  let answeredAt = Date.now();
+  let saidMissing = false;
+  const pace = new QueryPace();
+  let last: UpgradeStatus | undefined;
+  return async (description: WorkflowExecutionDescription): Promise<UpgradeStatus | undefined> => {
+    const length = description.historyLength;
+    // Nothing happened since the last answer (or it came moments ago): that answer still holds, and the
+    // worker is not asked (query-pace.ts). A closed run is asked once more, for its last events.
+    if (last !== undefined && description.status.name === 'RUNNING' && !pace.due(length, Date.now())) return last;
+    let answer: Awaited<ReturnType<typeof queryIfServed<UpgradeStatus>>> | undefined;
+    let why: string | undefined;
+    try {
+      answer = await queryIfServed(client, handle, description.taskQueue, statusQuery);
+    } catch (err) {
+      why = `the status query failed: ${(err as Error).message}`;
+    }
+    pace.asked(length, Date.now(), answer?.value !== undefined);
+    if (answer?.value !== undefined) {
+      answeredAt = Date.now();
+      saidMissing = false;
+      return (last = answer.value);
+    }
+    if (!saidMissing && Date.now() - answeredAt >= SILENCE_BEFORE_SAYING_MS) {
+      saidMissing = true;
+      live.clear();
+      const held = recordedLine({ workflowId: handle.workflowId, state: description.status.name }, description.memo ?? {});
+      io.err(
+        `skewless: ${answer?.noWorker ?? why}; the ${what} waits for a worker ("skewless worker --clusters-dir DIR"); Temporal holds: ${held}`,
+      );
+    }
+    return undefined;
+  };
+}
+
+/** What a watch prints of each status: only what changed since the last one (lines, or JSON records). */
+class ChangePrinter {
+  private lastLine = '';
+  private lastProgress = '';
+  private readonly nodeShown = new Map<string, string>();
+  private readonly blockedShown = new Set<string>();
+  private readonly gatesShown = new Map<string, string>();
+  private haltShown: string | undefined;
+  readonly events: (events: string[]) => void;
+  private readonly record: (type: string, fields: Record<string, unknown>) => void;
+
+  constructor(
+    private readonly io: CommandIo,
+    private readonly run: Followed,
+    private readonly json: boolean,
+  ) {
+    this.record = (type, fields) => printRecord(io, type, run.cluster, fields);
+    this.events = eventPrinter(io, json ? this.record : undefined);
+  }
+
+  changes(status: UpgradeStatus): void {
+    if (this.json) this.progressRecords(status);
+    else {
+      const line = progressLine(status);
+      if (line !== this.lastLine) this.io.out((this.lastLine = line));
+    }
+    this.blocks(status);
+    this.halt(status);
+    this.gates(status);
+  }
+
+  private progressRecords(status: UpgradeStatus): void {
+    const progress = progressOf(this.run, status);
+    const key = JSON.stringify(progress);
+    if (key !== this.lastProgress) this.record('progress', progress);
+    this.lastProgress = key;
+    for (const [node, n] of Object.entries(status.nodes)) {
+      const key = JSON.stringify(n);
+      if (this.nodeShown.get(node) !== key) this.record('node', { node, ...n });
+      this.nodeShown.set(node, key);
+    }
+  }
+
+  private blocks(status: UpgradeStatus): void {
+    const { target } = this.run;
+    for (const [node, n] of Object.entries(status.nodes)) {
+      if (n.phase === 'blocked' && n.blocked && !this.blockedShown.has(node)) {
+        this.blockedShown.add(node);
+        if (this.json)
+          this.record('blocked', { node, ...n.blocked, command: resolveHint(target, node, n.blocked).replace(/^resolve with: /, '') });
+        else {
+          // A failed step's message is in the events printed just above.
+          this.io.out(`  BLOCKED ${node}: ${blockText(n.blocked, false)}`);
+          this.io.out(`    ${resolveHint(target, node, n.blocked)}`);
+        }
+      } else if (n.phase !== 'blocked') this.blockedShown.delete(node);
+    }
+  }
+
+  private halt(status: UpgradeStatus): void {
+    const { target } = this.run;
+    const halt = status.halted ? `${status.halted.hop}/${status.halted.after}` : undefined;
+    if (status.halted && halt !== this.haltShown) {
+      if (this.json)
+        this.record('halted', { ...status.halted, command: `skewless resolve ${target} --action ${status.halted.actions.join('|')}` });
+      else for (const line of haltLines(target, status.halted, false)) this.io.out(`  ${line}`);
+    }
+    this.haltShown = halt;
+  }
+
+  /** Once per gate and state: a gate waiting for hours is not news every second. */
+  private gates(status: UpgradeStatus): void {
+    const { target } = this.run;
+    for (const g of status.gates) {
+      const state = g.approvedBy ? 'approved' : 'waiting';
+      if (this.gatesShown.get(g.name) === state) continue;
+      this.gatesShown.set(g.name, state);
+      const { name: _name, ...gate } = g;
+      if (this.json)
+        this.record('gate', {
+          gate: g.name,
+          state,
+          ...gate,
+          ...(state === 'waiting' && !g.opensAt ? { command: `skewless approve ${target} --gate ${g.name}` } : {}),
+        });
+      else if (state === 'waiting') this.io.out(`  gate ${g.name} waits: skewless approve ${target} --gate ${g.name}`);
+    }
+  }
+}
+
+/** The `progress` record of a status: each kind of run says what it counts. */
+function progressOf({ workflowId, target, cluster }: Followed, status: UpgradeStatus): Record<string, unknown> {
+  if (isBlueGreen(status))
+    return {
+      workflowId,
+      phase: status.phase,
+      step: status.step,
+      paused: status.paused,
+      blueDrained: nodesDone(status),
+      greenJoined: { done: status.green.joined.length, total: status.green.nodes.length },
+      rollback: status.rollback.available,
+      waitingFor: waitingReasons(target, status),
+    };
+  if (isMaintenance(status))
+    return { workflowId, phase: status.phase, paused: status.paused, nodes: nodesDone(status), waitingFor: waitingReasons(target, status) };
+  return {
+    phase: status.phase,
+    hop: status.hop ?? null,
+    hops: status.hops,
+    from: status.from,
+    to: status.to,
+    paused: status.paused,
+    nodes: nodesDone(status),
+    nodeUpgrades: upgradesDone(status),
+    waitingFor: waitingReasons(cluster, status),
+    window: status.waiting ?? null,
+  };
 }
 
 export async function watchCommand(args: string[], io: CommandIo): Promise<number> {
@@ -294,8 +359,8 @@ export async function watchCommand(args: string[], io: CommandIo): Promise<numbe
   const kind = rolloutKind(values.workflow, NODE_ROLLOUTS);
   const { client, close } = await connectClient(values);
   try {
-    const { workflowId } = await rolloutWorkflowId(client, cluster, kind, NODE_ROLLOUTS);
-    return await watchUpgrade(client, cluster, io, { output, workflowId });
+    const { workflowId } = await chooseRollout(client, cluster, kind, NODE_ROLLOUTS);
+    return await watchRollout(client, cluster, io, { output, workflowId });
   } finally {
     await close();
   }

@@ -9,6 +9,9 @@ Runs the skewless worker: the one process that holds cluster credentials. It rea
 <cluster>.yaml per cluster from DIR (SKEWLESS_CLUSTERS_DIR), checks that every one loads, then
 polls QUEUE (SKEWLESS_TASK_QUEUE, default "skewless") until SIGINT or SIGTERM, when it finishes
 gracefully. A service: it prints no data on stdout (no --output); its log lines go to stderr.
+Worker Versioning: it registers its build (the workflow bundle's id, "skewless version") in the
+deployment skewless-QUEUE, and makes it current when the deployment has none; runs stay pinned to
+the build that started them (docs/deployment.md, "Releasing new workflow code").
 
 Observability (each off unless set):
   --metrics-address IP:PORT SKEWLESS_METRICS_ADDRESS: serve Prometheus metrics at

@@ -1,7 +1,7 @@
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { isClientError } from '../temporal-sdk.js';
 import { clusterUpgradeWorkflow, type UpgradePolicy } from '../../workflows/cluster-upgrade-workflow.js';
-import { approveUpdate, resolveDrainUpdate, statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { approveUpdate, resolveDrainUpdate, statusQuery, type UpgradeStatus } from '../../workflows/rollout-messages.js';
 import { summarizeWorkflowFailure } from '../workflow-failure.js';
 import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 import { pollUntil } from '../../tooling/poll-until.js';
@@ -58,9 +58,7 @@ export async function rehearseUpgrade(
     args: [input],
     workflowExecutionTimeout: '24h',
   });
-  const blocks: RecordedBlock[] = [];
-  const approvals: string[] = [];
-  const answered = new Set<string>();
+  const operator = new AutoOperator(handle, o.say);
   let done = false;
   const result = handle.result().finally(() => (done = true));
   result.catch(() => undefined);
@@ -69,62 +67,9 @@ export async function rehearseUpgrade(
   const answerWhatWaits = async (): Promise<boolean> => {
     const s = await handle.query(statusQuery).catch(() => undefined);
     if (!s) return done;
-    for (const g of s.gates) {
-      if (g.approvedBy || g.opensAt || answered.has(`gate ${g.name}`)) continue;
-      answered.add(`gate ${g.name}`);
-      await handle
-        .executeUpdate(approveUpdate, { args: [{ gate: g.name, by: REHEARSAL_OPERATOR, comment: 'rehearsal: approved automatically' }] })
-        .then(() => {
-          approvals.push(g.name);
-          o.say(`approved gate ${g.name}`);
-        })
-        .catch(() => answered.delete(`gate ${g.name}`));
-    }
-    for (const [node, n] of Object.entries(s.nodes)) {
-      if (n.phase !== 'blocked' || !n.blocked) continue;
-      // Skip and abort end the node's part in the run: one answer per node and hop.
-      const key = `node ${node} ${s.hop ?? ''}`;
-      if (answered.has(key)) continue;
-      answered.add(key);
-      const b = n.blocked;
-      const action = b.kind === 'StepFailed' ? 'abort' : 'skip';
-      const pods = b.pods.map((p) => `${p.namespace}/${p.name}`);
-      const pdbs = [...new Set(b.pods.flatMap((p) => (p.pdbs ?? []).map((x) => `${p.namespace}/${x}`)))];
-      blocks.push({
-        node,
-        kind: b.kind,
-        message: b.message,
-        pods,
-        pdbs,
-        action,
-        at: new Date().toISOString(),
-        ...(s.hop ? { hop: s.hop } : {}),
-      });
-      o.say(`${node}: ${b.kind} (${b.message}); answering ${action}`);
-      await handle
-        .executeUpdate(resolveDrainUpdate, {
-          args: [{ node, action, by: REHEARSAL_OPERATOR, comment: 'rehearsal: recorded, the rollout goes on' }],
-        })
-        .catch((err: Error) => o.say(`could not resolve ${node}: ${err.message}`));
-    }
-    if (s.halted && !answered.has(`halt ${s.halted.after} ${s.halted.hop}`)) {
-      answered.add(`halt ${s.halted.after} ${s.halted.hop}`);
-      blocks.push({
-        node: '',
-        kind: 'Halted',
-        message: `${s.halted.message}: ${s.halted.workloads.join('; ')}`,
-        pods: [],
-        pdbs: [],
-        action: 'abort',
-        at: new Date().toISOString(),
-        hop: s.halted.hop,
-      });
-      await handle
-        .executeUpdate(resolveDrainUpdate, {
-          args: [{ action: 'abort', by: REHEARSAL_OPERATOR, comment: 'rehearsal: workloads unhealthy' }],
-        })
-        .catch(() => undefined);
-    }
+    await operator.approveGates(s);
+    await operator.answerBlocks(s);
+    await operator.answerHalt(s);
     return done;
   };
   await pollUntil(
@@ -143,5 +88,82 @@ export async function rehearseUpgrade(
     failure = isClientError(err, 'WorkflowFailedError') ? summarizeWorkflowFailure(err).message : (err as Error).message;
     status = await handle.query(statusQuery);
   }
+  const { blocks, approvals } = operator;
   return { status, ...(failure ? { failure } : {}), blocks, approvals, workflowId, startedAt, endedAt: Date.now() };
+}
+
+/** The rehearsal's operator: approves every gate, skips a blocked drain, aborts a failed step or a halt, each once, and records it. */
+class AutoOperator {
+  readonly blocks: RecordedBlock[] = [];
+  readonly approvals: string[] = [];
+  private readonly answered = new Set<string>();
+
+  constructor(
+    private readonly handle: WorkflowHandle,
+    private readonly say: (line: string) => void,
+  ) {}
+
+  async approveGates(s: UpgradeStatus): Promise<void> {
+    for (const g of s.gates) {
+      if (g.approvedBy || g.opensAt || this.answered.has(`gate ${g.name}`)) continue;
+      this.answered.add(`gate ${g.name}`);
+      await this.handle
+        .executeUpdate(approveUpdate, { args: [{ gate: g.name, by: REHEARSAL_OPERATOR, comment: 'rehearsal: approved automatically' }] })
+        .then(() => {
+          this.approvals.push(g.name);
+          this.say(`approved gate ${g.name}`);
+        })
+        .catch(() => this.answered.delete(`gate ${g.name}`));
+    }
+  }
+
+  async answerBlocks(s: UpgradeStatus): Promise<void> {
+    for (const [node, n] of Object.entries(s.nodes)) {
+      if (n.phase !== 'blocked' || !n.blocked) continue;
+      // Skip and abort end the node's part in the run: one answer per node and hop.
+      const key = `node ${node} ${s.hop ?? ''}`;
+      if (this.answered.has(key)) continue;
+      this.answered.add(key);
+      const b = n.blocked;
+      const action = b.kind === 'StepFailed' ? 'abort' : 'skip';
+      const pods = b.pods.map((p) => `${p.namespace}/${p.name}`);
+      const pdbs = [...new Set(b.pods.flatMap((p) => (p.pdbs ?? []).map((x) => `${p.namespace}/${x}`)))];
+      this.blocks.push({
+        node,
+        kind: b.kind,
+        message: b.message,
+        pods,
+        pdbs,
+        action,
+        at: new Date().toISOString(),
+        ...(s.hop ? { hop: s.hop } : {}),
+      });
+      this.say(`${node}: ${b.kind} (${b.message}); answering ${action}`);
+      await this.handle
+        .executeUpdate(resolveDrainUpdate, {
+          args: [{ node, action, by: REHEARSAL_OPERATOR, comment: 'rehearsal: recorded, the rollout goes on' }],
+        })
+        .catch((err: Error) => this.say(`could not resolve ${node}: ${err.message}`));
+    }
+  }
+
+  async answerHalt(s: UpgradeStatus): Promise<void> {
+    if (!s.halted || this.answered.has(`halt ${s.halted.after} ${s.halted.hop}`)) return;
+    this.answered.add(`halt ${s.halted.after} ${s.halted.hop}`);
+    this.blocks.push({
+      node: '',
+      kind: 'Halted',
+      message: `${s.halted.message}: ${s.halted.workloads.join('; ')}`,
+      pods: [],
+      pdbs: [],
+      action: 'abort',
+      at: new Date().toISOString(),
+      hop: s.halted.hop,
+    });
+    await this.handle
+      .executeUpdate(resolveDrainUpdate, {
+        args: [{ action: 'abort', by: REHEARSAL_OPERATOR, comment: 'rehearsal: workloads unhealthy' }],
+      })
+      .catch(() => undefined);
+  }
 }

@@ -1,10 +1,11 @@
 import { readinessLines, type ReadinessView } from '../render-readiness.js';
-import { checkSkew } from '../../rules/index.js';
+import { checkSkew, compareNatural } from '../../rules/index.js';
 import type { VersionRecord } from './twin.js';
 import type { SkewInventory } from '../../rules/index.js';
 import type { RehearsalOutcome } from './auto-operator.js';
 import type { PhaseTiming, NodeTiming } from './timings.js';
 import type { TwinNames } from './twin-description.js';
+import { clusterPlacement, placementNote, type ClusterPlacement } from './twin-placement.js';
 
 /** What `skewless rehearse` prints: text for a person, the same as one JSON document with --output json. */
 export interface RehearsalReport {
@@ -25,7 +26,28 @@ export interface RehearsalReport {
   readiness: ReadinessView | { notChecked: string };
   phases: PhaseTiming[];
   nodes: NodeTiming[];
-  blockedDrains: { node: string; hop?: string; pdbs: string[]; pods: string[]; message: string; action: string }[];
+  /**
+   * Drains that blocked on the twin: `node` is the twin's node (its scheduler placed the pods), `pods`
+   * the twin's, named by the cluster's workload that owns them; `clusterNodes`: the cluster's nodes where
+   * that workload's pods run (read from the cluster), where its drains block on the real run.
+   */
+  blockedDrains: {
+    node: string;
+    hop?: string;
+    pdbs: string[];
+    pods: string[];
+    clusterNodes?: string[];
+    /** Each refusing budget (the cluster's name) → the cluster's nodes running the workload it covers. */
+    clusterNodesByPdb?: Record<string, string[]>;
+    message: string;
+    action: string;
+  }[];
+  /**
+   * The blocked drains mapped to the cluster by owner (absent when the facts carry no placement):
+   * `twinOnly`, nodes blocked on the twin's placement only; `clusterBlocks`, the cluster's nodes where
+   * the pods of the workloads whose budgets blocked run, where the real run's drains block.
+   */
+  placement?: ClusterPlacement;
   refusedNodes: { node: string; hop?: string; pods: string[]; message: string; action: string }[];
   otherBlocks: { node: string; kind: string; hop?: string; message: string; action: string }[];
   skew: {
@@ -81,15 +103,51 @@ export function finalVersions(inventory: SkewInventory, name: (twin: string) => 
 export function blocksOf(
   outcome: RehearsalOutcome,
   names: TwinNames,
-): Pick<RehearsalReport, 'blockedDrains' | 'refusedNodes' | 'otherBlocks'> {
+): Pick<RehearsalReport, 'blockedDrains' | 'placement' | 'refusedNodes' | 'otherBlocks'> {
   const node = (n: string) => names.nodes[n] ?? n;
-  const pod = (p: string) => names.workloads[p] ?? p;
+  // The twin's scheduler placed its pods itself, under names of its own: a pod is named by the
+  // cluster's workload that owns it, never as if the cluster had a pod of the twin's name.
+  const ownerOf = (p: string) =>
+    Object.keys(names.workloads)
+      .filter((w) => p.startsWith(`${w}-`))
+      .sort((a, b) => b.length - a.length)[0];
+  const pod = (p: string) => {
+    const same = names.workloads[p];
+    if (same) return same; // a bare pod: the twin's copy of the cluster's
+    const owner = ownerOf(p);
+    return owner ? `a pod of ${names.workloads[owner]} (the twin's ${p.slice(p.indexOf('/') + 1)})` : `${p} (the twin's)`;
+  };
+  // Where the owners' pods run on the cluster: read from the cluster, not from the twin's placement.
+  const clusterNodes = (pods: string[]) => {
+    if (!names.clusterNodes) return {};
+    const owners = pods.map(ownerOf).filter((o): o is string => o !== undefined);
+    return { clusterNodes: [...new Set(owners.flatMap((o) => names.clusterNodes?.[o] ?? []))].sort(compareNatural) };
+  };
   const pdb = (p: string) => names.pdbs[p] ?? p;
+  // The twin models one budget per workload, named after it: each blocking budget's workload, where the cluster runs it.
+  const byPdb = (pdbs: string[]) => {
+    if (!names.clusterNodes) return {};
+    const out: Record<string, string[]> = {};
+    for (const p of pdbs) out[pdb(p)] = [...new Set([...(out[pdb(p)] ?? []), ...(names.clusterNodes[p] ?? [])])].sort(compareNatural);
+    return { clusterNodesByPdb: out };
+  };
   const hop = (b: { hop?: string }) => (b.hop ? { hop: b.hop } : {});
+  const blockedDrains = outcome.blocks
+    .filter((b) => b.kind === 'DrainBlocked')
+    .map((b) => ({
+      node: node(b.node),
+      ...hop(b),
+      pdbs: b.pdbs.map(pdb),
+      pods: b.pods.map(pod),
+      ...clusterNodes(b.pods),
+      ...byPdb(b.pdbs),
+      message: b.message,
+      action: b.action,
+    }));
+  const placement = clusterPlacement(blockedDrains);
   return {
-    blockedDrains: outcome.blocks
-      .filter((b) => b.kind === 'DrainBlocked')
-      .map((b) => ({ node: node(b.node), ...hop(b), pdbs: b.pdbs.map(pdb), pods: b.pods.map(pod), message: b.message, action: b.action })),
+    blockedDrains,
+    ...(placement ? { placement } : {}),
     refusedNodes: outcome.blocks
       .filter((b) => b.kind === 'DrainRefused')
       .map((b) => ({ node: node(b.node), ...hop(b), pods: b.pods.map(pod), message: b.message, action: b.action })),
@@ -99,7 +157,65 @@ export function blocksOf(
   };
 }
 
+/** The cluster's own placement of a blocked drain's workload, beside the twin's. */
+const onCluster = (nodes: string[] | undefined) =>
+  nodes === undefined
+    ? ''
+    : nodes.length
+      ? `; on the cluster its pods run on ${nodes.join(', ')}`
+      : '; on the cluster none of its pods runs';
+
 const s = (seconds: number) => (seconds < 60 ? `${seconds.toFixed(1)} s` : `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s`);
+
+/** The phases and nodes timed on the twin; a node's line says where the twin's outcome is its own placement's. */
+function timingLines(r: RehearsalReport): string[] {
+  const out: string[] = [];
+  const note = (node: string, around: (t: string) => string) => {
+    const text = placementNote(node, r.placement, r.blockedDrains);
+    return text ? around(text) : '';
+  };
+  out.push('', 'Phases (time on the twin):');
+  for (const p of r.phases) {
+    const nodes = p.nodes.map((n) => `${n}${note(n, (t) => ` (${t})`)}`).join(', ');
+    out.push(`  ${p.hop.padEnd(8)} ${p.phase.padEnd(14)} ${s(p.seconds).padStart(12)}${nodes ? `  ${nodes}` : ''}`);
+  }
+  if (r.phases.length === 0) out.push('  none ran');
+  out.push('', 'Nodes (on the twin):');
+  for (const n of r.nodes)
+    out.push(
+      `  ${n.hop.padEnd(8)} ${n.node.padEnd(24)} ${s(n.seconds).padStart(12)}  ${n.steps.map((x) => `${x.step} ${s(x.seconds)}${x.outcome === 'done' ? '' : ` (${x.outcome})`}`).join('; ')}${note(n.node, (t) => `; ${t}`)}`,
+    );
+  return out;
+}
+
+/** Blocked drains (the twin's, mapped to the cluster by owner), refused nodes and other blocks. */
+function blockLines(r: RehearsalReport): string[] {
+  const out: string[] = [
+    '',
+    !r.blockedDrains.length
+      ? 'Drains that blocked on the twin: none'
+      : r.placement
+        ? 'Drains that blocked on the twin (its scheduler placed the pods; mapped to the cluster by the workload each budget covers):'
+        : "Drains that blocked on the twin (its scheduler placed the pods: on the cluster, the readiness section's drain-block lines say which drains block):",
+  ];
+  for (const b of r.blockedDrains) {
+    const tags = [b.hop, r.placement?.twinOnly.includes(b.node) ? "the twin's placement only" : undefined].filter(Boolean);
+    out.push(
+      `  ${b.node}${tags.length ? ` (${tags.join(', ')})` : ''}: PDB ${b.pdbs.join(', ') || '?'} refused evicting ${b.pods.join(', ')}${onCluster(b.clusterNodes)}; the rehearsal answered ${b.action}`,
+    );
+  }
+  if (r.placement)
+    out.push(
+      r.placement.clusterBlocks.length
+        ? `On the cluster (its pods as read, not the twin's placement) these drains block: ${r.placement.clusterBlocks.map((c) => `${c.node} (PDB ${c.pdbs.join(', ')})`).join(', ')}`
+        : 'On the cluster (its pods as read) no pod of these workloads runs: no drain blocks on their budgets',
+    );
+  out.push(r.refusedNodes.length ? 'Nodes refused (pods nothing would recreate):' : 'Nodes refused: none');
+  for (const b of r.refusedNodes)
+    out.push(`  ${b.node}${b.hop ? ` (${b.hop})` : ''}: ${b.pods.join(', ')}; the rehearsal answered ${b.action}`);
+  for (const b of r.otherBlocks) out.push(`${b.kind}${b.node ? ` on ${b.node}` : ''}: ${b.message}; the rehearsal answered ${b.action}`);
+  return out;
+}
 
 export function reportText(r: RehearsalReport): string {
   const out: string[] = [];
@@ -130,24 +246,7 @@ export function reportText(r: RehearsalReport): string {
     '',
     ...('notChecked' in r.readiness ? [`readiness: not checked: ${r.readiness.notChecked}`] : readinessLines(r.cluster, r.readiness)),
   );
-  out.push('', 'Phases (time on the twin):');
-  for (const p of r.phases)
-    out.push(`  ${p.hop.padEnd(8)} ${p.phase.padEnd(14)} ${s(p.seconds).padStart(12)}${p.nodes.length ? `  ${p.nodes.join(', ')}` : ''}`);
-  if (r.phases.length === 0) out.push('  none ran');
-  out.push('', 'Nodes:');
-  for (const n of r.nodes)
-    out.push(
-      `  ${n.hop.padEnd(8)} ${n.node.padEnd(24)} ${s(n.seconds).padStart(12)}  ${n.steps.map((x) => `${x.step} ${s(x.seconds)}${x.outcome === 'done' ? '' : ` (${x.outcome})`}`).join('; ')}`,
-    );
-  out.push('', r.blockedDrains.length ? 'Drains that blocked:' : 'Drains that blocked: none');
-  for (const b of r.blockedDrains)
-    out.push(
-      `  ${b.node}${b.hop ? ` (${b.hop})` : ''}: PDB ${b.pdbs.join(', ') || '?'} refused evicting ${b.pods.join(', ')}; the rehearsal answered ${b.action}`,
-    );
-  out.push(r.refusedNodes.length ? 'Nodes refused (pods nothing would recreate):' : 'Nodes refused: none');
-  for (const b of r.refusedNodes)
-    out.push(`  ${b.node}${b.hop ? ` (${b.hop})` : ''}: ${b.pods.join(', ')}; the rehearsal answered ${b.action}`);
-  for (const b of r.otherBlocks) out.push(`${b.kind}${b.node ? ` on ${b.node}` : ''}: ${b.message}; the rehearsal answered ${b.action}`);
+  out.push(...timingLines(r), ...blockLines(r));
   out.push(
     '',
     r.skew.compliant

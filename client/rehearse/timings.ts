@@ -1,6 +1,6 @@
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
-import type { UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import type { UpgradeStatus } from '../../workflows/rollout-messages.js';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -40,12 +40,13 @@ function firstArg(payloads: { payloads?: temporal.api.common.v1.IPayload[] | nul
   }
 }
 
-export function twinTimings(events: HistoryEvent[], status: UpgradeStatus): { phases: PhaseTiming[]; nodes: NodeTiming[] } {
-  const children = new Map<
-    string,
-    { workflowId: string; step: string; node: string; hop: string; start?: number; end?: number; outcome?: string }
-  >();
-  const activities = new Map<string, { name: string; hop?: string; version?: string; start: number; end?: number }>();
+type ChildSpan = { workflowId: string; step: string; node: string; hop: string; start?: number; end?: number; outcome?: string };
+type ActivitySpan = { name: string; hop?: string; version?: string; start: number; end?: number };
+
+/** The node children's and the activities' spans in a run's history, by their initiating event. */
+function spansOf(events: HistoryEvent[]): { children: Map<string, ChildSpan>; activities: Map<string, ActivitySpan> } {
+  const children = new Map<string, ChildSpan>();
+  const activities = new Map<string, ActivitySpan>();
   for (const e of events) {
     const id = String(e.eventId ?? '');
     const initiated = e.startChildWorkflowExecutionInitiatedEventAttributes;
@@ -95,7 +96,11 @@ export function twinTimings(events: HistoryEvent[], status: UpgradeStatus): { ph
       if (a) a.end = ms(e);
     }
   }
+  return { children, activities };
+}
 
+export function twinTimings(events: HistoryEvent[], status: UpgradeStatus): { phases: PhaseTiming[]; nodes: NodeTiming[] } {
+  const { children, activities } = spansOf(events);
   const nodes = new Map<string, NodeTiming>();
   const phases = new Map<string, { hop: string; phase: string; start: number; end: number; nodes: Set<string> }>();
   const addPhase = (hop: string, phase: string, start: number, end: number, node?: string) => {

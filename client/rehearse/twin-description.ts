@@ -40,6 +40,11 @@ export interface TwinNames {
   pdbs: Record<string, string>;
   /** `namespace/twin name` → `namespace/the cluster's name`, for workloads and bare pods */
   workloads: Record<string, string>;
+  /**
+   * `namespace/twin name` → the cluster's nodes its pods run on (read from the cluster): the twin's
+   * scheduler places its copies itself, so a drain blocked on the twin is mapped back by owner.
+   */
+  clusterNodes?: Record<string, string[]>;
 }
 
 export interface TwinDescription {
@@ -92,113 +97,27 @@ export function twinDescription(
   options: TwinOptions = {},
 ): TwinDescription {
   const { facts } = read;
-  const notModelled: string[] = [];
-  const names: TwinNames = { nodes: {}, pdbs: {}, workloads: {} };
-
-  const apiservers = facts.nodes.flatMap((n) => (n.components?.apiserver ? [n.components.apiserver] : []));
-  const version =
-    validVersion(facts.clusterVersion) ?? [...apiservers].sort((x, y) => compareVersions(parseVersion(x), parseVersion(y)))[0];
-  if (!version)
-    throw new TwinInputError(`cluster ${cluster} has no readable kubeadm version and no kube-apiserver mirror pod: nothing to model`);
+  const version = clusterVersionOf(cluster, facts);
   const repository = options.repository ?? read.repository?.versions;
   if (!repository || repository.length === 0)
     throw new TwinInputError("the package repository's versions are unknown: pass --repository VERSION,...");
+  const twin = new TwinBuilder(version);
   const latencies: Latencies = { ...DEFAULT_LATENCIES, ...options.latencies };
-
-  const nodeNames = new Set<string>();
-  const twinOfNode = new Map<string, string>();
-  const nodes: SimNode[] = facts.nodes.map((n) => {
-    const name = twinName(n.name, nodeNames);
-    twinOfNode.set(n.name, name);
-    names.nodes[name] = n.name;
-    const kubelet = validVersion(n.kubelet);
-    if (!kubelet) throw new TwinInputError(`node ${n.name} reports kubelet version ${JSON.stringify(n.kubelet)}: not a Kubernetes version`);
-    const labels = Object.fromEntries(Object.entries(n.labels).filter(([k]) => !SIM_NODE_LABELS.has(k)));
-    const node: SimNode = { name, role: n.role, kubelet, labels, latencies, faults: [], repository, sources: [] };
-    if (n.role === 'control-plane') {
-      const c = n.components ?? {};
-      const missing = (['apiserver', 'controllerManager', 'scheduler'] as const).filter((k) => !validVersion(c[k]));
-      if (missing.length)
-        notModelled.push(`control plane ${n.name}: no version read for ${missing.join(', ')}; the twin runs them at ${version}`);
-      node.components = {
-        apiserver: validVersion(c.apiserver) ?? version,
-        controllerManager: validVersion(c.controllerManager) ?? version,
-        scheduler: validVersion(c.scheduler) ?? version,
-      };
-    }
-    return node;
-  });
-
+  const nodes = facts.nodes.map((n) => twin.node(n, repository, latencies));
   // Workloads, and each PDB on the workload(s) it covers: the twin's PDB carries the workload's name.
-  const taken = new Map<string, Set<string>>();
-  const twinOfWorkload = new Map<string, WorkloadSpec>();
-  const workloads: WorkloadSpec[] = [];
-  const addWorkload = (namespace: string, original: string, spec: Omit<WorkloadSpec, 'name' | 'namespace'>): WorkloadSpec => {
-    const set = taken.get(namespace) ?? new Set<string>();
-    taken.set(namespace, set);
-    const w: WorkloadSpec = { ...spec, name: twinName(original, set), namespace };
-    names.workloads[`${namespace}/${w.name}`] = `${namespace}/${original}`;
-    workloads.push(w);
-    return w;
-  };
-  for (const w of facts.workloads) {
-    // kubeadm's kube-proxy: the simulation runs its own, at the cluster version.
-    if (w.kind === 'DaemonSet' && w.namespace === 'kube-system' && w.name === 'kube-proxy') continue;
-    const spec = addWorkload(w.namespace, w.name, {
-      kind: w.kind,
-      replicas: w.kind === 'DaemonSet' ? 1 : w.replicas,
-      ...(w.emptyDir ? { emptyDir: true } : {}),
-    });
-    twinOfWorkload.set(`${w.namespace}/${w.kind}/${w.name}`, spec);
-  }
-  for (const p of facts.pdbs) {
-    const budget: PdbSpec =
-      p.minAvailable !== undefined
-        ? { minAvailable: p.minAvailable }
-        : p.maxUnavailable !== undefined
-          ? { maxUnavailable: p.maxUnavailable }
-          : {};
-    if (Object.keys(budget).length === 0) {
-      notModelled.push(`PDB ${p.namespace}/${p.name} sets neither minAvailable nor maxUnavailable`);
-      continue;
-    }
-    const covered = p.covers.map((c) => twinOfWorkload.get(`${p.namespace}/${c}`)).filter((w): w is WorkloadSpec => w !== undefined);
-    if (covered.length === 0) {
-      notModelled.push(`PDB ${p.namespace}/${p.name} covers no Deployment, StatefulSet or DaemonSet (${p.pods} pod(s)): left out`);
-      continue;
-    }
-    if (covered.length > 1)
-      notModelled.push(`PDB ${p.namespace}/${p.name} covers ${p.covers.join(', ')}: the twin gives each its own copy of the budget`);
-    for (const w of covered) {
-      if (w.pdb) {
-        notModelled.push(
-          `${w.kind} ${p.namespace}/${names.workloads[`${p.namespace}/${w.name}`]?.split('/')[1]} is covered by more than one PDB: the twin keeps ${names.pdbs[`${p.namespace}/${w.name}`]} only`,
-        );
-        continue;
-      }
-      w.pdb = budget;
-      names.pdbs[`${p.namespace}/${w.name}`] = `${p.namespace}/${p.name}`;
-    }
-  }
-  for (const b of facts.barePods) {
-    const node = twinOfNode.get(b.node);
-    if (!node) {
-      notModelled.push(`pod ${b.namespace}/${b.name} is bound to ${b.node}, which is no node the twin has`);
-      continue;
-    }
-    addWorkload(b.namespace, b.name, { kind: 'Pod', replicas: 1, node, ...(b.emptyDir ? { emptyDir: true } : {}) });
-  }
+  for (const w of facts.workloads) twin.workload(w);
+  for (const p of facts.pdbs) twin.pdb(p);
+  for (const b of facts.barePods) twin.barePod(b);
   for (const [kind, count] of Object.entries(facts.otherPods).sort()) {
-    notModelled.push(`${count} pod(s) managed by a ${kind}: the twin has no such controller`);
+    twin.notModelled.push(`${count} pod(s) managed by a ${kind}: the twin has no such controller`);
   }
-
   return {
     // No node pools: blue/green is not rehearsed (yet); the simulation reads an absent `pools` as none.
     description: {
       name: cluster,
       version,
       nodes,
-      workloads,
+      workloads: twin.workloads,
       ssh: { user: options.sshUser ?? 'skewless' },
       rebootSeconds: options.rebootSeconds ?? 3,
       // One minor per host, as the install guide sets nodes up: the rehearsal meets the repository switch of each hop.
@@ -207,9 +126,125 @@ export function twinDescription(
       controlPlane: 'shared',
       pools: {},
     },
-    names,
-    notModelled,
+    names: twin.names,
+    notModelled: twin.notModelled,
   };
+}
+
+/** The cluster's version: kubeadm's record, else its oldest kube-apiserver. */
+function clusterVersionOf(cluster: string, facts: RehearsalFacts): string {
+  const apiservers = facts.nodes.flatMap((n) => (n.components?.apiserver ? [n.components.apiserver] : []));
+  const version =
+    validVersion(facts.clusterVersion) ?? [...apiservers].sort((x, y) => compareVersions(parseVersion(x), parseVersion(y)))[0];
+  if (!version)
+    throw new TwinInputError(`cluster ${cluster} has no readable kubeadm version and no kube-apiserver mirror pod: nothing to model`);
+  return version;
+}
+
+type FactNode = RehearsalFacts['nodes'][number];
+type FactWorkload = RehearsalFacts['workloads'][number];
+type FactPdb = RehearsalFacts['pdbs'][number];
+type FactBarePod = RehearsalFacts['barePods'][number];
+
+/** The twin's nodes and workloads as they are named, and what of the cluster it leaves out. */
+class TwinBuilder {
+  readonly notModelled: string[] = [];
+  readonly names: TwinNames = { nodes: {}, pdbs: {}, workloads: {} };
+  readonly workloads: WorkloadSpec[] = [];
+  private readonly nodeNames = new Set<string>();
+  private readonly twinOfNode = new Map<string, string>();
+  /** Twin names taken, per namespace. */
+  private readonly taken = new Map<string, Set<string>>();
+  private readonly twinOfWorkload = new Map<string, WorkloadSpec>();
+
+  constructor(private readonly version: string) {}
+
+  node(n: FactNode, repository: string[], latencies: Latencies): SimNode {
+    const name = twinName(n.name, this.nodeNames);
+    this.twinOfNode.set(n.name, name);
+    this.names.nodes[name] = n.name;
+    const kubelet = validVersion(n.kubelet);
+    if (!kubelet) throw new TwinInputError(`node ${n.name} reports kubelet version ${JSON.stringify(n.kubelet)}: not a Kubernetes version`);
+    const labels = Object.fromEntries(Object.entries(n.labels).filter(([k]) => !SIM_NODE_LABELS.has(k)));
+    const node: SimNode = { name, role: n.role, kubelet, labels, latencies, faults: [], repository, sources: [] };
+    if (n.role === 'control-plane') node.components = this.controlPlaneComponents(n);
+    return node;
+  }
+
+  /** A control plane's component versions as read; one not read runs at the cluster's version (said). */
+  private controlPlaneComponents(n: FactNode): NonNullable<SimNode['components']> {
+    const c = n.components ?? {};
+    const missing = (['apiserver', 'controllerManager', 'scheduler'] as const).filter((k) => !validVersion(c[k]));
+    if (missing.length)
+      this.notModelled.push(`control plane ${n.name}: no version read for ${missing.join(', ')}; the twin runs them at ${this.version}`);
+    return {
+      apiserver: validVersion(c.apiserver) ?? this.version,
+      controllerManager: validVersion(c.controllerManager) ?? this.version,
+      scheduler: validVersion(c.scheduler) ?? this.version,
+    };
+  }
+
+  private addWorkload(namespace: string, original: string, spec: Omit<WorkloadSpec, 'name' | 'namespace'>): WorkloadSpec {
+    const set = this.taken.get(namespace) ?? new Set<string>();
+    this.taken.set(namespace, set);
+    const w: WorkloadSpec = { ...spec, name: twinName(original, set), namespace };
+    this.names.workloads[`${namespace}/${w.name}`] = `${namespace}/${original}`;
+    this.workloads.push(w);
+    return w;
+  }
+
+  workload(w: FactWorkload): void {
+    // kubeadm's kube-proxy: the simulation runs its own, at the cluster version.
+    if (w.kind === 'DaemonSet' && w.namespace === 'kube-system' && w.name === 'kube-proxy') return;
+    const spec = this.addWorkload(w.namespace, w.name, {
+      kind: w.kind,
+      replicas: w.kind === 'DaemonSet' ? 1 : w.replicas,
+      ...(w.emptyDir ? { emptyDir: true } : {}),
+    });
+    if (w.nodes) (this.names.clusterNodes ??= {})[`${w.namespace}/${spec.name}`] = w.nodes;
+    this.twinOfWorkload.set(`${w.namespace}/${w.kind}/${w.name}`, spec);
+  }
+
+  /** The budget on each workload it covers (once its workloads are added); one it cannot model is said. */
+  pdb(p: FactPdb): void {
+    const budget: PdbSpec =
+      p.minAvailable !== undefined
+        ? { minAvailable: p.minAvailable }
+        : p.maxUnavailable !== undefined
+          ? { maxUnavailable: p.maxUnavailable }
+          : {};
+    if (Object.keys(budget).length === 0) {
+      this.notModelled.push(`PDB ${p.namespace}/${p.name} sets neither minAvailable nor maxUnavailable`);
+      return;
+    }
+    const covered = p.covers.map((c) => this.twinOfWorkload.get(`${p.namespace}/${c}`)).filter((w): w is WorkloadSpec => w !== undefined);
+    if (covered.length === 0) {
+      this.notModelled.push(`PDB ${p.namespace}/${p.name} covers no Deployment, StatefulSet or DaemonSet (${p.pods} pod(s)): left out`);
+      return;
+    }
+    if (covered.length > 1)
+      this.notModelled.push(`PDB ${p.namespace}/${p.name} covers ${p.covers.join(', ')}: the twin gives each its own copy of the budget`);
+    for (const w of covered) {
+      if (w.pdb) {
+        this.notModelled.push(
+          `${w.kind} ${p.namespace}/${this.names.workloads[`${p.namespace}/${w.name}`]?.split('/')[1]} is covered by more than one PDB: the twin keeps ${this.names.pdbs[`${p.namespace}/${w.name}`]} only`,
+        );
+        continue;
+      }
+      w.pdb = budget;
+      this.names.pdbs[`${p.namespace}/${w.name}`] = `${p.namespace}/${p.name}`;
+    }
+  }
+
+  /** A pod no controller manages, as a Pod workload bound to the twin of its node. */
+  barePod(b: FactBarePod): void {
+    const node = this.twinOfNode.get(b.node);
+    if (!node) {
+      this.notModelled.push(`pod ${b.namespace}/${b.name} is bound to ${b.node}, which is no node the twin has`);
+      return;
+    }
+    this.addWorkload(b.namespace, b.name, { kind: 'Pod', replicas: 1, node, ...(b.emptyDir ? { emptyDir: true } : {}) });
+  }
 }
 
 /** The description as sim/description.ts reads it (`--save-description`, and the check that it parses). */

@@ -46,6 +46,41 @@ interface OpenStep {
   label: string;
 }
 
+type ScheduledAttributes = NonNullable<HistoryEvent['activityTaskScheduledEventAttributes']>;
+type SignaledAttributes = NonNullable<HistoryEvent['workflowExecutionSignaledEventAttributes']>;
+
+/** An activity's bar from its scheduling: its node's lane (else the node workflow's, else the cluster's), its summary in the label. */
+function openStep(e: HistoryEvent, a: ScheduledAttributes, runNode: string | undefined, step: string | undefined): OpenStep {
+  const activity = a.activityType?.name ?? '?';
+  const lane = str(record(firstArg(a.input)).node) ?? runNode ?? CLUSTER_LANE;
+  const decoded = firstArg({ payloads: e.userMetadata?.summary ? [e.userMetadata.summary] : [] });
+  const summary = typeof decoded === 'string' ? str(decoded) : undefined;
+  return { lane, phase: phaseOf(activity, step), startMs: tsToMs(e.eventTime), label: summary ? `${activity}: ${summary}` : activity };
+}
+
+/**
+ * A node's `nodeBlocked` signal: a block opens its wait, the all-clear closes it. Without its payload
+ * (encrypted) a block cannot be told from the all-clear that follows the resolution: no bar.
+ */
+function nodeBlocked(
+  e: HistoryEvent,
+  a: SignaledAttributes,
+  blocked: Map<string, { startMs: number; label: string }>,
+  closeBlock: (node: string, endMs: number) => void,
+): void {
+  const args = firstArg(a.input);
+  if (typeof args !== 'object') return;
+  const node = str(args.node) ?? lastSegment(a.externalWorkflowExecution?.workflowId);
+  if (!node) return;
+  const block = record(args.block);
+  if (!args.block) return closeBlock(node, tsToMs(e.eventTime));
+  if (!blocked.has(node))
+    blocked.set(node, {
+      startMs: tsToMs(e.eventTime),
+      label: `blocked: ${str(block.kind) === 'StepFailed' ? `${str(block.step) ?? 'a step'} failed` : 'drain'}`,
+    });
+}
+
 /**
  * One bar per activity execution of the given runs (the parent's and its node workflows', as
  * `fetchUpgradeRuns` returns them), from its scheduling (retries included) to its close; one that
@@ -102,17 +137,7 @@ export function timelineFromRuns(runs: RunHistory[], title: string): Timeline {
         const node = str(input.node) ?? lastSegment(a.workflowId);
         if (node && isControlPlane(input)) controlPlanes.add(node);
       } else if (e.activityTaskScheduledEventAttributes) {
-        const a = e.activityTaskScheduledEventAttributes;
-        const activity = a.activityType?.name ?? '?';
-        const lane = str(record(firstArg(a.input)).node) ?? runNode ?? CLUSTER_LANE;
-        const decoded = firstArg({ payloads: e.userMetadata?.summary ? [e.userMetadata.summary] : [] });
-        const summary = typeof decoded === 'string' ? str(decoded) : undefined;
-        open.set(String(e.eventId), {
-          lane,
-          phase: phaseOf(activity, step),
-          startMs: tsToMs(e.eventTime),
-          label: summary ? `${activity}: ${summary}` : activity,
-        });
+        open.set(String(e.eventId), openStep(e, e.activityTaskScheduledEventAttributes, runNode, step));
       } else if (e.activityTaskCompletedEventAttributes) {
         close(e, e.activityTaskCompletedEventAttributes.scheduledEventId);
       } else if (e.activityTaskFailedEventAttributes) {
@@ -122,22 +147,7 @@ export function timelineFromRuns(runs: RunHistory[], title: string): Timeline {
       } else if (e.activityTaskCanceledEventAttributes) {
         close(e, e.activityTaskCanceledEventAttributes.scheduledEventId, 'canceled');
       } else if (e.workflowExecutionSignaledEventAttributes?.signalName === 'nodeBlocked') {
-        // Without its payload (encrypted) a block cannot be told from the all-clear that follows the resolution: no bar.
-        const a = e.workflowExecutionSignaledEventAttributes;
-        const args = firstArg(a.input);
-        if (typeof args !== 'object') continue;
-        const node = str(args.node) ?? lastSegment(a.externalWorkflowExecution?.workflowId);
-        if (!node) continue;
-        const block = record(args.block);
-        if (args.block) {
-          if (!blocked.has(node))
-            blocked.set(node, {
-              startMs: tsToMs(e.eventTime),
-              label: `blocked: ${str(block.kind) === 'StepFailed' ? `${str(block.step) ?? 'a step'} failed` : 'drain'}`,
-            });
-        } else {
-          closeBlock(node, tsToMs(e.eventTime));
-        }
+        nodeBlocked(e, e.workflowExecutionSignaledEventAttributes, blocked, closeBlock);
       } else if (e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'resolveDrain') {
         // The operator's answer ends the wait (the node's all-clear follows a moment later).
         const node = str(record(firstArg(e.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest.input.args)).node);

@@ -42,6 +42,39 @@ function tickStep(totalSeconds: number): number {
   return Math.ceil(totalSeconds / MAX_TICKS / 86400) * 86400;
 }
 
+/** The legend's items, wrapped: their widths decide how many lines it takes (`line`: the last one's index). */
+function legendOf(bars: TimelineBar[], left: number): { legend: { phase: string; x: number; line: number }[]; line: number } {
+  const legend: { phase: string; x: number; line: number }[] = [];
+  let lx = left;
+  let line = 0;
+  for (const phase of TIMELINE_PHASES.filter((p) => bars.some((b) => b.phase === p))) {
+    const w = 18 + phase.length * 7 + 18;
+    if (lx + w > WIDTH - RIGHT && lx > left) {
+      line++;
+      lx = left;
+    }
+    legend.push({ phase, x: lx, line });
+    lx += w;
+  }
+  return { legend, line };
+}
+
+/** The time axis: ticks above the plot, grid lines through it. `x`: ms from the first step to a position. */
+function timeAxis(spanMs: number, x: (ms: number) => number, left: number, plotW: number, plotH: number): string[] {
+  const out: string[] = [];
+  const step = tickStep(spanMs / 1000);
+  const ticks: number[] = [];
+  for (let i = 0; i * step <= spanMs / 1000 + 1e-9; i++) ticks.push(i * step);
+  out.push(`<path d="${ticks.map((s) => `M${n(x(s * 1000))} ${TOP - 4}V${TOP + plotH}`).join('')}" stroke="#d0d0d0" stroke-width="1"/>`);
+  for (const s of ticks)
+    out.push(
+      `<text x="${n(x(s * 1000))}" y="${TOP - 8}" font-size="10" text-anchor="middle" fill="#444444">${step < 1 ? s.toFixed(1) : String(Math.round(s))}</text>`,
+    );
+  out.push(`<text x="${left + plotW}" y="${TOP - 22}" font-size="10" text-anchor="end" fill="#444444">seconds from the first step</text>`);
+  out.push(`<path d="M${left} ${TOP + plotH}H${left + plotW}" stroke="#888888" stroke-width="1"/>`);
+  return out;
+}
+
 export function renderTimelineSvg(t: Timeline): string {
   // Bars with times that are no numbers cannot be placed; one that ends before it starts is a point.
   const bars: TimelineBar[] = t.bars
@@ -69,20 +102,7 @@ export function renderTimelineSvg(t: Timeline): string {
   const x = (ms: number) => left + ((ms - t0) / spanMs) * plotW;
 
   const out: string[] = [];
-  const legendPhases = TIMELINE_PHASES.filter((p) => bars.some((b) => b.phase === p));
-  // The legend wraps: its items' widths decide how many lines it takes.
-  const legend: { phase: string; x: number; line: number }[] = [];
-  let lx = left;
-  let line = 0;
-  for (const phase of legendPhases) {
-    const w = 18 + phase.length * 7 + 18;
-    if (lx + w > WIDTH - RIGHT && lx > left) {
-      line++;
-      lx = left;
-    }
-    legend.push({ phase, x: lx, line });
-    lx += w;
-  }
+  const { legend, line } = legendOf(bars, left);
   const legendTop = TOP + plotH + 30;
   const height = legendTop + (legend.length ? (line + 1) * 20 : 0) + 10;
 
@@ -104,19 +124,7 @@ export function renderTimelineSvg(t: Timeline): string {
     out.push(`<path d="${stripes.join('')}" fill="#f3f3f3"/>`);
   }
 
-  // The time axis: ticks above the plot, grid lines through it.
-  const step = tickStep(spanMs / 1000);
-  const ticks: number[] = [];
-  for (let i = 0; i * step <= spanMs / 1000 + 1e-9; i++) ticks.push(i * step);
-  out.push(
-    `<path d="${ticks.map((s) => `M${n(x(t0 + s * 1000))} ${TOP - 4}V${TOP + plotH}`).join('')}" stroke="#d0d0d0" stroke-width="1"/>`,
-  );
-  for (const s of ticks)
-    out.push(
-      `<text x="${n(x(t0 + s * 1000))}" y="${TOP - 8}" font-size="10" text-anchor="middle" fill="#444444">${step < 1 ? s.toFixed(1) : String(Math.round(s))}</text>`,
-    );
-  out.push(`<text x="${left + plotW}" y="${TOP - 22}" font-size="10" text-anchor="end" fill="#444444">seconds from the first step</text>`);
-  out.push(`<path d="M${left} ${TOP + plotH}H${left + plotW}" stroke="#888888" stroke-width="1"/>`);
+  out.push(...timeAxis(spanMs, (ms) => x(t0 + ms), left, plotW, plotH));
 
   lanes.forEach((lane, i) => {
     if (i % every !== 0) return;

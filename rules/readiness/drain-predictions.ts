@@ -60,6 +60,7 @@ const SOURCE_DRAIN = 'https://kubernetes.io/docs/tasks/administer-cluster/safely
 const SOURCE_PDB = 'https://kubernetes.io/docs/concepts/workloads/pods/disruptions/';
 const SOURCE_GRACE = 'https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination';
 const SOURCE_STS = 'https://kubernetes.io/docs/concepts/workloads/controllers/statefulset/#deployment-and-scaling-guarantees';
+const SOURCE_DRAIN_RULES = 'https://cluster-api.sigs.k8s.io/tasks/automated-machine-management/machine_drain_rules';
 const SOURCE_WEBHOOK = 'https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/#failure-policy';
 
 const id = (p: { namespace: string; name: string }) => `${p.namespace}/${p.name}`;
@@ -71,6 +72,92 @@ function phaseIndex(phases: readonly RolloutPhase[]): Map<string, RolloutPhase> 
   const m = new Map<string, RolloutPhase>();
   for (const phase of phases) for (const n of phase.nodes) if (!m.has(n)) m.set(n, phase);
   return m;
+}
+
+type Emit = (pod: { namespace: string; name: string; node: string }, what: string, todo: string, source: string) => void;
+
+/** The evicted pods a PodDisruptionBudget holds: a single replica, a budget that allows nothing, a StatefulSet's wait. */
+function pdbBlocks(pdbs: DrainPredictionFacts['pdbs'], evicted: PredictionPod[], emit: Emit): void {
+  for (const pdb of pdbs) {
+    const covered = evicted.filter(
+      (p) => p.namespace === pdb.namespace && pdb.selector !== undefined && selectorMatches(pdb.selector, p.labels),
+    );
+    if (covered.length === 0) continue;
+    const audit = auditPdb(pdb);
+    for (const pod of covered) {
+      const w = pod.workload;
+      if (w && w.kind !== 'StatefulSet' && (w.replicas ?? covered.length) === 1) {
+        // One finding for the single replica: the budget's own reason folded in, not said twice.
+        const refused = audit.find((a) => a.severity === 'error') ?? audit.find((a) => a.ruleId === 'no-disruptions-allowed');
+        emit(
+          pod,
+          `${id(pod)} is the only replica of ${w.kind} ${w.name} under PodDisruptionBudget ${id(pdb)}: ${
+            refused
+              ? `the budget allows no eviction of it (${refused.reason}), so the drain waits`
+              : 'its eviction takes the workload down until it runs elsewhere'
+          }`,
+          `scale ${w.kind} ${w.name} to 2 or more replicas for the upgrade${refused ? `, or ${refused.remedy}` : ''}`,
+          SOURCE_PDB,
+        );
+        continue;
+      }
+      // The budget's reason only: its remedy is the finding's todo (the rendered line says both, once each).
+      for (const a of audit) emit(pod, `${id(pod)} is covered by PodDisruptionBudget ${id(pdb)}: ${a.reason}`, a.remedy, SOURCE_PDB);
+      if (w?.kind === 'StatefulSet') {
+        emit(
+          pod,
+          `${id(pod)} belongs to StatefulSet ${w.name} under PodDisruptionBudget ${id(pdb)}: its replacement of the same name starts only once it is gone, so the budget stays spent meanwhile (the demo's two-minute hold)`,
+          `expect the drain of ${pod.node} to wait for ${id(pod)} to come back Ready; loosen PodDisruptionBudget ${id(pdb)} if that is too long`,
+          SOURCE_STS,
+        );
+      }
+    }
+  }
+}
+
+/** Pods that may take longer to stop than the drain's timeout. */
+function graceBlocks(evicted: PredictionPod[], timeoutSeconds: number, emit: Emit): void {
+  for (const pod of evicted) {
+    const grace = pod.terminationGracePeriodSeconds ?? DEFAULT_GRACE;
+    if (grace > timeoutSeconds) {
+      emit(
+        pod,
+        `${id(pod)} may take terminationGracePeriodSeconds ${grace} s to stop, longer than the drain timeout of ${timeoutSeconds} s`,
+        `raise drainTimeoutSeconds above ${grace}, or lower the pod's terminationGracePeriodSeconds`,
+        SOURCE_GRACE,
+      );
+    }
+  }
+}
+
+/** Pods the drain waits for until they complete (drainRules waitCompleted, or their label): the drain lasts as long as they run. */
+function waitCompletedBlocks(waited: PredictionPod[], timeoutSeconds: number, emit: Emit): void {
+  for (const pod of waited) {
+    emit(
+      pod,
+      `${id(pod)} is waited for until it completes (waitCompleted), up to the drain timeout of ${timeoutSeconds} s; it is never evicted`,
+      `expect the drain of ${pod.node} to last until ${id(pod)} completes; raise drainTimeoutSeconds if it runs longer`,
+      SOURCE_DRAIN_RULES,
+    );
+  }
+}
+
+/** A failing-closed webhook whose every backend is drained in the same phase: API writes refused meanwhile. */
+function webhookBlocks(webhooks: DrainPredictionFacts['webhooks'], phaseOf: Map<string, RolloutPhase>, emit: Emit): void {
+  for (const w of webhooks) {
+    if (w.failurePolicy !== 'Fail' || w.backends.length === 0) continue;
+    const phases = new Set(w.backends.map((b) => phaseOf.get(b.node)));
+    const [phase] = phases;
+    if (phases.size !== 1 || phase === undefined) continue;
+    for (const b of w.backends) {
+      emit(
+        b,
+        `${id(b)} is a backend of ${w.kind} webhook ${w.name} (failurePolicy Fail${w.service ? `, Service ${id(w.service)}` : ''}), and every backend runs on a node of phase ${phase.stage}: while they are evicted, API writes the webhook matches are refused`,
+        `spread the backends of ${w.name} over nodes of other phases (more replicas, anti-affinity), or set its failurePolicy to Ignore for the upgrade`,
+        SOURCE_WEBHOOK,
+      );
+    }
+  }
 }
 
 /** Every predicted drain block of one hop, sorted by phase order, node, pod. */
@@ -102,83 +189,34 @@ export function predictDrainBlocks(facts: DrainPredictionFacts): ReadinessFindin
     ignoreDaemonSets: facts.drain.ignoreDaemonSets,
     deleteEmptyDirData: facts.drain.deleteEmptyDirData,
     force: [],
+    ...(facts.drain.rules ? { rules: facts.drain.rules } : {}),
   };
   const byId = new Map(live.map((p) => [id(p), p]));
+  const plan = planDrainPods(live, options);
 
   // What the drain's own filters refuse: bare pods, emptyDir without deleteEmptyDirData, DaemonSets without ignoreDaemonSets.
-  for (const b of planDrainPods(live, options).blockers) {
+  for (const b of plan.blockers) {
     const pod = byId.get(id(b.pod));
     if (pod)
       emit(pod, b.reason, `set ${b.override} (or force the pod by name) for this run, or move the pod off ${pod.node} first`, SOURCE_DRAIN);
   }
 
-  // Those the drain evicts (mirror and DaemonSet pods it skips are never evicted, so never wait on a PDB).
+  // Those the drain evicts: never the mirror and DaemonSet pods it skips, nor those drain rules skip or wait for.
+  const ruled = new Set([...plan.skipped.filter((s) => s.filter === 'drainRule').map((s) => id(s.pod)), ...plan.waitCompleted.map(id)]);
   const evicted = live.filter(
     (p) =>
+      !ruled.has(id(p)) &&
       p.annotations['kubernetes.io/config.mirror'] === undefined &&
       !p.ownerReferences.some((o) => o.controller === true && o.kind === 'DaemonSet'),
   );
-  for (const pdb of facts.pdbs) {
-    const covered = evicted.filter(
-      (p) => p.namespace === pdb.namespace && pdb.selector !== undefined && selectorMatches(pdb.selector, p.labels),
-    );
-    if (covered.length === 0) continue;
-    const audit = auditPdb(pdb);
-    for (const pod of covered) {
-      const w = pod.workload;
-      if (w && w.kind !== 'StatefulSet' && (w.replicas ?? covered.length) === 1) {
-        // One finding for the single replica: the budget's own reason folded in, not said twice.
-        const refused = audit.find((a) => a.severity === 'error') ?? audit.find((a) => a.ruleId === 'no-disruptions-allowed');
-        emit(
-          pod,
-          `${id(pod)} is the only replica of ${w.kind} ${w.name} under PodDisruptionBudget ${id(pdb)}: ${
-            refused
-              ? `the budget allows no eviction of it (${refused.reason}), so the drain waits`
-              : 'its eviction takes the workload down until it runs elsewhere'
-          }`,
-          `scale ${w.kind} ${w.name} to 2 or more replicas for the upgrade${refused ? `, or ${refused.remedy}` : ''}`,
-          SOURCE_PDB,
-        );
-        continue;
-      }
-      for (const a of audit) emit(pod, `${id(pod)} is covered by ${a.message}`, a.remedy, SOURCE_PDB);
-      if (w?.kind === 'StatefulSet') {
-        emit(
-          pod,
-          `${id(pod)} belongs to StatefulSet ${w.name} under PodDisruptionBudget ${id(pdb)}: its replacement of the same name starts only once it is gone, so the budget stays spent meanwhile (the demo's two-minute hold)`,
-          `expect the drain of ${pod.node} to wait for ${id(pod)} to come back Ready; loosen PodDisruptionBudget ${id(pdb)} if that is too long`,
-          SOURCE_STS,
-        );
-      }
-    }
-  }
-
-  for (const pod of evicted) {
-    const grace = pod.terminationGracePeriodSeconds ?? DEFAULT_GRACE;
-    if (grace > facts.drain.timeoutSeconds) {
-      emit(
-        pod,
-        `${id(pod)} may take terminationGracePeriodSeconds ${grace} s to stop, longer than the drain timeout of ${facts.drain.timeoutSeconds} s`,
-        `raise drainTimeoutSeconds above ${grace}, or lower the pod's terminationGracePeriodSeconds`,
-        SOURCE_GRACE,
-      );
-    }
-  }
-
-  for (const w of facts.webhooks) {
-    if (w.failurePolicy !== 'Fail' || w.backends.length === 0) continue;
-    const phases = new Set(w.backends.map((b) => phaseOf.get(b.node)));
-    const [phase] = phases;
-    if (phases.size !== 1 || phase === undefined) continue;
-    for (const b of w.backends) {
-      emit(
-        b,
-        `${id(b)} is a backend of ${w.kind} webhook ${w.name} (failurePolicy Fail${w.service ? `, Service ${id(w.service)}` : ''}), and every backend runs on a node of phase ${phase.stage}: while they are evicted, API writes the webhook matches are refused`,
-        `spread the backends of ${w.name} over nodes of other phases (more replicas, anti-affinity), or set its failurePolicy to Ignore for the upgrade`,
-        SOURCE_WEBHOOK,
-      );
-    }
-  }
+  waitCompletedBlocks(
+    plan.waitCompleted.flatMap((p) => byId.get(id(p)) ?? []),
+    facts.drain.timeoutSeconds,
+    emit,
+  );
+  pdbBlocks(facts.pdbs, evicted, emit);
+  graceBlocks(evicted, facts.drain.timeoutSeconds, emit);
+  webhookBlocks(facts.webhooks, phaseOf, emit);
 
   return out
     .sort((a, b) => a.order - b.order || compareNatural(a.f.node ?? '', b.f.node ?? '') || (a.f.pod ?? '').localeCompare(b.f.pod ?? ''))

@@ -16,6 +16,7 @@ export const READINESS_CHECKS = [
   'drain-block', // a drain that will block (PDB, single replica, grace period, local storage, bare pod, …)
   'alert', // an operator alert firing
   'probe', // an operator probe failing
+  'capacity', // a node whose evicted pods would fit nowhere else (issue 40): acknowledged, it is drained and they wait Pending
 ] as const;
 export type ReadinessCheck = (typeof READINESS_CHECKS)[number];
 
@@ -36,7 +37,7 @@ export interface ReadinessFinding {
   pod?: string;
   /** The rollout phase it would block (its stage: `control-plane`, `canary`, `batch-2`), when it is about one. */
   phase?: string;
-  /** What was found, one line, e.g. `authentication.k8s.io/v1beta1 selfsubjectreviews requested 3 times`. */
+  /** What was found, one line, e.g. `authentication.k8s.io/v1beta1/selfsubjectreviews requested 3 times since the apiservers started, …`. */
   what: string;
   /** What the operator should do, one line. */
   todo: string;

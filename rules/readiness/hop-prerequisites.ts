@@ -35,8 +35,11 @@ export interface NodePrerequisiteFacts {
   etcdImageTag?: string;
   /** Control planes: kubeadm's certificates, or why they could not be read. */
   certificates?: CertificateFacts[] | { error: string };
-  /** Per probed minor (`1.34`): does the node's package repository answer for it? `detail`: why not. */
-  repositories?: Record<string, { reachable: boolean; detail?: string; unknown?: boolean }>;
+  /**
+   * Per probed minor (`1.34`): does the node's package repository answer for it? `detail`: why not.
+   * `notRewritten`: the minor is missing because the file is one skewless will not switch (its path, why).
+   */
+  repositories?: Record<string, { reachable: boolean; detail?: string; unknown?: boolean; notRewritten?: { file: string; why: string } }>;
 }
 
 export interface PrerequisiteFacts {
@@ -287,6 +290,7 @@ export const HOP_PREREQUISITES: readonly HopPrerequisite[] = [
         const r = n.repositories?.[minor];
         if (!r || r.reachable) return [];
         // `unknown`: the node itself did not answer, so nothing was learnt of its repository (its step will wait for the operator).
+        const kept = r.notRewritten;
         return [
           {
             check: 'repository',
@@ -295,10 +299,14 @@ export const HOP_PREREQUISITES: readonly HopPrerequisite[] = [
             node: n.name,
             what: r.unknown
               ? `could not ask ${n.name} for the package repository of ${minor}: ${r.detail ?? 'no answer'}`
-              : `the package repository of ${minor} does not answer ${n.name}${r.detail ? `: ${r.detail}` : ''}`,
+              : kept
+                ? `${kept.file} on ${n.name} offers no ${minor}.x and skewless will not rewrite it: ${kept.why}`
+                : `the package repository of ${minor} does not answer ${n.name}${r.detail ? `: ${r.detail}` : ''}`,
             todo: r.unknown
               ? `bring ${n.name} back (SSH, its host key) before its turn, or skip it when its step waits`
-              : `make the ${minor} repository (or its mirror) reachable from ${n.name}, or skip the node`,
+              : kept
+                ? `point ${kept.file} on ${n.name} at v${minor} yourself (kubernetes.io: "Changing the package repository"), or skip the node`
+                : `make the ${minor} repository (or its mirror) reachable from ${n.name}, or skip the node`,
             source: REPOSITORY_SOURCE,
             ack: `repository:${n.name}/${minor}`,
           },

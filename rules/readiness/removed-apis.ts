@@ -144,6 +144,18 @@ export const REMOVED_APIS: readonly RemovedApi[] = [
   ),
 ];
 
+/** The table by the release that removes each API (oldest first), as docs/real-cluster.md and `plan --help` list it. */
+export function removedApisByRelease(): { removedIn: string; apis: string[] }[] {
+  const out: { removedIn: string; apis: string[] }[] = [];
+  for (const a of REMOVED_APIS) {
+    const gvr = `${groupName(a.group)}/${a.version}/${a.resource}`;
+    const last = out[out.length - 1];
+    if (last?.removedIn === a.removedIn) last.apis.push(gvr);
+    else out.push({ removedIn: a.removedIn, apis: [gvr] });
+  }
+  return out;
+}
+
 /** `1.33` or `1.33.7` as [major, minor]; undefined when it is neither. */
 function minorOf(version: string): [number, number] | undefined {
   const m = /^v?(\d+)\.(\d+)(?:\.\d+)?$/.exec(version.trim());
@@ -203,8 +215,11 @@ export interface RemovedApiUsage {
 
 function clientsText(clients: readonly ApiClient[]): string {
   if (clients.length === 0) return 'clients unknown (no audit log read)';
-  return `by ${clients.map((c) => `${c.user} (${c.userAgent || 'no user agent'}, ${c.count}×)`).join(', ')}`;
+  return `by ${clients.map((c) => `${c.user} (${c.userAgent || 'no user agent'}, ${times(c.count)} in the audit log read)`).join(', ')}`;
 }
+
+/** One wording for a count of requests, wherever it is said: `1 time`, `3 times`. */
+const times = (n: number): string => `${n} time${n === 1 ? '' : 's'}`;
 
 /**
  * The findings of a hop `from` → `to` (one minor): every requested API the hop removes (by the
@@ -220,7 +235,7 @@ export function removedApiFindings(hop: { from: string; to: string }, usage: Rem
     const removedIn = r.removedRelease || row?.removedIn || '';
     if (!hopRemoves(hop.from, hop.to, removedIn)) continue;
     const gvr = `${groupName(r.group)}/${r.version}/${r.resource}${r.subresource ? `/${r.subresource}` : ''}`;
-    const count = r.count === undefined ? 'requested' : `requested ${r.count} time${r.count === 1 ? '' : 's'}`;
+    const count = r.count === undefined ? 'requested' : `requested ${times(r.count)} since the apiservers started`;
     findings.push({
       check: 'removed-api',
       severity: 'hold',

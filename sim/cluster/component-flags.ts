@@ -23,6 +23,14 @@ export interface ApiserverFiles {
   nodeAuthorizer?: boolean;
   /** The release this apiserver is (`1.32.13`): what it serves beyond its defaults (RUNTIME_CONFIG). */
   version?: string;
+  /**
+   * The minor it emulates (`1.32`, KEP-4330), whose RUNTIME_CONFIG it then takes: the operator's
+   * `--runtime-config` stays in the manifest through a trial, and 1.33.13 emulating 1.32 serves 1.32's
+   * authentication.k8s.io/v1beta1 with it (docs/reversible-hops.md).
+   */
+  emulated?: string;
+  /** API Priority and Fairness as a real API server runs it (its default in-flight limits); off otherwise. */
+  priorityAndFairness?: boolean;
 }
 
 /**
@@ -55,10 +63,10 @@ export function apiserverFlags(f: ApiserverFiles): string[] {
       ? ['--authorization-mode=Node,RBAC', '--enable-admission-plugins=NodeRestriction']
       : ['--authorization-mode=RBAC']),
     '--allow-privileged=true',
-    // A simulation of many nodes: no client-side fairness queues in the way of a 1,000-node test.
-    '--enable-priority-and-fairness=false',
-    '--max-requests-inflight=0',
-    '--max-mutating-requests-inflight=0',
+    // A simulation of many nodes: no fairness queues in the way of a 1,000-node test, unless asked for.
+    ...(f.priorityAndFairness
+      ? ['--enable-priority-and-fairness=true']
+      : ['--enable-priority-and-fairness=false', '--max-requests-inflight=0', '--max-mutating-requests-inflight=0']),
     `--cert-dir=${f.certDir}`,
     '--v=1',
     `--audit-policy-file=${f.auditPolicy}`,
@@ -66,7 +74,7 @@ export function apiserverFlags(f: ApiserverFiles): string[] {
     '--audit-log-format=json',
     '--audit-log-mode=blocking',
     '--audit-log-maxsize=0',
-    ...runtimeConfig(f.version),
+    ...runtimeConfig(f.emulated ?? f.version),
   ];
 }
 

@@ -69,6 +69,8 @@ export interface ControlPlaneOptions {
    * does once the containers stopped, instead of at once: drains then take as long as they would.
    */
   honourPodGrace?: boolean;
+  /** API Priority and Fairness on, with the default in-flight limits (sim/description.ts priorityAndFairness). */
+  priorityAndFairness?: boolean;
   /**
    * etcd's data dir: by default inside the control plane's state dir; the simulation puts it in the
    * first control-plane host's root at /var/lib/etcd, the hostPath of that host's etcd manifest, so a
@@ -181,40 +183,78 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   }
 }
 
-async function startShared(options: ControlPlaneOptions, e: Etcd): Promise<SharedControlPlane> {
+/** The shared world's apiserver (on the real etcd), controller-manager and scheduler, not started. */
+function sharedComponents(
+  options: ControlPlaneOptions,
+  e: Etcd,
+  ports: { apiPort: number; kcmPort: number; schedPort: number },
+  kubeconfig: string,
+  auditLogPath: string,
+) {
   const { stateDir, binaries } = options;
-  const { logs, pki, etcd, etcdEndpoint } = e;
-  const [apiPort, kcmPort, schedPort] = await Promise.all([freePort(), freePort(), freePort()]);
-  const server = `https://127.0.0.1:${apiPort}`;
-  const { kubeconfig, workerKubeconfig } = writeKubeconfigs(options, pki, server);
-  const auditLogPath = join(logs, 'audit.log');
-  const tls = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
-  const log = (name: string) => join(logs, `${name}.log`);
-
+  const log = (name: string) => join(e.logs, `${name}.log`);
   const apiserver = new ManagedProcess(
     'kube-apiserver',
     binaries.bin('kube-apiserver'),
     apiserverFlags({
-      port: apiPort,
-      etcdEndpoint,
-      pki,
+      port: ports.apiPort,
+      etcdEndpoint: e.etcdEndpoint,
+      pki: e.pki,
       certDir: join(stateDir, 'apiserver-certs'),
       auditPolicy: e.auditPolicyPath,
       auditLog: auditLogPath,
+      ...(options.priorityAndFairness ? { priorityAndFairness: true } : {}),
     }),
     log('kube-apiserver'),
   );
   const controllerManager = new ManagedProcess(
     'kube-controller-manager',
     binaries.bin('kube-controller-manager'),
-    controllerManagerFlags({ kubeconfig, port: kcmPort, pki, stateDir, several: false }),
+    controllerManagerFlags({ kubeconfig, port: ports.kcmPort, pki: e.pki, stateDir, several: false }),
     log('kube-controller-manager'),
   );
   const scheduler = new ManagedProcess(
     'kube-scheduler',
     binaries.bin('kube-scheduler'),
-    schedulerFlags({ kubeconfig, port: schedPort, several: false }),
+    schedulerFlags({ kubeconfig, port: ports.schedPort, several: false }),
     log('kube-scheduler'),
+  );
+  return { apiserver, controllerManager, scheduler };
+}
+
+/** Waits for the controller-manager's /healthz and the scheduler's /readyz (each alive meanwhile). */
+async function componentsHealthy(
+  controllerManager: ManagedProcess,
+  kcmPort: number,
+  scheduler: ManagedProcess,
+  schedPort: number,
+): Promise<void> {
+  await Promise.all([
+    waitFor('kube-controller-manager /healthz', async () => {
+      controllerManager.assertAlive();
+      return (await httpGet(`https://127.0.0.1:${kcmPort}/healthz`, { rejectUnauthorized: false })).body === 'ok';
+    }),
+    waitFor('kube-scheduler /readyz', async () => {
+      scheduler.assertAlive();
+      return (await httpGet(`https://127.0.0.1:${schedPort}/readyz`, { rejectUnauthorized: false })).body === 'ok';
+    }),
+  ]);
+}
+
+async function startShared(options: ControlPlaneOptions, e: Etcd): Promise<SharedControlPlane> {
+  const { stateDir } = options;
+  const { logs, pki, etcd, etcdEndpoint } = e;
+  const [apiPort, kcmPort, schedPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const server = `https://127.0.0.1:${apiPort}`;
+  const { kubeconfig, workerKubeconfig } = writeKubeconfigs(options, pki, server);
+  const auditLogPath = join(logs, 'audit.log');
+  const tls = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
+  const { apiserver, controllerManager, scheduler } = sharedComponents(
+    options,
+    e,
+    { apiPort, kcmPort, schedPort },
+    kubeconfig,
+    auditLogPath,
   );
   const kwok = kwokProcess(options, kubeconfig, logs);
 
@@ -243,16 +283,7 @@ async function startShared(options: ControlPlaneOptions, e: Etcd): Promise<Share
     await apiserverReady();
     launch(controllerManager);
     launch(scheduler);
-    await Promise.all([
-      waitFor('kube-controller-manager /healthz', async () => {
-        controllerManager.assertAlive();
-        return (await httpGet(`https://127.0.0.1:${kcmPort}/healthz`, { rejectUnauthorized: false })).body === 'ok';
-      }),
-      waitFor('kube-scheduler /readyz', async () => {
-        scheduler.assertAlive();
-        return (await httpGet(`https://127.0.0.1:${schedPort}/readyz`, { rejectUnauthorized: false })).body === 'ok';
-      }),
-    ]);
+    await componentsHealthy(controllerManager, kcmPort, scheduler, schedPort);
     launch(kwok);
   } catch (err) {
     await stop();
@@ -288,6 +319,52 @@ async function startShared(options: ControlPlaneOptions, e: Etcd): Promise<Share
 
 const COMPONENTS: readonly ControlPlaneManifest[] = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'];
 
+/** Each control plane's components (its apiserver on every etcd member, its own first), not started. */
+async function nodeComponents(
+  options: ControlPlaneOptions,
+  hosts: NonNullable<ControlPlaneOptions['perNode']>,
+  etcdMembers: EtcdMembers,
+  pki: Pki,
+  auditPolicyPath: string,
+): Promise<Map<string, NodeComponents>> {
+  const nodes = new Map<string, NodeComponents>();
+  for (const h of hosts) {
+    nodes.set(
+      h.node,
+      await NodeComponents.create({
+        node: h.node,
+        stateDir: options.stateDir,
+        clusterName: options.clusterName,
+        pki,
+        // Every member, its own first (kubeadm's apiserver names only its host's member).
+        etcdEndpoint: etcdMembers.clientUrls(h.node).join(','),
+        auditPolicy: auditPolicyPath,
+        ...(h.auditLog ? { auditLog: h.auditLog } : {}),
+      }),
+    );
+  }
+  return nodes;
+}
+
+/** The per-node world's running processes, by `<node>/<component>` (and kwok). */
+function runningPerNode(
+  nodes: Map<string, NodeComponents>,
+  etcdMembers: EtcdMembers,
+  kwok: ManagedProcess,
+): Record<string, ManagedProcess> {
+  const out: Record<string, ManagedProcess> = {};
+  for (const n of nodes.values()) {
+    const member = etcdMembers.processOf(n.node);
+    if (member) out[`${n.node}/etcd`] = member;
+    for (const c of COMPONENTS) {
+      const p = n.processOf(c);
+      if (p) out[`${n.node}/${c}`] = p;
+    }
+  }
+  if (kwok.running) out.kwok = kwok;
+  return out;
+}
+
 async function startPerNode(
   options: ControlPlaneOptions,
   hosts: NonNullable<ControlPlaneOptions['perNode']>,
@@ -307,22 +384,7 @@ async function startPerNode(
     await etcdMembers.stopAll();
     throw err;
   });
-  const nodes = new Map<string, NodeComponents>();
-  for (const h of hosts) {
-    nodes.set(
-      h.node,
-      await NodeComponents.create({
-        node: h.node,
-        stateDir,
-        clusterName,
-        pki,
-        // Every member, its own first (kubeadm's apiserver names only its host's member).
-        etcdEndpoint: etcdMembers.clientUrls(h.node).join(','),
-        auditPolicy: auditPolicyPath,
-        ...(h.auditLog ? { auditLog: h.auditLog } : {}),
-      }),
-    );
-  }
+  const nodes = await nodeComponents(options, hosts, etcdMembers, pki, auditPolicyPath);
   const balancer = await startTcpBalancer([...nodes.values()].map((n) => n.apiserverPort));
   const server = `https://127.0.0.1:${balancer.port}`;
   const { kubeconfig, workerKubeconfig } = writeKubeconfigs(options, pki, server);
@@ -361,19 +423,7 @@ async function startPerNode(
     nodes,
     etcdMembers,
     balancer,
-    running() {
-      const out: Record<string, ManagedProcess> = {};
-      for (const n of nodes.values()) {
-        const member = etcdMembers.processOf(n.node);
-        if (member) out[`${n.node}/etcd`] = member;
-        for (const c of COMPONENTS) {
-          const p = n.processOf(c);
-          if (p) out[`${n.node}/${c}`] = p;
-        }
-      }
-      if (kwok.running) out.kwok = kwok;
-      return out;
-    },
+    running: () => runningPerNode(nodes, etcdMembers, kwok),
     async restartApiserver() {
       // Every host's: the whole endpoint goes away for a moment, as the shared one does.
       const versions = [...nodes.values()].map((n) => [n, n.versionOf('kube-apiserver')] as const);
@@ -426,17 +476,23 @@ function kwokStages(stagesPath: string, stateDir: string, honourPodGrace: boolea
     (_m, head: string, indent: string) =>
       `${head}${indent.slice(2)}- key: '.metadata.annotations["kubernetes.io/config.mirror"]'\n${indent}operator: 'DoesNotExist'\n`,
   );
-  if (honourPodGrace) {
-    // kwok's delay: a timestamp minus now, so the pod goes when its grace period is over.
-    const next = /(name: pod-delete\n[\s\S]*?\n(\s*)next:\n)/;
-    if (!next.test(stages)) throw new Error(`${stagesPath}: kwok's pod-delete stage has no next:`);
-    stages = stages.replace(
-      next,
-      (_m, head: string, indent: string) =>
-        `${head.slice(0, head.length - `${indent}next:\n`.length)}${indent}delay:\n${indent}  durationMilliseconds: 0\n${indent}  durationFrom:\n${indent}    expressionFrom: '.metadata.deletionTimestamp'\n${indent}next:\n`,
-    );
-  }
+  // kwok's delay: a timestamp minus now, so the pod goes when its grace period is over.
+  if (honourPodGrace) stages = withDelayFrom(stages, stagesPath, 'pod-delete', '.metadata.deletionTimestamp');
+  // kwok completes a Job's pod as soon as it runs; a pod annotated `pod-complete.stage.kwok.x-k8s.io/delay: 1h`
+  // (kwok's own annotation form, as its node-not-ready stage reads) runs that long, until a test completes it.
+  stages = withDelayFrom(stages, stagesPath, 'pod-complete', '.metadata.annotations["pod-complete.stage.kwok.x-k8s.io/delay"]');
   const out = join(stateDir, 'kwok-stages.yaml');
   writeFileSync(out, `${stages.trimEnd()}\n---\n${KWOK_OPTIONS}`);
   return out;
+}
+
+/** A kwok stage's action delayed by what `expression` reads of the object (kwok's `delay.durationFrom`). */
+function withDelayFrom(stages: string, stagesPath: string, stage: string, expression: string): string {
+  const next = new RegExp(`(name: ${stage}\\n[\\s\\S]*?\\n(\\s*)next:\\n)`);
+  if (!next.test(stages)) throw new Error(`${stagesPath}: kwok's ${stage} stage has no next:`);
+  return stages.replace(
+    next,
+    (_m, head: string, indent: string) =>
+      `${head.slice(0, head.length - `${indent}next:\n`.length)}${indent}delay:\n${indent}  durationMilliseconds: 0\n${indent}  durationFrom:\n${indent}    expressionFrom: '${expression}'\n${indent}next:\n`,
+  );
 }

@@ -11,43 +11,44 @@ export const NOT_READY_LABEL = 'node-not-ready.stage.kwok.x-k8s.io';
 const nodeReady = async (kube: KubeClients, node: string) =>
   (await kube.core.readNode({ name: node })).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
+/** The versions of a node's control-plane mirror pods (etcd aside), by component. */
+async function controlPlaneVersions(kube: KubeClients, node: string): Promise<Record<string, string>> {
+  const { items } = await kube.core.listNamespacedPod({
+    namespace: 'kube-system',
+    labelSelector: 'tier=control-plane',
+    fieldSelector: `spec.nodeName=${node}`,
+  });
+  const out: Record<string, string> = {};
+  for (const pod of items) {
+    const component = pod.metadata?.labels?.component;
+    const version = versionOfImage(pod.spec?.containers[0]?.image);
+    if (component && component !== 'etcd' && version) out[component] = version;
+  }
+  return out;
+}
+
+/** A started kubelet reports its running pods Ready again (kwok only readies Pending pods). */
+async function reportRunningPods(kube: KubeClients, node: string): Promise<void> {
+  if (!(await nodeReady(kube, node))) return;
+  const { items } = await kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node},status.phase=Running` });
+  const now = new Date().toISOString();
+  for (const pod of items) {
+    if (pod.metadata?.deletionTimestamp || pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) continue;
+    const conditions = ['Ready', 'ContainersReady'].map((type) => ({ type, status: 'True', lastTransitionTime: now }));
+    await kube.core
+      .patchNamespacedPodStatus(
+        { name: pod.metadata?.name as string, namespace: pod.metadata?.namespace as string, body: { status: { conditions } } },
+        strategicMergePatch,
+      )
+      .catch((err: unknown) => {
+        if (statusOf(err) !== 404) throw err; // deleted meanwhile: nothing to report
+      });
+  }
+}
+
 /** What hosts do to the cluster, done through the real Kubernetes API. */
 export function kubeEffects(kube: KubeClients): ClusterEffects {
   const readClusterConfiguration = async () => kube.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
-
-  const controlPlaneVersions = async (node: string) => {
-    const { items } = await kube.core.listNamespacedPod({
-      namespace: 'kube-system',
-      labelSelector: 'tier=control-plane',
-      fieldSelector: `spec.nodeName=${node}`,
-    });
-    const out: Record<string, string> = {};
-    for (const pod of items) {
-      const component = pod.metadata?.labels?.component;
-      const version = versionOfImage(pod.spec?.containers[0]?.image);
-      if (component && component !== 'etcd' && version) out[component] = version;
-    }
-    return out;
-  };
-
-  /** A started kubelet reports its running pods Ready again (kwok only readies Pending pods). */
-  const reportRunningPods = async (node: string) => {
-    if (!(await nodeReady(kube, node))) return;
-    const { items } = await kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node},status.phase=Running` });
-    const now = new Date().toISOString();
-    for (const pod of items) {
-      if (pod.metadata?.deletionTimestamp || pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) continue;
-      const conditions = ['Ready', 'ContainersReady'].map((type) => ({ type, status: 'True', lastTransitionTime: now }));
-      await kube.core
-        .patchNamespacedPodStatus(
-          { name: pod.metadata?.name as string, namespace: pod.metadata?.namespace as string, body: { status: { conditions } } },
-          strategicMergePatch,
-        )
-        .catch((err: unknown) => {
-          if (statusOf(err) !== 404) throw err; // deleted meanwhile: nothing to report
-        });
-    }
-  };
 
   return {
     async kubeletStopped(node) {
@@ -60,12 +61,13 @@ export function kubeEffects(kube: KubeClients): ClusterEffects {
       await kube.core.patchNodeStatus({ name: node, body: { status: { nodeInfo: { kubeletVersion: `v${version}` } } } }, mergePatch);
       await kube.core.patchNode({ name: node, body: { metadata: { labels: { [NOT_READY_LABEL]: null } } } }, mergePatch);
       await waitFor(`${node} Ready`, () => nodeReady(kube, node), 30_000, 100);
-      await reportRunningPods(node);
+      await reportRunningPods(kube, node);
       // The node controller may mark the pods not ready *after* this, acting late on the NotReady it
       // saw: a real kubelet keeps syncing pod status, so the simulated one reports again a few times
       // (soon after its start, when most marks come); a mark later still is put right by the
       // kubelets' status sync (kubelet-status-sync.ts), half a sync period after it.
-      for (const ms of [2_000, 5_000, 15_000, 30_000]) setTimeout(() => void reportRunningPods(node).catch(() => undefined), ms).unref();
+      for (const ms of [2_000, 5_000, 15_000, 30_000])
+        setTimeout(() => void reportRunningPods(kube, node).catch(() => undefined), ms).unref();
     },
 
     async clusterVersion() {
@@ -74,7 +76,7 @@ export function kubeEffects(kube: KubeClients): ClusterEffects {
       return version;
     },
 
-    controlPlaneVersions,
+    controlPlaneVersions: (node) => controlPlaneVersions(kube, node),
 
     async upgradeControlPlane(node, version, { recordClusterVersion }) {
       if (recordClusterVersion) {

@@ -29,6 +29,8 @@ export interface NodeComponentsOptions {
 interface Running {
   process: ManagedProcess;
   version: string;
+  /** The minor it emulates (`--emulated-version`, KEP-4330), when its manifest says so. */
+  emulated?: string;
 }
 
 const STOP_GRACE_MS = 1000;
@@ -80,15 +82,24 @@ export class NodeComponents {
     return r?.process.running ? r.version : undefined;
   }
 
+  /** The minor `component` emulates, undefined when it emulates none or does not run. */
+  emulatedOf(component: ControlPlaneManifest): string | undefined {
+    const r = this.running.get(component);
+    return r?.process.running ? r.emulated : undefined;
+  }
+
   /** The running process of `component`, if it runs. */
   processOf(component: ControlPlaneManifest): ManagedProcess | undefined {
     const p = this.running.get(component)?.process;
     return p?.running ? p : undefined;
   }
 
-  /** Runs `component` at `version` (a restart when it runs another), resolving once it serves. */
-  async run(component: ControlPlaneManifest, version: string): Promise<void> {
-    if (this.versionOf(component) === version) return;
+  /**
+   * Runs `component` at `version`, emulating `emulated` when given (a restart when it runs another
+   * version or emulation, as a kubelet restarts a static pod whose manifest changed), resolving once it serves.
+   */
+  async run(component: ControlPlaneManifest, version: string, emulated?: string): Promise<void> {
+    if (this.versionOf(component) === version && this.emulatedOf(component) === emulated) return;
     await this.stop(component);
     if (component === 'kube-apiserver') mkdirSync(dirname(this.auditLog), { recursive: true });
     const log = join(this.o.stateDir, 'logs', `${this.o.node}-${component}.log`);
@@ -97,10 +108,10 @@ export class NodeComponents {
       const process = new ManagedProcess(
         `${component} ${version} on ${this.o.node}`,
         releaseProgram(version, component),
-        this.flags(component, version),
+        [...this.flags(component, version, emulated), ...(emulated === undefined ? [] : [`--emulated-version=kube=${emulated}`])],
         log,
       );
-      this.running.set(component, { process, version });
+      this.running.set(component, { process, version, ...(emulated === undefined ? {} : { emulated }) });
       process.start();
       // An exit ends the wait at once (it used to poll a dead process for the whole 120 s).
       await waitFor(`${component} ${version} on ${this.o.node} serving`, async () => !process.running || this.healthy(component), 120_000);
@@ -155,6 +166,26 @@ export class NodeComponents {
     }
   }
 
+  /**
+   * The minor `component` emulates, when older than its binary: the apiserver's own /version
+   * (emulationMajor.emulationMinor, 1.33+); the controller-manager and scheduler report none (no
+   * /version, kubernetes_build_info is the binary's), so their flag as started.
+   */
+  async reportedEmulation(component: ControlPlaneManifest): Promise<string | undefined> {
+    const version = this.versionOf(component);
+    if (!version) return undefined;
+    if (component !== 'kube-apiserver') return this.emulatedOf(component);
+    try {
+      const { status, body } = await httpGet(`${this.url(component)}/version`, this.tls);
+      if (status !== 200) return undefined;
+      const v = JSON.parse(body) as { emulationMajor?: string; emulationMinor?: string };
+      const emulated = v.emulationMajor && v.emulationMinor ? `${v.emulationMajor}.${v.emulationMinor}` : undefined;
+      return emulated && emulated !== version.split('.').slice(0, 2).join('.') ? emulated : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   private url(component: ControlPlaneManifest): string {
     return `https://127.0.0.1:${this.ports[component]}`;
   }
@@ -164,7 +195,7 @@ export class NodeComponents {
     return (await httpGet(`${this.url(component)}/healthz`, { rejectUnauthorized: false })).body === 'ok';
   }
 
-  private flags(component: ControlPlaneManifest, version: string): string[] {
+  private flags(component: ControlPlaneManifest, version: string, emulated: string | undefined): string[] {
     const { o, ports, kubeconfig } = this;
     if (component === 'kube-apiserver') {
       return apiserverFlags({
@@ -176,6 +207,7 @@ export class NodeComponents {
         auditLog: this.auditLog,
         nodeAuthorizer: true,
         version,
+        ...(emulated === undefined ? {} : { emulated }),
       });
     }
     if (component === 'kube-controller-manager') {

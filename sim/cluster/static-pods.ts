@@ -21,13 +21,15 @@
 // - kube-apiserver, kube-controller-manager, kube-scheduler, `shared`: like a load-balanced HA control
 //   plane, each real process runs while at least one control plane has its manifest in place.
 //   `per-node`: each host's process runs while its manifest is in place, the release its image
-//   names; another image restarts it at that release (kubeadm's upgrade of the static pod).
+//   names; another image restarts it at that release (kubeadm's upgrade of the static pod). A manifest
+//   whose command says `--emulated-version=kube=X.Y` runs its program so (KEP-4330); adding or removing
+//   the flag restarts it, as a kubelet restarts a static pod whose manifest changed.
 //   Its mirror pods follow the manifests too, as the kubelet's do (mirror-pods.ts).
 // The kubelet reacts after the command that moved a manifest (a real one watches the dir and polls
 // every 20 s), and four times a second while the real kubeadm runs (hosts/commands/kubeadm-real.ts);
 // stops and starts are serialised, etcd before the apiserver, so they never overlap.
 import type { ManifestSeen, StaticPodHooks } from '../hosts/cluster-effects.js';
-import { CONTROL_PLANE_MANIFESTS } from '../hosts/static-pod-manifest.js';
+import { CONTROL_PLANE_MANIFESTS, emulatedVersionOfManifest } from '../hosts/static-pod-manifest.js';
 import { versionOfImage } from './control-plane-pods.js';
 import { ETCD_RELEASES, etcdVersionOfTag } from './etcd-releases.js';
 import type { KubeClients } from './kube-clients.js';
@@ -127,6 +129,80 @@ function sharedModel(cp: SharedControlPlane, controlPlaneNodes: readonly string[
   };
 }
 
+/** What a host's manifest says: the version its image names, the emulated minor, its text. */
+interface SeenManifest {
+  version: string | undefined;
+  emulated?: string;
+  text?: string;
+}
+
+/** The kubelet's mirror pods follow the manifests: a new one for a changed file, none for a removed one. */
+async function syncMirrorPods(
+  kube: NonNullable<StaticPodModelOptions['kube']>,
+  members: PerNodeControlPlane['etcdMembers'],
+  mirrored: Map<string, string>,
+  node: string,
+  manifests: ReadonlyMap<string, { text?: string }>,
+): Promise<void> {
+  for (const name of NAMES) {
+    const file = STATIC_POD_MANIFESTS[name];
+    const key = `${node}/${file}`;
+    const text = manifests.get(file)?.text;
+    if (text === undefined) {
+      if (!manifests.has(file) && mirrored.has(key)) {
+        await deleteMirrorPod(kube, `${name}-${node}`);
+        mirrored.delete(key);
+      }
+      continue;
+    }
+    if (mirrored.get(key) === manifestHash(text)) continue;
+    await replaceMirrorPod(kube, mirrorPodOf(text, await kube.core.readNode({ name: node }), members.clientUrl(node)));
+    mirrored.set(key, manifestHash(text));
+  }
+}
+
+/**
+ * Each member follows its host's etcd.yaml: stopped without one, (re)started at the version its image names.
+ * Every member to start is started before any is waited for: a member is healthy only with a quorum.
+ */
+async function syncEtcdMembers(
+  present: ReadonlyMap<string, ReadonlyMap<string, SeenManifest>>,
+  members: PerNodeControlPlane['etcdMembers'],
+  onRestarted: StaticPodModelOptions['onRestarted'],
+): Promise<string[]> {
+  const starting: { node: string; before: string | undefined; version: string }[] = [];
+  const problems: string[] = [];
+  for (const [node, manifests] of present) {
+    if (!members.nodes.includes(node)) continue;
+    const etcd = manifests.get(STATIC_POD_MANIFESTS.etcd);
+    const before = members.versionOf(node);
+    if (!etcd) {
+      if (before) await members.stop(node);
+      continue;
+    }
+    const version = etcd.version;
+    if (version === undefined || !ETCD_RELEASES.includes(version)) {
+      if (before) await members.stop(node);
+      problems.push(
+        `${node}: /etc/kubernetes/manifests/etcd.yaml names etcd ${version ?? '(no version)'}, which the simulation cannot run (it has ${ETCD_RELEASES.join(', ')}); the member stays down`,
+      );
+      continue;
+    }
+    if (before === version) continue;
+    if (before) await members.stop(node);
+    members.start(node, version);
+    starting.push({ node, before, version });
+  }
+  const healthy = await Promise.allSettled(starting.map((s) => members.waitHealthy(s.node)));
+  healthy.forEach((h, i) => {
+    const s = starting[i]!;
+    if (h.status === 'rejected')
+      problems.push(`${s.node}: etcd ${s.version}: ${h.reason instanceof Error ? h.reason.message : String(h.reason)}`);
+    else if (s.before !== undefined) onRestarted?.(s.node, 'etcd', s.version);
+  });
+  return problems;
+}
+
 function perNodeModel(
   cp: PerNodeControlPlane,
   controlPlaneNodes: readonly string[],
@@ -134,7 +210,7 @@ function perNodeModel(
 ): StaticPodModel {
   const members = cp.etcdMembers;
   /** Each host's manifests by file name; before the host's first report, what the processes run. */
-  const present = new Map<string, Map<string, { version: string | undefined; text?: string }>>();
+  const present = new Map<string, Map<string, SeenManifest>>();
   for (const node of controlPlaneNodes) {
     const n = cp.nodes.get(node);
     present.set(
@@ -145,28 +221,8 @@ function perNodeModel(
       ]),
     );
   }
-  /** `node/file` → the hash of the manifest its mirror pod was made from. */
+  /** `node/file` → the hash of the manifest its mirror pod was made from (syncMirrorPods). */
   const mirrored = new Map<string, string>();
-
-  /** The kubelet's mirror pods follow the manifests: a new one for a changed file, none for a removed one. */
-  const syncMirrorPods = async (node: string, manifests: ReadonlyMap<string, { text?: string }>) => {
-    if (!kube) return;
-    for (const name of NAMES) {
-      const file = STATIC_POD_MANIFESTS[name];
-      const key = `${node}/${file}`;
-      const text = manifests.get(file)?.text;
-      if (text === undefined) {
-        if (!manifests.has(file) && mirrored.has(key)) {
-          await deleteMirrorPod(kube, `${name}-${node}`);
-          mirrored.delete(key);
-        }
-        continue;
-      }
-      if (mirrored.get(key) === manifestHash(text)) continue;
-      await replaceMirrorPod(kube, mirrorPodOf(text, await kube.core.readNode({ name: node }), members.clientUrl(node)));
-      mirrored.set(key, manifestHash(text));
-    }
-  };
 
   const apply = async (): Promise<void> => {
     for (const [node, manifests] of present) {
@@ -174,7 +230,7 @@ function perNodeModel(
       if (!n) continue;
       for (const c of [...CONTROL_PLANE_MANIFESTS].reverse()) if (!manifests.has(STATIC_POD_MANIFESTS[c])) await n.stop(c);
     }
-    const etcdProblems = await syncEtcdMembers();
+    const etcdProblems = await syncEtcdMembers(present, members, onRestarted);
     if (!members.anyRunning) {
       if (etcdProblems.length > 0) throw new Error(etcdProblems.join('; '));
       return;
@@ -187,52 +243,15 @@ function perNodeModel(
         if (!manifests.has(file)) continue;
         // The controller-manager and scheduler need their host's apiserver, as on a kubeadm node.
         if (c !== 'kube-apiserver' && !n.versionOf('kube-apiserver')) continue;
-        const version = manifests.get(file)?.version;
+        const { version, emulated } = manifests.get(file) ?? {};
         if (version === undefined) throw new Error(`${node}: /etc/kubernetes/manifests/${file} names no image with a version`);
-        const before = n.versionOf(c);
-        await n.run(c, version);
-        if (before !== undefined && before !== version) onRestarted?.(node, c, version);
+        const before = { version: n.versionOf(c), emulated: n.emulatedOf(c) };
+        await n.run(c, version, emulated);
+        if (before.version !== undefined && (before.version !== version || before.emulated !== emulated)) onRestarted?.(node, c, version);
       }
-      await syncMirrorPods(node, manifests);
+      if (kube) await syncMirrorPods(kube, members, mirrored, node, manifests);
     }
     if (etcdProblems.length > 0) throw new Error(etcdProblems.join('; '));
-  };
-  /**
-   * Each member follows its host's etcd.yaml: stopped without one, (re)started at the version its image names.
-   * Every member to start is started before any is waited for: a member is healthy only with a quorum.
-   */
-  const syncEtcdMembers = async (): Promise<string[]> => {
-    const starting: { node: string; before: string | undefined; version: string }[] = [];
-    const problems: string[] = [];
-    for (const [node, manifests] of present) {
-      if (!members.nodes.includes(node)) continue;
-      const etcd = manifests.get(STATIC_POD_MANIFESTS.etcd);
-      const before = members.versionOf(node);
-      if (!etcd) {
-        if (before) await members.stop(node);
-        continue;
-      }
-      const version = etcd.version;
-      if (version === undefined || !ETCD_RELEASES.includes(version)) {
-        if (before) await members.stop(node);
-        problems.push(
-          `${node}: /etc/kubernetes/manifests/etcd.yaml names etcd ${version ?? '(no version)'}, which the simulation cannot run (it has ${ETCD_RELEASES.join(', ')}); the member stays down`,
-        );
-        continue;
-      }
-      if (before === version) continue;
-      if (before) await members.stop(node);
-      members.start(node, version);
-      starting.push({ node, before, version });
-    }
-    const healthy = await Promise.allSettled(starting.map((s) => members.waitHealthy(s.node)));
-    healthy.forEach((h, i) => {
-      const s = starting[i]!;
-      if (h.status === 'rejected')
-        problems.push(`${s.node}: etcd ${s.version}: ${h.reason instanceof Error ? h.reason.message : String(h.reason)}`);
-      else if (s.before !== undefined) onRestarted?.(s.node, 'etcd', s.version);
-    });
-    return problems;
   };
   const queue = serialised(apply, onError);
 
@@ -246,6 +265,7 @@ function perNodeModel(
             m.file,
             {
               version: m.file === STATIC_POD_MANIFESTS.etcd ? etcdVersionOfTag(m.image?.split(':').at(-1)) : versionOfImage(m.image),
+              ...(m.file === STATIC_POD_MANIFESTS.etcd ? {} : withEmulation(m.text)),
               text: m.text,
             },
           ]),
@@ -260,4 +280,10 @@ function perNodeModel(
     },
     settled: queue.settled,
   };
+}
+
+/** The emulated minor a manifest names (`--emulated-version`, KEP-4330), as an optional field. */
+function withEmulation(text: string): { emulated?: string } {
+  const emulated = emulatedVersionOfManifest(text);
+  return emulated === undefined ? {} : { emulated };
 }

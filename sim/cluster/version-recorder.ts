@@ -1,6 +1,7 @@
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ComponentVersion, SkewInventory } from '../../rules/skew-policy.js';
+import type { ComponentVersion } from '../../rules/skew-policy.js';
+import type { EmulationInventory } from '../../rules/emulation.js';
 import type { ClusterEffects } from '../hosts/cluster-effects.js';
 import { versionOfImage } from './control-plane-pods.js';
 import type { KubeClients } from './kube-clients.js';
@@ -18,7 +19,7 @@ export interface VersionRecord {
   at: string;
   /** `initial`, `kubelet cp-1 1.33.7` or `control-plane cp-1 1.33.7`. */
   cause: string;
-  inventory: SkewInventory;
+  inventory: EmulationInventory;
   /**
    * A per-node control plane's etcd members that answer, each as it reports itself (`/version`): its server
    * version and the cluster version it sees (`3.5.0`: the lowest minor among the members).
@@ -36,8 +37,11 @@ const COMPONENT_KEYS = {
 
 const byNode = (a: ComponentVersion, b: ComponentVersion) => a.node.localeCompare(b.node);
 
-/** The control-plane programs that run, each with the version it reports itself (a per-node control plane). */
-export type LiveComponents = () => Promise<{ node: string; component: keyof typeof COMPONENT_KEYS; version: string }[]>;
+/**
+ * The control-plane programs that run, each with the version it reports itself (a per-node control plane)
+ * and the minor it emulates (KEP-4330), when it does.
+ */
+export type LiveComponents = () => Promise<{ node: string; component: keyof typeof COMPONENT_KEYS; version: string; emulated?: string }[]>;
 
 /** A per-node control plane's etcd members, each with the version it reports itself. */
 export type LiveEtcd = () => Promise<{ node: string; version: string; cluster: string }[]>;
@@ -47,14 +51,14 @@ export type LiveEtcd = () => Promise<{ node: string; version: string; cluster: s
  * DaemonSet's image (on every node), control-plane components from the programs themselves when
  * they run for real (`live`: /version, kubernetes_build_info), else from their mirror pods' images.
  */
-export async function readSimInventory(kube: KubeClients, live?: LiveComponents): Promise<SkewInventory> {
+export async function readSimInventory(kube: KubeClients, live?: LiveComponents): Promise<EmulationInventory> {
   const [nodes, mirrors, proxy] = await Promise.all([
     kube.core.listNode(),
     // Programs that report their own versions: no mirror pods to read.
     live ? { items: [] } : kube.core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane' }),
     kube.apps.readNamespacedDaemonSet({ name: 'kube-proxy', namespace: 'kube-system' }).catch(() => undefined),
   ]);
-  const inventory: Required<Omit<SkewInventory, 'kubectl'>> = {
+  const inventory: Required<Omit<EmulationInventory, 'kubectl'>> = {
     apiservers: [],
     controllerManagers: [],
     schedulers: [],
@@ -62,7 +66,8 @@ export async function readSimInventory(kube: KubeClients, live?: LiveComponents)
     kubeProxies: [],
   };
   if (live) {
-    for (const c of await live()) inventory[COMPONENT_KEYS[c.component]].push({ node: c.node, version: c.version });
+    for (const c of await live())
+      inventory[COMPONENT_KEYS[c.component]].push({ node: c.node, version: c.version, ...(c.emulated ? { emulated: c.emulated } : {}) });
   } else {
     for (const pod of mirrors.items) {
       const key = COMPONENT_KEYS[pod.metadata?.labels?.component as keyof typeof COMPONENT_KEYS];

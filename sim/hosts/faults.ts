@@ -3,6 +3,7 @@
 // `sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y kubeadm=1.33.7-1.1`. The fault's own
 // text is read the same way, so a line copied from the host's commands.log matches too.
 // Endpoint faults (refuse, rotateHostKey) act on the SSH endpoint and are carried out by the simulator.
+import { canBeHostCommand } from '../../rules/host-command-forms.js';
 import { parseCommandLine } from './command-line.js';
 
 export type Fault =
@@ -66,14 +67,39 @@ export function faultPattern(fault: CommandFault): string {
 }
 
 /**
- * Why a command fault can never match on a host, one line; undefined when it can. `hasProgram`
- * answers whether the host has the fault's program (its first word): a fault for `apt` (not
- * `apt-get`), or for `dnf` on a Debian host, would wait for a command that never comes.
+ * Why a command fault can never match a command the host carries out, one line; undefined when it
+ * can. A fault matches by whole words from the start (CommandFaults.take), so it can never match when
+ * - its program (first word) is not on the host (`tool` answers undefined): `apt` (not `apt-get`), or
+ *   `dnf` on a Debian host, would wait for a command that never comes;
+ * - its second word is a plain word (not an option) and the program takes a verb there, but not that
+ *   one (`dnf instal`, `apt-get remove`): the host answers such a command "invalid operation" before it
+ *   runs anything, so nothing skewless sends, nor any command that does something, ever matches.
+ * A pattern that starts with options (`apt-get -o …`) names no verb here and is taken as it is.
  */
-export function unmatchableFault(fault: CommandFault, hasProgram: (program: string) => boolean): string | undefined {
-  const program = faultPattern(fault).split(' ')[0] ?? '';
-  if (hasProgram(program)) return undefined;
-  return `sim: fault ${fault.kind}: command ${JSON.stringify(fault.command)} can never match: the host has no program '${program}' (commands.log shows what it runs)`;
+export function unmatchableFault(
+  fault: CommandFault,
+  tool: (program: string) => { verbs?: readonly string[] } | undefined,
+): string | undefined {
+  const [program = '', second] = faultPattern(fault).split(' ');
+  const found = tool(program);
+  const never = `sim: fault ${fault.kind}: command ${JSON.stringify(fault.command)} can never match:`;
+  if (!found) return `${never} the host has no program '${program}' (commands.log shows what it runs)`;
+  if (found.verbs && second !== undefined && !second.startsWith('-') && !found.verbs.includes(second))
+    return `${never} ${program} has no operation '${second}' here (it carries out ${found.verbs.join(', ')})`;
+  return undefined;
+}
+
+/**
+ * Why a command fault can never match a command skewless sends, one line; undefined when it can. The
+ * product's forms (rules/host-command-forms.ts) decide, with the commands the cluster configuration
+ * has an operator configure (`configured`: maintenance.command). What `sim fault` and a description
+ * file (sim/description.ts) arm is checked so; a test of the host itself may still arm a fault on any
+ * command of a program it has (HostSimulator.setFault without `sentBySkewless`).
+ */
+export function unsentFault(fault: CommandFault, configured: readonly (readonly string[])[] = []): string | undefined {
+  const pattern = faultPattern(fault);
+  if (canBeHostCommand(pattern.split(' '), configured)) return undefined;
+  return `sim: fault ${fault.kind}: command ${JSON.stringify(fault.command)} can never match: skewless sends no command that starts with '${pattern}' (rules/host-command-forms.ts lists what it sends)`;
 }
 
 /** A command fault still armed, and how many more runs it takes (null: every run). */

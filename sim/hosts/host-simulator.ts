@@ -5,7 +5,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClusterEffects, EtcdTools, StaticPodHooks } from './cluster-effects.js';
 import { execOnChannel, type CommandObserver, type HangupPolicy } from './command-runner.js';
-import { isCommandFault, unmatchableFault, validateFault, type ArmedFault, type Fault } from './faults.js';
+import { isCommandFault, unmatchableFault, unsentFault, validateFault, type ArmedFault, type Fault } from './faults.js';
 import { lookupCommand } from './commands/index.js';
 import { HostEndpoint } from './host-endpoint.js';
 import {
@@ -107,7 +107,12 @@ export interface HostSimulator {
   readonly knownHostsPath: string;
   readonly clientKeyPath: string;
   readonly user: string;
-  setFault(host: string, fault: Fault): void;
+  /**
+   * Arms `fault` on `host`; a command fault must name a program the host has. With `sentBySkewless`
+   * (`sim fault`), it must also be able to match a command skewless sends: the product's forms, or one
+   * of these configured commands (maintenance.command).
+   */
+  setFault(host: string, fault: Fault, options?: { sentBySkewless?: readonly (readonly string[])[] }): void;
   /** Removes command faults and ends a `refuse` early; a rotated key stays rotated. */
   clearFaults(host: string): void;
   /** The faults in effect on `host` now: the armed command faults and a `refuse` not yet over (its seconds left). */
@@ -150,34 +155,78 @@ interface Running {
 }
 
 export async function startHostSimulator(options: HostSimulatorOptions): Promise<HostSimulator> {
-  const { stateDir, effects } = options;
-  const user = options.user ?? 'skewless';
-  const onError = options.onError ?? ((err: Error) => console.error(`[sim/hosts] ${err.message}`));
   const names = new Set(options.hosts.map((h) => h.name));
   if (names.size !== options.hosts.length) throw new Error('sim: host names must be unique');
-  mkdirSync(stateDir, { recursive: true });
-  const clientKey = ensureClientKey(stateDir, user);
-  const knownHostsPath = join(stateDir, 'known_hosts');
+  mkdirSync(options.stateDir, { recursive: true });
+  const simulator = new Hosts(options);
+  await simulator.start();
+  return simulator;
+}
 
-  const controlPlanes = options.hosts.filter((h) => h.role === 'control-plane').map((h) => h.name);
-  const addressOf = (spec: HostSpec): string => modelledAddress(controlPlanes.indexOf(spec.name));
-  const running = new Map<string, Running>();
-  const listeners = new Set<CommandObserver>();
-  let hangup = options.hangup;
-  // An observer that throws must not take a command down with it.
-  const observe: CommandObserver = (event) => {
-    for (const l of listeners) {
-      try {
-        l(event);
-      } catch (err) {
-        onError(asError(err, 'command observer'));
+/** The simulated hosts of one state dir: their machines, SSH endpoints, faults and known_hosts. */
+class Hosts implements HostSimulator {
+  readonly user: string;
+  readonly knownHostsPath: string;
+  readonly clientKeyPath: string;
+  private readonly clientPublicKey: string;
+  private readonly onError: (err: Error) => void;
+  private readonly controlPlanes: string[];
+  private readonly running = new Map<string, Running>();
+  private readonly listeners = new Set<CommandObserver>();
+  private hangup: HangupPolicy | undefined;
+  private stopped = false;
+  private readonly channelOptions;
+
+  constructor(private readonly options: HostSimulatorOptions) {
+    this.user = options.user ?? 'skewless';
+    this.onError = options.onError ?? ((err: Error) => console.error(`[sim/hosts] ${err.message}`));
+    const clientKey = ensureClientKey(options.stateDir, this.user);
+    this.clientKeyPath = clientKey.privateKeyPath;
+    this.clientPublicKey = clientKey.publicKey;
+    this.knownHostsPath = join(options.stateDir, 'known_hosts');
+    this.controlPlanes = options.hosts.filter((h) => h.role === 'control-plane').map((h) => h.name);
+    this.hangup = options.hangup;
+    // An observer that throws must not take a command down with it.
+    const observe: CommandObserver = (event) => {
+      for (const l of this.listeners) {
+        try {
+          l(event);
+        } catch (err) {
+          this.onError(asError(err, 'command observer'));
+        }
       }
+    };
+    this.channelOptions = { observe, hangup: (host: string, command: string) => this.hangup?.(host, command) ?? 'dies' } as const;
+  }
+
+  /** Listens on every host's port, trusts their keys, arms the described faults and lets the machines run. */
+  async start(): Promise<void> {
+    for (const spec of this.options.hosts) this.running.set(spec.name, this.prepare(spec));
+    try {
+      await listenAll([...this.running.values()]);
+    } catch (err) {
+      await this.stopAll();
+      throw err;
     }
-  };
-  const channelOptions = { observe, hangup: (host: string, command: string) => hangup?.(host, command) ?? 'dies' } as const;
-  const prepare = (spec: HostSpec): Running => {
-    const existing = HostStore.open(stateDir, spec.name);
-    const store = existing ?? seedHost(stateDir, { ...spec, address: addressOf(spec) }, user);
+    // A known host keeps its known_hosts line even if its key has rotated since: that staleness is the point.
+    const known = readKnownHosts(this.knownHostsPath);
+    for (const r of this.running.values()) {
+      const name = knownHostsName(r.endpoint.port);
+      if (r.isNew || !known.has(name)) known.set(name, keyWithoutComment(r.publicKey));
+    }
+    writeKnownHosts(this.knownHostsPath, known);
+    for (const r of this.running.values()) {
+      for (const fault of r.spec.faults ?? []) this.setFault(r.spec.name, fault);
+      r.machine.resume();
+    }
+  }
+
+  /** A host's machine (its stored state, else a new seed) and its SSH endpoint, not listening yet. */
+  private prepare(spec: HostSpec): Running {
+    const { options, user, onError } = this;
+    const existing = HostStore.open(options.stateDir, spec.name);
+    const address = modelledAddress(this.controlPlanes.indexOf(spec.name));
+    const store = existing ?? seedHost(options.stateDir, { ...spec, address }, user);
     const keys = ensureHostKey(store.dir, spec.name);
     const machine = new HostMachine(store, {
       repository: spec.repository,
@@ -185,10 +234,10 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
       packageManager: spec.packageManager ?? 'apt',
       latencies: spec.latencies ?? {},
       user,
-      effects,
+      effects: options.effects,
       etcd: options.etcd,
       ...(options.staticPods ? { staticPods: options.staticPods } : {}),
-      ...(options.realKubeadm ? { realKubeadm: { binary: options.realKubeadm, scratchDir: join(stateDir, 'root-view') } } : {}),
+      ...(options.realKubeadm ? { realKubeadm: { binary: options.realKubeadm, scratchDir: join(options.stateDir, 'root-view') } } : {}),
       rebootMs: (options.rebootSeconds ?? 1) * 1000,
       requireSudo: options.requireSudo ?? true,
       cgroup: spec.cgroup ?? 'v2',
@@ -199,49 +248,40 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
       name: spec.name,
       hostKey: keys.privateKey,
       user,
-      clientPublicKey: clientKey.publicKey,
+      clientPublicKey: this.clientPublicKey,
       onError,
-      onExec: (command, channel) => execOnChannel(machine, command, channel, channelOptions),
+      onExec: (command, channel) => execOnChannel(machine, command, channel, this.channelOptions),
       onSftp: (sftp) => serveSftp(sftp, machine),
     });
     machine.endpoint = endpoint;
     return { spec, machine, endpoint, publicKey: keys.publicKey, isNew: !existing };
-  };
-  for (const spec of options.hosts) running.set(spec.name, prepare(spec));
+  }
 
-  const stopAll = async (): Promise<void> => {
-    for (const r of running.values()) {
+  private async stopAll(): Promise<void> {
+    for (const r of this.running.values()) {
       r.machine.shutdown();
       clearTimeout(r.refuseTimer);
     }
-    await Promise.all([...running.values()].map((r) => r.endpoint.close()));
-  };
-
-  try {
-    await listenAll([...running.values()]);
-  } catch (err) {
-    await stopAll();
-    throw err;
+    await Promise.all([...this.running.values()].map((r) => r.endpoint.close()));
   }
 
-  // A known host keeps its known_hosts line even if its key has rotated since: that staleness is the point.
-  const known = readKnownHosts(knownHostsPath);
-  for (const r of running.values()) {
-    const name = knownHostsName(r.endpoint.port);
-    if (r.isNew || !known.has(name)) known.set(name, keyWithoutComment(r.publicKey));
-  }
-  writeKnownHosts(knownHostsPath, known);
-
-  const get = (host: string): Running => {
-    const r = running.get(host);
+  private get(host: string): Running {
+    const r = this.running.get(host);
     if (!r) throw new Error(`sim: no simulated host '${host}'`);
     return r;
-  };
-  const setFault = (host: string, fault: Fault): void => {
-    const r = get(host);
+  }
+
+  get hosts(): SimulatedHost[] {
+    return [...this.running.values()].map(simulated);
+  }
+
+  setFault(host: string, fault: Fault, options: { sentBySkewless?: readonly (readonly string[])[] } = {}): void {
+    const r = this.get(host);
     validateFault(fault);
     if (isCommandFault(fault)) {
-      const problem = unmatchableFault(fault, (program) => lookupCommand(program, r.machine.config.packageManager) !== undefined);
+      const problem =
+        unmatchableFault(fault, (program) => lookupCommand(program, r.machine.config.packageManager)) ??
+        (options.sentBySkewless ? unsentFault(fault, options.sentBySkewless) : undefined);
       if (problem) throw new Error(problem);
       r.machine.faults.add(fault);
     } else if (fault.kind === 'refuse') {
@@ -257,101 +297,98 @@ export async function startHostSimulator(options: HostSimulatorOptions): Promise
       r.publicKey = pair.publicKey;
       r.endpoint.setHostKey(pair.privateKey);
     }
-  };
-
-  for (const r of running.values()) {
-    for (const fault of r.spec.faults ?? []) setFault(r.spec.name, fault);
-    r.machine.resume();
   }
 
-  const simulated = (r: Running): SimulatedHost => ({
+  activeFaults(host: string): ReturnType<HostSimulator['activeFaults']> {
+    const r = this.get(host);
+    const refused =
+      r.refused && r.refused.until > Date.now()
+        ? [{ fault: r.refused.fault, secondsLeft: Math.ceil((r.refused.until - Date.now()) / 1000) }]
+        : [];
+    return [...r.machine.faults.list(), ...refused];
+  }
+
+  clearFaults(host: string): void {
+    const r = this.get(host);
+    r.machine.faults.clear();
+    r.refused = undefined;
+    clearTimeout(r.refuseTimer);
+    r.endpoint.bringOnline('refuse');
+  }
+
+  commandLog = (host: string): CommandLogEntry[] => this.get(host).machine.store.commandLog();
+  noticeManifests = (host: string): Promise<void> => this.get(host).machine.noticeManifests();
+  connectionsAccepted = (host: string): number => this.get(host).endpoint.accepted;
+  connectionsOpen = (host: string): number => this.get(host).endpoint.open;
+  dropConnections = (host: string): void => this.get(host).endpoint.dropConnections();
+  state = (host: string): HostState => structuredClone(this.get(host).machine.state);
+
+  trustHostKey(host: string): void {
+    this.trust(this.get(host));
+  }
+
+  /** Writes the host's current key into known_hosts, for its port. */
+  private trust(r: Running): void {
+    const entries = readKnownHosts(this.knownHostsPath);
+    entries.set(knownHostsName(r.endpoint.port), keyWithoutComment(r.publicKey));
+    writeKnownHosts(this.knownHostsPath, entries);
+  }
+
+  onCommand(listener: CommandObserver): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  setHangupPolicy(policy: HangupPolicy | undefined): void {
+    this.hangup = policy;
+  }
+
+  async addHost(spec: HostSpec): Promise<SimulatedHost> {
+    if (this.stopped) throw new Error('sim: the host simulator is stopped');
+    const present = this.running.get(spec.name);
+    if (present) return simulated(present);
+    const r = this.prepare(spec);
+    this.running.set(spec.name, r);
+    try {
+      await listenAll([r], new Set([...this.running.values()].filter((o) => o !== r).map((o) => o.machine.state.port)));
+    } catch (err) {
+      this.running.delete(spec.name);
+      r.machine.shutdown();
+      await r.endpoint.close();
+      throw err;
+    }
+    this.trust(r);
+    for (const fault of spec.faults ?? []) this.setFault(spec.name, fault);
+    r.machine.resume();
+    return simulated(r);
+  }
+
+  async removeHost(host: string): Promise<boolean> {
+    const r = this.running.get(host);
+    if (!r) return false;
+    this.running.delete(host);
+    r.machine.shutdown();
+    clearTimeout(r.refuseTimer);
+    await r.endpoint.close();
+    const entries = readKnownHosts(this.knownHostsPath);
+    entries.delete(knownHostsName(r.endpoint.port));
+    writeKnownHosts(this.knownHostsPath, entries);
+    rmSync(hostDir(this.options.stateDir, host), { recursive: true, force: true });
+    return true;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.stopAll();
+  }
+}
+
+function simulated(r: Running): SimulatedHost {
+  return {
     name: r.spec.name,
     port: r.endpoint.port,
     get hostKeyFingerprint() {
       return fingerprint(r.publicKey);
-    },
-  });
-  let stopped = false;
-
-  return {
-    get hosts() {
-      return [...running.values()].map(simulated);
-    },
-    knownHostsPath,
-    clientKeyPath: clientKey.privateKeyPath,
-    user,
-    setFault,
-    activeFaults(host) {
-      const r = get(host);
-      const refused =
-        r.refused && r.refused.until > Date.now()
-          ? [{ fault: r.refused.fault, secondsLeft: Math.ceil((r.refused.until - Date.now()) / 1000) }]
-          : [];
-      return [...r.machine.faults.list(), ...refused];
-    },
-    clearFaults(host) {
-      const r = get(host);
-      r.machine.faults.clear();
-      r.refused = undefined;
-      clearTimeout(r.refuseTimer);
-      r.endpoint.bringOnline('refuse');
-    },
-    commandLog: (host) => get(host).machine.store.commandLog(),
-    noticeManifests: (host) => get(host).machine.noticeManifests(),
-    connectionsAccepted: (host) => get(host).endpoint.accepted,
-    connectionsOpen: (host) => get(host).endpoint.open,
-    dropConnections: (host) => get(host).endpoint.dropConnections(),
-    state: (host) => structuredClone(get(host).machine.state),
-    trustHostKey(host) {
-      const r = get(host);
-      const entries = readKnownHosts(knownHostsPath);
-      entries.set(knownHostsName(r.endpoint.port), keyWithoutComment(r.publicKey));
-      writeKnownHosts(knownHostsPath, entries);
-    },
-    onCommand(listener) {
-      listeners.add(listener);
-      return () => void listeners.delete(listener);
-    },
-    setHangupPolicy(policy) {
-      hangup = policy;
-    },
-    async addHost(spec) {
-      if (stopped) throw new Error('sim: the host simulator is stopped');
-      const present = running.get(spec.name);
-      if (present) return simulated(present);
-      const r = prepare(spec);
-      running.set(spec.name, r);
-      try {
-        await listenAll([r], new Set([...running.values()].filter((o) => o !== r).map((o) => o.machine.state.port)));
-      } catch (err) {
-        running.delete(spec.name);
-        r.machine.shutdown();
-        await r.endpoint.close();
-        throw err;
-      }
-      const entries = readKnownHosts(knownHostsPath);
-      entries.set(knownHostsName(r.endpoint.port), keyWithoutComment(r.publicKey));
-      writeKnownHosts(knownHostsPath, entries);
-      for (const fault of spec.faults ?? []) setFault(spec.name, fault);
-      r.machine.resume();
-      return simulated(r);
-    },
-    async removeHost(host) {
-      const r = running.get(host);
-      if (!r) return false;
-      running.delete(host);
-      r.machine.shutdown();
-      clearTimeout(r.refuseTimer);
-      await r.endpoint.close();
-      const entries = readKnownHosts(knownHostsPath);
-      entries.delete(knownHostsName(r.endpoint.port));
-      writeKnownHosts(knownHostsPath, entries);
-      rmSync(hostDir(stateDir, host), { recursive: true, force: true });
-      return true;
-    },
-    async stop() {
-      stopped = true;
-      await stopAll();
     },
   };
 }

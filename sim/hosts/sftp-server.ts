@@ -40,53 +40,88 @@ function longname(name: string, st: Stats): string {
 }
 
 export function serveSftp(sftp: SFTPWrapper, machine: HostMachine): void {
-  const handles = new Map<number, Handle>();
-  let nextHandle = 0;
-  const newHandle = (h: Handle): Buffer => {
-    const id = nextHandle++;
-    handles.set(id, h);
-    const buf = Buffer.alloc(4);
-    buf.writeUInt32BE(id);
-    return buf;
-  };
-  const lookup = (buf: Buffer): Handle | undefined => (buf.length === 4 ? handles.get(buf.readUInt32BE(0)) : undefined);
-  /** The path in the host root, or undefined after answering a refusal (`..` escapes). */
-  const mapped = (id: number, path: string): string | undefined => {
-    try {
-      return machine.hostPath(path);
-    } catch {
-      sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'path outside the host');
-      return undefined;
-    }
-  };
-
+  const session = new SftpSession(sftp, machine);
   for (const request of MUTATING) {
     sftp.on(request, (id: number) => sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'read-only'));
   }
-  sftp.on('OPEN', (id, filename, flags, attrs) => {
-    const path = mapped(id, filename);
-    if (path === undefined) return;
-    if (flags & WRITE_FLAGS) {
-      if (
-        !userMayWrite(machine, filename) ||
-        (machine.ownerOf(filename) === 'root' && !machine.loginIsRoot && statSync(path, { throwIfNoEntry: false }))
-      ) {
-        return sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'permission denied');
-      }
-      const mode = typeof attrs?.mode === 'number' ? attrs.mode & 0o777 : 0o644;
-      const how = flags & OPEN_MODE.APPEND ? 'a' : flags & OPEN_MODE.EXCL ? 'wx' : 'w';
-      return open(path, how, mode, (err, fd) => {
-        if (err) return sftp.status(id, statusOf(err));
-        machine.setOwner(filename, machine.config.user);
-        sftp.handle(id, newHandle({ kind: 'file', fd, writable: true }));
-      });
+  sftp.on('OPEN', (id, filename, flags, attrs) => session.open(id, filename, flags, attrs));
+  sftp.on('READ', (id, handle, offset, length) => session.read(id, handle, offset, length));
+  sftp.on('WRITE', (id, handle, offset, data) => session.write(id, handle, offset, data));
+  sftp.on('FSETSTAT', (id, handle, attrs) => session.fsetstat(id, handle, attrs));
+  sftp.on('FSTAT', (id, handle) => session.fstat(id, handle));
+  sftp.on('STAT', (id, p) => session.stat(id, p, stat));
+  sftp.on('LSTAT', (id, p) => session.stat(id, p, lstat));
+  sftp.on('CLOSE', (id, handle) => session.close(id, handle));
+  sftp.on('REALPATH', (id, p) => session.realpath(id, p));
+  sftp.on('OPENDIR', (id, p) => session.opendir(id, p));
+  sftp.on('READDIR', (id, handle) => session.readdir(id, handle));
+  // The client may vanish with files open: close what it left.
+  sftp.on('close', () => session.closeAll());
+}
+
+/** One SFTP session's open handles, and its answer to each request. */
+class SftpSession {
+  private readonly handles = new Map<number, Handle>();
+  private nextHandle = 0;
+
+  constructor(
+    private readonly sftp: SFTPWrapper,
+    private readonly machine: HostMachine,
+  ) {}
+
+  private newHandle(h: Handle): Buffer {
+    const id = this.nextHandle++;
+    this.handles.set(id, h);
+    const buf = Buffer.alloc(4);
+    buf.writeUInt32BE(id);
+    return buf;
+  }
+
+  private lookup(buf: Buffer): Handle | undefined {
+    return buf.length === 4 ? this.handles.get(buf.readUInt32BE(0)) : undefined;
+  }
+
+  /** The path in the host root, or undefined after answering a refusal (`..` escapes). */
+  private mapped(id: number, path: string): string | undefined {
+    try {
+      return this.machine.hostPath(path);
+    } catch {
+      this.sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'path outside the host');
+      return undefined;
     }
+  }
+
+  open(id: number, filename: string, flags: number, attrs: Attributes | undefined): void {
+    const { sftp, machine } = this;
+    const path = this.mapped(id, filename);
+    if (path === undefined) return;
+    if (flags & WRITE_FLAGS) return this.openForWriting(id, filename, path, flags, attrs);
     // The SFTP server runs as the login user: a root-owned 0600 file (a snapshot saved through sudo) is not theirs to read.
     if (!machine.mayRead(filename, machine.loginIsRoot)) return sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'permission denied');
-    open(path, 'r', (err, fd) => (err ? sftp.status(id, statusOf(err)) : sftp.handle(id, newHandle({ kind: 'file', fd }))));
-  });
-  sftp.on('READ', (id, handle, offset, length) => {
-    const h = lookup(handle);
+    open(path, 'r', (err, fd) => (err ? sftp.status(id, statusOf(err)) : sftp.handle(id, this.newHandle({ kind: 'file', fd }))));
+  }
+
+  /** Only where the login user may write, never over a root-owned file; the file becomes the user's. */
+  private openForWriting(id: number, filename: string, path: string, flags: number, attrs: Attributes | undefined): void {
+    const { sftp, machine } = this;
+    if (
+      !userMayWrite(machine, filename) ||
+      (machine.ownerOf(filename) === 'root' && !machine.loginIsRoot && statSync(path, { throwIfNoEntry: false }))
+    ) {
+      return sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'permission denied');
+    }
+    const mode = typeof attrs?.mode === 'number' ? attrs.mode & 0o777 : 0o644;
+    const how = flags & OPEN_MODE.APPEND ? 'a' : flags & OPEN_MODE.EXCL ? 'wx' : 'w';
+    open(path, how, mode, (err, fd) => {
+      if (err) return sftp.status(id, statusOf(err));
+      machine.setOwner(filename, machine.config.user);
+      sftp.handle(id, this.newHandle({ kind: 'file', fd, writable: true }));
+    });
+  }
+
+  read(id: number, handle: Buffer, offset: number, length: number): void {
+    const { sftp } = this;
+    const h = this.lookup(handle);
     if (h?.kind !== 'file') return sftp.status(id, STATUS_CODE.FAILURE, 'bad handle');
     const buf = Buffer.alloc(Math.min(length, 256 * 1024));
     read(h.fd, buf, 0, buf.length, offset, (err, n) => {
@@ -94,54 +129,65 @@ export function serveSftp(sftp: SFTPWrapper, machine: HostMachine): void {
       else if (n === 0) sftp.status(id, STATUS_CODE.EOF);
       else sftp.data(id, buf.subarray(0, n));
     });
-  });
-  sftp.on('WRITE', (id, handle, offset, data) => {
-    const h = lookup(handle);
+  }
+
+  write(id: number, handle: Buffer, offset: number, data: Buffer): void {
+    const { sftp } = this;
+    const h = this.lookup(handle);
     if (h?.kind !== 'file' || !h.writable) return sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'not open for writing');
     write(h.fd, data, 0, data.length, offset, (err) => sftp.status(id, err ? statusOf(err) : STATUS_CODE.OK));
-  });
-  sftp.on('FSETSTAT', (id, handle, attrs) => {
-    const h = lookup(handle);
+  }
+
+  fsetstat(id: number, handle: Buffer, attrs: Attributes): void {
+    const { sftp } = this;
+    const h = this.lookup(handle);
     if (h?.kind !== 'file' || !h.writable) return sftp.status(id, STATUS_CODE.PERMISSION_DENIED, 'read-only');
     if (typeof attrs.mode !== 'number') return sftp.status(id, STATUS_CODE.OK); // times, owners: not modelled
     fchmod(h.fd, attrs.mode & 0o777, (err) => sftp.status(id, err ? statusOf(err) : STATUS_CODE.OK));
-  });
-  sftp.on('FSTAT', (id, handle) => {
-    const h = lookup(handle);
+  }
+
+  fstat(id: number, handle: Buffer): void {
+    const { sftp } = this;
+    const h = this.lookup(handle);
     if (h?.kind !== 'file') return sftp.status(id, STATUS_CODE.FAILURE, 'bad handle');
     fstat(h.fd, (err, st) => (err ? sftp.status(id, statusOf(err)) : sftp.attrs(id, attrsOf(st))));
-  });
-  for (const [request, fn] of [
-    ['STAT', stat],
-    ['LSTAT', lstat],
-  ] as const) {
-    sftp.on(request, (id: number, p: string) => {
-      const path = mapped(id, p);
-      if (path !== undefined) fn(path, (err, st) => (err ? sftp.status(id, statusOf(err)) : sftp.attrs(id, attrsOf(st))));
-    });
   }
-  sftp.on('CLOSE', (id, handle) => {
-    const h = lookup(handle);
+
+  /** STAT (`fn` stat) and LSTAT (lstat). */
+  stat(id: number, p: string, fn: typeof stat | typeof lstat): void {
+    const path = this.mapped(id, p);
+    if (path !== undefined) fn(path, (err, st) => (err ? this.sftp.status(id, statusOf(err)) : this.sftp.attrs(id, attrsOf(st))));
+  }
+
+  close(id: number, handle: Buffer): void {
+    const { sftp } = this;
+    const h = this.lookup(handle);
     if (!h) return sftp.status(id, STATUS_CODE.FAILURE, 'bad handle');
-    handles.delete(handle.readUInt32BE(0));
+    this.handles.delete(handle.readUInt32BE(0));
     if (h.kind === 'dir') return sftp.status(id, STATUS_CODE.OK);
     close(h.fd, (err) => sftp.status(id, err ? statusOf(err) : STATUS_CODE.OK));
-  });
-  sftp.on('REALPATH', (id, p) => {
-    const resolved = posix.resolve(machine.home, p === '' ? '.' : p); // pure naming: `..` cannot climb above `/`
-    sftp.name(id, [{ filename: resolved, longname: resolved, attrs: {} as Attributes }]);
-  });
-  sftp.on('OPENDIR', (id, p) => {
-    const path = mapped(id, p);
+  }
+
+  realpath(id: number, p: string): void {
+    const resolved = posix.resolve(this.machine.home, p === '' ? '.' : p); // pure naming: `..` cannot climb above `/`
+    this.sftp.name(id, [{ filename: resolved, longname: resolved, attrs: {} as Attributes }]);
+  }
+
+  opendir(id: number, p: string): void {
+    const { sftp } = this;
+    const path = this.mapped(id, p);
     if (path === undefined) return;
     stat(path, (err, st) => {
       if (err) return sftp.status(id, statusOf(err));
       if (!st.isDirectory()) return sftp.status(id, STATUS_CODE.FAILURE, 'not a directory');
-      sftp.handle(id, newHandle({ kind: 'dir', path, sent: false }));
+      sftp.handle(id, this.newHandle({ kind: 'dir', path, sent: false }));
     });
-  });
-  sftp.on('READDIR', (id, handle) => {
-    const h = lookup(handle);
+  }
+
+  /** The whole directory in one answer, sorted by name; EOF after it. */
+  readdir(id: number, handle: Buffer): void {
+    const { sftp } = this;
+    const h = this.lookup(handle);
     if (h?.kind !== 'dir') return sftp.status(id, STATUS_CODE.FAILURE, 'bad handle');
     if (h.sent) return sftp.status(id, STATUS_CODE.EOF);
     h.sent = true;
@@ -161,10 +207,10 @@ export function serveSftp(sftp: SFTPWrapper, machine: HostMachine): void {
         });
       }
     });
-  });
-  // The client may vanish with files open: close what it left.
-  sftp.on('close', () => {
-    for (const h of handles.values()) if (h.kind === 'file') close(h.fd, () => undefined);
-    handles.clear();
-  });
+  }
+
+  closeAll(): void {
+    for (const h of this.handles.values()) if (h.kind === 'file') close(h.fd, () => undefined);
+    this.handles.clear();
+  }
 }

@@ -16,3 +16,12 @@ export function imageOfManifest(text: string): string | undefined {
 export function withImage(text: string, image: string): string {
   return text.replace(IMAGE_LINE, (_m, head: string) => `${head}${image}`);
 }
+
+// `--emulated-version=kube=1.32` (or `=1.32`, or within a list such as `wardle=1.2,kube=1.32`) on the
+// container's command line: the minor a kube-apiserver, controller-manager or scheduler emulates (KEP-4330).
+const EMULATED_VERSION = /^[ \t]*-[ \t]+["']?--emulated-version=(?:[^\s"']*,)?(?:kube=)?(\d+\.\d+)(?:,[^\s"']*)?["']?[ \t]*$/m;
+
+/** The minor the manifest's program is told to emulate (`1.32`), or undefined when it emulates nothing. */
+export function emulatedVersionOfManifest(text: string): string | undefined {
+  return EMULATED_VERSION.exec(text)?.[1];
+}

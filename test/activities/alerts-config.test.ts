@@ -101,12 +101,12 @@ describe('cluster configuration: alerts (the alert gate)', () => {
     [
       'a timeout out of range',
       `alerts: {prometheusUrl: "http://p:9090", timeoutSeconds: ${ALERTS_TIMEOUT.max + 1}}\n`,
-      /^lab\.yaml: alerts\.timeoutSeconds must be an integer from 1 to 30$/,
+      /^lab\.yaml: alerts\.timeoutSeconds must be an integer from 1 to 30, got 31$/,
     ],
     [
       'a poll interval of zero',
       'alerts: {prometheusUrl: "http://p:9090", pollSeconds: 0}\n',
-      new RegExp(`^lab\\.yaml: alerts\\.pollSeconds must be an integer from 1 to ${ALERTS_POLL.max}$`),
+      new RegExp(`^lab\\.yaml: alerts\\.pollSeconds must be an integer from 1 to ${ALERTS_POLL.max}, got 0$`),
     ],
   ];
   for (const [name, yaml, message, secret] of bad) it(`refuses ${name}, in one line`, () => refuse(yaml, message, secret));

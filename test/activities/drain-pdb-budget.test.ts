@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ClusterAccess, RemoteShell } from '../../activities/cluster-access.js';
@@ -11,7 +11,8 @@ import { LEASE_PREFIX } from '../../activities/pdb-lease.js';
 import { apiserverGet } from '../../activities/readiness/apiserver-get.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import type { DrainProcessOutput } from '../helpers/drain-process.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 /**
  * Evictions under one PodDisruptionBudget as parallel as its budget allows, and never a storm of
@@ -115,11 +116,7 @@ function assertNoStorm(counts: ServerCounts, sent: number): void {
 }
 
 describe('evictions under one PDB, as parallel as its budget allows', () => {
-  let tc: TestCluster;
-  before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
-  });
-  after(async () => tc?.stop());
+  const tc = clusterWorld(DESCRIPTION);
 
   const webOn = async (node: string) =>
     (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web', fieldSelector: `spec.nodeName=${node}` })).items

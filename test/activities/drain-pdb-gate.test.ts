@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ClusterAccess, RemoteShell } from '../../activities/cluster-access.js';
@@ -10,7 +10,7 @@ import type { PdbSnapshot } from '../../activities/pdb-admission.js';
 import { PdbGate, pdbGateKey } from '../../activities/pdb-gate.js';
 import { LEASE_PREFIX, leaseName, PdbLease } from '../../activities/pdb-lease.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -147,11 +147,7 @@ const noShell: RemoteShell = {
 };
 
 describe('drains under shared PDBs, against the simulated cluster', () => {
-  let tc: TestCluster;
-  before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
-  });
-  after(async () => tc?.stop());
+  const tc = clusterWorld(DESCRIPTION);
 
   const podsOn = async (node: string) =>
     (await tc.kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` })).items

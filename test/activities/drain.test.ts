@@ -1,17 +1,21 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { CancelledFailure } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ClusterAccess, RemoteShell } from '../../activities/cluster-access.js';
 import type { ClusterConfig } from '../../activities/cluster-config.js';
 import { createDrainActivities, type DrainProgress, type DrainResult } from '../../activities/drain.js';
-import { evictPod } from '../../activities/drain-eviction.js';
+import { evictPod, podsOnNode } from '../../activities/drain-eviction.js';
 import { mergePatch } from '../../activities/kube-api.js';
 import { createNodeActivities } from '../../activities/node-activities.js';
+import { NodePodWatch } from '../../activities/pod-watch.js';
+import { PdbBudgetWatch } from '../../activities/pdb-budget-watch.js';
+import type { AuditEvent } from '../../sim/cluster/audit-log.js';
+import { WORKER_USER } from '../../sim/cluster/pki.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { workloadObjects } from '../../sim/cluster/workload-objects.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 const DESCRIPTION = `
 name: drains
@@ -32,7 +36,7 @@ const noShell: RemoteShell = {
 type Failure = Error & { type?: string; nonRetryable?: boolean; details?: unknown[] };
 
 describe('drain activities against the simulated cluster', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   const access = (drain: Partial<ClusterConfig['drain']> = {}) => ({
     clusters: (name: string): ClusterAccess => {
       assert.equal(name, 'drains');
@@ -63,7 +67,6 @@ describe('drain activities against the simulated cluster', () => {
     (await tc.kube.apps.readNamespacedDeployment({ name: 'web', namespace: 'default' })).status?.availableReplicas ?? 0;
 
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     drains = createDrainActivities(access());
     nodes = createNodeActivities(access());
     // Steer web (2 replicas, PDB minAvailable 2) and cache (emptyDir) onto worker-1 by cordoning the others meanwhile.
@@ -86,7 +89,6 @@ describe('drain activities against the simulated cluster', () => {
     assert.equal(names(onWorker1, 'web').length, 2);
     assert.equal(names(onWorker1, 'cache').length, 1);
   });
-  after(async () => tc?.stop());
 
   it('leaves mirror pods and DaemonSet pods of a control plane untouched', async () => {
     const plan = await drains.planDrain({ cluster: c, node: 'cp-1' });
@@ -268,5 +270,207 @@ describe('drain activities against the simulated cluster', () => {
     const still = await tc.kube.core.readNamespacedPod({ name: 'twin', namespace: 'default' });
     assert.equal(still.metadata?.uid, second.metadata?.uid);
     assert.equal(still.metadata?.deletionTimestamp, undefined, 'the replacement was not evicted');
+  });
+
+  it('waits for an evicted pod through a watch of its node: one list and one watch, however long it terminates', async () => {
+    const body = workloadObjects({ kind: 'Pod', name: 'slow', namespace: 'default', replicas: 1, node: 'worker-3' }).pod!;
+    // A finalizer keeps the evicted pod terminating until the test lets it go: the drain must wait, and learn it at once.
+    body.metadata = { ...body.metadata, finalizers: ['skewless.test/hold'] };
+    await tc.kube.core.createNamespacedPod({ namespace: 'default', body });
+    await waitFor(
+      'slow running',
+      async () => (await tc.kube.core.readNamespacedPod({ name: 'slow', namespace: 'default' })).status?.phase === 'Running',
+    );
+    await nodes.cordonNode({ cluster: c, node: 'worker-3', owner: OWNER });
+    await setMinAvailable(1); // web's PDB is not this test's subject
+    const seen = tc.sim.auditEvents().length;
+    const released = (async () => {
+      await waitFor('slow terminating', async () =>
+        Boolean((await tc.kube.core.readNamespacedPod({ name: 'slow', namespace: 'default' })).metadata?.deletionTimestamp),
+      );
+      await new Promise((r) => setTimeout(r, 3_000));
+      await tc.kube.core.patchNamespacedPod({ name: 'slow', namespace: 'default', body: { metadata: { finalizers: null } } }, mergePatch);
+    })();
+    // Whatever else the scheduler put there (the cache's emptyDir pod, the unmanaged twin) is consented to: the subject is `slow`.
+    const consenting = createDrainActivities(access({ deleteEmptyDirData: true }));
+    const result = await consenting.drainNode({ cluster: c, node: 'worker-3', force: ['slow', 'twin'], timeoutSeconds: 30 });
+    await released;
+    assert.ok(result.gone.includes('default/slow'), result.gone.join(', '));
+    const onNode = (e: AuditEvent) =>
+      e.user === WORKER_USER && e.resource === 'pods' && decodeURIComponent(e.uri).includes('spec.nodeName=worker-3');
+    // A watch is logged when it ends: the drain closed it on return, the server notices within moments.
+    await waitFor('the watch in the audit log', async () =>
+      tc.sim
+        .auditEvents()
+        .slice(seen)
+        .some((e) => onNode(e) && e.verb === 'watch'),
+    );
+    const requests = tc.sim.auditEvents().slice(seen).filter(onNode);
+    const lists = requests.filter((e) => e.verb === 'list').length;
+    // The drain's plan and the watch's start: a list every 250 ms would have made a dozen in those 3 s.
+    assert.ok(lists <= 2, `${lists} lists of worker-3's pods: ${requests.map((e) => e.verb).join(' ')}`);
+    await nodes.uncordonNode({ cluster: c, node: 'worker-3', owner: OWNER });
+  });
+
+  it('a node pod watch sees each deletion and goes on through an API server restart (410 Gone: pod-watch.test.ts)', async () => {
+    const stop = new AbortController();
+    let lists = 0;
+    const failures: unknown[] = [];
+    const body = (name: string) => workloadObjects({ kind: 'Pod', name, namespace: 'default', replicas: 1, node: 'worker-2' }).pod!;
+    const watch = new NodePodWatch({
+      kube: tc.workerKube.watch!,
+      node: 'worker-2',
+      list: async () => {
+        for (;;) {
+          try {
+            lists++;
+            return await podsOnNode(tc.workerKube, 'worker-2');
+          } catch {
+            await new Promise((r) => setTimeout(r, 500)); // the API server restarting
+          }
+        }
+      },
+      onChange: () => undefined,
+      onFailure: (err) => failures.push(err),
+      signal: stop.signal,
+    });
+    try {
+      const first = await tc.kube.core.createNamespacedPod({ namespace: 'default', body: body('watched-1') });
+      await watch.start();
+      await tc.kube.core.deleteNamespacedPod({ name: 'watched-1', namespace: 'default', gracePeriodSeconds: 0 });
+      await waitFor('watched-1 seen gone', async () => watch.isGone(first.metadata?.uid as string));
+
+      await tc.sim.controlPlane.restartApiserver();
+      const second = await tc.kube.core.createNamespacedPod({ namespace: 'default', body: body('watched-2') });
+      await waitFor('watched-2 seen', async () => !watch.isGone(second.metadata?.uid as string));
+      await tc.kube.core.deleteNamespacedPod({ name: 'watched-2', namespace: 'default', gracePeriodSeconds: 0 });
+      await waitFor('watched-2 seen gone after the restart', async () => watch.isGone(second.metadata?.uid as string));
+      assert.deepEqual(failures, []);
+      assert.ok(lists >= 2, 'the watch that failed with the server was replaced by a new list');
+    } finally {
+      stop.abort();
+    }
+  });
+
+  it('drains in rounds by drainRules order, never evicts a skip pod, and waits for a waitCompleted pod to complete', async () => {
+    const node = 'worker-2';
+    const bare = (name: string, labels: Record<string, string>, finalizers: string[] = []) => {
+      const body = workloadObjects({ kind: 'Pod', name, namespace: 'default', replicas: 1, node }).pod!;
+      body.metadata = { ...body.metadata, labels: { ...body.metadata?.labels, ...labels }, finalizers };
+      return tc.kube.core.createNamespacedPod({ namespace: 'default', body });
+    };
+    // `first` is held terminating by a finalizer until the test lets it go: `osd` (order 10) must wait for it.
+    await bare('first', { role: 'first' }, ['skewless.test/hold']);
+    await bare('osd', { role: 'storage' });
+    // Not named after the file's DaemonSet `agent`: its controller would adopt a pod with its label.
+    const keeper = await bare('keeper', { 'skewless.io/drain': 'skip' });
+    await bare('batch', { role: 'batch' });
+    const read = (name: string) => tc.kube.core.readNamespacedPod({ name, namespace: 'default' });
+    for (const name of ['first', 'osd', 'keeper', 'batch'])
+      await waitFor(`${name} running`, async () => (await read(name)).status?.phase === 'Running');
+    const ruled = createDrainActivities({
+      clusters: (name: string): ClusterAccess => ({
+        ...access({ deleteEmptyDirData: true }).clusters(name),
+        config: {
+          ...tc.config,
+          drain: { ...tc.config.drain, deleteEmptyDirData: true },
+          drainRules: [
+            { labels: { role: 'storage' }, behavior: 'drain', order: 10 },
+            { labels: { role: 'batch' }, behavior: 'waitCompleted', order: 0 },
+          ],
+        },
+      }),
+    });
+    const plan = await ruled.planDrain({ cluster: c, node, force: ['first', 'osd', 'twin'] });
+    assert.deepEqual(
+      plan.waitCompleted.map((p) => p.name),
+      ['batch'],
+    );
+    assert.ok(
+      plan.skipped.some((s) => s.pod.name === 'keeper' && s.filter === 'drainRule'),
+      JSON.stringify(plan.skipped),
+    );
+    assert.equal(plan.evict.find((p) => p.name === 'osd')?.order, 10);
+
+    await nodes.cordonNode({ cluster: c, node, owner: OWNER });
+    await setMinAvailable(1);
+    const beats: DrainProgress[] = [];
+    const env = new MockActivityEnvironment();
+    env.on('heartbeat', (d: DrainProgress) => beats.push(d));
+    let settled = false;
+    const drained = (
+      env.run(ruled.drainNode, { cluster: c, node, force: ['first', 'osd', 'twin'], timeoutSeconds: 60 }) as Promise<DrainResult>
+    ).finally(() => (settled = true));
+    await waitFor('first terminating', async () => Boolean((await read('first')).metadata?.deletionTimestamp));
+    await new Promise((r) => setTimeout(r, 1_500));
+    assert.equal((await read('osd')).metadata?.deletionTimestamp, undefined, 'order 10 waits while round 0 is not gone');
+    assert.ok(beats.some((b) => b.round?.index === 1 && b.round.of === 2 && b.round.order === 0));
+    await tc.kube.core.patchNamespacedPod({ name: 'first', namespace: 'default', body: { metadata: { finalizers: null } } }, mergePatch);
+    await waitFor('osd evicted', async () => {
+      try {
+        return Boolean((await read('osd')).metadata?.deletionTimestamp);
+      } catch {
+        return true; // gone already
+      }
+    });
+    assert.ok(beats.some((b) => b.round?.index === 2 && b.round.order === 10));
+    const waitStarted = Date.now();
+    await new Promise((r) => setTimeout(r, 3_000));
+    assert.equal(settled, false, 'the drain waits for the batch pod to complete');
+    // By watch: no list of the node's pods a second while the batch pod runs (the audit log of the worker's identity).
+    const podLists = tc.sim
+      .auditEvents()
+      .filter((e) => e.verb === 'list' && e.resource === 'pods' && e.uri.includes(`spec.nodeName%3D${node}`))
+      .filter((e) => Date.parse(e.time) > waitStarted + 500);
+    assert.ok(podLists.length <= 1, `lists of ${node}'s pods while waiting: ${podLists.map((e) => e.time).join(', ')}`);
+    assert.deepEqual(beats.at(-1)?.waitingToComplete, ['default/batch']);
+    // The batch pod's work ends (a Job's pod would be completed by kwok at once: this one is bare, its phase set here).
+    await tc.kube.core.patchNamespacedPodStatus(
+      { name: 'batch', namespace: 'default', body: { status: { phase: 'Succeeded' } } },
+      mergePatch,
+    );
+    const result = await drained;
+    assert.deepEqual(result.completed, ['default/batch']);
+    assert.equal(result.rounds, 2);
+    assert.ok(result.gone.includes('default/first') && result.gone.includes('default/osd'), result.gone.join(', '));
+    const still = await read('keeper');
+    assert.equal(still.metadata?.uid, keeper.metadata?.uid);
+    assert.equal(still.metadata?.deletionTimestamp, undefined, 'the skip pod was never evicted');
+    await nodes.uncordonNode({ cluster: c, node, owner: OWNER });
+  });
+
+  it("a refused eviction's PDB watch goes on through an API server restart and ends when the PDB allows a disruption (410 Gone: watch-waits.test.ts)", async () => {
+    await setMinAvailable(2); // web has 2 replicas: no disruption allowed
+    await waitFor('the PDB allows none', async () => {
+      const st = (await tc.kube.policy.readNamespacedPodDisruptionBudget({ name: 'web', namespace: 'default' })).status;
+      return st?.disruptionsAllowed === 0;
+    });
+    const stop = new AbortController();
+    // As the drain's guard does: a list that finds the API server away is tried again.
+    const guard = async <T>(call: () => Promise<T>): Promise<T> => {
+      for (;;) {
+        try {
+          return await call();
+        } catch {
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+    };
+    const budgets = new PdbBudgetWatch(tc.workerKube, stop.signal, guard);
+    try {
+      let done = false;
+      const started = Date.now();
+      const waiting = budgets.untilAllowed('default', 'web', { maxMs: 60_000, fallbackMs: 500 }).then(() => (done = true));
+      await new Promise((r) => setTimeout(r, 1_000));
+      assert.equal(done, false, 'no disruption allowed: waiting');
+      await tc.sim.controlPlane.restartApiserver();
+      assert.equal(done, false, 'still waiting after the restart');
+      await setMinAvailable(1);
+      await waiting;
+      assert.ok(Date.now() - started < 30_000, `ended by the PDB's event, not by the 30 s cap: ${Date.now() - started} ms`);
+    } finally {
+      budgets.close();
+      stop.abort();
+    }
   });
 });

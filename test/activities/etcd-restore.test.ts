@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createRestoreActivities, type RestorePlan } from '../../activities/etcd-restore.js';
 import { createEtcdActivities, type EtcdSnapshotResult } from '../../activities/etcd-snapshot.js';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { ensureSimBinaries } from '../../sim/cluster/binaries.js';
 import { hostDir } from '../../sim/hosts/host-state.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 import { failsWith } from '../helpers/failures.js';
 
 const DESCRIPTION = `
@@ -30,7 +30,7 @@ const CPS = ['cp-1', 'cp-2', 'cp-3'];
  * verified. The simulation's real etcd is cp-1's member (docs/restore.md).
  */
 describe('restore activities against the simulated control plane (3 members, real etcd and etcdutl)', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let acts: ReturnType<typeof createRestoreActivities>;
   let snap: EtcdSnapshotResult;
   let plan: RestorePlan;
@@ -55,7 +55,6 @@ describe('restore activities against the simulated control plane (3 members, rea
   };
 
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     const resolver = createClusterResolver(tc.clustersDir);
     acts = createRestoreActivities({ clusters: resolver });
     snap = await createEtcdActivities({ clusters: resolver }).snapshotEtcd({ cluster, node: 'cp-1', hop: '1.33.7' });
@@ -64,7 +63,6 @@ describe('restore activities against the simulated control plane (3 members, rea
       body: { metadata: { name: 'after-snapshot' }, data: { written: 'after' } },
     });
   });
-  after(async () => tc?.stop());
 
   it('plans from the record and the three etcd manifests; refuses a control plane without the snapshot file, then checks each', async () => {
     plan = await run(() => acts.planRestore({ cluster, hop: '1.33.7' }));

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { parseClusterConfig } from '../../activities/cluster-config.js';
 import { createEtcdActivities } from '../../activities/etcd-snapshot.js';
 import { parseSnapshotStatus } from '../../activities/parsers/snapshot-status.js';
 import { createClusterResolver } from '../../activities/host-address.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 import { failsWith } from '../helpers/failures.js';
 
 const DESCRIPTION = `
@@ -23,13 +23,11 @@ const cluster = 'etcdtest';
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 describe('snapshotEtcd against the simulated control plane (real etcdctl/etcdutl, real etcd, SFTP)', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let acts: ReturnType<typeof createEtcdActivities>;
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     acts = createEtcdActivities({ clusters: createClusterResolver(tc.clustersDir) });
   });
-  after(async () => tc?.stop());
   const log = () => tc.sim.hosts.commandLog('cp').map((e) => e.command);
 
   it('saves, verifies, copies and hashes a snapshot as a non-root SSH user with sudo, heartbeating; the second call does not touch the host', async () => {

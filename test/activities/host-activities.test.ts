@@ -4,7 +4,8 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createHostActivities } from '../../activities/host-activities.js';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { existsSync } from 'node:fs';
-import { hostCommands, onHostPath, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { hostCommands, onHostPath } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 import { failsWith } from '../helpers/failures.js';
 
 // The hosts' site mirror offers every minor (the local-mirror variant): these are the package and
@@ -25,13 +26,11 @@ nodes:
 const cluster = 'hosttest';
 
 describe('host activities against the simulated cluster (real SSH hosts, real API)', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let acts: ReturnType<typeof createHostActivities>;
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     acts = createHostActivities({ clusters: createClusterResolver(tc.clustersDir) });
   });
-  after(async () => tc?.stop());
 
   const { log, during } = hostCommands(() => tc);
   const images = async (node: string) =>
@@ -181,6 +180,24 @@ describe('host activities against the simulated cluster (real SSH hosts, real AP
       'the lists are refreshed once, nothing installed',
     );
     assert.equal(tc.sim.hosts.state('worker').packages.kubelet, '1.32.4-1.1');
+  });
+
+  it('downgradePackages (a reversible trial rolled back): --allow-downgrades, the hold lifted for the install only, nothing when there', async () => {
+    // Back where the file's other tests expect cp-1's kubeadm, whatever this test finds.
+    after(() => acts.installPackages({ cluster, node: 'cp-1', version: '1.33.7', packages: ['kubeadm'] }));
+    const { result, ran } = await during('cp-1', () =>
+      acts.downgradePackages({ cluster, node: 'cp-1', version: '1.32.9', packages: ['kubeadm'] }),
+    );
+    assert.deepEqual([result.installed, result.held, result.packageVersions.kubeadm], [['kubeadm'], ['kubeadm'], '1.32.9-1.1']);
+    assert.deepEqual(changing(ran), [
+      'sudo -n DEBIAN_FRONTEND=noninteractive apt-mark unhold kubeadm',
+      'sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=120 --allow-downgrades -o Dpkg::Options::=--force-confold kubeadm=1.32.9-1.1',
+      'sudo -n DEBIAN_FRONTEND=noninteractive apt-mark hold kubeadm',
+    ]);
+    assert.equal(tc.sim.hosts.state('cp-1').packages.kubeadm, '1.32.9-1.1');
+    assert.ok((await acts.readPackageHolds({ cluster, node: 'cp-1' })).held.includes('kubeadm'), 'held again');
+    const again = await during('cp-1', () => acts.downgradePackages({ cluster, node: 'cp-1', version: '1.32.9', packages: ['kubeadm'] }));
+    assert.deepEqual([again.result.installed, changing(again.ran)], [[], []]);
   });
 
   it("kubeadmUpgradePlan returns the plan parsed from the host's real-shaped output, changing nothing", async () => {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createHostActivities } from '../../activities/host-activities.js';
 import { createClusterResolver } from '../../activities/host-address.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 /**
  * A worker dies while a host command runs; the command outlives its SSH session (no terminal, no
@@ -24,14 +24,12 @@ nodes:
 const cluster = 'overlap';
 
 describe('a retry meets the command its dead worker left running', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let acts: ReturnType<typeof createHostActivities>;
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     acts = createHostActivities({ clusters: createClusterResolver(tc.clustersDir) });
     tc.sim.hosts.setHangupPolicy(() => 'finishes');
   });
-  after(async () => tc?.stop());
 
   const completed = (node: string, pattern: RegExp) =>
     tc.sim.hosts.commandLog(node).filter((e) => pattern.test(e.command) && e.exitCode === 0);

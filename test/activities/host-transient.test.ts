@@ -57,6 +57,13 @@ describe('which failed host commands are retried (HostCommandTransient) and whic
       true,
     ],
     ['etcd not answering kubeadm', KUBEADM_NODE, 1, 'error: etcdserver: request timed out', true],
+    [
+      "upgrade apply's health-check Job while the controller-manager lease passes on (seen in control-plane-trial.test.ts)",
+      ['kubeadm', 'upgrade', 'apply', 'v1.33.13'],
+      1,
+      '\t[ERROR CreateJob]: Job "upgrade-health-check-1796419055013" in the namespace "kube-system" did not complete in 15s: no condition of type Complete',
+      true,
+    ],
     ['a version apt does not know', APT_INSTALL, 100, "E: Version '1.33.7-1.1' for 'kubelet' was not found", false],
     [
       'held packages without the flag',
@@ -166,8 +173,8 @@ describe('timeouts: in the cluster configuration', () => {
         () => parseClusterConfig(`${base}${yaml}`, 'lab.yaml'),
         (e: ApplicationFailure) => e.type === 'ClusterConfigInvalid' && message.test(e.message),
       );
-    refuse('timeouts: {install: 5}\n', /^lab\.yaml: timeouts\.install is not a known timeout/);
-    refuse('timeouts: {toString: 5}\n', /timeouts\.toString is not a known timeout/);
+    refuse('timeouts: {install: 5}\n', /^lab\.yaml: unknown key timeouts\.install \(known: commandSeconds, /);
+    refuse('timeouts: {toString: 5}\n', /unknown key timeouts\.toString /);
     refuse('timeouts: {packageInstallSeconds: 541}\n', /timeouts\.packageInstallSeconds must be an integer from 1 to 540/);
     refuse('timeouts: {kubeadmApplySeconds: 0}\n', /from 1 to 1140/);
     refuse('timeouts: {commandSeconds: "60"}\n', /commandSeconds must be an integer/);

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { ClusterResolver, RemoteShell } from '../../activities/cluster-access.js';
 import { createInventoryActivities, type Inventory } from '../../activities/inventory.js';
 import { mergePatch, strategicMergePatch } from '../../activities/kube-api.js';
 import { checkSkew, planUpgrade, STAGE_LABEL } from '../../rules/index.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 const DESCRIPTION = `
 name: inv
@@ -26,16 +26,14 @@ const noShell: RemoteShell = {
 };
 
 describe('takeInventory against the simulated cluster', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let clusters: ClusterResolver;
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     clusters = (name) => {
       assert.equal(name, 'inv');
       return { config: tc.config, kube: tc.workerKube, shell: noShell };
     };
   });
-  after(async () => tc?.stop());
 
   // A page size of 3 walks continue tokens through every list (about 25 pods).
   const take = (pageSize = 3): Promise<Inventory> => createInventoryActivities({ clusters, pageSize }).takeInventory({ cluster: 'inv' });

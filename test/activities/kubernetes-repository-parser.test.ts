@@ -137,7 +137,7 @@ describe('kubernetes.repo as kubernetes.io writes it, and what dnf and rpm print
     assert.deepEqual(parseRpmQuery('kubeadm 1.33.7-150500.1.1\npackage kubectl is not installed\n'), { kubeadm: '1.33.7-150500.1.1' });
   });
 
-  it("the runbook shows each manager's own commands", () => {
+  it("the runbook shows each manager's own commands, the refresh of the Kubernetes source alone as the hop runs it", () => {
     const rollout = planRollout([
       { name: 'cp-1', role: 'control-plane' },
       { name: 'w-1', role: 'worker' },
@@ -147,11 +147,11 @@ describe('kubernetes.repo as kubernetes.io writes it, and what dnf and rpm print
         .filter((s) => s.node === 'w-1' && s.command)
         .map((s) => s.command);
     assert.deepEqual(commands('dnf'), [
-      'point kubernetes.repo at v1.33 && dnf makecache && dnf install --disableexcludes=kubernetes kubeadm-1.33.7-* && kubeadm upgrade node',
+      'point kubernetes.repo at v1.33 && dnf makecache --repo=kubernetes && dnf install --disableexcludes=kubernetes kubeadm-1.33.7-* && kubeadm upgrade node',
       'dnf install --disableexcludes=kubernetes kubelet-1.33.7-* kubectl-1.33.7-* && systemctl daemon-reload && systemctl restart kubelet',
     ]);
     assert.deepEqual(commands('apt'), [
-      'point kubernetes.list at v1.33 && apt-get update && apt-get install kubeadm=1.33.7-* && kubeadm upgrade node',
+      'point kubernetes.list at v1.33 && apt-get update -o Dir::Etc::SourceList=/etc/apt/sources.list.d/kubernetes.list -o Dir::Etc::SourceParts=- && apt-get install kubeadm=1.33.7-* && kubeadm upgrade node',
       'apt-get install kubelet=1.33.7-* kubectl=1.33.7-* && systemctl daemon-reload && systemctl restart kubelet',
     ]);
   });

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { createClusterResolver } from '../../activities/host-address.js';
 import type { ClusterResolver } from '../../activities/cluster-access.js';
 import { parseClusterConfig } from '../../activities/cluster-config.js';
 import { createMaintenanceActivities } from '../../activities/maintenance.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 // Two pools; worker-2 (blue) runs a bare pod and a pod of a DaemonSet; worker-3 (green) nothing of note.
 const DESCRIPTION = `
@@ -23,11 +23,10 @@ workloads:
 `;
 
 describe('maintenance activities against the simulated cluster and hosts', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let acts: ReturnType<typeof createMaintenanceActivities>;
   let withCommand: ClusterResolver;
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     const resolve = createClusterResolver(tc.clustersDir);
     acts = createMaintenanceActivities({ clusters: resolve });
     // The same cluster with a maintenance command.
@@ -42,7 +41,6 @@ describe('maintenance activities against the simulated cluster and hosts', () =>
       },
     });
   });
-  after(async () => tc?.stop());
 
   it('selects by label selector or by name, reports unknown names, and finds the bare pod (not the DaemonSet pod)', async () => {
     const blue = await acts.planMaintenance({ cluster: 'mact', selector: 'pool=blue' });

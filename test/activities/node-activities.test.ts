@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { ClusterAccess, RemoteShell } from '../../activities/cluster-access.js';
 import { mergePatch } from '../../activities/kube-api.js';
 import { CORDONED_BY_ANNOTATION, createNodeActivities, STAGE_LABEL, STAGE_OWNER_ANNOTATION } from '../../activities/node-activities.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 const DESCRIPTION = `
 name: nodes
@@ -21,10 +21,9 @@ const noShell: RemoteShell = {
 };
 
 describe('node activities (cordon, uncordon, stage labels) against the simulated API', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let acts: ReturnType<typeof createNodeActivities>;
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     acts = createNodeActivities({
       clusters: (name): ClusterAccess => {
         assert.equal(name, 'nodes');
@@ -32,7 +31,6 @@ describe('node activities (cordon, uncordon, stage labels) against the simulated
       },
     });
   });
-  after(async () => tc?.stop());
 
   const read = (name: string) => tc.kube.core.readNode({ name });
   // The node-lifecycle controller follows every cordon/uncordon with its own write (the unschedulable

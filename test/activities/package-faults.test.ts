@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHostActivities } from '../../activities/host-activities.js';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { packageInstallCounts, readDpkgLog } from '../../sim/hosts/dpkg-database.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 import { sshExec } from '../helpers/ssh-exec.js';
 
 const DESCRIPTION = `
@@ -39,15 +39,13 @@ async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {
  * of the activity; the caller plays the retry policy (retryable failures are called again).
  */
 describe('installPackages through host faults (simulated hosts, one call = one attempt)', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let acts: ReturnType<typeof createHostActivities>;
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     // A short install timeout, as an operator would set one for a fast local mirror.
     appendFileSync(join(tc.clustersDir, `${cluster}.yaml`), 'timeouts: {packageInstallSeconds: 3}\n');
     acts = createHostActivities({ clusters: createClusterResolver(tc.clustersDir) });
   });
-  after(async () => tc?.stop());
 
   const log = (node: string) => tc.sim.hosts.commandLog(node);
   const changing = (node: string, from: number) =>

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { createHostActivities } from '../../activities/host-activities.js';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { failsWith } from '../helpers/failures.js';
-import { asRoot, hostCommands, onHostPath, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { asRoot, hostCommands, onHostPath } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 // RHEL-family hosts at 1.32 with the install guide's kubernetes.repo; the archive has 1.32, 1.33 and 1.34.
 const DESCRIPTION = `
@@ -31,13 +32,11 @@ const guideRepo = (minor: string) =>
   ].join('\n');
 
 describe('the package repository and packages of a RHEL-family node through dnf (activities against the simulated hosts)', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let acts: ReturnType<typeof createHostActivities>;
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     acts = createHostActivities({ clusters: createClusterResolver(tc.clustersDir) });
   });
-  after(async () => tc?.stop());
 
   const onHost = (node: string, path: string) => onHostPath(tc, node, path);
   const repo = (node: string) => readFileSync(onHost(node, REPO), 'utf8');
@@ -87,7 +86,7 @@ describe('the package repository and packages of a RHEL-family node through dnf 
       packageVersions: { kubeadm: '1.33.7-150500.1.1', kubelet: '1.33.7-150500.1.1', kubectl: '1.33.7-150500.1.1' },
     });
     assert.deepEqual(asRoot(install.ran), [
-      'sudo -n dnf install -y -q --disableexcludes=kubernetes kubeadm-1.33.7-150500.1.1 kubelet-1.33.7-150500.1.1 kubectl-1.33.7-150500.1.1',
+      "sudo -n dnf install -y -q --disableexcludes=kubernetes '--setopt=*.skip_if_unavailable=True' --setopt=kubernetes.skip_if_unavailable=False kubeadm-1.33.7-150500.1.1 kubelet-1.33.7-150500.1.1 kubectl-1.33.7-150500.1.1",
     ]);
     assert.equal(tc.sim.hosts.state('worker-1').packages.kubelet, '1.33.7-150500.1.1');
 
@@ -111,7 +110,7 @@ describe('the package repository and packages of a RHEL-family node through dnf 
     );
     assert.deepEqual(download.result.downloaded, ['kubelet', 'kubectl']);
     assert.deepEqual(asRoot(download.ran), [
-      'sudo -n dnf install -y -q --disableexcludes=kubernetes --downloadonly kubelet-1.33.7-150500.1.1 kubectl-1.33.7-150500.1.1',
+      "sudo -n dnf install -y -q --disableexcludes=kubernetes '--setopt=*.skip_if_unavailable=True' --setopt=kubernetes.skip_if_unavailable=False --downloadonly kubelet-1.33.7-150500.1.1 kubectl-1.33.7-150500.1.1",
     ]);
     assert.deepEqual(tc.sim.hosts.state(node).packages, before, 'no rpm transaction');
     const cache = onHost(node, '/var/cache/dnf/kubernetes/packages');
@@ -130,6 +129,20 @@ describe('the package repository and packages of a RHEL-family node through dnf 
     });
     assert.deepEqual(asRoot(ran), []);
     assert.equal(tc.sim.hosts.state('worker-2').packages.kubeadm, '1.32.9-150500.1.1');
+  });
+
+  it("downgradePackages (a reversible trial rolled back): dnf install of the exact older version, kubernetes.repo's exclude= untouched", async () => {
+    const repo = () => readFileSync(onHost('worker-2', '/etc/yum.repos.d/kubernetes.repo'), 'utf8');
+    const before = repo();
+    const { result, ran } = await during('worker-2', () =>
+      acts.downgradePackages({ cluster, node: 'worker-2', version: '1.32.4', packages: ['kubeadm'] }),
+    );
+    assert.deepEqual(result.installed, ['kubeadm']);
+    assert.deepEqual(asRoot(ran), [
+      "sudo -n dnf install -y -q --disableexcludes=kubernetes '--setopt=*.skip_if_unavailable=True' --setopt=kubernetes.skip_if_unavailable=False kubeadm-1.32.4-150500.1.1",
+    ]);
+    assert.equal(tc.sim.hosts.state('worker-2').packages.kubeadm, '1.32.4-150500.1.1');
+    assert.equal(repo(), before, 'the hold (exclude=) is the file, left as it was');
   });
 
   it('a minor the mirror does not have: VersionNotAvailable, the file put back as it was, nothing installed', async () => {
@@ -174,7 +187,7 @@ describe('the package repository and packages of a RHEL-family node through dnf 
       failsWith(acts.installPackages({ cluster, node, version: '1.33.7', packages: ['kubelet', 'kubectl'] }), 'HostCommandFailed'),
     );
     assert.deepEqual(asRoot(failed.ran), [
-      'sudo -n dnf install -y -q --disableexcludes=kubernetes kubelet-1.33.7-150500.1.1 kubectl-1.33.7-150500.1.1',
+      "sudo -n dnf install -y -q --disableexcludes=kubernetes '--setopt=*.skip_if_unavailable=True' --setopt=kubernetes.skip_if_unavailable=False kubelet-1.33.7-150500.1.1 kubectl-1.33.7-150500.1.1",
     ]);
     assert.equal(repo(node), guideRepo('1.33'), 'exclude= as the guide wrote it: lifted for the one command only');
     const restored = await during(node, () => acts.restorePackageHolds({ cluster, node, held: ['kubeadm', 'kubelet', 'kubectl'] }));

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { createHostActivities } from '../../activities/host-activities.js';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { findOtherSourceFailures } from '../../activities/readiness/other-sources.js';
 import { failsWith as failsWithType } from '../helpers/failures.js';
-import { asRoot, hostCommands, onHostPath, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { asRoot, hostCommands, onHostPath, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 // An ordinary host beside the Kubernetes source: worker-1 with Docker's source gone stale (404),
 // worker-2 with Docker's served and CRI-O's addon repository, as the description's `sources:` say.
@@ -47,17 +48,12 @@ const fileBytes = (tc: TestCluster, node: string, dir: string): Record<string, s
   Object.fromEntries(readdirSync(onHostPath(tc, node, dir)).map((f) => [f, readFileSync(onHostPath(tc, node, `${dir}/${f}`), 'utf8')]));
 
 describe("a node's other package sources, apt: the hop refreshes kubernetes.list alone; plan's check names the broken ones", () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(APT, { cleanup: () => resolver?.close() });
   let acts: ReturnType<typeof createHostActivities>;
   let resolver: ReturnType<typeof createClusterResolver>;
   before(async () => {
-    tc = await startTestCluster(APT);
     resolver = createClusterResolver(tc.clustersDir);
     acts = createHostActivities({ clusters: resolver });
-  });
-  after(async () => {
-    resolver?.close();
-    await tc?.stop();
   });
   const { during } = hostCommands(() => tc);
 
@@ -124,17 +120,12 @@ describe("a node's other package sources, apt: the hop refreshes kubernetes.list
 });
 
 describe("a node's other package sources, dnf: the refresh names the kubernetes repository alone; plan's check names the broken ones", () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DNF, { cleanup: () => resolver?.close() });
   let acts: ReturnType<typeof createHostActivities>;
   let resolver: ReturnType<typeof createClusterResolver>;
   before(async () => {
-    tc = await startTestCluster(DNF);
     resolver = createClusterResolver(tc.clustersDir);
     acts = createHostActivities({ clusters: resolver });
-  });
-  after(async () => {
-    resolver?.close();
-    await tc?.stop();
   });
   const { during } = hostCommands(() => tc);
 
@@ -147,6 +138,26 @@ describe("a node's other package sources, dnf: the refresh names the kubernetes 
       ran.filter((c) => c.includes('makecache')),
       ['sudo -n dnf makecache -q --repo=kubernetes'],
     );
+  });
+
+  it("a broken Docker repository does not stop dnf's listing (kubernetes repository alone) or install (others skipped if they fail)", async () => {
+    const before = fileBytes(tc, 'worker-1', '/etc/yum.repos.d');
+    const offered = await during('worker-1', () => acts.availableVersions({ cluster: 'dnfsources', node: 'worker-1' }));
+    assert.ok(offered.result.includes('1.33.7'), offered.result.join(', '));
+    const listings = offered.ran.filter((c) => /^dnf list /.test(c) && !c.includes('reposdir='));
+    assert.ok(listings.length >= 1 && listings.every((c) => c.includes(' --repo=kubernetes ')), listings.join('\n'));
+    const { result, ran } = await during('worker-1', () =>
+      acts.installPackages({ cluster: 'dnfsources', node: 'worker-1', version: '1.33.7', packages: ['kubeadm'] }),
+    );
+    assert.deepEqual(result.installed, ['kubeadm']);
+    assert.deepEqual(
+      asRoot(ran).filter((c) => c.includes('dnf install')),
+      [
+        "sudo -n dnf install -y -q --disableexcludes=kubernetes '--setopt=*.skip_if_unavailable=True' --setopt=kubernetes.skip_if_unavailable=False kubeadm-1.33.7-150500.1.1",
+      ],
+    );
+    assert.equal(tc.sim.hosts.state('worker-1').packages.kubeadm, '1.33.7-150500.1.1');
+    assert.deepEqual(fileBytes(tc, 'worker-1', '/etc/yum.repos.d'), before, 'docker-ce.repo (and kubernetes.repo) as they were');
   });
 
   it('findOtherSourceFailures names docker-ce.repo and its repository id on worker-1 only', async () => {

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { type ApplicationFailure } from '@temporalio/common';
 import { createHostActivities } from '../../activities/host-activities.js';
 import { createClusterResolver } from '../../activities/host-address.js';
-import { asRoot, hostCommands, onHostPath, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { asRoot, hostCommands, onHostPath } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 import { failsWith as failsWithType } from '../helpers/failures.js';
 
 // The archive has 1.32, 1.33 and 1.34; every host starts at 1.32 with the install guide's one-minor file.
@@ -29,13 +30,11 @@ async function failsWith(p: Promise<unknown>, type: string): Promise<Application
 }
 
 describe('the package repository of a node, as kubernetes.io sets it up (activities against the simulated hosts)', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let acts: ReturnType<typeof createHostActivities>;
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     acts = createHostActivities({ clusters: createClusterResolver(tc.clustersDir) });
   });
-  after(async () => tc?.stop());
 
   const onHost = (node: string, path: string) => onHostPath(tc, node, path);
   const list = (node: string) => readFileSync(onHost(node, LIST), 'utf8');

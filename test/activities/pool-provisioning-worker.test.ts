@@ -13,8 +13,9 @@ import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import type { ClusterResolver } from '../../activities/cluster-access.js';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { createSkewlessWorker } from '../../worker/create-worker.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
+import { uniqueTaskQueue } from '../helpers/temporal-env.js';
 
 const fixture = fileURLToPath(new URL('../workflows/fixtures/run-activity-workflow.js', import.meta.url));
 const cluster = 'bgworker';
@@ -38,9 +39,8 @@ describe('blue/green provisioning on a real worker', () => {
   let token: string;
   const histories: string[] = [];
   before(async () => {
-    [env, tc, bundle] = await Promise.all([
-      startDevServer(),
-      startTestCluster(`
+    [env, tc, bundle] = await startClusterWorld(
+      `
 name: ${cluster}
 version: ${V}
 repository: [1.33.7, ${V}]
@@ -50,12 +50,12 @@ nodes:
 pools:
   blue: skewless.io/pool=blue
   green: skewless.io/pool=green
-`),
+`,
       bundleWorkflowCode({
         workflowsPath: fixture,
         logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: console.error },
       }),
-    ]);
+    );
     token = readFileSync(tc.sim.machines.tokenFile, 'utf8').trim();
   });
   after(async () => {

@@ -23,7 +23,7 @@ import { statusOf } from '../../sim/cluster/kube-clients.js';
 import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { workloadObjects } from '../../sim/cluster/workload-objects.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const cluster = 'pools';
@@ -63,7 +63,7 @@ async function failsWith(p: Promise<unknown>, type: string, message: RegExp): Pr
 }
 
 describe('blue/green provisioning against the simulated cluster and hosts', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let resolve: ClusterResolver;
   let pools: ReturnType<typeof createPoolActivities>;
   let hosts: ReturnType<typeof createHostActivities>;
@@ -81,7 +81,6 @@ describe('blue/green provisioning against the simulated cluster and hosts', () =
   const nodeNames = async () => (await tc.kube.core.listNode()).items.map((n) => n.metadata?.name as string).sort();
 
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     scratch = tempDir('pools');
     // Made before any new machine exists: it must still reach them (it re-reads the changed file).
     resolve = createClusterResolver(tc.clustersDir);
@@ -93,8 +92,7 @@ describe('blue/green provisioning against the simulated cluster and hosts', () =
     pools = createPoolActivities({ clusters: resolve, provider: counting });
     hosts = createHostActivities({ clusters: resolve });
   });
-  after(async () => {
-    await tc?.stop();
+  after(() => {
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { ClusterAccess, RemoteShell } from '../../activities/cluster-access.js';
 import { createNodeActivities } from '../../activities/node-activities.js';
 import {
@@ -9,7 +9,7 @@ import {
   QUARANTINED_REASON,
 } from '../../activities/quarantine-node.js';
 import { mergePatch } from '../../activities/kube-api.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 const DESCRIPTION = `
 name: quarantine
@@ -26,14 +26,12 @@ const noShell: RemoteShell = {
 };
 
 describe('quarantineNode against the simulated API (a real kube-apiserver)', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let acts: ReturnType<typeof createQuarantineActivities> & ReturnType<typeof createNodeActivities>;
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     const clusters = (): ClusterAccess => ({ config: tc.config, kube: tc.workerKube, shell: noShell });
     acts = { ...createNodeActivities({ clusters }), ...createQuarantineActivities({ clusters }) };
   });
-  after(async () => tc?.stop());
 
   const c = 'quarantine';
   const events = async (node: string) =>

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { createDrainPredictionActivities } from '../../activities/readiness/drain-predictions.js';
 import { planRollout } from '../../rules/rollout-plan.js';
 import { workloadObjects } from '../../sim/cluster/workload-objects.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 // solo: one replica under a PDB of minAvailable 1; web: three replicas, a PDB that lets one go; lonely: a bare pod.
 const DESCRIPTION = `
@@ -24,7 +24,7 @@ const cluster = 'drainpredict';
 const POLICY = { canary: 1, batchSize: 2, maxUnavailable: 1 };
 
 describe('drains that will block, predicted on the simulated cluster (read-only, API only)', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let acts: ReturnType<typeof createDrainPredictionActivities>;
   /** The phase the upgrade would drain each node in, as the rollout plans it. */
   let stageOf: Record<string, string>;
@@ -34,7 +34,6 @@ describe('drains that will block, predicted on the simulated cluster (read-only,
     );
 
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     acts = createDrainPredictionActivities({ clusters: createClusterResolver(tc.clustersDir) });
     const nodes = (await tc.kube.core.listNode()).items.map((n) => ({
       name: n.metadata?.name ?? '',
@@ -74,7 +73,6 @@ describe('drains that will block, predicted on the simulated cluster (read-only,
       250,
     );
   });
-  after(async () => tc?.stop());
 
   it('names the single-replica workload under a PDB: its pod, its node and the batch that drains it', async () => {
     const { findings, problems } = await acts.predictBlockingDrains({ cluster, hop: '1.33', policy: POLICY, drainTimeoutSeconds: 120 });

@@ -1,11 +1,18 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { mergePatch, strategicMergePatch } from '../../activities/kube-api.js';
 import { createHopPrerequisiteActivities, parseCertificateExpiration } from '../../activities/readiness/hop-prerequisites.js';
+import { readReversibilityFacts } from '../../activities/readiness/reversibility-facts.js';
+import { ALPHA_FEATURE_GATES, planReversibility } from '../../rules/index.js';
 import type { ReadinessFinding } from '../../rules/readiness/finding.js';
 import { failsWith } from '../helpers/failures.js';
-import { asRoot, hostCommands, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { asRoot, hostCommands, onHostPath } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 // cp-1: etcd 3.5.24 (kubeadm 1.33's), certificates with a day left. worker-1/2: containerd 2, cgroup v2.
 // old: cgroup v1, containerd 1.7, and a mirror that has no 1.34 yet.
@@ -24,13 +31,11 @@ const HOUR = 3600;
 const summary = (findings: readonly ReadinessFinding[]) => findings.map((f) => `${f.check} ${f.severity} ${f.hop} ${f.ack}`).sort();
 
 describe('hop prerequisites probed on the simulated cluster (API and SSH, read-only)', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let acts: ReturnType<typeof createHopPrerequisiteActivities>;
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     acts = createHopPrerequisiteActivities({ clusters: createClusterResolver(tc.clustersDir) });
   });
-  after(async () => tc?.stop());
   const { during, log } = hostCommands(() => tc);
 
   it('before the 1.34 hop: etcd 3.5.24 on cp-1 holds, and so does the node whose repository has no 1.34; cgroups are not probed', async () => {
@@ -133,6 +138,27 @@ describe('hop prerequisites probed on the simulated cluster (API and SSH, read-o
     }
   });
 
+  it('a repository file skewless does not recognise is named, with that skewless will not rewrite it (not a repository that does not answer)', async () => {
+    const LIST = '/etc/apt/sources.list.d/kubernetes.list';
+    const path = onHostPath(tc, 'worker-2', LIST);
+    const guide = readFileSync(path, 'utf8');
+    writeFileSync(path, `${guide}deb https://example.invalid/debian bookworm main\n`);
+    try {
+      const { findings } = await acts.probeHopPrerequisites({ cluster, hops: ['1.34'], runSeconds: HOUR });
+      const found = findings.find((f) => f.ack === 'repository:worker-2/1.34');
+      assert.equal(found?.severity, 'hold', JSON.stringify(findings));
+      assert.equal(
+        found?.what,
+        `${LIST} on worker-2 offers no 1.34.x and skewless will not rewrite it: it has 2 source line(s); the install guide's has exactly one deb line`,
+      );
+      assert.match(found?.todo ?? '', /^point \/etc\/apt\/sources\.list\.d\/kubernetes\.list on worker-2 at v1\.34 yourself/);
+      const old = findings.find((f) => f.ack === 'repository:old/1.34');
+      assert.match(old?.what ?? '', /^the package repository of 1\.34 does not answer old: its repository offers no 1\.34 kubeadm$/);
+    } finally {
+      writeFileSync(path, guide);
+    }
+  });
+
   it('bad input: a one-line Invalid failure, never retried, and no host is asked anything', async () => {
     const { ran } = await during('cp-1', async () => {
       const err = await failsWith(acts.probeHopPrerequisites({ cluster, hops: ['next'], runSeconds: HOUR }), 'Invalid');
@@ -141,6 +167,67 @@ describe('hop prerequisites probed on the simulated cluster (API and SSH, read-o
       await failsWith(acts.probeHopPrerequisites({ cluster, hops: ['1.34'], runSeconds: -5 }), 'Invalid');
     });
     assert.deepEqual(ran, []);
+  });
+
+  it('reversibility facts (issue 36): the oldest etcd from its mirror pod, the alpha gates a control-plane pod turns on', async () => {
+    const resolver = createClusterResolver(tc.clustersDir);
+    const access = resolver(cluster);
+    try {
+      assert.deepEqual(await readReversibilityFacts(access, '1.33.7'), { etcd: '3.5.24', alphaFeatureGates: [] });
+      // A second apiserver pod whose manifest turns on an alpha gate (MutatingAdmissionPolicy, alpha in 1.33) and a beta one.
+      const gated = {
+        metadata: {
+          name: 'kube-apiserver-gated',
+          namespace: 'kube-system',
+          labels: { component: 'kube-apiserver', tier: 'control-plane' },
+        },
+        spec: {
+          nodeName: 'cp-1',
+          containers: [
+            {
+              name: 'kube-apiserver',
+              image: 'registry.k8s.io/kube-apiserver:v1.33.7',
+              command: [
+                'kube-apiserver',
+                '--feature-gates=MutatingAdmissionPolicy=true,InPlacePodVerticalScaling=true,DRAAdminAccess=false',
+              ],
+            },
+          ],
+        },
+      };
+      await tc.kube.core.createNamespacedPod({ namespace: 'kube-system', body: gated });
+      try {
+        const facts = await readReversibilityFacts(access, '1.33.7');
+        assert.deepEqual(facts, { etcd: '3.5.24', alphaFeatureGates: ['MutatingAdmissionPolicy'] });
+        const [verdict] = planReversibility('1.33.7', ['1.34.4'], facts);
+        assert.deepEqual(
+          verdict?.reasons.map((r) => r.id),
+          ['alpha-feature-gates'],
+        );
+      } finally {
+        await tc.kube.core.deleteNamespacedPod({ name: 'kube-apiserver-gated', namespace: 'kube-system', gracePeriodSeconds: 0 });
+      }
+    } finally {
+      resolver.close();
+    }
+  });
+
+  it('the alpha gate table is what the real binaries say: --help of kube-apiserver, controller-manager, scheduler', (t) => {
+    const cache = process.env.SKEWLESS_CACHE ?? join(homedir(), '.cache', 'skewless');
+    for (const [minor, names] of Object.entries(ALPHA_FEATURE_GATES)) {
+      const release = { '1.32': '1.32.13', '1.33': '1.33.13', '1.34': '1.34.4' }[minor] as string;
+      const bin = join(cache, `kube-v${release}`, 'bin');
+      if (!existsSync(join(bin, 'kube-apiserver'))) {
+        t.diagnostic(`kube ${release} not built here (${bin}): its table is not compared`);
+        continue;
+      }
+      const alpha = new Set<string>();
+      for (const program of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']) {
+        const help = spawnSync(join(bin, program), ['--help'], { encoding: 'utf8' });
+        for (const m of `${help.stdout}${help.stderr}`.matchAll(/(?:kube:)?([A-Za-z0-9]+)=true\|false \(ALPHA/g)) alpha.add(m[1] as string);
+      }
+      assert.deepEqual(names.split(' '), [...alpha].sort(), `kube ${release}`);
+    }
   });
 
   it('parses kubeadm’s CertificateExpirationInfo, and refuses another kind', () => {

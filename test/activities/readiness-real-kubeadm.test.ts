@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { createHopPrerequisiteActivities, parseCertificateExpiration } from '../../activities/readiness/hop-prerequisites.js';
-import { hostCommands, startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { hostCommands } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 // A per-node control plane at 1.32.13: the real kubeadm init made the PKI and the etcd manifest, and
 // `kubeadm certs check-expiration` on the host is the real binary. Nothing about etcd or the
@@ -20,13 +21,11 @@ const cluster = 'realprereq';
 const YEAR = 365 * 24 * 3600;
 
 describe('hop prerequisites against the real kubeadm (per-node control plane)', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let acts: ReturnType<typeof createHopPrerequisiteActivities>;
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     acts = createHopPrerequisiteActivities({ clusters: createClusterResolver(tc.clustersDir) });
   });
-  after(async () => tc?.stop());
   const { during } = hostCommands(() => tc);
 
   it('kubeadm 1.32 pins etcd 3.5.24: held before the 1.34 hop; its certificates outlive an hour’s run', async () => {

@@ -5,10 +5,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { createActivities } from '../../activities/index.js';
-import { startTestCluster, hostCommands, type TestCluster } from '../helpers/sim-cluster.js';
+import { hostCommands } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 import { isReadOnlyHostCommand } from '../helpers/cluster-writes.js';
 
 const DESCRIPTION = `
@@ -25,14 +26,12 @@ const SSR = 'removed-api:authentication.k8s.io/v1beta1/selfsubjectreviews';
 const AGENT = 'legacy-operator/0.9';
 
 describe('readinessReport: removed APIs in use, on real 1.32 apiservers', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let acts: ReturnType<typeof createActivities>;
   const cmds = hostCommands(() => tc);
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     acts = createActivities({ clusters: createClusterResolver(tc.clustersDir) });
   });
-  after(async () => tc?.stop());
 
   /** A request as the simulation's admin (CN=skewless-sim-admin) with a user agent of its own, on a new connection. */
   const admin = (method: string, path: string, body?: unknown, userAgent = AGENT) =>
@@ -73,15 +72,27 @@ describe('readinessReport: removed APIs in use, on real 1.32 apiservers', () => 
   });
 
   it('holds 1.32 → 1.33 on a SelfSubjectReview at v1beta1, naming its client; not 1.33 → 1.34', async () => {
-    // The real 1.32 apiserver serves it (the simulation's --runtime-config) and warns it is deprecated.
-    const ssr = await admin('POST', '/apis/authentication.k8s.io/v1beta1/selfsubjectreviews', {
-      apiVersion: 'authentication.k8s.io/v1beta1',
-      kind: 'SelfSubjectReview',
-    });
-    assert.equal(ssr.status, 201, ssr.body);
-    assert.match(ssr.body, /"username":"skewless-sim-admin"/);
-
-    const ran = await cmds.during('cp-1', () => acts.readinessReport({ cluster: 'legacy', from: '1.32.13', hops: ['1.33.13'] }));
+    // Every connection to cp-1's apiserver for the call and the report's scrapes: one call is one
+    // request however often the same apiserver is scraped (it read "2 times" beside "1 time").
+    const cp = tc.sim.controlPlane;
+    assert.equal(cp.mode, 'per-node');
+    const ports = [...cp.nodes.values()].map((n) => n.apiserverPort);
+    cp.balancer.setBackends([cp.nodes.get('cp-1')?.apiserverPort as number]);
+    const onCp1 = async () => {
+      try {
+        // The real 1.32 apiserver serves it (the simulation's --runtime-config) and warns it is deprecated.
+        const ssr = await admin('POST', '/apis/authentication.k8s.io/v1beta1/selfsubjectreviews', {
+          apiVersion: 'authentication.k8s.io/v1beta1',
+          kind: 'SelfSubjectReview',
+        });
+        assert.equal(ssr.status, 201, ssr.body);
+        assert.match(ssr.body, /"username":"skewless-sim-admin"/);
+        return await cmds.during('cp-1', () => acts.readinessReport({ cluster: 'legacy', from: '1.32.13', hops: ['1.33.13'] }));
+      } finally {
+        cp.balancer.setBackends(ports);
+      }
+    };
+    const ran = await onCp1();
     const report = ran.result;
     assert.deepEqual(report.problems, []);
     assert.deepEqual(
@@ -89,8 +100,12 @@ describe('readinessReport: removed APIs in use, on real 1.32 apiservers', () => 
       [`removed-api hold 1.33 ${SSR}`],
     );
     const what = report.findings[0]?.what ?? '';
-    assert.match(what, /^authentication\.k8s\.io\/v1beta1\/selfsubjectreviews requested( [1-9]\d* times?)?, removed in 1\.33; /);
-    assert.match(what, /by skewless-sim-admin \(legacy-operator\/0\.9, 1×\)/, what);
+    assert.match(
+      what,
+      /^authentication\.k8s\.io\/v1beta1\/selfsubjectreviews requested 1 time since the apiservers started, removed in 1\.33; /,
+    );
+    assert.match(what, /by skewless-sim-admin \(legacy-operator\/0\.9, 1 time in the audit log read\)/, what);
+    assert.equal(report.looked.removedApis.metricsScrapes, 1, 'the one apiserver reached, counted once');
     assert.match(report.findings[0]?.source ?? '', /authentication\/v1beta1\/zz_generated\.prerelease-lifecycle\.go$/);
     // The audit log is read as root (the apiserver writes it 0600), with a fixed-string grep.
     assert.deepEqual(

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { mergePatch } from '../../activities/kube-api.js';
 import { createRehearsalActivities, type RehearsalFacts } from '../../activities/rehearsal.js';
 import { twinDescription } from '../../client/rehearse/twin-description.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { parseDescription } from '../../sim/description.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 const DESCRIPTION = `
 name: twin
@@ -30,11 +30,10 @@ const IMAGE = 'registry.example.invalid/payments:sha-1234abcd';
  * Secret's value, a Deployment's env var holding it, its image and an annotation do not).
  */
 describe('describeClusterForRehearsal against the simulated cluster', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let facts: RehearsalFacts;
 
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     // What must never leave the cluster: a Secret, a Deployment whose env carries its value, an image, an annotation.
     await tc.kube.core.createNamespacedSecret({
       namespace: 'shop',
@@ -78,7 +77,6 @@ describe('describeClusterForRehearsal against the simulated cluster', () => {
       cluster: 'twin',
     });
   });
-  after(async () => tc?.stop());
 
   it('reads the nodes, roles, versions and labels the simulation was started from', () => {
     const d = tc.sim.description;
@@ -94,10 +92,33 @@ describe('describeClusterForRehearsal against the simulated cluster', () => {
     assert.equal(facts.packageManager, 'apt', "the configuration's package tools, for the twin's hosts");
   });
 
-  it('reads the workloads, their PDBs (matched by selector), the bare pod; the twin built from them is the original again', () => {
+  it('reads the workloads, their PDBs (matched by selector), the bare pod; the twin built from them is the original again', async () => {
     const w = Object.fromEntries(facts.workloads.map((x) => [`${x.kind} ${x.namespace}/${x.name}`, x]));
-    assert.deepEqual(w['Deployment shop/web'], { kind: 'Deployment', namespace: 'shop', name: 'web', replicas: 2, emptyDir: false });
-    assert.deepEqual(w['StatefulSet shop/db'], { kind: 'StatefulSet', namespace: 'shop', name: 'db', replicas: 2, emptyDir: true });
+    // Where the cluster runs each workload's pods (its selector's), as the API says: the twin's scheduler places its own.
+    const nodesOf = async (app: string) =>
+      [
+        ...new Set(
+          (await tc.kube.core.listNamespacedPod({ namespace: 'shop', labelSelector: `app=${app}` })).items.map((p) => p.spec?.nodeName),
+        ),
+      ].sort();
+    const [webNodes, dbNodes] = [await nodesOf('web'), await nodesOf('db')];
+    assert.ok(webNodes.length >= 1 && dbNodes.length >= 1, `${webNodes} ${dbNodes}`);
+    assert.deepEqual(w['Deployment shop/web'], {
+      kind: 'Deployment',
+      namespace: 'shop',
+      name: 'web',
+      replicas: 2,
+      emptyDir: false,
+      nodes: webNodes,
+    });
+    assert.deepEqual(w['StatefulSet shop/db'], {
+      kind: 'StatefulSet',
+      namespace: 'shop',
+      name: 'db',
+      replicas: 2,
+      emptyDir: true,
+      nodes: dbNodes,
+    });
     assert.equal(w['DaemonSet monitoring/agent']?.replicas, 2, 'on both workers (the control plane is tainted)');
     assert.deepEqual(
       facts.pdbs.map((p) => [p.name, p.covers, p.minAvailable ?? null, p.maxUnavailable ?? null]),
@@ -121,6 +142,7 @@ describe('describeClusterForRehearsal against the simulated cluster', () => {
     });
     assert.deepEqual(shape(twin), shape(original));
     assert.equal(names.pdbs['shop/payments'], 'shop/payments-budget');
+    assert.deepEqual(names.clusterNodes?.['shop/web'], webNodes, "mapped back by owner: the cluster's placement of web");
     assert.equal(parseDescription(JSON.stringify(twin)).name, 'twin'); // JSON is YAML
   });
 

@@ -7,8 +7,9 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { createSkewlessWorker } from '../../worker/create-worker.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
-import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
+import { uniqueTaskQueue } from '../helpers/temporal-env.js';
 
 const fixture = fileURLToPath(new URL('../workflows/fixtures/run-activity-workflow.js', import.meta.url));
 
@@ -18,21 +19,20 @@ describe('retry profiles on a real worker', () => {
   let tc: TestCluster;
   let bundle: WorkflowBundle;
   before(async () => {
-    [env, tc, bundle] = await Promise.all([
-      startDevServer(),
-      startTestCluster(`
+    [env, tc, bundle] = await startClusterWorld(
+      `
 name: retries
 version: 1.33.7
 repository: [1.33.7, 1.34.2]
 nodes:
   - {name: cp, role: control-plane}
   - {name: w, role: worker}
-`),
+`,
       bundleWorkflowCode({
         workflowsPath: fixture,
         logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: console.error },
       }),
-    ]);
+    );
   });
   after(async () => {
     await tc?.stop();

@@ -10,7 +10,7 @@ import { hostKeyPolicy, hostsFieldMatches, keyAccepted } from '../../activities/
 import { commandLine, quoteWord } from '../../activities/shell-words.js';
 import { createClusterResolver, defaultAddressResolver } from '../../activities/host-address.js';
 import { createSshShell, type SshShell } from '../../activities/ssh-shell.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 import { failsWith } from '../helpers/failures.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -107,20 +107,16 @@ nodes:
 `;
 
 describe('createSshShell against the simulated hosts (real SSH)', () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let config: ClusterConfig;
   let scratch: string;
   const shell = () => createSshShell(config, defaultAddressResolver(config, tc.workerKube));
   const log = (node: string) => tc.sim.hosts.commandLog(node);
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     config = tc.config;
     scratch = tempDir('ssh-test');
   });
-  after(async () => {
-    await tc?.stop();
-    rmSync(scratch, { recursive: true, force: true });
-  });
+  after(() => rmSync(scratch, { recursive: true, force: true }));
 
   it('returns exit code, stdout and stderr of a command', async () => {
     const sh = shell();

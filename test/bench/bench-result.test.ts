@@ -82,6 +82,11 @@ describe("npm run bench (the suite's small version)", () => {
         positive(cordoned?.medianSeconds, `${run.id} cordoned median`);
         assert.ok((cordoned?.maxSeconds ?? 0) >= (cordoned?.medianSeconds ?? Infinity), `${run.id}: max ≥ median`);
         assert.ok((run.worker?.cpuSeconds ?? -1) >= 0);
+        // The worker's API requests from the audit log: evictions counted, and the pods of a drain seen gone by a watch.
+        const api = run.apiRequests;
+        positive(api?.evictions, `${run.id} evictions in the audit log`);
+        assert.equal(api?.perEvictedPod, Math.round(((api?.total ?? 0) / (api?.evictions ?? 1)) * 10) / 10);
+        positive(api?.byKind['watch pods'], `${run.id}: drains watch their node's pods`);
         // Every node workflow in some wave; a batch is one wave at most its size; the parent's parts are its span, within the wall.
         const p = run.phases;
         assert.equal(Math.round((p?.nodesMean ?? 0) * (p?.waves ?? 0)), expected, `${run.id}: waves hold every node workflow`);

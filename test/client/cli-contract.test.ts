@@ -204,7 +204,7 @@ describe('skewless plan', () => {
     );
     assert.match(
       r.stdout,
-      /\$ point kubernetes\.list at v1\.34 && apt-get update && apt-get install kubeadm=1\.34\.2-\* && kubeadm upgrade apply v1\.34\.2 --yes/,
+      /\$ point kubernetes\.list at v1\.34 && apt-get update -o Dir::Etc::SourceList=\/etc\/apt\/sources\.list\.d\/kubernetes\.list -o Dir::Etc::SourceParts=- && apt-get install kubeadm=1\.34\.2-\* && kubeadm upgrade apply v1\.34\.2 --yes/,
     );
   });
 

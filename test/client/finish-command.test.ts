@@ -32,6 +32,12 @@ const CASES: { name: string; policy: Policy; taskQueue: string; expected: string
       'skewless upgrade --cluster lab --to 1.33 --drain-timeout 300 --on-drain-timeout quarantine --max-unavailable 25% ' +
       '--acknowledge payments/pdb --acknowledge removed-api:flowcontrol.apiserver.k8s.io/v1beta3/flowschemas',
   },
+  {
+    name: 'batches by zone in an order, rebalanced (issue 40)',
+    policy: { batchBy: 'topology.kubernetes.io/zone', batchOrder: ['b', 'a'], rebalance: true },
+    taskQueue: 'skewless',
+    expected: 'skewless upgrade --cluster lab --to 1.33 --batch-by topology.kubernetes.io/zone --batch-order b,a --rebalance',
+  },
 ];
 
 describe('the finish command repeats the run: its task queue and its policy, in flags the CLI takes', () => {

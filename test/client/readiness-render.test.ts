@@ -10,7 +10,7 @@ const finding = (over: Partial<ReadinessFinding> = {}): ReadinessFinding => ({
   check: 'removed-api',
   severity: 'hold',
   hop: '1.33',
-  what: 'authentication.k8s.io/v1beta1/selfsubjectreviews requested 3 times, removed in 1.33; by ci-bot (old-tool/1.0, 3×)',
+  what: 'authentication.k8s.io/v1beta1/selfsubjectreviews requested 3 times since the apiservers started, removed in 1.33; by ci-bot (old-tool/1.0, 3 times in the audit log read)',
   todo: 'move its clients to authentication.k8s.io/v1 before the hop',
   source: 'https://example.org/lifecycle',
   ack: 'removed-api:authentication.k8s.io/v1beta1/selfsubjectreviews',
@@ -38,7 +38,7 @@ describe('plan --cluster: the readiness section', () => {
       held: ['removed-api:authentication.k8s.io/v1beta1/selfsubjectreviews'],
       lines: [
         /^readiness \(lab\): 2 findings; the upgrade would hold/,
-        /^ {2}HOLD removed-api before 1\.33: authentication\.k8s\.io\/v1beta1\/selfsubjectreviews requested 3 times.*by ci-bot \(old-tool\/1\.0, 3×\)$/,
+        /^ {2}HOLD removed-api before 1\.33: authentication\.k8s\.io\/v1beta1\/selfsubjectreviews requested 3 times.*by ci-bot \(old-tool\/1\.0, 3 times in the audit log read\)$/,
         /^ {6}to do: move its clients/,
         /^ {6}acknowledge: removed-api:authentication\.k8s\.io\/v1beta1\/selfsubjectreviews$/,
         /^ {6}source: https:\/\/example\.org\/lifecycle$/,

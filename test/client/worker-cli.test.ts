@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { createConnection, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { proceedSmokeSignal } from '../../workflows/messages.js';
 import { toolchainSmokeWorkflow } from '../../workflows/index.js';
 import { freePort } from '../../tooling/free-port.js';
+import { workflowBuildId } from '../../tooling/build-info.js';
+import { workerDeploymentName } from '../../contracts/worker-deployment.js';
+import { decodeVersioningBehavior } from '@temporalio/common';
 import { repoRoot } from '../helpers/run-cli.js';
 import { freshPrivateKey } from '../helpers/ssh-key.js';
 import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
@@ -238,6 +242,12 @@ describe('skewless worker', () => {
     const result = await handle.result();
     assert.deepEqual(result.hops, ['1.33.7', '1.34.2']);
     assert.equal(result.workerNodeVersion, process.version); // run by the spawned worker: no other polls this queue
+    // Worker Versioning: the first worker of its deployment made its build current, and the run is pinned to it.
+    const build = workflowBuildId() ?? '';
+    assert.match(stderr, new RegExp(`; build ${build} of deployment ${workerDeploymentName(taskQueue)} \\(current: takes new runs\\)`));
+    const versioning = (await handle.describe()).raw.workflowExecutionInfo?.versioningInfo;
+    assert.equal(versioning?.deploymentVersion?.buildId, build);
+    assert.equal(decodeVersioningBehavior(versioning?.behavior), 'PINNED');
 
     const t0 = Date.now();
     child.kill('SIGTERM');
@@ -245,5 +255,48 @@ describe('skewless worker', () => {
     assert.match(stderr, /skewless worker: SIGTERM, finishing the tasks in flight/);
     assert.match(stderr, /skewless worker: stopped/);
     assert.ok(Date.now() - t0 < 15_000, `stopped in ${Date.now() - t0} ms`);
+  });
+  it("writes the SDK core's log lines without ANSI colour codes when stderr is a file", async () => {
+    // Temporal goes away under a polling worker: the SDK's core logs its retried polls (WARN). A TCP
+    // relay in front of the shared server stands for Temporal here, so that closing it is the outage.
+    const [host, port] = env.address.split(':') as [string, string];
+    const sockets = new Set<Socket>();
+    const relay = createServer((inbound) => {
+      const outbound = createConnection(Number(port), host);
+      for (const s of [inbound, outbound]) {
+        sockets.add(s);
+        s.on('error', () => s.destroy());
+      }
+      inbound.pipe(outbound).pipe(inbound);
+    });
+    const relayPort = await freePort();
+    await new Promise<void>((r) => relay.listen(relayPort, '127.0.0.1', r));
+    // stderr to a file, as a service manager's log file or `worker 2>>worker.log` takes it: not a terminal.
+    const logFile = join(tempDir('worker-log'), 'worker.log');
+    const fd = openSync(logFile, 'a');
+    const child = spawn(
+      process.execPath,
+      [join(repoRoot, 'bin', 'skewless.js'), 'worker', '--clusters-dir', clustersDir(), '--task-queue', uniqueTaskQueue('worker-log')],
+      { env: { ...cleanEnv(), ...temporalVars(env), TEMPORAL_ADDRESS: `127.0.0.1:${relayPort}` }, stdio: ['ignore', 'pipe', fd] },
+    );
+    closeSync(fd);
+    children.push(child);
+    const stderr = () => readFileSync(logFile, 'utf8');
+    let stdout = '';
+    child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+    try {
+      for (let i = 0; i < 300 && !stderr().includes('skewless worker: task queue'); i++) await new Promise((r) => setTimeout(r, 100));
+      assert.match(stderr(), /skewless worker: task queue/);
+      relay.close();
+      for (const s of sockets) s.destroy();
+      for (let i = 0; i < 600 && !/retried \d+ times/.test(stderr() + stdout); i++) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(stdout, '', 'a service prints nothing on stdout');
+      assert.match(stderr(), /retried \d+ times/, stderr().slice(0, 2000));
+      assert.doesNotMatch(stderr(), /\x1b\[/, JSON.stringify(stderr().slice(0, 1000)));
+      assert.match(stderr(), /\[WARN\] .*retried \d+ times/);
+    } finally {
+      relay.close();
+      child.kill('SIGKILL');
+    }
   });
 });

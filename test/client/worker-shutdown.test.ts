@@ -7,9 +7,10 @@ import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { SHUTDOWN_GRACE_SECONDS } from '../../worker/create-worker.js';
 import { planClusterWorkflow } from '../../workflows/index.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 import { spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 
 const DESCRIPTION = `
 name: stoptest
@@ -38,8 +39,7 @@ describe('skewless worker on SIGTERM', () => {
   let tc: TestCluster;
   let worker: RunningCli | undefined;
   before(async () => {
-    env = await startDevServer();
-    tc = await startTestCluster(DESCRIPTION);
+    [env, tc] = await startClusterWorld(DESCRIPTION);
   });
   after(async () => {
     if (worker && worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');

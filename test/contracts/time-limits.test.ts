@@ -44,6 +44,8 @@ describe('the one table of time limits', () => {
       'timeouts.kubeadmNodeSeconds': ['kubeadmUpgradeNode'],
       'maintenance.timeoutSeconds': ['runMaintenanceCommand'],
       'alerts.timeoutSeconds': ['checkAlerts'],
+      'notify.timeoutSeconds': ['deliverNotification'],
+      'hooks.timeoutSeconds': ['runChangeHook'],
       'provisioning.joinTimeoutSeconds': ['createPoolMachines'],
       'restore.stopTimeoutSeconds': ['stopStaticPods'],
       'restore.verifyTimeoutSeconds': ['verifyEtcdRestore', 'verifyRestoredApiserver'],
@@ -81,7 +83,7 @@ describe('the one table of time limits', () => {
     const guide = readFileSync(join(import.meta.dirname, '..', '..', '..', 'docs', 'real-cluster.md'), 'utf8');
     for (const [setting, { max }] of Object.entries(SETTING_LIMITS)) {
       if (!/^[a-z]+\./.test(setting) || setting.startsWith('restore.')) continue;
-      const key = setting.replace(/^probes\./, 'probes[].');
+      const key = setting.replace(/^(probes|notify|hooks)\./, '$1[].');
       const row = guide.split('\n').find((l) => l.startsWith(`| \`${key}\` |`));
       assert.ok(row, `docs/real-cluster.md has a row for ${key}`);
       assert.match(row, new RegExp(`\\b${max}\\b`), `the row of ${key} says its maximum ${max}`);

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { Client } from '@temporalio/client';
 import { startOperator } from '../../demo/operator.js';
 import type { KubeClients } from '../../sim/cluster/kube-clients.js';
-import type { UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import type { UpgradeStatus } from '../../workflows/rollout-messages.js';
 
 /**
  * The demo's operator against a scripted upgrade status and a scripted API: what it runs with the

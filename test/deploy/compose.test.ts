@@ -31,7 +31,7 @@ import {
 } from './compose-file.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
-const SERVICES = ['postgresql', 'temporal', 'temporal-setup', 'temporal-ui', 'worker'];
+const SERVICES = ['postgresql', 'temporal-schema', 'temporal', 'temporal-setup', 'temporal-ui', 'worker'];
 /** Host port → service: what the stack publishes, all on the loopback interface. */
 const PUBLISHED = { 7233: 'temporal', 8080: 'temporal-ui', 9464: 'worker' } as Record<number, string>;
 
@@ -114,7 +114,7 @@ describe('docker-compose.yml: the production stack', () => {
       assert.ok(Array.isArray(test) && ['CMD', 'CMD-SHELL'].includes(test[0]!), `${name}: health check test must be CMD or CMD-SHELL`);
     }
     assert.match(asText(service('postgresql').healthcheck?.test), /\bpg_isready\b/);
-    assert.match(asText(service('temporal').healthcheck?.test), /\btemporal operator\b.*--address temporal:7233/);
+    assert.match(asText(service('temporal').healthcheck?.test), /\bnc -z 127\.0\.0\.1 7233\b/);
     const metricsPort = String(environmentOf(service('worker')).SKEWLESS_METRICS_ADDRESS ?? '')
       .split(':')
       .pop();
@@ -124,7 +124,8 @@ describe('docker-compose.yml: the production stack', () => {
 
   it('starts each service after what it needs, with conditions that can be met', () => {
     const want: Record<string, Record<string, string>> = {
-      temporal: { postgresql: 'service_healthy' },
+      'temporal-schema': { postgresql: 'service_healthy' },
+      temporal: { 'temporal-schema': 'service_completed_successfully' },
       'temporal-setup': { temporal: 'service_healthy' },
       'temporal-ui': { temporal: 'service_healthy' },
       worker: { temporal: 'service_healthy', 'temporal-setup': 'service_completed_successfully' },
@@ -177,7 +178,7 @@ describe('docker-compose.yml: the production stack', () => {
     }
     // The database password: a compose secret (a read-only file) taken from a path in .env.
     assert.match(compose.secrets?.['db-password']?.file ?? '', /^\$\{DB_PASSWORD_FILE:\?/);
-    for (const name of ['postgresql', 'temporal'])
+    for (const name of ['postgresql', 'temporal-schema', 'temporal'])
       assert.deepEqual(service(name).secrets, ['db-password'], `${name} reads the password from its secret`);
   });
 
@@ -195,7 +196,24 @@ describe('docker-compose.yml: the production stack', () => {
     // Temporal's image reads the password from POSTGRES_PWD only: the entrypoint exports it from the secret.
     const entry = interpolate(asText(service('temporal').entrypoint), {});
     assert.match(entry, /POSTGRES_PWD="\$\(cat \/run\/secrets\/db-password\)"/);
-    assert.match(entry, /exec \/etc\/temporal\/entrypoint\.sh autosetup/);
+    assert.match(entry, /exec \/etc\/temporal\/entrypoint\.sh$/, 'the plain server, not auto-setup');
+    // temporal-sql-tool reads it from SQL_PASSWORD, exported the same way by the schema job.
+    assert.match(
+      interpolate(asText(service('temporal-schema').command), {}),
+      /export SQL_PASSWORD="\$\(cat \/run\/secrets\/db-password\)"/,
+    );
+  });
+
+  it('sets up both schemas before the server starts, and the namespace once it listens', () => {
+    const schema = interpolate(asText(service('temporal-schema').command), {});
+    for (const step of ['create-database --defaultdb postgres', 'setup-schema -v 0.0', 'update-schema -d'])
+      assert.ok(schema.includes(`temporal-sql-tool --db "$name" ${step}`), `the schema job runs ${step}`);
+    assert.match(schema, /for db in temporal:temporal temporal_visibility:visibility;/);
+    assert.equal(environmentOf(service('temporal-schema')).SQL_HOST, 'postgresql');
+    assert.equal(environmentOf(service('temporal')).POSTGRES_SEEDS, 'postgresql');
+    const setup = interpolate(asText(service('temporal-setup').command), {});
+    assert.match(setup, /temporal operator namespace create --namespace default --retention 720h/);
+    assert.ok(!Object.values(compose.services).some((s) => /auto-setup/.test(s.image ?? '')), 'no service runs the deprecated auto-setup');
   });
 
   it("publishes only the CLI's, the UI's and the metrics' ports, on the loopback interface", () => {

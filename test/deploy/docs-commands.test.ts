@@ -146,6 +146,17 @@ describe("the guides' skewless commands exist, with the flags they show", () => 
     assert.deepEqual(unlisted(['upgrade', 'resume'], '| `skewless upgrade` | … |\n'), ['resume'], 'the check can fail');
   });
 
+  it("starts services with the project's own bin after the build, never through npx (npm exec keeps their SIGTERM)", () => {
+    // The demo's closing line too: it tells how to serve the run's history again.
+    for (const file of [...FILES, 'demo/run-demo.ts']) {
+      const text = readFileSync(join(repoRoot, file), 'utf8');
+      assert.doesNotMatch(text, /npx skewless (worker|dev-server)\b/, `${file} starts a service through npx`);
+    }
+    const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+    assert.match(readme, /`npm ci` compiles the CLI \(its `prepare` script: about 90 s, silent\); then `node bin\/skewless\.js --help`/);
+    assert.ok(readme.split('\n').length <= 150, 'the README stays short');
+  });
+
   it('finds a wrong flag (the check can fail)', async () => {
     const shown = skewlessCommands(
       'x.md',
@@ -208,6 +219,9 @@ describe('docs/real-cluster.md describes every key of the cluster configuration'
       ['pools', `${base}pools: {p: {zzz: 1}}\n`, (k) => [`\`pools.<pool>.${k}\``]],
       ['provisioning', `${base}provisioning: {zzz: 1}\n`, (k) => [`\`provisioning.${k}\``]],
       ['alerts', `${base}alerts: {zzz: 1}\n`, (k) => [`\`alerts.${k}\``]],
+      ['drainRules', `${base}drainRules: [{zzz: 1}]\n`, (k) => [`\`drainRules[].${k}\``]],
+      ['nodeHealth', `${base}nodeHealth: {zzz: 1}\n`, (k) => [`\`nodeHealth.${k}\``]],
+      ['addons', `${base}addons: {zzz: 1}\n`, (k) => [`\`addons.${k}\``]],
     ];
     const missing: string[] = [];
     for (const [section, yaml, spellings] of sections) {

@@ -20,11 +20,13 @@ const split = (image: string): [string, string] => {
 };
 
 describe('docker-compose.yml runs what the stack without Docker runs (tooling/versions.json)', () => {
-  it('the Temporal server: auto-setup and admin-tools at the server version the stack builds', () => {
-    assert.deepEqual(split(imageOf('temporal')), ['temporalio/auto-setup', versions.temporalServer.replace(/^v/, '')]);
-    const [repo, tag] = split(imageOf('temporal-setup'));
-    assert.equal(repo, 'temporalio/admin-tools');
-    assert.equal(tag.split('-')[0], versions.temporalServer.replace(/^v/, ''), `admin-tools ${tag} is not the server's version`);
+  it('the Temporal server and both admin-tools jobs at the server version the stack builds', () => {
+    assert.deepEqual(split(imageOf('temporal')), ['temporalio/server', versions.temporalServer.replace(/^v/, '')]);
+    for (const job of ['temporal-schema', 'temporal-setup']) {
+      const [repo, tag] = split(imageOf(job));
+      assert.equal(repo, 'temporalio/admin-tools');
+      assert.equal(tag.split('-')[0], versions.temporalServer.replace(/^v/, ''), `${job}: admin-tools ${tag} is not the server's version`);
+    }
   });
 
   it('the UI at the version the stack builds', () => {
@@ -50,7 +52,7 @@ describe('docker-compose.yml runs what the stack without Docker runs (tooling/ve
 
   it('the deployment guide names the images compose runs', () => {
     const guide = readRepoFile('docs/deployment.md');
-    for (const service of ['postgresql', 'temporal', 'temporal-setup', 'temporal-ui'])
+    for (const service of ['postgresql', 'temporal-schema', 'temporal', 'temporal-setup', 'temporal-ui'])
       assert.ok(guide.includes(`\`${imageOf(service)}\``), `docs/deployment.md does not name ${imageOf(service)}`);
   });
 });

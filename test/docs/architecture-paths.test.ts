@@ -15,7 +15,7 @@ const BY_FOLDER = ['sim', 'test', 'docs'];
 const IGNORED = ['bench/results'];
 
 const PATH_TOKEN = /^[A-Za-z0-9_.\-/]+$/;
-const FILE_EXTENSION = /\.(ts|js|sh|json|ya?ml|md|go|example)$/;
+const FILE_EXTENSION = /\.(ts|js|sh|json|ya?ml|md|go|example|service|tpl|txt)$/;
 const NOT_IN_THE_TREE = ['dist/', '.skewless/', 'test-output/', '~', '/'];
 
 export interface Named {

@@ -15,13 +15,13 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
-import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { statusQuery, type UpgradeStatus } from '../../workflows/rollout-messages.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 import { startPrometheus, type TestPrometheus } from '../helpers/prometheus.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync } from '../helpers/spawn-cli.js';
-import { startTogether } from '../helpers/start-together.js';
 import { untilStatus } from '../helpers/status-polling.js';
-import { startDevServer, temporalVars, uniqueTaskQueue } from '../helpers/temporal-env.js';
+import { temporalVars, uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 
 const LAB = `
@@ -57,14 +57,13 @@ describe('e2e: the alert gate against a real Prometheus', () => {
   const cordoned = async () => (await tc.kube.core.listNode()).items.filter((n) => n.spec?.unschedulable).map((n) => n.metadata?.name);
 
   before(async () => {
-    [env, tc, prom] = await startTogether([
-      startDevServer(),
-      startTestCluster(LAB),
+    [env, tc, prom] = await startClusterWorld(
+      LAB,
       startPrometheus([
         { alert: 'NodeDown', labels: { severity: 'page' } },
         { alert: 'Watchdog', labels: { severity: 'none' } },
       ]),
-    ]);
+    );
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
     const probeUrl = `http://127.0.0.1:${(probe.address() as AddressInfo).port}/healthz`;
     appendFileSync(

@@ -143,6 +143,32 @@ export function cliCases({ cluster, someFile }: CaseContext): BadInput[] {
       ['plan', '--cluster', cluster, '--to', '1.32.6', '--first-control-plane', 'cp-1 && reboot'],
       /--first-control-plane must be a node name/,
     ),
+    // Issue 40: the batch-by keys of upgrade, plan, maintain and schedule create, judged by the one policy.
+    flag(
+      '--batch-by that is not a label key',
+      upgrade(cluster, '1.32.6', '--batch-by', 'zone name'),
+      /^skewless: --batch-by must be a label key \(\[prefix\/\]name, as topology\.kubernetes\.io\/zone\), got "zone name"$/,
+    ),
+    flag(
+      '--batch-order without --batch-by',
+      ['plan', '--cluster', cluster, '--to', '1.32.6', '--batch-order', 'a,b'],
+      /^skewless: --batch-order orders the values of --batch-by: give --batch-by too$/,
+    ),
+    flag(
+      '--batch-order naming a value twice',
+      upgrade(cluster, '1.32.6', '--batch-by', 'topology.kubernetes.io/zone', '--batch-order', 'a,b,a'),
+      /^skewless: --batch-order names "a" twice$/,
+    ),
+    flag(
+      'maintain --batch-order with a value no label can have',
+      ['maintain', '--cluster', cluster, '--node', 'worker-1', '--batch-by', 'zone', '--batch-order', 'a,B!'],
+      /^skewless: --batch-order \[1\] must be a label value .*got "B!"$/,
+    ),
+    flag(
+      '--rebalance given a value',
+      upgrade(cluster, '1.32.6', '--rebalance=yes'),
+      /^skewless: Option '--rebalance' does not take an argument$/,
+    ),
     flag(
       'malformed --task-queue',
       upgrade(cluster, '1.32.6', '--task-queue', 'queue with spaces'),
@@ -571,7 +597,7 @@ export const BROKEN_CONFIGS: {
   {
     name: 'wrong-type',
     exit: 2,
-    stderr: /wrong-type\.yaml: ssh\.connectTimeoutSeconds must be an integer from 1 to 300$/,
+    stderr: /wrong-type\.yaml: ssh\.connectTimeoutSeconds must be an integer from 1 to 300, got "five"$/,
     edit: (y) => y.replace(/connectTimeoutSeconds: \d+/, 'connectTimeoutSeconds: five'),
   },
   {
@@ -632,6 +658,88 @@ export const BROKEN_CONFIGS: {
     stderr:
       /^skewless: upgrade of alerts-unreachable failed: refusing to start: alerts: Prometheus at http:\/\/127\.0\.0\.1:2\/ is unreachable: ECONNREFUSED$/,
     edit: (y) => `${y}alerts: {prometheusUrl: "http://127.0.0.1:2", matchers: ['severity="page"']}\n`,
+  },
+  {
+    // The etcd patch step's target (--fix-prerequisites) must stay on 3.5, at or past 3.5.26: 3.6 is kubeadm's own step.
+    name: 'etcd-patch-tag',
+    exit: 2,
+    stderr:
+      /etcd-patch-tag\.yaml: etcd\.patchImageTag "3\.6\.5-0": expected an etcd 3\.5 image tag at or past 3\.5\.26 \(e\.g\. 3\.5\.26-0\)$/,
+    edit: (y) => `${y}etcd: {patchImageTag: "3.6.5-0"}\n`,
+  },
+  {
+    name: 'notify-unknown-event',
+    exit: 2,
+    stderr: /notify-unknown-event\.yaml: notify\[0\]\.events\[1\]: unknown event "run\.begun" \(run\.started, run\.waiting, /,
+    edit: (y) => `${y}notify:\n  - {name: ops, type: webhook, url: "http://127.0.0.1:9/", events: [run.started, run.begun]}\n`,
+  },
+  {
+    name: 'notify-insecure',
+    exit: 2,
+    stderr: /notify-insecure\.yaml: notify\[0\]\.url is http:\/\/ to hooks\.example, not loopback: use https, or allowInsecure: true$/,
+    edit: (y) => `${y}notify:\n  - {name: ops, type: slack, url: "http://hooks.example/T0/B0/x"}\n`,
+  },
+  {
+    name: 'hook-not-words',
+    exit: 2,
+    stderr: /hook-not-words\.yaml: hooks\[0\]\.command must be a list of words, run without a shell /,
+    edit: (y) => `${y}hooks:\n  - {name: ticket, at: [beforeRun], command: "/usr/local/bin/ticket open"}\n`,
+  },
+  {
+    name: 'exclusion-backwards',
+    exit: 2,
+    stderr: /exclusion-backwards\.yaml: exclusions\[0\]\.to 2026-12-20 is not after from 2027-01-05$/,
+    edit: (y) => `${y}exclusions:\n  - {from: "2027-01-05", to: "2026-12-20", timeZone: Europe/Berlin}\n`,
+  },
+  {
+    name: 'drain-rule-two',
+    exit: 2,
+    stderr: /drain-rule-two\.yaml: drainRules\[0\] must have exactly one of order, skip or waitCompleted, got order and skip$/,
+    edit: (y) => `${y}drainRules:\n  - {namespace: rook-ceph, order: 10, skip: true}\n`,
+  },
+  {
+    name: 'drain-rule-order',
+    exit: 2,
+    stderr: /drain-rule-order\.yaml: drainRules\[1\]\.order must be an integer from -10000 to 10000, got "last"$/,
+    edit: (y) => `${y}drainRules:\n  - {labels: {app: agent}, skip: true}\n  - {labels: {app: osd}, order: last}\n`,
+  },
+  {
+    name: 'drain-rule-wide',
+    exit: 2,
+    stderr: /drain-rule-wide\.yaml: drainRules\[0\] must select pods by namespace, labels or both /,
+    edit: (y) => `${y}drainRules:\n  - {waitCompleted: true}\n`,
+  },
+  {
+    name: 'drain-rule-wait',
+    exit: 2,
+    stderr: /drain-rule-wait\.yaml: drainRules\[0\]\.waitCompleted must be true or false, got "yes"$/,
+    edit: (y) => `${y}drainRules:\n  - {namespace: batch, waitCompleted: "yes"}\n`,
+  },
+  {
+    name: 'node-health-condition',
+    exit: 2,
+    stderr:
+      /node-health-condition\.yaml: nodeHealth\.conditions\[0\] must be a node condition type such as KernelDeadlock, got "Kernel Deadlock"$/,
+    edit: (y) => `${y}nodeHealth: {conditions: [Kernel Deadlock]}\n`,
+  },
+  {
+    name: 'node-health-daemonsets',
+    exit: 2,
+    stderr: /node-health-daemonsets\.yaml: nodeHealth\.daemonSets must be true or false, got "no"$/,
+    edit: (y) => `${y}nodeHealth: {daemonSets: "no"}\n`,
+  },
+  {
+    name: 'node-health-wait',
+    exit: 2,
+    stderr:
+      /node-health-wait\.yaml: nodeHealth\.waitSeconds must be an integer from 0 to \d+ \(the longest wait of a health check\), got -1$/,
+    edit: (y) => `${y}nodeHealth: {waitSeconds: -1}\n`,
+  },
+  {
+    name: 'addons-kube-proxy',
+    exit: 2,
+    stderr: /addons-kube-proxy\.yaml: addons\.kubeProxy must be "auto", "absent", "present", got "removed"$/,
+    edit: (y) => `${y}addons: {kubeProxy: removed}\n`,
   },
   { name: 'not-yaml', exit: 2, stderr: /not-yaml\.yaml: not valid YAML: /, edit: (y) => y.replace(/^ssh:$/m, 'ssh: [') },
   {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { waitFor } from '../../sim/cluster/wait-for.js';
-import { abortSignal } from '../../workflows/upgrade-messages.js';
+import { abortSignal } from '../../workflows/rollout-messages.js';
 import { clusterWrites, type ClusterWrites, type WritesMark } from '../helpers/cluster-writes.js';
 import type { CliResult } from '../helpers/run-cli.js';
 import type { TestCluster } from '../helpers/sim-cluster.js';
@@ -37,12 +37,19 @@ workloads:
   - {kind: Deployment, name: solo, replicas: 1}
 `;
 
+/**
+ * The follower's notice when the worker has not answered yet (client/commands/watch.ts): true when the shared
+ * worker is slow under load, and not part of the refusal, so it is left out of the one-line rule.
+ */
+const NO_WORKER_NOTICE = /^skewless: [^\n]*; the [^\n]* waits for a worker \("skewless worker [^\n]*\n/gm;
+
 /** Exactly one line on stderr, "skewless: …", the expected exit code, and no stack trace anywhere. */
 function assertRefused(r: CliResult, c: Pick<BadInput, 'name' | 'exit' | 'stderr'>): void {
   const detail = `${c.name}: exit ${r.code}\n--- stdout\n${r.stdout}--- stderr\n${r.stderr}`;
+  const stderr = r.stderr.replace(NO_WORKER_NOTICE, '');
   assert.equal(r.code, c.exit, detail);
-  assert.match(r.stderr, /^skewless: [^\n]+\n$/, `one line on stderr: ${detail}`);
-  assert.match(r.stderr.trimEnd(), c.stderr, detail);
+  assert.match(stderr, /^skewless: [^\n]+\n$/, `one line on stderr: ${detail}`);
+  assert.match(stderr.trimEnd(), c.stderr, detail);
   assert.doesNotMatch(r.stdout + r.stderr, /^\s+at .+\(?.+:\d+:\d+\)?$/m, `no stack trace: ${detail}`);
 }
 
@@ -94,9 +101,14 @@ describe('e2e: bad input gets one line, a non-zero exit and no write to the clus
       await c.cleanup?.();
     }
   };
+  /** One subtest per case, as many at a time as the test's `concurrency` (one unless it says `together`). */
   const runAll = async (t: TestContext, cases: BadInput[], quietStdout = false) => {
-    for (const c of cases) await t.test(c.name, () => check(c, quietStdout));
+    await Promise.all(cases.map((c) => t.test(c.name, () => check(c, quietStdout))));
   };
+  // For tables whose cases share no state: no setup, and no two start the same workflow (its ID is the
+  // cluster's). A case is mostly a CLI process starting up. A write during overlapping cases still
+  // fails the check, of the case or of its neighbour.
+  const together = { concurrency: 3 };
 
   before(async () => {
     [env, tc] = await startClusterWorld(LAB);
@@ -173,14 +185,14 @@ describe('e2e: bad input gets one line, a non-zero exit and no write to the clus
 
   it('`skewless worker` refuses a clusters directory it cannot use, before it polls', (t) => runAll(t, workerStartCases(ctx), true));
 
-  it('the CLI refuses bad flags, versions and names before it contacts Temporal', (t) => runAll(t, cliCases(ctx), true));
+  it('the CLI refuses bad flags, versions and names before it contacts Temporal', together, (t) => runAll(t, cliCases(ctx), true));
 
-  it('controls of a cluster that has no upgrade are refused', (t) => runAll(t, noUpgradeCases(), true));
+  it('controls of a cluster that has no upgrade are refused', together, (t) => runAll(t, noUpgradeCases(), true));
 
   it('the worker refuses an unknown cluster, a version the cluster cannot go to, and a cluster not fit to start', (t) =>
     runAll(t, workerCases(ctx)));
 
-  it('the worker refuses a broken cluster configuration: missing fields, wrong types, unknown keys, unusable files', (t) =>
+  it('the worker refuses a broken cluster configuration: missing fields, wrong types, unknown keys, unusable files', together, (t) =>
     runAll(
       t,
       BROKEN_CONFIGS.map((b) => ({
@@ -189,7 +201,8 @@ describe('e2e: bad input gets one line, a non-zero exit and no write to the clus
         exit: b.exit,
         stderr: b.stderr,
       })),
-    ));
+    ),
+  );
 
   it('a kubeconfig for an unreachable apiserver: the inventory gives up after its retries, with one line', async () => {
     assert.ok(unreachable);

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
-import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { statusQuery, type UpgradeStatus } from '../../workflows/rollout-messages.js';
 import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
 import { judgeSimulation, nodeLines } from '../helpers/upgrade-evidence.js';
 import { simWorld } from '../helpers/sim-world.js';
@@ -118,6 +118,8 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     // status gives the same exit status for the same outcome as the upgrade that followed it.
     const statusText = await cli('status', 'behind');
     assert.equal(statusText.code, 4, statusText.stdout + statusText.stderr);
+    // The header spans what this finishing run moved (the workers' kubelets from 1.32.4), not its apiservers' 1.33.7 → 1.33.
+    assert.match(statusText.stdout, /^behind: 1\.32\.4 → 1\.33\.7, hop 1\.33\.7 \(1\.33\.7\), done$/m);
     const statusJson = await cli('status', 'behind', '--output', 'json');
     assert.equal(statusJson.code, 4, statusJson.stderr);
     const result = (await handle().result()) as UpgradeStatus;
@@ -152,6 +154,8 @@ describe('e2e: an upgrade finishes the nodes an earlier run left behind', () => 
     const ended = await cli('upgrade', '--cluster', 'behind', '--to', '1.33.7');
     assert.equal(ended.code, 0, ended.stdout + ended.stderr);
     assert.equal(ended.stdout.trimEnd().split('\n').at(-1), 'behind: upgraded to 1.33.7');
+    // Its bar counts the one node upgrade it does, not the control planes and workers already there.
+    assert.match(ended.stdout, /^\[#{20}\] 1\/1 node upgrades, hop 1\.33\.7 of 1\.33\.7, done$/m);
     const result = (await handle().result()) as UpgradeStatus;
     assert.deepEqual(
       Object.entries(result.nodes)

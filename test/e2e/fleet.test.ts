@@ -10,9 +10,9 @@ import { waitFor } from '../../sim/cluster/wait-for.js';
 import { fleetStatusQuery, type FleetStatus } from '../../workflows/fleet-messages.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
-import { startTogether } from '../helpers/start-together.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
 import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -56,12 +56,11 @@ describe('e2e: a fleet of an admin and two user clusters on three simulations', 
 
   before(async () => {
     dir = tempDir('fleet');
-    const [e, ...clusters] = await startTogether([
-      startDevServer(),
-      startTestCluster(sim('admin')),
+    const [e, ...clusters] = await startClusterWorld(
+      sim('admin'),
       startTestCluster(sim('user-a', '  - {kind: Pod, name: pet, node: worker-1}')),
       startTestCluster(sim('user-b')),
-    ]);
+    );
     env = e;
     // One worker, one clusters directory holding the three configurations (their paths are absolute).
     const clustersDir = join(dir, 'clusters');

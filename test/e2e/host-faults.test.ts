@@ -7,7 +7,7 @@ import { mergePatch, strategicMergePatch } from '../../sim/cluster/kube-clients.
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { nodeStatusQuery, type StepBlock } from '../../workflows/node-messages.js';
-import type { UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import type { UpgradeStatus } from '../../workflows/rollout-messages.js';
 import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';

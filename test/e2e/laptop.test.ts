@@ -5,7 +5,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import type { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
-import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { statusQuery, type UpgradeStatus } from '../../workflows/rollout-messages.js';
 import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { untilStatus } from '../helpers/status-polling.js';

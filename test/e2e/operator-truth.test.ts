@@ -7,7 +7,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
-import type { UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import type { UpgradeStatus } from '../../workflows/rollout-messages.js';
 import { repoRoot, type CliResult } from '../helpers/run-cli.js';
 import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
@@ -142,7 +142,7 @@ describe('e2e: what the operator sees is true', () => {
 
     const text = await cli('status', 'truth');
     assert.equal(text.code, 1, text.stdout + text.stderr);
-    assert.match(text.stdout, /^truth: 1\.32\.4 → 1\.33, hop - \(1\.33\.7\), failed$/m);
+    assert.match(text.stdout, /^truth: 1\.29\.0 → 1\.33\.7, hop - \(1\.33\.7\), failed$/m);
     assert.match(text.stdout, /^ {2}failed: refusing to start: .* breaks the skew policy: .*kubelet on worker-2 at 1\.29\.0/m);
     assert.doesNotMatch(text.stdout, /inventory/);
     const json = await cli('status', 'truth', '--output', 'json');
@@ -159,7 +159,7 @@ describe('e2e: what the operator sees is true', () => {
     const stopped = await timed('status', 'truth').finally(startWorker);
     assert.equal(stopped.code, 1, stopped.stdout + stopped.stderr);
     assert.ok(stopped.seconds < 15, `answered in ${stopped.seconds} s`);
-    assert.match(stopped.stdout, /^truth: upgrade\/truth failed; as last recorded: 1\.32\.4 → 1\.33, failed, 0\/3 nodes done$/m);
+    assert.match(stopped.stdout, /^truth: upgrade\/truth failed; as last recorded: 1\.29\.0 → 1\.33\.7, failed, 0\/3 node upgrades$/m);
     assert.match(stopped.stdout, new RegExp(`^ {2}no worker answered on task queue ${taskQueue} within 5 s`, 'm'));
     assert.match(stopped.stdout, /^ {2}failed: refusing to start: /m);
     assert.equal(stopped.stderr, '');
@@ -259,7 +259,7 @@ describe('e2e: what the operator sees is true', () => {
         new RegExp(
           `^skewless: no worker answered on task queue ${taskQueue} within 5 s \\(a worker polled it recently: stopped or overloaded\\?\\); ` +
             'the upgrade waits for a worker \\("skewless worker --clusters-dir DIR"\\); ' +
-            'Temporal holds: upgrade/truth running; as last recorded: 1\\.32\\.4 → 1\\.33, hop 1\\.33\\.7, [^\\n]*\\d/3 nodes done[^\\n]*\\n$',
+            'Temporal holds: upgrade/truth running; as last recorded: 1\\.32\\.4 → 1\\.33\\.7, hop 1\\.33\\.7, [^\\n]*\\d/3 node upgrades[^\\n]*\\n$',
         ),
       );
       const json = await cli('status', 'truth', '--output', 'json');
@@ -295,7 +295,7 @@ describe('e2e: what the operator sees is true', () => {
   it('status of the aborted upgrade shows its outcome and exits 1', async () => {
     const status = await cli('status', 'truth');
     assert.equal(status.code, 1, status.stdout + status.stderr);
-    assert.match(status.stdout, /^truth: 1\.32\.4 → 1\.33, hop 1\.33\.7 \(1\.33\.7\), aborted$/m);
+    assert.match(status.stdout, /^truth: 1\.32\.4 → 1\.33\.7, hop 1\.33\.7 \(1\.33\.7\), aborted$/m);
     assert.match(status.stdout, /^ {2}aborted by erin: enough; /m);
   });
 

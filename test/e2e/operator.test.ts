@@ -10,7 +10,7 @@ import { untilStatus } from '../helpers/status-polling.js';
 import { simWorker } from '../helpers/workers.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { nodeStatusQuery } from '../../workflows/node-messages.js';
-import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { statusQuery, type UpgradeStatus } from '../../workflows/rollout-messages.js';
 import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
 import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
@@ -154,7 +154,7 @@ describe('e2e: operating an upgrade with the skewless CLI', () => {
       JSON.stringify(blocked),
     );
     const text = await cli('status', 'op');
-    assert.match(text.stdout, /^op: 1\.32\.4 → 1\.33, hop 1\.33\.7 \(1\.33\.7\), workers$/m);
+    assert.match(text.stdout, /^op: 1\.32\.4 → 1\.33\.7, hop 1\.33\.7 \(1\.33\.7\), workers$/m);
     assert.match(
       text.stdout,
       /^ {2}worker-1 .* blocked: drain of worker-1 did not finish within 8 s; .*default\/stuck-[a-z0-9-]+ \(PDB [^)]*stuck\)/m,

@@ -5,7 +5,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { nodeWorkflowId } from '../../contracts/workflow-ids.js';
 import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { checkSkew } from '../../rules/index.js';
-import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { statusQuery, type UpgradeStatus } from '../../workflows/rollout-messages.js';
 import { spawnCli } from '../helpers/spawn-cli.js';
 import { simWorld } from '../helpers/sim-world.js';
 

@@ -16,7 +16,9 @@ import type { TestCluster } from '../helpers/sim-cluster.js';
 import { temporalVars, uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { simWorker } from '../helpers/workers.js';
 import type { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
-import { abortSignal, statusQuery } from '../../workflows/upgrade-messages.js';
+import { abortSignal, statusQuery, type UpgradeStatus } from '../../workflows/rollout-messages.js';
+import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
+import { checkEmulationSkew } from '../../rules/index.js';
 import { startClusterWorld } from '../helpers/sim-world.js';
 
 const DESCRIPTION = `
@@ -109,7 +111,7 @@ describe('plan --cluster: the readiness section holds a hop that removes an API 
     assert.match(held.stdout, /^readiness \(legacy\): 1 finding; the upgrade would hold until each is fixed or acknowledged/m);
     assert.match(
       held.stdout,
-      /^ {2}HOLD removed-api before 1\.33: authentication\.k8s\.io\/v1beta1\/selfsubjectreviews requested( \d+ times?)?, removed in 1\.33; by skewless-sim-admin \(nightly-report\/2\.1, 1×\)$/m,
+      /^ {2}HOLD removed-api before 1\.33: authentication\.k8s\.io\/v1beta1\/selfsubjectreviews requested 1 time since the apiservers started, removed in 1\.33; by skewless-sim-admin \(nightly-report\/2\.1, 1 time in the audit log read\)$/m,
     );
     assert.match(held.stdout, new RegExp(`^ {6}acknowledge: removed-api:${GVR.replace(/\./g, '\\.')}$`, 'm'));
     assert.match(held.stdout, /^Pre-flight \(legacy\): nothing would stop the upgrade from starting\.$/m, 'held by readiness alone');
@@ -159,8 +161,11 @@ describe('plan --cluster: the readiness section holds a hop that removes an API 
       GVR,
       '--by',
       'alice',
+      // Its own reason (NAME=TEXT) beats the one for every acknowledgement.
       '--reason',
-      reason,
+      `removed-api:${GVR}=${reason}`,
+      '--reason',
+      'the rest: checked with the owners',
       '--detach',
     ]);
     assert.equal(started.status, 0, started.stdout + started.stderr);
@@ -186,7 +191,152 @@ describe('plan --cluster: the readiness section holds a hop that removes an API 
     assert.equal(history.status, 0, history.stderr);
     assert.match(
       history.stdout,
-      new RegExp(`started upgrade/legacy to 1\\.33; acknowledged removed-api:${GVR.replace(/\./g, '\\.')} by alice: ${reason}`),
+      new RegExp(
+        `started upgrade/legacy to 1\\.33; acknowledged removed-api:${GVR.replace(/\./g, '\\.')} \\(${reason}\\) by alice: the rest: checked with the owners`,
+      ),
     );
+  });
+
+  // Issue 36 on the same world: a reversible hop's trial rolled back, then the same hop committed.
+  const getJson = async <T>(path: string): Promise<T> => {
+    const cp = tc.sim.controlPlane;
+    const tls = { ca: readFileSync(cp.pki.caCert), cert: readFileSync(cp.pki.adminCert), key: readFileSync(cp.pki.adminKey) };
+    const body = await new Promise<string>((resolve, reject) => {
+      request(new URL(path, tc.sim.server), { ...tls, agent: false }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve(text));
+      })
+        .on('error', reject)
+        .end();
+    });
+    return JSON.parse(body) as T;
+  };
+  const version = () => getJson<{ gitVersion: string; emulationMinor?: string }>('/version');
+  const groups = async () =>
+    (await getJson<{ groups: { versions: { groupVersion: string }[] }[] }>('/apis')).groups
+      .flatMap((g) => g.versions.map((v) => v.groupVersion))
+      .sort();
+  const configMap = (name: string) =>
+    tc.kube.core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name }, data: { written: name } } });
+  const handle = () => env.client.workflow.getHandle<typeof clusterUpgradeWorkflow>('upgrade/legacy');
+  /** The upgrade's status once `ok` holds (the worker moves the trial meanwhile). */
+  const statusWhen = async (ok: (s: UpgradeStatus) => boolean, what: string): Promise<UpgradeStatus> => {
+    const deadline = Date.now() + 480_000;
+    for (;;) {
+      const s = await handle().query(statusQuery);
+      if (ok(s)) return s;
+      if (Date.now() > deadline || ['done', 'failed', 'aborted'].includes(s.phase))
+        assert.fail(`${what}: ${s.phase}\n${s.events.join('\n')}`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  };
+  const inTrial = (s: UpgradeStatus) => s.trial?.state === 'trial' && s.gates.some((g) => g.name === 'commit-1.33.13' && !g.approvedBy);
+  const reversibleUpgrade = (...more: string[]) =>
+    cli(['upgrade', '--cluster', 'legacy', '--to', '1.33', '--reversible', '--acknowledge-removed-api', GVR, '--by', 'alice', ...more]);
+  const cpRuns = () => {
+    const cp = tc.sim.controlPlane;
+    assert.ok(cp.mode === 'per-node');
+    const node = cp.nodes.get('cp-1');
+    assert.ok(node);
+    return (['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const).map(
+      (c) => `${c} ${node.versionOf(c)} ${node.emulatedOf(c) ?? '-'}`,
+    );
+  };
+  /** Resolves with the status once the run halts or a node blocks; never while it goes on or once it ended. */
+  const untilWaitingForOperator = async (): Promise<UpgradeStatus> => {
+    for (;;) {
+      const s = await handle().query(statusQuery);
+      if (s.halted !== undefined || Object.values(s.nodes).some((n) => n.phase === 'blocked')) return s;
+      if (['done', 'failed', 'aborted'].includes(s.phase)) return new Promise(() => undefined);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  };
+  const saveHistory = async (name: string) => {
+    const dir = process.env.SKEWLESS_SAVE_HISTORIES;
+    if (dir) writeFileSync(`${dir}/${name}.json`, historyToJSON(await handle().fetchHistory()));
+  };
+
+  it('upgrade --reversible: a trial of 1.33.13 emulating 1.32, objects written during it, skewless rollback: 1.32.13 again, every object kept, no etcd restore', async () => {
+    const groupsAt132 = await groups();
+    const started = await reversibleUpgrade('--detach');
+    assert.equal(started.status, 0, started.stdout + started.stderr);
+    const waiting = await statusWhen(inTrial, 'the trial waits at commit-1.33.13');
+    assert.equal(waiting.trial?.from, '1.32.13');
+    const at = await version();
+    assert.deepEqual([at.gitVersion, at.emulationMinor], ['v1.33.13', '32'], 'the 1.33.13 apiserver emulating 1.32');
+    assert.deepEqual(await groups(), groupsAt132, "it serves 1.32's API groups");
+    assert.deepEqual(cpRuns(), ['kube-apiserver 1.33.13 1.32', 'kube-controller-manager 1.33.13 1.32', 'kube-scheduler 1.33.13 1.32']);
+    const kubelet = async () => (await tc.kube.core.readNode({ name: 'worker-1' })).status?.nodeInfo?.kubeletVersion;
+    assert.equal(await kubelet(), 'v1.32.13', 'no kubelet moves in a trial');
+    const shown = await cli(['status', 'legacy']);
+    assert.match(
+      shown.stdout,
+      /trial of 1\.33\.13 \(emulating 1\.32\): way back: skewless rollback legacy \(to 1\.32\.13, no etcd restore\)/,
+    );
+    for (const name of ['during-trial-1', 'during-trial-2']) await configMap(name);
+
+    const rolled = await cli(['rollback', 'legacy', '--by', 'bob', '--comment', 'latency up in the trial']);
+    assert.equal(rolled.status, 0, rolled.stdout + rolled.stderr);
+    const ended = await handle().result();
+    assert.equal(ended.phase, 'aborted', ended.events.join('\n'));
+    assert.match(ended.outcome ?? '', /^trial of 1\.33\.13 rolled back to 1\.32\.13 by bob \(latency up in the trial\): no etcd restore/);
+    assert.equal(ended.trial?.state, 'rolled-back');
+    const back = await version();
+    assert.deepEqual([back.gitVersion, back.emulationMinor], ['v1.32.13', undefined]);
+    assert.deepEqual(cpRuns(), ['kube-apiserver 1.32.13 -', 'kube-controller-manager 1.32.13 -', 'kube-scheduler 1.32.13 -']);
+    for (const name of ['during-trial-1', 'during-trial-2'])
+      assert.equal((await tc.kube.core.readNamespacedConfigMap({ name, namespace: 'default' })).data?.written, name);
+    for (const node of ['cp-1', 'worker-1'])
+      assert.ok(!tc.sim.hosts.commandLog(node).some((e) => e.command.includes('snapshot restore')), `no etcd restore on ${node}`);
+    assert.match(tc.sim.hosts.state('cp-1').packages.kubeadm ?? '', /^1\.32\.13-/, 'kubeadm back at 1.32.13');
+    assert.deepEqual(await cordoned(), []);
+    // The skew policy, read at emulated versions, held in every state the simulation recorded.
+    await tc.sim.versionHistorySettled();
+    const history = readVersionHistory(tc.sim.stateDir).filter((r) => !r.error);
+    assert.ok(history.some((r) => r.inventory.apiservers.some((x) => x.emulated === '1.32')));
+    for (const r of history) assert.deepEqual(checkEmulationSkew(r.inventory, { topology: 'kubeadm' }).violations, [], r.cause);
+    await saveHistory('upgrade_legacy@reversible-rolled-back');
+  });
+
+  it('upgrade --reversible, committed: approve commit-1.33.13, the emulation gone from every manifest, the worker moved, exit 0', async () => {
+    const before = (await handle().describe()).runId;
+    // One worker: its pods have nowhere to go while it drains (the capacity check would halt before it).
+    const following = reversibleUpgrade('--acknowledge', 'capacity:worker-1');
+    let exited: Awaited<typeof following> | undefined;
+    void following.then((r) => (exited = r));
+    // Until the new run starts, the workflow id names the rolled-back one; a CLI that ends before is a failure to read.
+    const deadline = Date.now() + 120_000;
+    while ((await handle().describe()).runId === before) {
+      if (exited) assert.fail(`the upgrade ended before its run started: exit ${exited.status}\n${exited.stdout}${exited.stderr}`);
+      assert.ok(Date.now() < deadline, 'no new run within 120 s');
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    await statusWhen(inTrial, 'the trial waits at commit-1.33.13');
+    await configMap('during-committed-trial');
+    const approved = await cli(['approve', 'legacy', '--gate', 'commit-1.33.13', '--by', 'carol']);
+    assert.equal(approved.status, 0, approved.stdout + approved.stderr);
+    // The CLI follows the run to its end; a run that waits for the operator instead fails here, saying why.
+    const run = await Promise.race([
+      following,
+      untilWaitingForOperator().then((st) => assert.fail(`the run waits for the operator:\n${st.events.join('\n')}`)),
+    ]);
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    const ended = await handle().result();
+    assert.equal(ended.phase, 'done', ended.events.join('\n'));
+    assert.equal(ended.trial?.state, 'committed');
+    assert.deepEqual(cpRuns(), ['kube-apiserver 1.33.13 -', 'kube-controller-manager 1.33.13 -', 'kube-scheduler 1.33.13 -']);
+    const manifests = tc.sim.hosts.commandLog('cp-1').map((e) => e.command);
+    assert.ok(manifests.includes('sudo -n kubeadm upgrade apply v1.33.13 --yes'), 'the commit is kubeadm without the patches');
+    for (const node of ['cp-1', 'worker-1'])
+      assert.equal((await tc.kube.core.readNode({ name: node })).status?.nodeInfo?.kubeletVersion, 'v1.33.13', node);
+    assert.equal((await version()).emulationMinor ?? '33', '33');
+    assert.ok((await tc.kube.core.readNamespacedConfigMap({ name: 'during-committed-trial', namespace: 'default' })).data);
+    const refused = await cli(['rollback', 'legacy', '--by', 'bob']);
+    assert.notEqual(refused.status, 0, `nothing to roll back once committed: ${refused.stdout}${refused.stderr}`);
+    await tc.sim.versionHistorySettled();
+    for (const r of readVersionHistory(tc.sim.stateDir).filter((x) => !x.error))
+      assert.deepEqual(checkEmulationSkew(r.inventory, { topology: 'kubeadm' }).violations, [], r.cause);
+    await saveHistory('upgrade_legacy@reversible-committed');
   });
 });

@@ -7,6 +7,7 @@ import type { Worker } from '@temporalio/worker';
 import type { RehearsalReport } from '../../client/rehearse/report.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { readDescription } from '../../sim/description.js';
+import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { clusterWrites } from '../helpers/cluster-writes.js';
 import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli } from '../helpers/spawn-cli.js';
@@ -16,8 +17,10 @@ import { tempDir } from '../helpers/temp-dir.js';
 import { startClusterWorld } from '../helpers/sim-world.js';
 
 // The "live" cluster: web's PDB (minAvailable = replicas) allows no eviction, so a drain of a node
-// running one of its pods blocks on it, on the original as on its twin. A bare pod (placed by the test
-// on a worker web does not run on) gets that node refused.
+// running one of its pods blocks on it, on the original as on its twin. The test pins both web pods
+// to one worker (a nodeSelector the twin does not copy: its fresh scheduler spreads its copies) and
+// puts a bare pod beside them, which gets that node refused: on the twin, web's drains block on other
+// workers than the cluster's.
 const LIVE = `
 name: rh
 version: 1.33.7
@@ -41,7 +44,7 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
   let tc: TestCluster;
   let worker: Worker;
   let running: Promise<void>;
-  let webNodes: string[] = [];
+  /** The worker the cluster runs both web pods and the bare pod on. */
   let bareNode = '';
   const dir = tempDir('rehearse-test');
   const taskQueue = uniqueTaskQueue('rehearse');
@@ -54,13 +57,25 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
     [env, tc] = await startClusterWorld(LIVE);
     worker = await simWorker(env, tc.clustersDir, taskQueue);
     running = worker.run();
-    // The bare pod, on a worker without a web pod (2 replicas, 3 workers: there is one).
-    webNodes = [
-      ...new Set(
-        (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web' })).items.map((p) => p.spec?.nodeName ?? ''),
-      ),
-    ].sort();
-    bareNode = ['worker-1', 'worker-2', 'worker-3'].find((w) => !webNodes.includes(w)) as string;
+    // Both web pods pinned to the worker one of them runs on (one pod moves), the bare pod beside them.
+    const webPods = async () => (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web' })).items;
+    bareNode = (await webPods()).map((p) => p.spec?.nodeName ?? '').sort()[0] as string;
+    await tc.kube.apps.patchNamespacedDeployment(
+      {
+        name: 'web',
+        namespace: 'default',
+        body: { spec: { template: { spec: { nodeSelector: { 'kubernetes.io/hostname': bareNode } } } } },
+      },
+      mergePatch,
+    );
+    await waitFor(
+      `both web pods on ${bareNode}, none elsewhere`,
+      async () => {
+        const pods = await webPods();
+        return pods.length === 2 && pods.every((p) => p.spec?.nodeName === bareNode && p.status?.phase === 'Running');
+      },
+      90_000,
+    );
     await tc.kube.core.createNamespacedPod({
       namespace: 'default',
       body: {
@@ -112,21 +127,31 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
 
     assert.equal(report.cluster, 'rh');
     assert.deepEqual([report.from, report.hops], ['1.33.7', ['1.34.2']]);
-    // The block is the original's: web's PDB, which allows no disruption, refusing web's pods.
-    // Every worker running a web pod, and only those (the twin's pods land where they land: the
-    // twin's web pods need not sit on the same workers as the original's, so the count is compared).
+    // The block is the original's PDB, web's, which allows no disruption, refusing the twin's web pods.
+    // The twin placed them itself: on workers where the cluster runs none (the cluster's are all on
+    // bareNode, refused first for its bare pod), so each block says where the cluster runs web's pods.
     assert.equal(new Set(report.blockedDrains.map((b) => b.node)).size, report.blockedDrains.length, 'one block per node');
-    assert.ok(
-      report.blockedDrains.length >= 1 && report.blockedDrains.length <= webNodes.length,
-      `${JSON.stringify(report.blockedDrains)} vs web on ${webNodes.join(', ')}`,
-    );
+    assert.ok(report.blockedDrains.length >= 1, JSON.stringify(report.blockedDrains));
     for (const b of report.blockedDrains) {
       assert.deepEqual(b.pdbs, ['default/web'], JSON.stringify(b));
-      assert.ok(b.pods.length >= 1 && b.pods.every((p) => p.startsWith('default/web-')), JSON.stringify(b));
+      // The twin's own pods, named by the cluster's workload that owns them: never as if the cluster had them.
+      assert.ok(b.pods.length >= 1 && b.pods.every((p) => /^a pod of default\/web \(the twin's web-\S+\)$/.test(p)), JSON.stringify(b));
       assert.match(b.node, /^worker-[123]$/);
-      assert.notEqual(b.node, bareNode);
+      assert.notEqual(b.node, bareNode, "the twin's placement, not the cluster's");
+      // Mapped back by owner: the cluster's web pods run on bareNode only.
+      assert.deepEqual(b.clusterNodes, [bareNode], JSON.stringify(b));
       assert.equal(b.action, 'skip');
     }
+    // The twin's placement told from the cluster's, by owner: every drain web blocked on the twin is its
+    // placement only, and on the cluster web's budget blocks bareNode's drain (where its pods run).
+    assert.deepEqual(
+      report.placement,
+      {
+        twinOnly: [...new Set(report.blockedDrains.map((b) => b.node))].sort(),
+        clusterBlocks: [{ node: bareNode, pdbs: ['default/web'] }],
+      },
+      JSON.stringify(report.blockedDrains),
+    );
     assert.equal(report.outcome, 'partial');
     // The bare pod is the original's, on the same node: its drain is refused before any eviction.
     assert.deepEqual(
@@ -143,6 +168,11 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
       report.readiness.findings.some((f) => f.check === 'drain-block' && f.what.includes('default/web')),
       JSON.stringify(report.readiness.findings.map((f) => f.what)),
     );
+    // A prediction about a real node comes from the cluster's facts: web's pods block bareNode's drain,
+    // not the workers the twin happened to put its copies on.
+    const webBlocks = report.readiness.findings.filter((f) => f.check === 'drain-block' && f.pod?.startsWith('default/web-'));
+    assert.ok(webBlocks.length >= 1, JSON.stringify(report.readiness.findings));
+    assert.deepEqual([...new Set(webBlocks.map((f) => f.node))], [bareNode], JSON.stringify(webBlocks));
 
     // Timings: the control-plane phase and a worker phase, and every node's steps.
     const phases = report.phases.map((p) => p.phase);
@@ -208,12 +238,39 @@ describe('e2e: skewless rehearse on a simulated twin', () => {
     );
     assert.equal(r.code, 0, `${r.stderr}\n${r.stdout}`);
     assert.match(r.stdout, /^Rehearsal of rh: 1\.33\.7 → 1\.34\.2: the twin upgraded, with nodes left behind/);
-    assert.match(r.stdout, /\n {2}worker-\d \(1\.34\.2\): PDB default\/web refused evicting default\/web-\S+; the rehearsal answered skip/);
+    assert.match(
+      r.stdout,
+      /\nDrains that blocked on the twin \(its scheduler placed the pods; mapped to the cluster by the workload each budget covers\):\n/,
+    );
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `\\n {2}worker-\\d \\(1\\.34\\.2, the twin's placement only\\): PDB default/web refused evicting a pod of default/web \\(the twin's web-\\S+\\); on the cluster its pods run on ${bareNode}; the rehearsal answered skip`,
+      ),
+    );
     assert.match(
       r.stdout,
       new RegExp(
         `\\nNodes refused \\(pods nothing would recreate\\):\\n {2}${bareNode} \\(1\\.34\\.2\\): default/lonely; the rehearsal answered skip`,
       ),
+    );
+    // The phase and node lines say which outcome is the twin's placement and where the cluster's drain blocks.
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `\\nOn the cluster \\(its pods as read, not the twin's placement\\) these drains block: ${bareNode} \\(PDB default/web\\)\\n`,
+      ),
+    );
+    assert.match(r.stdout, /\n {2}1\.34\.2 +(canary|batch-\d+) +\d+\.\d s {2}.*worker-\d \(blocked on the twin's placement only\)/);
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `\\n {2}1\\.34\\.2 +(canary|batch-\\d+) +\\d+\\.\\d s {2}.*${bareNode} \\(on the cluster its drain blocks on PDB default/web\\)`,
+      ),
+    );
+    assert.match(
+      r.stdout,
+      new RegExp(`\\n {2}1\\.34\\.2 +${bareNode} .*\\(skipped\\); on the cluster its drain blocks on PDB default/web\\n`),
     );
     assert.match(r.stdout, /\nSkew policy: every one of the \d+ version states the twin went through complies/);
     assert.match(r.stdout, /\nreadiness: not checked: with --repository nothing runs on the hosts/);

@@ -4,7 +4,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { untilStatus } from '../helpers/status-polling.js';
 import { simWorker } from '../helpers/workers.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
-import { abortSignal, approveUpdate, resolveDrainUpdate, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { abortSignal, approveUpdate, resolveDrainUpdate, type UpgradeStatus } from '../../workflows/rollout-messages.js';
 import type { TestCluster } from '../helpers/sim-cluster.js';
 import { uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { startClusterWorld } from '../helpers/sim-world.js';

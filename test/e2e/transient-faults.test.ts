@@ -10,7 +10,7 @@ import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { packageInstallCounts, readDpkgLog } from '../../sim/hosts/dpkg-database.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
-import type { UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import type { UpgradeStatus } from '../../workflows/rollout-messages.js';
 import type { TestCluster } from '../helpers/sim-cluster.js';
 import { untilStatus } from '../helpers/status-polling.js';
 import { uniqueTaskQueue } from '../helpers/temporal-env.js';

@@ -5,10 +5,11 @@ import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
-import { abortSignal, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { planClusterWorkflow } from '../../workflows/plan-cluster-workflow.js';
+import { abortSignal, type UpgradeStatus } from '../../workflows/rollout-messages.js';
 import type { TestCluster } from '../helpers/sim-cluster.js';
 import { uniqueTaskQueue } from '../helpers/temporal-env.js';
-import { failureChain, judgeVersionHistory } from '../helpers/upgrade-evidence.js';
+import { commandsOutsideForms, failureChain, judgeVersionHistory } from '../helpers/upgrade-evidence.js';
 import { sshExec } from '../helpers/ssh-exec.js';
 import { untilStatus } from '../helpers/status-polling.js';
 import { simWorker } from '../helpers/workers.js';
@@ -17,6 +18,8 @@ import { startClusterWorld } from '../helpers/sim-world.js';
 const DOCKER_REPO =
   '[docker-ce-stable]\\nname=Docker CE Stable\\nbaseurl=https://download.docker.com/linux/rhel/9/x86_64/stable\\nenabled=1\\ngpgcheck=1\\n';
 const CRIO_REPO = '[cri-o]\\nname=CRI-O\\nbaseurl=https://pkgs.k8s.io/addons:/cri-o:/stable:/v1.33/rpm/\\nenabled=1\\n';
+// A company mirror withdrawn since: every metadata download of it answers 404 (worker-1 only).
+const COMPANY_REPO = '[company-extras]\\nname=Company extras\\nbaseurl=http://mirror.example.invalid/rhel/9/extras/\\nenabled=1\\n';
 const NEIGHBOURS = ['docker-ce.repo', 'cri-o.repo'];
 
 // RHEL-family nodes set up by kubernetes.io's guide: kubernetes.repo at v1.32, its exclude= as the hold.
@@ -31,7 +34,15 @@ sources:
   - {file: cri-o.repo, text: "${CRIO_REPO}"}
 nodes:
   - {name: cp, role: control-plane, count: 2}
-  - {name: worker, role: worker, count: 3}
+  # worker-1 also has a broken neighbour: dnf loads every enabled repository, so the hop's lists and installs must not trip on it.
+  - name: worker-1
+    role: worker
+    sources:
+      - {file: docker-ce.repo, text: "${DOCKER_REPO}"}
+      - {file: cri-o.repo, text: "${CRIO_REPO}"}
+      - {file: company.repo, text: "${COMPANY_REPO}", broken: true}
+  - {name: worker-2, role: worker}
+  - {name: worker-3, role: worker}
 workloads:
   - {kind: Deployment, name: web, replicas: 3, pdb: {minAvailable: 2}}
 `;
@@ -52,18 +63,39 @@ describe("e2e: a dnf-based cluster 1.32 → 1.33, each node's kubernetes.repo sw
       readFileSync(join(tc.sim.stateDir, 'hosts', node, 'root', '/etc/yum.repos.d', file), 'utf8');
     const neighbours = (node: string) => NEIGHBOURS.map((f) => onHost(node, f));
     const before = Object.fromEntries(['cp-1', 'worker-1'].map((n) => [n, neighbours(n)]));
+    const company = onHost('worker-1', 'company.repo');
     const taskQueue = uniqueTaskQueue('rhel');
     const worker = await simWorker(env, tc.clustersDir, taskQueue);
-    const status = await worker
+    const [plan, status] = await worker
       .runUntil(
-        env.client.workflow.execute(clusterUpgradeWorkflow, {
-          taskQueue,
-          workflowId: `upgrade/rhel-${taskQueue}`,
-          args: [{ cluster: 'rhel', to: '1.33', policy: { canary: 1, batchSize: 2, maxUnavailable: 1, verifySeconds: 5 } }],
-        }),
+        async () =>
+          [
+            await env.client.workflow.execute(planClusterWorkflow, {
+              taskQueue,
+              workflowId: `plan/rhel-${taskQueue}`,
+              args: [{ cluster: 'rhel', to: '1.33' }],
+            }),
+            await env.client.workflow.execute(clusterUpgradeWorkflow, {
+              taskQueue,
+              workflowId: `upgrade/rhel-${taskQueue}`,
+              args: [{ cluster: 'rhel', to: '1.33', policy: { canary: 1, batchSize: 2, maxUnavailable: 1, verifySeconds: 5 } }],
+            }),
+          ] as const,
       )
       .catch((err: unknown) => assert.fail(failureChain(err)));
+    // plan warns about worker-1's broken company.repo by node and file, as a warning that holds nothing.
+    const warned = (plan.readiness?.findings ?? []).filter((f) => f.check === 'other-source');
+    assert.deepEqual(
+      warned.map((f) => [f.severity, f.node, f.ack]),
+      [['warn', 'worker-1', 'other-source:worker-1:/etc/yum.repos.d/company.repo']],
+      JSON.stringify(plan.readiness),
+    );
+    assert.match(warned[0]!.what, /repository 'company-extras' .*fails to refresh \(404\)/);
     assert.equal(status.phase, 'done', status.events.join('\n'));
+    assert.ok(
+      status.events.some((e) => /readiness: \/etc\/yum\.repos\.d\/company\.repo .*fails to refresh/.test(e)),
+      status.events.join('\n'),
+    );
     assert.deepEqual(status.hops, ['1.33.7']);
 
     await tc.sim.versionHistorySettled();
@@ -102,6 +134,19 @@ describe("e2e: a dnf-based cluster 1.32 → 1.33, each node's kubernetes.repo sw
     }
     for (const node of ['cp-1', 'worker-1'])
       assert.deepEqual(neighbours(node), before[node], `${node}: the neighbours' .repo files as they were`);
+    assert.equal(onHost('worker-1', 'company.repo'), company, "worker-1's broken company.repo as it was");
+    // On worker-1 the listings read the kubernetes repository alone, the installs skip the broken neighbour.
+    const ran = tc.sim.hosts.commandLog('worker-1').map((e) => e.command);
+    const lists = ran.filter((c) => /^dnf list /.test(c) && !c.includes('reposdir='));
+    assert.ok(lists.length >= 1 && lists.every((c) => c.includes(' --repo=kubernetes ')), lists.join('\n'));
+    const installs = ran.filter((c) => c.includes('dnf install'));
+    assert.ok(
+      installs.length >= 1 &&
+        installs.every((c) => c.includes(" '--setopt=*.skip_if_unavailable=True' --setopt=kubernetes.skip_if_unavailable=False ")),
+      installs.join('\n'),
+    );
+    // Every command the hosts ran is a form `sim fault` knows skewless sends (rules/host-command-forms.ts).
+    assert.deepEqual(commandsOutsideForms(tc.sim), []);
   });
   it("an abort while a failed kubelet install waits leaves every kubernetes.repo's exclude= as before the run (read through the host)", async () => {
     const nodes = ['cp-1', 'cp-2', 'worker-1', 'worker-2', 'worker-3'];
@@ -121,7 +166,8 @@ describe("e2e: a dnf-based cluster 1.32 → 1.33, each node's kubernetes.repo sw
     for (const w of ['worker-1', 'worker-2', 'worker-3'])
       tc.sim.hosts.setFault(w, {
         kind: 'fail',
-        command: 'dnf install -y -q --disableexcludes=kubernetes kubelet-1.34.2-150500.1.1',
+        command:
+          "dnf install -y -q --disableexcludes=kubernetes '--setopt=*.skip_if_unavailable=True' --setopt=kubernetes.skip_if_unavailable=False kubelet-1.34.2-150500.1.1",
         stderr: 'Error: Transaction test error:\n  file /usr/bin/kubelet conflicts between attempted installs',
       });
     const taskQueue = uniqueTaskQueue('rhel-abort');

@@ -12,6 +12,8 @@ import type { TestCluster } from '../helpers/sim-cluster.js';
 import { failureChain, judgeVersionHistory } from '../helpers/upgrade-evidence.js';
 import { uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { startClusterWorld } from '../helpers/sim-world.js';
+import { progressLine } from '../../client/commands/watch.js';
+import { upgradeSpan } from '../../client/status-text.js';
 
 const LAB = `
 name: e2e
@@ -126,6 +128,10 @@ describe('e2e: 1.32 → 1.34 on the simulated cluster with a real worker and the
       assert.ok(!log.some((l) => l.includes('install') && /1\.33\.13/.test(l)), `no 1.33 package on ${node}: ${log.join('\n')}`);
     }
     assert.deepEqual(status.hops, ['1.33.13', '1.34.4']);
+    // What watch's bar and status's header say of it: the node upgrades the plan did (3 control planes ×
+    // 2 hops + 5 workers once = 11, not 8 nodes × 2 hops), from 1.32.13 to 1.34.4.
+    assert.match(progressLine(status), /^\[#{20}\] 11\/11 node upgrades, hop 1\.34\.4 of 1\.33\.13 → 1\.34\.4, done$/);
+    assert.equal(upgradeSpan(status), '1.32.13 → 1.34.4');
     // Mid-hop, apiservers of two minors served the same etcd at once, each reporting its own /version.
     assert.ok(
       history.some((h) => new Set(h.inventory.apiservers?.map((a) => a.version)).size === 2),

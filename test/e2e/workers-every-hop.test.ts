@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { nodeWorkflowId } from '../../contracts/workflow-ids.js';
 import { cliAsync } from '../helpers/spawn-cli.js';
-import { judgeSimulation } from '../helpers/upgrade-evidence.js';
+import { commandsOutsideForms, judgeSimulation } from '../helpers/upgrade-evidence.js';
 import { simWorld } from '../helpers/sim-world.js';
 
 const DOCKER = 'deb [arch=amd64 signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/debian bookworm stable';
@@ -109,5 +109,7 @@ describe('e2e: --workers-every-hop drains every worker at every hop, as before',
       const upgrades = world.tc.sim.hosts.commandLog(node).filter((e) => /kubeadm upgrade node$/.test(e.command) && e.exitCode === 0);
       assert.equal(upgrades.length, 2, `${node}: kubeadm upgrade node once per hop`);
     }
+    // Every command the hosts ran (plan's readiness, the hops on apt) is a form `sim fault` knows skewless sends.
+    assert.deepEqual(commandsOutsideForms(world.tc.sim), []);
   });
 });

@@ -3,7 +3,7 @@ import { formatAvailability, type AvailabilityReport } from '../../sim/availabil
 import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { toKubernetesVersion, type CommandLogEntry } from '../../sim/hosts/host-state.js';
 import type { Simulation } from '../../sim/simulation.js';
-import type { UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import type { UpgradeStatus } from '../../workflows/rollout-messages.js';
 import { judgeVersionHistory } from '../helpers/upgrade-evidence.js';
 
 /**

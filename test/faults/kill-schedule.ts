@@ -6,9 +6,14 @@ import type { Rng } from './prng.js';
  * same plan; where each kill lands still depends on the run's timing, so the report says it.
  */
 
-/** A targeted kill waits for its moment: a drain evicting pods, or a host command in flight. */
-export type KillTarget = 'apply' | 'drain' | 'apt-install' | 'kubelet-restart';
-export const TARGETS: readonly KillTarget[] = ['apply', 'drain', 'apt-install', 'kubelet-restart'];
+/**
+ * A targeted kill waits for its moment: a drain evicting pods, or a host command in flight
+ * (`upgrade-node`: `kubeadm upgrade node`, a target of the per-node world, where the real kubeadm runs it).
+ */
+export type KillTarget = 'apply' | 'upgrade-node' | 'drain' | 'apt-install' | 'kubelet-restart';
+export const TARGETS: readonly KillTarget[] = ['apply', 'upgrade-node', 'drain', 'apt-install', 'kubelet-restart'];
+/** The shared world's targets: its `kubeadm upgrade node` is the model's (a second), not worth a target. */
+export const SHARED_TARGETS: readonly KillTarget[] = ['apply', 'drain', 'apt-install', 'kubelet-restart'];
 
 export interface PlannedKill {
   /** A target, or random: `afterMs` after the worker last came up. */
@@ -39,15 +44,16 @@ export interface KillScheduleOptions {
 }
 
 /**
- * Kills 1–4 are the four targets (apply first: it only happens early in each hop); after them each
- * kill is random or targeted with even odds, so a long run kills into every kind of step many
- * times. `kubeadm upgrade apply` runs once per hop, so it comes back rarely (1 in 8 targeted kills).
+ * The first kills are the targets, one each (apply first: it only happens early in each hop); after
+ * them each kill is random or targeted with even odds, so a long run kills into every kind of step many
+ * times. `kubeadm upgrade apply` runs once per hop, so it comes back rarely (1 in 8 or 9 targeted kills).
  */
-export function planKills(rng: Rng, o: KillScheduleOptions): PlannedKill[] {
+export function planKills(rng: Rng, o: KillScheduleOptions, targets: readonly KillTarget[] = SHARED_TARGETS): PlannedKill[] {
   const [rMin, rMax] = o.randomAfterMs ?? [500, 5_000];
   const [dMin, dMax] = o.downMs ?? [200, 2_000];
-  const first: KillTarget[] = ['apply', ...rng.shuffle(TARGETS.filter((t) => t !== 'apply'))];
-  const later: KillTarget[] = ['apply', 'drain', 'drain', 'drain', 'apt-install', 'apt-install', 'kubelet-restart', 'kubelet-restart'];
+  const first: KillTarget[] = ['apply', ...rng.shuffle(targets.filter((t) => t !== 'apply'))];
+  const weights: Partial<Record<KillTarget, number>> = { apply: 1, 'upgrade-node': 1, drain: 3, 'apt-install': 2, 'kubelet-restart': 2 };
+  const later = targets.flatMap((t) => Array<KillTarget>(weights[t] ?? 1).fill(t));
   const plan: PlannedKill[] = [];
   for (let i = 0; i < o.kills; i++) {
     const target = i < first.length ? (first[i] as KillTarget) : rng.chance(0.5) ? rng.pick(later) : 'random';
@@ -61,6 +67,35 @@ export function planKills(rng: Rng, o: KillScheduleOptions): PlannedKill[] {
   return plan;
 }
 
+/**
+ * The stack's outages, PostgreSQL's and the Temporal server's, each part's own plan: the first inside
+ * `kubeadm upgrade apply`, the second inside a drain (the moments a lost database or server would hurt
+ * most: the one long host command, the evictions), the rest random gaps or one of those again. Drawn
+ * from forks of their own, so adding them leaves the worker's plan for a seed alone.
+ */
+export interface PlannedOutage {
+  target: 'apply' | 'drain' | 'random';
+  /** Random: after the previous outage of the part (or the start); targets: the fraction into the command. */
+  afterMs: number;
+  into: number;
+  downMs: number;
+}
+
+export function planOutages(rng: Rng, o: { count: number; gapMs?: [number, number]; downMs?: [number, number] }): PlannedOutage[] {
+  const [gMin, gMax] = o.gapMs ?? [15_000, 45_000];
+  const [dMin, dMax] = o.downMs ?? [500, 3_000];
+  return Array.from({ length: o.count }, (_, i) => ({
+    target: i === 0 ? 'apply' : i === 1 ? 'drain' : rng.pick(['random', 'random', 'drain', 'apply'] as const),
+    afterMs: Math.round(rng.between(gMin, gMax)),
+    // Early in the command: the other part's outage may take its turn first, and the command must still run after it.
+    into: rng.between(0.05, 0.35),
+    downMs: Math.round(rng.between(dMin, dMax)),
+  }));
+}
+
+/** The dev server's restarts as outages: random gaps only (what the runs before the stack's did). */
+export const randomOutages = (plan: PlannedServerRestart[]): PlannedOutage[] => plan.map((p) => ({ target: 'random', into: 0, ...p }));
+
 export function planServerRestarts(rng: Rng, o: KillScheduleOptions): PlannedServerRestart[] {
   const [gMin, gMax] = o.serverGapMs ?? [15_000, 45_000];
   const [dMin, dMax] = o.serverDownMs ?? [500, 3_000];
@@ -73,6 +108,7 @@ export function planServerRestarts(rng: Rng, o: KillScheduleOptions): PlannedSer
 /** Which host command a target waits for (as the host logs it, after `sudo -n` and env). */
 export const TARGET_COMMAND: Record<Exclude<KillTarget, 'drain'>, RegExp> = {
   apply: /\bkubeadm upgrade apply v\S+ --yes\b/,
+  'upgrade-node': /\bkubeadm upgrade node\b/,
   'apt-install': /\bapt-get install\b/,
   'kubelet-restart': /\bsystemctl restart kubelet\b/,
 };

@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Activities } from '../../activities/index.js';
+import { roomForEveryBatch } from './fake-cluster.js';
 
 export type Call = [string, Record<string, unknown>];
 /** Activities that change the cluster: none may run before the pre-flight checks passed. */
@@ -148,6 +149,7 @@ export function mockBlueGreenCluster(options: { version?: string; override?: Rec
     },
   };
   const acts = Object.fromEntries(Object.entries(fns).map(([name, fn]) => [name, record(name, fn)])) as unknown as Partial<Activities>;
+  acts.checkBatchCapacity = roomForEveryBatch; // a read, not recorded: the calls list what the run did to the cluster
   /** `name node` of each call, in order: what the assertions on order read. */
   const order = () => calls.map(([n, i]) => `${n}${typeof i.node === 'string' ? ` ${i.node}` : ''}`);
   return { acts, calls, order, apiserver, kubelet, cordoned, empty, deleted };

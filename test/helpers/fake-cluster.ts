@@ -1,6 +1,14 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Activities } from '../../activities/index.js';
 
+/** checkBatchCapacity of a cluster with room for everything: every batch fits whole (not recorded: a read). */
+export const roomForEveryBatch = async (i: { batches: string[][] }) => ({
+  batches: i.batches.map((nodes) => {
+    const none = { milliCpu: 0, memoryBytes: 0, pods: 0 };
+    return { size: nodes.length, fit: { nodes, evicted: 0, requests: none, pending: [], headroom: none } };
+  }),
+});
+
 /**
  * A cluster that lives in memory: the mocked activities change its versions as the real ones would,
  * so the workflow's post-hop skew checks see the effect of its own steps.
@@ -46,6 +54,8 @@ export function fakeCluster(
   const acts = {
     findRunningRollout: async (i: Record<string, unknown>) => (rec('findRunningRollout', i), { running: false }),
     takeInventory: async (i: Record<string, unknown>) => (rec('takeInventory', i), inventory()),
+    // No `notify:` sinks (a fleet reads each cluster's at its turn): no event is sent.
+    notifySinks: async (i: Record<string, unknown>) => (rec('notifySinks', i), []),
     availableVersions: async (i: Record<string, unknown>) => (rec('availableVersions', i), ['1.34.2', '1.33.7', '1.32.4']),
     snapshotEtcd: async (i: { hop: string }) => (
       rec('snapshotEtcd', i),
@@ -105,6 +115,8 @@ export function fakeCluster(
     uncordonNode: async (i: Record<string, unknown>) => (rec('uncordonNode', i), { uncordoned: true, changed: true }),
     checkPodsOnNode: async (i: Record<string, unknown>) => (rec('checkPodsOnNode', i), {}),
     checkWorkloads: async (i: Record<string, unknown>) => (rec('checkWorkloads', i), {}),
+    checkBatchCapacity: roomForEveryBatch,
+    findConcentratedWorkloads: async () => ({ concentrated: [] }), // a read, not recorded
     runProbes: async (i: Record<string, unknown>) => (rec('runProbes', i), { healthy: true, probes: [], failed: [] }),
     // The alert gate (issue 21): a cluster without an `alerts:` block.
     checkAlerts: async (i: { cluster: string }) => (rec('checkAlerts', i), { cluster: i.cluster, configured: false, firing: [] }),

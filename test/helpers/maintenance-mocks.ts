@@ -1,5 +1,6 @@
 import type { Activities } from '../../activities/index.js';
 import type { MaintenancePlanFacts } from '../../activities/maintenance.js';
+import { roomForEveryBatch } from './fake-cluster.js';
 
 export type Call = [string, Record<string, unknown>];
 export const MAINTENANCE_WRITES = [
@@ -80,6 +81,8 @@ export function mockMaintenanceCluster(
       checkAlerts: (i: Record<string, unknown>) => ({ cluster: i.cluster, configured: false, firing: [] }), // no alerts: block
     } satisfies Record<string, (input: Record<string, unknown>) => unknown>).map(([name, fn]) => [name, record(name, fn)]),
   ) as Partial<Activities>;
+  // A read, not recorded: the calls list what the run did to the cluster.
+  acts.checkBatchCapacity ??= (override.checkBatchCapacity ?? roomForEveryBatch) as Activities['checkBatchCapacity'];
   return {
     acts,
     calls,

@@ -16,12 +16,44 @@ export interface SimWorld {
 }
 
 /**
+ * A simulated cluster for one file's tests, without Temporal (activities and the simulation against
+ * real SSH hosts and a real apiserver): started in the file's `before`, stopped in its `after` however
+ * the tests ended, after `cleanup` (the file's own teardown that still needs the cluster). The
+ * handle stands for the cluster once `before` ran; touching it earlier is a clear error, not undefined.
+ */
+export function clusterWorld(description: string, options: { cleanup?: () => unknown } = {}): TestCluster {
+  let started: TestCluster | undefined;
+  before(async () => {
+    started = await startTestCluster(description);
+  });
+  after(async () => {
+    try {
+      await options.cleanup?.();
+    } finally {
+      await started?.stop();
+    }
+  });
+  return new Proxy({} as TestCluster, {
+    get: (_, key) => {
+      if (!started) throw new Error(`this file's test world is not started yet: read tc.${String(key)} in a test or hook`);
+      return Reflect.get(started, key) as unknown;
+    },
+  });
+}
+
+/**
  * A dev server and a simulated cluster started together, the pair every file with a test world
  * starts: when one fails to start the other is stopped (a bare Promise.all left clusters running).
- * The caller's `after` stops both (`tc.stop()`, `env.teardown()`).
+ * `alongside`: what else the file starts at the same time (a workflow bundle, a receiver), stopped
+ * too when something fails to start. The caller's `after` stops both (`tc.stop()`, `env.teardown()`).
  */
-export function startClusterWorld(description: string): Promise<[TestWorkflowEnvironment, TestCluster]> {
-  return startTogether([startDevServer(), startTestCluster(description)]);
+export function startClusterWorld<A extends unknown[]>(
+  description: string,
+  ...alongside: { [K in keyof A]: Promise<A[K]> }
+): Promise<[TestWorkflowEnvironment, TestCluster, ...A]> {
+  return startTogether([startDevServer(), startTestCluster(description), ...alongside]) as Promise<
+    [TestWorkflowEnvironment, TestCluster, ...A]
+  >;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import { waitFor } from '../../sim/cluster/wait-for.js';
-import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { statusQuery, type UpgradeStatus } from '../../workflows/rollout-messages.js';
 
 /**
  * Polls the upgrade's `status` query until `check` holds and returns that status; on timeout the

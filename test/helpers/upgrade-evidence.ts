@@ -1,7 +1,9 @@
 import { INVENTORY_KEYS, checkSkew, type SkewInventory } from '../../rules/skew-policy.js';
+import { isHostCommandForm } from '../../rules/host-command-forms.js';
 import { compareVersions, parseVersion } from '../../rules/version.js';
 import type { KubeApi } from '../../activities/kube-api.js';
 import { readVersionHistory, type VersionRecord } from '../../sim/cluster/version-recorder.js';
+import { parseCommandLine } from '../../sim/hosts/command-line.js';
 import type { Simulation } from '../../sim/simulation.js';
 
 /** What the simulation's version history says about an upgrade: problems found, and what each component went through. */
@@ -63,4 +65,19 @@ export async function nodeLines(kube: KubeApi): Promise<string[]> {
 export async function judgeSimulation(sim: Simulation): Promise<HistoryVerdict> {
   await sim.versionHistorySettled();
   return judgeVersionHistory(readVersionHistory(sim.stateDir));
+}
+
+/**
+ * Every command a host ran (commands.log, read as the host reads it: after sudo -n and VAR=value) that
+ * is no form of rules/host-command-forms.ts, `node: command`: the table `sim fault` refuses by must know
+ * every command the product sends on a real run, not only those the command fuzz builds.
+ */
+export function commandsOutsideForms(sim: Simulation): string[] {
+  return sim.hosts.hosts.flatMap(({ name }) =>
+    sim.hosts.commandLog(name).flatMap(({ command }) => {
+      const parsed = parseCommandLine(command);
+      const steps = parsed.ok ? parsed.steps.map((s) => s.command.argv) : [command.split(' ')];
+      return steps.filter((argv) => !isHostCommandForm(argv)).map(() => `${name}: ${command}`);
+    }),
+  );
 }

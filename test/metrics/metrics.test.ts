@@ -4,13 +4,13 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { freePort } from '../../tooling/free-port.js';
 import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
-import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { statusQuery, type UpgradeStatus } from '../../workflows/rollout-messages.js';
+import { startClusterWorld } from '../helpers/sim-world.js';
+import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';
-import { startDevServer, uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
+import { uniqueTaskQueue, temporalVars } from '../helpers/temporal-env.js';
 import { nodeLines } from '../helpers/upgrade-evidence.js';
 import { has, scrape, startOtlpReceiver, total, type OtlpReceiver, type Sample } from './observability.js';
-import { startTogether } from '../helpers/start-together.js';
 
 // The demo's topology (demo/cluster.yaml): 3 control planes, 5 workers, its workloads, one hop.
 // `payments` (2 replicas, minAvailable 2) refuses every eviction: the first node drained that runs one
@@ -56,7 +56,7 @@ describe('metrics and traces of a demo-sized upgrade (worker process, real dev s
   let samples: Sample[];
 
   before(async () => {
-    [env, tc, otlp] = await startTogether([startDevServer(), startTestCluster(LAB), startOtlpReceiver()]);
+    [env, tc, otlp] = await startClusterWorld(LAB, startOtlpReceiver());
     metrics = `127.0.0.1:${await freePort()}`;
     worker = spawnCli(['worker', '--clusters-dir', tc.clustersDir, '--task-queue', taskQueue, '--metrics-address', metrics], {
       ...cliEnv(),

@@ -187,6 +187,28 @@ const CASES: [string, DrainPredictionFacts, string[], RegExp][] = [
     /./,
   ],
   ['a node the plan does not drain predicts nothing', base({ pods: [pod('debug', 'w-9', { ownerReferences: [] })] }), [], /./],
+  [
+    'drain rules: a bare pod a rule skips is no blocker and no PDB wait; a waitCompleted pod is said to hold its drain',
+    base({
+      pods: [
+        pod('agent-x1', 'w-1', { ownerReferences: [], labels: { app: 'agent' } }),
+        pod('cart-a1', 'w-2', { ...deployment('cart', 1), labels: { app: 'cart', 'skewless.io/drain': 'skip' } }),
+        pod('report-j1', 'w-4', { ownerReferences: [{ kind: 'Job', name: 'report', controller: true }], labels: { app: 'report' } }),
+      ],
+      pdbs: [pdb('cart', 'cart', { minAvailable: 1, disruptionsAllowed: 0 })],
+      drain: {
+        ignoreDaemonSets: true,
+        deleteEmptyDirData: false,
+        timeoutSeconds: 300,
+        rules: [
+          { labels: { app: 'agent' }, behavior: 'skip', order: 0 },
+          { labels: { app: 'report' }, behavior: 'waitCompleted', order: 0 },
+        ],
+      },
+    }),
+    ['shop/report-j1 w-4 batch-2'],
+    /waited for until it completes \(waitCompleted\), up to the drain timeout of 300 s; it is never evicted/,
+  ],
 ];
 
 describe('rules: drains that will block, predicted', () => {
@@ -206,6 +228,7 @@ describe('rules: drains that will block, predicted', () => {
         assert.match(f.what, text);
         assert.match(f.what, new RegExp(`drain of ${f.node} in phase ${f.phase} of the 1.34 hop`));
         assert.ok(f.todo.length > 0 && f.source.startsWith('https://'));
+        assert.ok(!f.what.includes(f.todo), `the advice is said once, as the todo: ${f.what}`);
       }
     });
   }

@@ -37,6 +37,9 @@ describe('fleet file: parseFleetSpec accepts', () => {
       maxUnavailable: 2,
       order: 'inventory',
       firstControlPlane: 'cp-1',
+      batchBy: 'topology.kubernetes.io/zone',
+      batchOrder: ['b', 'a'],
+      rebalance: true,
       approveWorkers: false,
       approveAfterCanary: false,
       phaseSoakSeconds: 300,
@@ -66,8 +69,8 @@ describe('fleet file: parseFleetSpec refuses with one line naming the entry', ()
   };
   const rows: [string, unknown, RegExp][] = [
     ['not a mapping', ['prod'], /^fleet file: top level: must be a mapping/],
-    ['no name', edit((d) => delete (d as Record<string, unknown>).name), /^fleet file: name: the fleet name must be a DNS label/],
-    ['a name with a slash', edit((d) => (d.name = 'prod/eu')), /name: the fleet name must be a DNS label .*"prod\/eu"/],
+    ['no name', edit((d) => delete (d as Record<string, unknown>).name), /^fleet file: name: must be a DNS label/],
+    ['a name with a slash', edit((d) => (d.name = 'prod/eu')), /name: must be a DNS label .*"prod\/eu"/],
     ['an unknown top-level key', edit((d) => (d.parallel = 2)), /^fleet file: top level: unknown key "parallel"/],
     ['maxParallel 0', edit((d) => (d.maxParallel = 0)), /^fleet file: maxParallel: must be an integer from 1 to 100, got 0/],
     ['maxParallel as text', edit((d) => (d.maxParallel = '2')), /maxParallel: must be an integer from 1 to 100, got "2"/],
@@ -90,7 +93,7 @@ describe('fleet file: parseFleetSpec refuses with one line naming the entry', ()
     [
       'a bad cluster name',
       edit((d) => (d.stages[1]!.clusters as unknown[]).push('User_A')),
-      /stages\[1\]\.clusters\[2\]\.name: the cluster name must be a DNS label/,
+      /stages\[1\]\.clusters\[2\]\.name: must be a DNS label/,
     ],
     [
       'a cluster entry that is a number',
@@ -141,6 +144,16 @@ describe('fleet file: parseFleetSpec refuses with one line naming the entry', ()
       'canary negative',
       edit((d) => ((d.defaults.policy as Record<string, unknown>).canary = -1)),
       /defaults\.policy\.canary: must be an integer ≥ 0, got -1/,
+    ],
+    [
+      'a batchBy that is no label key (issue 40)',
+      edit((d) => ((d.stages[0]!.clusters[0] as { policy: Record<string, unknown> }).policy.batchBy = 'zone name')),
+      /clusters\[0\]\.policy\.batchBy: must be a label key .*got "zone name"/,
+    ],
+    [
+      'a batchOrder without batchBy',
+      edit((d) => ((d.stages[0]!.clusters[0] as { policy: Record<string, unknown> }).policy.batchOrder = ['a'])),
+      /clusters\[0\]\.policy\.batchOrder: orders the values of batchBy: give batchBy too$/,
     ],
     [
       'maxUnavailable 0%',
@@ -204,4 +217,46 @@ describe('fleet file: parseFleetSpec refuses with one line naming the entry', ()
       ),
     );
   }
+});
+
+describe('fleet file: reversible and autoCommit (issue 36, rules/hop-reversibility.ts reversibleRunInput)', () => {
+  const spec = (defaults: Record<string, unknown>, entry: Record<string, unknown>) => ({
+    name: 'prod',
+    defaults: { to: '1.34', ...defaults },
+    stages: [{ name: 'all', clusters: [{ name: 'a', ...entry }, 'b'] }],
+  });
+
+  it('defaults apply to every cluster, an entry overrides them; absent or false: no trial', () => {
+    const on = parseFleetSpec(spec({ reversible: true, autoCommit: true, policy: { phaseSoakSeconds: 600 } }, { autoCommit: false }));
+    assert.deepEqual(on.clusters[0]?.reversible, { acknowledged: [] });
+    assert.deepEqual(on.clusters[1]?.reversible, { acknowledged: [], autoCommit: true });
+    const off = parseFleetSpec(spec({}, { reversible: false }));
+    assert.equal(off.clusters[0]?.reversible, undefined);
+    assert.equal(off.clusters[1]?.reversible, undefined);
+    const one = parseFleetSpec(spec({}, { reversible: true, autoCommit: true, policy: { soakSeconds: 300 } }));
+    assert.deepEqual(one.clusters[0]?.reversible, { acknowledged: [], autoCommit: true });
+    assert.equal(one.clusters[1]?.reversible, undefined);
+  });
+
+  const rows: [string, unknown, RegExp][] = [
+    ['reversible as text', spec({}, { reversible: 'yes' }), /^fleet file: stages\[0\]\.clusters\[0\]\.reversible: must be true or false/],
+    ['defaults.autoCommit as a number', spec({ autoCommit: 1 }, {}), /^fleet file: defaults\.autoCommit: must be true or false/],
+    [
+      'autoCommit without reversible',
+      spec({}, { autoCommit: true, policy: { soakSeconds: 60 } }),
+      /^fleet file: stages\[0\]\.clusters\[0\]: stages\[0\]\.clusters\[0\]\.autoCommit goes with stages\[0\]\.clusters\[0\]\.reversible: true$/,
+    ],
+    [
+      'autoCommit without a soak',
+      spec({ reversible: true, autoCommit: true }, {}),
+      /^fleet file: stages\[0\]\.clusters\[0\]: .*autoCommit needs a soak: stages\[0\]\.clusters\[0\]\.policy\.soakSeconds or phaseSoakSeconds/,
+    ],
+  ];
+  for (const [what, doc, line] of rows)
+    it(`refuses ${what}`, () => {
+      assert.throws(
+        () => parseFleetSpec(doc),
+        (err: unknown) => err instanceof RuleError && line.test(err.message) && !err.message.includes('\n'),
+      );
+    });
 });

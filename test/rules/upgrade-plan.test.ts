@@ -104,6 +104,50 @@ describe('planUpgrade: 3 control planes and 7 workers, 1.32 → 1.34', () => {
   });
 });
 
+describe('planUpgrade with fixPrerequisites: the etcd patch step in the runbook (issue 35)', () => {
+  const request = { inventory: cluster('1.32.4', 3, 2), to: '1.34', available: AVAILABLE };
+  const patchRows = (steps: RunbookStep[]) => steps.filter((s) => s.action === 'etcd-patch');
+
+  it('before the hop that brings etcd 3.6 only: a snapshot, then each control plane to the target, before the hop of its own backup', () => {
+    const plan = planUpgrade({ ...request, policy: { fixPrerequisites: true } });
+    assert.deepEqual(patchRows(stepsOf(plan.steps, '1.33.7')), [], 'kubeadm 1.33 keeps etcd 3.5: no patch before it');
+    const hop = stepsOf(plan.steps, '1.34.2');
+    assert.deepEqual(
+      hop.slice(0, 5).map((s) => [s.action, s.node]),
+      [
+        ['backup', 'cp1'],
+        ['etcd-patch', 'cp1'],
+        ['etcd-patch', 'cp2'],
+        ['etcd-patch', 'cp3'],
+        ['backup', 'cp1'],
+      ],
+    );
+    assert.match(hop[0]!.detail, /^etcd snapshot on cp1 before the etcd patch/);
+    for (const s of patchRows(hop)) {
+      assert.match(
+        s.detail,
+        new RegExp(`^etcd member on ${s.node} to 3\\.5\\.36-0 if below it \\(one member at a time, followers first, the leader last\\)`),
+      );
+      assert.match(s.command ?? '', /etcd\.yaml → 3\.5\.36-0/);
+    }
+    assert.equal(plan.skew.compliant, true, 'the rows change no Kubernetes version');
+  });
+
+  it("names the configuration's etcd.patchImageTag as the target; a bad one is the rules' refusal naming the key", () => {
+    const plan = planUpgrade({ ...request, policy: { fixPrerequisites: true }, etcdPatchImageTag: '3.5.27-0' });
+    assert.deepEqual([...new Set(patchRows(plan.steps).map((s) => /to (\S+) if below/.exec(s.detail)?.[1]))], ['3.5.27-0']);
+    assert.throws(
+      () => planUpgrade({ ...request, policy: { fixPrerequisites: true }, etcdPatchImageTag: '3.6.5-0' }),
+      (e: unknown) => e instanceof RuleError && /^etcd\.patchImageTag "3\.6\.5-0"/.test(e.message),
+    );
+  });
+
+  it('without fixPrerequisites, or with no hop into 1.34, no etcd patch row', () => {
+    assert.deepEqual(patchRows(planUpgrade(request).steps), []);
+    assert.deepEqual(patchRows(planUpgrade({ ...request, to: '1.33', policy: { fixPrerequisites: true } }).steps), []);
+  });
+});
+
 describe('checkRunbook names the first step that would break the policy', () => {
   it('a stray old kubelet that would fall 4 minors behind', () => {
     const inventory = cluster('1.32.4', 1, 2, {});

@@ -97,7 +97,7 @@ describe('planUpgrade 1.32 → 1.34 with workers moving once', () => {
       const node = plan.steps.find((s) => s.node === w && s.action === 'upgrade-node');
       assert.match(
         node?.command ?? '',
-        /^point kubernetes\.list at v1\.34 && apt-get update && apt-get install kubeadm=1\.34\.2-\* && kubeadm upgrade node$/,
+        /^point kubernetes\.list at v1\.34 && apt-get update -o Dir::Etc::SourceList=\/etc\/apt\/sources\.list\.d\/kubernetes\.list -o Dir::Etc::SourceParts=- && apt-get install kubeadm=1\.34\.2-\* && kubeadm upgrade node$/,
       );
     }
     assert.deepEqual(plan.workerHops, { 'worker-1': ['1.34.2'], 'worker-2': ['1.34.2'], 'worker-3': ['1.34.2'] });

@@ -10,7 +10,7 @@ import { FINALLY, TIER_NAMES, TIERS, type TierName } from './tiers.js';
 
 /**
  * The suite's runner: `node dist/test/runner/run-tests.js [unit] [integration] [e2e] [--only TEXT]`.
- * Runs each tier as one `node --test` with its concurrency and the services it needs (one Temporal dev
+ * Runs each tier's files (run-in-order.ts: node's test runner, in tiers.ts's order) with its concurrency and the services it needs (one Temporal dev
  * server per tier, stopped when the tier ends or the runner is killed), prints node's own report of each,
  * then one summary line per tier, the slowest files, and a total. With every tier (`npm test`) it keeps
  * the run's history archive and runs the secret scan over it last.
@@ -63,18 +63,14 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   });
 }
 
-async function runNodeTest(name: string, files: string[], concurrency: number, env: NodeJS.ProcessEnv): Promise<TierResult> {
+async function runTier(name: string, files: string[], concurrency: number, env: NodeJS.ProcessEnv): Promise<TierResult> {
   const timesDir = mkdtempSync(join(tmpdir(), 'skewless-times-'));
   const timesFile = join(timesDir, 'times.json');
   const args = [
-    '--test',
-    `--test-concurrency=${concurrency}`,
     // A guard against a hang (a workflow nobody polls waits forever), far above the slowest test (the demo, ~4 min).
     `--test-timeout=${TEST_TIMEOUT_MS}`,
-    '--test-reporter=spec',
-    '--test-reporter-destination=stdout',
-    `--test-reporter=${compiled('test/runner/file-times-reporter.ts')}`,
-    '--test-reporter-destination=/dev/null',
+    compiled('test/runner/run-in-order.ts'),
+    String(concurrency),
     ...files.map(compiled),
   ];
   const started = Date.now();
@@ -150,7 +146,7 @@ function printSummary(results: TierResult[]): Counts {
     for (const key of Object.keys(total) as (keyof Counts)[]) total[key] += r.counts[key];
     const c = r.counts;
     console.log(
-      `# ${r.name.padEnd(12)} ${String(c.tests).padStart(5)} tests  ${String(c.pass).padStart(5)} pass  ${String(c.fail).padStart(3)} fail  ${String(c.skipped).padStart(3)} skipped  ${seconds(r.wallMs).padStart(9)} wall${r.cpuMs === undefined ? '' : `  ${(r.cpuMs / r.wallMs).toFixed(2)} cores`}${r.exitCode === 0 ? '' : `  (node --test exited ${r.exitCode})`}`,
+      `# ${r.name.padEnd(12)} ${String(c.tests).padStart(5)} tests  ${String(c.pass).padStart(5)} pass  ${String(c.fail).padStart(3)} fail  ${String(c.skipped).padStart(3)} skipped  ${seconds(r.wallMs).padStart(9)} wall${r.cpuMs === undefined ? '' : `  ${(r.cpuMs / r.wallMs).toFixed(2)} cores`}${r.exitCode === 0 ? '' : `  (the tier's node exited ${r.exitCode})`}`,
     );
   }
   const slowest = results
@@ -190,13 +186,13 @@ async function main(): Promise<number> {
       tierEnv[SHARED_TEMPORAL_ENV] = services.address;
     }
     try {
-      results.push(await runNodeTest(name, files, tier.concurrency, tierEnv));
+      results.push(await runTier(name, files, tier.concurrency, tierEnv));
     } finally {
       await services?.stop();
       services = undefined;
     }
   }
-  if (whole) results.push(await runNodeTest('finally', [...FINALLY], 1, env));
+  if (whole) results.push(await runTier('finally', [...FINALLY], 1, env));
   const total = printSummary(results);
   // Every file's time, for whoever orders the tiers (tiers.ts lists the slowest first) or reads a slow run.
   const timesOut = join(root, '.skewless', 'test-times.json');

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { findRunningRollout } from '../../activities/find-running-upgrade.js';
+import { findRunningRollout } from '../../activities/find-running-rollout.js';
 import type { Activities } from '../../activities/index.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { maintainWorkflow } from '../../workflows/maintain-workflow.js';
 import { scheduledUpgradeWorkflow } from '../../workflows/scheduled-upgrade-workflow.js';
-import { abortSignal } from '../../workflows/upgrade-messages.js';
+import { abortSignal } from '../../workflows/rollout-messages.js';
 import { fakeCluster } from '../helpers/fake-cluster.js';
 import { mockMaintenanceCluster } from '../helpers/maintenance-mocks.js';
 import { untilStatus } from '../helpers/status-polling.js';

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { waitFor } from '../../sim/cluster/wait-for.js';
-import { abortSignal } from '../../workflows/upgrade-messages.js';
+import { abortSignal } from '../../workflows/rollout-messages.js';
 import type { ScheduledUpgradeResult } from '../../workflows/scheduled-upgrade-workflow.js';
 import { cliAsync } from '../helpers/spawn-cli.js';
 import type { TestCluster } from '../helpers/sim-cluster.js';

@@ -24,6 +24,7 @@ import { installPackages } from '../../activities/host-packages.js';
 import { availableVersions, pointPackageRepository } from '../../activities/package-repository.js';
 import type { KubeApi } from '../../activities/kube-api.js';
 import { commandLine } from '../../activities/shell-words.js';
+import { isHostCommandForm } from '../../rules/host-command-forms.js';
 import { createSshShell } from '../../activities/ssh-shell.js';
 import { etcdManifest } from '../../sim/hosts/host-seed.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -293,6 +294,8 @@ function fakeWorld(o: { from: string; target: string; clusterAt: string; snapsho
       readNamespacedConfigMap: () => counted({ data: { ClusterConfiguration: `kubernetesVersion: v${s.clusterAt}\n` } }),
       listNode: () => counted({ items: [{ metadata: { name: 'cp-1' } }] }),
     },
+    // kubeadmUpgradeApply asks whether kube-proxy is there (addons.kubeProxy: auto): it is.
+    apps: { readNamespacedDaemonSet: () => counted({ metadata: { name: 'kube-proxy', namespace: 'kube-system' } }) },
   } as unknown as KubeApi;
   const config = {
     name: 'fuzz',
@@ -551,6 +554,9 @@ describe('command builders under hostile input (seeded fuzz)', () => {
       assert.ok(execs.length > 0, `${t.name} ran commands`);
       for (const c of execs) for (const word of c.argv.slice(1)) if (word.startsWith('-')) PRODUCT_OPTIONS.add(word);
       for (const c of execs) for (const word of c.argv) if (!SAFE_WORD.test(word)) PRODUCT_WORDS.add(word);
+      // The table `sim fault` refuses by (a fault no command of these can match) must know each command built.
+      for (const c of execs.filter((x) => !(x.argv[0] as string).startsWith('<sftp ')))
+        assert.ok(isHostCommandForm(c.argv), `${t.name}: '${c.argv.join(' ')}' is a form rules/host-command-forms.ts does not list`);
     }
     assert.ok(PRODUCT_OPTIONS.has('--yes') && PRODUCT_OPTIONS.has('-y'), [...PRODUCT_OPTIONS].join(' '));
   });

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { formatAvailability, pdbFloor, startAvailabilitySampler } from '../../sim/availability-sampler.js';
 import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 
 const DESCRIPTION = `
 name: avail
@@ -32,13 +32,7 @@ describe('pdbFloor: the Ready pods a budget guarantees', () => {
 });
 
 describe('the availability sampler on a simulated cluster', () => {
-  let tc: TestCluster;
-  before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
-  });
-  after(async () => {
-    await tc?.stop();
-  });
+  const tc = clusterWorld(DESCRIPTION);
 
   const pods = async (app: string) =>
     (await tc.kube.core.listNamespacedPod({ namespace: 'default', labelSelector: `app=${app}` })).items.filter(

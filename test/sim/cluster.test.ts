@@ -112,6 +112,11 @@ describe('the simulated cluster (real API, kwok kubelets, SSH hosts)', () => {
     const victim = (await webPods()).find((p) => p.spec?.nodeName?.startsWith('worker-'));
     const node = victim?.spec?.nodeName as string;
     await sim.kube.core.patchNode({ name: node, body: { spec: { unschedulable: true } } }, mergePatch);
+    // The scheduler learns of the cordon through its informer, as the node lifecycle controller does: wait for
+    // the controller's unschedulable taint so that a loaded machine does not evict before the cordon is seen.
+    await waitFor(`${node} tainted unschedulable`, async () =>
+      ((await sim.kube.core.readNode({ name: node })).spec?.taints ?? []).some((t) => t.key === 'node.kubernetes.io/unschedulable'),
+    );
     await evict(victim?.metadata?.name as string);
     await waitFor(
       'web rescheduled to 3 ready',

@@ -202,4 +202,17 @@ describe('the simulation description: the sources beside Kubernetes and the hold
     );
     assert.deepEqual(parseDescription(node('[]', 'packageManager: dnf')).nodes[0]!.holds, []);
   });
+
+  it('refuses, in one line, a fault no command skewless sends can match; takes one it sends', () => {
+    const node = (command: string) =>
+      `name: d\nversion: 1.32.13\nnodes:\n  - {name: cp, role: control-plane, faults: [{kind: fail, command: ${command}}]}\n`;
+    assert.throws(
+      () => parseDescription(node('kubeadm version')),
+      (err: Error) =>
+        err instanceof DescriptionError &&
+        err.message ===
+          `nodes[0].faults[0]: sim: fault fail: command "kubeadm version" can never match: skewless sends no command that starts with 'kubeadm version' (rules/host-command-forms.ts lists what it sends)`,
+    );
+    assert.deepEqual(parseDescription(node('kubeadm upgrade node')).nodes[0]!.faults, [{ kind: 'fail', command: 'kubeadm upgrade node' }]);
+  });
 });

@@ -28,3 +28,9 @@ test('freePort passes over a port that is already listened on', async () => {
     holder.close();
   }
 });
+
+test('freePort never hands out one port twice in a while, in one process or across processes', async () => {
+  const picked: number[] = [];
+  for (let i = 0; i < 200; i++) picked.push(await freePort());
+  assert.equal(new Set(picked).size, picked.length, 'each pick a port of its own');
+});

@@ -3,14 +3,14 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { get } from 'node:https';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { readVersionHistory } from '../../sim/cluster/version-recorder.js';
 import { createHostActivities } from '../../activities/host-activities.js';
 import { ErrorType } from '../../activities/errors.js';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { failsWith } from '../helpers/failures.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 import { sshExec } from '../helpers/ssh-exec.js';
 
 // Two control planes, each running its own real kube-apiserver, controller-manager and scheduler of
@@ -29,13 +29,7 @@ workloads:
 `;
 
 describe('a per-node control plane: each host runs the release its static-pod manifests name', () => {
-  let tc: TestCluster;
-  before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
-  });
-  after(async () => {
-    await tc?.stop();
-  });
+  const tc = clusterWorld(DESCRIPTION);
 
   const cp = () => {
     const c = tc.sim.controlPlane;

@@ -1,8 +1,9 @@
 // deploy/rbac.yaml against a real apiserver with RBAC on: every activity runs under the worker's
 // identity, and the audit log shows a missing permission (a 403) or an excess one (a rule never used).
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
 import { type ApplicationFailure } from '@temporalio/common';
 import { createClusterResolver } from '../../activities/host-address.js';
 import { createActivities, type Activities } from '../../activities/index.js';
@@ -14,8 +15,10 @@ import { WORKER_USER } from '../../sim/cluster/pki.js';
 import { applyRbacManifest, grantsOf, readRbacManifest, type Grant, type RbacObject } from '../../sim/cluster/rbac-manifest.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { workloadObjects } from '../../sim/cluster/workload-objects.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 import { failsWith } from '../helpers/failures.js';
+import { startNotifyReceiver } from '../helpers/notify-receiver.js';
+import { NOTIFICATION_EVENT_KINDS, type NotificationEvent } from '../../contracts/notification-event.js';
 
 const DESCRIPTION = `
 name: rbac
@@ -62,7 +65,7 @@ const describeEvent = (e: AuditEvent) =>
 const refused = (e: AuditEvent) => e.code === 401 || e.code === 403;
 
 describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, RBAC on, audit log)", () => {
-  let tc: TestCluster;
+  const tc = clusterWorld(DESCRIPTION);
   let manifest: RbacObject[];
   /**
    * Activities that ask Temporal, not the cluster (the scheduled run's check for a running upgrade):
@@ -71,8 +74,8 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
   /** The alert gate's query goes to the operator's Prometheus (activities/alerts.ts): no Kubernetes request to grant. */
   const PROMETHEUS_ONLY = ['checkAlerts'];
   const TEMPORAL_ONLY: Record<string, string> = {
-    findRunningUpgrade: 'find-running-upgrade.ts',
-    findRunningRollout: 'find-running-upgrade.ts',
+    findRunningUpgrade: 'find-running-rollout.ts',
+    findRunningRollout: 'find-running-rollout.ts',
   };
   /**
    * The restore's steps that move files and run etcdutl as root over SSH (activities/etcd-restore.ts):
@@ -110,7 +113,6 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
   };
 
   before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
     manifest = readRbacManifest();
     // Kubernetes' default bindings let every authenticated user GET /readyz and discovery URLs. A
     // cluster may remove them; here they go, so only the manifest stands between the worker and a 403.
@@ -142,7 +144,6 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
       ]),
     ) as Activities;
   });
-  after(async () => tc?.stop());
 
   it('runs every activity the worker has, through an upgrade of one control plane and one worker', async () => {
     try {
@@ -197,8 +198,52 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
     assert.doesNotMatch(source, /\.kube\b|kubeCall|kube-api|readyz|fetch\(/, 'activities/etcd-patch.ts reaches the API');
   });
 
-  /** A Deployment and a StatefulSet that cannot roll out: a waiting checkWorkloads reads them again by name (get). */
-  async function waitingCheckReadsByName(): Promise<void> {
+  /**
+   * Notifications and change hooks (issue 39), run as the worker runs them, a sink and a webhook hook
+   * served by a real receiver and a hook command: they reach the operator's sinks and commands and
+   * read only the cluster's configuration, so the audit log shows no request of the worker's while they run.
+   */
+  async function sinksAndHooks(): Promise<void> {
+    const rx = await startNotifyReceiver();
+    const file = join(tc.clustersDir, `${cluster}.yaml`);
+    const config = readFileSync(file, 'utf8');
+    try {
+      writeFileSync(
+        file,
+        `${config}notify:\n  - {name: hook, type: webhook, url: "${rx.url('/sink')}"}\n` +
+          `hooks:\n  - {name: gate, at: [beforeNode], url: "${rx.url('/gate')}"}\n  - {name: ok, at: [beforeRun], command: [${process.execPath}, -e, "0"]}\n`,
+      );
+      const before = (await settledEvents()).length;
+      const event: NotificationEvent = {
+        schemaVersion: 1,
+        kind: 'test',
+        id: 'rbac/test/1',
+        at: new Date().toISOString(),
+        cluster,
+        workflowId: OWNER,
+        summary: 'rbac sweep',
+        details: {},
+      };
+      assert.deepEqual(await acts.notifySinks({ cluster }), [
+        { name: 'hook', events: NOTIFICATION_EVENT_KINDS.filter((k) => k !== 'hook' && k !== 'test') },
+      ]);
+      assert.equal((await acts.deliverNotification({ cluster, sink: 'hook', event })).status, 200);
+      const hookEvent = { ...event, kind: 'hook' as const, details: { point: 'beforeNode' } };
+      await acts.runChangeHook({ cluster, hook: 'gate', point: 'beforeNode', event: hookEvent });
+      await acts.runChangeHook({ cluster, hook: 'ok', point: 'beforeRun', event: { ...hookEvent, details: { point: 'beforeRun' } } });
+      assert.deepEqual(
+        rx.deliveries.map((d) => d.path),
+        ['/sink', '/gate'],
+      );
+      assert.deepEqual((await settledEvents()).slice(before).map(describeEvent), [], 'no Kubernetes request of the worker while they ran');
+    } finally {
+      writeFileSync(file, config);
+      await rx.stop();
+    }
+  }
+
+  /** A Deployment and a StatefulSet that cannot roll out: a waiting checkWorkloads watches them (watch). */
+  async function waitingChecksWatch(): Promise<void> {
     const nowhere = { 'skewless.test/nowhere': 'true' };
     const d = workloadObjects({ kind: 'Deployment', name: 'stuck-d', namespace: 'default', replicas: 1 }).deployment!;
     const st = workloadObjects({ kind: 'StatefulSet', name: 'stuck-s', namespace: 'default', replicas: 1 }).statefulSet!;
@@ -208,7 +253,9 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
     await tc.kube.apps.createNamespacedStatefulSet({ namespace: 'default', body: st });
     const waited = await acts.checkWorkloads({ cluster, waitSeconds: 1.5 });
     assert.deepEqual(waited.unhealthy.map((w) => `${w.kind} ${w.name}`).sort(), ['Deployment stuck-d', 'StatefulSet stuck-s']);
-    assert.ok(waited.calls.reads >= 2 && waited.calls.listings === 1, JSON.stringify(waited.calls));
+    assert.equal(waited.calls.lists, 3, JSON.stringify(waited.calls));
+    // A node that does not reach a version it never will: checkNodeReady watches it while it waits.
+    await assert.rejects(acts.checkNodeReady({ cluster, node: 'worker-2', version: '1.99.0', waitSeconds: 1.5 }), /expected v1\.99\.0/);
     await tc.kube.apps.deleteNamespacedDeployment({ name: 'stuck-d', namespace: 'default' });
     await tc.kube.apps.deleteNamespacedStatefulSet({ name: 'stuck-s', namespace: 'default' });
   }
@@ -216,13 +263,14 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
   /** Every activity at least once, in an upgrade's order, as the worker (cp-1 and worker-1 to 1.33.7). */
   async function upgradeOneOfEach(): Promise<void> {
     await acts.describeWorker();
+    await sinksAndHooks();
     const inventory = await acts.takeInventory({ cluster });
     assert.equal(inventory.clusterVersion, '1.32.4', JSON.stringify(inventory.problems));
     assert.deepEqual(inventory.problems, []);
     await acts.checkApiserver({ cluster });
     await acts.checkWorkloads({ cluster, require: true, waitSeconds: 60 });
     await acts.checkWorkloads({ cluster, namespaces: ['default', 'kube-system'], require: true });
-    await waitingCheckReadsByName();
+    await waitingChecksWatch();
     await acts.runProbes({ cluster, require: true });
     // Readiness before the hop (issue 21): /metrics and the CRDs, read-only.
     const readiness = await acts.readinessReport({ cluster, from: '1.32.4', hops: [V] });
@@ -268,6 +316,15 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
     await acts.checkControlPlane({ cluster, node: 'cp-1', version: V, waitSeconds: 60 });
     await acts.installPackages({ cluster, node: 'cp-1', version: V, packages: ['kubelet', 'kubectl'] });
     assert.equal((await acts.restartKubelet({ cluster, node: 'cp-1', version: V, timeoutSeconds: 60 })).restarted, true);
+    // A reversible hop's steps (issue 36) read the mirror pods and kubeadm-config as the worker; here each
+    // finds its work done or not its node (their runs are control-plane-trial.test.ts's, on the per-node world).
+    assert.equal((await acts.commitControlPlane({ cluster, node: 'cp-1', version: V, first: true })).ran, false);
+    assert.equal((await acts.rollbackControlPlane({ cluster, node: 'cp-1', version: V })).ran, false);
+    await assert.rejects(
+      acts.trialControlPlane({ cluster, node: 'worker-2', version: V, emulates: '1.32' }),
+      /runs no control-plane mirror pods/,
+    );
+    assert.deepEqual((await acts.downgradePackages({ cluster, node: 'cp-1', version: V, packages: ['kubeadm'] })).installed, []);
 
     // Worker: cordon, a drain the PDB blocks, then one that evicts (a forced bare pod too), kubeadm, kubelet.
     assert.equal((await acts.cordonNode({ cluster, node: 'worker-1', owner: OWNER })).changed, true);
@@ -317,6 +374,23 @@ describe("deploy/rbac.yaml: the worker's permissions, exactly (real apiserver, R
     await acts.rebootNode({ cluster, node: 'worker-2', timeoutSeconds: 60 });
     assert.deepEqual((await acts.clearStageLabels({ cluster, owner: OWNER })).cleared, ['worker-1', 'worker-2']);
     await acts.checkWorkloads({ cluster, require: true, waitSeconds: 60 });
+    // Capacity before a batch (issue 40): nodes and pods listed, read-only.
+    const capacity = await acts.checkBatchCapacity({ cluster, batches: [['worker-1'], ['worker-1', 'worker-2']] });
+    assert.equal(capacity.batches.length, 2);
+    // After the hop: web's two pods both on worker-2 (worker-1 drained), named, then restarted through its own rollout.
+    const { concentrated } = await acts.findConcentratedWorkloads({ cluster });
+    assert.deepEqual(
+      concentrated.map((w) => `${w.name} ${w.node}`),
+      ['web worker-2'],
+    );
+    const rebalanced = await acts.rebalanceWorkload({
+      cluster,
+      namespace: 'default',
+      name: 'web',
+      restartKey: 'rbac/1.33.7',
+      waitSeconds: 60,
+    });
+    assert.equal(rebalanced.restarted, true, JSON.stringify(rebalanced));
 
     // The restore from the hop's snapshot, the steps that leave the control plane running: the plan
     // (lists the control planes), the file placed and checked, etcd's revision, the apiserver's /readyz.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ensureSimBinaries } from '../../sim/cluster/binaries.js';
@@ -82,6 +82,17 @@ describe('skewless-sim up / down', () => {
     assert.equal(never.status, 2);
     assert.equal(never.stderr.trim().split('\n').length, 1, never.stderr);
     assert.match(never.stderr, /can never match: the host has no program 'apt'/);
+    // A command the host has but skewless never sends is refused the same way (rules/host-command-forms.ts)...
+    const dist = '{"kind":"fail","command":"apt-get -y dist-upgrade"}';
+    const unsent = sim(['fault', 'w-1', '--set', dist, '--state', state]);
+    assert.equal(unsent.status, 2);
+    assert.equal(unsent.stderr.trim().split('\n').length, 1, unsent.stderr);
+    assert.match(unsent.stderr, /can never match: skewless sends no command that starts with 'apt-get -y dist-upgrade'/);
+    // ...until the cluster configuration has skewless send it (maintenance.command, as the worker reads it).
+    appendFileSync(join(state, 'clusters', 'tiny.yaml'), 'maintenance:\n  command: [apt-get, -y, dist-upgrade]\n');
+    const configured = sim(['fault', 'w-1', '--set', dist, '--state', state]);
+    assert.equal(configured.status, 0, configured.stderr);
+    assert.equal(sim(['fault', 'w-1', '--clear', '--state', state]).status, 0);
     assert.equal(sim(['fault', 'w-1', '--set', '{"kind":"fail","command":"apt-get update","times":2}', '--state', state]).status, 0);
     const armed = sim(['status', '--state', state]).stdout;
     assert.match(armed, /^faults in effect:\n {2}w-1: \{"kind":"fail","command":"apt-get update","times":2\} \(2 more runs\)$/m);

@@ -8,7 +8,7 @@ import { readVersionHistory, recordVersions } from '../../sim/cluster/version-re
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import type { ClusterEffects } from '../../sim/hosts/cluster-effects.js';
 import { sshExec } from '../helpers/ssh-exec.js';
-import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
+import { clusterWorld } from '../helpers/sim-world.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const DESCRIPTION = `
@@ -24,13 +24,7 @@ nodes:
 const at = (version: string, ...nodes: string[]) => nodes.map((node) => ({ node, version }));
 
 describe('the version history of a simulated cluster', () => {
-  let tc: TestCluster;
-  before(async () => {
-    tc = await startTestCluster(DESCRIPTION);
-  });
-  after(async () => {
-    await tc?.stop();
-  });
+  const tc = clusterWorld(DESCRIPTION);
 
   const history = async () => {
     await tc.sim.versionHistorySettled();

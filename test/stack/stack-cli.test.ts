@@ -1,7 +1,9 @@
 // `npm run stack -- up|down|status` (stack/cli.ts) as an operator runs it: PostgreSQL, the Temporal
 // server built from the Go module proxy and the UI, in a temporary state dir on free ports. The first
 // `up` meets a database an older server left (schema 1.17) and migrates it; every program answers;
-// `down` and a SIGKILLed daemon both leave nothing running.
+// `down` and a SIGKILLed daemon both leave nothing running; a PostgreSQL killed under the daemon is
+// started again, a workflow started after it runs through a server SIGKILL that `up` repairs, and
+// status and down name what runs then.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,12 +11,17 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { Connection } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
 import { freePort } from '../../tooling/free-port.js';
 import { Postgres } from '../../stack/postgres.js';
 import { STACK_FILE, type StackInfo } from '../../stack/stack.js';
 import { ensureStackTools, stackVersions } from '../../stack/stack-tools.js';
+import { createSkewlessWorker } from '../../worker/create-worker.js';
+import { toolchainSmokeWorkflow } from '../../workflows/index.js';
+import { proceedSmokeSignal, smokeStatusQuery } from '../../workflows/messages.js';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
+import { uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const run = promisify(execFile);
@@ -75,6 +82,46 @@ async function leaveOlderSchema(): Promise<void> {
   }
 }
 
+/**
+ * A workflow started now (toolchainSmokeWorkflow, on a real worker) waits for its signal while the Temporal
+ * server is SIGKILLed; `stack up` starts the server again at once and returns once it runs; the workflow
+ * then finishes.
+ */
+async function smokeThroughServerKill(address: string, connection: Connection): Promise<void> {
+  const native = await NativeConnection.connect({ address });
+  const taskQueue = uniqueTaskQueue('stack');
+  const worker = await createSkewlessWorker({
+    connection: native,
+    namespace: 'default',
+    taskQueue,
+    workflowBundle: await workflowBundle(),
+  });
+  try {
+    await worker.runUntil(async () => {
+      const client = new Client({ connection, namespace: 'default' });
+      const handle = await client.workflow.start(toolchainSmokeWorkflow, {
+        taskQueue,
+        workflowId: `smoke/${taskQueue}`,
+        args: [{ from: '1.32.4', to: '1.33', available: ['1.32.4', '1.33.7'] }],
+      });
+      // Answered once the worker ran its first task: a server that waited for the hosts of earlier servers in its
+      // ring (this stack's SIGKILLed daemon's) dispatched none for over 30 s, and this query timed out.
+      assert.equal((await handle.query(smokeStatusQuery)).phase, 'waiting');
+      const server = recorded().pids['temporal-server']!;
+      process.kill(server, 'SIGKILL');
+      const upped = await stack('up');
+      assert.equal(upped.code, 0, upped.err);
+      assert.match(upped.out, /^started temporal-server again:/, upped.out);
+      const now = recorded().pids['temporal-server']!;
+      assert.ok(now !== server && alive(now), `up returned with the server running again: ${upped.out}`);
+      await handle.signal(proceedSmokeSignal, { by: 'stack-test', comment: 'after the restarts' });
+      assert.equal((await handle.result()).proceededBy, 'stack-test');
+    });
+  } finally {
+    await native.close();
+  }
+}
+
 describe('npm run stack: the production shape without Docker', () => {
   after(async () => {
     await stack('down');
@@ -82,15 +129,18 @@ describe('npm run stack: the production shape without Docker', () => {
   });
 
   it('refuses bad input with one line and exit 2, starting nothing', async () => {
-    for (const args of [['bogus'], ['up', 'extra'], ['status', '--nope'], ['up', '--while-pid', 'abc']]) {
+    for (const args of [['bogus'], ['up', 'extra'], ['status', '--nope'], ['up', '--while-pid', 'abc'], ['up', '--ui-port', '70000']]) {
       const r = await run(process.execPath, [CLI, ...args, '--state-dir', stateDir]).then(
         () => ({ code: 0, err: '' }),
         (e: { code?: number; stderr?: string }) => ({ code: e.code, err: e.stderr ?? '' }),
       );
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.err}`);
       assert.equal(r.err.trim().split('\n').length, 1, `${args.join(' ')}: one line, got ${r.err}`);
-      assert.match(r.err, /^stack: .*usage: npm run stack|^stack: --while-pid/);
+      assert.match(r.err, /^stack: .*usage: npm run stack|^stack: --while-pid|^stack: --ui-port must be a port \(1-65535\), got "70000"$/m);
     }
+    const help = await run(process.execPath, [CLI, '--help']);
+    assert.match(help.stdout, /^usage: npm run stack -- up\|down\|status/);
+    for (const flag of ['--frontend-port N', '--postgres-port N', '--ui-port N']) assert.ok(help.stdout.includes(flag), flag);
   });
 
   it(
@@ -197,4 +247,61 @@ describe('npm run stack: the production shape without Docker', () => {
       holder.kill('SIGKILL');
     }
   });
+
+  it(
+    'a PostgreSQL killed is started again by the daemon; a workflow started after runs through a server kill `up` repairs; status and down name what runs now',
+    { timeout: 300_000 },
+    async () => {
+      const pgPort = await freePort();
+      const upped = await stack('up', '--free-ports', '--no-ui', '--postgres-port', String(pgPort));
+      assert.equal(upped.code, 0, upped.err);
+      const r = recorded();
+      assert.equal(r.postgres.address, `127.0.0.1:${pgPort}`, 'the port chosen by its own flag');
+      // A port the running stack does not use: said, not ignored as "already running".
+      const other = pgPort === 65535 ? pgPort - 1 : pgPort + 1;
+      const moved = await stack('up', '--postgres-port', String(other));
+      assert.equal(moved.code, 2, moved.out);
+      assert.equal(moved.err, `stack up: --postgres-port ${other}: the running stack uses ${pgPort} (stack down first to move it)\n`);
+      const killed = r.pids.postgres!;
+      process.kill(killed, 'SIGKILL');
+      let again: number | undefined;
+      const deadline = Date.now() + 120_000;
+      while (Date.now() < deadline) {
+        const now = recorded().pids.postgres;
+        if (now !== undefined && now !== killed && alive(now)) {
+          again = now;
+          break;
+        }
+        await sleep(250);
+      }
+      assert.ok(again, `PostgreSQL was not started again: ${readFileSync(join(stateDir, 'logs', 'daemon.log'), 'utf8').slice(-1500)}`);
+      // Temporal serves again: a visibility query reads PostgreSQL.
+      const connection = await Connection.connect({ address: r.address });
+      try {
+        let served = false;
+        for (let i = 0; i < 240 && !served; i++) {
+          served = await connection.workflowService.countWorkflowExecutions({ namespace: 'default', query: '' }).then(
+            () => true,
+            () => false,
+          );
+          if (!served) await sleep(250);
+        }
+        assert.ok(served, 'Temporal answered a visibility query after the restart');
+        // A workflow started after PostgreSQL's restart runs, through a SIGKILL of the server that `up` starts again.
+        await smokeThroughServerKill(r.address, connection);
+      } finally {
+        await connection.close();
+      }
+      const st = await stack('status');
+      assert.equal(st.code, 0, st.out + st.err);
+      assert.match(st.out, new RegExp(`\\(pid ${again}\\); schemas`));
+      assert.ok(!st.out.includes(`pid ${killed})`), st.out);
+      const server = recorded().pids['temporal-server']!;
+      const downed = await stack('down');
+      assert.equal(downed.code, 0, downed.err);
+      assert.match(downed.out, new RegExp(`^stack: stopped the daemon, .*postgres \\(pid ${again}\\)`));
+      assert.ok(!downed.out.includes(String(killed)), `down never claims the killed PostgreSQL: ${downed.out}`);
+      assert.deepEqual(await gone([r.daemonPid, again!, server], 10_000), []);
+    },
+  );
 });

@@ -9,7 +9,7 @@ import { startSimulation, type Simulation } from '../../sim/simulation.js';
 import { treeMemory, type TreeMemory } from '../../stack/memory.js';
 import { freeStackPorts, startStack, type RunningStack } from '../../stack/stack.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
-import type { UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import type { UpgradeStatus } from '../../workflows/rollout-messages.js';
 import { FAULT_POLICY } from '../faults/fault-lab.js';
 import { DevServerProcess, WorkerProcess } from '../faults/fault-processes.js';
 import { checkUpgradeOutcome } from '../faults/final-checks.js';

@@ -7,7 +7,7 @@ import type { Worker } from '@temporalio/worker';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { mergePatch } from '../../sim/cluster/kube-clients.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
-import { statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { statusQuery, type UpgradeStatus } from '../../workflows/rollout-messages.js';
 import { repoRoot } from '../helpers/run-cli.js';
 import { startTestCluster, type TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync } from '../helpers/spawn-cli.js';
@@ -282,7 +282,7 @@ describe('ui: the audit trail of an upgrade in the Temporal UI', () => {
       'Memo',
       `"hop": "${HOP}"`,
       '"phase": "done"',
-      '"progress": "4/4 nodes done"',
+      '"progress": "4/4 node upgrades"',
       '"from": "1.32.4"',
       `"SkewlessCluster": "${CLUSTER}"`,
       '"SkewlessFromVersion": "1.32.4"',

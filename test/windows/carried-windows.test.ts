@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Activities } from '../../activities/index.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
-import { approveUpdate, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { approveUpdate, type UpgradeStatus } from '../../workflows/rollout-messages.js';
 import { fakeCluster } from '../helpers/fake-cluster.js';
 import { untilStatus } from '../helpers/status-polling.js';
 import { startDevServer } from '../helpers/temporal-env.js';

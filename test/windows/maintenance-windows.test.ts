@@ -10,7 +10,7 @@ import { writesIn } from '../../sim/cluster/audit-log.js';
 import { WORKER_USER } from '../../sim/cluster/pki.js';
 import { clusterUpgradeWorkflow, type UpgradePolicy } from '../../workflows/cluster-upgrade-workflow.js';
 import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
-import { abortSignal, approveUpdate, statusQuery, type WindowWait } from '../../workflows/upgrade-messages.js';
+import { abortSignal, approveUpdate, statusQuery, type WindowWait } from '../../workflows/rollout-messages.js';
 import { clusterWrites, isReadOnlyHostCommand, type ClusterWrites, type WritesMark } from '../helpers/cluster-writes.js';
 import type { TestCluster } from '../helpers/sim-cluster.js';
 import { cliAsync, spawnCli, type RunningCli } from '../helpers/spawn-cli.js';

@@ -8,7 +8,7 @@ import type { Activities } from '../../activities/index.js';
 import type { FiringAlert } from '../../rules/readiness/operator-signals.js';
 import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
-import { approveUpdate } from '../../workflows/upgrade-messages.js';
+import { approveUpdate } from '../../workflows/rollout-messages.js';
 import { fakeCluster } from '../helpers/fake-cluster.js';
 import { untilStatus } from '../helpers/status-polling.js';
 import { startDevServer } from '../helpers/temporal-env.js';

@@ -6,10 +6,12 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { bluegreenStatusQuery, REMOVAL_GATE, rollbackUpdate, type BlueGreenStatus } from '../../workflows/bluegreen-messages.js';
 import { bluegreenWorkflow } from '../../workflows/bluegreen-workflow.js';
-import { abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal } from '../../workflows/upgrade-messages.js';
+import { abortSignal, approveUpdate, pauseSignal, resolveDrainUpdate, resumeSignal } from '../../workflows/rollout-messages.js';
 import { BLUE, BLUEGREEN_WRITES, GREEN, mockBlueGreenCluster } from '../helpers/bluegreen-mocks.js';
 import { startDevServer } from '../helpers/temporal-env.js';
 import { withMockedWorker } from '../helpers/workers.js';
+import type { NotificationEvent } from '../../contracts/notification-event.js';
+import { notificationEventProblems } from '../../rules/index.js';
 
 const input = { cluster: 'lab', from: 'blue', to: 'green', version: '1.34.2', policy: { canary: 1, batchSize: 2, verifySeconds: 5 } };
 const blocked = (node: string) =>
@@ -147,6 +149,44 @@ describe('bluegreenWorkflow (mocked activities, real dev server)', () => {
       result.outcome ?? '',
       /rolled back \(rollback asked by ops: green misbehaves\): blue pool blue back in service.*green green-1, green-2, green-3, green-4 drained and deleted/,
     );
+  });
+
+  it('sends its events to the notify: sinks: started, waiting at the removal gate, aborted by the rollback (PATCH.flowNotifications)', async () => {
+    const m = mockBlueGreenCluster({ version: '1.34.2' });
+    const delivered: NotificationEvent[] = [];
+    const inventory = m.acts.takeInventory as unknown as (i: Record<string, unknown>) => Promise<object>;
+    const acts = {
+      ...m.acts,
+      takeInventory: async (i: Record<string, unknown>) => ({
+        ...(await inventory(i)),
+        notify: [{ name: 'hook', events: ['run.started', 'run.waiting', 'run.aborted', 'run.finished'] }],
+      }),
+      deliverNotification: async (i: { sink: string; event: NotificationEvent }) => {
+        delivered.push(i.event);
+        return { sink: i.sink, status: 200, answer: 'ok', attempt: 1 };
+      },
+    } as never;
+    const workflowId = await withMockedWorker(env, acts, 'bluegreen', async (taskQueue) => {
+      const handle = await env.client.workflow.start(bluegreenWorkflow, {
+        taskQueue,
+        workflowId: `bluegreen/nt-${taskQueue}`,
+        args: [input],
+      });
+      await until(handle, 'removal gate', (st) => st.step === 'removal-gate' && st.gates.some((g) => g.name === REMOVAL_GATE));
+      await handle.executeUpdate(rollbackUpdate, { args: [{ by: 'ops', reason: 'green misbehaves' }] });
+      assert.equal((await handle.result()).phase, 'aborted');
+      await waitFor('run.aborted delivered', () => delivered.some((e) => e.kind === 'run.aborted'), 30_000, 100);
+      return handle.workflowId;
+    });
+    const mine = delivered.filter((e) => e.workflowId === workflowId).sort((a, b) => a.at.localeCompare(b.at));
+    assert.deepEqual(
+      mine.map((e) => e.kind),
+      ['run.started', 'run.waiting', 'run.aborted'],
+    );
+    assert.deepEqual([mine[0]?.details.from, mine[0]?.details.to, mine[0]?.details.nodes], ['1.34.2', '1.34.2', BLUE.length]);
+    assert.equal(mine[1]?.command, `skewless approve lab --workflow bluegreen --gate ${REMOVAL_GATE}`);
+    assert.match(String(mine[2]?.details.reason), /green misbehaves/);
+    for (const e of mine) assert.deepEqual(notificationEventProblems(e), [], JSON.stringify(e));
   });
 
   it('rollback and abort are refused once the removal has started; the removal completes', async () => {

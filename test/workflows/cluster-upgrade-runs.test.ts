@@ -13,7 +13,7 @@ import {
   resumeSignal,
   statusQuery,
   type UpgradeStatus,
-} from '../../workflows/upgrade-messages.js';
+} from '../../workflows/rollout-messages.js';
 import { fakeCluster } from '../helpers/fake-cluster.js';
 import { withMockedWorker } from '../helpers/workers.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
@@ -83,6 +83,8 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
     assert.deepEqual(c.state.kubelet, { cp1: '1.34.2', w1: '1.34.2', w2: '1.34.2' });
     assert.ok(status.events.includes('hop 1.33.7 done'), 'events of earlier runs are kept');
     assert.ok(status.events.includes('workers move at: 1.33.7, 1.34.2: w1; 1.34.2: w2'), status.events.join('\n'));
+    // What progress counts, carried across the runs: cp1 and w1 at each hop, w2 once.
+    assert.deepEqual(status.moves, { cp1: ['1.33.7', '1.34.2'], w1: ['1.33.7', '1.34.2'], w2: ['1.34.2'] });
     assert.deepEqual(Object.fromEntries(Object.entries(status.nodes).map(([n, s]) => [n, `${s.from}→${s.version}`])), {
       cp1: '1.32.4→1.34.2',
       w1: '1.30.14→1.34.2',
@@ -226,7 +228,7 @@ describe('clusterUpgradeWorkflow: continue-as-new, skip, and what the UI shows (
     assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.targetVersion), '1.33.7');
     assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.phase), 'done');
     const memo = description.memo as Record<string, unknown>;
-    assert.equal(memo.progress, '3/3 nodes done');
+    assert.equal(memo.progress, '3/3 node upgrades');
     assert.equal(memo.phase, 'done');
   });
 });

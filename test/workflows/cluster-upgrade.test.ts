@@ -7,7 +7,7 @@ import { fakeCluster } from '../helpers/fake-cluster.js';
 import { withMockedWorker } from '../helpers/workers.js';
 import type { Activities } from '../../activities/index.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
-import { abortSignal, resolveDrainUpdate, statusQuery } from '../../workflows/upgrade-messages.js';
+import { abortSignal, resolveDrainUpdate, statusQuery } from '../../workflows/rollout-messages.js';
 import { startDevServer } from '../helpers/temporal-env.js';
 
 describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
@@ -86,14 +86,16 @@ describe('clusterUpgradeWorkflow (mocked activities, real dev server)', () => {
 
   it('finishes workers an aborted run left behind without draining the nodes already there', async () => {
     const c = fakeCluster({ versions: { 'apiserver cp1': '1.33.7', 'kubelet cp1': '1.33.7', 'kubelet w1': '1.33.7' } });
-    const status = await withWorker(c.acts, (taskQueue) =>
-      env.client.workflow.execute(clusterUpgradeWorkflow, {
-        taskQueue,
-        workflowId: `upgrade/behind-${taskQueue}`,
-        args: [{ cluster: 'lab', to: '1.33.7' }],
-      }),
-    );
+    let workflowId = '';
+    const status = await withWorker(c.acts, (taskQueue) => {
+      workflowId = `upgrade/behind-${taskQueue}`;
+      return env.client.workflow.execute(clusterUpgradeWorkflow, { taskQueue, workflowId, args: [{ cluster: 'lab', to: '1.33' }] });
+    });
     assert.equal(status.phase, 'done', status.events.join('\n'));
+    // What the run did, as the memo (status without a worker) says it: w2's kubelet 1.32.4 → 1.33.7,
+    // one node upgrade; not the apiservers' 1.33.7 → 1.33, nor every node of the hop.
+    const memo = (await env.client.workflow.getHandle(workflowId).describe()).memo as Record<string, unknown>;
+    assert.deepEqual([memo.from, memo.to, memo.progress], ['1.32.4', '1.33.7', '1/1 node upgrades']);
     assert.deepEqual(
       c.calls
         .filter(([n]) => ['drainNode', 'kubeadmUpgradeApply', 'kubeadmUpgradePlan', 'restartKubelet'].includes(n))

@@ -15,7 +15,7 @@ import { withMockedWorker } from '../helpers/workers.js';
  * (snapshot → members one by one, followers first and the leader last → etcd's health between →
  * the hop), that it runs only with fixPrerequisites and only before the hop that brings etcd 3.6,
  * and that an unhealthy etcd stops it. The activities themselves run against the simulated world
- * (test/activities/etcd-patch.test.ts).
+ * (test/e2e/etcd-fix.test.ts, on the per-node world's real members).
  */
 
 type Acts = Partial<Activities>;

@@ -4,7 +4,8 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Activities } from '../../activities/index.js';
-import { parseFleetSpec } from '../../rules/index.js';
+import { notificationEventProblems, parseFleetSpec } from '../../rules/index.js';
+import type { NotificationEvent } from '../../contracts/notification-event.js';
 import { approveClusterUpdate, fleetStatusQuery, resolveClusterUpdate, type FleetStatus } from '../../workflows/fleet-messages.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { fleetUpgradeWorkflow } from '../../workflows/fleet-upgrade-workflow.js';
@@ -15,7 +16,7 @@ import {
   resolveDrainUpdate,
   resumeSignal,
   statusQuery,
-} from '../../workflows/upgrade-messages.js';
+} from '../../workflows/rollout-messages.js';
 import { fakeCluster } from '../helpers/fake-cluster.js';
 import { startDevServer } from '../helpers/temporal-env.js';
 import { withMockedWorker } from '../helpers/workers.js';
@@ -192,7 +193,8 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
         const q = () => fleet.query(fleetStatusQuery);
         await until(q, (s) => phases(s).admin === 'waiting-approval', 'admin gate');
         await new Promise((r) => setTimeout(r, 500));
-        assert.equal(f.log.length, 0, 'nothing touched before the approval');
+        // The worker's own configuration read (its notify: sinks) is all before the approval.
+        assert.deepEqual(f.log, [[admin, 'notifySinks']], 'nothing touched before the approval');
         await fleet.executeUpdate(approveClusterUpdate, { args: [{ cluster: admin, by: 'alice', comment: 'change 42' }] });
         const failed = await until(q, (s) => phases(s)['user-a'] === 'failed', 'user-a failed');
         assert.match(failed.clusters[1]?.message ?? '', /PreflightBlocked: refusing to start: .*default\/solo/);
@@ -214,6 +216,67 @@ describe('fleetUpgradeWorkflow (children are real upgrades of in-memory clusters
       assert.equal(status.clusters[1]?.attempts, 2);
       assert.equal(status.clusters[0]?.approvedBy, 'alice');
       assert.match(status.events.join('\n'), new RegExp(`${a} \\(failed\\) resolved by bob: retry \\(PDB fixed\\)`));
+    },
+  );
+
+  it(
+    "the fleet sends its own waits and its end to each cluster's notify: sinks (PATCH.flowNotifications)",
+    { timeout: 240_000 },
+    async () => {
+      const [admin, a] = names('admin', 'user-a') as [string, string];
+      const f = fakeFleet({ [admin]: {}, [a]: { pdbFinding: true } });
+      const spec = parseFleetSpec({
+        name: `notify-${n}`,
+        defaults: { to: '1.33' },
+        stages: [{ clusters: [{ name: admin, approve: true }] }, { clusters: [a] }],
+      });
+      const delivered: NotificationEvent[] = [];
+      const acts = {
+        ...f.acts,
+        notifySinks: async () => [{ name: 'hook', events: ['run.waiting', 'run.resumed', 'run.finished'] }],
+        deliverNotification: async (i: { sink: string; event: NotificationEvent }) => {
+          delivered.push(i.event);
+          return { sink: i.sink, status: 200, answer: 'ok', attempt: 1 };
+        },
+      } as unknown as Partial<Activities>;
+      const fleetId = fleetWorkflowId(spec.name);
+      const status = await withMockedWorker(env, acts, 'fleet', async (taskQueue) => {
+        const fleet = await env.client.workflow.start(fleetUpgradeWorkflow, { taskQueue, workflowId: fleetId, args: [{ fleet: spec }] });
+        const q = () => fleet.query(fleetStatusQuery);
+        await until(
+          async () => delivered.length,
+          (k) => k >= 1,
+          'the approval wait delivered',
+        );
+        assert.equal(delivered[0]?.command, `skewless fleet approve ${spec.name} --cluster ${admin}`);
+        await fleet.executeUpdate(approveClusterUpdate, { args: [{ cluster: admin, by: 'alice' }] });
+        await until(q, (s) => phases(s)['user-a'] === 'failed', 'user-a failed');
+        await until(
+          async () => delivered.filter((e) => e.cluster === a).length,
+          (k) => k >= 1,
+          'the line stop delivered',
+        );
+        await fleet.executeUpdate(resolveClusterUpdate, { args: [{ cluster: a, action: 'skip', by: 'carol' }] });
+        const result = await fleet.result();
+        await until(
+          async () => delivered.length,
+          (k) => k >= 6,
+          'every event delivered',
+        );
+        return result;
+      });
+      assert.equal(status.phase, 'done', status.outcome);
+      const mine = delivered.filter((e) => e.workflowId === fleetId);
+      const of = (cluster: string) =>
+        mine.filter((e) => e.cluster === cluster).map((e) => `${e.kind} ${String(e.details.waitingFor ?? '')}`.trim());
+      assert.deepEqual(of(admin), ['run.waiting gate', 'run.resumed gate', 'run.finished']);
+      // Resumed and finished leave together (a skip ends the fleet): each its own delivery, in either order.
+      assert.deepEqual(of(a).sort(), ['run.finished', 'run.resumed halt', 'run.waiting halt']);
+      const stop = mine.find((e) => e.cluster === a && e.kind === 'run.waiting') as NotificationEvent;
+      assert.equal(stop.command, `skewless fleet resolve ${spec.name} --cluster ${a} --action retry`);
+      assert.match(String(stop.details.reason), /PreflightBlocked: refusing to start/);
+      assert.equal(new Set(mine.map((e) => e.id)).size, mine.length, 'each transition once');
+      for (const e of mine) assert.deepEqual(notificationEventProblems(e), [], JSON.stringify(e));
     },
   );
 

@@ -7,7 +7,7 @@ import type { MaintenancePlanFacts } from '../../activities/maintenance.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { maintainWorkflow } from '../../workflows/maintain-workflow.js';
 import { maintenanceStatusQuery, type MaintenanceStatus } from '../../workflows/maintenance-messages.js';
-import { abortSignal, pauseSignal, resolveDrainUpdate, resumeSignal } from '../../workflows/upgrade-messages.js';
+import { abortSignal, pauseSignal, resolveDrainUpdate, resumeSignal } from '../../workflows/rollout-messages.js';
 import { startDevServer } from '../helpers/temporal-env.js';
 import { withMockedWorker } from '../helpers/workers.js';
 
@@ -60,6 +60,56 @@ describe('maintainWorkflow (mocked activities, real dev server)', () => {
     const order = m.calls.map(([n, i]) => `${n} ${String(i.node)}`);
     assert.ok(order.indexOf('checkPodsOnNode w1') < order.indexOf('cordonNode w2'));
     assert.equal(m.calls.filter(([n]) => n === 'checkWorkloads').length, 3, 'workloads checked after each phase');
+  });
+
+  it('capacity (issue 40): a batch whose pods do not fit together runs one node at a time; one that fits nowhere halts before its cordon until retried', async () => {
+    let halts = 0;
+    const none = { milliCpu: 0, memoryBytes: 0, pods: 0 };
+    const fit = (nodes: string[], pending: string[] = []) => ({ nodes, evicted: 1, requests: none, pending, headroom: none });
+    const m = mockCluster(
+      {},
+      {
+        // batch-1 (w2, w3) fits one at a time; w4 fits nowhere until the operator made room (the first ask).
+        checkBatchCapacity: (i) => ({
+          batches: (i.batches as string[][]).map((b) =>
+            b.includes('w2') && b.length === 2
+              ? { size: 1, fit: fit(['w2']) }
+              : b[0] === 'w4' && halts++ === 0
+                ? { size: 0, fit: fit(['w4'], ['default/big-0']) }
+                : { size: b.length, fit: fit(b) },
+          ),
+        }),
+      },
+    );
+    const result = await withMockedWorker(env, m.acts, 'maintain', async (taskQueue) => {
+      const handle = await env.client.workflow.start(maintainWorkflow, {
+        taskQueue,
+        workflowId: `maintain/lab-${taskQueue}`,
+        args: [{ cluster: 'lab', selector: 'pool=blue', policy: { canary: 1, batchSize: 2, maxUnavailable: 2, verifySeconds: 5 } }],
+      });
+      let status: MaintenanceStatus | undefined;
+      await waitFor(
+        'halted on capacity',
+        async () => (status = await handle.query(maintenanceStatusQuery)).halted?.step === 'capacity',
+        30_000,
+      );
+      assert.equal(status?.halted?.after, 'batch-2');
+      assert.deepEqual(status?.halted?.workloads, ['default/big-0']);
+      assert.ok(!m.calls.some(([n, i]) => n === 'cordonNode' && i.node === 'w4'), 'w4 not cordoned while halted');
+      await handle.executeUpdate(resolveDrainUpdate, { args: [{ action: 'retry', by: 'ops' }] });
+      return handle.result();
+    });
+    assert.equal(result.phase, 'done', result.outcome);
+    const order = m.calls.map(([n, i]) => `${n} ${String(i.node)}`);
+    assert.ok(order.indexOf('cordonNode w3') > order.indexOf('uncordonNode w2'), 'batch-1 shrunk: w3 cordoned only after w2 was back');
+    assert.ok(
+      result.events.some((e) => /batch-1: 1 of 2 nodes out at once \(w2\)/.test(e)),
+      result.events.join('\n'),
+    );
+    assert.ok(
+      result.events.some((e) => /capacity check before batch-2 resolved by ops: retry/.test(e)),
+      result.events.join('\n'),
+    );
   });
 
   it('control planes go one at a time, before any worker, whatever maxUnavailable says', async () => {

@@ -5,7 +5,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { Activities } from '../../activities/index.js';
 import { drainResolutionSignal, nodeStatusQuery } from '../../workflows/node-messages.js';
-import { nodeUpgradeWorkflow, type NodeUpgradeInput } from '../../workflows/node-upgrade-workflow.js';
+import { nodeUpgradeWorkflow, type NodeStepInput } from '../../workflows/node-upgrade-workflow.js';
 import { startDevServer, uniqueTaskQueue, workflowBundle } from '../helpers/temporal-env.js';
 
 type Call = [string, Record<string, unknown>];
@@ -67,7 +67,7 @@ function mockActivities(calls: Call[], drains: ('ok' | 'blocked' | 'refused')[] 
   } as Partial<Activities>;
 }
 
-const base: NodeUpgradeInput = {
+const base: NodeStepInput = {
   cluster: 'lab',
   node: 'w1',
   role: 'worker',

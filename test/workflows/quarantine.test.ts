@@ -6,7 +6,7 @@ import { fakeCluster } from '../helpers/fake-cluster.js';
 import { withMockedWorker } from '../helpers/workers.js';
 import type { Activities } from '../../activities/index.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
-import { resolveDrainUpdate, statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { resolveDrainUpdate, statusQuery, type UpgradeStatus } from '../../workflows/rollout-messages.js';
 import { startDevServer } from '../helpers/temporal-env.js';
 
 // Quarantine on drain timeout (issue 22): a worker whose drain did not finish is left cordoned at its

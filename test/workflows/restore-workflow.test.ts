@@ -6,9 +6,11 @@ import type { Activities } from '../../activities/index.js';
 import type { EtcdMember, RestorePlan } from '../../activities/etcd-restore.js';
 import { restoreStatusQuery, type RestoreStatus } from '../../workflows/restore-messages.js';
 import { restoreWorkflow } from '../../workflows/restore-workflow.js';
-import { abortSignal, approveUpdate } from '../../workflows/upgrade-messages.js';
+import { abortSignal, approveUpdate } from '../../workflows/rollout-messages.js';
 import { startDevServer } from '../helpers/temporal-env.js';
 import { withMockedWorker } from '../helpers/workers.js';
+import type { NotificationEvent } from '../../contracts/notification-event.js';
+import { notificationEventProblems } from '../../rules/index.js';
 
 const MEMBERS: EtcdMember[] = ['cp-1', 'cp-2'].map((node, i) => ({
   node,
@@ -231,6 +233,43 @@ describe('restoreWorkflow (mocked activities, real dev server)', () => {
       const result = await handle.result();
       assert.equal(result.phase, 'done', result.outcome);
       assert.ok(calls.includes('start cp-2'));
+    });
+  });
+
+  it('sends its events to the notify: sinks: started, the gate waited for and approved, failed with the command that runs it again', async () => {
+    const calls: string[] = [];
+    const delivered: NotificationEvent[] = [];
+    const hooks = {
+      'stop cp-1': async () => {
+        throw ApplicationFailure.create({ type: 'HostCommandFailed', nonRetryable: true, message: 'mv failed' });
+      },
+    };
+    const acts = {
+      ...mocks(calls, hooks),
+      planRestore: async () => ({
+        ...PLAN,
+        notify: [{ name: 'hook', events: ['run.started', 'run.waiting', 'run.resumed', 'run.failed'] }],
+      }),
+      deliverNotification: async (i: { sink: string; event: NotificationEvent }) => {
+        delivered.push(i.event);
+        return { sink: i.sink, status: 200, answer: 'ok', attempt: 1 };
+      },
+    } as Partial<Activities>;
+    await withMockedWorker(env, acts, 'restore-notify', async (taskQueue) => {
+      const handle = await start(taskQueue);
+      await until(handle, 'the gate', (s) => s.phase === 'gate');
+      await handle.executeUpdate(approveUpdate, { args: [{ gate: 'restore-1.33.7', by: 'dana' }] });
+      await assert.rejects(handle.result(), WorkflowFailedError);
+      const deadline = Date.now() + 30_000;
+      while (delivered.length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      // Each its own notifyWorkflow: delivered in any order, told apart by kind.
+      const mine = delivered.filter((e) => e.workflowId === handle.workflowId);
+      const of = (kind: string) => mine.find((e) => e.kind === kind);
+      assert.deepEqual(mine.map((e) => e.kind).sort(), ['run.failed', 'run.resumed', 'run.started', 'run.waiting']);
+      assert.equal(of('run.waiting')?.command, `skewless approve c --workflow restore --gate restore-1.33.7`);
+      assert.equal(of('run.failed')?.command, 'skewless restore --cluster c --hop 1.33.7');
+      assert.match(String(of('run.failed')?.details.reason), /while stopping: mv failed/);
+      for (const e of mine) assert.deepEqual(notificationEventProblems(e), [], JSON.stringify(e));
     });
   });
 });

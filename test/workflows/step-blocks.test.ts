@@ -7,8 +7,8 @@ import type { Activities } from '../../activities/index.js';
 import { waitFor } from '../../sim/cluster/wait-for.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 import { drainResolutionSignal, nodeStatusQuery, type NodeStatus, type StepBlock } from '../../workflows/node-messages.js';
-import { nodeUpgradeWorkflow, type NodeUpgradeInput } from '../../workflows/node-upgrade-workflow.js';
-import { abortSignal, resolveDrainUpdate, statusQuery, type UpgradeStatus } from '../../workflows/upgrade-messages.js';
+import { nodeUpgradeWorkflow, type NodeStepInput } from '../../workflows/node-upgrade-workflow.js';
+import { abortSignal, resolveDrainUpdate, statusQuery, type UpgradeStatus } from '../../workflows/rollout-messages.js';
 import { fakeCluster } from '../helpers/fake-cluster.js';
 import { untilStatus } from '../helpers/status-polling.js';
 import { startDevServer } from '../helpers/temporal-env.js';
@@ -51,7 +51,7 @@ function nodeActivities(calls: Call[], override: Record<string, (input: Record<s
 
 const failure = (type: string, message: string, nonRetryable = false) => ApplicationFailure.create({ type, message, nonRetryable });
 const unreachable = () => failure('HostUnreachable', 'host w1 unreachable: ECONNREFUSED');
-const base: NodeUpgradeInput = {
+const base: NodeStepInput = {
   cluster: 'lab',
   node: 'w1',
   role: 'worker',
@@ -305,6 +305,36 @@ describe('a node step that fails for good waits for the operator (mocked activit
       'compensation uncordons w1',
     );
     assert.ok(!c.calls.some(([n, i]) => n === 'cordonNode' && i.node === 'w2'), 'the batch after the canary never started');
+  });
+
+  it('a worker skipped before its cordon is reported as never cordoned, not as staying cordoned', async () => {
+    const c = fakeCluster();
+    const acts: Acts = {
+      ...c.acts,
+      // The worker's kubeadm package, installed before its cordon (kubernetes.io's order), fails on w1.
+      installPackages: (async (i: { node: string }) => {
+        c.calls.push(['installPackages', i]);
+        if (i.node === 'w1') throw failure('HostCommandFailed', 'apt-get install exited 100: E: Unable to locate package', true);
+        return {};
+      }) as unknown as Activities['installPackages'],
+    };
+    const status = await withWorker(acts, async (taskQueue) => {
+      const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
+        taskQueue,
+        workflowId: `upgrade/skipuncordoned-${taskQueue}`,
+        args: [{ cluster: 'lab', to: '1.33', policy: { hostRetrySeconds: 0 } }],
+      });
+      await untilStatus(handle, 'w1 blocked', (st) => st.nodes.w1?.phase === 'blocked', 60_000);
+      await handle.executeUpdate(resolveDrainUpdate, { args: [{ node: 'w1', action: 'skip', by: 'ops' }] });
+      return handle.result();
+    });
+    assert.equal(status.nodes.w1?.phase, 'skipped', status.events.join('\n'));
+    assert.ok(!c.calls.some(([n, i]) => n === 'cordonNode' && i.node === 'w1'), 'w1 was never cordoned');
+    assert.ok(
+      status.events.includes('w1 skipped by the operator before its cordon: never cordoned, stays in service at 1.32.4'),
+      status.events.join('\n'),
+    );
+    assert.ok(!status.events.some((e) => /^w1 .*stays cordoned/.test(e)), status.events.join('\n'));
   });
 
   it('a workload unavailable after a phase halts the rollout naming it; retry checks again and the next phase starts', async () => {

@@ -22,12 +22,15 @@ function parseArgs(args: readonly string[]): { options: Map<string, string>; wor
   return { options, words };
 }
 
+/** The operations this apt-cache carries out (sim/hosts/faults.ts refuses a fault for another). */
+export const APT_CACHE_VERBS: readonly string[] = ['madison', 'policy'];
+
 export async function aptCache(ctx: CommandContext): Promise<CommandOutcome> {
   const parsed = parseArgs(ctx.argv.slice(1));
   if (typeof parsed === 'string') return fail(ctx, parsed, 100);
   const [verb, ...names] = parsed.words;
   const { machine } = ctx;
-  if (verb !== 'madison' && verb !== 'policy')
+  if (verb === undefined || !APT_CACHE_VERBS.includes(verb))
     return fail(ctx, verb === undefined ? 'E: No operation specified' : `E: Invalid operation ${verb}`, 100);
   if (names.length === 0) return fail(ctx, 'E: No packages found', 100);
   const dirs = aptDirs(parsed.options);

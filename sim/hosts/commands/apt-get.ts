@@ -76,13 +76,16 @@ function parseOptions(args: readonly string[]): Options | string {
   return o;
 }
 
+/** The operations this apt-get carries out (sim/hosts/faults.ts refuses a fault for another). */
+export const APT_GET_VERBS: readonly string[] = ['update', 'install', 'upgrade', 'dist-upgrade', 'full-upgrade'];
+
 export async function aptGet(ctx: CommandContext): Promise<CommandOutcome> {
   const options = parseOptions(ctx.argv.slice(1));
   if (typeof options === 'string') return fail(ctx, options, 100);
   const [verb, ...packages] = options.words;
   if (verb === undefined) return fail(ctx, 'E: No operation specified.', 100); // apt-get prints usage, exit 100
   const upgradeAll = verb === 'upgrade' || verb === 'dist-upgrade' || verb === 'full-upgrade';
-  if (verb !== 'update' && verb !== 'install' && !upgradeAll) return fail(ctx, `E: Invalid operation ${verb}`, 100);
+  if (!APT_GET_VERBS.includes(verb)) return fail(ctx, `E: Invalid operation ${verb}`, 100);
   if (upgradeAll && packages.length > 0) return fail(ctx, `E: The ${verb} command takes no arguments`, 100);
   const dirs = aptDirs(options.config);
   // An update into a lists directory of the user's own (a probe) needs no root; everything else does.
@@ -149,6 +152,19 @@ async function lockFreed(ctx: CommandContext, seconds: number): Promise<boolean>
 
 type Change = PackageChange;
 
+/** The archives fetched, each from the source that offers its version, and kept in the cache. */
+function download(ctx: CommandContext, changes: Change[]): void {
+  const { machine } = ctx;
+  const sources = readSources(machine, aptDirs(new Map()), true);
+  changes.forEach((c, i) => {
+    const from =
+      typeof sources === 'string' ? undefined : offers(machine, aptDirs(new Map()), sources, c.pkg).find((o) => o.version === c.to)?.entry;
+    print(ctx, `Get:${i + 1} ${from ? sourceLabel(from) : ''}${c.pkg} ${c.to} [11.2 MB]`);
+  });
+  print(ctx, `Fetched ${(11.2 * changes.length).toFixed(1)} MB in 0s (60.0 MB/s)`);
+  storeArchives(machine, 'deb', changes);
+}
+
 async function install(ctx: CommandContext, options: Options, args: string[]): Promise<CommandOutcome> {
   const { machine } = ctx;
   print(ctx, 'Reading package lists...', 'Building dependency tree...', 'Reading state information...');
@@ -201,18 +217,7 @@ async function install(ctx: CommandContext, options: Options, args: string[]): P
     locked.delete(machine);
   }
   if (changes.length === 0) return 0;
-  if (!cached) {
-    const sources = readSources(machine, aptDirs(new Map()), true);
-    changes.forEach((c, i) => {
-      const from =
-        typeof sources === 'string'
-          ? undefined
-          : offers(machine, aptDirs(new Map()), sources, c.pkg).find((o) => o.version === c.to)?.entry;
-      print(ctx, `Get:${i + 1} ${from ? sourceLabel(from) : ''}${c.pkg} ${c.to} [11.2 MB]`);
-    });
-    print(ctx, `Fetched ${(11.2 * changes.length).toFixed(1)} MB in 0s (60.0 MB/s)`);
-    storeArchives(machine, 'deb', changes);
-  }
+  if (!cached) download(ctx, changes);
   if (options.downloadOnly) {
     print(ctx, 'Download complete and in download only mode');
     return 0;

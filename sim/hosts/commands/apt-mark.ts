@@ -3,6 +3,9 @@
 import { isPackageName, PACKAGES, type PackageName } from '../host-state.js';
 import { fail, print, type CommandContext, type CommandOutcome } from './command.js';
 
+/** The operations this apt-mark carries out (sim/hosts/faults.ts refuses a fault for another). */
+export const APT_MARK_VERBS: readonly string[] = ['hold', 'unhold', 'showhold', 'showholds'];
+
 export async function aptMark(ctx: CommandContext): Promise<CommandOutcome> {
   const [verb, ...names] = ctx.argv.slice(1).filter((a) => a !== '-q' && a !== '-qq');
   const { machine } = ctx;
@@ -10,7 +13,7 @@ export async function aptMark(ctx: CommandContext): Promise<CommandOutcome> {
     print(ctx, ...PACKAGES.filter((p) => machine.state.holds.includes(p)));
     return 0;
   }
-  if (verb !== 'hold' && verb !== 'unhold') {
+  if (verb === undefined || !APT_MARK_VERBS.includes(verb)) {
     return fail(ctx, verb === undefined ? 'E: No operation specified' : `E: Invalid operation ${verb}`, 100);
   }
   if (names.length === 0) return fail(ctx, 'E: No packages found', 100);

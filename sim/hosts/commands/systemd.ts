@@ -7,6 +7,11 @@ const NOT_AUTHORIZED = 'Interactive authentication required.';
 /** Units the simulated host has; only the kubelet's does anything. */
 const UNITS = new Set(['kubelet', 'containerd', 'ssh']);
 
+/** The unit verbs this systemctl carries out on a unit. */
+const UNIT_VERBS = ['restart', 'try-restart', 'reload-or-restart', 'start', 'stop', 'enable', 'disable'];
+/** Every verb this systemctl carries out (sim/hosts/faults.ts refuses a fault for another). */
+export const SYSTEMCTL_VERBS: readonly string[] = ['reboot', 'daemon-reload', 'is-active', 'status', ...UNIT_VERBS];
+
 export async function systemctl(ctx: CommandContext): Promise<CommandOutcome> {
   const args = ctx.argv.slice(1).filter((a) => !['--no-pager', '--no-block', '-q', '--quiet', '--now'].includes(a));
   const quiet = ctx.argv.includes('-q') || ctx.argv.includes('--quiet');
@@ -39,7 +44,7 @@ export async function systemctl(ctx: CommandContext): Promise<CommandOutcome> {
     );
     return active ? 0 : 3;
   }
-  if (!['restart', 'try-restart', 'reload-or-restart', 'start', 'stop', 'enable', 'disable'].includes(verb)) {
+  if (!UNIT_VERBS.includes(verb)) {
     return fail(ctx, `Unknown command verb '${verb}'.`, 1);
   }
   if (!ctx.root)

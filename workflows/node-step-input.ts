@@ -2,7 +2,7 @@ import type { DrainResolution, NodePackagesLeft } from './node-messages.js';
 
 // What the node child is asked to do (nodeUpgradeWorkflow's input) and what it answers.
 
-export interface NodeUpgradeInput {
+export interface NodeStepInput {
   cluster: string;
   node: string;
   role: 'control-plane' | 'worker';
@@ -36,11 +36,13 @@ export interface NodeUpgradeInput {
   onDrainTimeout?: 'quarantine';
 }
 
-export interface NodeUpgradeResult {
+export interface NodeStepResult {
   node: string;
   outcome: 'done' | 'skipped' | 'aborted' | 'quarantined';
   /** Whether this run cordoned the node (and so must uncordon it if the upgrade is abandoned). */
   cordonedByUs: boolean;
+  /** Whether the node was cordoned (by this run or already by someone else); false: skipped before its cordon. Absent in older runs. */
+  cordoned?: boolean;
   forced: string[];
   resolutions: DrainResolution[];
   /** Seconds from the first eviction attempt to an empty node, blocked time included. */
@@ -49,4 +51,19 @@ export interface NodeUpgradeResult {
   quarantine?: { message: string; pods: string[] };
   /** Its repository file as the run pointed it, and on a path that did not finish the holds put back (PATCH.holdsOnEveryPath). */
   packages?: NodePackagesLeft;
+}
+
+/** What a flow's policy sets of every node step it starts (the upgrade's, maintenance's and blue/green's alike). */
+export type NodeStepPolicy = Pick<NodeStepInput, 'verifySeconds' | 'drainTimeoutSeconds' | 'hostRetrySeconds'>;
+
+/**
+ * The node step's policy from a flow's: the same keys, each absent when the flow's policy leaves it
+ * unset (a child's input then reads as it did before the key existed).
+ */
+export function nodeStepPolicy(policy: { verifySeconds: number; drainTimeoutSeconds?: number; hostRetrySeconds?: number }): NodeStepPolicy {
+  return {
+    verifySeconds: policy.verifySeconds,
+    ...(policy.drainTimeoutSeconds ? { drainTimeoutSeconds: policy.drainTimeoutSeconds } : {}),
+    ...(policy.hostRetrySeconds === undefined ? {} : { hostRetrySeconds: policy.hostRetrySeconds }),
+  };
 }

@@ -2,16 +2,12 @@ import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ROLLOUT_KINDS, rolloutWorkflowId } from '../contracts/workflow-ids.js';
 
-export interface RunningUpgrade {
+export interface RunningRollout {
   running: boolean;
-  /** The running upgrade's run and start, when there is one. */
+  /** The running rollout's workflow id (`maintain/<cluster>`, ...), run and start, when there is one. */
+  workflowId?: string;
   runId?: string;
   startedAt?: string;
-}
-
-export interface RunningRollout extends RunningUpgrade {
-  /** The running rollout's workflow id (`maintain/<cluster>`, ...), when there is one. */
-  workflowId?: string;
 }
 
 /** Whether the workflow `workflowId` runs now, asked of Temporal through the worker's own client. */
@@ -27,11 +23,12 @@ async function runningWorkflow(workflowId: string): Promise<RunningRollout> {
 }
 
 /**
- * Whether `upgrade/<cluster>` runs now (no cluster is touched). A scheduled run asks before it
+ * Whether `upgrade/<cluster>` runs now (no cluster is touched): the activity a scheduled run that
+ * predates PATCH.exclusiveRollouts calls (its name is in histories). A scheduled run asks before it
  * reads the cluster: a cluster in the middle of someone's upgrade would otherwise look like a plan
  * of its own, or like nothing to do.
  */
-export async function findRunningUpgrade(input: { cluster: string }): Promise<RunningUpgrade> {
+export async function findRunningUpgrade(input: { cluster: string }): Promise<Omit<RunningRollout, 'workflowId'>> {
   const { workflowId: _id, ...found } = await runningWorkflow(rolloutWorkflowId('upgrade', input.cluster));
   return found;
 }

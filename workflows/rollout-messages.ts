@@ -2,7 +2,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { DrainResolution, NodeBlock, NodePackagesLeft, NodePhase } from './node-messages.js';
 
 /**
- * Messages of the cluster upgrade workflow (`upgrade/<cluster>`), the operator's handle on it.
+ * Messages every rollout shares (the upgrade first: `upgrade/<cluster>`), the operator's handle on it.
  * Wire names are API: never rename them.
  */
 
@@ -42,6 +42,11 @@ export interface NodeState {
   cordonedBySomeoneElse?: boolean;
   /** Its repository file as this run pointed it, and the package holds it put back (node children since PATCH.holdsOnEveryPath). */
   packages?: NodePackagesLeft;
+  /**
+   * While it drains in rounds (the cluster configuration's drainRules orders): the round, of how many,
+   * and its order. Filled by `skewless status` from the drain's heartbeat, never by a workflow.
+   */
+  drainRound?: { index: number; of: number; order: number };
 }
 
 /**
@@ -69,21 +74,24 @@ export interface GateState {
  * ("Ready is not working"): no further node starts until the operator retries the check or aborts.
  */
 export interface HaltState {
-  /** The phase whose nodes were just upgraded (`canary`, `batch-1`, ...) and the hop. */
+  /** The phase whose nodes were just upgraded (`canary`, `batch-1`, ...; capacity: the phase about to start) and the hop. */
   after: string;
   hop: string;
   /** The check that failed (the workloads, or the operator's own probes) and its failure type (`Unhealthy`). */
-  step: 'checkWorkloads' | 'runProbes' | 'quarantineSkew';
+  step: 'checkWorkloads' | 'runProbes' | 'quarantineSkew' | 'hook' | 'capacity';
   failure: string;
   message: string;
-  /** The workloads that fell short, `Deployment default/web: 1/3 replicas available` (quarantineSkew: the kubelets out of the policy). */
+  /** The workloads that fell short, `Deployment default/web: 1/3 replicas available` (quarantineSkew: the kubelets out of the policy; capacity: the pods that would stay Pending). */
   workloads: string[];
   actions: ('retry' | 'abort')[];
 }
 
 /** A disruptive phase held back until the cluster's maintenance window opens (workflows/window-wait.ts). */
 export interface WindowWait {
-  for: 'maintenance-window';
+  /** A maintenance window that is closed, or a blackout date (`exclusions:`) the phase may not begin in. */
+  for: 'maintenance-window' | 'exclusion';
+  /** The exclusion that holds it: its dates, zone, scope and reason. */
+  reason?: string;
   /** The phase that waits: `control-plane` (a hop's snapshot, kubeadm and control planes), `canary`, `batch-N`. */
   phase: string;
   /** The upgrade's hop; '' for an OS maintenance run. */
@@ -113,6 +121,8 @@ export interface RolloutStatus {
   nodes: Record<string, NodeState>;
   /** Set while the rollout waits for the operator after a failed workload check. */
   halted?: HaltState;
+  /** After the last hop checked: Deployments with every running replica on one node (workflows/rebalance.ts). */
+  concentrated?: string[];
   gates: GateState[];
   /** Human-readable record of what happened, newest last. */
   events: string[];
@@ -140,6 +150,29 @@ export interface UpgradeStatus extends RolloutStatus {
   runs: number;
   /** Set when the run ends: the nodes it leaves behind (`skewless upgrade` exits 4 when a done run has any). */
   leftBehind?: LeftBehind[];
+  /**
+   * Node → the hops at which the plan moves it (its kubelet below the hop, a worker at the hops it
+   * moves at): what progress counts. Absent in runs that predate it (every node at every hop).
+   */
+  moves?: Record<string, string[]>;
+  /** A reversible hop's trial (issue 36): which way back exists now. Absent: no trial in this run. */
+  trial?: TrialState;
+}
+
+/** A reversible hop's trial: the control planes at `hop` emulating `emulates`, until committed or rolled back. */
+export interface TrialState {
+  hop: string;
+  emulates: string;
+  /** The control planes' version before the trial: what a rollback puts back. */
+  from: string;
+  /** `trial`: `skewless rollback` takes it back; `committed`: the etcd snapshot is the way back; `rolled-back`: back at `from`. */
+  state: 'trial' | 'committed' | 'rolled-back';
+  rollbackBy?: string;
+  rollbackReason?: string;
+  /** Committed by `autoCommit` (no approval) after a soak of this many seconds with the alerts clear and the probes passing. */
+  autoCommittedAfterSeconds?: number;
+  /** The trial failed on this control plane, and the run rolled it back (PATCH.trialFailureRollback). */
+  failedOn?: string;
 }
 
 export interface Approval {
@@ -163,6 +196,8 @@ export const statusQuery = defineQuery<UpgradeStatus>('status');
 export const approveUpdate = defineUpdate<GateState, [Approval]>('approve');
 /** Resolves a blocked node (a drain or a failed step) or, without a node, a halted rollout. The name predates step blocks: it is API. */
 export const resolveDrainUpdate = defineUpdate<NodeState | HaltState, [UpgradeResolution]>('resolveDrain');
+/** `skewless rollback`: a reversible hop's trial back to N (the control planes' binaries and kubeadm), no etcd restore. */
+export const rollbackTrialUpdate = defineUpdate<TrialState, [OperatorAction]>('rollbackTrial');
 export const pauseSignal = defineSignal<[OperatorAction]>('pause');
 export const resumeSignal = defineSignal<[OperatorAction]>('resume');
 export const abortSignal = defineSignal<[OperatorAction]>('abort');
