@@ -33,23 +33,27 @@ const forbiddenHint = (err: unknown): string =>
 const keyOf = (r: { group: string; version: string; resource: string; subresource: string }) =>
   `${r.group}/${r.version}/${r.resource}/${r.subresource}`;
 
+/** How many times per control plane a scrape may meet an apiserver already read before the report makes do. */
+const REMEETS_PER_CONTROL_PLANE = 3;
+
 export async function collectRemovedApiUsage(access: ClusterAccess, signal?: AbortSignal): Promise<RemovedApiUsageFacts> {
   const problems: string[] = [];
   const nodes = await kubeCall('list control-plane nodes', () => access.kube.core.listNode({ labelSelector: CONTROL_PLANE_LABEL }));
   const controlPlanes = nodes.items.map((n) => n.metadata?.name ?? '').filter((n) => n !== '');
 
   // Behind kubeadm's controlPlaneEndpoint each new connection may reach another apiserver, or the
-  // same one again: scrapes go on until each control plane's apiserver answered once, or as many
-  // scrapes as there are control planes met one already read (fewer apiservers than control planes,
-  // or a sticky endpoint), and an apiserver met again is not counted twice (one call would read
-  // "requested 2 times" beside "1 time in the audit log read").
+  // same one again: scrapes go on until each control plane's apiserver answered once, or three times
+  // as many scrapes as there are control planes met one already read (fewer apiservers than control
+  // planes, or a sticky endpoint; a round-robin balancer whose other clients' connections fall between
+  // ours in step can hand us the same one a few times running), and an apiserver met again is not
+  // counted twice (one call would read "requested 2 times" beside "1 time in the audit log read").
   const requested = new Map<string, DeprecatedApiRequest>();
   const seen = new Set<string>();
   let metricsScrapes = 0;
   let failures = 0;
   let again = 0;
   const wanted = Math.max(1, controlPlanes.length);
-  for (let attempt = 0; seen.size < wanted && again < wanted && failures < wanted; attempt++) {
+  for (let attempt = 0; seen.size < wanted && again < REMEETS_PER_CONTROL_PLANE * wanted && failures < wanted; attempt++) {
     let text: string;
     try {
       text = await apiserverGet(access.config, '/metrics', signal);

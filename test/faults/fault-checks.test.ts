@@ -7,6 +7,7 @@ import type { CommandObserver } from '../../sim/hosts/command-runner.js';
 import { hostDir } from '../../sim/hosts/host-state.js';
 import type { Simulation } from '../../sim/simulation.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { EXTRA_TRIES_PER_TARGET, tryAgainAfter } from './kill-schedule.js';
 import { trackManifests } from './manifest-checks.js';
 import { replayHistories } from './replay-check.js';
 
@@ -99,5 +100,20 @@ describe('fault harness checks', () => {
     assert.equal(result.histories, 2);
     assert.equal(result.problems.length, 1, result.problems.join('\n'));
     assert.match(result.problems[0] ?? '', /does not replay with the current bundle/);
+  });
+
+  it('tries a missed target again right after it, a bounded number of times, and never a random kill', () => {
+    const queue = [{ target: 'apply' }, { target: 'drain' }, { target: 'apt-install' }];
+    const tries = new Map<string, number>();
+    assert.equal(tryAgainAfter(queue, 1, tries), true);
+    // The missed drain goes again before apt-install, which keeps its turn.
+    assert.deepEqual(
+      queue.map((q) => q.target),
+      ['apply', 'drain', 'drain', 'apt-install'],
+    );
+    for (let i = 1; i < EXTRA_TRIES_PER_TARGET; i++) assert.equal(tryAgainAfter(queue, 2, tries), true);
+    assert.equal(tryAgainAfter(queue, 2, tries), false, 'no more tries once the extra ones are used');
+    assert.equal(queue.filter((q) => q.target === 'drain').length, 1 + EXTRA_TRIES_PER_TARGET);
+    assert.equal(tryAgainAfter([{ target: 'random' }], 0, tries), false);
   });
 });

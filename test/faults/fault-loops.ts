@@ -1,5 +1,5 @@
 import { describeActivity, pendingActivities } from './in-flight.js';
-import type { KillTarget, PlannedKill, PlannedOutage } from './kill-schedule.js';
+import { tryAgainAfter, type KillTarget, type PlannedKill, type PlannedOutage } from './kill-schedule.js';
 import type { LoopContext } from './loop-context.js';
 export type { LoopContext } from './loop-context.js';
 import { commandMoment, describeCommands, drainMoment, FIRST_HIT_WAIT_MS, identityOf, seconds, wait, type Moment } from './moments.js';
@@ -53,11 +53,12 @@ async function restartWorker(ctx: LoopContext): Promise<void> {
 }
 
 export async function killWorkerLoop(ctx: LoopContext, plan: PlannedKill[], out: KillRecord[]): Promise<void> {
-  let retarget: KillTarget | undefined;
-  for (const [i, planned] of plan.entries()) {
+  const queue = [...plan];
+  const extraTries = new Map<string, number>();
+  for (let i = 0; i < queue.length; i++) {
     if (ctx.finished.aborted) return;
-    const target = retarget ?? planned.target;
-    retarget = undefined;
+    const planned = queue[i] as PlannedKill;
+    const target = planned.target;
     let moment: Moment | undefined;
     if (target === 'random') {
       if (!(await wait(planned.afterMs, ctx.finished))) return;
@@ -84,8 +85,8 @@ export async function killWorkerLoop(ctx: LoopContext, plan: PlannedKill[], out:
         (a) => a.activity === 'drainNode' && a.started && a.worker === killed && a.workflowId.endsWith(`/${moment.drainNode}`),
       );
     }
-    // A target not hit yet is tried again by the next kill, until each has been hit once.
-    if (target !== 'random' && !moment.hit && !out.some((k) => k.target === target && k.hit)) retarget = target;
+    // A target not hit yet is tried again by an extra kill, until each has been hit once.
+    if (target !== 'random' && !moment.hit && !out.some((k) => k.target === target && k.hit)) tryAgainAfter(queue, i, extraTries);
     const record: KillRecord = {
       n: i + 1,
       atMs,
@@ -98,7 +99,7 @@ export async function killWorkerLoop(ctx: LoopContext, plan: PlannedKill[], out:
     };
     out.push(record);
     ctx.log(
-      `[faults] kill ${record.n}/${plan.length} at ${seconds(atMs)} [${target}${target === 'random' ? '' : record.hit ? ', hit' : ', MISSED'}]: ${record.moment}`,
+      `[faults] kill ${record.n}/${queue.length} at ${seconds(atMs)} [${target}${target === 'random' ? '' : record.hit ? ', hit' : ', MISSED'}]: ${record.moment}`,
     );
     ctx.log(`[faults]   commands in flight: ${commands.join('; ') || 'none'}`);
     ctx.log(`[faults]   activities out: ${record.activities.join(', ') || 'none'}; worker down ${seconds(planned.downMs)}`);

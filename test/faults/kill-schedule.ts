@@ -112,3 +112,21 @@ export const TARGET_COMMAND: Record<Exclude<KillTarget, 'drain'>, RegExp> = {
   'apt-install': /\bapt-get install\b/,
   'kubelet-restart': /\bsystemctl restart kubelet\b/,
 };
+
+/** A targeted kill or outage that missed its moment is tried again this many times at most, before the plan goes on. */
+export const EXTRA_TRIES_PER_TARGET = 2;
+
+/**
+ * After planned step `i` missed its target (never hit so far), the same step again right after it,
+ * while the target has extra tries left: a missed moment (a drain over before the kill came) costs no
+ * other target its turn. Returns whether it queued one.
+ */
+export function tryAgainAfter<T extends { target: string }>(queue: T[], i: number, extraTries: Map<string, number>): boolean {
+  const step = queue[i];
+  if (!step || step.target === 'random') return false;
+  const used = extraTries.get(step.target) ?? 0;
+  if (used >= EXTRA_TRIES_PER_TARGET) return false;
+  extraTries.set(step.target, used + 1);
+  queue.splice(i + 1, 0, { ...step });
+  return true;
+}

@@ -18,7 +18,7 @@ describe('fault harness: the worker dies inside the real kubeadm on a per-node c
       /\] kill \d/,
     );
     assert.deepEqual(report.problems, [], trace);
-    assert.equal(report.kills.length, 3, trace);
+    assert.ok(report.kills.length >= 3, `${report.kills.length} kills${trace}`); // more when a missed target was tried again
     const apply = report.kills.find((k) => k.target === 'apply' && k.hit);
     const node = report.kills.find((k) => k.target === 'upgrade-node' && k.hit);
     // Hit: the real kubeadm was still running on the host as the worker died (the command log says so).

@@ -27,13 +27,18 @@ describe('fault harness: PostgreSQL, the Temporal server and the worker crash mi
       /\] (kill|server restart|PostgreSQL kill) \d/,
     );
     assert.deepEqual(report.problems, [], trace);
-    assert.equal(report.dbRestarts.length, 2, trace);
-    assert.equal(report.serverRestarts.length, 1, trace);
-    assert.equal(report.kills.length, 3, trace);
-    const [inApply, inDrain] = report.dbRestarts;
-    assert.ok(inApply?.hit && inApply.commands.some((c) => /kubeadm upgrade apply/.test(c)), `PostgreSQL died during apply${trace}`);
-    assert.ok(inDrain?.hit && inDrain.target === 'drain', `PostgreSQL died during a drain${trace}`);
-    const server = report.serverRestarts[0];
+    // More than planned when a missed target was tried again (kill-schedule.ts's tryAgainAfter).
+    assert.ok(report.dbRestarts.length >= 2, `${report.dbRestarts.length} PostgreSQL kills${trace}`);
+    assert.ok(report.serverRestarts.length >= 1, `${report.serverRestarts.length} server restarts${trace}`);
+    assert.ok(report.kills.length >= 3, `${report.kills.length} kills${trace}`);
+    const inApply = report.dbRestarts.find((r) => r.target === 'apply' && r.hit);
+    const inDrain = report.dbRestarts.find((r) => r.target === 'drain' && r.hit);
+    assert.ok(
+      inApply?.commands.some((c) => /kubeadm upgrade apply/.test(c)),
+      `PostgreSQL died during apply${trace}`,
+    );
+    assert.ok(inDrain, `PostgreSQL died during a drain${trace}`);
+    const server = report.serverRestarts.find((r) => r.target === 'apply' && r.hit);
     assert.ok(server?.hit && server.commands.some((c) => /kubeadm upgrade apply/.test(c)), `the server died during apply${trace}`);
     assert.equal(report.status?.phase, 'done', trace);
   });

@@ -3,7 +3,8 @@ import { runFaultHarness, type FaultRunReport } from './harness.js';
 
 /**
  * What the suite's short fault runs share: the small shared-world lab (3 + 3 nodes, two hops, no
- * StatefulSet, whose 2-minute PDB hold after an eviction would dominate the time) and a run whose log
+ * StatefulSet, whose 2-minute PDB hold after an eviction would dominate the time; pods that take 2 s to
+ * go, so a drain lasts long enough for a kill aimed at it to land inside) and a run whose log
  * is kept for the failure message while the kills' lines go to the test's output as evidence.
  */
 export function suiteLab(name: string, kubeadmApplyMs: number): string {
@@ -12,6 +13,7 @@ name: ${name}
 version: 1.32.4
 repository: [1.32.4, 1.33.0, 1.33.7, 1.34.0, 1.34.2]
 rebootSeconds: 1
+terminationGraceSeconds: 2
 latencies: {aptInstall: 1500, kubeletRestart: 1500, kubeadmApply: ${kubeadmApplyMs}, kubeadmNode: 1000}
 nodes:
   - {name: cp, role: control-plane, count: 3}

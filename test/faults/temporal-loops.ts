@@ -1,5 +1,5 @@
 import { describeActivity, pendingActivities } from './in-flight.js';
-import { TARGET_COMMAND, type PlannedOutage } from './kill-schedule.js';
+import { TARGET_COMMAND, tryAgainAfter, type PlannedOutage } from './kill-schedule.js';
 import type { LoopContext, OutageRecord } from './fault-loops.js';
 import { commandMoment, describeCommands, drainMoment, FIRST_HIT_WAIT_MS, seconds, wait, type Moment } from './moments.js';
 
@@ -19,11 +19,10 @@ export async function outageLoop(ctx: LoopContext, part: keyof typeof PART, plan
   const restart =
     part === 'server' ? (downMs: number) => ctx.temporal.restartServer(downMs) : ctx.temporal.restartDatabase?.bind(ctx.temporal);
   if (!restart) return;
-  let retarget: PlannedOutage['target'] | undefined;
-  for (const [i, next] of plan.entries()) {
-    // A target not hit yet (its moment passed while the other part held the turn) is tried again by the next outage.
-    const planned = retarget ? { ...next, target: retarget } : next;
-    retarget = undefined;
+  const queue = [...plan];
+  const extraTries = new Map<string, number>();
+  for (let i = 0; i < queue.length; i++) {
+    const planned = queue[i] as PlannedOutage;
     let moment: Moment | undefined;
     if (planned.target === 'random') {
       if (!(await wait(planned.afterMs, ctx.finished))) return;
@@ -62,10 +61,12 @@ export async function outageLoop(ctx: LoopContext, part: keyof typeof PART, plan
       };
     });
     out.push(record);
-    if (record.target !== 'random' && !record.hit && !out.some((r) => r.target === record.target && r.hit)) retarget = record.target;
+    // A target not hit yet (its moment passed while the other part held the turn) is tried again by an extra outage.
+    if (record.target !== 'random' && !record.hit && !out.some((r) => r.target === record.target && r.hit))
+      tryAgainAfter(queue, i, extraTries);
     const what = record.target === 'random' ? record.moment : `[${record.target}${record.hit ? ', hit' : ', MISSED'}]: ${record.moment}`;
     ctx.log(
-      `[faults] ${PART[part].name} ${record.n}/${plan.length} at ${seconds(record.atMs)} ${what}; back after ${seconds(record.outageMs)} (${PART[part].back})`,
+      `[faults] ${PART[part].name} ${record.n}/${queue.length} at ${seconds(record.atMs)} ${what}; back after ${seconds(record.outageMs)} (${PART[part].back})`,
     );
     ctx.log(
       `[faults]   commands in flight: ${record.commands.join('; ') || 'none'}; activities out: ${record.activities.join(', ') || 'none'}`,

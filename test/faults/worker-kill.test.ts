@@ -25,8 +25,8 @@ describe('fault harness: the worker and the Temporal server crash mid-upgrade', 
       /\] (kill|server restart) \d/, // what each kill met: evidence that the kills landed where they say
     );
     assert.deepEqual(report.problems, [], trace);
-    assert.equal(report.kills.length, 8, trace);
-    assert.equal(report.serverRestarts.length, 5, trace);
+    assert.ok(report.kills.length >= 8, `${report.kills.length} kills${trace}`); // more when a missed target was tried again
+    assert.ok(report.serverRestarts.length >= 5, `${report.serverRestarts.length} server restarts${trace}`);
     for (const target of SHARED_TARGETS) assert.ok(report.targetsHit[target] >= 1, `no kill landed in ${target}${trace}`);
     // The cluster's workflow and every node's replayed with the current bundle (3 + 3 nodes, two hops for the control planes).
     assert.ok(report.replayed >= 10, `${report.replayed} histories replayed${trace}`);
