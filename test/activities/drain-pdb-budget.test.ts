@@ -223,15 +223,19 @@ describe('evictions under one PDB, as parallel as its budget allows', () => {
     assert.deepEqual(await Promise.all(nodes.map(webOn)), [[], []]);
     const spans = outputs.flatMap((o, i) => o.evictions.map((e) => ({ from: e.sentAt, to: e.answeredAt, process: i })));
     assert.equal(mostAtOnce(outputs.map((o) => ({ from: o.startedAt, to: o.endedAt }))), 2, 'the two processes drained at the same time');
+    // The budget is the server's, as in the case above: until its answer, not the 300 ms hold after it
+    // (while an answer is held, the server may have deleted the pod, the replacement turned Ready and the
+    // PDB allowed another disruption, which a drain may spend: seen once under load, 5 "in flight" with the hold).
+    const awaiting = mostAtOnce(outputs.flatMap((o) => o.evictions.map((e) => ({ from: e.sentAt, to: e.serverAnsweredAt }))));
+    assert.ok(awaiting <= BUDGET, `never more than the budget awaiting the server across both processes: ${awaiting}`);
     const most = mostAtOnce(spans);
-    assert.ok(most <= BUDGET, `never more than the budget in flight across both processes: ${most}`);
     assert.ok(most >= 2, `evictions overlapped: ${most}`);
     // The Lease: while one process has evictions in flight under the PDB, the other sends none there.
     const processesAtOnce = Math.max(
       ...spans.map((s) => new Set(spans.filter((o) => o.from < s.to && s.from < o.to).map((o) => o.process)).size),
     );
     assert.equal(processesAtOnce, 1, 'never evictions of both processes in flight at once');
-    t.diagnostic(`evictions ${spans.length}, at most ${mostAtOnce(spans)} in flight, server: ${JSON.stringify(counts)}`);
+    t.diagnostic(`evictions ${spans.length}, at most ${most} in flight (${awaiting} unanswered), server: ${JSON.stringify(counts)}`);
     assertNoStorm(counts, spans.length);
     const leases = (await tc.kube.coordination.listNamespacedLease({ namespace: 'default' })).items.map((l) => l.metadata?.name ?? '');
     assert.deepEqual(

@@ -14,6 +14,9 @@ import { createClusterResolver } from '../../activities/host-address.js';
 export interface EvictionRecord {
   pod: string;
   sentAt: number;
+  /** When the server's answer came, before the hold. */
+  serverAnsweredAt: number;
+  /** When the drain got the answer, after the hold. */
   answeredAt: number;
   /** 201, or the HTTP status of the refusal. */
   code: number;
@@ -39,7 +42,7 @@ async function main(): Promise<void> {
       get(target, prop, receiver) {
         if (prop !== 'createNamespacedPodEviction') return Reflect.get(target, prop, receiver);
         return async (...args: Parameters<CoreV1Api['createNamespacedPodEviction']>) => {
-          const record: EvictionRecord = { pod: args[0].name, sentAt: Date.now(), answeredAt: 0, code: 201 };
+          const record: EvictionRecord = { pod: args[0].name, sentAt: Date.now(), serverAnsweredAt: 0, answeredAt: 0, code: 201 };
           evictions.push(record);
           try {
             return await target.createNamespacedPodEviction(...args);
@@ -47,6 +50,7 @@ async function main(): Promise<void> {
             record.code = typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 0;
             throw err;
           } finally {
+            record.serverAnsweredAt = Date.now();
             await new Promise((r) => setTimeout(r, holdMs));
             record.answeredAt = Date.now();
           }
