@@ -243,6 +243,7 @@ export const TIERS: Record<TierName, Tier> = {
       'test/faults/per-node-kill.test.ts',
       'test/bench/bench-result.test.ts',
       'test/demo/demo.test.ts',
+      'test/e2e/open-children-plan.test.ts',
       'test/e2e/bad-input.test.ts',
       'test/e2e/etcd-fix.test.ts',
       'test/windows/maintenance-windows.test.ts',
