@@ -9,6 +9,7 @@ import webpack from 'webpack';
 import { fakeCluster } from '../helpers/fake-cluster.js';
 import { startDevServer, uniqueTaskQueue } from '../helpers/temporal-env.js';
 import { workflowsPath } from '../../worker/workflow-bundle.js';
+import { upgradeWorkflowId } from '../../contracts/workflow-ids.js';
 import { clusterUpgradeWorkflow } from '../../workflows/cluster-upgrade-workflow.js';
 
 /** The cap this file's bundle runs with: fixtures/open-children-3.ts stands in for rules/open-children.ts. */
@@ -80,7 +81,7 @@ describe('a run never keeps more node workflows open than MAX_OPEN_CHILDREN (moc
     return worker.runUntil(async () => {
       const handle = await env.client.workflow.start(clusterUpgradeWorkflow, {
         taskQueue,
-        workflowId: `upgrade/${name}-${taskQueue}`,
+        workflowId: upgradeWorkflowId(`${name}-${taskQueue}`),
         args: [{ cluster: 'lab', to: '1.33', policy: { canary: 1, batchSize: 8, maxUnavailable: '100%', ...policy } }],
       });
       // describe() as an operator's tool reads it, while the run goes: pendingChildren of whichever run is current.
