@@ -58,7 +58,7 @@ export function planToText(plan: UpgradePlan, to: string): string {
       : `Upgrade ${plan.from} → ${plan.target.to === to ? to : describeTarget(plan.target)}: ${plan.hops.length} hop${plan.hops.length === 1 ? '' : 's'} (${plan.hops.join(' → ')})`,
   );
   lines.push(
-    `Rollout: canary ${policy.canary}, batches of ${policy.batchSize}${policy.batchBy ? ` within one value of ${policy.batchBy}` : ''}, at most ${policy.maxUnavailable} worker(s) out at once; nodes labelled ${STAGE_LABEL}=<stage>`,
+    `Rollout: canary ${policy.canary}, batches of ${policy.batchSize}${policy.batchBy ? ` within one value of ${policy.batchBy}` : ''}, at most ${policy.maxUnavailable} worker(s) out at once${capped(policy)}; nodes labelled ${STAGE_LABEL}=<stage>`,
   );
   for (const phase of phases) {
     const [node] = phase.nodes;
@@ -134,4 +134,10 @@ export function barePodLines(
     ...[...byNode].map(([node, pods]) => `  ${node}: ${pods.join(', ')}`),
     ...(count > barePods.length ? [`  and ${count - barePods.length} more`] : []),
   ];
+}
+
+/** Said once, on the rollout line: maxUnavailable came to more than one run keeps open (rules/open-children.ts). */
+function capped(policy: UpgradePlan['rollout']['policy']): string {
+  if (policy.cappedFrom === undefined) return '';
+  return ` (maxUnavailable came to ${policy.cappedFrom}: capped at ${policy.maxUnavailable}, the most node workflows one run keeps open; a larger batch runs in waves of ${policy.maxUnavailable})`;
 }

@@ -9,6 +9,7 @@ export * from './skew-policy.js';
 export * from './hop-plan.js';
 export * from './target-expression.js';
 export * from './natural-order.js';
+export * from './open-children.js';
 export * from './rollout-plan.js';
 export * from './batch-by.js';
 export * from './batch-capacity.js';

@@ -1,5 +1,6 @@
 import { acknowledgementNameProblem } from './readiness/finding.js';
 import { RuleError } from './rule-error.js';
+import { MAX_OPEN_CHILDREN } from './open-children.js';
 import type { PhaseKind, UpgradePolicy } from './rollout-plan.js';
 import { limitReason, SETTING_LIMITS } from '../contracts/time-limits.js';
 import {
@@ -55,11 +56,29 @@ const MAX_UNAVAILABLE = /^([1-9]\d{0,5}|[1-9]\d?%|100%)$/;
 export const isMaxUnavailable = (v: string): boolean => MAX_UNAVAILABLE.test(v);
 export const MAX_UNAVAILABLE_SHAPE = 'a count ≥ 1 or a percentage from 1% to 100%';
 
-const maxUnavailable: Shape<number | string> = (v, at) => {
-  if (typeof v === 'number') return integer({ min: 1 })(v, at);
-  if (typeof v !== 'string' || !isMaxUnavailable(v)) return refuse(at, `must be ${MAX_UNAVAILABLE_SHAPE}, got ${shown(v)}`);
-  return /%$/.test(v) ? v : Number(v);
+/**
+ * A count above MAX_OPEN_CHILDREN is refused: one run never keeps more node workflows open, so the number
+ * the operator asked for could not be honoured on any cluster. A percentage that comes to more is
+ * capped instead (rules/rollout-plan.ts), and the plan says so: it asked for "as many as can go".
+ */
+export const MAX_UNAVAILABLE_BOUNDS: IntBounds = {
+  min: 1,
+  max: MAX_OPEN_CHILDREN,
+  why: 'the most node workflows one run keeps open; a percentage is capped at it',
 };
+
+const maxUnavailable: Shape<number | string> = (v, at) => {
+  if (typeof v === 'number') return integer(MAX_UNAVAILABLE_BOUNDS)(v, at);
+  if (typeof v !== 'string' || !isMaxUnavailable(v)) return refuse(at, `must be ${MAX_UNAVAILABLE_SHAPE}, got ${shown(v)}`);
+  return /%$/.test(v) ? v : integer(MAX_UNAVAILABLE_BOUNDS)(Number(v), at);
+};
+
+/** Whether a policy asks for a count of workers out at once above MAX_OPEN_CHILDREN (which the check refuses). */
+export function maxUnavailableAboveCap(policy: unknown): boolean {
+  const v = (policy as { maxUnavailable?: unknown } | null | undefined)?.maxUnavailable;
+  const count = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
+  return typeof count === 'number' && count > MAX_OPEN_CHILDREN;
+}
 
 /** The bounds of the integer keys; a maximum that an activity imposes says which. */
 export const INT_BOUNDS = {

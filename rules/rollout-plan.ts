@@ -2,6 +2,7 @@ import { compareNatural } from './natural-order.js';
 import { FieldError, FieldPath, integer } from './input-shapes.js';
 import { RuleError } from './rule-error.js';
 import { batchesWithin, failureDomains, type FailureDomain } from './batch-by.js';
+import { MAX_OPEN_CHILDREN } from './open-children.js';
 
 /** The label that makes the rollout plan cluster state rather than a document. */
 export const STAGE_LABEL = 'skewless.io/stage';
@@ -19,9 +20,16 @@ export interface RolloutPolicy {
   canary?: number;
   /** Explicit canary nodes; overrides `canary` when given. */
   canaryNodes?: string[];
-  /** Workers per batch. Default: maxUnavailable. */
+  /**
+   * Workers per batch. Default: maxUnavailable. A batch larger than maxUnavailable (itself at most
+   * MAX_OPEN_CHILDREN) runs in waves of at most maxUnavailable within the batch.
+   */
   batchSize?: number;
-  /** Workers out of service at once: a count, or a percentage of the workers such as `10%`. Default 1. */
+  /**
+   * Workers out of service at once: a count, or a percentage of the workers such as `10%`. Default 1.
+   * At most MAX_OPEN_CHILDREN (open-children.ts): a count above it is refused, a percentage that comes
+   * to more is capped at it.
+   */
   maxUnavailable?: number | string;
   /** `name` (natural order, the default) or `inventory` (as listed). */
   order?: 'name' | 'inventory';
@@ -115,8 +123,30 @@ export interface RolloutPlan {
   phases: RolloutPhase[];
   /** Node → stage label value. */
   stageLabels: Record<string, string>;
-  /** The resolved numbers, so the plan says what it did with percentages and defaults. */
-  policy: { canary: number; batchSize: number; maxUnavailable: number; order: 'name' | 'inventory'; batchBy?: string };
+  /**
+   * The resolved numbers, so the plan says what it did with percentages and defaults. `cappedFrom`:
+   * the workers a percentage of maxUnavailable came to, when that was more than MAX_OPEN_CHILDREN
+   * (open-children.ts) and maxUnavailable is the cap instead (absent: not capped).
+   */
+  policy: {
+    canary: number;
+    batchSize: number;
+    maxUnavailable: number;
+    order: 'name' | 'inventory';
+    batchBy?: string;
+    cappedFrom?: number;
+  };
+}
+
+/** How the plan is made, beside the operator's policy (never an input of theirs). */
+export interface PlanOptions {
+  /** An upgrade without control planes is refused; OS maintenance of some workers is not (false). */
+  requireControlPlane?: boolean;
+  /**
+   * The most workers out at once whatever maxUnavailable says: MAX_OPEN_CHILDREN. A workflow that
+   * planned before the cap replays its plan with Infinity (workflows/open-children.ts).
+   */
+  maxOpenChildren?: number;
 }
 
 function positiveInt(value: unknown, name: string, min: number): number {
@@ -127,6 +157,7 @@ function positiveInt(value: unknown, name: string, min: number): number {
   }
 }
 
+/** maxUnavailable as a count of workers: a percentage of `workers` (at least 1), or the count given. Not capped. */
 export function resolveMaxUnavailable(value: number | string | undefined, workers: number): number {
   if (value === undefined) return 1;
   if (typeof value === 'string') {
@@ -232,11 +263,7 @@ function workerPhases(
  * Orders the nodes into phases: control planes one at a time, then the canary, then batches.
  * Deterministic: the same nodes and policy always give the same plan.
  */
-export function planRollout(
-  nodes: readonly PlanNode[],
-  policy: RolloutPolicy = {},
-  options: { requireControlPlane?: boolean } = {},
-): RolloutPlan {
+export function planRollout(nodes: readonly PlanNode[], policy: RolloutPolicy = {}, options: PlanOptions = {}): RolloutPlan {
   checkPlanNodes(nodes);
   const order = policy.order ?? 'name';
   if (order !== 'name' && order !== 'inventory') {
@@ -246,7 +273,11 @@ export function planRollout(
   const controlPlanes = controlPlaneOrder(sorted, policy, options.requireControlPlane !== false);
   const workers = sorted.filter((n) => n.role === 'worker').map((n) => n.name);
 
-  const maxUnavailable = resolveMaxUnavailable(policy.maxUnavailable, workers.length);
+  // One child workflow per node out at once: never more than one run may keep open (open-children.ts).
+  // A count above the cap is refused by the policy check (policy.ts) before any plan; one that gets here
+  // (a blue/green batch size) is capped as a percentage is, and the plan says so.
+  const asked = resolveMaxUnavailable(policy.maxUnavailable, workers.length);
+  const maxUnavailable = Math.min(asked, options.maxOpenChildren ?? MAX_OPEN_CHILDREN);
   const batchSize = policy.batchSize === undefined ? maxUnavailable : positiveInt(policy.batchSize, 'batchSize', 1);
   const domains = workerDomains(sorted, workers, policy);
   const canaryNodes = canaryWorkers(workers, domains, policy);
@@ -267,6 +298,7 @@ export function planRollout(
       maxUnavailable,
       order,
       ...(policy.batchBy === undefined ? {} : { batchBy: policy.batchBy }),
+      ...(asked > maxUnavailable ? { cappedFrom: asked } : {}),
     },
   };
 }

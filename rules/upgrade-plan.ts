@@ -23,6 +23,8 @@ export interface UpgradePlanRequest {
   etcdPatchImageTag?: string;
   /** addons.kubeProxy and whether the cluster has the kube-proxy DaemonSet (the apply command shows the skip). */
   kubeProxy?: KubeProxyAddon;
+  /** The rollout's cap on workers out at once (rules/rollout-plan.ts PlanOptions; default MAX_OPEN_CHILDREN). */
+  maxOpenChildren?: number;
 }
 
 export interface UpgradePlan {
@@ -60,10 +62,11 @@ export function planUpgrade(request: UpgradePlanRequest): UpgradePlan {
   }
   const workers = nodes.filter((n) => n.role === 'worker').map((n) => n.name);
   const allHops = planWorkerHops(hops, inventory, workers, request.policy?.workersEveryHop ?? false);
+  const options = request.maxOpenChildren === undefined ? {} : { maxOpenChildren: request.maxOpenChildren };
   const etcdPatch = request.policy?.fixPrerequisites === true ? { target: etcdPatchTarget(request.etcdPatchImageTag) } : undefined;
   const everyNode = buildRunbook(
     hops,
-    planRollout(nodes, request.policy),
+    planRollout(nodes, request.policy, options),
     request.packageManager,
     inventory,
     allHops,
@@ -79,6 +82,7 @@ export function planUpgrade(request: UpgradePlanRequest): UpgradePlan {
   const rollout = planRollout(
     nodes.filter((n) => !idle.includes(n.name)),
     withoutCanaries(request.policy, idle),
+    options,
   );
   const workerHops = Object.fromEntries(Object.entries(allHops).filter(([n]) => !idle.includes(n)));
   const steps = buildRunbook(hops, rollout, request.packageManager, inventory, workerHops, etcdPatch, request.kubeProxy);

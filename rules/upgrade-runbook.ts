@@ -272,14 +272,20 @@ export function applyStep(inventory: ClusterInventory, step: RunbookStep): Clust
     };
   }
   if (step.action === 'upgrade-kubelet') {
-    const here = (n: string) => n === step.node;
-    const kubelets = inventory.kubelets ?? [];
+    // One entry replaced in a copy (not a map over every entry with a closure): the runbook check
+    // applies one such step per worker, so at 2,500 workers this runs 2,500 times over 2,500 kubelets.
+    const moved = { node: step.node as string, version: step.hop };
+    const replaced = (entries: ClusterInventory['kubelets']) => {
+      const i = entries?.findIndex((e) => e.node === moved.node) ?? -1;
+      if (!entries || i < 0) return undefined;
+      const copy = entries.slice();
+      copy[i] = moved;
+      return copy;
+    };
     return {
       ...inventory,
-      kubelets: kubelets.some((k) => k.node === step.node)
-        ? set(kubelets, here)
-        : [...kubelets, { node: step.node as string, version: step.hop }],
-      kubectl: set(inventory.kubectl, here),
+      kubelets: replaced(inventory.kubelets) ?? [...(inventory.kubelets ?? []), moved],
+      kubectl: inventory.kubectl && (replaced(inventory.kubectl) ?? inventory.kubectl),
     };
   }
   return inventory;

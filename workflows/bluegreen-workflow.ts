@@ -28,6 +28,7 @@ import { nodeStepPolicy, type NodeStepResult } from './node-step-input.js';
 import { Rollout } from './rollout.js';
 import { PATCH } from './patches.js';
 import { applyRule } from './rule-failure.js';
+import { cappedNote, planWithinOpenChildren } from './open-children-cap.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { byWhom } from './by-whom.js';
 import { failureReason } from './run-events.js';
@@ -262,13 +263,19 @@ class BlueGreenRun {
     const { status, policy, input, rollout } = this;
     status.blue.nodes = bg.blue.map((b) => b.name);
     status.green.nodes = bg.green.names;
-    const plan = applyRule(() =>
-      planRollout(
-        bg.blue.map((b) => ({ name: b.name, role: 'worker' as const })),
-        { canary: policy.canary ?? 1, batchSize: policy.batchSize ?? 1, maxUnavailable: policy.batchSize ?? 1 },
-        { requireControlPlane: false },
-      ),
+    const plan = planWithinOpenChildren(
+      (maxOpenChildren) =>
+        applyRule(() =>
+          planRollout(
+            bg.blue.map((b) => ({ name: b.name, role: 'worker' as const })),
+            { canary: policy.canary ?? 1, batchSize: policy.batchSize ?? 1, maxUnavailable: policy.batchSize ?? 1 },
+            { requireControlPlane: false, maxOpenChildren },
+          ),
+        ),
+      (made) => made,
     );
+    const capped = cappedNote(plan, `batchSize ${policy.batchSize ?? 1}`);
+    if (capped) rollout.note(capped);
     for (const b of bg.blue)
       status.nodes[b.name] = { phase: 'pending', stage: plan.stageLabels[b.name] as string, from: b.kubelet, version: b.kubelet };
     rollout.note(

@@ -23,6 +23,8 @@ const named = (pods: string[]) => pods.slice(0, NAMED).join(', ') + (pods.length
  * would not, the rollout halts before that node is cordoned, naming the pods that would stay Pending,
  * until the operator retries (after making room) or aborts; a run started with `--acknowledge capacity:NODE`
  * (or `capacity:*`: a one-worker cluster) drains that node anyway. Nothing is evicted to find out.
+ * Each part is a wave: at most maxUnavailable (never more than MAX_OPEN_CHILDREN) node workflows open,
+ * and `betweenWaves` runs after one wave and before the next.
  */
 export async function windowWithinCapacity(
   r: CapacityRollout,
@@ -30,9 +32,16 @@ export async function windowWithinCapacity(
   nodes: string[],
   hop: string,
   run: (node: string) => Promise<unknown>,
+  betweenWaves?: () => Promise<void>,
 ): Promise<void> {
   let rest = nodes;
+  let waves = 0;
   while (rest.length > 0 && !r.aborted()) {
+    // Between two waves no node of the phase runs: the flow's safe point (an upgrade may continue as new).
+    if (waves > 0 && betweenWaves) {
+      await betweenWaves();
+      if (r.aborted()) return;
+    }
     const asked = rest.slice(0, Math.max(1, phase.maxUnavailable));
     const { batches } = await a.checkBatchCapacity({ cluster: r.cluster, batches: [asked] });
     const check = batches[0];
@@ -42,6 +51,7 @@ export async function windowWithinCapacity(
       r.note(`${asked[0]}: capacity acknowledged, drained although ${named(pending)} will wait Pending`);
       await r.window(asked.slice(0, 1), 1, run);
       rest = rest.slice(1);
+      waves++;
       continue;
     }
     if (check.size === 0) {
@@ -66,5 +76,6 @@ export async function windowWithinCapacity(
     const part = rest.slice(0, check.size);
     await r.window(part, part.length, run);
     rest = rest.slice(check.size);
+    waves++;
   }
 }

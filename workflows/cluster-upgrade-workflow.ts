@@ -60,6 +60,7 @@ import { fleetReporter } from './fleet-report.js';
 import { PATCH } from './patches.js';
 import { nodeStepPolicy, type NodeStepInput, type NodeStepResult } from './node-step-input.js';
 import { planLive, type LiveInventory } from './plan-live.js';
+import { cappedNote } from './open-children-cap.js';
 import { preflightRefusals } from './preflight.js';
 import { quarantineHolds, quarantineProof } from './quarantine-hold.js';
 import { reportConcentration } from './rebalance.js';
@@ -119,8 +120,12 @@ export interface CarriedUpgrade {
     reversibleHops?: string[];
   };
   status: UpgradeStatus;
-  /** The hop to go on with, and its next worker phase (-1: the hop has not started). */
-  cursor: { hop: number; phase: number };
+  /**
+   * The hop to go on with, and its next worker phase (-1: the hop has not started). `wave`: the phase
+   * is half done, continued between two of its waves (PATCH.continueBetweenWaves): its nodes still
+   * below the hop go on, without waiting for a maintenance window again.
+   */
+  cursor: { hop: number; phase: number; wave?: boolean };
 }
 
 type Inventory = LiveInventory;
@@ -256,6 +261,8 @@ class UpgradeRun {
       status.to = full.hops.at(-1) ?? full.from;
       rollout.note(`target ${describeTarget(full.target)}`);
     }
+    const capped = cappedNote(full.rollout, `maxUnavailable ${String(policy.maxUnavailable)}`);
+    if (capped) rollout.note(capped);
     const kubeletOf = new Map((inventory.skew.kubelets ?? []).map((k) => [k.node, k.version]));
     status.moves = {};
     for (const [node, stage] of Object.entries(full.rollout.stageLabels)) {
@@ -434,11 +441,12 @@ class UpgradeRun {
       // Skipped and quarantined nodes stay where they are; the rest of the plan goes on without them.
       const phases = withoutNodes(plan.rollout, [...this.status.skipped, ...(this.status.quarantined ?? [])]);
       const startPhase = h === cursor.hop ? cursor.phase : -1;
+      const midPhase = h === cursor.hop && cursor.wave === true;
       if (startPhase < 0) await rollout.hooksAt('beforeHop', { hop: this.hop });
       if (startPhase < 0 && (rollout.aborted() || (await this.controlPlaneOf(phases)) === 'aborted')) break;
       // A hop in which the plan moves no worker (workers move once, at a later hop) is its control planes only.
       const workersMove = this.workersMove(phases);
-      if (workersMove) await this.workerPhases(phases, h, startPhase);
+      if (workersMove) await this.workerPhases(phases, h, startPhase, midPhase);
       if (rollout.aborted()) break;
       await this.verifyHop();
       // Workloads pile up on few nodes only where workers were drained: a control-plane-only hop has nothing to report.
@@ -637,7 +645,7 @@ class UpgradeRun {
   }
 
   /** The canary and the batches; each phase starts inside a maintenance window (one in flight when it closes finishes its nodes). */
-  private async workerPhases(rollout: RolloutPlan, h: number, startPhase: number): Promise<void> {
+  private async workerPhases(rollout: RolloutPlan, h: number, startPhase: number, midPhase: boolean): Promise<void> {
     const r = this.rollout;
     const { policy, hop } = this;
     const phases = rollout.phases.filter((p) => p.kind !== 'control-plane');
@@ -646,8 +654,12 @@ class UpgradeRun {
       {
         before: async (phase, k) => {
           if (k > startPhase) await this.continueIfLong({ hop: h, phase: k });
+          // A phase this run took over between two of its waves was in flight: no window wait again.
+          if (k === startPhase && midPhase) return 'go';
           return (await waitForWindow(this.windowWait, phase.stage)) === 'aborted' ? 'stop' : 'go';
         },
+        // A batch of thousands adds a few events per node to this history: the next run can take over between waves.
+        betweenWaves: (_phase, k) => this.continueIfLong({ hop: h, phase: k, wave: true }),
         nodes: (phase) => phase.nodes.filter(this.kubeletMoves),
         run: (node) => this.runNode(node, 'node'),
         hop,
@@ -730,9 +742,14 @@ class UpgradeRun {
   private async continueIfLong(cursor: CarriedUpgrade['cursor']): Promise<void> {
     const info = workflowInfo();
     if (this.rollout.aborted() || !(info.continueAsNewSuggested || info.historyLength >= this.policy.continueAsNewAfterEvents)) return;
+    // Between two waves the next run starts the phase again with the nodes still below the hop
+    // (kubeletMoves), which only a finishing run tells apart; a run that predates it goes on as it did.
+    if (cursor.wave && !(this.finishing && patched(PATCH.continueBetweenWaves))) return;
     await condition(allHandlersFinished);
     this.status.runs++;
-    this.rollout.note(`continued as new at ${info.historyLength} events (run ${this.status.runs + 1})`);
+    this.rollout.note(
+      `continued as new at ${info.historyLength} events${cursor.wave ? ' between two waves of a phase' : ''} (run ${this.status.runs + 1})`,
+    );
     const { from, hops, rollout, workerHops } = this.plan;
     const carriedPlan = {
       from,

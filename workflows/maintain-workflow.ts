@@ -17,6 +17,7 @@ import { nodeStepPolicy } from './node-step-input.js';
 import { progressMemo, Rollout } from './rollout.js';
 import { waitForWindow, type WindowWaitContext } from './window-wait.js';
 import { applyRule } from './rule-failure.js';
+import { cappedNote, planWithinOpenChildren } from './open-children-cap.js';
 import { SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { stillCordoned } from './upgrade-ending.js';
 import { PATCH } from './patches.js';
@@ -138,19 +139,25 @@ class MaintenanceRun {
 
   plan(facts: MaintenancePlanFacts): RolloutPlan {
     const { policy, rollout } = this;
-    const plan: RolloutPlan = applyRule(() =>
-      planRollout(
-        facts.nodes.map((n): PlanNode => ({ name: n.name, role: n.role, ...(n.labels ? { labels: n.labels } : {}) })),
-        {
-          ...(policy.canary === undefined ? {} : { canary: policy.canary }),
-          ...(policy.batchSize === undefined ? {} : { batchSize: policy.batchSize }),
-          ...(policy.maxUnavailable === undefined ? {} : { maxUnavailable: policy.maxUnavailable }),
-          ...(policy.batchBy === undefined ? {} : { batchBy: policy.batchBy }),
-          ...(policy.batchOrder === undefined ? {} : { batchOrder: policy.batchOrder }),
-        },
-        { requireControlPlane: false },
-      ),
+    const plan: RolloutPlan = planWithinOpenChildren(
+      (maxOpenChildren) =>
+        applyRule(() =>
+          planRollout(
+            facts.nodes.map((n): PlanNode => ({ name: n.name, role: n.role, ...(n.labels ? { labels: n.labels } : {}) })),
+            {
+              ...(policy.canary === undefined ? {} : { canary: policy.canary }),
+              ...(policy.batchSize === undefined ? {} : { batchSize: policy.batchSize }),
+              ...(policy.maxUnavailable === undefined ? {} : { maxUnavailable: policy.maxUnavailable }),
+              ...(policy.batchBy === undefined ? {} : { batchBy: policy.batchBy }),
+              ...(policy.batchOrder === undefined ? {} : { batchOrder: policy.batchOrder }),
+            },
+            { requireControlPlane: false, maxOpenChildren },
+          ),
+        ),
+      (made) => made,
     );
+    const capped = cappedNote(plan, `maxUnavailable ${String(policy.maxUnavailable)}`);
+    if (capped) rollout.note(capped);
     for (const [node, stage] of Object.entries(plan.stageLabels)) rollout.status.nodes[node] = { phase: 'pending', stage };
     rollout.note(`maintenance of ${facts.nodes.length} nodes: ${plan.phases.map((p) => `${p.stage} ${p.nodes.join(',')}`).join('; ')}`);
     return plan;

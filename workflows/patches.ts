@@ -139,4 +139,16 @@ export const PATCH = {
    * per Deployment left with every replica on one node (workflows/rebalance.ts, issue 40).
    */
   concentrationReport: 'concentration-report',
+  /**
+   * No run keeps more than MAX_OPEN_CHILDREN node workflows open (issue 41, rules/open-children.ts):
+   * a plan whose maxUnavailable came to more is capped, and a count above it refused at the start.
+   * Asked only when the cap changes something, so runs within it record no marker.
+   */
+  openChildrenCap: 'open-children-cap',
+  /**
+   * An upgrade continues as new between two waves of a phase (the parts of at most maxUnavailable nodes
+   * the capacity window runs) once its history is long, not only between phases: a batch of thousands
+   * of nodes adds a few events per node. Asked only when the history is long at such a point.
+   */
+  continueBetweenWaves: 'continue-between-waves',
 } as const;

@@ -2,6 +2,7 @@ import type { Activities } from '../activities/index.js';
 import { planUpgrade, type UpgradePlan, type UpgradePolicy } from '../rules/index.js';
 import { activities as a } from './activities-proxy.js';
 import { applyRule } from './rule-failure.js';
+import { planWithinOpenChildren } from './open-children-cap.js';
 
 export type LiveInventory = Awaited<ReturnType<Activities['takeInventory']>>;
 
@@ -29,16 +30,21 @@ export async function planLive(request: LivePlanRequest): Promise<{ inventory: L
   // `to` only names a repository file that cannot offer the target in the failure (an argument: replay-safe).
   const available = await a.availableVersions({ cluster, node: inventory.skew.apiservers[0]?.node ?? '', to });
   const policy = typeof request.policy === 'function' ? request.policy() : request.policy;
-  const plan = applyRule(() =>
-    planUpgrade({
-      inventory: inventory.skew,
-      to,
-      available,
-      policy,
-      packageManager: inventory.packageManager,
-      etcdPatchImageTag: inventory.etcdPatchImageTag,
-      ...(inventory.kubeProxyAddon ? { kubeProxy: inventory.kubeProxyAddon } : {}),
-    }),
+  const plan = planWithinOpenChildren(
+    (maxOpenChildren) =>
+      applyRule(() =>
+        planUpgrade({
+          inventory: inventory.skew,
+          to,
+          available,
+          policy,
+          packageManager: inventory.packageManager,
+          etcdPatchImageTag: inventory.etcdPatchImageTag,
+          ...(inventory.kubeProxyAddon ? { kubeProxy: inventory.kubeProxyAddon } : {}),
+          maxOpenChildren,
+        }),
+      ),
+    (made) => made.rollout,
   );
   return { inventory, plan };
 }

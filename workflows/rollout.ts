@@ -124,6 +124,8 @@ export interface PhaseHooks {
   phaseSoakSeconds?: number;
   /** After the phase (and its gate). */
   after?: (phase: RolloutPhase) => void;
+  /** Between two waves of a phase (capacity-window.ts), when no node of it runs: an upgrade's continue-as-new. */
+  betweenWaves?: (phase: RolloutPhase, index: number) => Promise<void>;
 }
 
 /** The memo's part every node rollout shows: where it is and which nodes wait for the operator. */
@@ -456,7 +458,9 @@ export class Rollout<S extends RolloutStatus> {
       await this.alerts.beforePhase(phase.stage, hooks.hop);
       if (this.aborted()) break;
       // Capacity before each batch (issue 40): only as many nodes out at once as their pods fit elsewhere.
-      if (patched(PATCH.batchCapacity)) await windowWithinCapacity(this, phase, nodes, hooks.hop, hooks.run);
+      const between = hooks.betweenWaves;
+      if (patched(PATCH.batchCapacity))
+        await windowWithinCapacity(this, phase, nodes, hooks.hop, hooks.run, between && (() => between(phase, k)));
       else await this.window(nodes, phase.maxUnavailable, hooks.run);
       if (this.aborted()) break;
       await this.verifyWorkloads(phase.stage, hooks.hop, hooks.verifySeconds);

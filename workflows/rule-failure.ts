@@ -1,5 +1,6 @@
 import { ApplicationFailure, patched } from '@temporalio/workflow';
 import { checkPolicy, RuleError, type PolicyKey, type PolicyWording } from '../rules/index.js';
+import { policyAsChecked } from './open-children-cap.js';
 import { PATCH } from './patches.js';
 
 /**
@@ -30,7 +31,7 @@ const STARTING: PolicyWording = {
  */
 export function refuseBadPolicy(policy: unknown, keys: readonly PolicyKey[]): void {
   if (patched(PATCH.onePolicy)) {
-    applyRule(() => checkPolicy(policy, STARTING, keys));
+    applyRule(() => checkPolicy(policyAsChecked(policy), STARTING, keys));
     return;
   }
   const retry = (policy as { hostRetrySeconds?: unknown } | undefined)?.hostRetrySeconds;

@@ -16,6 +16,7 @@ export const roomForEveryBatch = async (i: { batches: string[][] }) => ({
 /**
  * `blockDrainAt`: block `blockDrainOf` only while its kubelet is at this version (a hop other than the first).
  * `versions`: the starting versions of nodes, e.g. `{ 'apiserver cp2': '1.33.7', 'kubelet w1': '1.33.7' }`; `controlPlanes` adds cp2, cp3, ...
+ * `workers`: how many workers, w1, w2, ... (default 2).
  */
 export function fakeCluster(
   options: {
@@ -23,16 +24,18 @@ export function fakeCluster(
     blockDrainAt?: string;
     pdbFinding?: boolean;
     controlPlanes?: number;
+    workers?: number;
     versions?: Record<string, string>;
     barePods?: { namespace: string; name: string; node: string }[];
   } = {},
 ) {
   const v = '1.32.4';
   const cps = Array.from({ length: options.controlPlanes ?? 1 }, (_, i) => `cp${i + 1}`);
+  const workers = Array.from({ length: options.workers ?? 2 }, (_, i) => `w${i + 1}`);
   const at = (kind: string, node: string) => options.versions?.[`${kind} ${node}`] ?? v;
   const state = {
     apiserver: Object.fromEntries(cps.map((n) => [n, at('apiserver', n)])) as Record<string, string>,
-    kubelet: Object.fromEntries([...cps, 'w1', 'w2'].map((n) => [n, at('kubelet', n)])) as Record<string, string>,
+    kubelet: Object.fromEntries([...cps, ...workers].map((n) => [n, at('kubelet', n)])) as Record<string, string>,
   };
   const calls: [string, Record<string, unknown>][] = [];
   const rec = (name: string, input: Record<string, unknown>) => calls.push([name, input]);
@@ -48,7 +51,7 @@ export function fakeCluster(
       controllerManagers: Object.entries(state.apiserver).map(([node, version]) => ({ node, version })),
       schedulers: Object.entries(state.apiserver).map(([node, version]) => ({ node, version })),
       kubelets: Object.entries(state.kubelet).map(([node, version]) => ({ node, version })),
-      nodes: [...cps.map((name) => ({ name, role: 'control-plane' })), { name: 'w1', role: 'worker' }, { name: 'w2', role: 'worker' }],
+      nodes: [...cps.map((name) => ({ name, role: 'control-plane' })), ...workers.map((name) => ({ name, role: 'worker' }))],
     },
   });
   const acts = {

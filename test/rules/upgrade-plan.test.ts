@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
+  applyStep,
   buildRunbook,
   checkRunbook,
+  checkSkew,
+  inventoryNodes,
   planRollout,
   planUpgrade,
   RuleError,
@@ -200,6 +203,38 @@ describe('checkRunbook names the first step that would break the policy', () => 
     assert.equal(result.failure?.step?.action, 'upgrade-kubelet');
     assert.equal(result.failure?.violations[0]?.ruleId, 'node-newer-than-apiserver');
     assert.equal(checkRunbook(inventory, naive).compliant, true);
+  });
+
+  it('judges a kubelet step by the moved kubelet and kubectl alone, as a whole check of every step would', () => {
+    // The whole state judged after every step, as checkRunbook did before it judged only what a kubelet step moves.
+    const whole = (inventory: ClusterInventory, steps: readonly RunbookStep[]) => {
+      let state = inventory;
+      for (const [i, step] of steps.entries()) {
+        state = applyStep(state, step);
+        const r = checkSkew(state, { topology: 'kubeadm' });
+        if (!r.compliant) return { stepIndex: i, violations: r.violations };
+      }
+      return undefined;
+    };
+    const inventory = cluster('1.32.4', 2, 40, { kubectl: [{ node: 'worker-7', version: '1.32.4' }] });
+    const steps = buildRunbook(['1.33.7', '1.34.2'], planRollout(inventoryNodes(inventory), { batchSize: 5 }));
+    assert.equal(checkRunbook(inventory, steps).compliant, true);
+    assert.equal(whole(inventory, steps), undefined);
+    // worker-7 (with a kubectl) moved to 1.34 before any apiserver of 1.34: both checks name the same step and rule.
+    const early = steps.findIndex((s) => s.action === 'upgrade-kubelet' && s.hop === '1.34.2' && s.node === 'worker-7');
+    const reordered = [...steps];
+    const [moved] = reordered.splice(early, 1);
+    reordered.splice(
+      steps.findIndex((s) => s.hop === '1.34.2'),
+      0,
+      moved as RunbookStep,
+    );
+    const fast = checkRunbook(inventory, reordered).failure;
+    assert.deepEqual(fast && { stepIndex: fast.stepIndex, violations: fast.violations }, whole(inventory, reordered));
+    assert.deepEqual(
+      fast?.violations.map((v) => `${v.component}/${v.node}/${v.ruleId}`),
+      ['kubelet/worker-7/node-newer-than-apiserver'], // its kubectl, 1.34 against 1.33, is within one minor
+    );
   });
 
   it('crosses the 1.28 boundary with kubelets two minors behind', () => {
