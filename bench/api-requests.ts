@@ -13,8 +13,68 @@ export interface ApiRequests {
   perEvictedPod: number | null;
   /** Per node and hop: what does not scale with the pods. */
   perNodeHop: number;
+  /** What is left per node and hop once 2 requests per evicted pod are taken off (issue 41's goal: a small constant). */
+  beyondTwoPerEvictionPerNodeHop?: number;
+  /** Most requests the server was answering at once (watches left out: they stay open by design). */
+  peakInFlight?: number;
+  /** Most watches open at once. */
+  peakWatches?: number;
+  /** The repeated requests (same verb and URI, resourceVersion aside) most often sent within 10 s: per second over that window. */
+  busiestRepeats?: { request: string; perSecond: number }[];
   /** `verb resource` → count, most first. */
   byKind: Record<string, number>;
+}
+
+const ms = (t: string | undefined) => (t ? Date.parse(t) : NaN);
+
+/** The most intervals [from, to] open at one instant (an interval closing as another opens counts once). */
+export function peakOverlap(intervals: readonly { from: number; to: number }[]): number {
+  const edges = intervals.flatMap((i) => [
+    { at: i.from, d: 1 },
+    { at: Math.max(i.from, i.to), d: -1 },
+  ]);
+  edges.sort((a, b) => a.at - b.at || a.d - b.d);
+  let open = 0;
+  let peak = 0;
+  for (const e of edges) peak = Math.max(peak, (open += e.d));
+  return peak;
+}
+
+/** The request's identity for repeats: its verb and URI without the parameters a resumed watch or a list changes. */
+export function repeatKey(e: AuditEvent): string {
+  const [path = '', query = ''] = e.uri.split('?');
+  const kept = query
+    .split('&')
+    .filter((p) => p && !/^(resourceVersion|resourceVersionMatch|timeoutSeconds|timeout|allowWatchBookmarks|continue|limit)=/.test(p))
+    .map((p) => decodeURIComponent(p.replace(/\+/g, ' ')));
+  return `${e.verb} ${path}${kept.length ? `?${kept.join('&')}` : ''}`;
+}
+
+/** Requests of one key sent most often within any `windowMs`: the top `top`, per second over the window. */
+export function busiestRepeats(events: readonly AuditEvent[], top = 3, windowMs = 10_000): { request: string; perSecond: number }[] {
+  const byKey = new Map<string, number[]>();
+  for (const e of events) {
+    const at = ms(e.received ?? e.time);
+    if (Number.isNaN(at)) continue;
+    const key = repeatKey(e);
+    const times = byKey.get(key);
+    if (times) times.push(at);
+    else byKey.set(key, [at]);
+  }
+  const best: { request: string; count: number }[] = [];
+  for (const [request, times] of byKey) {
+    times.sort((a, b) => a - b);
+    let count = 0;
+    for (let lo = 0, hi = 0; hi < times.length; hi++) {
+      while ((times[hi] as number) - (times[lo] as number) >= windowMs) lo++;
+      count = Math.max(count, hi - lo + 1);
+    }
+    best.push({ request, count });
+  }
+  return best
+    .sort((a, b) => b.count - a.count || a.request.localeCompare(b.request))
+    .slice(0, top)
+    .map((b) => ({ request: b.request, perSecond: Math.round((b.count / (windowMs / 1000)) * 10) / 10 }));
 }
 
 export function countWorkerRequests(events: readonly AuditEvent[], nodeHops: number): ApiRequests {
@@ -26,11 +86,17 @@ export function countWorkerRequests(events: readonly AuditEvent[], nodeHops: num
   }
   const evictions = mine.filter((e) => e.verb === 'create' && e.resource === 'pods/eviction' && e.code === 201).length;
   const r1 = (n: number) => Math.round(n * 10) / 10;
+  const span = (e: AuditEvent) => ({ from: ms(e.received ?? e.time), to: ms(e.time) });
+  const timed = mine.filter((e) => !Number.isNaN(span(e).from) && !Number.isNaN(span(e).to));
   return {
     total: mine.length,
     evictions,
     perEvictedPod: evictions ? r1(mine.length / evictions) : null,
     perNodeHop: r1(mine.length / Math.max(1, nodeHops)),
+    beyondTwoPerEvictionPerNodeHop: r1((mine.length - 2 * evictions) / Math.max(1, nodeHops)),
+    peakInFlight: peakOverlap(timed.filter((e) => e.verb !== 'watch').map(span)),
+    peakWatches: peakOverlap(timed.filter((e) => e.verb === 'watch').map(span)),
+    busiestRepeats: busiestRepeats(mine.filter((e) => e.verb !== 'watch')),
     byKind: Object.fromEntries([...byKind].sort(([, a], [, b]) => b - a)),
   };
 }
