@@ -47,7 +47,9 @@ export function repeatKey(e: AuditEvent): string {
     .split('&')
     .filter((p) => p && !/^(resourceVersion|resourceVersionMatch|timeoutSeconds|timeout|allowWatchBookmarks|continue|limit)=/.test(p))
     .map((p) => decodeURIComponent(p.replace(/\+/g, ' ')));
-  return `${e.verb} ${path}${kept.length ? `?${kept.join('&')}` : ''}`;
+  // A create names its object in the body, not the URI: the audit log's objectRef has it.
+  const named = e.name && !path.split('/').includes(e.name) ? ` (${e.name})` : '';
+  return `${e.verb} ${path}${kept.length ? `?${kept.join('&')}` : ''}${named}`;
 }
 
 /** Requests of one key sent most often within any `windowMs`: the top `top`, per second over the window. */

@@ -26,11 +26,18 @@ export function commandKind(line: string): string {
     .split(/\s*(?:&&|\|\||;)\s*/)
     .map((step) => {
       const words = step.trim().split(/\s+/).filter(Boolean);
-      while (words.length && (words[0] === 'sudo' || words[0] === 'env' || /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[0] as string)))
-        words.shift();
+      // sudo and its options (`sudo -n`, `sudo -u root`), env, and variable assignments come before the program.
+      for (;;) {
+        const w = words[0] ?? '';
+        if (w === 'sudo' || w === 'env' || /^[A-Za-z_][A-Za-z0-9_]*=/.test(w)) words.shift();
+        else if (w === '-u' || w === '-g') words.splice(0, 2);
+        else if (w.startsWith('-')) words.shift();
+        else break;
+      }
       const [path = '', ...args] = words;
       const program = path.split('/').pop() ?? '';
-      const sub = args.find((a) => !a.startsWith('-'));
+      // The subcommand: the first plain word (`-o Dir::Etc::SourceList=…` and `-y` are not).
+      const sub = args.find((a) => /^[a-z][a-z-]*$/.test(a));
       return sub && WITH_SUBCOMMANDS.has(program) ? `${program} ${sub}` : program;
     })
     .filter(Boolean)

@@ -49,6 +49,8 @@ describe("the worker's API requests (bench/api-requests.ts)", () => {
     const b = req({ from: 0, to: 0, verb: 'list', uri: '/api/v1/pods?fieldSelector=spec.nodeName%3Dworker-1&resourceVersion=99' });
     assert.equal(repeatKey(a), repeatKey(b));
     assert.equal(repeatKey(a), 'list /api/v1/pods?fieldSelector=spec.nodeName=worker-1');
+    const create = (name: string) => req({ from: 0, to: 0, verb: 'create', name, uri: '/apis/coordination.k8s.io/v1/namespaces/d/leases' });
+    assert.notEqual(repeatKey(create('pdb-a')), repeatKey(create('pdb-b')), "a create's object is in its key");
   });
 
   it('rates the request repeated most often within 10 s: a poll every 250 ms is 4/s, a look every 2 s is 0.5/s', () => {
@@ -85,6 +87,8 @@ describe('host commands by kind (bench/host-commands.ts)', () => {
     assert.equal(commandKind('sudo apt-get install -y kubeadm=1.33.7-1.1'), 'apt-get install');
     assert.equal(commandKind('sudo systemctl restart kubelet'), 'systemctl restart');
     assert.equal(commandKind('cat /etc/apt/sources.list.d/kubernetes.list'), 'cat');
+    assert.equal(commandKind('sudo -n apt-cache -o Dir::Etc::SourceList=/tmp/p/sources.list policy kubeadm'), 'apt-cache policy');
+    assert.equal(commandKind('sudo -n -u root kubelet --version'), 'kubelet');
     assert.equal(
       commandKind('sudo DEBIAN_FRONTEND=noninteractive apt-mark hold kubelet && sudo kubeadm upgrade node'),
       'apt-mark hold && kubeadm upgrade',
