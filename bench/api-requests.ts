@@ -21,10 +21,17 @@ export interface ApiRequests {
   peakWatches?: number;
   /** The repeated requests (same verb and URI, resourceVersion aside) most often sent within 10 s: per second over that window. */
   busiestRepeats?: { request: string; perSecond: number }[];
+  /**
+   * The longest streak of one request sent again and again, each under a second after the one before (a
+   * polling loop faster than once a second; a few steps that each read the same object once make short ones):
+   * how many, their mean gap, and when the streak began.
+   */
+  longestSubSecondStreak?: { request: string; count: number; meanGapSeconds: number; from: string };
   /** `verb resource` → count, most first. */
   byKind: Record<string, number>;
 }
 
+const optional = <K extends string, V>(k: K, v: V | undefined) => (v === undefined ? {} : ({ [k]: v } as Record<K, V>));
 const ms = (t: string | undefined) => (t ? Date.parse(t) : NaN);
 
 /** The most intervals [from, to] open at one instant (an interval closing as another opens counts once). */
@@ -79,6 +86,38 @@ export function busiestRepeats(events: readonly AuditEvent[], top = 3, windowMs 
     .map((b) => ({ request: b.request, perSecond: Math.round((b.count / (windowMs / 1000)) * 10) / 10 }));
 }
 
+/** The longest run of one request repeated with every gap under `gapMs` (undefined if none repeats so). */
+export function longestStreak(events: readonly AuditEvent[], gapMs = 1000): ApiRequests['longestSubSecondStreak'] {
+  const byKey = new Map<string, number[]>();
+  for (const e of events) {
+    const at = ms(e.received ?? e.time);
+    if (Number.isNaN(at)) continue;
+    const key = repeatKey(e);
+    const times = byKey.get(key);
+    if (times) times.push(at);
+    else byKey.set(key, [at]);
+  }
+  let best: { request: string; count: number; first: number; last: number } | undefined;
+  for (const [request, times] of [...byKey].sort(([a], [b]) => a.localeCompare(b))) {
+    times.sort((a, b) => a - b);
+    let start = 0;
+    for (let i = 1; i <= times.length; i++) {
+      if (i < times.length && (times[i] as number) - (times[i - 1] as number) < gapMs) continue;
+      const count = i - start;
+      if (count >= 2 && (!best || count > best.count))
+        best = { request, count, first: times[start] as number, last: times[i - 1] as number };
+      start = i;
+    }
+  }
+  if (!best) return undefined;
+  return {
+    request: best.request,
+    count: best.count,
+    meanGapSeconds: Math.round((best.last - best.first) / (best.count - 1)) / 1000,
+    from: new Date(best.first).toISOString(),
+  };
+}
+
 export function countWorkerRequests(events: readonly AuditEvent[], nodeHops: number): ApiRequests {
   const mine = events.filter((e) => e.user === WORKER_USER);
   const byKind = new Map<string, number>();
@@ -99,6 +138,7 @@ export function countWorkerRequests(events: readonly AuditEvent[], nodeHops: num
     peakInFlight: peakOverlap(timed.filter((e) => e.verb !== 'watch').map(span)),
     peakWatches: peakOverlap(timed.filter((e) => e.verb === 'watch').map(span)),
     busiestRepeats: busiestRepeats(mine.filter((e) => e.verb !== 'watch')),
+    ...optional('longestSubSecondStreak', longestStreak(mine.filter((e) => e.verb !== 'watch'))),
     byKind: Object.fromEntries([...byKind].sort(([, a], [, b]) => b - a)),
   };
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { busiestRepeats, countWorkerRequests, peakOverlap, repeatKey } from '../../bench/api-requests.js';
+import { busiestRepeats, countWorkerRequests, longestStreak, peakOverlap, repeatKey } from '../../bench/api-requests.js';
 import { commandKind, hostCommands } from '../../bench/host-commands.js';
 import type { AuditEvent } from '../../sim/cluster/audit-log.js';
 import { WORKER_USER } from '../../sim/cluster/pki.js';
@@ -60,6 +60,21 @@ describe("the worker's API requests (bench/api-requests.ts)", () => {
       { request: 'list /api/v1/pods?x=1', perSecond: 4 },
       { request: 'get /api/v1/nodes/worker-1', perSecond: 0.5 },
     ]);
+  });
+
+  it('finds the longest streak of one request repeated under a second apart: a poll is long, scattered reads are short', () => {
+    const poll = Array.from({ length: 12 }, (_, i) =>
+      req({ from: 5 + i * 0.25, to: 5 + i * 0.25 + 0.01, verb: 'list', uri: '/api/v1/pods?x=1' }),
+    );
+    const reads = [0, 0.5, 3, 3.2, 3.4, 9].map((t) => req({ from: t, to: t + 0.01 }));
+    assert.deepEqual(longestStreak([...reads, ...poll]), {
+      request: 'list /api/v1/pods?x=1',
+      count: 12,
+      meanGapSeconds: 0.25,
+      from: at(5),
+    });
+    assert.deepEqual(longestStreak(reads)?.count, 3);
+    assert.equal(longestStreak([req({ from: 0, to: 0 }), req({ from: 2, to: 2 })]), undefined);
   });
 
   it("counts only the worker's requests: per evicted pod, per node·hop, beyond 2 per pod, in flight, watches apart", () => {
