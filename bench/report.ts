@@ -442,13 +442,13 @@ function kindTables(result: BenchResult): string[] {
 function temporalTable(result: BenchResult): string[] {
   return captionedTable(
     "What each run cost Temporal: workflow runs, workflow tasks, activity tasks (attempts) and actions from the histories (Temporal Cloud's mapping), in all and per node·hop; the bench's own status queries while it waited (one every 2 s, each an action); the dev server's action counter over the run (everything: queries and heartbeats too):",
-    '| run | workflow runs | workflow tasks | activity tasks | actions (histories) | per node·hop: workflow tasks | activity tasks | actions | bench status queries | server action counter |',
+    '| run | workflow runs | workflow tasks (failed) | activity tasks | actions (histories) | per node·hop: workflow tasks | activity tasks | actions | bench status queries | server action counter |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     result.runs.flatMap((r) => {
       const t = r.temporal;
       if (!t) return [];
       return [
-        `| ${r.id} | ${t.workflowRuns} | ${t.workflowTasks} | ${t.activityTasks} | ${t.actions.total} | ${t.perNodeHop.workflowTasks} | ${t.perNodeHop.activityTasks} | ${t.perNodeHop.actions} | ${t.statusQueries} | ${cell(t.serverActions?.total)} |`,
+        `| ${r.id} | ${t.workflowRuns} | ${t.workflowTasks} (${Object.values(t.workflowTaskFailures ?? {}).reduce((a, b) => a + b, 0)}) | ${t.activityTasks} | ${t.actions.total} | ${t.perNodeHop.workflowTasks} | ${t.perNodeHop.activityTasks} | ${t.perNodeHop.actions} | ${t.statusQueries} | ${cell(t.serverActions?.total)} |`,
       ];
     }),
   );

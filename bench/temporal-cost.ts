@@ -26,6 +26,8 @@ export interface TemporalCost {
   workflowRuns: number;
   /** Workflow tasks the worker was given (WorkflowTaskStarted). */
   workflowTasks: number;
+  /** Of them, failed or timed out (each given again): by cause, e.g. UnhandledCommand (new events came while the task ran). */
+  workflowTaskFailures: Record<string, number>;
   /** Activity attempts (each ActivityTaskStarted's attempt: the last attempt's event records how many there were). */
   activityTasks: number;
   /** Actions by kind, and in all. */
@@ -61,12 +63,16 @@ export function temporalCost(runs: readonly RunHistory[], nodeHops: number): Tem
   let workflowTasks = 0;
   let activityTasks = 0;
   let patchMarkers = 0;
+  const failures = new Map<string, number>();
   const byKind = new Map<string, number>();
   const add = (kind: string, n: number) => byKind.set(kind, (byKind.get(kind) ?? 0) + n);
   for (const run of runs) {
     const markerTasks = new Set<string>();
     for (const e of run.events) {
       if (e.workflowTaskStartedEventAttributes) workflowTasks++;
+      const failed = e.workflowTaskFailedEventAttributes;
+      if (failed) failures.set(String(failed.cause ?? '?'), (failures.get(String(failed.cause ?? '?')) ?? 0) + 1);
+      if (e.workflowTaskTimedOutEventAttributes) failures.set('timed out', (failures.get('timed out') ?? 0) + 1);
       if (e.activityTaskStartedEventAttributes) activityTasks += Math.max(1, e.activityTaskStartedEventAttributes.attempt ?? 1);
       const marker = e.markerRecordedEventAttributes;
       if (marker?.markerName === 'core_patch') patchMarkers++;
@@ -80,6 +86,7 @@ export function temporalCost(runs: readonly RunHistory[], nodeHops: number): Tem
   return {
     workflowRuns: runs.length,
     workflowTasks,
+    workflowTaskFailures: Object.fromEntries(failures),
     activityTasks,
     actions: { total, byKind: Object.fromEntries([...byKind].sort(([, a], [, b]) => b - a)) },
     patchMarkers,

@@ -25,6 +25,7 @@ describe('what a run cost Temporal, from its histories (bench/temporal-cost.ts)'
     const both = (type: string) => count(parent, type) + count(node, type);
     assert.equal(c.workflowRuns, 2);
     assert.equal(c.workflowTasks, both('WORKFLOW_TASK_STARTED'));
+    assert.deepEqual(c.workflowTaskFailures, {}, 'no workflow task failed in these histories');
     assert.equal(c.activityTasks, both('ACTIVITY_TASK_STARTED'), 'no retries in these histories: one task per activity');
     assert.deepEqual(c.actions.byKind, {
       'activity scheduled': both('ACTIVITY_TASK_SCHEDULED'),
