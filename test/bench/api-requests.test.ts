@@ -71,10 +71,21 @@ describe("the worker's API requests (bench/api-requests.ts)", () => {
       request: 'list /api/v1/pods?x=1',
       count: 12,
       meanGapSeconds: 0.25,
+      spanSeconds: 2.75,
       from: at(5),
     });
     assert.deepEqual(longestStreak(reads)?.count, 3);
     assert.equal(longestStreak([req({ from: 0, to: 0 }), req({ from: 2, to: 2 })]), undefined);
+    // A batch's ten nodes reading one ConfigMap at once: long by count, over in half a second; a slower poll lasts longer.
+    const burst = Array.from({ length: 10 }, (_, i) =>
+      req({ from: 20 + i * 0.05, to: 20 + i * 0.05 + 0.01, uri: '/api/v1/namespaces/k/configmaps/c' }),
+    );
+    const slowPoll = Array.from({ length: 6 }, (_, i) =>
+      req({ from: 30 + i * 0.8, to: 30 + i * 0.8 + 0.01, uri: '/api/v1/nodes/worker-2' }),
+    );
+    assert.equal(longestStreak([...burst, ...slowPoll])?.request, 'get /api/v1/namespaces/k/configmaps/c');
+    const lasting = longestStreak([...burst, ...slowPoll], 1000, 'span');
+    assert.deepEqual([lasting?.request, lasting?.count, lasting?.spanSeconds], ['get /api/v1/nodes/worker-2', 6, 4]);
   });
 
   it("counts only the worker's requests: per evicted pod, per node·hop, beyond 2 per pod, in flight, watches apart", () => {
