@@ -31,11 +31,13 @@ table(
     'per node·hop beyond 2 per evicted pod',
     'peak in flight',
     'peak watches open',
-    'longest streak under 1 s apart',
+    'longest streak under 1 s apart, by count',
+    'the longest-lasting one (from 1e7df4f)',
   ],
   runs.map((x) => {
     const a = x.apiRequests,
-      s = a.longestSubSecondStreak;
+      s = a.longestSubSecondStreak,
+      l = a.longestLastingSubSecondStreak;
     return [
       `${x.id} (${x.file})`,
       a.total,
@@ -46,6 +48,7 @@ table(
       a.peakInFlight,
       a.peakWatches,
       s ? `${s.count} × \`${s.request}\`, ${s.meanGapSeconds} s apart` : '–',
+      l ? `${l.count} × \`${l.request}\`, ${l.meanGapSeconds} s apart for ${l.spanSeconds} s` : '–',
     ];
   }),
 );
@@ -62,7 +65,7 @@ table(
     k,
     ...runs.map((x) => {
       const n = x.apiRequests.byKind[k];
-      return n ? `${n} (${r2(n / x.apiRequests.evictions)})` : '–';
+      return n ? `${n} (${r2(n / x.apiRequests.evictions)}; ${r1(n / nodeHops(x))})` : '–';
     }),
   ]),
 );
