@@ -50,6 +50,8 @@ export interface BenchRun {
   batchSize: number;
   /** skewless with --workers-every-hop: every worker drained at every hop, as before issue 22. */
   workersEveryHop?: boolean;
+  /** skewless from another build (--builds LABEL=DIR): the label, appended to the run's id. */
+  build?: string;
 }
 
 /** maxUnavailable of the batched runs: 10% of the workers, at least 2 (a batch of one is the sequential run). */
@@ -72,7 +74,7 @@ export function runsOf(size: ClusterSize, hops: 1 | 2, tools: readonly BenchTool
 }
 
 export const runId = (r: BenchRun) =>
-  `${r.size.id}-${r.hops}hop-${r.tool === 'baseline' ? 'baseline' : `skewless-b${r.batchSize}${r.workersEveryHop ? '-every-hop' : ''}`}`;
+  `${r.size.id}-${r.hops}hop-${r.tool === 'baseline' ? 'baseline' : `skewless-b${r.batchSize}${r.workersEveryHop ? '-every-hop' : ''}`}${r.build ? `-${r.build}` : ''}`;
 
 /**
  * The simulated cluster of a size, as a description (sim/description.ts): Deployments of one

@@ -1,4 +1,6 @@
 import type { ApiRequests } from './api-requests.js';
+import type { HostCommands } from './host-commands.js';
+import type { TemporalCost } from './temporal-cost.js';
 import type { LATENCIES_MS } from './cases.js';
 import type { DrainMeasurement } from './drain-bench.js';
 import type { NodeBreakdown } from './node-breakdown.js';
@@ -23,6 +25,8 @@ export interface RunResult {
   batchSize: number;
   /** skewless with --workers-every-hop (the plan before issue 22), run beside the default. */
   workersEveryHop?: boolean;
+  /** --builds: the label of the skewless build that ran (the id ends in it). */
+  build?: string;
   wallSeconds: number;
   /** From the run's host command log (bench/lower-bound.ts): the bound the goals use. */
   lowerBoundSeconds: number;
@@ -35,6 +39,8 @@ export interface RunResult {
   sshHandshakesPerNode?: number;
   /** Commands the simulated hosts ran during the run, per node and hop (round trips). */
   hostCommandsPerNode?: number;
+  /** The same commands by kind, per node and hop (bench/host-commands.ts). */
+  hostCommands?: HostCommands;
   /** skewless only: Temporal history events. */
   events?: {
     parent: number;
@@ -46,6 +52,11 @@ export interface RunResult {
   };
   /** skewless only: the worker's requests to the API server (bench/api-requests.ts). */
   apiRequests?: ApiRequests;
+  /**
+   * skewless only: what the run cost Temporal, from the histories (bench/temporal-cost.ts), the status
+   * queries the bench sent while it waited, and the dev server's own action counter over the run.
+   */
+  temporal?: TemporalCost & { statusQueries: number; serverActions?: { total: number; byType: Record<string, number> } };
   /** skewless only: the worker process while the upgrade ran. */
   worker?: { peakRssMiB: number; cpuSeconds: number; nodeOptions?: string };
   /** skewless only: nodes that waited for an operator and were answered with retry by the bench (`node: why`). */
@@ -60,6 +71,8 @@ export interface RunResult {
 export interface Comparison {
   size: string;
   hops: number;
+  /** --builds: the build whose runs these are. */
+  build?: string;
   baselineSeconds?: number;
   skewlessSequentialSeconds?: number;
   /** skewless node by node ÷ the baseline. */
@@ -91,6 +104,8 @@ export interface BenchResult {
   /** Runs that did not finish (the rest of the bench went on): why. */
   failures: { id: string; error: string }[];
   goals: Goal[];
+  /** Issue 41's goals the bench can judge: the API server's load and the host round trips. */
+  issue41Goals?: Goal[];
 }
 
 const r2 = (n: number) => Math.round(n * 100) / 100;
@@ -108,10 +123,12 @@ export function runResult(o: Omit<RunResult, 'ratioToLowerBound' | 'overheadPerN
 }
 
 export function comparisons(runs: RunResult[]): Comparison[] {
-  const keys = [...new Set(runs.map((r) => `${r.size}|${r.hops}`))];
+  const keys = [...new Set(runs.map((r) => `${r.size}|${r.hops}|${r.build ?? ''}`))];
   return keys.map((k) => {
-    const [size = '', hops = '0'] = k.split('|');
-    const of = runs.filter((r) => r.size === size && r.hops === Number(hops));
+    const [size = '', hops = '0', build = ''] = k.split('|');
+    // The baseline (no build) stands beside each build's runs.
+    const of = runs.filter((r) => r.size === size && r.hops === Number(hops) && (r.build ?? '') === build);
+    if (build) of.push(...runs.filter((r) => r.size === size && r.hops === Number(hops) && r.tool === 'baseline'));
     const base = of.find((r) => r.tool === 'baseline');
     const seq = of.find((r) => r.tool === 'skewless' && r.batchSize === 1);
     const batched = of.find((r) => r.tool === 'skewless' && r.batchSize > 1 && !r.workersEveryHop);
@@ -119,6 +136,7 @@ export function comparisons(runs: RunResult[]): Comparison[] {
     return {
       size,
       hops: Number(hops),
+      ...(build ? { build } : {}),
       ...(base ? { baselineSeconds: base.wallSeconds } : {}),
       ...(seq ? { skewlessSequentialSeconds: seq.wallSeconds } : {}),
       ...(base && seq ? { sequentialRatio: r3(seq.wallSeconds / base.wallSeconds) } : {}),
@@ -226,6 +244,50 @@ function drainGoals(runs: RunResult[], drain: BenchResult['drain']): Goal[] {
   return out;
 }
 
+/** Beyond 2 requests per evicted pod, what per node and hop still counts as issue 41's "small constant per node". */
+export const SMALL_CONSTANT_PER_NODE_HOP = 10;
+/** A request sent again and again, each under a second after the last, for this long is a loop faster than once a second. */
+export const LOOP_SECONDS = 2;
+/** Issue 41's bound on host commands per node and hop. */
+export const HOST_COMMANDS_PER_NODE_HOP = 15;
+
+/** Issue 41's goals the bench judges on every skewless run (the walls' goals are issue 22's, above). */
+export function issue41Goals(runs: RunResult[]): Goal[] {
+  const sk = runs.filter((r) => r.tool === 'skewless' && !r.workersEveryHop);
+  const api = sk.filter((r) => r.apiRequests?.beyondTwoPerEvictionPerNodeHop !== undefined);
+  const loops = sk.filter((r) => r.apiRequests?.busiestRepeats !== undefined);
+  const cmds = sk.filter((r) => r.hostCommandsPerNode !== undefined);
+  return [
+    {
+      goal: `worker API requests: at most 2 per evicted pod plus a small constant per node (read here: ≤ ${SMALL_CONSTANT_PER_NODE_HOP} per node·hop beyond 2 per evicted pod)`,
+      measured:
+        api
+          .map(
+            (r) =>
+              `${r.id}: ${r.apiRequests?.perEvictedPod} per evicted pod, ${r.apiRequests?.beyondTwoPerEvictionPerNodeHop} per node·hop beyond 2 each`,
+          )
+          .join('; ') || 'not run',
+      met: api.length ? api.every((r) => (r.apiRequests?.beyondTwoPerEvictionPerNodeHop ?? Infinity) <= SMALL_CONSTANT_PER_NODE_HOP) : null,
+    },
+    {
+      goal: `no request in a loop faster than once a second (read here: no request sent again and again, each under a second after the last, for ${LOOP_SECONDS} s or more)`,
+      measured:
+        loops
+          .map((r) => {
+            const s = r.apiRequests?.longestLastingSubSecondStreak;
+            return `${r.id}: ${s ? `${s.count} × ${s.request}, ${s.meanGapSeconds} s apart for ${s.spanSeconds} s` : 'no request repeated under a second apart'}`;
+          })
+          .join('; ') || 'not run',
+      met: loops.length ? loops.every((r) => (r.apiRequests?.longestLastingSubSecondStreak?.spanSeconds ?? 0) < LOOP_SECONDS) : null,
+    },
+    {
+      goal: `host commands per node·hop at most ${HOST_COMMANDS_PER_NODE_HOP}`,
+      measured: cmds.map((r) => `${r.id}: ${r.hostCommandsPerNode}`).join('; ') || 'not run',
+      met: cmds.length ? cmds.every((r) => (r.hostCommandsPerNode ?? Infinity) <= HOST_COMMANDS_PER_NODE_HOP) : null,
+    },
+  ];
+}
+
 const cell = (v: unknown) => (v === undefined || v === null ? '–' : String(v));
 
 /** A caption, a table's header and its rows, and a blank line after each; nothing when there are no rows. */
@@ -268,7 +330,7 @@ export function markdown(result: BenchResult): string {
   const cmds = result.runs.filter((r) => r.hostCommandsPerNode !== undefined);
   if (cmds.length) lines.push(`Host commands per node and hop: ${cmds.map((r) => `${r.id} ${r.hostCommandsPerNode}`).join(', ')}.`, '');
   for (const f of result.failures) lines.push(`${f.id}: did not finish: ${f.error}`, '');
-  lines.push(...apiRequestTable(result));
+  lines.push(...apiRequestTable(result), ...kindTables(result), ...temporalTable(result));
   lines.push(...breakdownTables(result));
   if (result.drain) {
     lines.push(
@@ -276,12 +338,11 @@ export function markdown(result: BenchResult): string {
       '',
     );
   }
-  lines.push(
-    '| goal | measured | met |',
-    '|---|---|---|',
-    ...result.goals.map((g) => `| ${g.goal} | ${g.measured} | ${g.met === null ? 'not run' : g.met ? 'yes' : 'no'} |`),
-    '',
-  );
+  const goalRows = (goals: Goal[]) =>
+    goals.map((g) => `| ${g.goal} | ${g.measured} | ${g.met === null ? 'not run' : g.met ? 'yes' : 'no'} |`);
+  lines.push('| goal | measured | met |', '|---|---|---|', ...goalRows(result.goals), '');
+  if (result.issue41Goals?.length)
+    lines.push("Issue 41's goals:", '', '| goal | measured | met |', '|---|---|---|', ...goalRows(result.issue41Goals), '');
   return lines.join('\n');
 }
 
@@ -324,9 +385,9 @@ function breakdownTables(result: BenchResult): string[] {
 /** The worker's API requests per run (issue 41): what the API server pays for the upgrade. */
 function apiRequestTable(result: BenchResult): string[] {
   return captionedTable(
-    "The worker's requests to the API server (its audit log, the worker's identity only): in all, per accepted eviction, per node and hop, and the five most frequent kinds:",
-    '| run | requests | evictions | per evicted pod | per node·hop | most frequent |',
-    '|---|---:|---:|---:|---:|---|',
+    "The worker's requests to the API server (its audit log, the worker's identity only): in all, per accepted eviction, per node and hop, per node and hop beyond 2 per evicted pod, the most in flight at once (watches aside) and the most watches open, the request repeated most often within 10 s, the longest streak of one request repeated under a second apart, and the five most frequent kinds:",
+    '| run | requests | evictions | per evicted pod | per node·hop | beyond 2/pod, per node·hop | peak in flight | peak watches | busiest repeat /s | longest streak under 1 s apart (by count; the longest lasting) | most frequent |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|',
     result.runs.flatMap((r) => {
       const a = r.apiRequests;
       if (!a) return [];
@@ -334,7 +395,62 @@ function apiRequestTable(result: BenchResult): string[] {
         .slice(0, 5)
         .map(([k, n]) => `${k} ${n}`)
         .join(', ');
-      return [`| ${r.id} | ${a.total} | ${a.evictions} | ${cell(a.perEvictedPod ?? undefined)} | ${a.perNodeHop} | ${top} |`];
+      const busiest = a.busiestRepeats?.[0];
+      const streak = a.longestSubSecondStreak;
+      const lasting = a.longestLastingSubSecondStreak;
+      return [
+        `| ${r.id} | ${a.total} | ${a.evictions} | ${cell(a.perEvictedPod ?? undefined)} | ${a.perNodeHop} | ${cell(a.beyondTwoPerEvictionPerNodeHop)} | ${cell(a.peakInFlight)} | ${cell(a.peakWatches)} | ${busiest ? `${busiest.perSecond} \`${busiest.request}\`` : '–'} | ${streak ? `${streak.count} × \`${streak.request}\`, ${streak.meanGapSeconds} s apart` : '–'}${lasting ? `; ${lasting.count} × \`${lasting.request}\` for ${lasting.spanSeconds} s` : ''} | ${top} |`,
+      ];
+    }),
+  );
+}
+
+/** Rows: each kind any run had; columns: the runs that have `of`; a cell: that run's count ('–' for none). */
+function kindTable(caption: string, result: BenchResult, of: (r: RunResult) => Record<string, number> | undefined): string[] {
+  const runs = result.runs.filter((r) => of(r));
+  const totals = new Map<string, number>();
+  for (const r of runs) for (const [k, n] of Object.entries(of(r) ?? {})) totals.set(k, (totals.get(k) ?? 0) + n);
+  const kinds = [...totals].sort(([a, x], [b, y]) => y - x || a.localeCompare(b)).map(([k]) => k);
+  return captionedTable(
+    caption,
+    `| kind | ${runs.map((r) => r.id).join(' | ')} |`,
+    `|---|${runs.map(() => '---:').join('|')}|`,
+    kinds.map((k) => `| ${k.replace(/\|/g, '\\|')} | ${runs.map((r) => cell(of(r)?.[k])).join(' | ')} |`),
+  );
+}
+
+/** The worker's requests by verb and resource, and the hosts' commands by kind, run beside run. */
+function kindTables(result: BenchResult): string[] {
+  return [
+    ...kindTable("The worker's API requests by verb and resource (counts over the run):", result, (r) => r.apiRequests?.byKind),
+    ...kindTable('Host commands by kind, per node·hop (each an SSH exec; bench/host-commands.ts):', result, (r) =>
+      r.tool === 'skewless' ? r.hostCommands?.byKind : undefined,
+    ),
+    ...kindTable(
+      "Temporal actions by kind, from the histories (Temporal Cloud's mapping of history events to actions; bench/temporal-cost.ts):",
+      result,
+      (r) => r.temporal?.actions.byKind,
+    ),
+    ...kindTable(
+      "The dev server's own action counter over the run, by type (queries and heartbeats included):",
+      result,
+      (r) => r.temporal?.serverActions?.byType,
+    ),
+  ];
+}
+
+/** What each skewless run cost Temporal, in all and per node·hop. */
+function temporalTable(result: BenchResult): string[] {
+  return captionedTable(
+    "What each run cost Temporal: workflow runs, workflow tasks, activity tasks (attempts) and actions from the histories (Temporal Cloud's mapping), in all and per node·hop; the bench's own status queries while it waited (one every 2 s, each an action); the dev server's action counter over the run (everything: queries and heartbeats too):",
+    '| run | workflow runs | workflow tasks (failed) | activity tasks | actions (histories) | per node·hop: workflow tasks | activity tasks | actions | bench status queries | server action counter |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    result.runs.flatMap((r) => {
+      const t = r.temporal;
+      if (!t) return [];
+      return [
+        `| ${r.id} | ${t.workflowRuns} | ${t.workflowTasks} (${Object.values(t.workflowTaskFailures ?? {}).reduce((a, b) => a + b, 0)}) | ${t.activityTasks} | ${t.actions.total} | ${t.perNodeHop.workflowTasks} | ${t.perNodeHop.activityTasks} | ${t.perNodeHop.actions} | ${t.statusQueries} | ${cell(t.serverActions?.total)} |`,
+      ];
     }),
   );
 }

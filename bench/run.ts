@@ -1,5 +1,5 @@
 import { cpus, tmpdir } from 'node:os';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -11,6 +11,8 @@ import { ensureSimBinaries, type SimBinaries } from '../sim/cluster/binaries.js'
 import type { Simulation } from '../sim/simulation.js';
 import { freePort } from '../tooling/free-port.js';
 import { countWorkerRequests } from './api-requests.js';
+import { hostCommands } from './host-commands.js';
+import { temporalCost } from './temporal-cost.js';
 import { runBaseline } from './baseline-run.js';
 import {
   descriptionYaml,
@@ -29,7 +31,7 @@ import {
 } from './cases.js';
 import { drainBench, drainDescriptionYaml } from './drain-bench.js';
 import { hostWaitSeconds, measuredLowerBoundSeconds, nominalLowerBoundSeconds } from './lower-bound.js';
-import { comparisons, goals, markdown, RESULT_SCHEMA, runResult, type BenchResult, type RunResult } from './report.js';
+import { comparisons, goals, issue41Goals, markdown, RESULT_SCHEMA, runResult, type BenchResult, type RunResult } from './report.js';
 import { nodeBreakdown } from './node-breakdown.js';
 import { phaseBreakdown } from './phase-breakdown.js';
 import { productionNodeOptions } from './production-heap.js';
@@ -47,7 +49,7 @@ const CLI = join(repoRoot, 'bin', 'skewless.js');
 const WORKER_NODE_OPTIONS = productionNodeOptions(join(repoRoot, 'Dockerfile'));
 
 export const benchHelp = `Usage: npm run bench -- [--sizes 10x20,100x20] [--hops 1,2] [--tools baseline,skewless-1,skewless-batched,skewless-every-hop]
-                       [--with-1000] [--no-drain] [--quick] [--worker-node-options OPTS] [--out DIR]
+                       [--with-1000] [--no-drain] [--quick] [--worker-node-options OPTS] [--builds L=DIR,...] [--out DIR]
 
 Runs each size × hop count × tool on a fresh simulated cluster (1 control plane, N workers, 20 or
 10 pods a worker behind PDBs allowing a batch unavailable), the baseline being bench/baseline.sh (kubectl
@@ -60,6 +62,9 @@ skewless-batched and skewless-every-hop; a 30-pod drain (the test suite's shape 
 --worker-node-options: the worker's NODE_OPTIONS instead of the production image's (the Dockerfile's
 ENV line): '' for no heap limit, --worker-node-options=--max-old-space-size=384 for another (with '=':
 a value that starts with '-').
+--builds LABEL=DIR,...: each skewless run once per build, in the order given, side by side on identical
+fresh clusters (DIR: another checkout, built; its bin/skewless.js runs the CLI and the worker; '.' this one),
+each run's id ending in -LABEL; the baseline runs once.
 Results: DIR/bench.json, DIR/bench.md, DIR/<run>.svg (default bench/results).`;
 
 class UsageError extends Error {}
@@ -76,6 +81,26 @@ interface Options {
   quick?: boolean;
   /** The worker's NODE_OPTIONS: the production image's unless --worker-node-options says otherwise. */
   workerNodeOptions: string;
+  /** --builds: the skewless builds to run side by side (label → the checkout's root). */
+  builds?: { label: string; root: string }[];
+}
+
+/** `before=../old,after=.` → the builds, each checked to have its CLI. */
+function buildsOption(value: string): { label: string; root: string }[] {
+  const builds = value
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean)
+    .map((x) => {
+      const m = /^([a-z0-9][a-z0-9.-]*)=(.+)$/.exec(x);
+      if (!m) throw new UsageError(`--builds: ${JSON.stringify(x)} is not LABEL=DIR (a label of lower-case letters, digits, '.' and '-')`);
+      const root = resolve(m[2] as string);
+      if (!existsSync(join(root, 'bin', 'skewless.js')) || !existsSync(join(root, 'dist', 'client', 'cli.js')))
+        throw new UsageError(`--builds: ${root} has no built skewless (bin/skewless.js and dist/; run npm run build:quick there)`);
+      return { label: m[1] as string, root };
+    });
+  if (new Set(builds.map((b) => b.label)).size !== builds.length) throw new UsageError('--builds: each label once');
+  return builds;
 }
 
 function options(argv: string[]): Options | undefined {
@@ -92,6 +117,7 @@ function options(argv: string[]): Options | undefined {
         quick: { type: 'boolean' },
         out: { type: 'string' },
         'worker-node-options': { type: 'string' },
+        builds: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -113,6 +139,7 @@ function options(argv: string[]): Options | undefined {
   for (const h of hops) if (h !== 1 && h !== 2) throw new UsageError('--hops: 1, 2 or 1,2');
   const out = resolve(values.out ?? join(repoRoot, 'bench', 'results'));
   const workerNodeOptions = (values['worker-node-options'] ?? WORKER_NODE_OPTIONS).trim();
+  const builds = values.builds === undefined ? undefined : buildsOption(values.builds);
   if (values.quick)
     return {
       sizes: [QUICK_SIZE],
@@ -138,6 +165,7 @@ function options(argv: string[]): Options | undefined {
     out,
     toolsGiven: Boolean(values.tools),
     workerNodeOptions,
+    ...(builds ? { builds } : {}),
   };
 }
 
@@ -164,6 +192,8 @@ interface Bench {
   registry: ProcessRegistry;
   binaries: SimBinaries;
   temporal: DemoTemporal;
+  /** The dev server's /metrics (its action counter). */
+  metricsUrl: string;
 }
 
 /** What the invocation measured so far. */
@@ -188,6 +218,7 @@ function save(o: Options, m: Measured): string {
     ...(m.drain ? { drain: m.drain } : {}),
     failures: m.failures,
     goals: goals(m.runs, cmp, m.drain),
+    issue41Goals: issue41Goals(m.runs),
   };
   writeFileSync(join(o.out, 'bench.json'), `${JSON.stringify(result, null, 2)}\n`);
   const md = markdown(result);
@@ -207,16 +238,18 @@ async function startBench(o: Options): Promise<Bench> {
   const binaries = ensureSimBinaries();
   mkdirSync(join(work, 'logs'), { recursive: true });
   const port = await freePort();
+  const metricsPort = await freePort();
   const temporal = await ensureTemporal({
     address: `127.0.0.1:${port}`,
     namespace: 'default',
     uiPort: await freePort(),
+    metricsPort,
     stateDir: work,
     registry,
     say: log,
     signal: new AbortController().signal,
   });
-  return { o, work, logsDir, registry, binaries, temporal };
+  return { o, work, logsDir, registry, binaries, temporal, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
 }
 
 async function stopBench(b: Bench): Promise<void> {
@@ -236,6 +269,18 @@ function perNodeHop(sim: Simulation, run: BenchRun, count: (host: string) => num
   return () => Math.round(((total() - atStart) / (run.size.controlPlanes + run.size.workers) / run.hops) * 10) / 10;
 }
 
+/** Every host's command lines from now on: call the result after the run. */
+function commandsFromNow(sim: Simulation): () => string[] {
+  const from = new Map(sim.hosts.hosts.map((h) => [h.name, sim.hosts.commandLog(h.name).length]));
+  return () =>
+    sim.hosts.hosts.flatMap((h) =>
+      sim.hosts
+        .commandLog(h.name)
+        .slice(from.get(h.name) ?? 0)
+        .map((e) => e.command),
+    );
+}
+
 /** The row's fields every tool has, known before the run. */
 function runBase(run: BenchRun, id: string, upSeconds: number) {
   return {
@@ -248,6 +293,7 @@ function runBase(run: BenchRun, id: string, upSeconds: number) {
     tool: run.tool,
     batchSize: run.batchSize,
     ...(run.workersEveryHop ? { workersEveryHop: true } : {}),
+    ...(run.build ? { build: run.build } : {}),
     simUpSeconds: Math.round(upSeconds * 10) / 10,
     nominalLowerBoundSeconds: nominalLowerBoundSeconds({
       controlPlanes: run.size.controlPlanes,
@@ -267,7 +313,13 @@ async function measureRun(b: Bench, run: BenchRun, sim: Simulation, id: string, 
     sshHandshakesPerNode: perNodeHop(sim, run, (host) => sim.hosts.connectionsAccepted(host)),
     hostCommandsPerNode: perNodeHop(sim, run, (host) => sim.hosts.commandLog(host).length),
   };
-  const counted = () => ({ sshHandshakesPerNode: counters.sshHandshakesPerNode(), hostCommandsPerNode: counters.hostCommandsPerNode() });
+  const commands = commandsFromNow(sim);
+  const nodeHops = (run.size.controlPlanes + run.size.workers) * run.hops;
+  const counted = () => ({
+    sshHandshakesPerNode: counters.sshHandshakesPerNode(),
+    hostCommandsPerNode: counters.hostCommandsPerNode(),
+    hostCommands: hostCommands(commands(), nodeHops),
+  });
   /** The bound from this run's own host command log (after the run). */
   const measuredBound = () =>
     measuredLowerBoundSeconds({
@@ -292,11 +344,13 @@ async function measureRun(b: Bench, run: BenchRun, sim: Simulation, id: string, 
     writeFileSync(join(b.o.out, svg), renderTimelineSvg({ title: `${id}: bench/baseline.sh (kubectl drain + ssh)`, lanes, bars: r.bars }));
     return runResult({ ...base, lowerBoundSeconds: measuredBound(), wallSeconds: r.wallSeconds, timeline: svg, ...counted() });
   }
+  const root = b.o.builds?.find((x) => x.label === run.build)?.root;
   const s = await runSkewless({
     sim,
     temporal: b.temporal,
     registry: b.registry,
-    cli: CLI,
+    cli: root ? join(root, 'bin', 'skewless.js') : CLI,
+    metricsUrl: b.metricsUrl,
     logsDir: b.logsDir,
     to: target,
     batchSize: run.batchSize,
@@ -305,7 +359,7 @@ async function measureRun(b: Bench, run: BenchRun, sim: Simulation, id: string, 
     ...(run.workersEveryHop ? { workersEveryHop: true } : {}),
   });
   await assertUpgraded(sim, target, id);
-  const title = `${id}: skewless upgrade --batch-size ${run.batchSize}${run.workersEveryHop ? ' --workers-every-hop' : ''}`;
+  const title = `${id}: skewless upgrade --batch-size ${run.batchSize}${run.workersEveryHop ? ' --workers-every-hop' : ''}${root ? ` (${root})` : ''}`;
   writeFileSync(join(b.o.out, svg), renderTimelineSvg(timelineFromRuns(s.runs, title)));
   const nodes = run.size.controlPlanes + run.size.workers;
   return runResult({
@@ -320,13 +374,18 @@ async function measureRun(b: Bench, run: BenchRun, sim: Simulation, id: string, 
     phases: phaseBreakdown(s.runs),
     events: { ...s.events, perNode: Math.round(((s.events.parent + s.events.nodeWorkflowEvents) / nodes / run.hops) * 10) / 10 },
     apiRequests: countWorkerRequests(s.auditEvents, nodes * run.hops),
+    temporal: {
+      ...temporalCost(s.runs, nodes * run.hops),
+      statusQueries: s.statusQueries,
+      ...(s.serverActions ? { serverActions: s.serverActions } : {}),
+    },
   });
 }
 
 /** The `i`th run of the plan on a fresh cluster; one run that does not finish costs its row, not the others' numbers. */
 async function measureRunOnFreshCluster(b: Bench, m: Measured, run: BenchRun, i: number, of: number): Promise<void> {
   const id = runId(run);
-  const cluster = `b${i + 1}-${run.tool === 'baseline' ? 'base' : `sk${run.batchSize}`}`;
+  const cluster = `b${i + 1}-${run.tool === 'baseline' ? 'base' : `sk${run.batchSize}`}${run.build ? `-${run.build}` : ''}`;
   log(
     `${i + 1}/${of} ${id}: starting a fresh cluster (${run.size.controlPlanes} + ${run.size.workers} nodes, ${run.size.workers * run.size.podsPerWorker} pods)`,
   );
@@ -379,7 +438,10 @@ async function main(): Promise<number> {
   const b = await startBench(o);
   try {
     const opts = o;
-    const plan: BenchRun[] = o.sizes.flatMap((size) => opts.hops.flatMap((hops) => runsOf(size, hops, toolsFor(size, hops, opts))));
+    const plan: BenchRun[] = o.sizes
+      .flatMap((size) => opts.hops.flatMap((hops) => runsOf(size, hops, toolsFor(size, hops, opts))))
+      // --builds: each skewless run once per build, one after the other, so that both meet the same machine.
+      .flatMap((run) => (run.tool === 'skewless' && opts.builds ? opts.builds.map((x) => ({ ...run, build: x.label })) : [run]));
     for (const [i, run] of plan.entries()) await measureRunOnFreshCluster(b, m, run, i, plan.length);
     if (o.drainPods > 0) m.drain = await measureDrain(b, o.drainPods);
     process.stdout.write(save(o, m));

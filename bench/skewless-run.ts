@@ -8,6 +8,7 @@ import type { AuditEvent } from '../sim/cluster/audit-log.js';
 import type { Simulation } from '../sim/simulation.js';
 import { resolveDrainUpdate, statusQuery } from '../workflows/rollout-messages.js';
 import { sampleProcess } from './process-stats.js';
+import { actionDelta, readActionCounter } from './temporal-actions.js';
 import { upgradeWorkflowId } from '../contracts/workflow-ids.js';
 
 /**
@@ -25,6 +26,10 @@ export interface SkewlessOutcome {
   runs: RunHistory[];
   /** The worker's requests to the API server during the run, from its audit log (bench/api-requests.ts). */
   auditEvents: AuditEvent[];
+  /** Status queries the bench sent while it waited (as `skewless watch` did before issue 41): each a Temporal action. */
+  statusQueries: number;
+  /** The dev server's action counter over the run (bench/temporal-actions.ts), when it could be read. */
+  serverActions?: { total: number; byType: Record<string, number> };
 }
 
 const BENCH_OPERATOR = 'skewless-bench';
@@ -34,12 +39,14 @@ const BENCH_OPERATOR = 'skewless-bench';
  * once its retries were spent, e.g. pods the simulated kubelet was slow to start at 1,000 nodes) is
  * answered with retry, every answer recorded in the result.
  */
-async function retryBlocked(client: Client, workflowId: string, until: Promise<unknown>): Promise<string[]> {
+async function retryBlocked(client: Client, workflowId: string, until: Promise<unknown>): Promise<{ retries: string[]; queries: number }> {
   const handle = client.workflow.getHandle(workflowId);
   const retries: string[] = [];
+  let queries = 0;
   let done = false;
   void until.finally(() => (done = true)).catch(() => undefined);
   while (!done) {
+    queries++;
     const s = await handle.query(statusQuery).catch(() => undefined);
     for (const [node, n] of Object.entries(s?.nodes ?? {})) {
       if (n.phase !== 'blocked' || !n.blocked) continue;
@@ -52,7 +59,7 @@ async function retryBlocked(client: Client, workflowId: string, until: Promise<u
     }
     await Promise.race([until.catch(() => undefined), new Promise((r) => setTimeout(r, 2_000))]);
   }
-  return retries;
+  return { retries, queries };
 }
 
 export interface SkewlessRunOptions {
@@ -68,7 +75,26 @@ export interface SkewlessRunOptions {
   nodeOptions: string;
   /** --workers-every-hop: the plan before issue 22, for the side-by-side comparison. */
   workersEveryHop?: boolean;
+  /** The dev server's /metrics, for its action counter over the run. */
+  metricsUrl?: string;
 }
+
+/** `skewless upgrade` as an operator runs it: a canary, then batches, detached. */
+const upgradeArgs = (o: SkewlessRunOptions, cluster: string) => [
+  'upgrade',
+  '--cluster',
+  cluster,
+  '--to',
+  o.to,
+  '--canary',
+  '1',
+  '--batch-size',
+  String(o.batchSize),
+  '--max-unavailable',
+  String(o.batchSize),
+  ...(o.workersEveryHop ? ['--workers-every-hop'] : []),
+  '--detach',
+];
 
 export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcome> {
   const cluster = o.sim.description.name;
@@ -100,22 +126,9 @@ export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcom
     await Promise.race([polling, died]);
     const stats = sampleProcess(worker.pid);
     const auditFrom = o.sim.auditEvents().length;
+    const actionsFrom = o.metricsUrl ? await readActionCounter(o.metricsUrl, o.temporal.namespace) : undefined;
     const started = Date.now();
-    const args = [
-      'upgrade',
-      '--cluster',
-      cluster,
-      '--to',
-      o.to,
-      '--canary',
-      '1',
-      '--batch-size',
-      String(o.batchSize),
-      '--max-unavailable',
-      String(o.batchSize),
-      ...(o.workersEveryHop ? ['--workers-every-hop'] : []),
-      '--detach',
-    ];
+    const args = upgradeArgs(o, cluster);
     const cli = o.registry.spawn(`upgrade-${o.label}`, process.execPath, [o.cli, ...args], {
       env,
       logFile: join(o.logsDir, `${o.label}.cli.log`),
@@ -124,10 +137,11 @@ export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcom
     if (code !== 0) throw new Error(`skewless ${args.join(' ')} exited ${code}; see ${join(o.logsDir, `${o.label}.cli.log`)}`);
     const client = new Client({ connection: o.temporal.connection, namespace: o.temporal.namespace });
     const result = Promise.race([client.workflow.getHandle(upgradeWorkflowId(cluster)).result(), died]);
-    const retries = await retryBlocked(client, upgradeWorkflowId(cluster), result);
+    const { retries, queries } = await retryBlocked(client, upgradeWorkflowId(cluster), result);
     await result;
     const wallSeconds = (Date.now() - started) / 1000;
     const usage = stats.stop();
+    const actionsTo = o.metricsUrl ? await readActionCounter(o.metricsUrl, o.temporal.namespace) : undefined;
     const history = await fetchUpgradeRuns(client, cluster);
     const count = (runs: RunHistory[]) => runs.reduce((n, r) => n + r.events.length, 0);
     return {
@@ -143,6 +157,8 @@ export async function runSkewless(o: SkewlessRunOptions): Promise<SkewlessOutcom
       retries,
       runs: [...history.parent, ...history.children],
       auditEvents: o.sim.auditEvents().slice(auditFrom),
+      statusQueries: queries,
+      ...(actionsFrom && actionsTo ? { serverActions: actionDelta(actionsFrom, actionsTo) } : {}),
     };
   } finally {
     await o.registry.stop(worker, 10_000);

@@ -35,6 +35,8 @@ export interface TemporalOptions {
   address: string;
   namespace: string;
   uiPort?: number;
+  /** The dev server's /metrics port when this starts one (default: a random one). */
+  metricsPort?: number;
   stateDir: string;
   registry: ProcessRegistry;
   say: (line: string) => void;
@@ -61,9 +63,14 @@ export async function ensureTemporal(o: TemporalOptions): Promise<DemoTemporal> 
 
   const bin = ensureTemporalBinary();
   const db = join(o.stateDir, 'temporal.db');
-  const server = o.registry.spawn('temporal-dev-server', bin, devServerArgs({ db, ip: host, port, uiPort }), {
-    logFile: join(o.stateDir, 'logs', 'temporal.log'),
-  });
+  const server = o.registry.spawn(
+    'temporal-dev-server',
+    bin,
+    devServerArgs({ db, ip: host, port, uiPort, ...(o.metricsPort ? { metricsPort: o.metricsPort } : {}) }),
+    {
+      logFile: join(o.stateDir, 'logs', 'temporal.log'),
+    },
+  );
   o.registry.recordPort('temporal', port);
   o.registry.recordPort('temporal-ui', uiPort);
   o.say(`[demo] started the Temporal dev server (pid ${server.pid}) on ${o.address}, UI ${uiUrl}`);

@@ -25,7 +25,7 @@ const CLI_TYPE: Record<string, string> = {
 };
 
 /** The dev server's argv: shared by the CLI and the tests that start one. */
-export function devServerArgs(o: { db: string; ip: string; port: number; uiPort: number }): string[] {
+export function devServerArgs(o: { db: string; ip: string; port: number; uiPort: number; metricsPort?: number }): string[] {
   return [
     'server',
     'start-dev',
@@ -37,6 +37,8 @@ export function devServerArgs(o: { db: string; ip: string; port: number; uiPort:
     String(o.port),
     '--ui-port',
     String(o.uiPort),
+    // Its /metrics (the bench reads the server's action counter there); otherwise a random free port.
+    ...(o.metricsPort ? ['--metrics-port', String(o.metricsPort)] : []),
     '--log-level',
     'warn',
     ...ALL_SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=${CLI_TYPE[key.type] ?? key.type}`]),

@@ -10,8 +10,10 @@ export interface AuditEvent {
   namespace?: string;
   name?: string;
   code?: number;
-  /** RFC 3339 with microseconds, as the apiserver writes it. */
+  /** RFC 3339 with microseconds, as the apiserver writes it: when the response was complete. */
   time: string;
+  /** When the apiserver received the request (its requestReceivedTimestamp): with `time`, the request in flight. */
+  received?: string;
   uri: string;
 }
 
@@ -25,6 +27,7 @@ interface RawEvent {
   objectRef?: { resource?: string; subresource?: string; apiGroup?: string; namespace?: string; name?: string };
   responseStatus?: { code?: number };
   stageTimestamp?: string;
+  requestReceivedTimestamp?: string;
   stage?: string;
 }
 
@@ -57,6 +60,7 @@ function readAuditLog(path: string): AuditEvent[] {
       ...(ref.name ? { name: ref.name } : {}),
       ...(raw.responseStatus?.code !== undefined ? { code: raw.responseStatus.code } : {}),
       time: raw.stageTimestamp ?? '',
+      ...(raw.requestReceivedTimestamp ? { received: raw.requestReceivedTimestamp } : {}),
       uri: raw.requestURI ?? '',
     });
   }

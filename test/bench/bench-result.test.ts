@@ -87,6 +87,28 @@ describe("npm run bench (the suite's small version)", () => {
         positive(api?.evictions, `${run.id} evictions in the audit log`);
         assert.equal(api?.perEvictedPod, Math.round(((api?.total ?? 0) / (api?.evictions ?? 1)) * 10) / 10);
         positive(api?.byKind['watch pods'], `${run.id}: drains watch their node's pods`);
+        positive(api?.peakInFlight, `${run.id}: requests in flight, from the audit log's receive and complete times`);
+        assert.ok((api?.busiestRepeats?.length ?? 0) > 0, `${run.id}: the busiest repeated request`);
+        // Temporal's cost from the histories: every run read (the parent's and each node workflow's), each started once.
+        const t = run.temporal;
+        assert.equal(t?.workflowRuns, (run.events?.parentRuns ?? 0) + (run.events?.nodeWorkflows ?? 0), `${run.id}: runs read`);
+        assert.equal(t?.actions.byKind['workflow started'], t?.workflowRuns, `${run.id}: a start action per run`);
+        assert.equal(
+          t?.actions.byKind['child workflow start initiated'],
+          run.events?.nodeWorkflows,
+          `${run.id}: a child start per node workflow`,
+        );
+        assert.ok(
+          (t?.activityTasks ?? 0) >= (t?.actions.byKind['activity scheduled'] ?? Infinity),
+          `${run.id}: an attempt per activity at least`,
+        );
+        assert.ok((t?.workflowTasks ?? 0) > (t?.workflowRuns ?? Infinity), `${run.id}: more than one workflow task per run`);
+        assert.equal(
+          t?.actions.total,
+          Object.values(t?.actions.byKind ?? {}).reduce((a, b) => a + b, 0),
+        );
+        positive(t?.statusQueries, `${run.id}: the bench's status queries`);
+        positive(t?.serverActions?.total, `${run.id}: the dev server's action counter over the run`);
         // Every node workflow in some wave; a batch is one wave at most its size; the parent's parts are its span, within the wall.
         const p = run.phases;
         assert.equal(Math.round((p?.nodesMean ?? 0) * (p?.waves ?? 0)), expected, `${run.id}: waves hold every node workflow`);
@@ -104,7 +126,12 @@ describe("npm run bench (the suite's small version)", () => {
       Math.max(...handshakes('skewless')) < Math.min(...handshakes('baseline')),
       `the worker reuses its connections, OpenSSH in the baseline does not: ${JSON.stringify(result.runs.map((x) => [x.id, x.sshHandshakesPerNode]))}`,
     );
-    for (const run of result.runs) positive(run.hostCommandsPerNode, `${run.id} host commands per node and hop`);
+    for (const run of result.runs) {
+      positive(run.hostCommandsPerNode, `${run.id} host commands per node and hop`);
+      assert.equal(run.hostCommands?.perNodeHop, run.hostCommandsPerNode, `${run.id}: the commands by kind are the commands counted`);
+      const byKind = Object.values(run.hostCommands?.byKind ?? {}).reduce((a, b) => a + b, 0);
+      assert.ok(Math.abs(byKind - (run.hostCommandsPerNode ?? 0)) < 0.05 * Object.keys(run.hostCommands?.byKind ?? {}).length + 0.1);
+    }
     assert.equal(result.comparisons.length, 2);
     const c = result.comparisons.find((x) => x.hops === 1);
     assert.equal(c?.sequentialRatio, Math.round(((c?.skewlessSequentialSeconds ?? 0) / (c?.baselineSeconds ?? 1)) * 1000) / 1000);
@@ -122,6 +149,8 @@ describe("npm run bench (the suite's small version)", () => {
       'workers once ÷ every hop, from the same invocation',
     );
     assert.equal(result.goals.length, 11, "issue 9's goals and issue 22's");
+    assert.equal(result.issue41Goals?.length, 3, "issue 41's: requests, loops, host commands");
+    for (const g of result.issue41Goals ?? []) assert.ok(typeof g.met === 'boolean', `${g.goal}: judged on the skewless runs`);
     for (const g of result.goals) assert.ok(g.met === null || typeof g.met === 'boolean', g.goal);
     const window = result.goals.find((g) => /cordoned window/.test(g.goal));
     assert.ok(

@@ -66,6 +66,8 @@ export const TIERS: Record<TierName, Tier> = {
       'test/activities/cluster-config-keys.test.ts',
       'test/activities/kube-api-connections.test.ts',
       'test/bench/lower-bound.test.ts',
+      'test/bench/api-requests.test.ts',
+      'test/bench/temporal-cost.test.ts',
       'test/bench/node-breakdown.test.ts',
       'test/bench/phase-breakdown.test.ts',
       'test/bench/production-heap.test.ts',
