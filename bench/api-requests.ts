@@ -64,8 +64,8 @@ export function repeatKey(e: AuditEvent): string {
   return `${e.verb} ${path}${kept.length ? `?${kept.join('&')}` : ''}${named}`;
 }
 
-/** Requests of one key sent most often within any `windowMs`: the top `top`, per second over the window. */
-export function busiestRepeats(events: readonly AuditEvent[], top = 3, windowMs = 10_000): { request: string; perSecond: number }[] {
+/** When each request (by its repeat key) was received, in the order of the log. */
+function timesByRequest(events: readonly AuditEvent[]): Map<string, number[]> {
   const byKey = new Map<string, number[]>();
   for (const e of events) {
     const at = ms(e.received ?? e.time);
@@ -75,6 +75,12 @@ export function busiestRepeats(events: readonly AuditEvent[], top = 3, windowMs 
     if (times) times.push(at);
     else byKey.set(key, [at]);
   }
+  return byKey;
+}
+
+/** Requests of one key sent most often within any `windowMs`: the top `top`, per second over the window. */
+export function busiestRepeats(events: readonly AuditEvent[], top = 3, windowMs = 10_000): { request: string; perSecond: number }[] {
+  const byKey = timesByRequest(events);
   const best: { request: string; count: number }[] = [];
   for (const [request, times] of byKey) {
     times.sort((a, b) => a - b);
@@ -103,15 +109,7 @@ export interface Streak {
 
 /** The longest run of one request repeated with every gap under `gapMs`, by count or by how long it lasted (undefined if none). */
 export function longestStreak(events: readonly AuditEvent[], gapMs = 1000, by: 'count' | 'span' = 'count'): Streak | undefined {
-  const byKey = new Map<string, number[]>();
-  for (const e of events) {
-    const at = ms(e.received ?? e.time);
-    if (Number.isNaN(at)) continue;
-    const key = repeatKey(e);
-    const times = byKey.get(key);
-    if (times) times.push(at);
-    else byKey.set(key, [at]);
-  }
+  const byKey = timesByRequest(events);
   let best: { request: string; count: number; first: number; last: number } | undefined;
   for (const [request, times] of [...byKey].sort(([a], [b]) => a.localeCompare(b))) {
     times.sort((a, b) => a - b);
